@@ -1,0 +1,96 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// MaxMessageBytes is the largest MQTT payload evoclaw decodes. Larger
+// messages are refused before parsing so that one peer cannot make a small
+// board allocate without bound.
+const MaxMessageBytes = 1 << 20
+
+// MaxRequestIDLen bounds a request_id.
+const MaxRequestIDLen = 128
+
+// ErrTooLarge is returned for payloads over MaxMessageBytes.
+var ErrTooLarge = errors.New("message too large")
+
+// DecodeError describes a message that could not be decoded. What names the
+// message kind, Field the offending field when known.
+type DecodeError struct {
+	What  string
+	Field string
+	Msg   string
+	Err   error
+}
+
+func (e *DecodeError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("decode %s: field %q: %s", e.What, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("decode %s: %s", e.What, e.Msg)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// decodeObject unmarshals one JSON object from b into v, translating the
+// standard library's errors into DecodeErrors that name the field.
+func decodeObject(what string, b []byte, v any) error {
+	if len(b) > MaxMessageBytes {
+		return &DecodeError{What: what, Msg: fmt.Sprintf("%d bytes, at most %d allowed", len(b), MaxMessageBytes), Err: ErrTooLarge}
+	}
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return &DecodeError{What: what, Msg: "empty message"}
+	}
+	if t[0] != '{' {
+		return &DecodeError{What: what, Msg: "want a JSON object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if err := dec.Decode(v); err != nil {
+		return translate(what, err)
+	}
+	if dec.More() {
+		return &DecodeError{What: what, Msg: "trailing data after the JSON object"}
+	}
+	return nil
+}
+
+func translate(what string, err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return &DecodeError{What: what, Field: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value), Err: err}
+	case errors.As(err, &se):
+		return &DecodeError{What: what, Msg: fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, err), Err: err}
+	default:
+		return &DecodeError{What: what, Msg: err.Error(), Err: err}
+	}
+}
+
+// objectOrEmpty checks that raw is absent, null or a JSON object and returns
+// it normalised ("{}" for absent or null).
+func objectOrEmpty(what, field string, raw json.RawMessage) (json.RawMessage, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}"), nil
+	}
+	if t[0] != '{' {
+		return nil, &DecodeError{What: what, Field: field, Msg: "want a JSON object"}
+	}
+	return json.RawMessage(t), nil
+}
+
+func checkRequestID(what, id string, required bool) error {
+	switch {
+	case id == "" && required:
+		return &DecodeError{What: what, Field: "request_id", Msg: "required"}
+	case len(id) > MaxRequestIDLen:
+		return &DecodeError{What: what, Field: "request_id", Msg: fmt.Sprintf("%d bytes, at most %d allowed", len(id), MaxRequestIDLen)}
+	}
+	return nil
+}

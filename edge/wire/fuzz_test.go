@@ -1,0 +1,49 @@
+package wire
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bytes to every decoder of outside input. They
+// must never panic, and anything they accept must satisfy their invariants.
+func FuzzDecode(f *testing.F) {
+	for _, dir := range []string{"", "bad"} {
+		files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "wire", dir, "*.json"))
+		for _, name := range files {
+			b, err := os.ReadFile(name)
+			if err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if c, err := DecodeCommand(b); err == nil {
+			if c.Command == "" || c.RequestID == "" || len(c.RequestID) > MaxRequestIDLen || len(c.Payload) == 0 {
+				t.Fatalf("accepted invalid command %+v", c)
+			}
+			if p, err := DecodeToolPayload(c.Payload); err == nil && (p.Tool == "" || p.TimeoutMS < 0) {
+				t.Fatalf("accepted invalid tool payload %+v", p)
+			}
+			_, _ = DecodePromptPayload(c.Payload)
+		}
+		if r, err := DecodeReport("a", b); err == nil {
+			if r.AgentID != "a" {
+				t.Fatalf("report from topic agent a names %q", r.AgentID)
+			}
+			_ = r.RequestID()
+			if res, err := DecodeToolResult(r); err == nil && res.Status != StatusSuccess && res.Status != StatusError {
+				t.Fatalf("accepted status %q", res.Status)
+			}
+			_, _ = DecodeToolsList(r)
+			_, _ = DecodeErrorPayload(r)
+			_, _ = DecodePromptResult(r)
+		}
+		if s, err := DecodeStatus("a", b); err == nil && s.Status != PresenceOnline && s.Status != PresenceOffline {
+			t.Fatalf("accepted status %q", s.Status)
+		}
+		_, _ = DecodeCapabilities("a", b)
+		_, _, _ = ParseTopic(string(b))
+	})
+}
