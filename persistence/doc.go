@@ -1,0 +1,14 @@
+// Package persistence defines what evoclaw keeps on disk and the small
+// interfaces the rest of the project writes it through: the audit trail of
+// tool calls ([AuditLog], one [ToolCall] per invocation) and the exactly-once
+// request log an edge agent keeps per wire request_id ([RequestLog]).
+//
+// Implementations live in subpackages; persistence/sqlite is the warm store
+// on the node itself. Auditors read the trail with plain SQL, so the record
+// types here map one to one onto table columns.
+//
+// # Concurrency
+//
+// Implementations of [AuditLog] and [RequestLog] are safe for concurrent use.
+// The helpers in this package ([Excerpt], [NewRecordID]) are pure functions.
+package persistence

@@ -1,0 +1,74 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// tsLayout is RFC 3339 with a fixed nine-digit fraction: it parses with
+// time.RFC3339Nano and, unlike that layout, sorts as text in time order.
+const tsLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+const insertToolCall = `INSERT INTO tool_calls (
+	record_id, ts, ts_ms, node, side, conversation_id, request_id, call_id, agent_id,
+	tool, params, status, error_type, error, exit_code, elapsed_ms, result_excerpt, result_bytes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// RecordToolCall validates c, fills in RecordID and Time when empty, cuts
+// ResultExcerpt with persistence.Excerpt, and stores the record. It returns
+// after the record is committed. If ctx ends first it returns ctx's error,
+// and the record, already queued, may still be committed afterwards.
+func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("record tool call: %w", err)
+	}
+	if c.RecordID == "" {
+		c.RecordID = persistence.NewRecordID()
+	}
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
+	args := toolCallArgs(&c)
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, insertToolCall, args...); err != nil {
+			return fmt.Errorf("insert audit row: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record tool call %s: %w", c.RecordID, err)
+	}
+	return nil
+}
+
+// toolCallArgs returns the insertToolCall arguments for c.
+func toolCallArgs(c *persistence.ToolCall) []any {
+	t := c.Time.UTC()
+	var params any
+	if len(c.Params) > 0 {
+		// Bound as TEXT: a BLOB would be read by json_valid as JSONB.
+		params = string(c.Params)
+	}
+	var exitCode any
+	if c.ExitCode != nil {
+		exitCode = int64(*c.ExitCode)
+	}
+	return []any{
+		c.RecordID, t.Format(tsLayout), t.UnixMilli(), c.Node, c.Side,
+		nullIfEmpty(c.ConversationID), nullIfEmpty(c.RequestID), nullIfEmpty(c.CallID), nullIfEmpty(c.AgentID),
+		c.Tool, params, c.Status, nullIfEmpty(c.ErrorType), nullIfEmpty(c.Error), exitCode,
+		c.ElapsedMs, nullIfEmpty(persistence.Excerpt(c.ResultExcerpt)), c.ResultBytes,
+	}
+}
+
+// nullIfEmpty maps "" to NULL for optional text columns.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

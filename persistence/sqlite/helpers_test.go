@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// openStore opens a Store in a fresh directory and closes it at cleanup.
+func openStore(t testing.TB, opts Options) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit", "audit.db")
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s, path
+}
+
+// openStoreWithCommit is openStore with the commit seam replaced by commit.
+// The seam is a package variable read by Open, so callers must not run in
+// parallel with other tests.
+func openStoreWithCommit(t testing.TB, opts Options, commit commitFunc) (*Store, string) {
+	t.Helper()
+	saved := commitHook
+	commitHook = commit
+	defer func() { commitHook = saved }()
+	return openStore(t, opts)
+}
+
+// realCommit is the production commit, for seams that wrap it.
+func realCommit(tx *sql.Tx, _ int) error { return tx.Commit() }
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // poll interval, not a wait for an outcome
+	}
+}
+
+// queued reports how many writes wait in s's queue.
+func queued(s *Store) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.queue)
+}
+
+// sampleCall returns a valid edge tool call numbered i.
+func sampleCall(i int) persistence.ToolCall {
+	return persistence.ToolCall{
+		RecordID:  persistence.NewRecordID(),
+		Time:      time.Now(),
+		Node:      "edge-1",
+		Side:      persistence.SideEdge,
+		RequestID: fmt.Sprintf("req-%d", i),
+		AgentID:   "edge-1",
+		Tool:      "shell",
+		Params:    []byte(fmt.Sprintf(`{"n":%d}`, i)),
+		Status:    persistence.StatusSuccess,
+		ElapsedMs: int64(i),
+	}
+}
+
+// queryOne runs q read-only and returns the single value it yields.
+func queryOne(t testing.TB, path, q string, args ...any) any {
+	t.Helper()
+	res, err := QueryReadOnly(context.Background(), path, q, args...)
+	if err != nil {
+		t.Fatalf("QueryReadOnly(%q): %v", q, err)
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		t.Fatalf("QueryReadOnly(%q): got %d rows, want one value", q, len(res.Rows))
+	}
+	return res.Rows[0][0]
+}
+
+// countRows returns SELECT count(*) FROM tool_calls.
+func countRows(t testing.TB, path string) int64 {
+	t.Helper()
+	n, ok := queryOne(t, path, "SELECT count(*) FROM tool_calls").(int64)
+	if !ok {
+		t.Fatal("count(*) is not an integer")
+	}
+	return n
+}

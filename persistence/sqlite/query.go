@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// MaxQueryRows is the most rows QueryReadOnly returns; a query that produces
+// more fails with ErrTooManyRows.
+const MaxQueryRows = 100000
+
+// readBusyTimeoutMs bounds how long a reader waits for a lock, in
+// milliseconds. WAL readers normally take none; they wait only while the
+// last writer connection is closing or recovering the WAL index.
+const readBusyTimeoutMs = 5000
+
+// Result holds the rows of one QueryReadOnly statement.
+type Result struct {
+	// Columns are the result column names, in statement order.
+	Columns []string
+	// Rows hold one value per column: nil for NULL, int64, float64,
+	// string or []byte. The driver reads a zero-length BLOB as nil too;
+	// select typeof(col) where the difference matters.
+	Rows [][]any
+}
+
+// QueryReadOnly runs one SQL statement against the audit database at path
+// and returns its rows. It opens its own read-only connection, so it works
+// while a Store writes the same file, and never creates a missing file.
+// Statements that try to write, to attach another database or to change the
+// journal mode fail with an error wrapping ErrReadOnly; the refusal comes
+// from SQLite, not from inspecting the SQL. A query producing more than
+// MaxQueryRows rows fails with ErrTooManyRows.
+func QueryReadOnly(ctx context.Context, path string, query string, args ...any) (*Result, error) {
+	if err := checkOneStatement(query); err != nil {
+		return nil, fmt.Errorf("query audit database: %w", err)
+	}
+	// SQLite's mode=ro never creates the file either (it fails with
+	// SQLITE_CANTOPEN); this check only gives the clearer message.
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("query audit database: no database file at %s: %w", path, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("query audit database: %w", err)
+	}
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return nil, fmt.Errorf("query audit database %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("query audit database %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open audit database %s read-only: %w", path, err)
+	}
+	defer conn.Close()
+	if err := lockDown(conn); err != nil {
+		return nil, fmt.Errorf("open audit database %s read-only: %w", path, err)
+	}
+
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("read result columns: %w", err)
+	}
+	res := &Result{Columns: cols, Rows: [][]any{}}
+	for rows.Next() {
+		if len(res.Rows) == MaxQueryRows {
+			return nil, fmt.Errorf("query audit database: %w: more than %d rows; narrow it with WHERE or LIMIT", ErrTooManyRows, MaxQueryRows)
+		}
+		row := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		// Scanning into *any copies []byte values out of the driver's
+		// buffers, so rows stay valid after the connection closes.
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("read result row: %w", err)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
+	}
+	return res, nil
+}
+
+// readOnlyDSN builds the DSN of a QueryReadOnly connection. It must be a
+// "file:" URI: the driver hands only those to SQLite whole, so that SQLite
+// applies mode=ro (open read-only, never create). query_only(1) is a second
+// guard that makes even the temp database refuse writes.
+func readOnlyDSN(path string) (string, error) {
+	uri, err := fileURI(path)
+	if err != nil {
+		return "", err
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", readBusyTimeoutMs))
+	q.Add("_pragma", "query_only(1)")
+	return uri + "?" + q.Encode(), nil
+}
+
+// lockDown closes the one write path mode=ro leaves open, and checks that
+// the connection really is read-only.
+//
+// ATTACH is not covered by mode=ro: SQLite opens attached files with the
+// flags given to sqlite3_open_v2 (the driver passes READWRITE|CREATE), not
+// with the URI's mode. Measured on modernc.org/sqlite v1.60.1 (SQLite
+// 3.53.4), "ATTACH 'other.db'" on a mode=ro connection creates other.db, and
+// after "PRAGMA query_only=0" (any statement may run it) tables can be
+// created in it; "VACUUM INTO 'copy.db'" attaches internally and, even when
+// query_only refuses it, leaves an empty copy.db behind. The driver offers
+// no authorizer, but it exposes sqlite3_limit: SQLITE_LIMIT_ATTACHED = 0
+// makes SQLite itself refuse every ATTACH (and so VACUUM INTO) with "too
+// many attached databases - max 0". SQL cannot raise a limit again.
+func lockDown(conn *sql.Conn) error {
+	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_ATTACHED, 0); err != nil {
+		return fmt.Errorf("forbid attach: %w", err)
+	}
+	return conn.Raw(func(dc any) error {
+		ro, ok := dc.(interface{ IsReadOnly(string) (bool, error) })
+		if !ok {
+			return fmt.Errorf("driver connection %T cannot report read-only mode", dc)
+		}
+		isRO, err := ro.IsReadOnly("main")
+		if err != nil {
+			return fmt.Errorf("check read-only mode: %w", err)
+		}
+		if !isRO {
+			return errors.New("connection is not read-only")
+		}
+		return nil
+	})
+}
+
+// classifyReadError marks the errors by which SQLite refuses a write on a
+// QueryReadOnly connection with ErrReadOnly:
+//   - SQLITE_READONLY (exactly; extended codes such as READONLY_RECOVERY
+//     describe a reader that cannot open the WAL, not a refused write),
+//   - SQLITE_IOERR_LOCK: on a file opened read-only the only lock that can
+//     fail this way is the exclusive one a journal_mode change needs,
+//   - the SQLITE_LIMIT_ATTACHED refusal of ATTACH and VACUUM INTO.
+func classifyReadError(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch code := se.Code(); {
+	case code == sqlite3.SQLITE_READONLY,
+		code == sqlite3.SQLITE_IOERR_LOCK,
+		code == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "too many attached databases"):
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return err
+}

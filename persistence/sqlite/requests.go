@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// request_log.state values.
+const (
+	stateRunning = "running"
+	stateDone    = "done"
+)
+
+// BeginRequest marks requestID as started, or reports how far it got before:
+// RequestRunning when it was started and never finished, RequestDone with
+// the stored report when it finished. Like every write it goes through the
+// writer and returns after the commit.
+func (s *Store) BeginRequest(ctx context.Context, requestID string) (persistence.RequestState, []byte, error) {
+	if requestID == "" {
+		return 0, nil, fmt.Errorf("begin request: %w", errEmptyRequestID)
+	}
+	var (
+		state  persistence.RequestState
+		report []byte
+	)
+	now := time.Now().UnixMilli()
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		state, report = 0, nil
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO request_log (request_id, state, started_ms) VALUES (?, ?, ?)
+			 ON CONFLICT (request_id) DO NOTHING`, requestID, stateRunning, now)
+		if err != nil {
+			return fmt.Errorf("insert request: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("insert request: %w", err)
+		} else if n == 1 {
+			state = persistence.RequestNew
+			return nil
+		}
+		var stored string
+		err = tx.QueryRowContext(ctx, `SELECT state, report FROM request_log WHERE request_id = ?`, requestID).Scan(&stored, &report)
+		if err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+		switch stored {
+		case stateRunning:
+			state, report = persistence.RequestRunning, nil
+		case stateDone:
+			state = persistence.RequestDone
+			if report == nil {
+				// The driver reads a zero-length BLOB as nil; FinishRequest
+				// never stores NULL, so this was an empty report.
+				report = []byte{}
+			}
+		default:
+			return fmt.Errorf("read request: unknown state %q", stored)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("begin request %q: %w", requestID, err)
+	}
+	return state, report, nil
+}
+
+// FinishRequest marks requestID as done and stores report, the reply to send
+// again if the request is repeated. A request that was never begun is
+// recorded as done all the same; one already done keeps its first report.
+func (s *Store) FinishRequest(ctx context.Context, requestID string, report []byte) error {
+	if requestID == "" {
+		return fmt.Errorf("finish request: %w", errEmptyRequestID)
+	}
+	if report == nil {
+		report = []byte{} // NULL would read back as "no report"
+	}
+	report = append([]byte(nil), report...) // the caller may reuse its buffer
+	now := time.Now().UnixMilli()
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO request_log (request_id, state, report, started_ms, finished_ms) VALUES (?, ?, ?, ?, ?)
+			 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms
+			 WHERE request_log.state <> ?`,
+			requestID, stateDone, report, now, now, stateDone)
+		if err != nil {
+			return fmt.Errorf("store request report: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish request %q: %w", requestID, err)
+	}
+	return nil
+}
+
+// PruneRequests deletes the finished requests whose finish time is before
+// olderThan and returns how many it deleted. Requests still running are kept.
+func (s *Store) PruneRequests(ctx context.Context, olderThan time.Time) (int64, error) {
+	var n int64
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM request_log WHERE state = ? AND finished_ms < ?`,
+			stateDone, olderThan.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("delete requests: %w", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("count deleted requests: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune requests: %w", err)
+	}
+	return n, nil
+}

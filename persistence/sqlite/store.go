@@ -1,0 +1,274 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// Sync modes for Options.Sync.
+const (
+	// SyncNormal runs WAL with synchronous=NORMAL: commits survive a crash
+	// of the process, a power cut may lose the last ones.
+	SyncNormal = "normal"
+	// SyncFull runs WAL with synchronous=FULL: every commit is fsynced.
+	SyncFull = "full"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultSync        = SyncNormal      // durable across process crashes
+	DefaultBusyTimeout = 5 * time.Second // wait for another connection's lock
+	DefaultMaxBatch    = 256             // writes per transaction
+	DefaultQueueLen    = 4096            // writes waiting for the writer
+)
+
+// Sentinel errors of the store.
+var (
+	// ErrClosed is returned by calls made after Close.
+	ErrClosed = errors.New("audit store is closed")
+	// ErrQueueFull is returned when the write queue holds Options.QueueLen
+	// pending writes; the write was not accepted.
+	ErrQueueFull = errors.New("audit write queue is full")
+	// ErrInvalidOptions reports an Options value Open cannot use.
+	ErrInvalidOptions = errors.New("invalid audit store options")
+	// ErrSchemaTooNew reports a database written by a newer evoclaw whose
+	// schema this build does not know.
+	ErrSchemaTooNew = errors.New("audit database schema is newer than this build")
+	// ErrReadOnly reports a statement given to QueryReadOnly that tried to
+	// change the database or open another one.
+	ErrReadOnly = errors.New("the audit database is read-only")
+	// ErrNotOneStatement reports a QueryReadOnly query that is empty or
+	// holds more than one SQL statement.
+	ErrNotOneStatement = errors.New("query must be exactly one SQL statement")
+	// ErrTooManyRows reports a QueryReadOnly query producing more than
+	// MaxQueryRows rows.
+	ErrTooManyRows = errors.New("query result too large")
+	// errEmptyRequestID rejects a request log call without an id.
+	errEmptyRequestID = errors.New("empty request id")
+)
+
+// Log keys used by the store.
+const (
+	logKeyComponent = "component"
+	logKeyPath      = "path"
+	logKeySync      = "sync"
+	logKeyErr       = "err"
+	logKeyBatch     = "batch"
+)
+
+// Options configures a Store. The zero value is ready for use.
+type Options struct {
+	// Sync is SyncNormal or SyncFull. Empty means DefaultSync.
+	Sync string
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection before failing. Zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// MaxBatch is the most writes committed in one transaction. Zero means
+	// DefaultMaxBatch.
+	MaxBatch int
+	// QueueLen is the most writes waiting for the writer; beyond it calls
+	// fail with ErrQueueFull. Zero means DefaultQueueLen.
+	QueueLen int
+	// Logger receives the store's diagnostics. Nil means they are discarded.
+	Logger *slog.Logger
+}
+
+// withDefaults returns o with zero fields filled in, or an error saying what
+// is invalid.
+func (o Options) withDefaults() (Options, error) {
+	switch strings.ToLower(o.Sync) {
+	case "":
+		o.Sync = DefaultSync
+	case SyncNormal, SyncFull:
+		o.Sync = strings.ToLower(o.Sync)
+	default:
+		return o, fmt.Errorf("%w: sync %q, allowed values are %q and %q", ErrInvalidOptions, o.Sync, SyncNormal, SyncFull)
+	}
+	if o.BusyTimeout < 0 || o.MaxBatch < 0 || o.QueueLen < 0 {
+		return o, fmt.Errorf("%w: busy timeout, max batch and queue length must not be negative", ErrInvalidOptions)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.QueueLen == 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Store is the SQLite audit trail and request log of one node. It is safe
+// for concurrent use; see the package documentation for how writes are
+// batched.
+type Store struct {
+	path   string
+	opts   Options
+	log    *slog.Logger
+	db     *sql.DB
+	commit commitFunc // fault seam, copied from commitHook at Open
+
+	// mu guards closed and sends on queue, so that Close can close queue
+	// knowing no send is in flight.
+	mu     sync.RWMutex
+	closed bool
+	queue  chan *op
+
+	writerDone chan struct{} // closed when the writer goroutine returns
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+var (
+	_ persistence.AuditLog   = (*Store)(nil)
+	_ persistence.RequestLog = (*Store)(nil)
+)
+
+// Open opens the store at path, creating the file (and its directory, mode
+// 0700) when missing and migrating the schema to the current version.
+func Open(path string, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open audit store: %w", err)
+	}
+	if path == "" {
+		return nil, fmt.Errorf("open audit store: %w: empty path", ErrInvalidOptions)
+	}
+	if err := createFile(path); err != nil {
+		return nil, fmt.Errorf("open audit store: %w", err)
+	}
+	dsn, err := writerDSN(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	// One connection: the writer goroutine is its only user, and the
+	// per-connection PRAGMAs in the DSN then apply to every statement.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := checkWAL(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	if err := migrate(context.Background(), db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	s := &Store{
+		path:       path,
+		opts:       opts,
+		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
+		db:         db,
+		commit:     commitHook,
+		queue:      make(chan *op, opts.QueueLen),
+		writerDone: make(chan struct{}),
+	}
+	go s.runWriter()
+	s.log.Debug("audit store open", logKeySync, opts.Sync)
+	return s, nil
+}
+
+// Close stops accepting writes, commits the writes already queued, waits for
+// the writer to exit and closes the database. It is safe to call more than
+// once and from several goroutines; every call returns after the first has
+// finished, with its result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.queue) // the writer drains what is left, then returns
+		s.mu.Unlock()
+		<-s.writerDone
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// createFile creates the parent directory (0700) and an empty database file
+// (0600) when they are missing. SQLite gives the -wal and -shm files the
+// permissions of the database file, so the audit trail stays private.
+func createFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create audit directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create audit database file: %w", err)
+	}
+	return f.Close()
+}
+
+// fileURI returns path as a "file:" URI. Escaping matters twice: the driver
+// cuts the DSN at the first '?', and SQLite decodes %XX in URI paths.
+func fileURI(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	abs = filepath.ToSlash(abs)
+	if !strings.HasPrefix(abs, "/") {
+		abs = "/" + abs // Windows drive letter paths: file:///C:/...
+	}
+	u := url.URL{Scheme: "file", Path: abs}
+	return u.String(), nil
+}
+
+// writerDSN builds the DSN of the Store's connection. The _pragma values run
+// on every new connection (busy_timeout first, then in lexical order), and
+// _txlock=immediate makes each transaction take the write lock at BEGIN, so
+// a lock conflict waits in busy_timeout instead of failing on the first write.
+func writerDSN(path string, o Options) (string, error) {
+	uri, err := fileURI(path)
+	if err != nil {
+		return "", err
+	}
+	sync := "NORMAL"
+	if o.Sync == SyncFull {
+		sync = "FULL"
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Set("_txlock", "immediate")
+	return uri + "?" + q.Encode(), nil
+}
+
+// checkWAL opens the connection (running the DSN pragmas) and verifies the
+// database really is in WAL mode: PRAGMA journal_mode silently keeps the old
+// mode where WAL is not possible.
+func checkWAL(db *sql.DB) error {
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// commitFunc commits tx, which holds n writes.
+type commitFunc func(tx *sql.Tx, n int) error
+
+// commitHook is the fault seam for commits: Open copies it into the Store, so
+// a test can make commits fail (e.g. with ENOSPC), block, or count batches.
+// Tests that change it must not run in parallel with other tests.
+var commitHook commitFunc = func(tx *sql.Tx, _ int) error { return tx.Commit() }
+
+// op is one write waiting for the writer goroutine.
+type op struct {
+	// apply runs the write inside the writer's transaction. It may run twice
+	// (in a batch that failed, then alone), so it must set its results anew
+	// on every run.
+	apply func(ctx context.Context, tx *sql.Tx) error
+	// done receives the write's result once; it has room for it, so the
+	// writer never blocks on a caller that stopped waiting.
+	done chan error
+}
+
+// submit hands apply to the writer and waits for its commit. If ctx ends
+// first it returns ctx's error; the write stays queued and may still commit.
+func (s *Store) submit(ctx context.Context, apply func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{apply: apply, done: make(chan error, 1)}
+	if err := s.enqueue(o); err != nil {
+		return err
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// enqueue adds o to the queue without waiting.
+func (s *Store) enqueue(o *op) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.queue <- o:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// runWriter is the writer goroutine: it takes whatever is queued, up to
+// MaxBatch writes, commits it as one transaction and answers each caller. It
+// returns once Close has closed the queue and the queue is drained.
+func (s *Store) runWriter() {
+	defer close(s.writerDone)
+	batch := make([]*op, 0, s.opts.MaxBatch)
+	for {
+		first, ok := <-s.queue
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case o, ok := <-s.queue:
+				if !ok {
+					break fill // closed: commit this batch, then return above
+				}
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.commitBatch(batch)
+		clear(batch) // drop references to answered ops
+	}
+}
+
+// commitBatch commits batch in one transaction and answers every caller.
+// When one write fails (a constraint violation, say) that write alone gets
+// the error and the others are retried as a new batch; when BEGIN or COMMIT
+// fails, nothing was written and every caller gets that error.
+func (s *Store) commitBatch(batch []*op) {
+	for len(batch) > 0 {
+		failed, err := s.runTx(batch)
+		if failed < 0 {
+			for _, o := range batch {
+				o.done <- err
+			}
+			return
+		}
+		batch[failed].done <- err
+		batch = slices.Delete(batch, failed, failed+1)
+		if len(batch) > 0 {
+			s.log.Debug("audit write failed, retrying the rest of its batch", logKeyBatch, len(batch), logKeyErr, err)
+		}
+	}
+}
+
+// runTx applies ops in one transaction and commits it. When a write fails it
+// returns that write's index and error; otherwise failed is -1 and err is the
+// BEGIN or COMMIT error, if any. It stops at the first failing write: after
+// some errors (SQLITE_FULL, I/O errors) SQLite has already rolled the whole
+// transaction back, and later statements would run outside any transaction.
+func (s *Store) runTx(ops []*op) (failed int, err error) {
+	// The writer's statements are not tied to any caller's context: a
+	// caller that stops waiting does not cancel a batch others wait for.
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return -1, fmt.Errorf("begin audit transaction: %w", err)
+	}
+	for i, o := range ops {
+		if err := o.apply(ctx, tx); err != nil {
+			s.rollback(tx)
+			return i, err
+		}
+	}
+	if err := s.commit(tx, len(ops)); err != nil {
+		s.rollback(tx)
+		return -1, fmt.Errorf("commit audit transaction: %w", err)
+	}
+	return -1, nil
+}
+
+// rollback ends tx after a failure. SQLite may already have rolled it back,
+// and a failed Commit has ended it, so ErrTxDone is expected.
+func (s *Store) rollback(tx *sql.Tx) {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		s.log.Warn("roll back audit transaction", logKeyErr, err)
+	}
+}
