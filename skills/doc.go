@@ -1,0 +1,59 @@
+// Package skills loads skill directories and runs their tools.
+//
+// A skill is a directory holding a skill.toml and the tool binaries it
+// names. The edge agent offers the tools to the LLM (see [Tool.Schema]),
+// checks each call ([Allowed], [Tool.Validate]) and runs the binary
+// ([Execute]).
+//
+// # skill.toml
+//
+//	[skill]
+//	name = "system"                   # ^[a-zA-Z0-9_-]{1,64}$
+//	version = "1.0.0"
+//	description = "Linux / Raspberry Pi health"
+//
+//	[[tools]]
+//	name = "cpu_temp"                 # ^[a-zA-Z0-9_-]{1,64}$, unique across all skills
+//	binary = "bin/cpu_temp"           # relative to the skill directory, never leaving it
+//	description = "CPU temperature in °C"
+//	timeout_ms = 5000                 # optional; 0 = the caller's default
+//	permissions = ["hw_read"]         # optional; all must be granted
+//	sandboxing = "none"               # optional: none | bubblewrap | firejail
+//	[tools.parameters]
+//	required = ["zone"]
+//	[tools.parameters.properties.zone]
+//	type = "integer"                  # string | integer | number | boolean | array | object
+//	description = "thermal zone index"
+//	default = 0                       # optional; must match type
+//	[tools.metadata]
+//	category = "hardware"             # free strings
+//
+// Unknown or miscased keys are errors, as are wrong types, so a typo never
+// silently drops a setting. Parameter names follow the tool-name rule,
+// since they become command-line flags.
+//
+// # How a tool binary is called
+//
+// The binary runs with the skill directory as working directory, in a
+// process group of its own (see package proc), and receives the arguments,
+// with defaults filled in, in two forms; it may use either:
+//
+//   - on standard input, one JSON object on a single line, ended by a
+//     newline: {"verbose":true,"zone":0}
+//   - as command-line arguments, one "--name value" pair per argument, in
+//     sorted name order: --verbose true --zone 0. Strings are passed as
+//     they are (one argument each, even when they contain spaces or start
+//     with "-"), booleans as true or false, numbers as in JSON (3, 2.5,
+//     1e+21) and arrays and objects as compact JSON.
+//
+// Its environment is ExecOptions.Env, or a minimal PATH, HOME and
+// LANG=C.UTF-8, plus EVOCLAW_TOOL=<tool name>. Exit status 0 means success
+// and stdout is the result given to the LLM; any other status is a failure
+// whose message carries the exit code and the end of stderr. Output beyond
+// ExecOptions.MaxOutput per stream is dropped and counted.
+//
+// # Concurrency
+//
+// Load, LoadDir, Allowed, Execute and the methods of Tool are safe for
+// concurrent use as long as no one modifies the Tool values they share.
+package skills

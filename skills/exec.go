@@ -1,0 +1,265 @@
+package skills
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills/proc"
+)
+
+// Defaults of ExecOptions.
+const (
+	// DefaultTimeout applies to tools that set no timeout_ms.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxTimeout caps every tool's timeout.
+	DefaultMaxTimeout = 300 * time.Second
+)
+
+// errorTailBytes is how much of the end of stderr goes into Outcome.Error.
+const errorTailBytes = 1024
+
+// ExecOptions tunes Execute. The zero value is ready to use.
+type ExecOptions struct {
+	// DefaultTimeout is used when the tool sets no timeout_ms; zero means
+	// DefaultTimeout.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps any timeout; zero means DefaultMaxTimeout.
+	MaxTimeout time.Duration
+	// Granted are the permissions of this agent; see Allowed.
+	Granted []string
+	// Env is the tool's environment; nil means proc.MinimalEnv().
+	// EVOCLAW_TOOL is always set on top.
+	Env []string
+	// MaxOutput is how many bytes of stdout and of stderr are kept; zero
+	// means proc.DefaultMaxOutput.
+	MaxOutput int
+}
+
+// Outcome is the result of one tool call, shaped like wire.ToolResult.
+type Outcome struct {
+	// Status is wire.StatusSuccess or wire.StatusError.
+	Status string
+	// ErrorType classifies a failure; empty on success.
+	ErrorType wire.ErrorType
+	// Error is a message for the LLM; empty on success.
+	Error string
+	// Result is the tool's stdout as valid UTF-8 (invalid bytes become
+	// U+FFFD). Partial output of a failed run is kept too.
+	Result string
+	// Stderr is the tool's stderr as valid UTF-8.
+	Stderr string
+	// ExitCode is set once the binary has run: its exit status, or -1 when
+	// a signal ended it (including a timeout).
+	ExitCode *int
+	// ResultBytes is how many bytes the tool wrote to stdout, counting any
+	// beyond the cap.
+	ResultBytes int64
+	// Truncated reports that Result was cut at ExecOptions.MaxOutput.
+	Truncated bool
+	// Elapsed is the time Execute took.
+	Elapsed time.Duration
+}
+
+// Execute runs one call of t with args and never returns a Go error: every
+// failure is an Outcome with a wire.ErrorType and a message for the LLM.
+//
+// In order: the tool's permissions must all be granted (permission_denied),
+// args must fit its parameters (invalid_params), defaults are filled in,
+// and the binary is resolved through symlinks and must still lie inside the
+// skill directory (permission_denied) and exist (not_found) and be
+// executable (permission_denied). It runs in the skill directory with the
+// timeout of the tool, or of the options, clamped to MaxTimeout (timeout).
+// A non-zero exit or a crash is execution_failed; exit 0 is success with
+// stdout as the Result. A done ctx stops the tool: its deadline counts as
+// timeout, a cancellation as interrupted.
+func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
+	start := time.Now()
+	out := execute(ctx, t, args, o)
+	out.Elapsed = time.Since(start)
+	return out
+}
+
+func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
+	if ok, missing := Allowed(t, o.Granted); !ok {
+		return failure(wire.ErrPermissionDenied, fmt.Sprintf(
+			"permission denied for tool %q (requires: %s; not granted: %s). This agent may not use it; explain that to the user.",
+			t.Name, strings.Join(t.Permissions, ", "), strings.Join(missing, ", ")))
+	}
+	if err := t.Validate(args); err != nil {
+		return failure(wire.ErrInvalidParams, err.Error())
+	}
+	argv, stdin, err := encodeArgs(t.WithDefaults(args))
+	if err != nil {
+		return failure(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: %v", t.Name, err))
+	}
+	bin, dir, fail := resolveBinary(t)
+	if fail != nil {
+		return *fail
+	}
+	env := slices.Clip(o.Env)
+	if env == nil {
+		env = proc.MinimalEnv()
+	}
+	timeout := o.timeout(t)
+	res, err := proc.Run(ctx, proc.Spec{
+		Path:      bin,
+		Args:      argv,
+		Stdin:     stdin,
+		Dir:       dir,
+		Env:       append(env, "EVOCLAW_TOOL="+t.Name),
+		Timeout:   timeout,
+		MaxOutput: o.MaxOutput,
+	})
+	// proc.Run returns an error with a result only for a process the
+	// context stopped, which it killed; any other error means it never ran.
+	if err != nil && res.Signal == "" {
+		return startFailure(t, err)
+	}
+	out := Outcome{
+		Status:      wire.StatusError,
+		Result:      text(res.Stdout, res.StdoutBytes > int64(len(res.Stdout))),
+		Stderr:      text(res.Stderr, res.StderrBytes > int64(len(res.Stderr))),
+		ExitCode:    &res.ExitCode,
+		ResultBytes: res.StdoutBytes,
+		Truncated:   res.StdoutBytes > int64(len(res.Stdout)),
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		out.ErrorType = wire.ErrTimeout
+		out.Error = fmt.Sprintf("tool %q timed out after %v (request deadline)", t.Name, res.Elapsed.Round(time.Millisecond))
+	case err != nil:
+		out.ErrorType = wire.ErrInterrupted
+		out.Error = fmt.Sprintf("tool %q was interrupted: %v", t.Name, context.Cause(ctx))
+	case res.TimedOut:
+		out.ErrorType = wire.ErrTimeout
+		out.Error = fmt.Sprintf("tool %q timed out after %v", t.Name, timeout)
+	case res.Signal != "":
+		out.ErrorType = wire.ErrExecutionFailed
+		out.Error = fmt.Sprintf("tool %q was killed by signal %s%s", t.Name, res.Signal, errorTail(out))
+	case res.ExitCode != 0:
+		out.ErrorType = wire.ErrExecutionFailed
+		out.Error = fmt.Sprintf("tool %q failed with exit code %d%s", t.Name, res.ExitCode, errorTail(out))
+	default:
+		out.Status = wire.StatusSuccess
+	}
+	return out
+}
+
+// timeout returns the tool's timeout, or the default, capped by MaxTimeout.
+func (o ExecOptions) timeout(t Tool) time.Duration {
+	limit := cmpOr(o.MaxTimeout, DefaultMaxTimeout)
+	if t.TimeoutMS > 0 {
+		if t.TimeoutMS >= int64(limit/time.Millisecond) { // also avoids overflow
+			return limit
+		}
+		return time.Duration(t.TimeoutMS) * time.Millisecond
+	}
+	return min(cmpOr(o.DefaultTimeout, DefaultTimeout), limit)
+}
+
+// cmpOr returns d, or def when d is not positive.
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// resolveBinary returns the real paths of the tool's binary and skill
+// directory, refusing a binary that resolves (through symlinks) outside
+// the directory.
+func resolveBinary(t Tool) (bin, dir string, fail *Outcome) {
+	if t.Dir == "" || binaryRule(t.Binary) != "" {
+		f := failure(wire.ErrInternal, fmt.Sprintf("tool %q is misconfigured: skill directory %q, binary %q", t.Name, t.Dir, t.Binary))
+		return "", "", &f
+	}
+	dir, err := filepath.Abs(t.Dir)
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		f := failure(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: its skill directory is missing (%v)", t.Name, err))
+		return "", "", &f
+	}
+	bin, err = filepath.EvalSymlinks(filepath.Join(dir, t.Binary))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f := failure(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: binary %q not found in skill %q", t.Name, t.Binary, t.Skill))
+		return "", "", &f
+	case err != nil:
+		f := failure(wire.ErrPermissionDenied, fmt.Sprintf("tool %q: cannot resolve binary %q: %v", t.Name, t.Binary, err))
+		return "", "", &f
+	}
+	if rel, err := filepath.Rel(dir, bin); err != nil || !filepath.IsLocal(rel) {
+		f := failure(wire.ErrPermissionDenied, fmt.Sprintf("tool %q: binary %q resolves outside its skill directory; refusing to run it", t.Name, t.Binary))
+		return "", "", &f
+	}
+	return bin, dir, nil
+}
+
+// startFailure maps an error of proc.Run that came before the tool ran.
+func startFailure(t Tool, err error) Outcome {
+	switch {
+	case errors.Is(err, proc.ErrNotFound):
+		return failure(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: %v", t.Name, err))
+	case errors.Is(err, proc.ErrPermission):
+		return failure(wire.ErrPermissionDenied, fmt.Sprintf("tool %q cannot be run: binary %q is not executable", t.Name, t.Binary))
+	case errors.Is(err, syscall.E2BIG):
+		return failure(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: the arguments are too long for a command line; pass less data", t.Name))
+	case errors.Is(err, context.DeadlineExceeded):
+		return failure(wire.ErrTimeout, fmt.Sprintf("tool %q timed out before it started (request deadline)", t.Name))
+	case errors.Is(err, context.Canceled):
+		return failure(wire.ErrInterrupted, fmt.Sprintf("tool %q was interrupted before it started", t.Name))
+	}
+	return failure(wire.ErrInternal, fmt.Sprintf("tool %q could not be started: %v", t.Name, err))
+}
+
+// failure is an error Outcome of a tool that did not run.
+func failure(typ wire.ErrorType, msg string) Outcome {
+	return Outcome{Status: wire.StatusError, ErrorType: typ, Error: msg}
+}
+
+// errorTail returns ": " and the end of the tool's stderr (or of stdout
+// when stderr is empty), for an error message.
+func errorTail(o Outcome) string {
+	s := strings.TrimSpace(o.Stderr)
+	if s == "" {
+		s = strings.TrimSpace(o.Result)
+	}
+	if s == "" {
+		return " (no output)"
+	}
+	if len(s) > errorTailBytes {
+		s = s[len(s)-errorTailBytes:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
+		s = "…" + s
+	}
+	return ": " + s
+}
+
+// text turns tool output into valid UTF-8. A rune cut in half by the output
+// cap is dropped rather than shown as U+FFFD.
+func text(b []byte, truncated bool) string {
+	if truncated {
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}

@@ -1,0 +1,34 @@
+package proc
+
+import "io"
+
+// readChunk is the size of one read from an output pipe.
+const readChunk = 32 << 10
+
+// capture keeps the first max bytes of a stream and counts the rest.
+// It is owned by the one goroutine running drain until drain returns.
+type capture struct {
+	max   int
+	buf   []byte
+	total int64
+}
+
+// drain reads r until EOF or an error (the pipe being closed under it) and
+// discards everything beyond max, so memory stays bounded whatever the
+// child writes.
+func (c *capture) drain(r io.Reader) {
+	chunk := make([]byte, readChunk)
+	for {
+		n, err := r.Read(chunk)
+		c.total += int64(n)
+		if room := c.max - len(c.buf); room > 0 {
+			c.buf = append(c.buf, chunk[:min(n, room)]...)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// truncated reports whether bytes were discarded.
+func (c *capture) truncated() bool { return c.total > int64(len(c.buf)) }

@@ -1,0 +1,79 @@
+// Package shipped holds the skills that come inside the evoclaw binary, so
+// that a fresh install can write them out and run them.
+package shipped
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+//go:embed all:demo all:bench
+var files embed.FS
+
+// Names lists the shipped skills.
+func Names() []string { return []string{"bench", "demo"} }
+
+// Install writes skill name into dir/name, keeping executable bits for
+// files under bin/. Existing files are replaced.
+func Install(name, dir string) (string, error) {
+	sub, err := fs.Sub(files, name)
+	if err != nil {
+		return "", fmt.Errorf("install skill %q: %w", name, err)
+	}
+	if _, err := fs.Stat(sub, "skill.toml"); err != nil {
+		return "", fmt.Errorf("install skill %q: no such shipped skill (have %v)", name, Names())
+	}
+	dest := filepath.Join(dir, name)
+	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dest, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := fs.ReadFile(sub, p)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if filepath.Base(filepath.Dir(target)) == "bin" {
+			mode = 0o755
+		}
+		return writeFileAtomic(target, b, mode)
+	})
+	if err != nil {
+		return "", fmt.Errorf("install skill %q: %w", name, err)
+	}
+	return dest, nil
+}
+
+// writeFileAtomic writes via a temporary file and a rename, so a crash never
+// leaves a half-written tool binary behind.
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
