@@ -1,0 +1,271 @@
+package mqttc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrNotConnected means the client is between connections (the broker is
+	// unreachable and it is reconnecting), so the operation was not attempted.
+	ErrNotConnected = errors.New("not connected to mqtt broker")
+	// ErrClosed means Close has been called.
+	ErrClosed = errors.New("mqtt client closed")
+	// ErrRefused means the broker answered CONNECT with a refusal such as bad
+	// credentials; retrying with the same options will not help.
+	ErrRefused = errors.New("mqtt broker refused the connection")
+	// ErrSubscriptionRefused means the broker answered SUBSCRIBE with a failure.
+	ErrSubscriptionRefused = errors.New("mqtt broker refused the subscription")
+	// ErrInvalidOptions means Options failed validation.
+	ErrInvalidOptions = errors.New("invalid mqtt client options")
+	// ErrInvalidMessage means a message or topic filter cannot be sent as given.
+	ErrInvalidMessage = errors.New("invalid mqtt message")
+)
+
+// Log keys used by this package.
+const (
+	logKeyBroker   = "broker"
+	logKeyClientID = "client_id"
+	logKeyAttempt  = "attempt"
+	logKeyRetryIn  = "retry_in"
+	logKeyFilter   = "filter"
+	logKeySubs     = "subscriptions"
+	logKeyError    = "error"
+)
+
+// Client is a connection to an MQTT broker that reconnects by itself and
+// restores its subscriptions after each reconnect.
+type Client struct {
+	pc   paho.Client
+	opts Options
+	url  string // broker URL without credentials, for messages
+	log  *slog.Logger
+	done chan struct{} // closed when Close starts
+
+	// mu guards subs and closed. handlers counts running OnConnect callbacks;
+	// it is only added to under mu while closed is false.
+	mu       sync.Mutex
+	subs     map[string]*subscription // by topic filter
+	closed   bool
+	handlers sync.WaitGroup
+
+	closeOnce sync.Once
+}
+
+// subscription is what Subscribe recorded for one topic filter.
+type subscription struct {
+	qos     byte
+	handler func(Message)
+}
+
+// Connect connects to the broker in o.BrokerURL, retrying with capped
+// exponential backoff while the broker is unreachable, until ctx is done. A
+// refusal by the broker (bad credentials, say) fails at once with ErrRefused.
+// paho cannot abandon an attempt in progress, so Connect may return up to
+// Options.ConnectTimeout after ctx is done. Once connected, the client
+// reconnects by itself whenever the connection is lost, until Close.
+func Connect(ctx context.Context, o Options) (*Client, error) {
+	o, u, err := o.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("connect to mqtt broker: %w", err)
+	}
+	c := &Client{
+		opts: o,
+		url:  u.Redacted(),
+		done: make(chan struct{}),
+		subs: make(map[string]*subscription),
+	}
+	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
+	c.pc = paho.NewClient(c.pahoOptions(u))
+	if err := c.connect(ctx); err != nil {
+		return nil, fmt.Errorf("connect to mqtt broker %s: %w", c.url, err)
+	}
+	return c, nil
+}
+
+// pahoOptions maps o onto paho's options.
+func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
+	o := c.opts
+	po := paho.NewClientOptions().
+		AddBroker(u.String()).
+		SetClientID(o.ClientID).
+		SetUsername(o.Username).
+		SetPassword(o.Password).
+		SetCleanSession(true).
+		SetProtocolVersion(4). // 3.1.1, without paho's silent fallback to 3.1
+		SetKeepAlive(o.KeepAlive).
+		SetPingTimeout(min(pingTimeout, o.KeepAlive)).
+		SetConnectTimeout(o.ConnectTimeout).
+		SetWriteTimeout(o.ConnectTimeout).
+		SetDialer(&net.Dialer{Timeout: o.ConnectTimeout}).
+		SetAutoReconnect(true).
+		SetMaxReconnectInterval(o.MaxReconnectInterval).
+		SetConnectRetry(false). // Connect retries itself, honouring ctx
+		SetResumeSubs(false).   // onConnect restores subscriptions
+		SetOrderMatters(true).
+		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
+		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			c.log.Warn("mqtt connection lost; reconnecting", logKeyError, err)
+		}).
+		SetReconnectingHandler(func(paho.Client, *paho.ClientOptions) {
+			c.log.Debug("mqtt reconnect attempt")
+		})
+	if o.TLSConfig != nil {
+		po.SetTLSConfig(o.TLSConfig)
+	}
+	if w := o.Will; w != nil {
+		po.SetBinaryWill(w.Topic, w.Payload, w.QoS, w.Retained)
+	}
+	return po
+}
+
+// connect makes the first connection, retrying until ctx is done.
+func (c *Client) connect(ctx context.Context) error {
+	wait := min(initialRetryInterval, c.opts.MaxReconnectInterval)
+	var last error // of the latest failed attempt
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return withLast(err, last)
+		}
+		tok := c.pc.Connect()
+		select {
+		case <-tok.Done():
+		case <-ctx.Done():
+			<-tok.Done() // bounded by ConnectTimeout
+			if tok.Error() == nil {
+				c.Close()
+				return ctx.Err()
+			}
+			return withLast(ctx.Err(), tok.Error())
+		}
+		last = tok.Error()
+		if last == nil {
+			return nil
+		}
+		if refusal(last) {
+			return fmt.Errorf("%w: %w", ErrRefused, last)
+		}
+		c.log.Warn("mqtt connection attempt failed", logKeyAttempt, attempt, logKeyRetryIn, wait, logKeyError, last)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		wait = min(2*wait, c.opts.MaxReconnectInterval)
+	}
+}
+
+// withLast adds the last attempt's error, if any, to the reason for giving up.
+func withLast(reason, last error) error {
+	if last == nil {
+		return reason
+	}
+	return fmt.Errorf("%w (last attempt: %w)", reason, last)
+}
+
+// refusal reports whether err is a CONNACK refusal that retrying cannot fix.
+func refusal(err error) bool {
+	return errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword) ||
+		errors.Is(err, packets.ErrorRefusedNotAuthorised) ||
+		errors.Is(err, packets.ErrorRefusedIDRejected) ||
+		errors.Is(err, packets.ErrorRefusedBadProtocolVersion)
+}
+
+// onConnect runs on paho's goroutine after every connection: it restores the
+// recorded subscriptions, then calls Options.OnConnect.
+func (c *Client) onConnect() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.handlers.Add(1)
+	subs := maps.Clone(c.subs)
+	c.mu.Unlock()
+	defer c.handlers.Done()
+
+	c.log.Info("mqtt connected", logKeySubs, len(subs))
+	// Send every SUBSCRIBE before waiting for any acknowledgement.
+	toks := make(map[string]paho.Token, len(subs))
+	for filter, s := range subs {
+		toks[filter] = c.pc.Subscribe(filter, s.qos, s.route)
+	}
+	for filter, tok := range toks {
+		if err := c.waitSubscribed(filter, tok); err != nil && !errors.Is(err, ErrClosed) {
+			c.log.Error("restore mqtt subscription", logKeyFilter, filter, logKeyError, err)
+		}
+	}
+	if c.opts.OnConnect != nil {
+		c.opts.OnConnect(c)
+	}
+}
+
+// Connected reports whether the client currently has a connection to the
+// broker.
+func (c *Client) Connected() bool { return c.pc.IsConnectionOpen() }
+
+// Close disconnects cleanly and stops reconnecting. The broker discards the
+// will, because the client sent DISCONNECT; see the package documentation.
+// Close waits for a running OnConnect callback, is idempotent and may be
+// called from any goroutine, but not from OnConnect or a subscription
+// handler. Close returns within a fraction of a second even while the
+// broker is unreachable, but paho cannot interrupt a reconnect attempt or its
+// backoff sleep: that goroutine of paho's may run on in the background for up
+// to MaxReconnectInterval plus ConnectTimeout, and then ends without
+// reconnecting.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		close(c.done)
+		c.mu.Unlock()
+		c.pc.Disconnect(uint(closeQuiesce / time.Millisecond))
+		c.handlers.Wait()
+		c.log.Info("mqtt client closed")
+	})
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// wait waits for tok until ctx is done, the client is closed, or timeout
+// passes (zero: no timeout), and returns tok's error.
+func (c *Client) wait(ctx context.Context, tok paho.Token, timeout time.Duration) error {
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-tok.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return ErrClosed
+	case <-expired:
+		return fmt.Errorf("no acknowledgement from broker within %v", timeout)
+	}
+	if err := tok.Error(); err != nil {
+		if errors.Is(err, paho.ErrNotConnected) {
+			return fmt.Errorf("%w: %w", ErrNotConnected, err)
+		}
+		return err
+	}
+	return nil
+}

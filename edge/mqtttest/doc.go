@@ -1,0 +1,14 @@
+// Package mqtttest starts MQTT brokers for tests: the embedded broker of
+// orchestrator/broker and, when installed, a mosquitto child process, so that
+// contract tests can run the same assertions against both. It also has small
+// helpers for free ports and polling with a deadline.
+//
+// Contract tests use ForEachBroker, which runs a subtest per implementation
+// with a fresh broker that it can stop and restart on the same port.
+//
+// It is an ordinary package, not a _test file, so that the tests of any
+// package can import it. Everything it starts is stopped by t.Cleanup.
+//
+// Set EVOCLAW_REQUIRE_PEERS=1 (as CI should) to turn a missing mosquitto from
+// a skip into a failure.
+package mqtttest

@@ -1,0 +1,187 @@
+package mqtttest
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFreePort(t *testing.T) {
+	t.Parallel()
+	p := FreePort(t)
+	if p <= 0 || p > 65535 {
+		t.Fatalf("FreePort() = %d", p)
+	}
+	// Not a guarantee, since another process may take the port meanwhile.
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err != nil {
+		t.Logf("port %d taken since FreePort returned it: %v", p, err)
+	} else {
+		l.Close()
+	}
+}
+
+func TestStartEmbedded(t *testing.T) {
+	t.Parallel()
+	url := StartEmbedded(t)
+	if !strings.HasPrefix(url, "tcp://127.0.0.1:") {
+		t.Fatalf("StartEmbedded() = %q, want tcp://127.0.0.1:port", url)
+	}
+	assertAccepts(t, url, true)
+}
+
+// TestBrokersStopRestart checks that Stop and Restart keep each broker on
+// its address, which the reconnect contract tests rely on.
+func TestBrokersStopRestart(t *testing.T) {
+	t.Parallel()
+	bs := Brokers(t)
+	if bs[0].Name != "embedded" {
+		t.Fatalf("first broker is %q, want embedded", bs[0].Name)
+	}
+	if _, ok := findMosquitto(); ok && (len(bs) != 2 || bs[1].Name != "mosquitto") {
+		t.Fatalf("mosquitto installed but Brokers returned %+v", bs)
+	}
+	for _, b := range bs {
+		assertAccepts(t, b.URL, true)
+		b.Stop()
+		assertAccepts(t, b.URL, false)
+		b.Stop() // a second Stop does nothing
+		b.Restart()
+		assertAccepts(t, b.URL, true)
+		b.Restart() // restarting a running broker replaces it
+		assertAccepts(t, b.URL, true)
+	}
+}
+
+func TestForEachBroker(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex // guards ran
+	var ran []string
+	t.Run("each", func(t *testing.T) {
+		ForEachBroker(t, func(t *testing.T, b Broker) {
+			if !strings.HasSuffix(t.Name(), "/"+b.Name) {
+				t.Errorf("subtest %s runs broker %s", t.Name(), b.Name)
+			}
+			assertAccepts(t, b.URL, true)
+			mu.Lock()
+			ran = append(ran, b.Name)
+			mu.Unlock()
+		})
+	})
+	want := 1
+	if _, ok := findMosquitto(); ok {
+		want = 2
+	}
+	if len(ran) != want {
+		t.Fatalf("ForEachBroker ran %v, want %d brokers", ran, want)
+	}
+}
+
+func TestStartMosquitto(t *testing.T) {
+	t.Parallel()
+	url, stop, restart := StartMosquitto(t)
+	assertAccepts(t, url, true)
+	stop()
+	assertAccepts(t, url, false)
+	restart()
+	assertAccepts(t, url, true)
+}
+
+func assertAccepts(t *testing.T, url string, want bool) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "tcp://"), time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	if got := err == nil; got != want {
+		t.Fatalf("%s accepts connections: %v, want %v (%v)", url, got, want, err)
+	}
+}
+
+// fakeTB records what a helper reports; Fatalf and Skipf end the goroutine
+// like the real ones.
+type fakeTB struct {
+	testing.TB
+	mu     sync.Mutex // guards fatal, skip, logged
+	fatal  string
+	skip   string
+	logged string
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.fatal = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.mu.Lock()
+	f.skip = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeTB) Logf(format string, args ...any) {
+	f.mu.Lock()
+	f.logged = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+}
+
+// run calls fn with f on a goroutine of its own, as Goexit requires.
+func (f *fakeTB) run(fn func(*fakeTB)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(f)
+	}()
+	<-done
+}
+
+func TestEventually(t *testing.T) {
+	t.Parallel()
+	n := 0
+	Eventually(t, time.Second, func() bool { n++; return n == 3 }, "third poll")
+
+	f := &fakeTB{TB: t}
+	f.run(func(f *fakeTB) { Eventually(f, 30*time.Millisecond, func() bool { return false }, "never true") })
+	if !strings.Contains(f.fatal, "never true") || !strings.Contains(f.fatal, "30ms") {
+		t.Fatalf("Eventually failure message = %q, want the message and the timeout", f.fatal)
+	}
+}
+
+func TestMissingMosquitto(t *testing.T) {
+	t.Run("skips loudly by default", func(t *testing.T) {
+		t.Setenv(RequirePeersEnv, "")
+		f := &fakeTB{TB: t}
+		f.run(func(f *fakeTB) { missingMosquitto(f, f.Skipf) })
+		if !strings.HasPrefix(f.skip, "SKIP: mosquitto not installed; install it (apt-get install mosquitto)") || f.fatal != "" {
+			t.Fatalf("skip = %q, fatal = %q", f.skip, f.fatal)
+		}
+	})
+	t.Run("fails when peers are required", func(t *testing.T) {
+		t.Setenv(RequirePeersEnv, "1")
+		f := &fakeTB{TB: t}
+		f.run(func(f *fakeTB) { missingMosquitto(f, f.Skipf) })
+		if !strings.Contains(f.fatal, "mosquitto not installed") || f.skip != "" {
+			t.Fatalf("skip = %q, fatal = %q", f.skip, f.fatal)
+		}
+	})
+}
+
+func TestDialRaw(t *testing.T) {
+	t.Parallel()
+	addr := strings.TrimPrefix(StartEmbedded(t), "tcp://")
+	// A will over 127 bytes needs a two-byte remaining length.
+	c := RawConnect{ClientID: "raw", WillTopic: "a/b", WillPayload: strings.Repeat("x", 300), WillRetain: true, Username: "u", Password: "p"}
+	if n := len(c.Encode()); n < 300 || c.Encode()[1]&0x80 == 0 {
+		t.Fatalf("Encode() = %d bytes, remaining length % x: want a multi-byte length", n, c.Encode()[1:3])
+	}
+	conn, rc := DialRaw(t, addr, c)
+	if rc != 0 {
+		t.Fatalf("CONNACK return code %d, want 0", rc)
+	}
+	conn.Close()
+}

@@ -1,0 +1,157 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
+)
+
+var testUsers = map[string]string{"orchestrator": "s3cret", "alex-eye": "pi-pass"}
+
+func TestUsersAuthenticate(t *testing.T) {
+	t.Parallel()
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: testUsers})
+	tests := []struct {
+		name     string
+		user, pw string
+		ok       bool
+	}{
+		{"right password", "orchestrator", "s3cret", true},
+		{"second user", "alex-eye", "pi-pass", true},
+		{"wrong password", "orchestrator", "S3cret", false},
+		{"another user's password", "alex-eye", "s3cret", false},
+		{"password prefix", "orchestrator", "s3cre", false},
+		{"unknown user", "mallory", "s3cret", false},
+		{"user without password", "orchestrator", "", false},
+		{"anonymous", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// Refusals must fail at once, not after retrying until ctx ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			began := time.Now()
+			c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "auth-" + tt.name, Username: tt.user, Password: tt.pw})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Connect as %q: %v", tt.user, err)
+				}
+				c.Close()
+				return
+			}
+			if err == nil {
+				c.Close()
+				t.Fatalf("Connect as %q with password %q succeeded, want refusal", tt.user, tt.pw)
+			}
+			if !errors.Is(err, mqttc.ErrRefused) {
+				t.Fatalf("Connect as %q = %v, want ErrRefused", tt.user, err)
+			}
+			if d := time.Since(began); d > 5*time.Second {
+				t.Fatalf("refusal took %v; it should not be retried", d)
+			}
+		})
+	}
+}
+
+func TestUsersRawConnackCodes(t *testing.T) {
+	t.Parallel()
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: testUsers})
+	tests := []struct {
+		name string
+		c    mqtttest.RawConnect
+		rc   byte
+	}{
+		{"accepted", mqtttest.RawConnect{ClientID: "raw-ok", Username: "orchestrator", Password: "s3cret"}, 0},
+		// mochi maps its v5 "bad user name or password" to 3.1.1's 5, "not
+		// authorized", rather than 4; clients must treat both as refusals.
+		{"bad password", mqtttest.RawConnect{ClientID: "raw-bad", Username: "orchestrator", Password: "nope"}, 5},
+		{"anonymous", mqtttest.RawConnect{ClientID: "raw-anon"}, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, rc := mqtttest.DialRaw(t, b.Addr(), tt.c); rc != tt.rc {
+				t.Fatalf("CONNACK return code %d, want %d", rc, tt.rc)
+			}
+		})
+	}
+}
+
+// TestRetainedWillWithUsers checks, with authentication on, the presence
+// scheme the system relies on: a retained "online" status, replaced by the
+// retained "offline" last will when the agent's TCP connection just ends.
+func TestRetainedWillWithUsers(t *testing.T) {
+	t.Parallel()
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: testUsers})
+	topic := wire.StatusTopic("alex-eye")
+	offline, _ := json.Marshal(wire.Status{AgentID: "alex-eye", Status: wire.PresenceOffline})
+
+	agent, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{
+		ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "pi-pass",
+		WillTopic: topic, WillPayload: string(offline), WillRetain: true,
+	})
+	if rc != 0 {
+		t.Fatalf("agent CONNECT return code %d", rc)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	orch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "orchestrator", Username: "orchestrator", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orch.Close()
+	online, _ := json.Marshal(wire.Status{AgentID: "alex-eye", Status: wire.PresenceOnline})
+	if err := orch.Publish(ctx, mqttc.Message{Topic: topic, Payload: online, QoS: 1, Retained: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	watch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch", Username: "orchestrator", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	statuses := make(chan string, 16)
+	if err := watch.Subscribe(topic, 1, func(m mqttc.Message) { statuses <- string(m.Payload) }); err != nil {
+		t.Fatal(err)
+	}
+
+	agent.Close() // no DISCONNECT: the broker must publish the will
+
+	for s := ""; s != string(offline); {
+		select {
+		case s = <-statuses: // the retained "online" first, then the will
+		case <-ctx.Done():
+			t.Fatal("will not published after the agent's connection closed")
+		}
+	}
+	late, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "late", Username: "orchestrator", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	retained := make(chan mqttc.Message, 16)
+	if err := late.Subscribe(wire.AllAgents(wire.KindStatus), 1, func(m mqttc.Message) { retained <- m }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-retained:
+		s, err := wire.DecodeStatus("alex-eye", m.Payload)
+		if err != nil {
+			t.Fatalf("retained status: %v", err)
+		}
+		if !m.Retained || s.Status != wire.PresenceOffline {
+			t.Fatalf("late subscriber got status %q (retained %v), want the retained offline will", s.Status, m.Retained)
+		}
+	case <-ctx.Done():
+		t.Fatal("no retained status for a late subscriber")
+	}
+}
