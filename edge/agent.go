@@ -1,0 +1,371 @@
+// Package edge is the edge agent: it keeps an MQTT session with the
+// orchestrator's broker, advertises its capabilities and presence, runs tool
+// binaries from its skills on command, and audits every run in its own
+// SQLite database.
+//
+// # Delivery
+//
+// Commands arrive at least once (MQTT QoS 1). A tool command's request_id is
+// recorded durably before the tool runs; a redelivered command gets the
+// stored report again, and a command that was running when the agent died is
+// answered with an "interrupted" error instead of running twice.
+//
+// # Concurrency
+//
+// The MQTT handler only enqueues into a bounded queue (a full queue is
+// answered at once with an error report); MaxConcurrent workers run the
+// commands. Run owns every goroutine it starts and returns after all ended.
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// Agent is a configured edge agent. Build it with New, start it with Run.
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	tools map[string]skills.Tool
+	// Ready, if set, is called once the agent is connected and advertised.
+	Ready func()
+
+	client *mqttc.Client
+	store  *sqlite.Store
+	queue  chan wire.Command
+	start  time.Time
+	stop   context.CancelFunc
+
+	total, succeeded, failed atomic.Int64
+
+	mu       sync.Mutex          // guards inflight
+	inflight map[string]struct{} // request_ids being executed now
+}
+
+// New loads the agent's skills and prepares it to run.
+func New(cfg Config, log *slog.Logger) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("edge agent config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("agent", cfg.AgentID)
+	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{}}
+	for _, dir := range cfg.Skills.Dirs {
+		loaded, errs := skills.LoadDir(dir)
+		for _, err := range errs {
+			log.Warn("skipping broken skill", "err", err)
+		}
+		for _, s := range loaded {
+			for _, t := range s.Tools {
+				if ok, missing := skills.Allowed(t, cfg.Skills.Permissions); !ok {
+					log.Info("tool not offered: permissions not granted", "tool", t.Name, "skill", s.Name, "missing", missing)
+					continue
+				}
+				if prev, dup := a.tools[t.Name]; dup {
+					log.Warn("duplicate tool name, keeping the first", "tool", t.Name, "kept", prev.Skill, "skipped", s.Name)
+					continue
+				}
+				a.tools[t.Name] = t
+			}
+		}
+	}
+	return a, nil
+}
+
+// ToolNames lists the tools the agent offers, sorted.
+func (a *Agent) ToolNames() []string {
+	names := make([]string, 0, len(a.tools))
+	for n := range a.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Run connects and serves commands until ctx is cancelled or a shutdown
+// command arrives; then it publishes a retained offline status and returns.
+func (a *Agent) Run(ctx context.Context) error {
+	a.start = time.Now()
+	ctx, a.stop = context.WithCancel(ctx)
+	defer a.stop()
+
+	store, err := sqlite.Open(a.cfg.DataDir+"/audit.db", sqlite.Options{Sync: a.cfg.AuditSync, Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("open edge audit database: %w", err)
+	}
+	a.store = store
+	defer store.Close()
+
+	will := a.statusMessage(wire.PresenceOffline)
+	password := ""
+	if a.cfg.MQTT.PasswordEnv != "" {
+		password = os.Getenv(a.cfg.MQTT.PasswordEnv)
+	}
+	advertised := make(chan struct{}, 1)
+	client, err := mqttc.Connect(ctx, mqttc.Options{
+		BrokerURL: a.cfg.MQTT.Broker,
+		ClientID:  "evoclaw-" + a.cfg.AgentID,
+		Username:  a.cfg.MQTT.Username,
+		Password:  password,
+		Will:      &will,
+		Logger:    a.log,
+		OnConnect: func(*mqttc.Client) {
+			select {
+			case advertised <- struct{}{}:
+			default:
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	a.client = client
+	defer client.Close()
+
+	a.queue = make(chan wire.Command, a.cfg.Tools.QueueLen)
+	if err := client.Subscribe(wire.CommandsTopic(a.cfg.AgentID), 1, a.onMessage); err != nil {
+		return fmt.Errorf("subscribe to commands: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	for range a.cfg.Tools.MaxConcurrent {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.worker(ctx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.presence(ctx, advertised)
+	}()
+	wg.Wait()
+
+	// Say goodbye while the session is still up: a clean disconnect does not
+	// fire the last will.
+	bye, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	off := a.statusMessage(wire.PresenceOffline)
+	if err := client.Publish(bye, off); err != nil {
+		a.log.Warn("publish offline status", "err", err)
+	}
+	return nil
+}
+
+// presence advertises capabilities and online status after every
+// (re)connect and sends heartbeats.
+func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
+	hb := time.NewTicker(a.cfg.HeartbeatInterval.Duration)
+	defer hb.Stop()
+	readyOnce := sync.Once{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-advertised:
+			if err := a.advertise(ctx); err != nil {
+				a.log.Warn("advertise", "err", err)
+				continue
+			}
+			readyOnce.Do(func() {
+				a.log.Info("edge agent ready", "broker", a.cfg.MQTT.Broker, "tools", a.ToolNames())
+				if a.Ready != nil {
+					a.Ready()
+				}
+			})
+		case <-hb.C:
+			if err := a.report(ctx, wire.ReportHeartbeat, a.heartbeat()); err != nil {
+				a.log.Warn("heartbeat", "err", err)
+			}
+		}
+	}
+}
+
+func (a *Agent) advertise(ctx context.Context) error {
+	caps, err := json.Marshal(wire.Capabilities{AgentID: a.cfg.AgentID, Capabilities: a.cfg.Capabilities})
+	if err != nil {
+		return err
+	}
+	if err := a.client.Publish(ctx, mqttc.Message{Topic: wire.CapabilitiesTopic(a.cfg.AgentID), Payload: caps, QoS: 1, Retained: true}); err != nil {
+		return fmt.Errorf("publish capabilities: %w", err)
+	}
+	if err := a.client.Publish(ctx, a.statusMessage(wire.PresenceOnline)); err != nil {
+		return fmt.Errorf("publish online status: %w", err)
+	}
+	return nil
+}
+
+func (a *Agent) statusMessage(presence string) mqttc.Message {
+	s := wire.Status{AgentID: a.cfg.AgentID, Status: presence}
+	if presence == wire.PresenceOnline {
+		s.Timestamp = time.Now().Unix()
+		if !a.start.IsZero() {
+			s.UptimeSeconds = int64(time.Since(a.start).Seconds())
+		}
+		s.MemoryMB = float64(memoryBytes()) / (1 << 20)
+	}
+	b, _ := json.Marshal(s) // a struct of plain fields always marshals
+	return mqttc.Message{Topic: wire.StatusTopic(a.cfg.AgentID), Payload: b, QoS: 1, Retained: true}
+}
+
+func (a *Agent) heartbeat() wire.Heartbeat {
+	return wire.Heartbeat{
+		UptimeSec:      int64(time.Since(a.start).Seconds()),
+		ActionsTotal:   a.total.Load(),
+		ActionsSuccess: a.succeeded.Load(),
+		ActionsFailed:  a.failed.Load(),
+		MemoryBytes:    int64(memoryBytes()),
+		Custom:         map[string]any{"tools": len(a.tools), "go_version": runtime.Version()},
+	}
+}
+
+func memoryBytes() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Sys - ms.HeapReleased
+}
+
+// onMessage runs on the MQTT client's goroutine: decode, then hand off.
+func (a *Agent) onMessage(m mqttc.Message) {
+	cmd, err := wire.DecodeCommand(m.Payload)
+	if err != nil {
+		a.log.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
+		a.failed.Add(1)
+		if id := salvageRequestID(m.Payload); id != "" {
+			a.replyError(context.Background(), id, wire.ErrInvalidCommand, err.Error())
+		}
+		return
+	}
+	select {
+	case a.queue <- cmd:
+	default:
+		a.failed.Add(1)
+		a.replyError(context.Background(), cmd.RequestID, wire.ErrExecutionFailed,
+			fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue)))
+	}
+}
+
+// salvageRequestID extracts a request_id from a message that failed strict
+// decoding, so its sender gets an error instead of a timeout.
+func salvageRequestID(b []byte) string {
+	if len(b) > wire.MaxMessageBytes {
+		return ""
+	}
+	var p struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(b, &p) != nil || len(p.RequestID) > wire.MaxRequestIDLen {
+		return ""
+	}
+	return p.RequestID
+}
+
+func (a *Agent) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case cmd := <-a.queue:
+			a.total.Add(1)
+			a.handle(ctx, cmd)
+		}
+	}
+}
+
+func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
+	switch cmd.Command {
+	case wire.CmdPing:
+		a.succeeded.Add(1)
+		a.reply(ctx, wire.ReportResult, wire.PingResult{Pong: true, RequestID: cmd.RequestID})
+	case wire.CmdToolsList:
+		a.succeeded.Add(1)
+		a.reply(ctx, wire.ReportResult, a.toolsList(cmd.RequestID))
+	case wire.CmdGetMetrics:
+		a.succeeded.Add(1)
+		hb := a.heartbeat()
+		a.reply(ctx, wire.ReportResult, struct {
+			wire.Heartbeat
+			RequestID string `json:"request_id"`
+		}{hb, cmd.RequestID})
+	case wire.CmdTool:
+		a.handleTool(ctx, cmd)
+	case wire.CmdShutdown:
+		a.succeeded.Add(1)
+		a.log.Info("shutdown requested by the orchestrator", "request_id", cmd.RequestID)
+		a.reply(ctx, wire.ReportResult, map[string]any{"status": wire.StatusSuccess, "request_id": cmd.RequestID, "result": "shutting down"})
+		a.stop()
+	case wire.CmdPrompt:
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand,
+			fmt.Sprintf("edge agent %q has no language model configured, so it cannot answer prompts; call its tools directly", a.cfg.AgentID))
+	default:
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)
+	}
+}
+
+func (a *Agent) toolsList(requestID string) wire.ToolsList {
+	l := wire.ToolsList{RequestID: requestID, Tools: []wire.ToolInfo{}}
+	for _, name := range a.ToolNames() {
+		t := a.tools[name]
+		l.Tools = append(l.Tools, wire.ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Schema(), TimeoutMS: t.TimeoutMS})
+	}
+	return l
+}
+
+func (a *Agent) reply(ctx context.Context, reportType string, payload any) {
+	if err := a.report(ctx, reportType, payload); err != nil {
+		a.log.Error("publish report", "report_type", reportType, "err", err)
+	}
+}
+
+func (a *Agent) replyError(ctx context.Context, requestID string, t wire.ErrorType, msg string) {
+	a.reply(ctx, wire.ReportError, wire.ErrorPayload{Error: msg, ErrorType: t, RequestID: requestID})
+}
+
+func (a *Agent) report(ctx context.Context, reportType string, payload any) error {
+	b, err := a.encodeReport(reportType, payload)
+	if err != nil {
+		return err
+	}
+	return a.publishReport(ctx, b)
+}
+
+func (a *Agent) encodeReport(reportType string, payload any) ([]byte, error) {
+	r, err := wire.NewReport(a.cfg.AgentID, a.cfg.AgentType, reportType, time.Now().Unix(), payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+func (a *Agent) publishReport(ctx context.Context, b []byte) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := a.client.Publish(pctx, mqttc.Message{Topic: wire.ReportsTopic(a.cfg.AgentID), Payload: b, QoS: 1})
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// Shutting down: try once more without the cancelled context so a
+		// finished result is not thrown away.
+		bctx, bcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer bcancel()
+		err = a.client.Publish(bctx, mqttc.Message{Topic: wire.ReportsTopic(a.cfg.AgentID), Payload: b, QoS: 1})
+	}
+	return err
+}

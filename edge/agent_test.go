@@ -1,0 +1,236 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// peer is a fake orchestrator: it publishes raw commands and collects the
+// agent's reports by request_id.
+type peer struct {
+	t  *testing.T
+	c  *mqttc.Client
+	id string
+
+	mu      sync.Mutex
+	reports map[string][]wire.Report
+}
+
+func startAgent(t *testing.T, tune func(*Config)) *peer {
+	t.Helper()
+	url := mqtttest.StartEmbedded(t)
+	skills, err := filepath.Abs("../testdata/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{AgentID: "pi-t", DataDir: t.TempDir(), MQTT: MQTTConf{Broker: url}, Skills: SkillConf{Dirs: []string{skills}}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	a, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	a.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent Run: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("agent stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("agent not ready")
+	}
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "fake-orchestrator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	p := &peer{t: t, c: c, id: "pi-t", reports: map[string][]wire.Report{}}
+	if err := c.Subscribe(wire.ReportsTopic("pi-t"), 1, func(m mqttc.Message) {
+		r, err := wire.DecodeReport("pi-t", m.Payload)
+		if err != nil {
+			t.Errorf("agent sent a malformed report: %v: %s", err, m.Payload)
+			return
+		}
+		p.mu.Lock()
+		p.reports[r.RequestID()] = append(p.reports[r.RequestID()], r)
+		p.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *peer) send(raw string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.c.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic(p.id), Payload: []byte(raw), QoS: 1}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *peer) await(id string) wire.Report {
+	p.t.Helper()
+	var r wire.Report
+	mqtttest.Eventually(p.t, 10*time.Second, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if rs := p.reports[id]; len(rs) > 0 {
+			r = rs[0]
+			return true
+		}
+		return false
+	}, "report for "+id)
+	return r
+}
+
+func TestAgentAnswersEveryCommandKind(t *testing.T) {
+	p := startAgent(t, nil)
+	tests := []struct {
+		name, raw, id string
+		reportType    string
+		check         func(t *testing.T, r wire.Report)
+	}{
+		{"ping", `{"command":"ping","payload":{},"request_id":"p1"}`, "p1", wire.ReportResult, func(t *testing.T, r wire.Report) {
+			var pr wire.PingResult
+			if json.Unmarshal(r.Payload, &pr) != nil || !pr.Pong {
+				t.Fatalf("ping payload %s", r.Payload)
+			}
+		}},
+		{"tools_list", `{"command":"tools_list","request_id":"tl"}`, "tl", wire.ReportResult, func(t *testing.T, r wire.Report) {
+			l, err := wire.DecodeToolsList(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range l.Tools {
+				names = append(names, tool.Name)
+			}
+			if !strings.Contains(strings.Join(names, ","), "count") || !strings.Contains(strings.Join(names, ","), "hang") {
+				t.Fatalf("tools %v", names)
+			}
+		}},
+		{"tool success", `{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"hi"}},"request_id":"t1"}`, "t1", wire.ReportResult,
+			func(t *testing.T, r wire.Report) {
+				res, err := wire.DecodeToolResult(r)
+				if err != nil || res.Status != wire.StatusSuccess || !strings.Contains(res.Result, `"message":"hi"`) {
+					t.Fatalf("result %+v %v", res, err)
+				}
+			}},
+		{"unknown tool", `{"command":"tool","payload":{"tool":"nope"},"request_id":"t2"}`, "t2", wire.ReportResult, toolError(wire.ErrNotFound)},
+		{"failing tool", `{"command":"tool","payload":{"tool":"fail"},"request_id":"t3"}`, "t3", wire.ReportResult, toolError(wire.ErrExecutionFailed)},
+		{"missing parameter", `{"command":"tool","payload":{"tool":"count","parameters":{}},"request_id":"t4"}`, "t4", wire.ReportResult, toolError(wire.ErrInvalidParams)},
+		{"tool timeout", `{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":5},"timeout_ms":200},"request_id":"t5"}`, "t5", wire.ReportResult, toolError(wire.ErrTimeout)},
+		{"payload without tool", `{"command":"tool","payload":{},"request_id":"t6"}`, "t6", wire.ReportResult, toolError(wire.ErrInvalidParams)},
+		{"unknown command", `{"command":"trade","payload":{},"request_id":"u1"}`, "u1", wire.ReportError, errorPayload(wire.ErrInvalidCommand, "unknown command: trade")},
+		{"prompt without a model", `{"command":"prompt","payload":{"prompt":"hi"},"request_id":"pr"}`, "pr", wire.ReportError, errorPayload(wire.ErrInvalidCommand, "no language model")},
+		{"malformed with salvageable id", `{"command":7,"request_id":"m1"}`, "m1", wire.ReportError, errorPayload(wire.ErrInvalidCommand, "want string")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p.send(tt.raw)
+			r := p.await(tt.id)
+			if r.ReportType != tt.reportType || r.AgentID != "pi-t" {
+				t.Fatalf("report %+v", r)
+			}
+			tt.check(t, r)
+		})
+	}
+}
+
+func toolError(want wire.ErrorType) func(*testing.T, wire.Report) {
+	return func(t *testing.T, r wire.Report) {
+		t.Helper()
+		res, err := wire.DecodeToolResult(r)
+		if err != nil || res.Status != wire.StatusError || res.ErrorType != want || res.Error == "" {
+			t.Fatalf("result %+v %v, want %s", res, err, want)
+		}
+	}
+}
+
+func errorPayload(want wire.ErrorType, text string) func(*testing.T, wire.Report) {
+	return func(t *testing.T, r wire.Report) {
+		t.Helper()
+		e, err := wire.DecodeErrorPayload(r)
+		if err != nil || e.ErrorType != want || !strings.Contains(e.Error, text) {
+			t.Fatalf("error payload %+v %v, want %s mentioning %q", e, err, want, text)
+		}
+	}
+}
+
+func TestSaturatedAgentAnswersAtOnce(t *testing.T) {
+	p := startAgent(t, func(c *Config) { c.Tools.MaxConcurrent = 1; c.Tools.QueueLen = 1 })
+	// One runs, one waits, the third finds the queue full.
+	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s1"}`)
+	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s2"}`)
+	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s3"}`)
+	var busy int
+	for _, id := range []string{"s1", "s2", "s3"} {
+		r := p.await(id)
+		if r.ReportType == wire.ReportError {
+			if e, err := wire.DecodeErrorPayload(r); err == nil && strings.Contains(e.Error, "saturated") {
+				busy++
+			}
+		}
+	}
+	if busy != 1 {
+		t.Fatalf("%d commands refused as saturated, want exactly 1", busy)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"minimal", "agent_id = \"pi-1\"\n[skills]\ndirs = [\"s\"]\n", ""},
+		{"unknown key", "agent_id = \"pi-1\"\ncapabilites = \"typo\"\n", "unknown keys: capabilites"},
+		{"bad id", "agent_id = \"pi/1\"\n", "agent_id"},
+		{"missing id", "", "agent id is empty"},
+		{"bad duration", "agent_id = \"a\"\nheartbeat_interval = \"often\"\n", "duration"},
+		{"timeouts inverted", "agent_id = \"a\"\n[tools]\ndefault_timeout = \"10m\"\nmax_timeout = \"1m\"\n", "exceeds"},
+		{"bad sync", "agent_id = \"a\"\naudit_sync = \"maybe\"\n", "audit_sync"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "agent.toml")
+			if err := os.WriteFile(path, []byte(tt.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadConfig(path)
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Skills.Dirs[0] != filepath.Join(dir, "s") || c.MQTT.Broker != DefaultBroker ||
+				c.HeartbeatInterval.Duration != DefaultHeartbeatInterval || !strings.HasPrefix(c.Capabilities, "pi-1 sensor node") {
+				t.Fatalf("config %+v", c)
+			}
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultBroker            = "tcp://127.0.0.1:1883"
+	DefaultHeartbeatInterval = 30 * time.Second
+	DefaultToolTimeout       = 30 * time.Second
+	DefaultMaxToolTimeout    = 300 * time.Second
+	DefaultMaxConcurrent     = 4
+	DefaultQueueLen          = 64
+	// DefaultMaxResultBytes caps the result carried in one report; the full
+	// size is reported alongside.
+	DefaultMaxResultBytes = 256 << 10
+)
+
+// Config is an edge agent's configuration, read from agent.toml. Relative
+// paths are resolved against the file's directory.
+type Config struct {
+	AgentID   string `toml:"agent_id"`
+	AgentType string `toml:"agent_type"`
+	// Capabilities is the one-line summary shown to the orchestrator's LLM;
+	// empty means a default derived from AgentType.
+	Capabilities string `toml:"capabilities"`
+	// DataDir holds the agent's audit database (default ./evoclaw-edge-{id}).
+	DataDir string    `toml:"data_dir"`
+	MQTT    MQTTConf  `toml:"mqtt"`
+	Skills  SkillConf `toml:"skills"`
+	Tools   ToolConf  `toml:"tools"`
+	// HeartbeatInterval between heartbeat reports (default 30 s).
+	HeartbeatInterval Duration `toml:"heartbeat_interval"`
+	// AuditSync is "normal" (default) or "full"; see docs/CONFIG.md.
+	AuditSync string `toml:"audit_sync"`
+}
+
+// MQTTConf says how to reach the broker.
+type MQTTConf struct {
+	Broker   string `toml:"broker"`
+	Username string `toml:"username"`
+	// PasswordEnv names the environment variable holding the password;
+	// passwords never live in the file.
+	PasswordEnv string `toml:"password_env"`
+}
+
+// SkillConf says where tools come from and what they may do.
+type SkillConf struct {
+	Dirs []string `toml:"dirs"`
+	// Permissions granted to this agent's tools; a tool is offered only if
+	// all of its permissions are granted.
+	Permissions []string `toml:"permissions"`
+}
+
+// ToolConf bounds tool execution.
+type ToolConf struct {
+	DefaultTimeout Duration `toml:"default_timeout"`
+	MaxTimeout     Duration `toml:"max_timeout"`
+	MaxConcurrent  int      `toml:"max_concurrent"`
+	QueueLen       int      `toml:"queue_len"`
+	MaxResultBytes int      `toml:"max_result_bytes"`
+}
+
+// Duration is a time.Duration written as "30s" in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration like \"30s\": %w", err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText formats the duration.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// LoadConfig reads and validates agent.toml.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		return Config{}, fmt.Errorf("load %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("load %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	base := filepath.Dir(path)
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	c.DataDir = abs(c.DataDir)
+	for i, d := range c.Skills.Dirs {
+		c.Skills.Dirs[i] = abs(d)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("load %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if err := wire.ValidateAgentID(c.AgentID); err != nil {
+		errs = append(errs, fmt.Errorf("agent_id: %w", err))
+	}
+	if c.AgentType == "" {
+		c.AgentType = "monitor"
+	}
+	if c.Capabilities == "" {
+		c.Capabilities = DefaultCapabilities(c.AgentID, c.AgentType)
+	}
+	if len(c.Capabilities) > wire.MaxCapabilitiesLen {
+		errs = append(errs, fmt.Errorf("capabilities: %d bytes, at most %d", len(c.Capabilities), wire.MaxCapabilitiesLen))
+	}
+	if c.DataDir == "" {
+		c.DataDir = "evoclaw-edge-" + c.AgentID
+	}
+	if c.MQTT.Broker == "" {
+		c.MQTT.Broker = DefaultBroker
+	}
+	if c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
+		errs = append(errs, fmt.Errorf("mqtt.password_env: environment variable %s is empty", c.MQTT.PasswordEnv))
+	}
+	if c.HeartbeatInterval.Duration <= 0 {
+		c.HeartbeatInterval.Duration = DefaultHeartbeatInterval
+	}
+	t := &c.Tools
+	if t.DefaultTimeout.Duration <= 0 {
+		t.DefaultTimeout.Duration = DefaultToolTimeout
+	}
+	if t.MaxTimeout.Duration <= 0 {
+		t.MaxTimeout.Duration = DefaultMaxToolTimeout
+	}
+	if t.DefaultTimeout.Duration > t.MaxTimeout.Duration {
+		errs = append(errs, fmt.Errorf("tools.default_timeout %s exceeds tools.max_timeout %s", t.DefaultTimeout, t.MaxTimeout))
+	}
+	if t.MaxConcurrent <= 0 {
+		t.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if t.QueueLen <= 0 {
+		t.QueueLen = DefaultQueueLen
+	}
+	if t.MaxResultBytes <= 0 || t.MaxResultBytes > wire.MaxMessageBytes/2 {
+		t.MaxResultBytes = DefaultMaxResultBytes
+	}
+	switch c.AuditSync {
+	case "":
+		c.AuditSync = "normal"
+	case "normal", "full":
+	default:
+		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultCapabilities is the capability line of an agent that states none.
+func DefaultCapabilities(id, agentType string) string {
+	switch agentType {
+	case "sensor", "monitor":
+		return id + " sensor node — temperature, CPU/memory/disk stats, process monitoring, camera snapshot"
+	case "trader":
+		return id + " trading agent — market data, order execution, position management"
+	case "governance":
+		return id + " governance agent — on-chain voting, proposal management"
+	}
+	return id + " edge agent"
+}

@@ -1,0 +1,159 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// maxStderrBytes caps the stderr carried in a report.
+const maxStderrBytes = 4 << 10
+
+// handleTool runs a tool command at most once per request_id.
+func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
+	a.mu.Lock()
+	if _, busy := a.inflight[cmd.RequestID]; busy {
+		a.mu.Unlock()
+		a.log.Info("ignoring duplicate of a running request", "request_id", cmd.RequestID)
+		return
+	}
+	a.inflight[cmd.RequestID] = struct{}{}
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.inflight, cmd.RequestID)
+		a.mu.Unlock()
+	}()
+
+	p, err := wire.DecodeToolPayload(cmd.Payload)
+	if err != nil {
+		// Nothing can run, so there is nothing to deduplicate.
+		a.failed.Add(1)
+		a.finishTool(ctx, cmd, "", nil, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInvalidParams, Error: err.Error(), RequestID: cmd.RequestID}, false)
+		return
+	}
+	state, stored, err := a.store.BeginRequest(ctx, cmd.RequestID)
+	if err != nil {
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
+		return
+	}
+	switch state {
+	case persistence.RequestDone:
+		a.log.Info("replaying stored result of a redelivered request", "request_id", cmd.RequestID)
+		if err := a.publishReport(ctx, stored); err != nil {
+			a.log.Error("replay report", "request_id", cmd.RequestID, "err", err)
+		}
+		return
+	case persistence.RequestRunning:
+		a.failed.Add(1)
+		res := wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrInterrupted, RequestID: cmd.RequestID,
+			Error: "the edge agent restarted while this request was running; it was not run again (it may or may not have taken effect)"}
+		a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
+		return
+	case persistence.RequestNew:
+	default:
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInternal, fmt.Sprintf("record request: unexpected state %v", state))
+		return
+	}
+
+	res := a.runTool(ctx, p)
+	res.RequestID = cmd.RequestID
+	if res.Status == wire.StatusSuccess {
+		a.succeeded.Add(1)
+	} else {
+		a.failed.Add(1)
+	}
+	a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
+}
+
+func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult {
+	t, ok := a.tools[p.Tool]
+	if !ok {
+		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrNotFound,
+			Error: fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames())}
+	}
+	var args map[string]any
+	if err := json.Unmarshal(p.Parameters, &args); err != nil {
+		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrInvalidParams, Error: fmt.Sprintf("parameters: %v", err)}
+	}
+	opts := skills.ExecOptions{
+		DefaultTimeout: a.cfg.Tools.DefaultTimeout.Duration,
+		MaxTimeout:     a.cfg.Tools.MaxTimeout.Duration,
+		Granted:        a.cfg.Skills.Permissions,
+	}
+	if p.TimeoutMS > 0 {
+		// The caller's deadline wins over the tool's default, within the clamp.
+		t.TimeoutMS = p.TimeoutMS
+	}
+	out := skills.Execute(ctx, t, args, opts)
+	res := wire.ToolResult{Status: out.Status, Tool: p.Tool, Result: out.Result, Error: out.Error, ErrorType: out.ErrorType,
+		ExitCode: out.ExitCode, ElapsedMS: out.Elapsed.Milliseconds(), Stderr: cut(out.Stderr, maxStderrBytes)}
+	res.ResultBytes = out.ResultBytes
+	res.Truncated = out.Truncated
+	if len(res.Result) > a.cfg.Tools.MaxResultBytes {
+		res.Result = cut(res.Result, a.cfg.Tools.MaxResultBytes)
+		res.Truncated = true
+	}
+	if !res.Truncated {
+		res.ResultBytes = 0
+	}
+	return res
+}
+
+// finishTool audits the run, stores the report for redelivery (when the
+// request was begun in the request log), then publishes it: a report is
+// never sent for a run the audit trail lacks.
+func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv string, params json.RawMessage, res wire.ToolResult, begun bool) {
+	b, err := a.encodeReport(wire.ReportResult, res)
+	if err != nil {
+		a.log.Error("encode report", "err", err)
+		return
+	}
+	rec := persistence.ToolCall{
+		Time: time.Now().UTC(), Node: a.cfg.AgentID, Side: "edge", ConversationID: conv, RequestID: cmd.RequestID,
+		AgentID: a.cfg.AgentID, Tool: res.Tool, Status: res.Status, ErrorType: string(res.ErrorType), Error: res.Error,
+		ExitCode: res.ExitCode, ElapsedMs: res.ElapsedMS, ResultExcerpt: persistence.Excerpt(res.Result), ResultBytes: int64(len(res.Result)),
+	}
+	if res.ResultBytes > rec.ResultBytes {
+		rec.ResultBytes = res.ResultBytes
+	}
+	if rec.Tool == "" {
+		rec.Tool = "(unknown)"
+	}
+	if len(params) > 0 && json.Valid(params) {
+		rec.Params = params
+	}
+	// The run already happened: record it even if the command's context ends.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := a.store.RecordToolCall(wctx, rec); err != nil {
+		a.log.Error("audit tool call", "request_id", cmd.RequestID, "err", err)
+	}
+	if begun {
+		if err := a.store.FinishRequest(wctx, cmd.RequestID, b); err != nil {
+			a.log.Error("record request result", "request_id", cmd.RequestID, "err", err)
+		}
+	}
+	if err := a.publishReport(ctx, b); err != nil {
+		a.log.Error("publish tool result", "request_id", cmd.RequestID, "err", err)
+	}
+}
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
