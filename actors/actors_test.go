@@ -1,0 +1,359 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// fakeEdge plays an edge agent behind a Publisher: it answers tools_list
+// itself and hands tool commands to onTool.
+type fakeEdge struct {
+	t      *testing.T
+	id     string
+	root   *actor.RootContext
+	edges  *Edges
+	onTool func(cmd wire.Command, p wire.ToolPayload) // nil: never answer
+}
+
+func (f *fakeEdge) Publish(_ context.Context, topic string, payload []byte) error {
+	cmd, err := wire.DecodeCommand(payload)
+	if err != nil {
+		f.t.Errorf("orchestrator sent a malformed command on %s: %v", topic, err)
+		return nil
+	}
+	if topic != wire.CommandsTopic(f.id) {
+		f.t.Errorf("command published on %s, want %s", topic, wire.CommandsTopic(f.id))
+	}
+	switch cmd.Command {
+	case wire.CmdToolsList:
+		f.reply(wire.ToolsList{RequestID: cmd.RequestID, Tools: []wire.ToolInfo{{Name: "echo", Description: "echoes", TimeoutMS: 1000}}})
+	case wire.CmdPing:
+		// Like the public agent: the answer carries no request_id.
+		f.reply(wire.PingResult{Pong: true})
+	case wire.CmdTool:
+		p, err := wire.DecodeToolPayload(cmd.Payload)
+		if err != nil {
+			f.t.Errorf("bad tool payload: %v", err)
+			return nil
+		}
+		if f.onTool != nil {
+			go f.onTool(cmd, p)
+		}
+	}
+	return nil
+}
+
+func (f *fakeEdge) reply(payload any) {
+	r, err := wire.NewReport(f.id, "monitor", wire.ReportResult, time.Now().Unix(), payload)
+	if err != nil {
+		f.t.Error(err)
+		return
+	}
+	f.root.Send(f.edges.PID, &ReportIn{AgentID: f.id, Report: r})
+}
+
+type recordingAudit struct {
+	mu   sync.Mutex
+	recs []persistence.ToolCall
+}
+
+func (a *recordingAudit) RecordToolCall(_ context.Context, c persistence.ToolCall) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recs = append(a.recs, c)
+	return nil
+}
+
+func (a *recordingAudit) records() []persistence.ToolCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]persistence.ToolCall(nil), a.recs...)
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type harness struct {
+	sys   *actor.ActorSystem
+	edge  *fakeEdge
+	edges *Edges
+	convs *Conversations
+	audit *recordingAudit
+	logs  *syncBuffer
+}
+
+const echoTranscript = `{"name":"t","turns":[
+ {"content":"calling","tool_calls":[{"id":"c1","name":"pi-1__echo","arguments":{"text":"hi"}}]},
+ {"content":"tool said: {{result c1}}"}]}`
+
+func newHarness(t *testing.T, transcript string, tune func(*ConvOptions)) *harness {
+	t.Helper()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
+	t.Cleanup(sys.Shutdown)
+	h := &harness{sys: sys, audit: &recordingAudit{}, logs: logs}
+	h.edge = &fakeEdge{t: t, id: "pi-1", root: sys.Root}
+	edges, err := SpawnEdges(sys.Root, EdgeOptions{Publisher: h.edge, Logger: log, TickInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.edges, h.edge.edges = edges, edges
+	p, err := scripted.Parse([]byte(transcript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ConvOptions{Provider: p, Edges: edges, Audit: h.audit, Node: "orch", Logger: log}
+	if tune != nil {
+		tune(&o)
+	}
+	if h.convs, err = SpawnConversations(sys.Root, o); err != nil {
+		t.Fatal(err)
+	}
+	sys.Root.Send(edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
+	waitFor(t, 5*time.Second, "agent pi-1 online with tools", func() bool {
+		a, ok := edges.Catalog().Agents["pi-1"]
+		return ok && a.Online && len(a.Tools) == 1
+	})
+	return h
+}
+
+func (h *harness) chat(t *testing.T, text string) *Answer {
+	t.Helper()
+	res, err := h.sys.Root.RequestFuture(h.convs.PID, &Chat{ConversationID: "c", Text: text}, 20*time.Second).Result()
+	if err != nil {
+		t.Fatalf("chat: %v", err)
+	}
+	return res.(*Answer)
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func echoReply(h *harness) func(wire.Command, wire.ToolPayload) {
+	return func(cmd wire.Command, p wire.ToolPayload) {
+		var args map[string]string
+		_ = json.Unmarshal(p.Parameters, &args)
+		h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: p.Tool, Result: "echo:" + args["text"], RequestID: cmd.RequestID, ElapsedMS: 1})
+	}
+}
+
+func TestToolCallRoundTrip(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	h.edge.onTool = echoReply(h)
+	ans := h.chat(t, "say hi")
+	if ans.Err != nil || ans.Text != "tool said: echo:hi" || ans.ToolCalls != 1 || ans.Iterations != 1 {
+		t.Fatalf("answer %+v", ans)
+	}
+	recs := h.audit.records()
+	if len(recs) != 1 || recs[0].Status != "success" || recs[0].AgentID != "pi-1" || recs[0].Tool != "pi-1__echo" ||
+		recs[0].CallID != "c1" || recs[0].Side != "orchestrator" || recs[0].RequestID == "" || string(recs[0].Params) != `{"text":"hi"}` {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+func TestPanickingToolCallIsRestartedAndConversationEnds(t *testing.T) {
+	var attempts atomic.Int32
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) {
+		o.fault = func(_ llm.ToolCall, attempt int) {
+			attempts.Store(int32(attempt))
+			if attempt < 3 {
+				panic("injected fault")
+			}
+		}
+	})
+	var sent atomic.Int32
+	reply := echoReply(h)
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+		sent.Add(1)
+		reply(cmd, p)
+	}
+	ans := h.chat(t, "say hi")
+	if ans.Err != nil || ans.Text != "tool said: echo:hi" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if attempts.Load() != 3 || sent.Load() != 1 {
+		t.Fatalf("attempts %d, commands sent %d; want 3 attempts and exactly one command", attempts.Load(), sent.Load())
+	}
+}
+
+func TestToolCallThatKeepsFailingBecomesAnError(t *testing.T) {
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) {
+		o.CallRetries = 2
+		o.fault = func(llm.ToolCall, int) { panic("always broken") }
+	})
+	ans := h.chat(t, "say hi")
+	if ans.Err != nil {
+		t.Fatalf("conversation failed: %v", ans.Err)
+	}
+	if !strings.Contains(ans.Text, "Error (internal)") || !strings.Contains(ans.Text, "always broken") {
+		t.Fatalf("answer %q does not carry the tool failure", ans.Text)
+	}
+	recs := h.audit.records()
+	if len(recs) != 1 || recs[0].Status != "error" || recs[0].ErrorType != string(wire.ErrInternal) {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+func TestSilentAgentTimesOut(t *testing.T) {
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) {
+		o.ReplySlack = 50 * time.Millisecond
+	})
+	// The agent advertised a 1 s timeout for echo and then never answers,
+	// like an agent killed mid-call whose last will has not arrived.
+	start := time.Now()
+	ans := h.chat(t, "say hi")
+	took := time.Since(start)
+	if ans.Err != nil || !strings.Contains(ans.Text, "Error (timeout)") {
+		t.Fatalf("answer %+v", ans)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("timeout error after %s, want it near the tool's 1 s timeout", took)
+	}
+	if recs := h.audit.records(); len(recs) != 1 || recs[0].ErrorType != string(wire.ErrTimeout) {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.DefaultToolTimeout = time.Minute })
+	h.edge.onTool = func(wire.Command, wire.ToolPayload) {
+		// The agent dies mid-call: the broker publishes its last will.
+		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOffline}})
+	}
+	ans := h.chat(t, "say hi")
+	if ans.Err != nil || !strings.Contains(ans.Text, "Error (agent_offline)") {
+		t.Fatalf("answer %+v", ans)
+	}
+}
+
+func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.ReplySlack = 10 * time.Millisecond })
+	late := make(chan wire.Command, 1)
+	h.edge.onTool = func(cmd wire.Command, _ wire.ToolPayload) { late <- cmd }
+	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "stray", RequestID: "no-such-request"})
+	ans := h.chat(t, "say hi")
+	if !strings.Contains(ans.Text, "Error (timeout)") {
+		t.Fatalf("answer %+v", ans)
+	}
+	cmd := <-late
+	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "too late", RequestID: cmd.RequestID})
+	waitFor(t, 5*time.Second, "both drops logged", func() bool {
+		return strings.Count(h.logs.String(), "unknown or expired request_id") >= 2
+	})
+	if strings.Contains(ans.Text, "stray") || strings.Contains(ans.Text, "too late") {
+		t.Fatalf("a stray reply reached the conversation: %q", ans.Text)
+	}
+}
+
+func TestUnknownToolAndBadArguments(t *testing.T) {
+	h := newHarness(t, `{"name":"t","turns":[
+	 {"content":"","tool_calls":[{"id":"a","name":"pi-9__nope","arguments":{}},{"id":"b","name":"pi-1__echo","arguments":"not an object"}]},
+	 {"content":"A={{result a}} B={{result b}}"}]}`, nil)
+	ans := h.chat(t, "x")
+	if !strings.Contains(ans.Text, `A=Error (not_found) from tool "pi-9__nope"`) || !strings.Contains(ans.Text, "Available tools: pi-1__echo") {
+		t.Fatalf("unknown tool answer %q", ans.Text)
+	}
+	if !strings.Contains(ans.Text, "B=Error (invalid_params)") {
+		t.Fatalf("bad arguments answer %q", ans.Text)
+	}
+	if n := len(h.audit.records()); n != 2 {
+		t.Fatalf("%d audit records, want 2", n)
+	}
+}
+
+func TestMaxIterations(t *testing.T) {
+	turn := `{"content":"again","tool_calls":[{"id":"x","name":"pi-1__echo","arguments":{"text":"x"}}]}`
+	h := newHarness(t, `{"name":"loop","turns":[`+strings.Repeat(turn+",", 3)+turn+`]}`, func(o *ConvOptions) { o.MaxIterations = 3 })
+	h.edge.onTool = echoReply(h)
+	ans := h.chat(t, "loop forever")
+	if ans.Err == nil || !strings.Contains(ans.Err.Error(), "max tool iterations") || ans.Iterations != 3 {
+		t.Fatalf("answer %+v", ans)
+	}
+}
+
+func TestPingWithoutRequestIDIsCorrelated(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	fut := actor.NewFuture(h.sys, 5*time.Second)
+	cmd := wire.Command{Command: wire.CmdPing, Payload: json.RawMessage(`{}`), RequestID: "ping-1"}
+	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "pi-1", Command: cmd, ReplyTo: fut.PID(), Deadline: time.Now().Add(5 * time.Second)})
+	res, err := fut.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := res.(*Reply); !ok || r.RequestID != "ping-1" {
+		t.Fatalf("got %#v", res)
+	}
+}
+
+func TestDispatchToUnknownAgent(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	fut := actor.NewFuture(h.sys, 5*time.Second)
+	cmd := wire.Command{Command: wire.CmdPing, Payload: json.RawMessage(`{}`), RequestID: "p"}
+	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "ghost", Command: cmd, ReplyTo: fut.PID(), Deadline: time.Now().Add(time.Second)})
+	res, err := fut.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := res.(*DispatchFailed); !ok || f.Type != wire.ErrAgentOffline {
+		t.Fatalf("got %#v", res)
+	}
+}
+
+func TestIdleConversationPassivatesAndComesBack(t *testing.T) {
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.IdleTimeout = 300 * time.Millisecond })
+	h.edge.onTool = echoReply(h)
+	if ans := h.chat(t, "one"); ans.Err != nil {
+		t.Fatal(ans.Err)
+	}
+	alive := func() bool {
+		_, found := h.sys.ProcessRegistry.Get(actor.NewPID(h.sys.Address(), "conversations/conv-c"))
+		return found
+	}
+	if !alive() {
+		t.Fatal("conversation actor not found right after its chat")
+	}
+	waitFor(t, 5*time.Second, "conversation actor stopped", func() bool { return !alive() })
+	// A new actor takes the conversation; its history (kept in memory only
+	// until conversations persist) starts over, so the transcript replays.
+	if ans := h.chat(t, "two"); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+		t.Fatalf("after passivation: %+v", ans)
+	}
+}

@@ -1,0 +1,83 @@
+package actors
+
+import (
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// ToolSep joins agent id and tool name in the name shown to the LLM
+// ("pi-1__sysinfo"), the same convention as MCP tools' {server}__{tool}.
+const ToolSep = "__"
+
+// AgentInfo is what the orchestrator knows of one edge agent.
+type AgentInfo struct {
+	ID           string
+	Online       bool
+	Capabilities string
+	Tools        []wire.ToolInfo
+	LastSeen     time.Time
+}
+
+// Catalog is an immutable snapshot of the known agents.
+type Catalog struct {
+	Agents map[string]AgentInfo
+}
+
+// Online lists online agents sorted by id.
+func (c *Catalog) Online() []AgentInfo {
+	if c == nil {
+		return nil
+	}
+	var out []AgentInfo
+	for _, a := range c.Agents {
+		if a.Online {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Resolve maps an LLM-facing tool name to an online agent and its tool.
+func (c *Catalog) Resolve(name string) (AgentInfo, wire.ToolInfo, bool) {
+	agentID, tool, ok := strings.Cut(name, ToolSep)
+	if !ok || c == nil {
+		return AgentInfo{}, wire.ToolInfo{}, false
+	}
+	a, ok := c.Agents[agentID]
+	if !ok {
+		return AgentInfo{}, wire.ToolInfo{}, false
+	}
+	for _, t := range a.Tools {
+		if t.Name == tool {
+			return a, t, true
+		}
+	}
+	return a, wire.ToolInfo{}, false
+}
+
+// catalogRef is the atomically swapped snapshot shared by the registry
+// (only writer) and conversations (readers).
+type catalogRef struct{ p atomic.Pointer[Catalog] }
+
+func (r *catalogRef) load() *Catalog {
+	if c := r.p.Load(); c != nil {
+		return c
+	}
+	return &Catalog{}
+}
+
+// with returns a copy of the catalog with one agent replaced.
+func (r *catalogRef) store(a AgentInfo) {
+	old := r.load()
+	next := &Catalog{Agents: make(map[string]AgentInfo, len(old.Agents)+1)}
+	for k, v := range old.Agents {
+		next.Agents[k] = v
+	}
+	next.Agents[a.ID] = a
+	r.p.Store(next)
+}

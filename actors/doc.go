@@ -1,0 +1,17 @@
+// Package actors holds the orchestrator's actors (protoactor-go): one per
+// edge agent, one per conversation and one per tool call, plus the registry
+// that routes MQTT traffic to edge actors.
+//
+//	edges                 registry: routes reports/status/capabilities, keeps the Catalog
+//	└── edge-{agent_id}   pending requests by request_id, online state, offline detection
+//	conv-{id}             history, tool-loop state machine; LLM calls run off the mailbox
+//	└── call-{n}          one tool call: deadline, supervised restart with backoff
+//
+// # Concurrency
+//
+// Actors never block in Receive: MQTT publishes, LLM calls and audit commits
+// run in goroutines owned by the actor that started them and come back as
+// messages. The Catalog of online agents and their tools is an immutable
+// snapshot swapped atomically by the registry, so a conversation reads it
+// without a round trip.
+package actors

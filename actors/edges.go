@@ -1,0 +1,361 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// Defaults of EdgeOptions.
+const (
+	DefaultHeartbeatTimeout = 90 * time.Second
+	DefaultTickInterval     = time.Second
+	DefaultPublishTimeout   = 10 * time.Second
+	DefaultMailboxSize      = 1024
+	// pendingGrace is how long a pending request outlives its deadline
+	// before the edge actor forgets it (its caller has timed out by then).
+	pendingGrace = 5 * time.Second
+)
+
+// Publisher sends a command to the broker (QoS 1, not retained).
+type Publisher interface {
+	Publish(ctx context.Context, topic string, payload []byte) error
+}
+
+// PublisherFunc adapts a function to Publisher.
+type PublisherFunc func(ctx context.Context, topic string, payload []byte) error
+
+// Publish calls f.
+func (f PublisherFunc) Publish(ctx context.Context, topic string, payload []byte) error {
+	return f(ctx, topic, payload)
+}
+
+// EdgeOptions configure the edge registry. Publisher is required.
+type EdgeOptions struct {
+	Publisher Publisher
+	// HeartbeatTimeout marks an agent offline when nothing was heard from it
+	// for this long (default 90 s: three missed 30 s heartbeats).
+	HeartbeatTimeout time.Duration
+	// TickInterval is how often agents are checked for expiry (default 1 s).
+	TickInterval time.Duration
+	// PublishTimeout bounds one command publish (default 10 s).
+	PublishTimeout time.Duration
+	// MailboxSize bounds each actor's mailbox (default 1024); a full mailbox
+	// blocks the sender, which pushes back on the MQTT client.
+	MailboxSize int
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+func (o *EdgeOptions) fill() {
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = DefaultTickInterval
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = DefaultPublishTimeout
+	}
+	if o.MailboxSize <= 0 {
+		o.MailboxSize = DefaultMailboxSize
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Edges is the handle of a spawned edge registry.
+type Edges struct {
+	PID *actor.PID
+	cat *catalogRef
+}
+
+// Catalog returns the current snapshot of known agents.
+func (e *Edges) Catalog() *Catalog { return e.cat.load() }
+
+// SpawnEdges starts the edge registry under root.
+func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
+	if o.Publisher == nil {
+		return nil, fmt.Errorf("spawn edge registry: no publisher")
+	}
+	o.fill()
+	cat := &catalogRef{}
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &registry{opts: &o, cat: cat, children: map[string]*actor.PID{}}
+	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)))
+	pid, err := root.SpawnNamed(props, "edges")
+	if err != nil {
+		return nil, fmt.Errorf("spawn edge registry: %w", err)
+	}
+	return &Edges{PID: pid, cat: cat}, nil
+}
+
+type registry struct {
+	opts     *EdgeOptions
+	cat      *catalogRef
+	children map[string]*actor.PID
+}
+
+func (r *registry) Receive(ctx actor.Context) {
+	var id string
+	switch m := ctx.Message().(type) {
+	case *ReportIn:
+		id = m.AgentID
+	case *StatusIn:
+		id = m.AgentID
+	case *CapabilitiesIn:
+		id = m.AgentID
+	case *Dispatch:
+		id = m.AgentID
+		if _, known := r.children[id]; !known {
+			// Never heard of it: do not create an actor for a typo.
+			ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
+				Err: fmt.Sprintf("edge agent %q is not known to this orchestrator", id)})
+			return
+		}
+	case *CancelDispatch:
+		id = m.AgentID
+		if _, known := r.children[id]; !known {
+			return
+		}
+	case *actor.Terminated:
+		for k, pid := range r.children {
+			if pid.Equal(m.Who) {
+				delete(r.children, k)
+			}
+		}
+		return
+	default:
+		return
+	}
+	pid, ok := r.children[id]
+	if !ok {
+		if err := wire.ValidateAgentID(id); err != nil {
+			r.opts.Logger.Warn("dropping message for invalid agent id", "agent", id, "err", err)
+			return
+		}
+		props := actor.PropsFromProducer(func() actor.Actor {
+			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{}}
+		}, actor.WithMailbox(actor.Bounded(r.opts.MailboxSize)))
+		var err error
+		pid, err = ctx.SpawnNamed(props, "edge-"+id)
+		if err != nil {
+			r.opts.Logger.Error("spawn edge actor", "agent", id, "err", err)
+			return
+		}
+		r.children[id] = pid
+	}
+	ctx.Forward(pid)
+}
+
+type pending struct {
+	replyTo  *actor.PID // nil for the actor's own requests (tools_list)
+	command  string
+	deadline time.Time
+	sent     time.Time
+}
+
+// edgeActor tracks one agent: presence, tools, and commands awaiting replies.
+type edgeActor struct {
+	opts       *EdgeOptions
+	cat        *catalogRef
+	info       AgentInfo
+	pending    map[string]*pending
+	toolsReqID string
+	seq        int
+	stopTick   scheduler.CancelFunc
+	log        *slog.Logger
+}
+
+func (e *edgeActor) Receive(ctx actor.Context) {
+	now := e.opts.Now()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		e.log = e.opts.Logger.With("agent", e.info.ID)
+		e.stopTick = scheduler.NewTimerScheduler(ctx).SendRepeatedly(e.opts.TickInterval, e.opts.TickInterval, ctx.Self(), &tick{})
+		e.publishInfo()
+	case *actor.Stopping:
+		if e.stopTick != nil {
+			e.stopTick()
+		}
+		e.failAll(ctx, wire.ErrAgentOffline, "orchestrator is shutting down")
+	case *StatusIn:
+		e.info.LastSeen = now
+		e.setOnline(ctx, m.Status.Status == wire.PresenceOnline, "agent reported "+m.Status.Status)
+	case *CapabilitiesIn:
+		e.info.Capabilities = m.Capabilities
+		e.publishInfo()
+	case *ReportIn:
+		e.info.LastSeen = now
+		e.setOnline(ctx, true, "report received")
+		e.route(ctx, m.Report)
+	case *Dispatch:
+		e.dispatch(ctx, m, now)
+	case *CancelDispatch:
+		delete(e.pending, m.RequestID)
+	case *publishResult:
+		if m.err == nil {
+			return
+		}
+		p, ok := e.pending[m.requestID]
+		if !ok {
+			return
+		}
+		delete(e.pending, m.requestID)
+		if p.replyTo != nil {
+			ctx.Send(p.replyTo, &DispatchFailed{RequestID: m.requestID, Type: wire.ErrAgentOffline, Err: m.err.Error(), Transient: true})
+		}
+	case *tick:
+		if e.info.Online && now.Sub(e.info.LastSeen) > e.opts.HeartbeatTimeout {
+			e.setOnline(ctx, false, fmt.Sprintf("nothing heard for %s", now.Sub(e.info.LastSeen).Round(time.Second)))
+		}
+		for id, p := range e.pending {
+			if now.After(p.deadline.Add(pendingGrace)) {
+				delete(e.pending, id)
+				if id == e.toolsReqID {
+					e.toolsReqID = ""
+				}
+			}
+		}
+	}
+}
+
+func (e *edgeActor) publishInfo() {
+	for {
+		old := e.cat.p.Load()
+		next := &Catalog{Agents: map[string]AgentInfo{}}
+		if old != nil {
+			for k, v := range old.Agents {
+				next.Agents[k] = v
+			}
+		}
+		next.Agents[e.info.ID] = e.info
+		if e.cat.p.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
+	if online == e.info.Online {
+		return
+	}
+	e.info.Online = online
+	e.log.Info("edge agent presence", "online", online, "why", why)
+	if online {
+		e.requestTools(ctx)
+	} else {
+		e.info.Tools = nil
+		e.failAll(ctx, wire.ErrAgentOffline, fmt.Sprintf("edge agent %q went offline (%s)", e.info.ID, why))
+	}
+	e.publishInfo()
+}
+
+func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
+	for id, p := range e.pending {
+		if p.replyTo != nil {
+			ctx.Send(p.replyTo, &DispatchFailed{RequestID: id, Type: t, Err: msg})
+		}
+		delete(e.pending, id)
+	}
+	e.toolsReqID = ""
+}
+
+func (e *edgeActor) requestTools(ctx actor.Context) {
+	e.seq++
+	id := fmt.Sprintf("tools-%s-%d-%d", e.info.ID, e.opts.Now().UnixNano(), e.seq)
+	cmd := wire.Command{Command: wire.CmdToolsList, Payload: json.RawMessage(`{}`), RequestID: id}
+	e.toolsReqID = id
+	e.pending[id] = &pending{command: cmd.Command, deadline: e.opts.Now().Add(e.opts.PublishTimeout + 30*time.Second), sent: e.opts.Now()}
+	e.publish(ctx, cmd)
+}
+
+func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
+	if !e.info.Online {
+		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
+			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID)})
+		return
+	}
+	e.pending[m.Command.RequestID] = &pending{replyTo: m.ReplyTo, command: m.Command.Command, deadline: m.Deadline, sent: now}
+	e.publish(ctx, m.Command)
+}
+
+// publish sends cmd off the mailbox; the outcome comes back as publishResult.
+func (e *edgeActor) publish(ctx actor.Context, cmd wire.Command) {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		ctx.Send(ctx.Self(), &publishResult{requestID: cmd.RequestID, err: fmt.Errorf("marshal command: %w", err)})
+		return
+	}
+	self, sys, topic, pub, timeout := ctx.Self(), ctx.ActorSystem(), wire.CommandsTopic(e.info.ID), e.opts.Publisher, e.opts.PublishTimeout
+	go func() {
+		pctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		err := pub.Publish(pctx, topic, b)
+		sys.Root.Send(self, &publishResult{requestID: cmd.RequestID, err: err})
+	}()
+}
+
+// route hands a report to whoever waits for its request_id.
+func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
+	if r.ReportType == wire.ReportHeartbeat || r.ReportType == wire.ReportMetric {
+		return
+	}
+	id := r.RequestID()
+	if id == "" {
+		id = e.matchUncorrelated(r)
+		if id == "" {
+			e.log.Warn("dropping report without request_id that matches nothing", "report_type", r.ReportType)
+			return
+		}
+	}
+	p, ok := e.pending[id]
+	if !ok {
+		e.log.Warn("dropping report for unknown or expired request_id", "request_id", id, "report_type", r.ReportType)
+		return
+	}
+	delete(e.pending, id)
+	if id == e.toolsReqID {
+		e.toolsReqID = ""
+		l, err := wire.DecodeToolsList(r)
+		if err != nil {
+			e.log.Warn("agent did not list its tools", "err", err)
+			return
+		}
+		e.info.Tools = l.Tools
+		e.publishInfo()
+		return
+	}
+	ctx.Send(p.replyTo, &Reply{RequestID: id, Report: r})
+}
+
+// matchUncorrelated pairs a reply that lacks a request_id (the public
+// agent's ping answer) with the oldest pending ping; anything else cannot be
+// matched and its waiter times out cleanly.
+func (e *edgeActor) matchUncorrelated(r wire.Report) string {
+	var pong struct {
+		Pong bool `json:"pong"`
+	}
+	if json.Unmarshal(r.Payload, &pong) != nil || !pong.Pong {
+		return ""
+	}
+	best := ""
+	var bestAt time.Time
+	for id, p := range e.pending {
+		if p.command == wire.CmdPing && (best == "" || p.sent.Before(bestAt)) {
+			best, bestAt = id, p.sent
+		}
+	}
+	return best
+}

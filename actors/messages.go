@@ -1,0 +1,100 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// MQTT traffic routed to the edge registry. The orchestrator decodes each
+// message and sends one of these; the registry forwards it to the agent's
+// actor, creating it on first sight.
+type (
+	// ReportIn is a decoded report from an agent.
+	ReportIn struct {
+		AgentID string
+		Report  wire.Report
+	}
+	// StatusIn is a decoded status message.
+	StatusIn struct {
+		AgentID string
+		Status  wire.Status
+	}
+	// CapabilitiesIn is a decoded capabilities message.
+	CapabilitiesIn struct {
+		AgentID      string
+		Capabilities string
+	}
+)
+
+// Dispatch asks an edge actor to send a command and route the reply
+// (a *Reply or a *DispatchFailed) to ReplyTo.
+type Dispatch struct {
+	AgentID  string
+	Command  wire.Command
+	ReplyTo  *actor.PID
+	Deadline time.Time
+}
+
+// Reply carries the report answering a dispatched command.
+type Reply struct {
+	RequestID string
+	Report    wire.Report
+}
+
+// DispatchFailed says a command could not be delivered or was abandoned.
+// Transient failures (the publish failed) may be retried with the same
+// request_id; the agent deduplicates.
+type DispatchFailed struct {
+	RequestID string
+	Type      wire.ErrorType
+	Err       string
+	Transient bool
+}
+
+// CancelDispatch tells an edge actor to forget a pending request.
+type CancelDispatch struct {
+	AgentID   string
+	RequestID string
+}
+
+// Chat is a user message to a conversation; the conversation answers the
+// sender with *Answer.
+type Chat struct {
+	ConversationID string
+	Text           string
+}
+
+// Answer is the final result of a Chat.
+type Answer struct {
+	ConversationID string
+	Text           string
+	// Err is set when the loop ended without an answer.
+	Err        error
+	Iterations int
+	ToolCalls  int
+	Usage      llm.Usage
+}
+
+// internal messages
+type (
+	tick          struct{}
+	publishResult struct {
+		requestID string
+		err       error
+	}
+	llmDone struct {
+		seq  int
+		resp llm.Response
+		err  error
+	}
+	callDone struct {
+		index  int
+		result llm.Message
+	}
+	callTimeout   struct{}
+	callRedeliver struct{}
+)

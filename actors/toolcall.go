@@ -1,0 +1,213 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// MaxToolResultBytes caps what one tool result may add to the conversation.
+const MaxToolResultBytes = 64 << 10
+
+// callSpec is what a tool call is: it outlives restarts of the actor that
+// runs it, so a restarted instance resumes the same call with the same
+// request_id and the same deadline.
+type callSpec struct {
+	index     int
+	convID    string
+	call      llm.ToolCall
+	agentID   string
+	tool      string
+	requestID string
+	timeout   time.Duration
+	deadline  time.Time
+	edges     *actor.PID
+	o         *ConvOptions
+
+	attempts    atomic.Int32
+	finished    atomic.Bool
+	lastFailure atomic.Value // string
+}
+
+// transientFault is the panic value that asks the supervisor for a restart.
+type transientFault struct{ msg string }
+
+func (t transientFault) String() string { return "transient: " + t.msg }
+
+// toolCall runs one callSpec: it dispatches the command to the edge actor,
+// enforces the deadline and reports exactly one callDone to its parent.
+type toolCall struct {
+	s      *callSpec
+	done   bool
+	cancel []scheduler.CancelFunc
+}
+
+func (c *toolCall) Receive(ctx actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.lastFailure.Store(fmt.Sprint(r))
+			panic(r) // let the supervisor decide
+		}
+	}()
+	s := c.s
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		n := int(s.attempts.Add(1))
+		if s.o.fault != nil {
+			s.o.fault(s.call, n)
+		}
+		remaining := s.deadline.Sub(s.o.Now())
+		if remaining <= 0 {
+			c.finish(ctx, timeoutResult(s))
+			return
+		}
+		sched := scheduler.NewTimerScheduler(ctx)
+		c.cancel = append(c.cancel, sched.SendOnce(remaining, ctx.Self(), &callTimeout{}))
+		if n == 1 {
+			c.dispatch(ctx)
+		} else {
+			c.cancel = append(c.cancel, sched.SendOnce(backoff(n), ctx.Self(), &callRedeliver{}))
+		}
+	case *actor.Stopping, *actor.Restarting:
+		for _, f := range c.cancel {
+			f()
+		}
+		c.cancel = nil
+	case *callRedeliver:
+		c.dispatch(ctx)
+	case *Reply:
+		if c.done || m.RequestID != s.requestID {
+			return
+		}
+		res, err := wire.DecodeToolResult(m.Report)
+		if err != nil {
+			res = wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrExecutionFailed,
+				Error: fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agentID, err)}
+		}
+		c.finish(ctx, res)
+	case *DispatchFailed:
+		if c.done || m.RequestID != s.requestID {
+			return
+		}
+		if m.Transient && s.o.Now().Before(s.deadline) {
+			panic(transientFault{msg: m.Err})
+		}
+		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: m.Type, Error: m.Err})
+	case *callTimeout:
+		if c.done {
+			return
+		}
+		ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
+		c.finish(ctx, timeoutResult(s))
+	}
+}
+
+func timeoutResult(s *callSpec) wire.ToolResult {
+	return wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrTimeout,
+		Error: fmt.Sprintf("tool %q on agent %q timed out after %s", s.tool, s.agentID, s.timeout)}
+}
+
+// backoff is the delay before attempt n (n >= 2) re-sends the command.
+func backoff(n int) time.Duration {
+	d := 50 * time.Millisecond << (n - 2)
+	if d > 2*time.Second || d <= 0 {
+		d = 2 * time.Second
+	}
+	return d
+}
+
+func (c *toolCall) dispatch(ctx actor.Context) {
+	s := c.s
+	payload := wire.ToolPayload{Tool: s.tool, Parameters: s.call.Arguments, TimeoutMS: s.timeout.Milliseconds(),
+		RequestID: s.requestID, ConversationID: s.convID}
+	cmd, err := wire.NewCommand(wire.CmdTool, s.requestID, payload)
+	if err != nil {
+		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInvalidParams, Error: err.Error()})
+		return
+	}
+	ctx.Send(s.edges, &Dispatch{AgentID: s.agentID, Command: cmd, ReplyTo: ctx.Self(), Deadline: s.deadline})
+}
+
+// finish audits the outcome off the mailbox, then tells the parent and stops.
+func (c *toolCall) finish(ctx actor.Context, res wire.ToolResult) {
+	if c.done {
+		return
+	}
+	c.done = true
+	c.s.finished.Store(true)
+	for _, f := range c.cancel {
+		f()
+	}
+	c.cancel = nil
+	s, self, parent, root := c.s, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+	go func() {
+		msg := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res)
+		root.Send(parent, &callDone{index: s.index, result: msg})
+		root.Stop(self)
+	}()
+}
+
+// completeCall records the outcome of a tool call in the audit trail and
+// turns it into the tool message the model sees.
+func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res wire.ToolResult) llm.Message {
+	rec := persistence.ToolCall{
+		Time:           o.Now().UTC(),
+		Node:           o.Node,
+		Side:           "orchestrator",
+		ConversationID: convID,
+		RequestID:      requestID,
+		CallID:         call.ID,
+		AgentID:        agentID,
+		Tool:           call.Name,
+		Status:         res.Status,
+		ErrorType:      string(res.ErrorType),
+		Error:          res.Error,
+		ExitCode:       res.ExitCode,
+		ElapsedMs:      res.ElapsedMS,
+		ResultExcerpt:  persistence.Excerpt(res.Result),
+		ResultBytes:    int64(len(res.Result)),
+	}
+	if res.ResultBytes > rec.ResultBytes {
+		rec.ResultBytes = res.ResultBytes
+	}
+	if json.Valid(call.Arguments) {
+		rec.Params = call.Arguments
+	}
+	if o.Audit != nil {
+		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
+		if err := o.Audit.RecordToolCall(actx, rec); err != nil {
+			o.Logger.Error("audit tool call", "request_id", requestID, "tool", call.Name, "err", err)
+		}
+		cancel()
+	}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: toolContent(call.Name, res)}
+}
+
+// toolContent renders a result for the model: output as is (cut visibly at
+// MaxToolResultBytes), errors as an actionable sentence with the error type.
+func toolContent(name string, res wire.ToolResult) string {
+	if res.Status == wire.StatusSuccess {
+		out := res.Result
+		if len(out) > MaxToolResultBytes {
+			cut := MaxToolResultBytes
+			for cut > 0 && !utf8.RuneStart(out[cut]) {
+				cut--
+			}
+			out = out[:cut] + fmt.Sprintf("\n[output truncated: showing %d of %d bytes]", cut, len(res.Result))
+		} else if res.Truncated {
+			out += fmt.Sprintf("\n[output truncated by the agent: %d bytes in all]", res.ResultBytes)
+		}
+		return out
+	}
+	return fmt.Sprintf("Error (%s) from tool %q: %s", res.ErrorType, name, res.Error)
+}

@@ -1,0 +1,145 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultNodeID       = "orchestrator"
+	DefaultDataDir      = "evoclaw-data"
+	DefaultBrokerListen = "127.0.0.1:1883"
+	DefaultChatTimeout  = 10 * time.Minute
+)
+
+// Config is a node's configuration, read from evoclaw.toml. The zero value
+// plus Validate is a working loopback-only node.
+type Config struct {
+	NodeID  string `toml:"node_id"`
+	DataDir string `toml:"data_dir"`
+	// AuditSync is "normal" (default: WAL, survives a process crash) or
+	// "full" (fsync every commit: survives a power cut).
+	AuditSync string     `toml:"audit_sync"`
+	Broker    BrokerConf `toml:"broker"`
+	LLM       LLMConf    `toml:"llm"`
+	Loop      LoopConf   `toml:"loop"`
+}
+
+// BrokerConf selects the embedded broker or an external one.
+type BrokerConf struct {
+	// URL of an external broker (tcp://host:1883, tls://host:8883). Empty
+	// means: run the embedded broker.
+	URL string `toml:"url"`
+	// Listen is the embedded broker's address (default 127.0.0.1:1883).
+	Listen string `toml:"listen"`
+	// Username and PasswordEnv are this node's credentials on the broker.
+	Username    string `toml:"username"`
+	PasswordEnv string `toml:"password_env"`
+}
+
+// LLMConf selects the model provider.
+type LLMConf struct {
+	// Provider is "scripted" (the offline transcript player; no model).
+	Provider   string `toml:"provider"`
+	Transcript string `toml:"transcript"`
+	Model      string `toml:"model"`
+	System     string `toml:"system_prompt"`
+	// Timeout bounds one completion (default 5 min).
+	Timeout Duration `toml:"timeout"`
+}
+
+// LoopConf tunes the tool loop.
+type LoopConf struct {
+	MaxToolIterations  int      `toml:"max_tool_iterations"`
+	MaxParallelTools   int      `toml:"max_parallel_tools"`
+	DefaultToolTimeout Duration `toml:"default_tool_timeout"`
+	MaxToolTimeout     Duration `toml:"max_tool_timeout"`
+	ChatTimeout        Duration `toml:"chat_timeout"`
+	HeartbeatTimeout   Duration `toml:"heartbeat_timeout"`
+}
+
+// Duration is a time.Duration written as "30s" in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration like \"30s\": %w", err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// LoadConfig reads and validates evoclaw.toml.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		return Config{}, fmt.Errorf("load %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("load %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	base := filepath.Dir(path)
+	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
+		c.DataDir = filepath.Join(base, c.DataDir)
+	}
+	if c.LLM.Transcript != "" && !filepath.IsAbs(c.LLM.Transcript) {
+		c.LLM.Transcript = filepath.Join(base, c.LLM.Transcript)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("load %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID == "" {
+		c.NodeID = DefaultNodeID
+	}
+	if err := wire.ValidateAgentID(c.NodeID); err != nil {
+		errs = append(errs, fmt.Errorf("node_id: %w", err))
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	switch c.AuditSync {
+	case "":
+		c.AuditSync = "normal"
+	case "normal", "full":
+	default:
+		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	}
+	if c.Broker.URL == "" && c.Broker.Listen == "" {
+		c.Broker.Listen = DefaultBrokerListen
+	}
+	if c.Broker.PasswordEnv != "" && os.Getenv(c.Broker.PasswordEnv) == "" {
+		errs = append(errs, fmt.Errorf("broker.password_env: environment variable %s is empty", c.Broker.PasswordEnv))
+	}
+	switch c.LLM.Provider {
+	case "", "scripted":
+		c.LLM.Provider = "scripted"
+	default:
+		errs = append(errs, fmt.Errorf("llm.provider: %q is not available; this build has \"scripted\"", c.LLM.Provider))
+	}
+	if c.Loop.ChatTimeout.Duration <= 0 {
+		c.Loop.ChatTimeout.Duration = DefaultChatTimeout
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,173 @@
+// Package scripted is an LLM provider that is not a language model: it
+// replays a transcript written by hand, for offline demos and tests. Every
+// answer it gives is labelled as scripted wherever evoclaw shows the provider.
+//
+// A transcript is a JSON file:
+//
+//	{"name": "demo", "turns": [
+//	  {"content": "Checking.", "tool_calls": [{"id": "c1", "name": "pi-1__sysinfo", "arguments": {}}],
+//	   "expect_tools": ["pi-1__sysinfo"]},
+//	  {"content": "Pi 1 says: {{result c1}}"}
+//	]}
+//
+// The n-th assistant message of a conversation is turn n. A turn's
+// expect_tools must all be offered in the request, or the call fails with a
+// clear error instead of replaying nonsense. In content, {{result ID}} is
+// replaced by the tool message answering call ID and {{user}} by the latest
+// user message.
+package scripted
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// Label is how the provider names itself.
+const Label = "scripted (offline transcript, not a language model)"
+
+// ErrExhausted is returned when a conversation goes past the transcript.
+var ErrExhausted = errors.New("scripted transcript exhausted")
+
+// Turn is one scripted assistant message.
+type Turn struct {
+	Content     string         `json:"content"`
+	ToolCalls   []TurnToolCall `json:"tool_calls,omitempty"`
+	ExpectTools []string       `json:"expect_tools,omitempty"`
+}
+
+// TurnToolCall is a scripted tool call; Arguments is any JSON value and is
+// passed on (compacted when valid JSON), so a transcript can also script
+// invalid arguments.
+type TurnToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Transcript is a parsed transcript file.
+type Transcript struct {
+	Name  string `json:"name"`
+	Turns []Turn `json:"turns"`
+}
+
+// Provider replays a Transcript. It is safe for concurrent use: it keeps no
+// state between calls.
+type Provider struct {
+	t Transcript
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// Load reads a transcript file.
+func Load(path string) (*Provider, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse parses transcript JSON.
+func Parse(b []byte) (*Provider, error) {
+	var t Transcript
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("parse transcript: %w", err)
+	}
+	if len(t.Turns) == 0 {
+		return nil, fmt.Errorf("parse transcript %q: no turns", t.Name)
+	}
+	for i, turn := range t.Turns {
+		for j, c := range turn.ToolCalls {
+			if c.ID == "" || c.Name == "" {
+				return nil, fmt.Errorf("parse transcript %q: turns[%d].tool_calls[%d]: id and name are required", t.Name, i, j)
+			}
+		}
+	}
+	return &Provider{t: t}, nil
+}
+
+// Name reports the provider label.
+func (p *Provider) Name() string { return Label }
+
+var placeholder = regexp.MustCompile(`\{\{\s*(result\s+([^\s}]+)|user)\s*\}\}`)
+
+// Complete returns the turn that matches the number of assistant messages
+// already in the conversation.
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return llm.Response{}, err
+	}
+	n := 0
+	var lastUser string
+	results := map[string]string{}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleAssistant:
+			n++
+		case llm.RoleUser:
+			lastUser = m.Content
+		case llm.RoleTool:
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	if n >= len(p.t.Turns) {
+		return llm.Response{}, fmt.Errorf("%w: %q has %d turns, conversation wants turn %d", ErrExhausted, p.t.Name, len(p.t.Turns), n+1)
+	}
+	turn := p.t.Turns[n]
+	offered := map[string]bool{}
+	for _, d := range req.Tools {
+		offered[d.Name] = true
+	}
+	for _, want := range turn.ExpectTools {
+		if !offered[want] {
+			names := make([]string, 0, len(req.Tools))
+			for _, d := range req.Tools {
+				names = append(names, d.Name)
+			}
+			return llm.Response{}, fmt.Errorf("scripted transcript %q turn %d expects tool %q, but the request offers %v", p.t.Name, n+1, want, names)
+		}
+	}
+	content := placeholder.ReplaceAllStringFunc(turn.Content, func(s string) string {
+		m := placeholder.FindStringSubmatch(s)
+		if m[1] == "user" {
+			return lastUser
+		}
+		if r, ok := results[m[2]]; ok {
+			return strings.TrimSpace(r)
+		}
+		return "(no result for " + m[2] + ")"
+	})
+	msg := llm.Message{Role: llm.RoleAssistant, Content: content}
+	for _, c := range turn.ToolCalls {
+		args := c.Arguments
+		var buf bytes.Buffer
+		switch {
+		case len(args) == 0:
+			args = json.RawMessage("{}")
+		case json.Compact(&buf, args) == nil:
+			args = buf.Bytes()
+		}
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	return llm.Response{Message: msg, Model: "scripted:" + p.t.Name, Usage: llm.Usage{
+		InputTokens:  int64(approxTokens(req)),
+		OutputTokens: int64(len(content)/4 + 1),
+	}}, nil
+}
+
+// approxTokens estimates the request size the way a rough tokenizer would
+// (4 bytes a token), so that cost reports have plausible numbers.
+func approxTokens(req llm.Request) int {
+	b, _ := json.Marshal(req)
+	return len(b)/4 + 1
+}

@@ -1,0 +1,75 @@
+package scripted
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+func TestTurnsFollowAssistantMessages(t *testing.T) {
+	p, err := Load("../../../testdata/transcripts/two-turns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []llm.ToolDef{{Name: "a__t"}}
+	r1, err := p.Complete(context.Background(), llm.Request{Tools: tools, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r1.Message.ToolCalls) != 1 || r1.Message.ToolCalls[0].ID != "c1" || string(r1.Message.ToolCalls[0].Arguments) != `{"x":1}` {
+		t.Fatalf("turn 1: %+v", r1.Message)
+	}
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: "hello"}, r1.Message, {Role: llm.RoleTool, ToolCallID: "c1", Content: "  42\n"}}
+	r2, err := p.Complete(context.Background(), llm.Request{Tools: tools, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Message.Content != "You said hello; the tool said 42; missing: (no result for c9)" || len(r2.Message.ToolCalls) != 0 {
+		t.Fatalf("turn 2: %q", r2.Message.Content)
+	}
+	msgs = append(msgs, r2.Message)
+	if _, err := p.Complete(context.Background(), llm.Request{Messages: msgs}); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("past the end: %v", err)
+	}
+}
+
+func TestExpectToolsFailsClearly(t *testing.T) {
+	p, err := Load("../../../testdata/transcripts/two-turns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Complete(context.Background(), llm.Request{Tools: []llm.ToolDef{{Name: "other"}}})
+	if err == nil || !strings.Contains(err.Error(), `expects tool "a__t"`) || !strings.Contains(err.Error(), "other") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	tests := map[string]string{
+		"empty":           `{"name":"x","turns":[]}`,
+		"unknown field":   `{"name":"x","turns":[{"content":"a","bogus":1}]}`,
+		"call without id": `{"name":"x","turns":[{"tool_calls":[{"name":"t"}]}]}`,
+		"not json":        `turns: 1`,
+	}
+	for name, src := range tests {
+		if _, err := Parse([]byte(src)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestBuiltinDemoParses(t *testing.T) {
+	p, err := Builtin("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name() != Label || !strings.Contains(Label, "not a language model") {
+		t.Fatalf("label %q must say it is not a model", p.Name())
+	}
+	if _, err := Builtin("nope"); err == nil {
+		t.Fatal("unknown built-in accepted")
+	}
+}

@@ -1,0 +1,261 @@
+// Package orchestrator assembles a node: the embedded MQTT broker (unless an
+// external one is configured), the MQTT session to the edge agents, the
+// actor system with the edge registry and conversations, the LLM provider
+// and the audit store.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// AuditFile is the audit database's file name inside a data directory.
+const AuditFile = "audit.db"
+
+// Node is a running orchestrator.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	broker *broker.Broker
+	client *mqttc.Client
+	store  *sqlite.Store
+	system *actor.ActorSystem
+	edges  *actors.Edges
+	convs  *actors.Conversations
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Options carry what a config file cannot: an injected provider (tests,
+// benchmarks) and a logger.
+type Options struct {
+	Provider llm.Provider
+	Logger   *slog.Logger
+}
+
+// Start brings a node up. On error everything already started is stopped.
+func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+
+	provider := o.Provider
+	if provider == nil {
+		if cfg.LLM.Transcript == "" {
+			log.Warn("no LLM configured: using the built-in demo transcript (scripted, not a language model)")
+			provider, err = scripted.Builtin("demo")
+		} else {
+			provider, err = scripted.Load(cfg.LLM.Transcript)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	if n.store, err = sqlite.Open(filepath.Join(cfg.DataDir, AuditFile), sqlite.Options{Sync: cfg.AuditSync, Logger: log}); err != nil {
+		return nil, fmt.Errorf("open audit database: %w", err)
+	}
+
+	brokerURL := cfg.Broker.URL
+	if brokerURL == "" {
+		if n.broker, err = broker.Start(broker.Options{Listen: cfg.Broker.Listen, Logger: log.With("component", "broker")}); err != nil {
+			return nil, fmt.Errorf("start embedded broker: %w", err)
+		}
+		brokerURL = n.broker.URL()
+		log.Info("embedded MQTT broker listening", "addr", n.broker.Addr())
+	}
+	password := ""
+	if cfg.Broker.PasswordEnv != "" {
+		password = os.Getenv(cfg.Broker.PasswordEnv)
+	}
+	if n.client, err = mqttc.Connect(ctx, mqttc.Options{BrokerURL: brokerURL, ClientID: "evoclaw-orchestrator-" + cfg.NodeID,
+		Username: cfg.Broker.Username, Password: password, Logger: log.With("component", "mqtt")}); err != nil {
+		return nil, err
+	}
+
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return log.With("component", "actors")
+	}))
+	pub := actors.PublisherFunc(func(ctx context.Context, topic string, payload []byte) error {
+		return n.client.Publish(ctx, mqttc.Message{Topic: topic, Payload: payload, QoS: 1})
+	})
+	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
+		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
+		return nil, err
+	}
+	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
+		Provider: provider, Edges: n.edges, Audit: n.store, Node: cfg.NodeID, System: cfg.LLM.System, Model: cfg.LLM.Model,
+		MaxIterations: cfg.Loop.MaxToolIterations, MaxParallel: cfg.Loop.MaxParallelTools,
+		DefaultToolTimeout: cfg.Loop.DefaultToolTimeout.Duration, MaxToolTimeout: cfg.Loop.MaxToolTimeout.Duration,
+		LLMTimeout: cfg.LLM.Timeout.Duration, Logger: log.With("component", "conversations"),
+	}); err != nil {
+		return nil, err
+	}
+	for _, kind := range []string{wire.KindReports, wire.KindStatus, wire.KindCapabilities} {
+		if err := n.client.Subscribe(wire.AllAgents(kind), 1, n.onMessage); err != nil {
+			return nil, fmt.Errorf("subscribe to agent %s: %w", kind, err)
+		}
+	}
+	return n, nil
+}
+
+// BrokerURL is the URL edge agents should connect to.
+func (n *Node) BrokerURL() string {
+	if n.broker != nil {
+		return n.broker.URL()
+	}
+	return n.cfg.Broker.URL
+}
+
+// AuditPath is the node's audit database file.
+func (n *Node) AuditPath() string { return filepath.Join(n.cfg.DataDir, AuditFile) }
+
+// Catalog returns the known agents and their tools.
+func (n *Node) Catalog() *actors.Catalog { return n.edges.Catalog() }
+
+// onMessage runs on the MQTT client's goroutine: decode and hand to the
+// edge registry, whose bounded mailbox pushes back when it is full.
+func (n *Node) onMessage(m mqttc.Message) {
+	agentID, kind, err := wire.ParseTopic(m.Topic)
+	if err != nil {
+		n.log.Warn("dropping message on unexpected topic", "topic", m.Topic, "err", err)
+		return
+	}
+	var msg any
+	switch kind {
+	case wire.KindReports:
+		r, err := wire.DecodeReport(agentID, m.Payload)
+		if err != nil {
+			n.log.Warn("dropping malformed report", "agent", agentID, "err", err)
+			return
+		}
+		msg = &actors.ReportIn{AgentID: agentID, Report: r}
+	case wire.KindStatus:
+		if len(m.Payload) == 0 {
+			return // a cleared retained message
+		}
+		s, err := wire.DecodeStatus(agentID, m.Payload)
+		if err != nil {
+			n.log.Warn("dropping malformed status", "agent", agentID, "err", err)
+			return
+		}
+		msg = &actors.StatusIn{AgentID: agentID, Status: s}
+	case wire.KindCapabilities:
+		if len(m.Payload) == 0 {
+			return
+		}
+		c, err := wire.DecodeCapabilities(agentID, m.Payload)
+		if err != nil {
+			n.log.Warn("dropping malformed capabilities", "agent", agentID, "err", err)
+			return
+		}
+		msg = &actors.CapabilitiesIn{AgentID: agentID, Capabilities: c.Capabilities}
+	default:
+		return
+	}
+	n.system.Root.Send(n.edges.PID, msg)
+}
+
+// Chat sends one user message to a conversation and waits for its answer.
+func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.Answer, error) {
+	if err := wire.ValidateAgentID(conversationID); err != nil {
+		return nil, fmt.Errorf("conversation id: %w", err)
+	}
+	timeout := n.cfg.Loop.ChatTimeout.Duration
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	f := n.system.Root.RequestFuture(n.convs.PID, &actors.Chat{ConversationID: conversationID, Text: text}, timeout)
+	res, err := f.Result()
+	if err != nil {
+		return nil, fmt.Errorf("chat %s: no answer within %s: %w", conversationID, timeout.Round(time.Second), err)
+	}
+	ans, ok := res.(*actors.Answer)
+	if !ok {
+		return nil, fmt.Errorf("chat %s: unexpected reply %T", conversationID, res)
+	}
+	if ans.Err != nil {
+		return ans, ans.Err
+	}
+	return ans, nil
+}
+
+// WaitForAgents blocks until at least n agents are online with their tools
+// listed, or ctx ends.
+func (n *Node) WaitForAgents(ctx context.Context, count int) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ready := 0
+		for _, a := range n.Catalog().Online() {
+			if len(a.Tools) > 0 {
+				ready++
+			}
+		}
+		if ready >= count {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d edge agents (have %d ready): %w", count, ready, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the node: actors, MQTT session, broker, audit store. It is
+// idempotent and returns when everything has stopped.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.system != nil {
+			if n.convs != nil {
+				_ = n.system.Root.PoisonFuture(n.convs.PID).Wait()
+			}
+			if n.edges != nil {
+				_ = n.system.Root.PoisonFuture(n.edges.PID).Wait()
+			}
+			n.system.Shutdown()
+		}
+		if n.client != nil {
+			n.client.Close()
+		}
+		if n.broker != nil {
+			errs = append(errs, n.broker.Close())
+		}
+		if n.store != nil {
+			errs = append(errs, n.store.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}

@@ -1,0 +1,150 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills/shipped"
+)
+
+const noopTranscript = `{"name":"bench","turns":[
+ {"content":"","tool_calls":[{"id":"c1","name":"bench-edge__noop","arguments":{}}]},
+ {"content":"{{result c1}}"}]}`
+
+// inProcess starts a node with its embedded broker and an edge agent in
+// the same process, running the shipped bench skill's real tool binary.
+func inProcess(tb testing.TB, auditSync string) *Node {
+	tb.Helper()
+	dir := tb.TempDir()
+	p, err := scripted.Parse([]byte(noopTranscript))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0"}},
+		Options{Provider: p})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { node.Close() })
+	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
+		tb.Fatal(err)
+	}
+	cfg := edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"), AuditSync: auditSync,
+		MQTT: edge.MQTTConf{Broker: node.BrokerURL()}, Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}
+	a, err := edge.New(cfg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.Run(actx); err != nil {
+			tb.Error(err)
+		}
+	}()
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := node.WaitForAgents(wctx, 1); err != nil {
+		tb.Fatal(err)
+	}
+	return node
+}
+
+// BenchmarkRoundTrip measures one chat that makes one tool call:
+// conversation → tool-call actor → broker → edge agent → /bin/sh tool →
+// back, audited on both sides.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, mode := range []string{"normal", "full"} {
+		b.Run("audit_sync="+mode, func(b *testing.B) {
+			node := inProcess(b, mode)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ans, err := node.Chat(ctx, fmt.Sprintf("b%d", i), "go")
+				if err != nil || ans.Text != "ok" {
+					b.Fatalf("round trip %d: %v %+v", i, err, ans)
+				}
+			}
+		})
+	}
+}
+
+func TestInProcessRoundTripIsAuditedAndCloseIsIdempotent(t *testing.T) {
+	node := inProcess(t, "normal")
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if ans, err := node.Chat(ctx, fmt.Sprintf("c%d", i), "go"); err != nil || ans.Text != "ok" {
+			t.Fatalf("chat %d: %v %+v", i, err, ans)
+		}
+	}
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT count(*) FROM tool_calls WHERE status = 'success' AND agent_id = 'bench-edge'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Rows[0][0]) != "3" {
+		t.Fatalf("audited calls %v, want 3", res.Rows)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want string // substring of the error; "" = valid
+	}{
+		{"empty is valid", ``, ""},
+		{"unknown key", "node_idd = \"x\"\n", "unknown keys: node_idd"},
+		{"bad node id", "node_id = \"a/b\"\n", "node_id"},
+		{"bad sync", "audit_sync = \"sometimes\"\n", "audit_sync"},
+		{"bad provider", "[llm]\nprovider = \"gpt\"\n", "llm.provider"},
+		{"bad duration", "[loop]\nchat_timeout = \"soon\"\n", "duration"},
+		{"missing password env", "[broker]\npassword_env = \"EVOCLAW_TEST_SURELY_UNSET\"\n", "EVOCLAW_TEST_SURELY_UNSET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "evoclaw.toml")
+			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadConfig(path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Broker.Listen != DefaultBrokerListen || c.AuditSync != "normal" || c.DataDir != DefaultDataDir {
+					t.Fatalf("defaults not filled: %+v", c)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestExposedBrokerIsRefused(t *testing.T) {
+	_, err := Start(context.Background(), Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "0.0.0.0:0"}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "without credentials") {
+		t.Fatalf("err = %v", err)
+	}
+}
