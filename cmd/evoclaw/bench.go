@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/skills/shipped"
+)
+
+const benchTranscript = `{"name":"bench","turns":[
+ {"content":"","tool_calls":[{"id":"c1","name":"bench-edge__noop","arguments":{}}]},
+ {"content":"{{result c1}}"}]}`
+
+// cmdBench measures, across real processes on this machine: start-up time
+// and idle RSS of an orchestrator (with its embedded broker and SQLite) and
+// of an edge agent, then the full round trip of tool calls
+// (orchestrator → broker → edge process → tool process → back, audited on
+// both sides) as latency percentiles and calls per second.
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", stderr)
+	calls := fs.Int("calls", 2000, "tool-call round trips to measure")
+	warmup := fs.Int("warmup", 100, "round trips before measuring")
+	conc := fs.Int("concurrency", 1, "round trips in flight at once")
+	auditSync := fs.String("audit-sync", "normal", "audit durability of both sides: normal or full")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *calls <= 0 || *conc <= 0 || *warmup < 0 {
+		return fmt.Errorf("%w: --calls and --concurrency must be positive", errUsage)
+	}
+	dir, err := os.MkdirTemp("", "evoclaw-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+	say("evoclaw bench: %d round trips, concurrency %d, audit_sync=%s", *calls, *conc, *auditSync)
+
+	// 1. An orchestrator process alone: time to ready and idle RSS.
+	servConf := filepath.Join(dir, "evoclaw.toml")
+	if err := os.WriteFile(servConf, []byte(fmt.Sprintf("data_dir = \"serve\"\naudit_sync = %q\n[broker]\nlisten = \"127.0.0.1:0\"\n", *auditSync)), 0o600); err != nil {
+		return err
+	}
+	serve, err := startChild("serve", []string{"serve", "--config", servConf}, io.Discard)
+	if err != nil {
+		return err
+	}
+	if err := serve.waitReady(ctx); err != nil {
+		return err
+	}
+	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading RSS
+	serveRSS, err := rssKB(serve.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	_ = serve.stop(5 * time.Second)
+
+	// 2. The in-process orchestrator the round trips go through.
+	p, err := scripted.Parse([]byte(benchTranscript))
+	if err != nil {
+		return err
+	}
+	node, err := orchestrator.Start(ctx, orchestrator.Config{DataDir: filepath.Join(dir, "orch"), AuditSync: *auditSync,
+		Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"}}, orchestrator.Options{Provider: p, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+
+	// 3. An edge agent process: time to ready and idle RSS.
+	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
+		return err
+	}
+	agentConf := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(agentConf, []byte(fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n",
+		*auditSync, node.BrokerURL())), 0o600); err != nil {
+		return err
+	}
+	edgeProc, err := startChild("edge", []string{"edge", "--config", agentConf}, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer edgeProc.stop(5 * time.Second)
+	if err := edgeProc.waitReady(ctx); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err = node.WaitForAgents(wctx, 1)
+	cancel()
+	if err != nil {
+		return err
+	}
+	time.Sleep(500 * time.Millisecond)
+	edgeRSS, err := rssKB(edgeProc.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+
+	// 4. Round trips.
+	var seq atomic.Int64
+	one := func() (time.Duration, error) {
+		id := fmt.Sprintf("b%d", seq.Add(1))
+		start := time.Now()
+		ans, err := node.Chat(ctx, id, "go")
+		if err != nil {
+			return 0, err
+		}
+		if ans.Text != "ok" {
+			return 0, fmt.Errorf("round trip %s answered %q", id, ans.Text)
+		}
+		return time.Since(start), nil
+	}
+	for range *warmup {
+		if _, err := one(); err != nil {
+			return err
+		}
+	}
+	lat := make([]time.Duration, 0, *calls)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	var left atomic.Int64
+	left.Store(int64(*calls))
+	began := time.Now()
+	for range *conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				d, err := one()
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lat = append(lat, d)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(began)
+	if firstErr != nil {
+		return firstErr
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+
+	say("")
+	say("round trip (chat → LLM(scripted) → tool call → broker → edge → /bin/sh tool → back, audited both sides)")
+	say("  p50 %-10s p90 %-10s p99 %-10s max %s", pct(0.50), pct(0.90), pct(0.99), lat[len(lat)-1])
+	say("  %.0f calls/s over %s", float64(len(lat))/wall.Seconds(), wall.Round(time.Millisecond))
+	say("processes")
+	say("  orchestrator (serve, embedded broker, SQLite): ready in %-8s idle RSS %.1f MB", serve.readyAfter.Round(100*time.Microsecond), float64(serveRSS)/1024)
+	say("  edge agent:                                    ready in %-8s idle RSS %.1f MB", edgeProc.readyAfter.Round(100*time.Microsecond), float64(edgeRSS)/1024)
+	return nil
+}

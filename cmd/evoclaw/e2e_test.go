@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// evoclawBinary builds the command once per test run; the edge agents of
+// these tests are real processes of it.
+func evoclawBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "evoclaw-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "evoclaw")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// startEdge runs `evoclaw edge` with the e2e test skill and waits until it
+// says it is ready.
+func startEdge(t *testing.T, id, brokerURL string) *exec.Cmd {
+	t.Helper()
+	dir := t.TempDir()
+	skills, err := filepath.Abs("../../testdata/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "agent.toml")
+	body := fmt.Sprintf("agent_id = %q\ndata_dir = \"data\"\nheartbeat_interval = \"1s\"\n[mqtt]\nbroker = %q\n[skills]\ndirs = [%q]\n", id, brokerURL, skills)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(evoclawBinary(t), "edge", "--config", conf)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("edge %s stderr:\n%s", id, stderr.String())
+		}
+	})
+	ready := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		n, _ := out.Read(buf)
+		if strings.Contains(string(buf[:n]), "ready") {
+			close(ready)
+		}
+		_, _ = bytes.NewBuffer(nil).ReadFrom(out)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("edge %s not ready; stderr:\n%s", id, stderr.String())
+	}
+	return cmd
+}
+
+func startNode(t *testing.T, brokerURL, transcript string) *orchestrator.Node {
+	t.Helper()
+	p, err := scripted.Parse([]byte(transcript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := orchestrator.Config{DataDir: t.TempDir(), Broker: orchestrator.BrokerConf{URL: brokerURL}}
+	if brokerURL == "" {
+		cfg.Broker.Listen = "127.0.0.1:0"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return node
+}
+
+func query(t *testing.T, db, q string) [][]any {
+	t.Helper()
+	res, err := sqlite.QueryReadOnly(context.Background(), db, q)
+	if err != nil {
+		t.Fatalf("query %s: %v", db, err)
+	}
+	return res.Rows
+}
+
+// TestRoundTripOverRealBrokers runs orchestrator → broker → edge process →
+// tool binary → back, against the embedded broker and mosquitto, and checks
+// both audit trails name the same request.
+func TestRoundTripOverRealBrokers(t *testing.T) {
+	for _, b := range mqtttest.Brokers(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			counter := filepath.Join(t.TempDir(), "count")
+			transcript := fmt.Sprintf(`{"name":"rt","turns":[
+			  {"content":"","tool_calls":[{"id":"c1","name":"edge-a__count","arguments":{"file":%q}}]},
+			  {"content":"count is {{result c1}}"}]}`, counter)
+			node := startNode(t, b.URL, transcript)
+			edge := startEdge(t, "edge-a", b.URL)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := node.WaitForAgents(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			ans, err := node.Chat(ctx, "rt", "count once")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ans.Text != "count is 1" {
+				t.Fatalf("answer %q", ans.Text)
+			}
+			rows := query(t, node.AuditPath(), `SELECT request_id, status, agent_id FROM tool_calls WHERE conversation_id='rt'`)
+			if len(rows) != 1 || rows[0][1] != "success" || rows[0][2] != "edge-a" {
+				t.Fatalf("orchestrator audit %v", rows)
+			}
+			edgeDB := filepath.Join(filepath.Dir(edge.Args[3]), "data", "audit.db")
+			erows := query(t, edgeDB, `SELECT request_id, status, exit_code, conversation_id FROM tool_calls`)
+			if len(erows) != 1 || erows[0][0] != rows[0][0] || erows[0][1] != "success" || fmt.Sprint(erows[0][2]) != "0" || erows[0][3] != "rt" {
+				t.Fatalf("edge audit %v, orchestrator request %v", erows, rows[0][0])
+			}
+		})
+	}
+}
+
+// TestEdgeKilledMidCall SIGKILLs the agent while its tool runs: the loop
+// gets a typed error well within the tool's timeout, and the conversation ends.
+func TestEdgeKilledMidCall(t *testing.T) {
+	for _, b := range mqtttest.Brokers(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "started")
+			transcript := fmt.Sprintf(`{"name":"kill","turns":[
+			  {"content":"","tool_calls":[{"id":"c1","name":"edge-k__hang","arguments":{"marker":%q}}]},
+			  {"content":"got: {{result c1}}"}]}`, marker)
+			node := startNode(t, b.URL, transcript)
+			edge := startEdge(t, "edge-k", b.URL)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := node.WaitForAgents(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				// Kill the agent as soon as its tool has started.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					if _, err := os.Stat(marker); err == nil {
+						break
+					}
+				}
+				_ = edge.Process.Kill()
+			}()
+			start := time.Now()
+			ans, err := node.Chat(ctx, "kill", "hang")
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			if !strings.Contains(ans.Text, "Error (agent_offline)") && !strings.Contains(ans.Text, "Error (timeout)") {
+				t.Fatalf("answer %q, want an agent_offline or timeout error", ans.Text)
+			}
+			if took > 20*time.Second {
+				t.Fatalf("error after %s, beyond the tool's 20 s timeout", took)
+			}
+			t.Logf("%s: typed error %q after %s", b.Name, strings.SplitN(ans.Text, ":", 3)[1], took.Round(time.Millisecond))
+		})
+	}
+}
+
+// TestRedeliveredCommandRunsOnce publishes the same tool command twice, as
+// a QoS 1 redelivery would: the tool runs once and both replies are equal.
+func TestRedeliveredCommandRunsOnce(t *testing.T) {
+	url := mqtttest.StartEmbedded(t)
+	startEdge(t, "edge-d", url)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "test-dedupe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var mu sync.Mutex
+	var results []wire.ToolResult
+	if err := c.Subscribe(wire.ReportsTopic("edge-d"), 1, func(m mqttc.Message) {
+		r, err := wire.DecodeReport("edge-d", m.Payload)
+		if err != nil || r.RequestID() != "dup-1" {
+			return
+		}
+		res, err := wire.DecodeToolResult(r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		results = append(results, res)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	counter := filepath.Join(t.TempDir(), "count")
+	params, _ := json.Marshal(map[string]string{"file": counter})
+	cmd, err := wire.NewCommand(wire.CmdTool, "dup-1", wire.ToolPayload{Tool: "count", Parameters: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(cmd)
+	for i := 0; i < 2; i++ {
+		if err := c.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic("edge-d"), Payload: b, QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+		// The second copy arrives after the first finished, as a
+		// redelivery after a lost ack would.
+		mqtttest.Eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(results) > i }, "reply")
+	}
+	got, err := os.ReadFile(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(got), "\n"); lines != 1 {
+		t.Fatalf("tool ran %d times, want 1", lines)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if results[0].Result != "1\n" || results[1].Result != results[0].Result || results[1].ElapsedMS != results[0].ElapsedMS {
+		t.Fatalf("replies differ: %+v vs %+v", results[0], results[1])
+	}
+}
+
+// TestDemo runs the README's first command as a user would and checks what
+// it promises: exit 0, an answer, and an audit trail queryable afterwards.
+func TestDemo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "evoclaw-demo")
+	cmd := exec.Command(evoclawBinary(t), "demo", "--data-dir", dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	text := out.String()
+	for _, want := range []string{"scripted (offline transcript, not a language model)", "pi-kitchen", "pi-garage", "hostname:", "use:", "(3 rows)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+	rows := query(t, filepath.Join(dir, "audit.db"), `SELECT count(*), sum(status='success') FROM tool_calls`)
+	if fmt.Sprint(rows[0][0]) != "3" || fmt.Sprint(rows[0][1]) != "3" {
+		t.Fatalf("orchestrator audit rows %v, want 3 successes", rows)
+	}
+	var edgeIDs []string
+	for _, a := range []string{"pi-kitchen", "pi-garage"} {
+		for _, r := range query(t, filepath.Join(dir, "agents", a, "audit.db"), `SELECT request_id FROM tool_calls`) {
+			edgeIDs = append(edgeIDs, fmt.Sprint(r[0]))
+		}
+	}
+	orch := query(t, filepath.Join(dir, "audit.db"), `SELECT request_id FROM tool_calls ORDER BY request_id`)
+	if len(edgeIDs) != len(orch) {
+		t.Fatalf("edge request ids %v vs orchestrator %v", edgeIDs, orch)
+	}
+	for _, r := range orch {
+		found := false
+		for _, id := range edgeIDs {
+			found = found || id == r[0]
+		}
+		if !found {
+			t.Fatalf("orchestrator request %v has no edge record", r[0])
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/orchestrator"
+)
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	config := fs.String("config", "", "path to evoclaw.toml (default: built-in defaults)")
+	dataDir := fs.String("data-dir", "", "directory for the node's data (overrides data_dir)")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var cfg orchestrator.Config
+	if *config != "" {
+		var err error
+		if cfg, err = orchestrator.LoadConfig(*config); err != nil {
+			return err
+		}
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+	}
+	log := logger(stderr, slog.LevelInfo)
+	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s\n", node.BrokerURL(), node.AuditPath())
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "evoclaw orchestrator stopping")
+	return node.Close()
+}
+
+func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("edge", stderr)
+	config := fs.String("config", "agent.toml", "path to agent.toml")
+	dataDir := fs.String("data-dir", "", "directory for the agent's data (overrides data_dir)")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := edge.LoadConfig(*config)
+	if err != nil {
+		return err
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+	}
+	log := logger(stderr, slog.LevelInfo)
+	a, err := edge.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	a.Ready = func() {
+		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
+	}
+	return a.Run(ctx)
+}
