@@ -76,8 +76,8 @@ type ConvOptions struct {
 	// IdleTimeout stops a conversation actor that had no message for this
 	// long (default 10 min), so idle conversations hold no memory.
 	IdleTimeout time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
+	Now         func() time.Time
+	Logger      *slog.Logger
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
 	fault func(call llm.ToolCall, attempt int)
