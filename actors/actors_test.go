@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -27,6 +29,10 @@ type fakeEdge struct {
 	root   *actor.RootContext
 	edges  *Edges
 	onTool func(cmd wire.Command, p wire.ToolPayload) // nil: never answer
+	// onPrompt answers prompt commands; nil: never answer.
+	onPrompt func(cmd wire.Command, p wire.PromptPayload)
+	// tools is what tools_list answers; nil: one "echo" tool.
+	tools []wire.ToolInfo
 }
 
 func (f *fakeEdge) Publish(_ context.Context, topic string, payload []byte) error {
@@ -40,7 +46,20 @@ func (f *fakeEdge) Publish(_ context.Context, topic string, payload []byte) erro
 	}
 	switch cmd.Command {
 	case wire.CmdToolsList:
-		f.reply(wire.ToolsList{RequestID: cmd.RequestID, Tools: []wire.ToolInfo{{Name: "echo", Description: "echoes", TimeoutMS: 1000}}})
+		tools := f.tools
+		if tools == nil {
+			tools = []wire.ToolInfo{{Name: "echo", Description: "echoes", TimeoutMS: 1000}}
+		}
+		f.reply(wire.ToolsList{RequestID: cmd.RequestID, Tools: tools})
+	case wire.CmdPrompt:
+		p, err := wire.DecodePromptPayload(cmd.Payload)
+		if err != nil {
+			f.t.Errorf("bad prompt payload: %v", err)
+			return nil
+		}
+		if f.onPrompt != nil {
+			go f.onPrompt(cmd, p)
+		}
 	case wire.CmdPing:
 		// Like the public agent: the answer carries no request_id.
 		f.reply(wire.PingResult{Pong: true})
@@ -117,12 +136,18 @@ const echoTranscript = `{"name":"t","turns":[
 
 func newHarness(t *testing.T, transcript string, tune func(*ConvOptions)) *harness {
 	t.Helper()
+	return newHarnessTools(t, transcript, nil, tune)
+}
+
+// newHarnessTools is newHarness with the fake agent offering tools.
+func newHarnessTools(t *testing.T, transcript string, tools []wire.ToolInfo, tune func(*ConvOptions)) *harness {
+	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	t.Cleanup(sys.Shutdown)
 	h := &harness{sys: sys, audit: &recordingAudit{}, logs: logs}
-	h.edge = &fakeEdge{t: t, id: "pi-1", root: sys.Root}
+	h.edge = &fakeEdge{t: t, id: "pi-1", root: sys.Root, tools: tools}
 	edges, err := SpawnEdges(sys.Root, EdgeOptions{Publisher: h.edge, Logger: log, TickInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +167,7 @@ func newHarness(t *testing.T, transcript string, tune func(*ConvOptions)) *harne
 	sys.Root.Send(edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
 	waitFor(t, 5*time.Second, "agent pi-1 online with tools", func() bool {
 		a, ok := edges.Catalog().Agents["pi-1"]
-		return ok && a.Online && len(a.Tools) == 1
+		return ok && a.Online && len(a.Tools) == max(1, len(tools))
 	})
 	return h
 }
@@ -253,7 +278,9 @@ func TestSilentAgentTimesOut(t *testing.T) {
 }
 
 func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
-	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.DefaultToolTimeout = time.Minute })
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) {
+		o.TimeoutRules = map[string]TimeoutRule{CategoryOther: {Default: time.Minute, Max: time.Minute}}
+	})
 	h.edge.onTool = func(wire.Command, wire.ToolPayload) {
 		// The agent dies mid-call: the broker publishes its last will.
 		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOffline}})
@@ -299,13 +326,46 @@ func TestUnknownToolAndBadArguments(t *testing.T) {
 	}
 }
 
+// loopTranscript calls the echo tool n times with different arguments,
+// then (turn n+1) answers in text.
+func loopTranscript(n int) string {
+	var turns []string
+	for i := range n {
+		turns = append(turns, fmt.Sprintf(`{"content":"again","tool_calls":[{"id":"x%d","name":"pi-1__echo","arguments":{"text":"x%d"}}]}`, i, i))
+	}
+	turns = append(turns, `{"content":"summary from what I have"}`)
+	return `{"name":"loop","turns":[` + strings.Join(turns, ",") + `]}`
+}
+
 func TestMaxIterations(t *testing.T) {
-	turn := `{"content":"again","tool_calls":[{"id":"x","name":"pi-1__echo","arguments":{"text":"x"}}]}`
-	h := newHarness(t, `{"name":"loop","turns":[`+strings.Repeat(turn+",", 3)+turn+`]}`, func(o *ConvOptions) { o.MaxIterations = 3 })
-	h.edge.onTool = echoReply(h)
-	ans := h.chat(t, "loop forever")
-	if ans.Err == nil || !strings.Contains(ans.Err.Error(), "max tool iterations") || ans.Iterations != 3 {
-		t.Fatalf("answer %+v", ans)
+	tests := []struct {
+		onLimit  string
+		wantErr  bool
+		wantText string
+	}{
+		{OnLimitError, true, ""},
+		// The tool-less final call: turn 4 of the transcript still asks
+		// for a tool, which is not run; its text is the answer.
+		{OnLimitAnswer, false, "again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.onLimit, func(t *testing.T) {
+			h := newHarness(t, loopTranscript(10), func(o *ConvOptions) { o.MaxIterations = 3; o.OnLimit = tt.onLimit })
+			h.edge.onTool = echoReply(h)
+			ans := h.chat(t, "loop forever")
+			if ans.Iterations != 3 || len(h.audit.records()) != 3 {
+				t.Fatalf("answer %+v after %d audited calls, want 3 iterations", ans, len(h.audit.records()))
+			}
+			if tt.wantErr {
+				if !errors.Is(ans.Err, ErrMaxIterations) {
+					t.Fatalf("err %v, want ErrMaxIterations", ans.Err)
+				}
+				return
+			}
+			if ans.Err != nil || ans.Text != tt.wantText || !strings.Contains(ans.Limit, "max tool iterations") {
+				t.Fatalf("answer %+v", ans)
+			}
+		})
 	}
 }
 

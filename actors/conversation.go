@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,48 +19,91 @@ import (
 
 // Defaults of ConvOptions.
 const (
-	DefaultMaxIterations   = 10
-	DefaultMaxParallel     = 5
-	DefaultToolTimeout     = 30 * time.Second
-	DefaultMaxToolTimeout  = 300 * time.Second
-	DefaultReplySlack      = 2 * time.Second
-	DefaultCallRetries     = 3
-	DefaultCallRetryWindow = time.Minute
-	DefaultLLMTimeout      = 5 * time.Minute
-	DefaultAuditTimeout    = 10 * time.Second
-	DefaultQueueLen        = 16
-	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultMaxIterations     = 10
+	DefaultToolErrorLimit    = 3
+	DefaultMaxIdenticalCalls = 1
+	DefaultMaxParallel       = 5
+	DefaultReplySlack        = 2 * time.Second
+	DefaultCallRetries       = 3
+	DefaultCallRetryWindow   = time.Minute
+	DefaultLLMTimeout        = 5 * time.Minute
+	DefaultAuditTimeout      = 10 * time.Second
+	DefaultQueueLen          = 16
+	DefaultIdleTimeout       = 10 * time.Minute
 )
 
-// Errors that end a Chat without an answer.
-var (
-	ErrMaxIterations = errors.New("max tool iterations reached without a final answer")
-	ErrBusy          = errors.New("conversation has too many queued messages")
-	ErrStopped       = errors.New("conversation stopped before it answered")
+// What a conversation does when the loop hits a limit (max iterations,
+// consecutive failing turns, a repeated identical call).
+const (
+	// OnLimitAnswer asks the model once more, offering no tools, for a
+	// final answer from what it has; the Answer names the limit.
+	OnLimitAnswer = "answer"
+	// OnLimitError ends the chat with an error naming the limit.
+	OnLimitError = "error"
 )
+
+// Errors that end a Chat, alone or (limits under OnLimitAnswer) beside an answer.
+var (
+	ErrMaxIterations    = errors.New("max tool iterations reached without a final answer")
+	ErrToolErrorLimit   = errors.New("too many consecutive turns in which every tool call failed")
+	ErrRepeatedToolCall = errors.New("the model kept repeating an identical tool call")
+	ErrBusy             = errors.New("conversation has too many queued messages")
+	ErrStopped          = errors.New("conversation stopped before it answered")
+	ErrCanceled         = errors.New("chat canceled")
+	ErrHistory          = errors.New("conversation history")
+)
+
+// ErrRepeatedCall is the error type of a tool call refused because the
+// same tool with the same arguments already ran in this chat.
+const ErrRepeatedCall wire.ErrorType = "repeated_call"
 
 // AuditLog is where tool calls are recorded.
 type AuditLog interface {
 	RecordToolCall(ctx context.Context, c persistence.ToolCall) error
 }
 
-// ConvOptions configure conversations. Provider and Edges are required.
+// HistoryStore keeps conversations across restarts. AppendHistory returns
+// only once the messages are durable.
+type HistoryStore interface {
+	LoadHistory(ctx context.Context, conversationID string) ([]llm.Message, error)
+	AppendHistory(ctx context.Context, conversationID string, msgs []llm.Message) error
+}
+
+// ConvOptions configure conversations. Provider is required, and so is
+// Edges unless Toolbox offers only local tools.
 type ConvOptions struct {
 	Provider llm.Provider
-	Edges    *Edges
-	Audit    AuditLog
+	// Edges routes commands to edge agents.
+	Edges *Edges
+	// Toolbox offers tools and resolves calls; nil means an EdgeToolbox
+	// over Edges in ToolsDirect mode.
+	Toolbox Toolbox
+	Audit   AuditLog
+	// History, when set, stores every step of every conversation and
+	// reloads it when a conversation actor starts again.
+	History HistoryStore
+	// Metrics, when set, aggregates loop counters.
+	Metrics *Metrics
 	// Node names this orchestrator in audit records.
 	Node   string
 	System string
 	Model  string
 	// MaxIterations bounds LLM turns that request tools (default 10).
 	MaxIterations int
+	// ToolErrorLimit ends the loop after this many consecutive turns in
+	// which every tool call failed (default 3).
+	ToolErrorLimit int
+	// MaxIdenticalCalls is how often one tool may run with the same
+	// arguments in one chat (default 1). One more identical call is refused
+	// with an error telling the model so; another after that ends the loop.
+	MaxIdenticalCalls int
+	// OnLimit is OnLimitAnswer (default) or OnLimitError.
+	OnLimit string
 	// MaxParallel bounds tool calls of one turn running at once (default 5).
 	MaxParallel int
-	// DefaultToolTimeout applies when a tool states none (default 30 s);
-	// MaxToolTimeout clamps any tool's timeout (default 300 s).
-	DefaultToolTimeout time.Duration
-	MaxToolTimeout     time.Duration
+	// TimeoutRules give each tool category its default and maximum timeout;
+	// missing categories use DefaultTimeoutRules.
+	TimeoutRules map[string]TimeoutRule
 	// ReplySlack is added to a tool's timeout for the MQTT round trip (default 2 s).
 	ReplySlack time.Duration
 	// CallRetries bounds restarts of a failing tool-call actor within
@@ -80,7 +122,8 @@ type ConvOptions struct {
 	Logger      *slog.Logger
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
-	fault func(call llm.ToolCall, attempt int)
+	fault   func(call llm.ToolCall, attempt int)
+	schemas *schemaCache
 }
 
 func (o *ConvOptions) fill() {
@@ -89,31 +132,50 @@ func (o *ConvOptions) fill() {
 			*d = v
 		}
 	}
-	if o.MaxIterations <= 0 {
-		o.MaxIterations = DefaultMaxIterations
+	defInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
 	}
-	if o.MaxParallel <= 0 {
-		o.MaxParallel = DefaultMaxParallel
+	defInt(&o.MaxIterations, DefaultMaxIterations)
+	defInt(&o.ToolErrorLimit, DefaultToolErrorLimit)
+	defInt(&o.MaxIdenticalCalls, DefaultMaxIdenticalCalls)
+	defInt(&o.MaxParallel, DefaultMaxParallel)
+	defInt(&o.CallRetries, DefaultCallRetries)
+	defInt(&o.QueueLen, DefaultQueueLen)
+	if o.OnLimit == "" {
+		o.OnLimit = OnLimitAnswer
 	}
-	if o.CallRetries <= 0 {
-		o.CallRetries = DefaultCallRetries
+	rules := make(map[string]TimeoutRule, len(DefaultTimeoutRules))
+	for k, v := range DefaultTimeoutRules {
+		rules[k] = v
 	}
-	if o.QueueLen <= 0 {
-		o.QueueLen = DefaultQueueLen
+	for k, v := range o.TimeoutRules {
+		r := rules[k]
+		if v.Default > 0 {
+			r.Default = v.Default
+		}
+		if v.Max > 0 {
+			r.Max = v.Max
+		}
+		rules[k] = r
 	}
-	def(&o.DefaultToolTimeout, DefaultToolTimeout)
-	def(&o.MaxToolTimeout, DefaultMaxToolTimeout)
+	o.TimeoutRules = rules
 	def(&o.ReplySlack, DefaultReplySlack)
 	def(&o.CallRetryWindow, DefaultCallRetryWindow)
 	def(&o.LLMTimeout, DefaultLLMTimeout)
 	def(&o.AuditTimeout, DefaultAuditTimeout)
 	def(&o.IdleTimeout, DefaultIdleTimeout)
+	if o.Toolbox == nil && o.Edges != nil {
+		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.schemas = &schemaCache{}
 }
 
 // Conversations is the handle of the conversation manager.
@@ -124,8 +186,13 @@ type Conversations struct {
 // SpawnConversations starts the manager that owns one actor per
 // conversation id.
 func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations, error) {
-	if o.Provider == nil || o.Edges == nil {
-		return nil, fmt.Errorf("spawn conversations: provider and edges are required")
+	if o.Provider == nil || (o.Edges == nil && o.Toolbox == nil) {
+		return nil, fmt.Errorf("spawn conversations: a provider and edges or a toolbox are required")
+	}
+	switch o.OnLimit {
+	case "", OnLimitAnswer, OnLimitError:
+	default:
+		return nil, fmt.Errorf("spawn conversations: on_limit %q, want %q or %q", o.OnLimit, OnLimitAnswer, OnLimitError)
 	}
 	o.fill()
 	props := actor.PropsFromProducer(func() actor.Actor {
@@ -161,6 +228,10 @@ func (m *manager) Receive(ctx actor.Context) {
 			m.children[id] = pid
 		}
 		ctx.Forward(pid)
+	case *Cancel:
+		if pid, ok := m.children[msg.ConversationID]; ok {
+			ctx.Forward(pid)
+		}
 	case *passivate:
 		if pid, ok := m.children[msg.id]; ok && pid.Equal(msg.pid) {
 			delete(m.children, msg.id)
@@ -188,6 +259,14 @@ type queued struct {
 	sender *actor.PID
 }
 
+// plannedCall is one tool call of the current turn: either a spec to run or a
+// result known at once (refused before anything was sent).
+type plannedCall struct {
+	spec      *callSpec
+	immediate *wire.ToolResult
+	agentID   string
+}
+
 // turn is the state of one Chat being answered.
 type turn struct {
 	sender     *actor.PID
@@ -196,13 +275,29 @@ type turn struct {
 	usage      llm.Usage
 	seq        int
 	cancel     context.CancelFunc
+	// seen counts identical calls (callSignature) in this chat; warned
+	// marks those the model was already told not to repeat.
+	seen      map[string]int
+	warned    map[string]bool
+	errTurns  int    // consecutive turns in which every call failed
+	limit     error  // set once a limit is hit: the final, tool-less call runs
+	stopAfter bool   // the model repeated a call it was warned about: end after this turn
+	unpersist []llm.Message
 
+	// the tool calls of the current LLM turn
+	gen       int
 	assistant llm.Message
+	calls     []plannedCall
 	results   []llm.Message
+	failed    []bool
 	have      []bool
+	started   []time.Time
 	remaining int
 	next      int
 	running   int
+	peak      int
+	batchAt   time.Time
+	sumElapse time.Duration
 	specs     map[string]*callSpec // by child actor id
 }
 
@@ -211,22 +306,27 @@ type conversation struct {
 	id      string
 	o       *ConvOptions
 	history []llm.Message
+	loading bool
 	queue   []queued
 	cur     *turn
 	seq     int
+	gen     int
 }
 
 func (c *conversation) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		ctx.SetReceiveTimeout(c.o.IdleTimeout)
+		c.load(ctx)
 	case *actor.ReceiveTimeout:
-		if c.cur == nil && len(c.queue) == 0 {
+		if c.cur == nil && len(c.queue) == 0 && !c.loading {
 			// The manager stops us, so no Chat is forwarded to a dead actor.
 			ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self()})
 		}
+	case *historyLoaded:
+		c.onLoaded(ctx, m)
 	case *Chat:
-		if c.cur != nil {
+		if c.cur != nil || c.loading {
 			if len(c.queue) >= c.o.QueueLen {
 				ctx.Respond(&Answer{ConversationID: c.id, Err: ErrBusy})
 				return
@@ -235,13 +335,17 @@ func (c *conversation) Receive(ctx actor.Context) {
 			return
 		}
 		c.begin(ctx, m, ctx.Sender())
+	case *Cancel:
+		c.onCancel(ctx)
 	case *llmDone:
 		if c.cur == nil || m.seq != c.cur.seq {
 			return
 		}
 		c.onLLM(ctx, m)
 	case *callDone:
-		c.onCall(ctx, m.index, m.result)
+		c.onCall(ctx, m)
+	case *finished:
+		c.onFinished(ctx, m)
 	case *actor.Terminated:
 		c.onTerminated(ctx, m.Who)
 	case *actor.Stopping:
@@ -259,155 +363,298 @@ func (c *conversation) Receive(ctx actor.Context) {
 	}
 }
 
+// load reads the stored history off the mailbox; chats queue meanwhile.
+func (c *conversation) load(ctx actor.Context) {
+	if c.o.History == nil {
+		return
+	}
+	c.loading = true
+	self, root, id, h, timeout := ctx.Self(), ctx.ActorSystem().Root, c.id, c.o.History, c.o.AuditTimeout
+	go func() {
+		lctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		msgs, err := h.LoadHistory(lctx, id)
+		root.Send(self, &historyLoaded{msgs: msgs, err: err})
+	}()
+}
+
+func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
+	c.loading = false
+	if m.err != nil {
+		// Answering without the stored history would silently fork the
+		// conversation: refuse, and stop so that the next chat loads again.
+		err := fmt.Errorf("%w: load %s: %w", ErrHistory, c.id, m.err)
+		c.o.Logger.Error("load conversation history", "conversation", c.id, "err", m.err)
+		for _, q := range c.queue {
+			ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: err})
+		}
+		c.queue = nil
+		ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self()})
+		return
+	}
+	c.history = m.msgs
+	c.next(ctx)
+}
+
+// next starts the oldest queued chat, if any.
+func (c *conversation) next(ctx actor.Context) {
+	if c.cur != nil || c.loading || len(c.queue) == 0 {
+		return
+	}
+	q := c.queue[0]
+	c.queue = c.queue[1:]
+	c.begin(ctx, q.chat, q.sender)
+}
+
 func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
-	c.history = append(c.history, llm.Message{Role: llm.RoleUser, Content: m.Text})
-	c.cur = &turn{sender: sender, specs: map[string]*callSpec{}}
+	c.cur = &turn{sender: sender, specs: map[string]*callSpec{}, seen: map[string]int{}, warned: map[string]bool{}}
+	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
 	c.callLLM(ctx)
 }
 
-// tools lists what the model may call now: the tools of online agents.
-func (c *conversation) tools() []llm.ToolDef {
-	var defs []llm.ToolDef
-	for _, a := range c.o.Edges.Catalog().Online() {
-		for _, t := range a.Tools {
-			params := t.Parameters
-			if params == nil {
-				params = map[string]any{"type": "object", "properties": map[string]any{}}
-			}
-			desc := t.Description
-			if a.Capabilities != "" {
-				desc += " (on edge agent " + a.ID + ": " + a.Capabilities + ")"
-			}
-			defs = append(defs, llm.ToolDef{Name: a.ID + ToolSep + t.Name, Description: desc, Parameters: params})
-		}
-	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
-	return defs
+// add appends messages to the history and to what is yet to be stored.
+func (c *conversation) add(msgs ...llm.Message) {
+	c.history = append(c.history, msgs...)
+	c.cur.unpersist = append(c.cur.unpersist, msgs...)
 }
 
 func (c *conversation) callLLM(ctx actor.Context) {
 	c.seq++
 	t := c.cur
 	t.seq = c.seq
-	req := llm.Request{Model: c.o.Model, System: c.o.System, Messages: append([]llm.Message(nil), c.history...), Tools: c.tools()}
+	req := llm.Request{Model: c.o.Model, System: c.o.System, Messages: append([]llm.Message(nil), c.history...)}
+	if t.limit == nil {
+		req.Tools = c.o.Toolbox.Defs()
+	} else {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf(
+			"[evoclaw] Stop using tools: %v. Answer the user now from the results above, and say what could not be done.", t.limit)})
+	}
 	lctx, cancel := context.WithTimeout(context.Background(), c.o.LLMTimeout)
 	t.cancel = cancel
-	self, root, seq, p := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider
+	store := c.storeFunc(t)
+	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
 	go func() {
 		defer cancel()
+		// What the turn added is durable before the model sees it, so a
+		// crash never loses a step the model already acted on. Its own
+		// context: a canceled chat still stores what it said.
+		sctx, scancel := context.WithTimeout(context.Background(), auditTimeout)
+		err := store(sctx)
+		scancel()
+		if err != nil {
+			root.Send(self, &llmDone{seq: seq, err: err})
+			return
+		}
 		resp, err := p.Complete(lctx, req)
 		if errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil {
 			err = fmt.Errorf("llm %s: no answer within %s: %w", p.Name(), c.o.LLMTimeout, err)
 		}
+		metrics.llm(err)
 		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
 	}()
+}
+
+// storeFunc takes the messages not yet stored and returns the function
+// that stores them (no-op without a HistoryStore).
+func (c *conversation) storeFunc(t *turn) func(context.Context) error {
+	msgs := t.unpersist
+	t.unpersist = nil
+	if c.o.History == nil || len(msgs) == 0 {
+		return func(context.Context) error { return nil }
+	}
+	h, id := c.o.History, c.id
+	return func(ctx context.Context) error {
+		if err := h.AppendHistory(ctx, id, msgs); err != nil {
+			return fmt.Errorf("%w: store %d messages of %s: %w", ErrHistory, len(msgs), id, err)
+		}
+		return nil
+	}
 }
 
 func (c *conversation) onLLM(ctx actor.Context, m *llmDone) {
 	t := c.cur
 	if m.err != nil {
-		c.end(ctx, "", fmt.Errorf("llm call: %w", m.err))
+		if !errors.Is(m.err, ErrHistory) {
+			m.err = fmt.Errorf("llm call: %w", m.err)
+		}
+		c.end(ctx, "", m.err)
 		return
 	}
 	t.usage.InputTokens += m.resp.Usage.InputTokens
 	t.usage.OutputTokens += m.resp.Usage.OutputTokens
 	msg := m.resp.Message
 	msg.Role = llm.RoleAssistant
+	if t.limit != nil {
+		// The tool-less final call: whatever tools it still asks for are
+		// not run.
+		msg.ToolCalls = nil
+		if strings.TrimSpace(msg.Content) == "" {
+			c.end(ctx, "", t.limit)
+			return
+		}
+		c.add(msg)
+		c.end(ctx, msg.Content, nil)
+		return
+	}
 	if len(msg.ToolCalls) == 0 {
-		c.history = append(c.history, msg)
+		c.add(msg)
 		c.end(ctx, msg.Content, nil)
 		return
 	}
 	if t.iterations >= c.o.MaxIterations {
-		c.end(ctx, "", fmt.Errorf("%w (%d)", ErrMaxIterations, c.o.MaxIterations))
+		c.hitLimit(ctx, fmt.Errorf("%w (%d)", ErrMaxIterations, c.o.MaxIterations))
 		return
 	}
 	t.iterations++
 	t.toolCalls += len(msg.ToolCalls)
-	t.assistant = msg
+	c.plan(ctx, msg)
+}
+
+// hitLimit applies OnLimit: an error, or one last call offering no tools.
+func (c *conversation) hitLimit(ctx actor.Context, why error) {
+	c.o.Logger.Warn("tool loop limit", "conversation", c.id, "reason", why)
+	if c.o.OnLimit == OnLimitError {
+		c.end(ctx, "", why)
+		return
+	}
+	c.cur.limit = why
+	c.callLLM(ctx)
+}
+
+// plan decides, for every call of an assistant turn, whether it runs or is
+// answered at once: repeated identical calls, unknown tools and arguments
+// that break the tool's schema never reach an agent.
+func (c *conversation) plan(ctx actor.Context, msg llm.Message) {
+	t := c.cur
+	c.gen++
 	n := len(msg.ToolCalls)
-	t.results, t.have, t.remaining, t.next, t.running = make([]llm.Message, n), make([]bool, n), n, 0, 0
+	t.gen, t.assistant = c.gen, msg
+	t.calls, t.results, t.failed, t.have, t.started = make([]plannedCall, n), make([]llm.Message, n), make([]bool, n), make([]bool, n), make([]time.Time, n)
+	t.remaining, t.next, t.running, t.peak, t.sumElapse, t.batchAt = n, 0, 0, 0, 0, c.o.Now()
+	stop := false
+	for i, call := range msg.ToolCalls {
+		sig := callSignature(call.Name, call.Arguments)
+		t.seen[sig]++
+		if t.seen[sig] > c.o.MaxIdenticalCalls {
+			if t.warned[sig] {
+				stop = true
+			}
+			t.warned[sig] = true
+			t.calls[i] = plannedCall{immediate: toolError(ErrRepeatedCall, fmt.Sprintf(
+				"%s was already called with these exact arguments in this request; its result is above. Do not call it again with the same arguments: use that result, try something different, or answer the user.", call.Name))}
+			continue
+		}
+		t.calls[i] = c.prepare(call)
+	}
+	if stop {
+		// The model was told and repeated the call anyway: the turn's
+		// results are kept, and the loop ends.
+		c.o.Logger.Warn("repeated identical tool call after a warning", "conversation", c.id)
+	}
+	t.stopAfter = stop
 	c.spawnMore(ctx)
+}
+
+// prepare resolves one call and checks its arguments.
+func (c *conversation) prepare(call llm.ToolCall) plannedCall {
+	target, bad := c.o.Toolbox.Resolve(call)
+	if bad != nil {
+		return plannedCall{immediate: bad, agentID: target.AgentID}
+	}
+	var args map[string]any
+	if err := json.Unmarshal(target.Args, &args); err != nil || args == nil {
+		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+			"Invalid parameters for %q: arguments are not a JSON object: %s. %s", call.Name, truncate(string(target.Args), 200), paramLists(target.Schema)))}
+	}
+	if msg := c.o.schemas.validateArgs(call.Name, target.Schema, args); msg != "" {
+		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, msg)}
+	}
+	timeout := toolTimeout(c.o.TimeoutRules, target.Category, target.OwnTimeoutMS)
+	prefix := "tool"
+	if target.Prompt != nil {
+		prefix = "prompt"
+	}
+	s := &callSpec{convID: c.id, call: call, target: target, agentID: target.AgentID, tool: target.Tool,
+		requestID: fmt.Sprintf("%s-%d-%d", prefix, c.o.Now().UnixNano(), requestSeq.Add(1)),
+		timeout:   timeout, edges: nil, o: c.o}
+	if c.o.Edges != nil {
+		s.edges = c.o.Edges.PID
+	}
+	return plannedCall{spec: s, agentID: target.AgentID}
 }
 
 // spawnMore starts tool calls of the current turn up to MaxParallel.
 func (c *conversation) spawnMore(ctx actor.Context) {
 	t := c.cur
-	cat := c.o.Edges.Catalog()
-	for t.next < len(t.assistant.ToolCalls) && t.running < c.o.MaxParallel {
+	for t.next < len(t.calls) && t.running < c.o.MaxParallel {
 		i := t.next
 		t.next++
+		p := t.calls[i]
 		call := t.assistant.ToolCalls[i]
-		agent, info, ok := cat.Resolve(call.Name)
-		if !ok || !agent.Online {
-			c.immediate(ctx, i, call, agent.ID, wire.ErrNotFound, c.unknownTool(call.Name, agent))
+		t.running++
+		t.peak = max(t.peak, t.running)
+		t.started[i] = c.o.Now()
+		if p.immediate != nil {
+			c.immediate(ctx, i, call, p.agentID, *p.immediate)
 			continue
 		}
-		var args map[string]any
-		if err := json.Unmarshal(call.Arguments, &args); err != nil || args == nil {
-			c.immediate(ctx, i, call, agent.ID, wire.ErrInvalidParams,
-				fmt.Sprintf("arguments of %q are not a JSON object: %s", call.Name, truncate(string(call.Arguments), 200)))
-			continue
-		}
-		timeout := c.o.DefaultToolTimeout
-		if info.TimeoutMS > 0 {
-			timeout = time.Duration(info.TimeoutMS) * time.Millisecond
-		}
-		if timeout > c.o.MaxToolTimeout {
-			timeout = c.o.MaxToolTimeout
-		}
-		s := &callSpec{index: i, convID: c.id, call: call, agentID: agent.ID, tool: info.Name,
-			requestID: fmt.Sprintf("tool-%d-%d", c.o.Now().UnixNano(), requestSeq.Add(1)),
-			timeout:   timeout, deadline: c.o.Now().Add(timeout + c.o.ReplySlack), edges: c.o.Edges.PID, o: c.o}
+		s := p.spec
+		s.index, s.gen = i, t.gen
+		s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
 		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }), "call-")
 		t.specs[pid.Id] = s
-		t.running++
 	}
-}
-
-func (c *conversation) unknownTool(name string, agent AgentInfo) string {
-	var names []string
-	for _, d := range c.tools() {
-		names = append(names, d.Name)
-	}
-	avail := "none (no edge agent is online)"
-	if len(names) > 0 {
-		avail = strings.Join(names, ", ")
-	}
-	if agent.ID != "" && !agent.Online {
-		return fmt.Sprintf("tool %q: edge agent %q is offline. Available tools: %s", name, agent.ID, avail)
-	}
-	return fmt.Sprintf("tool %q not found. Available tools: %s", name, avail)
 }
 
 // immediate completes a call that never reached an agent; the audit write
 // runs off the mailbox like any other.
-func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, et wire.ErrorType, msg string) {
-	c.cur.running++
-	self, root, o, convID := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id
-	res := wire.ToolResult{Status: wire.StatusError, Tool: call.Name, ErrorType: et, Error: msg}
+func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res wire.ToolResult) {
+	self, root, o, convID, gen := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen
+	res.Tool = call.Name
 	go func() {
-		root.Send(self, &callDone{index: i, result: completeCall(o, convID, call, agentID, "", res)})
+		root.Send(self, &callDone{gen: gen, index: i, res: res, result: completeCall(o, convID, call, agentID, "", res)})
 	}()
 }
 
-func (c *conversation) onCall(ctx actor.Context, i int, res llm.Message) {
+func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 	t := c.cur
-	if t == nil || i >= len(t.have) || t.have[i] {
-		return
+	if t == nil || m.gen != t.gen || m.index >= len(t.have) || t.have[m.index] {
+		return // a call of a turn that was canceled or already ended
 	}
+	i := m.index
 	t.have[i] = true
-	t.results[i] = res
+	t.results[i] = m.result
+	t.failed[i] = m.res.Status != wire.StatusSuccess
 	t.remaining--
 	t.running--
+	elapsed := c.o.Now().Sub(t.started[i])
+	t.sumElapse += elapsed
+	c.o.Metrics.call(t.assistant.ToolCalls[i].Name, m.res.Status, m.res.ErrorType, elapsed)
 	if t.remaining > 0 {
 		c.spawnMore(ctx)
 		return
 	}
-	c.history = append(c.history, t.assistant)
-	c.history = append(c.history, t.results...)
+	c.o.Metrics.batch(len(t.calls), t.peak, t.sumElapse, c.o.Now().Sub(t.batchAt))
+	c.add(t.assistant)
+	c.add(t.results...)
 	t.specs = map[string]*callSpec{}
-	c.callLLM(ctx)
+	allFailed := true
+	for _, f := range t.failed {
+		allFailed = allFailed && f
+	}
+	if allFailed {
+		t.errTurns++
+	} else {
+		t.errTurns = 0
+	}
+	switch {
+	case t.stopAfter:
+		c.hitLimit(ctx, ErrRepeatedToolCall)
+	case t.errTurns >= c.o.ToolErrorLimit:
+		c.hitLimit(ctx, fmt.Errorf("%w (%d)", ErrToolErrorLimit, c.o.ToolErrorLimit))
+	default:
+		c.callLLM(ctx)
+	}
 }
 
 // onTerminated turns a tool-call actor that the supervisor gave up on into
@@ -433,25 +680,70 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	}
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
-		root.Send(self, &callDone{index: s.index, result: completeCall(o, s.convID, s.call, s.agentID, s.requestID, res)})
+		root.Send(self, &callDone{gen: s.gen, index: s.index, res: res, result: completeCall(o, s.convID, s.call, s.agentID, s.requestID, res)})
 	}()
 }
 
+// onCancel abandons the current chat: the LLM call is canceled, running
+// tool calls are stopped and their agents told to forget them.
+func (c *conversation) onCancel(ctx actor.Context) {
+	t := c.cur
+	if t == nil {
+		return
+	}
+	for id, s := range t.specs {
+		if s.edges != nil && s.agentID != "" && s.target.Local == nil {
+			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
+		}
+		ctx.Stop(actor.NewPID(ctx.Self().Address, id))
+	}
+	t.specs = map[string]*callSpec{}
+	c.end(ctx, "", ErrCanceled)
+}
+
+// end finishes the current chat: what it added to the history is stored
+// first, then the sender gets its answer and the next chat starts.
 func (c *conversation) end(ctx actor.Context, text string, err error) {
 	t := c.cur
 	if t.cancel != nil {
 		t.cancel()
 	}
+	t.gen = -1 // results still on their way belong to no turn
+	c.seq++    // and neither does an LLM answer
 	ans := &Answer{ConversationID: c.id, Text: text, Err: err, Iterations: t.iterations, ToolCalls: t.toolCalls, Usage: t.usage}
-	if t.sender != nil {
-		ctx.Send(t.sender, ans)
+	if t.limit != nil {
+		ans.Limit = t.limit.Error()
+	}
+	store := c.storeFunc(t)
+	self, root, timeout := ctx.Self(), ctx.ActorSystem().Root, c.o.AuditTimeout
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if serr := store(sctx); serr != nil {
+			ans.Err = errors.Join(ans.Err, serr)
+		}
+		root.Send(self, &finished{ans: ans})
+	}()
+}
+
+func (c *conversation) onFinished(ctx actor.Context, m *finished) {
+	if c.cur != nil && c.cur.sender != nil {
+		ctx.Send(c.cur.sender, m.ans)
 	}
 	c.cur = nil
-	if len(c.queue) > 0 {
-		q := c.queue[0]
-		c.queue = c.queue[1:]
-		c.begin(ctx, q.chat, q.sender)
+	if m.ans.Err != nil && errors.Is(m.ans.Err, ErrHistory) {
+		// Memory and store disagree now: stop, so that the next chat starts
+		// from what is stored.
+		c.o.Logger.Error("store conversation history", "conversation", c.id, "err", m.ans.Err)
+		for _, q := range c.queue {
+			ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: m.ans.Err})
+		}
+		c.queue = nil
+		c.loading = true // take no chat until the manager stops us
+		ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self()})
+		return
 	}
+	c.next(ctx)
 }
 
 func truncate(s string, n int) string {

@@ -68,6 +68,12 @@ type Chat struct {
 	Text           string
 }
 
+// Cancel abandons the chat a conversation is answering: its sender gets an
+// Answer with ErrCanceled.
+type Cancel struct {
+	ConversationID string
+}
+
 // Answer is the final result of a Chat.
 type Answer struct {
 	ConversationID string
@@ -77,6 +83,9 @@ type Answer struct {
 	Iterations int
 	ToolCalls  int
 	Usage      llm.Usage
+	// Limit names the loop limit that ended tool use early ("" when the
+	// model answered on its own); see ConvOptions.OnLimit.
+	Limit string
 }
 
 // internal messages
@@ -92,8 +101,20 @@ type (
 		err  error
 	}
 	callDone struct {
+		gen    int // the turn the call belongs to
 		index  int
+		res    wire.ToolResult
 		result llm.Message
+	}
+	localDone struct {
+		res wire.ToolResult
+	}
+	historyLoaded struct {
+		msgs []llm.Message
+		err  error
+	}
+	finished struct {
+		ans *Answer
 	}
 	callTimeout   struct{}
 	callRedeliver struct{}

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
@@ -16,16 +17,15 @@ import (
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
-// MaxToolResultBytes caps what one tool result may add to the conversation.
-const MaxToolResultBytes = 64 << 10
-
 // callSpec is what a tool call is: it outlives restarts of the actor that
 // runs it, so a restarted instance resumes the same call with the same
 // request_id and the same deadline.
 type callSpec struct {
 	index     int
+	gen       int
 	convID    string
 	call      llm.ToolCall
+	target    Target
 	agentID   string
 	tool      string
 	requestID string
@@ -50,6 +50,7 @@ type toolCall struct {
 	s      *callSpec
 	done   bool
 	cancel []scheduler.CancelFunc
+	stop   context.CancelFunc // ends a local run
 }
 
 func (c *toolCall) Receive(ctx actor.Context) {
@@ -83,18 +84,21 @@ func (c *toolCall) Receive(ctx actor.Context) {
 			f()
 		}
 		c.cancel = nil
+		if c.stop != nil {
+			c.stop()
+			c.stop = nil
+		}
+	case *localDone:
+		if !c.done {
+			c.finish(ctx, m.res)
+		}
 	case *callRedeliver:
 		c.dispatch(ctx)
 	case *Reply:
 		if c.done || m.RequestID != s.requestID {
 			return
 		}
-		res, err := wire.DecodeToolResult(m.Report)
-		if err != nil {
-			res = wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrExecutionFailed,
-				Error: fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agentID, err)}
-		}
-		c.finish(ctx, res)
+		c.finish(ctx, decodeReply(s, m.Report))
 	case *DispatchFailed:
 		if c.done || m.RequestID != s.requestID {
 			return
@@ -107,9 +111,52 @@ func (c *toolCall) Receive(ctx actor.Context) {
 		if c.done {
 			return
 		}
-		ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
+		if s.target.Local == nil {
+			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
+		}
 		c.finish(ctx, timeoutResult(s))
 	}
+}
+
+// decodeReply reads an agent's report as the result of the call: a tool
+// result, or for a prompt the agent's answer with the tools it ran.
+func decodeReply(s *callSpec, r wire.Report) wire.ToolResult {
+	if s.target.Prompt == nil {
+		res, err := wire.DecodeToolResult(r)
+		if err != nil {
+			return wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrExecutionFailed,
+				Error: fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agentID, err)}
+		}
+		return res
+	}
+	p, err := wire.DecodePromptResult(r)
+	if err != nil {
+		return wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrExecutionFailed,
+			Error: fmt.Sprintf("edge agent %q sent an unreadable prompt result: %v", s.agentID, err)}
+	}
+	res := wire.ToolResult{Status: p.Status, Tool: s.tool, ElapsedMS: p.Metadata.ElapsedMS, Error: p.Error, ErrorType: p.ErrorType}
+	if p.Status == wire.StatusError {
+		if res.ErrorType == "" {
+			res.ErrorType = wire.ErrExecutionFailed
+		}
+		if res.Error == "" {
+			res.Error = "the agent answered the prompt with an error and no message"
+		}
+		return res
+	}
+	res.Result = p.Content
+	if len(p.ToolsExecuted) > 0 {
+		var ran []string
+		for _, t := range p.ToolsExecuted {
+			mark := "ok"
+			if !t.Success {
+				mark = "failed"
+			}
+			ran = append(ran, t.Tool+" "+mark)
+		}
+		res.Result += "\n[agent " + s.agentID + " ran: " + strings.Join(ran, ", ") + "]"
+	}
+	return res
 }
 
 func timeoutResult(s *callSpec) wire.ToolResult {
@@ -128,14 +175,49 @@ func backoff(n int) time.Duration {
 
 func (c *toolCall) dispatch(ctx actor.Context) {
 	s := c.s
-	payload := wire.ToolPayload{Tool: s.tool, Parameters: s.call.Arguments, TimeoutMS: s.timeout.Milliseconds(),
-		RequestID: s.requestID, ConversationID: s.convID}
-	cmd, err := wire.NewCommand(wire.CmdTool, s.requestID, payload)
+	if s.target.Local != nil {
+		c.runLocal(ctx)
+		return
+	}
+	var cmd wire.Command
+	var err error
+	if s.target.Prompt != nil {
+		cmd, err = wire.NewCommand(wire.CmdPrompt, s.requestID, s.target.Prompt)
+	} else {
+		cmd, err = wire.NewCommand(wire.CmdTool, s.requestID, wire.ToolPayload{Tool: s.tool, Parameters: s.target.Args,
+			TimeoutMS: s.timeout.Milliseconds(), RequestID: s.requestID, ConversationID: s.convID})
+	}
 	if err != nil {
 		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInvalidParams, Error: err.Error()})
 		return
 	}
 	ctx.Send(s.edges, &Dispatch{AgentID: s.agentID, Command: cmd, ReplyTo: ctx.Self(), Deadline: s.deadline})
+}
+
+// runLocal runs a local tool in a goroutine owned by this actor: stopping
+// the actor cancels it, and its result comes back as a message.
+func (c *toolCall) runLocal(ctx actor.Context) {
+	s := c.s
+	lctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	c.stop = cancel
+	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
+	go func() {
+		defer cancel()
+		var res wire.ToolResult
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					res = wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInternal,
+						Error: fmt.Sprintf("tool %q panicked: %v", s.tool, r)}
+				}
+			}()
+			res = run(lctx, args)
+		}()
+		if res.Status != wire.StatusSuccess && errors.Is(lctx.Err(), context.DeadlineExceeded) && res.ErrorType == "" {
+			res.ErrorType = wire.ErrTimeout
+		}
+		root.Send(self, &localDone{res: res})
+	}()
 }
 
 // finish audits the outcome off the mailbox, then tells the parent and stops.
@@ -152,7 +234,7 @@ func (c *toolCall) finish(ctx actor.Context, res wire.ToolResult) {
 	s, self, parent, root := c.s, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
 	go func() {
 		msg := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res)
-		root.Send(parent, &callDone{index: s.index, result: msg})
+		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg})
 		root.Stop(self)
 	}()
 }
@@ -197,17 +279,13 @@ func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, req
 // MaxToolResultBytes), errors as an actionable sentence with the error type.
 func toolContent(name string, res wire.ToolResult) string {
 	if res.Status == wire.StatusSuccess {
-		out := res.Result
-		if len(out) > MaxToolResultBytes {
-			cut := MaxToolResultBytes
-			for cut > 0 && !utf8.RuneStart(out[cut]) {
-				cut--
-			}
-			out = out[:cut] + fmt.Sprintf("\n[output truncated: showing %d of %d bytes]", cut, len(res.Result))
-		} else if res.Truncated {
-			out += fmt.Sprintf("\n[output truncated by the agent: %d bytes in all]", res.ResultBytes)
+		if len(res.Result) > MaxToolResultBytes {
+			return truncateResult(res.Result, MaxToolResultBytes)
 		}
-		return out
+		if res.Truncated {
+			return res.Result + fmt.Sprintf("\n[output truncated by the agent: %d bytes in all]", res.ResultBytes)
+		}
+		return res.Result
 	}
-	return fmt.Sprintf("Error (%s) from tool %q: %s", res.ErrorType, name, res.Error)
+	return truncateResult(fmt.Sprintf("Error (%s) from tool %q: %s", res.ErrorType, name, res.Error), MaxToolResultBytes)
 }

@@ -325,7 +325,8 @@ func (a *Agent) toolsList(requestID string) wire.ToolsList {
 	l := wire.ToolsList{RequestID: requestID, Tools: []wire.ToolInfo{}}
 	for _, name := range a.ToolNames() {
 		t := a.tools[name]
-		l.Tools = append(l.Tools, wire.ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Schema(), TimeoutMS: t.TimeoutMS})
+		l.Tools = append(l.Tools, wire.ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Schema(), TimeoutMS: t.TimeoutMS,
+			Category: t.Metadata["category"]})
 	}
 	return l
 }

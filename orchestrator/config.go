@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -57,14 +58,35 @@ type LLMConf struct {
 	Timeout Duration `toml:"timeout"`
 }
 
-// LoopConf tunes the tool loop.
+// LoopConf tunes the tool loop. Zero values take the actors package's
+// defaults (documented in docs/CONFIG.md).
 type LoopConf struct {
-	MaxToolIterations  int      `toml:"max_tool_iterations"`
-	MaxParallelTools   int      `toml:"max_parallel_tools"`
-	DefaultToolTimeout Duration `toml:"default_tool_timeout"`
-	MaxToolTimeout     Duration `toml:"max_tool_timeout"`
-	ChatTimeout        Duration `toml:"chat_timeout"`
-	HeartbeatTimeout   Duration `toml:"heartbeat_timeout"`
+	MaxToolIterations int `toml:"max_tool_iterations"`
+	// ToolErrorLimit ends the loop after this many consecutive turns in
+	// which every tool call failed.
+	ToolErrorLimit int `toml:"tool_error_limit"`
+	// MaxIdenticalCalls is how often one tool may run with the same
+	// arguments in one chat.
+	MaxIdenticalCalls int `toml:"max_identical_calls"`
+	// OnLimit is "answer" (one last call offering no tools) or "error".
+	OnLimit          string `toml:"on_limit"`
+	MaxParallelTools int    `toml:"max_parallel_tools"`
+	// Tools is "direct" (every agent tool with its schema, plus edge_call)
+	// or "compact" (edge_call alone, listing agents and their actions).
+	Tools string `toml:"tools"`
+	// Select limits, per agent id, the tools offered to the model.
+	Select map[string][]string `toml:"select"`
+	// Timeouts override the default and maximum timeout per tool category
+	// (file, web, exec, git, edge_call, other).
+	Timeouts         map[string]TimeoutConf `toml:"timeouts"`
+	ChatTimeout      Duration               `toml:"chat_timeout"`
+	HeartbeatTimeout Duration               `toml:"heartbeat_timeout"`
+}
+
+// TimeoutConf is one tool category's timeouts.
+type TimeoutConf struct {
+	Default Duration `toml:"default"`
+	Max     Duration `toml:"max"`
 }
 
 // Duration is a time.Duration written as "30s" in TOML.
@@ -137,6 +159,33 @@ func (c *Config) Validate() error {
 		c.LLM.Provider = "scripted"
 	default:
 		errs = append(errs, fmt.Errorf("llm.provider: %q is not available; this build has \"scripted\"", c.LLM.Provider))
+	}
+	switch c.Loop.OnLimit {
+	case "", actors.OnLimitAnswer, actors.OnLimitError:
+	default:
+		errs = append(errs, fmt.Errorf("loop.on_limit: %q, want %q or %q", c.Loop.OnLimit, actors.OnLimitAnswer, actors.OnLimitError))
+	}
+	switch c.Loop.Tools {
+	case "", actors.ToolsDirect, actors.ToolsCompact:
+	default:
+		errs = append(errs, fmt.Errorf("loop.tools: %q, want %q or %q", c.Loop.Tools, actors.ToolsDirect, actors.ToolsCompact))
+	}
+	for cat, tc := range c.Loop.Timeouts {
+		if _, ok := actors.DefaultTimeoutRules[cat]; !ok {
+			errs = append(errs, fmt.Errorf("loop.timeouts.%s: unknown category; known: file, web, exec, git, edge_call, other", cat))
+		}
+		if tc.Default.Duration < 0 || tc.Max.Duration < 0 || (tc.Max.Duration > 0 && tc.Default.Duration > tc.Max.Duration) {
+			errs = append(errs, fmt.Errorf("loop.timeouts.%s: default %s and max %s: want 0 <= default <= max", cat, tc.Default.Duration, tc.Max.Duration))
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"max_tool_iterations", c.Loop.MaxToolIterations}, {"tool_error_limit", c.Loop.ToolErrorLimit},
+		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools}} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
+		}
 	}
 	if c.Loop.ChatTimeout.Duration <= 0 {
 		c.Loop.ChatTimeout.Duration = DefaultChatTimeout

@@ -38,6 +38,8 @@ type Node struct {
 	system *actor.ActorSystem
 	edges  *actors.Edges
 	convs  *actors.Conversations
+	// metrics aggregates the tool loop's counters of every conversation.
+	metrics actors.Metrics
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,11 +114,17 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
 		return nil, err
 	}
+	rules := map[string]actors.TimeoutRule{}
+	for cat, tc := range cfg.Loop.Timeouts {
+		rules[cat] = actors.TimeoutRule{Default: tc.Default.Duration, Max: tc.Max.Duration}
+	}
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
-		Provider: provider, Edges: n.edges, Audit: n.store, Node: cfg.NodeID, System: cfg.LLM.System, Model: cfg.LLM.Model,
-		MaxIterations: cfg.Loop.MaxToolIterations, MaxParallel: cfg.Loop.MaxParallelTools,
-		DefaultToolTimeout: cfg.Loop.DefaultToolTimeout.Duration, MaxToolTimeout: cfg.Loop.MaxToolTimeout.Duration,
-		LLMTimeout: cfg.LLM.Timeout.Duration, Logger: log.With("component", "conversations"),
+		Provider: provider, Edges: n.edges, Audit: n.store, Metrics: &n.metrics,
+		Toolbox: &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select},
+		Node:    cfg.NodeID, System: cfg.LLM.System, Model: cfg.LLM.Model,
+		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
+		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
+		TimeoutRules: rules, LLMTimeout: cfg.LLM.Timeout.Duration, Logger: log.With("component", "conversations"),
 	}); err != nil {
 		return nil, err
 	}
@@ -138,6 +146,9 @@ func (n *Node) BrokerURL() string {
 
 // AuditPath is the node's audit database file.
 func (n *Node) AuditPath() string { return filepath.Join(n.cfg.DataDir, AuditFile) }
+
+// Metrics returns the tool loop's counters.
+func (n *Node) Metrics() actors.MetricsSnapshot { return n.metrics.Snapshot() }
 
 // Catalog returns the known agents and their tools.
 func (n *Node) Catalog() *actors.Catalog { return n.edges.Catalog() }
@@ -195,6 +206,12 @@ func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.A
 		timeout = time.Until(dl)
 	}
 	f := n.system.Root.RequestFuture(n.convs.PID, &actors.Chat{ConversationID: conversationID, Text: text}, timeout)
+	// A caller that gives up cancels the chat: its LLM call and tool calls
+	// stop instead of running on for nobody.
+	stop := context.AfterFunc(ctx, func() {
+		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: conversationID})
+	})
+	defer stop()
 	res, err := f.Result()
 	if err != nil {
 		return nil, fmt.Errorf("chat %s: no answer within %s: %w", conversationID, timeout.Round(time.Second), err)

@@ -117,6 +117,11 @@ func TestConfigValidate(t *testing.T) {
 		{"bad sync", "audit_sync = \"sometimes\"\n", "audit_sync"},
 		{"bad provider", "[llm]\nprovider = \"gpt\"\n", "llm.provider"},
 		{"bad duration", "[loop]\nchat_timeout = \"soon\"\n", "duration"},
+		{"bad on_limit", "[loop]\non_limit = \"shrug\"\n", "loop.on_limit"},
+		{"bad tools mode", "[loop]\ntools = \"some\"\n", "loop.tools"},
+		{"unknown timeout category", "[loop.timeouts.gpio]\ndefault = \"1s\"\n", "loop.timeouts.gpio: unknown category"},
+		{"default over max", "[loop.timeouts.exec]\ndefault = \"10m\"\nmax = \"1m\"\n", "loop.timeouts.exec"},
+		{"negative limit", "[loop]\ntool_error_limit = -1\n", "loop.tool_error_limit"},
 		{"missing password env", "[broker]\npassword_env = \"EVOCLAW_TEST_SURELY_UNSET\"\n", "EVOCLAW_TEST_SURELY_UNSET"},
 	}
 	for _, tt := range tests {
@@ -139,6 +144,34 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestLoopConfigDecodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evoclaw.toml")
+	conf := `[loop]
+max_tool_iterations = 4
+tool_error_limit = 2
+max_identical_calls = 2
+on_limit = "error"
+tools = "compact"
+[loop.select]
+pi-kitchen = ["sysinfo"]
+[loop.timeouts.exec]
+default = "2m"
+max = "20m"
+`
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Loop
+	if l.MaxToolIterations != 4 || l.ToolErrorLimit != 2 || l.MaxIdenticalCalls != 2 || l.OnLimit != "error" || l.Tools != "compact" ||
+		len(l.Select["pi-kitchen"]) != 1 || l.Timeouts["exec"].Default.Duration != 2*time.Minute || l.Timeouts["exec"].Max.Duration != 20*time.Minute {
+		t.Fatalf("loop config %+v", l)
 	}
 }
 

@@ -82,6 +82,10 @@ type ToolInfo struct {
 	Description string         `json:"description"`
 	Parameters  map[string]any `json:"parameters"`
 	TimeoutMS   int64          `json:"timeout_ms,omitempty"`
+	// Category is the tool's category from its skill metadata ("file",
+	// "exec", "web", "git", ...); it picks the caller's timeout rule. An
+	// evoclaw extension: empty when the agent does not say.
+	Category string `json:"category,omitempty"`
 }
 
 // ToolsList is the payload answering "tools_list".

@@ -1,0 +1,260 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// Target says how to run one tool call the model asked for.
+type Target struct {
+	// AgentID is the edge agent the command goes to; empty for a local tool.
+	AgentID string
+	// Tool is the tool's name on the agent or in the local toolset.
+	Tool string
+	// Category picks the timeout rule (see Category).
+	Category string
+	// OwnTimeoutMS is the tool's own timeout; 0 means its category's default.
+	OwnTimeoutMS int64
+	// Schema is the JSON schema Args must satisfy; nil skips validation.
+	Schema map[string]any
+	// Args are the arguments to send; they may differ from what the model
+	// wrote (edge_call's params).
+	Args json.RawMessage
+	// Prompt, when set, sends a "prompt" command to the agent's own tool
+	// loop instead of a "tool" command.
+	Prompt *wire.PromptPayload
+	// Local, when set, runs the tool in this process instead of sending it.
+	Local func(ctx context.Context, args json.RawMessage) wire.ToolResult
+}
+
+// Toolbox is what a conversation offers the model and how it resolves the
+// calls the model makes. Implementations are safe for concurrent use.
+type Toolbox interface {
+	// Defs lists the tools to offer now.
+	Defs() []llm.ToolDef
+	// Resolve maps a call to its target, or to an error result the model
+	// sees (unknown tool, offline agent, malformed edge_call).
+	Resolve(call llm.ToolCall) (Target, *wire.ToolResult)
+}
+
+// EdgeCallTool is the name of the one dynamic tool that reaches any online
+// edge agent, in natural language or by action name.
+const EdgeCallTool = "edge_call"
+
+// Tool selection modes of an EdgeToolbox.
+const (
+	// ToolsDirect offers every tool of every online agent with its full
+	// schema, named {agent}__{tool}, plus edge_call.
+	ToolsDirect = "direct"
+	// ToolsCompact offers edge_call alone; its description lists each
+	// online agent's capabilities and tool names, so a small model is not
+	// sent every schema on every call. Schemas come back in the error
+	// message when a structured call gets its parameters wrong.
+	ToolsCompact = "compact"
+)
+
+// EdgeToolbox offers the tools of the online edge agents.
+type EdgeToolbox struct {
+	Edges *Edges
+	// Mode is ToolsDirect (default) or ToolsCompact.
+	Mode string
+	// Select, when it has an entry for an agent, limits that agent's tools
+	// offered to the model to the listed names. Others are not offered and
+	// are not callable.
+	Select map[string][]string
+}
+
+var _ Toolbox = (*EdgeToolbox)(nil)
+
+// selected reports whether tool of agent is offered.
+func (b *EdgeToolbox) selected(agent, tool string) bool {
+	names, ok := b.Select[agent]
+	if !ok {
+		return true
+	}
+	for _, n := range names {
+		if n == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// Defs implements Toolbox.
+func (b *EdgeToolbox) Defs() []llm.ToolDef {
+	online := b.Edges.Catalog().Online()
+	if len(online) == 0 {
+		return nil // no agent, no edge tools: never offer a dead tool
+	}
+	var defs []llm.ToolDef
+	if b.Mode != ToolsCompact {
+		for _, a := range online {
+			for _, t := range a.Tools {
+				if !b.selected(a.ID, t.Name) {
+					continue
+				}
+				params := t.Parameters
+				if params == nil {
+					params = map[string]any{"type": "object", "properties": map[string]any{}}
+				}
+				desc := t.Description
+				if a.Capabilities != "" {
+					desc += " (on edge agent " + a.ID + ": " + a.Capabilities + ")"
+				}
+				defs = append(defs, llm.ToolDef{Name: a.ID + ToolSep + t.Name, Description: desc, Parameters: params})
+			}
+		}
+		sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	}
+	return append(defs, b.edgeCallDef(online))
+}
+
+// edgeCallDef builds the edge_call tool from the online agents.
+func (b *EdgeToolbox) edgeCallDef(online []AgentInfo) llm.ToolDef {
+	var sb strings.Builder
+	sb.WriteString("Ask an edge agent to do something. Give agent_id and either query (natural language, answered by the agent's own model and tools) or action with params (runs that tool of the agent directly). Online edge agents:")
+	var ids []any
+	for _, a := range online {
+		ids = append(ids, a.ID)
+		caps := a.Capabilities
+		if caps == "" {
+			caps = "edge agent"
+		}
+		fmt.Fprintf(&sb, "\n  - %s: %s", a.ID, caps)
+		if b.Mode == ToolsCompact {
+			var actions []string
+			for _, t := range a.Tools {
+				if b.selected(a.ID, t.Name) {
+					actions = append(actions, t.Name+requiredHint(t.Parameters))
+				}
+			}
+			if len(actions) > 0 {
+				fmt.Fprintf(&sb, " [actions: %s]", strings.Join(actions, ", "))
+			}
+		}
+	}
+	return llm.ToolDef{Name: EdgeCallTool, Description: sb.String(), Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"agent_id": map[string]any{"type": "string", "enum": ids, "description": "id of the online edge agent"},
+			"query":    map[string]any{"type": "string", "description": "natural-language request; the agent's own model decides which of its tools to use"},
+			"action":   map[string]any{"type": "string", "description": "name of one of the agent's tools, for a structured call"},
+			"params":   map[string]any{"type": "object", "description": "arguments of the action"},
+		},
+		"required": []any{"agent_id"},
+	}}
+}
+
+// requiredHint renders a tool's required parameters as "(a, b)".
+func requiredHint(schema map[string]any) string {
+	req := stringList(schema["required"])
+	if len(req) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(req, ", ") + ")"
+}
+
+// Resolve implements Toolbox.
+func (b *EdgeToolbox) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+	cat := b.Edges.Catalog()
+	if call.Name == EdgeCallTool {
+		return b.resolveEdgeCall(cat, call)
+	}
+	agent, info, ok := cat.Resolve(call.Name)
+	if ok && !b.selected(agent.ID, info.Name) {
+		ok = false
+	}
+	if agent.ID != "" && !agent.Online {
+		return Target{}, toolError(wire.ErrAgentOffline, fmt.Sprintf("tool %q: edge agent %q is offline. %s", call.Name, agent.ID, b.available()))
+	}
+	if !ok || b.Mode == ToolsCompact {
+		return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found. %s", call.Name, b.available()))
+	}
+	return Target{AgentID: agent.ID, Tool: info.Name, Category: Category(info.Category, info.Name),
+		OwnTimeoutMS: info.TimeoutMS, Schema: info.Parameters, Args: call.Arguments}, nil
+}
+
+// edgeCallArgs are the arguments of edge_call.
+type edgeCallArgs struct {
+	AgentID string          `json:"agent_id"`
+	Query   string          `json:"query"`
+	Action  string          `json:"action"`
+	Params  json.RawMessage `json:"params"`
+}
+
+func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, *wire.ToolResult) {
+	var a edgeCallArgs
+	if err := json.Unmarshal(call.Arguments, &a); err != nil {
+		return Target{}, toolError(wire.ErrInvalidParams, fmt.Sprintf("Invalid parameters for %q: arguments are not a JSON object (%v). Required: [agent_id]. Optional: [action, params, query].", EdgeCallTool, err))
+	}
+	if a.AgentID == "" || (a.Query == "" && a.Action == "") {
+		return Target{}, toolError(wire.ErrInvalidParams, fmt.Sprintf("Invalid parameters for %q: give agent_id and either query or action. Required: [agent_id]. Optional: [action, params, query].", EdgeCallTool))
+	}
+	agent, known := cat.Agents[a.AgentID]
+	if !known || !agent.Online {
+		state := "unknown"
+		if known {
+			state = "offline"
+		}
+		return Target{}, toolError(wire.ErrAgentOffline, fmt.Sprintf("edge agent %q is %s. Online agents: %s", a.AgentID, state, onlineIDs(cat)))
+	}
+	if a.Action == "" {
+		return Target{AgentID: agent.ID, Tool: EdgeCallTool, Category: CategoryEdgeCall,
+			Args:   call.Arguments,
+			Prompt: &wire.PromptPayload{Prompt: a.Query, EnableTools: true}}, nil
+	}
+	for _, t := range agent.Tools {
+		if t.Name == a.Action && b.selected(agent.ID, t.Name) {
+			args := a.Params
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			return Target{AgentID: agent.ID, Tool: t.Name, Category: Category(t.Category, t.Name),
+				OwnTimeoutMS: t.TimeoutMS, Schema: t.Parameters, Args: args}, nil
+		}
+	}
+	var names []string
+	for _, t := range agent.Tools {
+		if b.selected(agent.ID, t.Name) {
+			names = append(names, t.Name)
+		}
+	}
+	return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("edge agent %q has no action %q. Its actions: %s", agent.ID, a.Action, listOrNone(names)))
+}
+
+// available lists what the model may call, for not-found messages.
+func (b *EdgeToolbox) available() string {
+	var names []string
+	for _, d := range b.Defs() {
+		names = append(names, d.Name)
+	}
+	if len(names) == 0 {
+		return "Available tools: none (no edge agent is online)."
+	}
+	return "Available tools: " + strings.Join(names, ", ") + "."
+}
+
+func onlineIDs(cat *Catalog) string {
+	var ids []string
+	for _, a := range cat.Online() {
+		ids = append(ids, a.ID)
+	}
+	return listOrNone(ids)
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func toolError(t wire.ErrorType, msg string) *wire.ToolResult {
+	return &wire.ToolResult{Status: wire.StatusError, ErrorType: t, Error: msg}
+}
