@@ -279,9 +279,9 @@ type turn struct {
 	// marks those the model was already told not to repeat.
 	seen      map[string]int
 	warned    map[string]bool
-	errTurns  int    // consecutive turns in which every call failed
-	limit     error  // set once a limit is hit: the final, tool-less call runs
-	stopAfter bool   // the model repeated a call it was warned about: end after this turn
+	errTurns  int   // consecutive turns in which every call failed
+	limit     error // set once a limit is hit: the final, tool-less call runs
+	stopAfter bool  // the model repeated a call it was warned about: end after this turn
 	unpersist []llm.Message
 
 	// the tool calls of the current LLM turn

@@ -3,8 +3,8 @@ package actors
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
