@@ -72,6 +72,9 @@ type HistoryStore interface {
 // ConvOptions configure conversations. Provider is required, and so is
 // Edges unless Toolbox offers only local tools.
 type ConvOptions struct {
+	// Name is the manager actor's name, unique in its actor system
+	// (default "conversations").
+	Name     string
 	Provider llm.Provider
 	// Edges routes commands to edge agents.
 	Edges *Edges
@@ -84,8 +87,11 @@ type ConvOptions struct {
 	History HistoryStore
 	// Metrics, when set, aggregates loop counters.
 	Metrics *Metrics
-	// Node names this orchestrator in audit records.
+	// Node names this node in audit records; Side is the side it writes
+	// as (default persistence.SideOrchestrator; an edge agent's own loop
+	// writes persistence.SideEdge).
 	Node   string
+	Side   string
 	System string
 	Model  string
 	// MaxIterations bounds LLM turns that request tools (default 10).
@@ -146,6 +152,9 @@ func (o *ConvOptions) fill() {
 	if o.OnLimit == "" {
 		o.OnLimit = OnLimitAnswer
 	}
+	if o.Side == "" {
+		o.Side = persistence.SideOrchestrator
+	}
 	rules := make(map[string]TimeoutRule, len(DefaultTimeoutRules))
 	for k, v := range DefaultTimeoutRules {
 		rules[k] = v
@@ -198,7 +207,11 @@ func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations,
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &manager{o: &o, children: map[string]*actor.PID{}}
 	})
-	pid, err := root.SpawnNamed(props, "conversations")
+	name := o.Name
+	if name == "" {
+		name = "conversations"
+	}
+	pid, err := root.SpawnNamed(props, name)
 	if err != nil {
 		return nil, fmt.Errorf("spawn conversations: %w", err)
 	}
@@ -270,6 +283,10 @@ type plannedCall struct {
 // turn is the state of one Chat being answered.
 type turn struct {
 	sender     *actor.PID
+	origin     string // Chat.RequestID
+	system     string // Chat.System or ConvOptions.System
+	maxTokens  int
+	executed   []CallSummary
 	iterations int
 	toolCalls  int
 	usage      llm.Usage
@@ -289,6 +306,7 @@ type turn struct {
 	assistant llm.Message
 	calls     []plannedCall
 	results   []llm.Message
+	summaries []CallSummary
 	failed    []bool
 	have      []bool
 	started   []time.Time
@@ -407,7 +425,11 @@ func (c *conversation) next(ctx actor.Context) {
 }
 
 func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
-	c.cur = &turn{sender: sender, specs: map[string]*callSpec{}, seen: map[string]int{}, warned: map[string]bool{}}
+	system := m.System
+	if system == "" {
+		system = c.o.System
+	}
+	c.cur = &turn{sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{}, seen: map[string]int{}, warned: map[string]bool{}}
 	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
 	c.callLLM(ctx)
 }
@@ -422,7 +444,7 @@ func (c *conversation) callLLM(ctx actor.Context) {
 	c.seq++
 	t := c.cur
 	t.seq = c.seq
-	req := llm.Request{Model: c.o.Model, System: c.o.System, Messages: append([]llm.Message(nil), c.history...)}
+	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Messages: append([]llm.Message(nil), c.history...)}
 	if t.limit == nil {
 		req.Tools = c.o.Toolbox.Defs()
 	} else {
@@ -530,6 +552,7 @@ func (c *conversation) plan(ctx actor.Context, msg llm.Message) {
 	n := len(msg.ToolCalls)
 	t.gen, t.assistant = c.gen, msg
 	t.calls, t.results, t.failed, t.have, t.started = make([]plannedCall, n), make([]llm.Message, n), make([]bool, n), make([]bool, n), make([]time.Time, n)
+	t.summaries = make([]CallSummary, n)
 	t.remaining, t.next, t.running, t.peak, t.sumElapse, t.batchAt = n, 0, 0, 0, 0, c.o.Now()
 	stop := false
 	for i, call := range msg.ToolCalls {
@@ -574,9 +597,14 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 	if target.Prompt != nil {
 		prefix = "prompt"
 	}
+	requestID := fmt.Sprintf("%s-%d-%d", prefix, c.o.Now().UnixNano(), requestSeq.Add(1))
+	if target.Local != nil && c.cur.origin != "" {
+		// Nothing goes on the wire: audit the run under the request that
+		// started the chat, which links it to the caller's record.
+		requestID = c.cur.origin
+	}
 	s := &callSpec{convID: c.id, call: call, target: target, agentID: target.AgentID, tool: target.Tool,
-		requestID: fmt.Sprintf("%s-%d-%d", prefix, c.o.Now().UnixNano(), requestSeq.Add(1)),
-		timeout:   timeout, edges: nil, o: c.o}
+		requestID: requestID, timeout: timeout, o: c.o}
 	if c.o.Edges != nil {
 		s.edges = c.o.Edges.PID
 	}
@@ -609,10 +637,10 @@ func (c *conversation) spawnMore(ctx actor.Context) {
 // immediate completes a call that never reached an agent; the audit write
 // runs off the mailbox like any other.
 func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res wire.ToolResult) {
-	self, root, o, convID, gen := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen
+	self, root, o, convID, gen, origin := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen, c.cur.origin
 	res.Tool = call.Name
 	go func() {
-		root.Send(self, &callDone{gen: gen, index: i, res: res, result: completeCall(o, convID, call, agentID, "", res)})
+		root.Send(self, &callDone{gen: gen, index: i, res: res, result: completeCall(o, convID, call, agentID, origin, res)})
 	}()
 }
 
@@ -630,11 +658,19 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 	elapsed := c.o.Now().Sub(t.started[i])
 	t.sumElapse += elapsed
 	c.o.Metrics.call(t.assistant.ToolCalls[i].Name, m.res.Status, m.res.ErrorType, elapsed)
+	sum := CallSummary{Tool: t.assistant.ToolCalls[i].Name, Success: m.res.Status == wire.StatusSuccess}
+	if sum.Success {
+		sum.Result = truncate(m.res.Result, summaryBytes)
+	} else {
+		sum.Error = truncate(m.res.Error, summaryBytes)
+	}
+	t.summaries[i] = sum
 	if t.remaining > 0 {
 		c.spawnMore(ctx)
 		return
 	}
 	c.o.Metrics.batch(len(t.calls), t.peak, t.sumElapse, c.o.Now().Sub(t.batchAt))
+	t.executed = append(t.executed, t.summaries...) // in call order
 	c.add(t.assistant)
 	c.add(t.results...)
 	t.specs = map[string]*callSpec{}
@@ -710,7 +746,7 @@ func (c *conversation) end(ctx actor.Context, text string, err error) {
 	}
 	t.gen = -1 // results still on their way belong to no turn
 	c.seq++    // and neither does an LLM answer
-	ans := &Answer{ConversationID: c.id, Text: text, Err: err, Iterations: t.iterations, ToolCalls: t.toolCalls, Usage: t.usage}
+	ans := &Answer{ConversationID: c.id, Text: text, Err: err, Iterations: t.iterations, ToolCalls: t.toolCalls, Usage: t.usage, Calls: t.executed}
 	if t.limit != nil {
 		ans.Limit = t.limit.Error()
 	}
@@ -745,6 +781,9 @@ func (c *conversation) onFinished(ctx actor.Context, m *finished) {
 	}
 	c.next(ctx)
 }
+
+// summaryBytes bounds the result or error kept in a CallSummary.
+const summaryBytes = 512
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

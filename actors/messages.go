@@ -66,6 +66,13 @@ type CancelDispatch struct {
 type Chat struct {
 	ConversationID string
 	Text           string
+	// RequestID is the wire request that started this chat (an edge
+	// agent's prompt command), if any; local tool runs are audited under it.
+	RequestID string
+	// System, when set, replaces ConvOptions.System for this chat.
+	System string
+	// MaxTokens, when positive, bounds each completion of this chat.
+	MaxTokens int
 }
 
 // Cancel abandons the chat a conversation is answering: its sender gets an
@@ -86,6 +93,17 @@ type Answer struct {
 	// Limit names the loop limit that ended tool use early ("" when the
 	// model answered on its own); see ConvOptions.OnLimit.
 	Limit string
+	// Calls summarises the tool calls of this chat, turn by turn in call order.
+	Calls []CallSummary
+}
+
+// CallSummary is one tool call of a chat, for reports such as a prompt
+// result's tools_executed.
+type CallSummary struct {
+	Tool    string
+	Success bool
+	Result  string // the start of the result on success
+	Error   string // the start of the error on failure
 }
 
 // internal messages

@@ -245,7 +245,7 @@ func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, req
 	rec := persistence.ToolCall{
 		Time:           o.Now().UTC(),
 		Node:           o.Node,
-		Side:           "orchestrator",
+		Side:           o.Side,
 		ConversationID: convID,
 		RequestID:      requestID,
 		CallID:         call.ID,

@@ -32,6 +32,8 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -43,6 +45,9 @@ type Agent struct {
 	tools map[string]skills.Tool
 	// Ready, if set, is called once the agent is connected and advertised.
 	Ready func()
+	// Provider is the agent's own model for prompt commands; nil refuses
+	// them. New sets it from the [llm] config; tests may set it before Run.
+	Provider llm.Provider
 
 	client *mqttc.Client
 	store  *sqlite.Store
@@ -54,6 +59,11 @@ type Agent struct {
 
 	mu       sync.Mutex          // guards inflight
 	inflight map[string]struct{} // request_ids being executed now
+
+	promptSlots chan struct{} // bounds prompts answered at once
+	loopOnce    sync.Once     // starts prompts
+	prompts     *promptLoop
+	loopErr     error
 }
 
 // New loads the agent's skills and prepares it to run.
@@ -65,7 +75,15 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", cfg.AgentID)
-	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{}}
+	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{},
+		promptSlots: make(chan struct{}, cfg.LLM.MaxConcurrent)}
+	if cfg.LLM.Provider == "scripted" {
+		p, err := scripted.Load(cfg.LLM.Transcript)
+		if err != nil {
+			return nil, fmt.Errorf("edge agent llm: %w", err)
+		}
+		a.Provider = p
+	}
 	for _, dir := range cfg.Skills.Dirs {
 		loaded, errs := skills.LoadDir(dir)
 		for _, err := range errs {
@@ -143,6 +161,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe to commands: %w", err)
 	}
 
+	defer a.stopLoop()
 	var wg sync.WaitGroup
 	for range a.cfg.Tools.MaxConcurrent {
 		wg.Add(1)
@@ -312,9 +331,7 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 		a.reply(ctx, wire.ReportResult, map[string]any{"status": wire.StatusSuccess, "request_id": cmd.RequestID, "result": "shutting down"})
 		a.stop()
 	case wire.CmdPrompt:
-		a.failed.Add(1)
-		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand,
-			fmt.Sprintf("edge agent %q has no language model configured, so it cannot answer prompts; call its tools directly", a.cfg.AgentID))
+		a.handlePrompt(ctx, cmd)
 	default:
 		a.failed.Add(1)
 		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,16 @@ func (p *peer) await(id string) wire.Report {
 		return false
 	}, "report for "+id)
 	return r
+}
+
+// awaitN waits until n reports for id arrived.
+func (p *peer) awaitN(id string, n int) {
+	p.t.Helper()
+	mqtttest.Eventually(p.t, 10*time.Second, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.reports[id]) >= n
+	}, fmt.Sprintf("%d reports for %s", n, id))
 }
 
 func TestAgentAnswersEveryCommandKind(t *testing.T) {
@@ -209,6 +220,8 @@ func TestLoadConfig(t *testing.T) {
 		{"bad duration", "agent_id = \"a\"\nheartbeat_interval = \"often\"\n", "duration"},
 		{"timeouts inverted", "agent_id = \"a\"\n[tools]\ndefault_timeout = \"10m\"\nmax_timeout = \"1m\"\n", "exceeds"},
 		{"bad sync", "agent_id = \"a\"\naudit_sync = \"maybe\"\n", "audit_sync"},
+		{"unknown llm provider", "agent_id = \"a\"\n[llm]\nprovider = \"gpt\"\n", "llm.provider"},
+		{"scripted without transcript", "agent_id = \"a\"\n[llm]\nprovider = \"scripted\"\n", "llm.transcript"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,6 +43,35 @@ type Config struct {
 	HeartbeatInterval Duration `toml:"heartbeat_interval"`
 	// AuditSync is "normal" (default) or "full"; see docs/CONFIG.md.
 	AuditSync string `toml:"audit_sync"`
+	// LLM gives the agent a model of its own to answer prompt commands with
+	// a tool loop over its local tools. Empty: prompts are refused.
+	LLM LLMConf `toml:"llm"`
+}
+
+// Defaults of LLMConf.
+const (
+	DefaultPromptTimeout     = 5 * time.Minute
+	DefaultPromptIterations  = 10
+	DefaultPromptConcurrency = 1 // a Pi runs one local inference at a time
+)
+
+// LLMConf configures the agent's own model.
+type LLMConf struct {
+	// Provider is "" (no model: prompt commands are refused) or "scripted"
+	// (replays Transcript; not a language model).
+	Provider   string `toml:"provider"`
+	Transcript string `toml:"transcript"`
+	Model      string `toml:"model"`
+	System     string `toml:"system_prompt"`
+	// Timeout bounds one completion; PromptTimeout the whole prompt with
+	// its tool calls (default 5 min).
+	Timeout       Duration `toml:"timeout"`
+	PromptTimeout Duration `toml:"prompt_timeout"`
+	// MaxToolIterations bounds the prompt's tool loop (default 10).
+	MaxToolIterations int `toml:"max_tool_iterations"`
+	// MaxConcurrent bounds prompts answered at once (default 1); others
+	// wait in the command queue.
+	MaxConcurrent int `toml:"max_concurrent"`
 }
 
 // MQTTConf says how to reach the broker.
@@ -109,6 +138,7 @@ func LoadConfig(path string) (Config, error) {
 		return filepath.Join(base, p)
 	}
 	c.DataDir = abs(c.DataDir)
+	c.LLM.Transcript = abs(c.LLM.Transcript)
 	for i, d := range c.Skills.Dirs {
 		c.Skills.Dirs[i] = abs(d)
 	}
@@ -170,6 +200,25 @@ func (c *Config) Validate() error {
 	case "normal", "full":
 	default:
 		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	}
+	l := &c.LLM
+	switch l.Provider {
+	case "":
+	case "scripted":
+		if l.Transcript == "" {
+			errs = append(errs, errors.New("llm.transcript: required with provider \"scripted\""))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("llm.provider: %q is not available; this build has \"scripted\"", l.Provider))
+	}
+	if l.PromptTimeout.Duration <= 0 {
+		l.PromptTimeout.Duration = DefaultPromptTimeout
+	}
+	if l.MaxToolIterations <= 0 {
+		l.MaxToolIterations = DefaultPromptIterations
+	}
+	if l.MaxConcurrent <= 0 {
+		l.MaxConcurrent = DefaultPromptConcurrency
 	}
 	return errors.Join(errs...)
 }

@@ -15,21 +15,31 @@ import (
 // maxStderrBytes caps the stderr carried in a report.
 const maxStderrBytes = 4 << 10
 
+// claim marks a request_id as running in this process. It reports false
+// for a duplicate of a request that is running now (a redelivery that
+// overtook the run); release ends the claim.
+func (a *Agent) claim(requestID string) (release func(), ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, busy := a.inflight[requestID]; busy {
+		a.log.Info("ignoring duplicate of a running request", "request_id", requestID)
+		return nil, false
+	}
+	a.inflight[requestID] = struct{}{}
+	return func() {
+		a.mu.Lock()
+		delete(a.inflight, requestID)
+		a.mu.Unlock()
+	}, true
+}
+
 // handleTool runs a tool command at most once per request_id.
 func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
-	a.mu.Lock()
-	if _, busy := a.inflight[cmd.RequestID]; busy {
-		a.mu.Unlock()
-		a.log.Info("ignoring duplicate of a running request", "request_id", cmd.RequestID)
+	release, ok := a.claim(cmd.RequestID)
+	if !ok {
 		return
 	}
-	a.inflight[cmd.RequestID] = struct{}{}
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.inflight, cmd.RequestID)
-		a.mu.Unlock()
-	}()
+	defer release()
 
 	p, err := wire.DecodeToolPayload(cmd.Payload)
 	if err != nil {

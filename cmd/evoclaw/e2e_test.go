@@ -61,13 +61,19 @@ func TestMain(m *testing.M) {
 // says it is ready.
 func startEdge(t *testing.T, id, brokerURL string) *exec.Cmd {
 	t.Helper()
+	return startEdgeWith(t, id, brokerURL, "")
+}
+
+// startEdgeWith is startEdge with extra agent.toml lines appended.
+func startEdgeWith(t *testing.T, id, brokerURL, extra string) *exec.Cmd {
+	t.Helper()
 	dir := t.TempDir()
 	skills, err := filepath.Abs("../../testdata/skills")
 	if err != nil {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "agent.toml")
-	body := fmt.Sprintf("agent_id = %q\ndata_dir = \"data\"\nheartbeat_interval = \"1s\"\n[mqtt]\nbroker = %q\n[skills]\ndirs = [%q]\n", id, brokerURL, skills)
+	body := fmt.Sprintf("agent_id = %q\ndata_dir = \"data\"\nheartbeat_interval = \"1s\"\n[mqtt]\nbroker = %q\n[skills]\ndirs = [%q]\n%s", id, brokerURL, skills, extra)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +172,55 @@ func TestRoundTripOverRealBrokers(t *testing.T) {
 			erows := query(t, edgeDB, `SELECT request_id, status, exit_code, conversation_id FROM tool_calls`)
 			if len(erows) != 1 || erows[0][0] != rows[0][0] || erows[0][1] != "success" || fmt.Sprint(erows[0][2]) != "0" || erows[0][3] != "rt" {
 				t.Fatalf("edge audit %v, orchestrator request %v", erows, rows[0][0])
+			}
+		})
+	}
+}
+
+// TestEdgeCallPromptChain: the orchestrator's model calls edge_call in
+// natural language; the edge process answers with its own scripted model,
+// which calls two of its local tools; the answer flows back, and both audit
+// databases show the chain under one request_id.
+func TestEdgeCallPromptChain(t *testing.T) {
+	for _, b := range mqtttest.Brokers(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			dir := t.TempDir()
+			counter := filepath.Join(dir, "count")
+			edgeTranscript := filepath.Join(dir, "edge-transcript.json")
+			if err := os.WriteFile(edgeTranscript, []byte(fmt.Sprintf(`{"name":"edge","turns":[
+			  {"content":"","tool_calls":[{"id":"c1","name":"count","arguments":{"file":%q}},
+			                              {"id":"c2","name":"echo_args","arguments":{"message":"from the edge"}}]},
+			  {"content":"edge counted {{result c1}} and echoed {{result c2}}"}]}`, counter)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			node := startNode(t, b.URL, `{"name":"orch","turns":[
+			  {"content":"","tool_calls":[{"id":"e1","name":"edge_call","arguments":{"agent_id":"edge-p","query":"count and echo, please"}}],
+			   "expect_tools":["edge_call"]},
+			  {"content":"The edge says: {{result e1}}"}]}`)
+			edge := startEdgeWith(t, "edge-p", b.URL, fmt.Sprintf("[llm]\nprovider = \"scripted\"\ntranscript = %q\n", edgeTranscript))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := node.WaitForAgents(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			ans, err := node.Chat(ctx, "chain", "ask the edge")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(ans.Text, "The edge says: edge counted 1 and echoed") || !strings.Contains(ans.Text, "from the edge") ||
+				!strings.Contains(ans.Text, "ran: count ok, echo_args ok") {
+				t.Fatalf("answer %q", ans.Text)
+			}
+			rows := query(t, node.AuditPath(), `SELECT request_id, tool, status, agent_id FROM tool_calls WHERE conversation_id='chain'`)
+			if len(rows) != 1 || rows[0][1] != "edge_call" || rows[0][2] != "success" || rows[0][3] != "edge-p" {
+				t.Fatalf("orchestrator audit %v", rows)
+			}
+			rid := rows[0][0]
+			edgeDB := filepath.Join(filepath.Dir(edge.Args[3]), "data", "audit.db")
+			erows := query(t, edgeDB, `SELECT tool, status, side FROM tool_calls WHERE request_id = '`+fmt.Sprint(rid)+`' ORDER BY tool`)
+			want := "[[count success edge] [echo_args success edge] [prompt success edge]]"
+			if fmt.Sprint(erows) != want {
+				t.Fatalf("edge audit under request %v: %v, want %s", rid, erows, want)
 			}
 		})
 	}

@@ -1,0 +1,234 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// promptLoop is the agent's own tool loop: the orchestrator's conversation
+// actors over a toolbox of this agent's local tools. It starts on the first
+// prompt, so an agent that is never prompted carries no actor system.
+type promptLoop struct {
+	system *actor.ActorSystem
+	convs  *actors.Conversations // tools offered
+	bare   *actors.Conversations // enable_tools = false
+}
+
+var promptSeq atomic.Uint64
+
+// loop returns the running prompt loop, starting it on first use.
+func (a *Agent) loop() (*promptLoop, error) {
+	a.loopOnce.Do(func() {
+		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return a.log.With("component", "prompt-actors")
+		}))
+		opts := func(name string, box actors.Toolbox) actors.ConvOptions {
+			return actors.ConvOptions{Name: name, Provider: a.Provider, Toolbox: box, Audit: a.store, Node: a.cfg.AgentID,
+				Side: persistence.SideEdge, System: a.cfg.LLM.System, Model: a.cfg.LLM.Model,
+				MaxIterations: a.cfg.LLM.MaxToolIterations, LLMTimeout: a.cfg.LLM.Timeout.Duration,
+				IdleTimeout: time.Minute, Logger: a.log.With("component", "prompt")}
+		}
+		l := &promptLoop{system: sys}
+		var err error
+		if l.convs, err = actors.SpawnConversations(sys.Root, opts("prompts", &localToolbox{a: a})); err == nil {
+			l.bare, err = actors.SpawnConversations(sys.Root, opts("prompts-no-tools", &localToolbox{}))
+		}
+		if err != nil {
+			sys.Shutdown()
+			a.loopErr = err
+			return
+		}
+		a.prompts = l
+	})
+	return a.prompts, a.loopErr
+}
+
+// stopLoop stops the prompt loop if it ever started.
+func (a *Agent) stopLoop() {
+	if l := a.prompts; l != nil {
+		for _, c := range []*actors.Conversations{l.convs, l.bare} {
+			_ = l.system.Root.PoisonFuture(c.PID).Wait()
+		}
+		l.system.Shutdown()
+	}
+}
+
+// handlePrompt answers a prompt command with the agent's own tool loop,
+// at most once per request_id like a tool command.
+func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
+	if a.Provider == nil {
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand,
+			fmt.Sprintf("edge agent %q has no language model configured, so it cannot answer prompts; call its tools directly", a.cfg.AgentID))
+		return
+	}
+	p, err := wire.DecodePromptPayload(cmd.Payload)
+	if err != nil {
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidParams, err.Error())
+		return
+	}
+	release, ok := a.claim(cmd.RequestID)
+	if !ok {
+		return
+	}
+	defer release()
+	state, stored, err := a.store.BeginRequest(ctx, cmd.RequestID)
+	if err != nil {
+		a.failed.Add(1)
+		a.replyError(ctx, cmd.RequestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
+		return
+	}
+	switch state {
+	case persistence.RequestDone:
+		a.log.Info("replaying stored result of a redelivered prompt", "request_id", cmd.RequestID)
+		if err := a.publishReport(ctx, stored); err != nil {
+			a.log.Error("replay report", "request_id", cmd.RequestID, "err", err)
+		}
+		return
+	case persistence.RequestRunning:
+		a.failed.Add(1)
+		a.finishPrompt(ctx, cmd, p, wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInterrupted,
+			Error: "the edge agent restarted while answering this prompt; it was not answered again (its tools may or may not have run)"}, 0)
+		return
+	}
+
+	start := time.Now()
+	res := a.answerPrompt(ctx, cmd.RequestID, p)
+	if res.Status == wire.StatusSuccess {
+		a.succeeded.Add(1)
+	} else {
+		a.failed.Add(1)
+	}
+	a.finishPrompt(ctx, cmd, p, res, time.Since(start))
+}
+
+// answerPrompt runs the loop and turns its answer into a prompt result.
+func (a *Agent) answerPrompt(ctx context.Context, requestID string, p wire.PromptPayload) wire.PromptResult {
+	select {
+	case a.promptSlots <- struct{}{}:
+		defer func() { <-a.promptSlots }()
+	case <-ctx.Done():
+		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInterrupted, Error: "the edge agent is shutting down"}
+	}
+	l, err := a.loop()
+	if err != nil {
+		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInternal, Error: fmt.Sprintf("start prompt loop: %v", err)}
+	}
+	convs := l.convs
+	if !p.EnableTools {
+		convs = l.bare
+	}
+	timeout := a.cfg.LLM.PromptTimeout.Duration
+	chat := &actors.Chat{ConversationID: fmt.Sprintf("prompt-%d", promptSeq.Add(1)), Text: p.Prompt, RequestID: requestID,
+		System: p.SystemPrompt, MaxTokens: p.MaxTokens}
+	fut := l.system.Root.RequestFuture(convs.PID, chat, timeout)
+	stop := context.AfterFunc(ctx, func() {
+		l.system.Root.Send(convs.PID, &actors.Cancel{ConversationID: chat.ConversationID})
+	})
+	defer stop()
+	v, err := fut.Result()
+	if err != nil {
+		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrTimeout,
+			Error: fmt.Sprintf("no answer within the prompt timeout of %s", timeout)}
+	}
+	ans, ok := v.(*actors.Answer)
+	if !ok {
+		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInternal, Error: fmt.Sprintf("unexpected answer %T", v)}
+	}
+	res := wire.PromptResult{Status: wire.StatusSuccess, Content: ans.Text, Model: a.cfg.LLM.Model, AgentID: a.cfg.AgentID,
+		ToolsExecuted: []wire.ToolExecuted{},
+		Metadata:      wire.PromptMetadata{InputTokens: ans.Usage.InputTokens, OutputTokens: ans.Usage.OutputTokens}}
+	if res.Model == "" {
+		res.Model = a.Provider.Name()
+	}
+	for _, c := range ans.Calls {
+		res.ToolsExecuted = append(res.ToolsExecuted, wire.ToolExecuted{Tool: c.Tool, Success: c.Success, Result: c.Result, Error: c.Error})
+	}
+	if ans.Err != nil {
+		res.Status, res.Error, res.ErrorType = wire.StatusError, ans.Err.Error(), wire.ErrExecutionFailed
+		if errors.Is(ans.Err, actors.ErrCanceled) || errors.Is(ans.Err, actors.ErrStopped) {
+			res.ErrorType = wire.ErrInterrupted
+		}
+	}
+	return res
+}
+
+// finishPrompt audits the prompt, stores its report for redelivery and
+// publishes it, in that order (see finishTool).
+func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.PromptPayload, res wire.PromptResult, elapsed time.Duration) {
+	res.RequestID, res.AgentID = cmd.RequestID, a.cfg.AgentID
+	res.Metadata.ElapsedMS = elapsed.Milliseconds()
+	if res.ToolsExecuted == nil {
+		res.ToolsExecuted = []wire.ToolExecuted{}
+	}
+	b, err := a.encodeReport(wire.ReportResult, res)
+	if err != nil {
+		a.log.Error("encode report", "err", err)
+		return
+	}
+	params, _ := json.Marshal(p) // a struct of plain fields always marshals
+	rec := persistence.ToolCall{Time: time.Now().UTC(), Node: a.cfg.AgentID, Side: persistence.SideEdge, RequestID: cmd.RequestID,
+		AgentID: a.cfg.AgentID, Tool: wire.CmdPrompt, Params: params, Status: res.Status, ErrorType: string(res.ErrorType), Error: res.Error,
+		ElapsedMs: res.Metadata.ElapsedMS, ResultExcerpt: persistence.Excerpt(res.Content), ResultBytes: int64(len(res.Content))}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := a.store.RecordToolCall(wctx, rec); err != nil {
+		a.log.Error("audit prompt", "request_id", cmd.RequestID, "err", err)
+	}
+	if err := a.store.FinishRequest(wctx, cmd.RequestID, b); err != nil {
+		a.log.Error("record request result", "request_id", cmd.RequestID, "err", err)
+	}
+	if err := a.publishReport(ctx, b); err != nil {
+		a.log.Error("publish prompt result", "request_id", cmd.RequestID, "err", err)
+	}
+}
+
+// localToolbox offers the agent's own tools to its prompt loop. A nil
+// agent offers none.
+type localToolbox struct {
+	a *Agent
+}
+
+var _ actors.Toolbox = (*localToolbox)(nil)
+
+func (b *localToolbox) Defs() []llm.ToolDef {
+	if b.a == nil {
+		return nil
+	}
+	var defs []llm.ToolDef
+	for _, name := range b.a.ToolNames() {
+		t := b.a.tools[name]
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Schema()})
+	}
+	return defs
+}
+
+func (b *localToolbox) Resolve(call llm.ToolCall) (actors.Target, *wire.ToolResult) {
+	if b.a == nil {
+		return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound, Error: "tools are disabled for this prompt"}
+	}
+	t, ok := b.a.tools[call.Name]
+	if !ok {
+		return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound,
+			Error: fmt.Sprintf("tool %q not found. Available tools: %v", call.Name, b.a.ToolNames())}
+	}
+	a := b.a
+	return actors.Target{Tool: t.Name, Category: actors.Category(t.Metadata["category"], t.Name), OwnTimeoutMS: t.TimeoutMS,
+		Schema: t.Schema(), Args: call.Arguments,
+		Local: func(ctx context.Context, args json.RawMessage) wire.ToolResult {
+			return a.runTool(ctx, wire.ToolPayload{Tool: t.Name, Parameters: args})
+		}}, nil
+}
