@@ -43,6 +43,62 @@ var migrations = []string{
 		started_ms INTEGER NOT NULL,
 		finished_ms INTEGER
 	);`,
+	// v2: LLM calls (cost tracking), conversation histories, node and agent
+	// events. JSON columns are stored as TEXT and checked with json_valid,
+	// so SQLite's JSON functions work on them.
+	`CREATE TABLE llm_calls (
+		id INTEGER PRIMARY KEY,
+		record_id TEXT NOT NULL UNIQUE,
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		node TEXT NOT NULL,
+		conversation_id TEXT,
+		provider TEXT NOT NULL,
+		model TEXT,
+		input_tokens INTEGER NOT NULL CHECK(input_tokens >= 0),
+		output_tokens INTEGER NOT NULL CHECK(output_tokens >= 0),
+		latency_ms INTEGER NOT NULL CHECK(latency_ms >= 0),
+		status TEXT NOT NULL CHECK(status IN ('success','error')),
+		error_type TEXT,
+		error TEXT,
+		iteration INTEGER NOT NULL CHECK(iteration >= 0)
+	);
+	CREATE INDEX llm_calls_ts_ms ON llm_calls(ts_ms);
+	CREATE INDEX llm_calls_conversation_id ON llm_calls(conversation_id);
+	CREATE INDEX llm_calls_model ON llm_calls(provider, model);
+	CREATE TABLE conversations (
+		conversation_id TEXT PRIMARY KEY,
+		first_ts TEXT NOT NULL,
+		first_ms INTEGER NOT NULL,
+		last_ts TEXT NOT NULL,
+		last_ms INTEGER NOT NULL,
+		message_count INTEGER NOT NULL CHECK(message_count >= 0)
+	);
+	CREATE INDEX conversations_last_ms ON conversations(last_ms);
+	CREATE TABLE messages (
+		id INTEGER PRIMARY KEY,
+		record_id TEXT NOT NULL UNIQUE,
+		conversation_id TEXT NOT NULL REFERENCES conversations(conversation_id),
+		seq INTEGER NOT NULL CHECK(seq >= 1),
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		role TEXT NOT NULL,
+		body TEXT NOT NULL CHECK(json_valid(body)),
+		UNIQUE(conversation_id, seq)
+	);
+	CREATE INDEX messages_ts_ms ON messages(ts_ms);
+	CREATE TABLE events (
+		id INTEGER PRIMARY KEY,
+		record_id TEXT NOT NULL UNIQUE,
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		node TEXT NOT NULL,
+		agent_id TEXT,
+		kind TEXT NOT NULL,
+		detail TEXT CHECK(detail IS NULL OR json_valid(detail))
+	);
+	CREATE INDEX events_ts_ms ON events(ts_ms);
+	CREATE INDEX events_agent_kind ON events(agent_id, kind);`,
 }
 
 // migrate brings db to the newest version, len(migrations), one transaction per step, and refuses a

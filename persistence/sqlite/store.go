@@ -122,7 +122,8 @@ type Store struct {
 	path   string
 	opts   Options
 	log    *slog.Logger
-	db     *sql.DB
+	db     *sql.DB    // the writer's one connection
+	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
 
 	// mu guards closed and sends on queue, so that Close can close queue
@@ -139,7 +140,14 @@ type Store struct {
 var (
 	_ persistence.AuditLog   = (*Store)(nil)
 	_ persistence.RequestLog = (*Store)(nil)
+
+	_ persistence.LLMCallLog        = (*Store)(nil)
+	_ persistence.ConversationStore = (*Store)(nil)
+	_ persistence.EventLog          = (*Store)(nil)
 )
+
+// readConns is the most read-only connections a Store keeps open.
+const readConns = 2
 
 // Open opens the store at path, creating the file (and its directory, mode
 // 0700) when missing and migrating the schema to the current version.
@@ -176,11 +184,17 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
+	rdb, err := openReaders(path)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
 	s := &Store{
 		path:       path,
 		opts:       opts,
 		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
 		db:         db,
+		rdb:        rdb,
 		commit:     commitHook,
 		queue:      make(chan *op, opts.QueueLen),
 		writerDone: make(chan struct{}),
@@ -201,7 +215,8 @@ func (s *Store) Close() error {
 		close(s.queue) // the writer drains what is left, then returns
 		s.mu.Unlock()
 		<-s.writerDone
-		if err := s.db.Close(); err != nil {
+		rerr := s.rdb.Close()
+		if err := errors.Join(s.db.Close(), rerr); err != nil {
 			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
 		}
 	})
@@ -271,4 +286,24 @@ func checkWAL(db *sql.DB) error {
 		return fmt.Errorf("journal mode is %q, want wal", mode)
 	}
 	return nil
+}
+
+// openReaders opens the Store's pool of read-only connections to path (the
+// same DSN as QueryReadOnly: mode=ro and query_only).
+func openReaders(path string) (*sql.DB, error) {
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open read connections: %w", err)
+	}
+	rdb.SetMaxOpenConns(readConns)
+	rdb.SetMaxIdleConns(readConns)
+	if err := rdb.Ping(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("open read connections: %w", err)
+	}
+	return rdb, nil
 }

@@ -119,8 +119,8 @@ func TestMigrateFromEmptyFile(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 	}
-	if v := queryOne(t, path, "PRAGMA user_version"); v != int64(1) {
-		t.Fatalf("user_version = %v, want 1", v)
+	if v := queryOne(t, path, "PRAGMA user_version"); v != int64(len(migrations)) {
+		t.Fatalf("user_version = %v, want %d", v, len(migrations))
 	}
 	res, err := QueryReadOnly(context.Background(), path, "SELECT name FROM pragma_table_info('tool_calls') ORDER BY cid")
 	if err != nil {

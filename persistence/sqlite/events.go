@@ -1,0 +1,43 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+const insertEvent = `INSERT INTO events (record_id, ts, ts_ms, node, agent_id, kind, detail)
+VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// RecordEvent validates e, fills in RecordID and Time when empty, and stores
+// the record. It returns after the record is committed.
+func (s *Store) RecordEvent(ctx context.Context, e persistence.Event) error {
+	if err := e.Validate(); err != nil {
+		return fmt.Errorf("record event: %w", err)
+	}
+	if e.RecordID == "" {
+		e.RecordID = persistence.NewRecordID()
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	t := e.Time.UTC()
+	var detail any
+	if len(e.Detail) > 0 {
+		detail = string(e.Detail) // TEXT: a BLOB would be read by json_valid as JSONB
+	}
+	args := []any{e.RecordID, t.Format(tsLayout), t.UnixMilli(), e.Node, nullIfEmpty(e.AgentID), e.Kind, detail}
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, insertEvent, args...); err != nil {
+			return fmt.Errorf("insert event row: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record event %s: %w", e.RecordID, err)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// AppendMessages stores msgs at the end of conversationID in one
+// transaction, numbering them contiguously after the conversation's last
+// Seq (the first message of a conversation is 1). It returns after the
+// commit; on success it fills in the Seq, ConversationID and zero Time of
+// each element of msgs. An invalid message stores nothing. An empty msgs is
+// a no-op.
+func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs []persistence.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	now := time.Now()
+	rows := make([]persistence.Message, len(msgs))
+	ids := make([]string, len(msgs))
+	for i := range msgs {
+		m := msgs[i]
+		if err := m.Validate(conversationID); err != nil {
+			return fmt.Errorf("append messages to %q: message %d: %w", conversationID, i, err)
+		}
+		m.ConversationID = conversationID
+		if m.Time.IsZero() {
+			m.Time = now
+		}
+		m.Time = m.Time.UTC()
+		m.Body = append([]byte(nil), m.Body...) // the caller may reuse its buffer
+		rows[i] = m
+		ids[i] = persistence.NewRecordID()
+	}
+	var first int64 // Seq of rows[0], set by the transaction
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		first, err = appendMessagesTx(ctx, tx, conversationID, rows, ids)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append messages to %q: %w", conversationID, err)
+	}
+	for i := range msgs {
+		msgs[i].ConversationID = conversationID
+		msgs[i].Seq = first + int64(i)
+		msgs[i].Time = rows[i].Time
+	}
+	return nil
+}
+
+// appendMessagesTx inserts rows after the conversation's last message and
+// updates its summary row. It returns the Seq given to rows[0].
+func appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persistence.Message, ids []string) (int64, error) {
+	var last int64
+	err := tx.QueryRowContext(ctx, `SELECT message_count FROM conversations WHERE conversation_id = ?`, conv).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read conversation: %w", err)
+	}
+	lo, hi := rows[0].Time, rows[0].Time
+	for _, m := range rows[1:] {
+		if m.Time.Before(lo) {
+			lo = m.Time
+		}
+		if m.Time.After(hi) {
+			hi = m.Time
+		}
+	}
+	// Upsert the summary first: messages reference it (foreign key).
+	_, err = tx.ExecContext(ctx, `INSERT INTO conversations (conversation_id, first_ts, first_ms, last_ts, last_ms, message_count)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (conversation_id) DO UPDATE SET
+			first_ts = CASE WHEN excluded.first_ms < first_ms THEN excluded.first_ts ELSE first_ts END,
+			first_ms = min(first_ms, excluded.first_ms),
+			last_ts = CASE WHEN excluded.last_ms > last_ms THEN excluded.last_ts ELSE last_ts END,
+			last_ms = max(last_ms, excluded.last_ms),
+			message_count = excluded.message_count`,
+		conv, lo.Format(tsLayout), lo.UnixMilli(), hi.Format(tsLayout), hi.UnixMilli(), last+int64(len(rows)))
+	if err != nil {
+		return 0, fmt.Errorf("update conversation: %w", err)
+	}
+	for i, m := range rows {
+		_, err := tx.ExecContext(ctx, `INSERT INTO messages (record_id, conversation_id, seq, ts, ts_ms, role, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			ids[i], conv, last+1+int64(i), m.Time.Format(tsLayout), m.Time.UnixMilli(), m.Role, string(m.Body))
+		if err != nil {
+			return 0, fmt.Errorf("insert message %d: %w", last+1+int64(i), err)
+		}
+	}
+	return last + 1, nil
+}
+
+// LoadMessages returns the stored messages of conversationID in Seq order,
+// or none for an unknown conversation. It reads through the Store's
+// read-only connections, so it sees every committed append and does not
+// wait for the writer.
+func (s *Store) LoadMessages(ctx context.Context, conversationID string) ([]persistence.Message, error) {
+	rows, err := s.rdb.QueryContext(ctx,
+		`SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+	}
+	defer rows.Close()
+	var out []persistence.Message
+	for rows.Next() {
+		var (
+			m      persistence.Message
+			ts     string
+			bodyTx string
+		)
+		if err := rows.Scan(&m.Seq, &ts, &m.Role, &bodyTx); err != nil {
+			return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+		}
+		if m.Time, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+			return nil, fmt.Errorf("load messages of %q: seq %d: bad ts %q: %w", conversationID, m.Seq, ts, err)
+		}
+		m.ConversationID = conversationID
+		m.Body = []byte(bodyTx)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+	}
+	return out, nil
+}
+
+// Conversations returns the most recently active conversations first (by
+// their latest message time), at most limit of them, all when limit <= 0.
+func (s *Store) Conversations(ctx context.Context, limit int) ([]persistence.ConversationInfo, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT conversation_id, first_ts, last_ts, message_count
+		FROM conversations ORDER BY last_ms DESC, conversation_id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	var out []persistence.ConversationInfo
+	for rows.Next() {
+		var (
+			c           persistence.ConversationInfo
+			first, last string
+		)
+		if err := rows.Scan(&c.ID, &first, &last, &c.MessageCount); err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		if c.FirstTime, err = time.Parse(time.RFC3339Nano, first); err != nil {
+			return nil, fmt.Errorf("list conversations: %q: bad first_ts %q: %w", c.ID, first, err)
+		}
+		if c.LastTime, err = time.Parse(time.RFC3339Nano, last); err != nil {
+			return nil, fmt.Errorf("list conversations: %q: bad last_ts %q: %w", c.ID, last, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	return out, nil
+}
