@@ -398,7 +398,9 @@ func TestDispatchToUnknownAgent(t *testing.T) {
 }
 
 func TestIdleConversationPassivatesAndComesBack(t *testing.T) {
-	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.IdleTimeout = 300 * time.Millisecond })
+	tr := echoTranscript[:len(echoTranscript)-2] + `,{"content":"remembered: {{result c1}}"}]}`
+	store := &memHistory{}
+	h := newHarness(t, tr, func(o *ConvOptions) { o.IdleTimeout = 300 * time.Millisecond; o.History = store })
 	h.edge.onTool = echoReply(h)
 	if ans := h.chat(t, "one"); ans.Err != nil {
 		t.Fatal(ans.Err)
@@ -411,9 +413,9 @@ func TestIdleConversationPassivatesAndComesBack(t *testing.T) {
 		t.Fatal("conversation actor not found right after its chat")
 	}
 	waitFor(t, 5*time.Second, "conversation actor stopped", func() bool { return !alive() })
-	// A new actor takes the conversation; its history (kept in memory only
-	// until conversations persist) starts over, so the transcript replays.
-	if ans := h.chat(t, "two"); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+	// A new actor takes the conversation and loads its history: the
+	// transcript's third turn is reached only with the first two in it.
+	if ans := h.chat(t, "two"); ans.Err != nil || ans.Text != "remembered: echo:hi" {
 		t.Fatalf("after passivation: %+v", ans)
 	}
 }

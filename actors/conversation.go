@@ -85,6 +85,10 @@ type ConvOptions struct {
 	// History, when set, stores every step of every conversation and
 	// reloads it when a conversation actor starts again.
 	History HistoryStore
+	// LLMLog, when set, records every completion request: provider, model,
+	// tokens, latency, outcome (cost tracking). A request is recorded before
+	// its answer is acted on.
+	LLMLog persistence.LLMCallLog
 	// Metrics, when set, aggregates loop counters.
 	Metrics *Metrics
 	// Node names this node in audit records; Side is the side it writes
@@ -455,6 +459,7 @@ func (c *conversation) callLLM(ctx actor.Context) {
 	t.cancel = cancel
 	store := c.storeFunc(t)
 	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
+	record := c.llmRecorder(t.iterations)
 	go func() {
 		defer cancel()
 		// What the turn added is durable before the model sees it, so a
@@ -467,13 +472,41 @@ func (c *conversation) callLLM(ctx actor.Context) {
 			root.Send(self, &llmDone{seq: seq, err: err})
 			return
 		}
+		began := time.Now()
 		resp, err := p.Complete(lctx, req)
-		if errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil {
+		timedOut := errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil
+		if timedOut {
 			err = fmt.Errorf("llm %s: no answer within %s: %w", p.Name(), c.o.LLMTimeout, err)
 		}
 		metrics.llm(err)
+		record(resp, err, timedOut, time.Since(began))
 		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
 	}()
+}
+
+// llmRecorder returns the function that audits one completion of turn
+// iteration (no-op without an LLMLog).
+func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err error, timedOut bool, took time.Duration) {
+	if c.o.LLMLog == nil {
+		return func(llm.Response, error, bool, time.Duration) {}
+	}
+	o, id := c.o, c.id
+	return func(resp llm.Response, err error, timedOut bool, took time.Duration) {
+		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: o.Provider.Name(),
+			Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+			LatencyMs: took.Milliseconds(), Status: persistence.StatusSuccess, Iteration: iteration}
+		if rec.Model == "" {
+			rec.Model = o.Model
+		}
+		if err != nil {
+			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
+		}
+		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
+		defer cancel()
+		if aerr := o.LLMLog.RecordLLMCall(actx, rec); aerr != nil {
+			o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
+		}
+	}
 }
 
 // storeFunc takes the messages not yet stored and returns the function

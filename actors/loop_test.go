@@ -17,6 +17,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // transcript builds a scripted transcript from turns written as JSON.
@@ -505,4 +506,58 @@ func (b *localBox) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
 		return Target{}, toolError(wire.ErrNotFound, "no such tool")
 	}
 	return Target{Tool: call.Name, Category: CategoryOther, Args: call.Arguments, Local: f}, nil
+}
+
+// failingProvider fails every completion with err.
+type failingProvider struct{ err error }
+
+func (p failingProvider) Name() string { return "failing" }
+func (p failingProvider) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, p.err
+}
+
+type recordingLLMLog struct {
+	mu   sync.Mutex
+	recs []persistence.LLMCall
+}
+
+func (l *recordingLLMLog) RecordLLMCall(_ context.Context, c persistence.LLMCall) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, c)
+	return nil
+}
+
+func TestLLMCallsAreAudited(t *testing.T) {
+	tests := []struct {
+		name     string
+		provider llm.Provider
+		status   string
+		errType  string
+	}{
+		{"success", nil, persistence.StatusSuccess, ""},
+		{"deadline", failingProvider{context.DeadlineExceeded}, persistence.StatusError, "timeout"},
+		{"other", failingProvider{errors.New("connection refused")}, persistence.StatusError, "llm_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := &recordingLLMLog{}
+			h := newHarness(t, transcript(`{"content":"hi"}`), func(o *ConvOptions) {
+				o.LLMLog = log
+				if tt.provider != nil {
+					o.Provider = tt.provider
+				}
+			})
+			h.chat(t, "x")
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			if len(log.recs) != 1 {
+				t.Fatalf("%d llm records, want 1", len(log.recs))
+			}
+			r := log.recs[0]
+			if r.Status != tt.status || r.ErrorType != tt.errType || r.ConversationID != "c" || r.Node != "orch" || r.Provider == "" {
+				t.Fatalf("record %+v", r)
+			}
+		})
+	}
 }

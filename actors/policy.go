@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -227,4 +229,20 @@ func stringList(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// llmErrorType classifies a failed completion for the audit trail. A
+// provider error that names its own kind (an ErrorKind method) keeps it.
+func llmErrorType(err error, timedOut bool) string {
+	if timedOut || errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	var k interface{ ErrorKind() string }
+	if errors.As(err, &k) && k.ErrorKind() != "" {
+		return k.ErrorKind()
+	}
+	return "llm_error"
 }

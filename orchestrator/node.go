@@ -119,7 +119,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		rules[cat] = actors.TimeoutRule{Default: tc.Default.Duration, Max: tc.Max.Duration}
 	}
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
-		Provider: provider, Edges: n.edges, Audit: n.store, Metrics: &n.metrics,
+		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
 		Toolbox: &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select},
 		Node:    cfg.NodeID, System: cfg.LLM.System, Model: cfg.LLM.Model,
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,

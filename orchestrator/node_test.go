@@ -105,6 +105,52 @@ func TestInProcessRoundTripIsAuditedAndCloseIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestConversationSurvivesRestart closes a node and starts another on the
+// same data directory: the conversation goes on from its stored history,
+// and every completion is in llm_calls.
+func TestConversationSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	p, err := scripted.Parse([]byte(`{"name":"r","turns":[{"content":"first answer"},{"content":"second answer, after {{user}}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() *Node {
+		n, err := Start(context.Background(), Config{DataDir: dir, Broker: BrokerConf{Listen: "127.0.0.1:0"}}, Options{Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ctx := context.Background()
+	n1 := start()
+	if ans, err := n1.Chat(ctx, "kept", "hello"); err != nil || ans.Text != "first answer" {
+		t.Fatalf("first chat %+v %v", ans, err)
+	}
+	if err := n1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := start()
+	defer n2.Close()
+	// The transcript's second turn is only reached when the first answer
+	// is in the history the provider is sent.
+	if ans, err := n2.Chat(ctx, "kept", "again"); err != nil || ans.Text != "second answer, after again" {
+		t.Fatalf("chat after restart %+v %v", ans, err)
+	}
+	for q, want := range map[string]string{
+		`SELECT count(*) FROM messages WHERE conversation_id = 'kept'`:                                                "4",
+		`SELECT count(*) FROM llm_calls WHERE conversation_id = 'kept' AND status = 'success'`:                        "2",
+		`SELECT group_concat(role, ',') FROM (SELECT role FROM messages WHERE conversation_id = 'kept' ORDER BY seq)`: "user,assistant,user,assistant",
+	} {
+		res, err := sqlite.QueryReadOnly(ctx, n2.AuditPath(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows[0][0]); got != want {
+			t.Fatalf("%s = %s, want %s", q, got, want)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
