@@ -152,7 +152,7 @@ func Excerpt(s string, n int) string {
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	return strings.TrimRight(s[:cut], " \t\r\n") + "…"
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
