@@ -239,14 +239,15 @@ func (c *Chain) tryLink(ctx context.Context, l *link, req llm.Request) (llm.Resp
 	}
 	n := 0
 	for attempt := 0; ; attempt++ {
-		resp, err := c.attempt(ctx, l, req)
+		resp, sent, err := c.attempt(ctx, l, req)
+		if sent {
+			n++
+		}
 		if err == nil {
-			return resp, n + 1, nil
+			return resp, n, nil
 		}
 		var le *llm.Error
-		if !errors.As(err, &le) || le.Kind != llm.KindOverloaded {
-			n++ // an exchange happened (or was tried)
-		}
+		errors.As(err, &le)
 		if ctx.Err() != nil || le == nil || !le.Retryable() || attempt >= l.Retries {
 			return llm.Response{}, n, err
 		}
@@ -267,27 +268,28 @@ func (c *Chain) tryLink(ctx context.Context, l *link, req llm.Request) (llm.Resp
 	}
 }
 
-// attempt is one exchange under the link's limiter and timeout.
-func (c *Chain) attempt(ctx context.Context, l *link, req llm.Request) (llm.Response, error) {
+// attempt is one exchange under the link's limiter and timeout; sent is
+// false when it never got a slot.
+func (c *Chain) attempt(ctx context.Context, l *link, req llm.Request) (resp llm.Response, sent bool, err error) {
 	release, err := l.Limiter.Acquire(ctx)
 	if err != nil {
 		kind := llm.KindOverloaded
 		if !errors.Is(err, ErrQueueFull) {
 			kind = llm.KindOf(err)
 		}
-		return llm.Response{}, &llm.Error{Kind: kind, Provider: l.Provider.Name(), Model: req.Model, Message: "waiting for a free call slot", Err: err}
+		return llm.Response{}, false, &llm.Error{Kind: kind, Provider: l.Provider.Name(), Model: req.Model, Message: "waiting for a free call slot", Err: err}
 	}
 	defer release()
 	actx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
-	resp, err := l.Provider.Complete(actx, req)
+	resp, err = l.Provider.Complete(actx, req)
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		err = &llm.Error{Kind: llm.KindTimeout, Provider: l.Provider.Name(), Model: req.Model, Message: fmt.Sprintf("no answer within the per-call timeout %s", l.Timeout), Err: err}
 	}
 	if err == nil && resp.Provider == "" {
 		resp.Provider = l.Provider.Name()
 	}
-	return resp, err
+	return resp, true, err
 }
 
 // backoff is the delay before retry number attempt+1: Backoff doubled per

@@ -106,7 +106,8 @@ func (c *Call) Transport(ctx context.Context, err error) *llm.Error {
 	if kind == llm.KindInternal || kind == llm.KindCanceled {
 		kind = llm.KindNetwork
 	}
-	return c.Errorf(kind, 0, err, "%s %s", "POST", c.URL)
+	// err (a *url.Error) already names the method and URL.
+	return &llm.Error{Kind: kind, Provider: c.Provider, Model: c.Model, Err: err}
 }
 
 // ReadAll reads a non-streamed body of at most MaxBody bytes.
