@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -272,18 +273,25 @@ func TestAllFailNamesEveryLink(t *testing.T) {
 }
 
 func TestPerCallTimeout(t *testing.T) {
-	hang := &fake{name: "slow", fn: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		<-ctx.Done()
-		return llm.Response{}, &llm.Error{Kind: llm.KindOf(ctx.Err()), Provider: "slow", Err: ctx.Err()}
-	}}
-	c, _ := New([]Link{{Provider: hang, Timeout: 50 * time.Millisecond, Retries: 3}, {Provider: answers("q")}}, opts(newClock()))
-	r, err := c.Complete(context.Background(), llm.Request{})
-	if err != nil || r.Provider != "q" || hang.calls.Load() != 1 {
-		t.Fatalf("r %+v err %v calls %d (a timeout moves on without retrying)", r, err, hang.calls.Load())
-	}
-	if h := c.Health()[0]; h.LastKind != llm.KindTimeout || !strings.Contains(h.LastError, "per-call timeout 50ms") {
-		t.Fatalf("health = %+v", h)
-	}
+	// In a synctest bubble the ten-minute timeout passes at once.
+	synctest.Test(t, func(t *testing.T) {
+		hang := &fake{name: "slow", fn: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+			<-ctx.Done()
+			return llm.Response{}, &llm.Error{Kind: llm.KindOf(ctx.Err()), Provider: "slow", Err: ctx.Err()}
+		}}
+		start := time.Now()
+		c, _ := New([]Link{{Provider: hang, Timeout: 10 * time.Minute, Retries: 3}, {Provider: answers("q")}}, Options{})
+		r, err := c.Complete(context.Background(), llm.Request{})
+		if err != nil || r.Provider != "q" || hang.calls.Load() != 1 {
+			t.Fatalf("r %+v err %v calls %d (a timeout moves on without retrying)", r, err, hang.calls.Load())
+		}
+		if waited := time.Since(start); waited != 10*time.Minute {
+			t.Fatalf("moved on after %v, want the 10m timeout", waited)
+		}
+		if h := c.Health()[0]; h.LastKind != llm.KindTimeout || !strings.Contains(h.LastError, "per-call timeout 10m0s") {
+			t.Fatalf("health = %+v", h)
+		}
+	})
 }
 
 func TestCallerCancelStopsEverything(t *testing.T) {
@@ -301,30 +309,28 @@ func TestCallerCancelStopsEverything(t *testing.T) {
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	called := make(chan struct{}, 1)
-	p := &fake{name: "p", fn: func(context.Context, llm.Request) (llm.Response, error) {
-		called <- struct{}{}
-		return llm.Response{}, httpErr(503, 0)
-	}}
-	// The real sleep: the chain would wait an hour before retrying.
-	c, _ := New([]Link{{Provider: p, Retries: 3}}, Options{Backoff: time.Hour, MaxBackoff: time.Hour})
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Complete(ctx, llm.Request{})
-		done <- err
-	}()
-	<-called
-	cancel()
-	select {
-	case err := <-done:
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := answers("p", httpErr(503, 0))
+		// The real sleep: the chain would wait an hour before retrying.
+		c, _ := New([]Link{{Provider: p, Retries: 3}}, Options{Backoff: time.Hour, MaxBackoff: time.Hour, Jitter: func() float64 { return 1 }})
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Complete(ctx, llm.Request{})
+			done <- err
+		}()
+		synctest.Wait() // the chain is asleep in its backoff
+		start := time.Now()
+		cancel()
+		err := <-done
 		var e *llm.Error
 		if !errors.As(err, &e) || e.Kind != llm.KindCanceled || !errors.As(e.Err, &e) || e.Status != 503 || p.calls.Load() != 1 {
 			t.Fatalf("err %v calls %d", err, p.calls.Load())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("backoff ignored cancellation")
-	}
+		if time.Since(start) != 0 {
+			t.Fatalf("returned %v after cancel", time.Since(start))
+		}
+	})
 }
 
 func TestNewRejects(t *testing.T) {
