@@ -87,8 +87,8 @@ func TestLocalServerQuirks(t *testing.T) {
 		calls[1].Name != "pi-1__read_file" || string(calls[1].Arguments) != `{"path":"/proc/loadavg"}` {
 		t.Fatalf("calls = %+v", calls)
 	}
-	if calls[0].ID == "" || calls[1].ID == "" || calls[0].ID == calls[1].ID {
-		t.Fatalf("generated ids must be present and distinct: %q %q", calls[0].ID, calls[1].ID)
+	if !strings.HasPrefix(calls[0].ID, "call_0_") || calls[1].ID != "7" {
+		t.Fatalf("ids: %q (generated) and %q (numeric id as text)", calls[0].ID, calls[1].ID)
 	}
 	if r.FinishReason != llm.FinishToolCalls {
 		t.Fatalf("finish %q, want tool_calls", r.FinishReason)

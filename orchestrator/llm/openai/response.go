@@ -36,7 +36,7 @@ type (
 	}
 	respToolCall struct {
 		Index    *int         `json:"index"` // streaming only
-		ID       string       `json:"id"`
+		ID       flexString   `json:"id"`
 		Type     string       `json:"type"`
 		Function respFunction `json:"function"`
 	}
@@ -69,7 +69,7 @@ func parseResponse(call *httpc.Call, b []byte) (llm.Response, error) {
 	}
 	var calls []pendingCall
 	for _, c := range m.ToolCalls {
-		calls = append(calls, pendingCall{id: c.ID, name: c.Function.Name, args: argumentBytes(c.Function.Arguments)})
+		calls = append(calls, pendingCall{id: string(c.ID), name: c.Function.Name, args: argumentBytes(c.Function.Arguments)})
 	}
 	if m.FunctionCall != nil && len(calls) == 0 {
 		calls = append(calls, pendingCall{name: m.FunctionCall.Name, args: argumentBytes(m.FunctionCall.Arguments)})
@@ -183,4 +183,27 @@ func finishReason(raw json.RawMessage) string {
 		return ""
 	}
 	return s
+}
+
+// flexString is a string some servers send as a number (tool-call ids).
+type flexString string
+
+// UnmarshalJSON accepts a string, a number or null.
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*f = ""
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*f = flexString(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a string or a number: %w", err)
+	}
+	*f = flexString(n.String())
+	return nil
 }

@@ -124,7 +124,7 @@ func (a *assembler) addCall(tc respToolCall) {
 		sc = a.byIndex[*tc.Index]
 	case tc.ID != "":
 		for _, c := range a.calls {
-			if c.id == tc.ID {
+			if c.id == string(tc.ID) {
 				sc = c
 			}
 		}
@@ -139,7 +139,7 @@ func (a *assembler) addCall(tc respToolCall) {
 		}
 	}
 	if sc.id == "" {
-		sc.id = tc.ID
+		sc.id = string(tc.ID)
 	}
 	if sc.name == "" {
 		sc.name = tc.Function.Name
