@@ -17,6 +17,15 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )
 
+// Log keys.
+const (
+	logComponent = "component"
+	logChain     = "chain"
+	logKey       = "key"
+	logEnv       = "env"
+	logBaseURL   = "base_url"
+)
+
 // Options are seams for tests and embedders; the zero value is ready.
 type Options struct {
 	// Getenv reads API keys (default os.Getenv).
@@ -40,7 +49,7 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	logger = logger.With("component", "llm")
+	logger = logger.With(logComponent, "llm")
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -89,7 +98,7 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 	if err != nil {
 		return nil, fmt.Errorf("llm config: %w", err)
 	}
-	logger.Info("llm providers", "chain", chain.Name())
+	logger.Info("llm providers", logChain, chain.Name())
 	return chain, nil
 }
 
@@ -99,7 +108,7 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 func build(e llm.Endpoint, o Options, logger *slog.Logger, key string) llm.Provider {
 	apiKey := o.Getenv(e.APIKeyEnv)
 	if apiKey == "" && !llm.IsLocalURL(e.BaseURL) {
-		logger.Warn("no API key for a remote LLM endpoint", "key", key, "env", e.APIKeyEnv, "base_url", e.BaseURL)
+		logger.Warn("no API key for a remote LLM endpoint", logKey, key, logEnv, e.APIKeyEnv, logBaseURL, e.BaseURL)
 	}
 	switch e.Provider {
 	case llm.ProviderAnthropic:

@@ -1,7 +1,9 @@
 package providers
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,19 @@ api_key_env = "TEST_ANTHROPIC_KEY"
 	h := p.(*resilient.Chain).Health()
 	if h[0].LastKind != llm.KindServer || h[0].InFlight != 0 || h[1].ConsecutiveFailures != 0 {
 		t.Fatalf("health = %+v", h)
+	}
+}
+
+func TestMissingKeyWarnsOnlyForRemote(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg := config(t, "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n"+
+		"[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\n")
+	if _, err := NewWith(cfg, logger, Options{Getenv: env(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if strings.Count(out, "no API key") != 1 || !strings.Contains(out, "key=llm.fallback[0]") || !strings.Contains(out, "env=OPENAI_API_KEY") {
+		t.Fatalf("logs:\n%s", out)
 	}
 }
