@@ -61,6 +61,7 @@ type Error struct {
 // MaxErrorExcerpt bounds the body excerpt kept in Error.Message.
 const MaxErrorExcerpt = 512
 
+// Error describes the failure: provider, model, kind, status and message.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "llm %s", e.Provider)
