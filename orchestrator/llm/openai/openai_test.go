@@ -142,6 +142,7 @@ func TestFailuresAreTyped(t *testing.T) {
 		{"rate_limited.json", llm.KindRateLimited, 429, "Rate limit reached"},
 		{"server_error.json", llm.KindServer, 500, "server had an error"},
 		{"stream_truncated.json", llm.KindNetwork, 200, "stream ended before [DONE]"},
+		{"stream_cut.json", llm.KindNetwork, 200, "stream ended before [DONE]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pair, func(t *testing.T) {

@@ -29,25 +29,40 @@ type Event struct {
 // Reader reads events. It is not safe for concurrent use.
 type Reader struct {
 	s *bufio.Scanner
+	// cut is set when the last line read had no line end: the stream
+	// broke in the middle of it.
+	cut bool
 }
 
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
+	rd := &Reader{}
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 0, 4096), MaxEvent)
-	s.Split(scanLines)
-	return &Reader{s: s}
+	s.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := scanLines(data, atEOF)
+		if tok != nil && atEOF && adv == len(data) && !bytes.HasSuffix(data, []byte("\n")) && !bytes.HasSuffix(data, []byte("\r")) {
+			rd.cut = true
+		}
+		return adv, tok, err
+	})
+	rd.s = s
+	return rd
 }
 
-// Next returns the next event with data. It returns io.EOF at a clean end
-// of stream (a last event without its blank line is still dispatched) and
-// io.ErrUnexpectedEOF never: a truncated stream is the caller's to judge
-// from the events it saw. Comment lines and id/retry fields are ignored.
+// Next returns the next event with data, or io.EOF at the end of the
+// stream. At the end, a last event whose lines are complete but lack the
+// closing blank line is still dispatched; a line cut by the end of the
+// stream is dropped with its event, so a broken connection never yields
+// half a chunk. Comment lines and id/retry fields are ignored.
 func (r *Reader) Next() (Event, error) {
 	var ev Event
 	var data bytes.Buffer
 	have := false
 	for r.s.Scan() {
+		if r.cut {
+			break
+		}
 		line := r.s.Bytes()
 		if len(line) == 0 {
 			if have {
@@ -82,7 +97,7 @@ func (r *Reader) Next() (Event, error) {
 		}
 		return Event{}, fmt.Errorf("sse: %w", err)
 	}
-	if have {
+	if have && !r.cut {
 		ev.Data = data.Bytes()
 		return ev, nil
 	}

@@ -13,7 +13,7 @@ func TestEvents(t *testing.T) {
 		"data: one\ndata: two\n\n" +
 		"id: 7\nretry: 10\n\n" + // no data: not dispatched
 		"data:no-space\r\r" +
-		"event: ping\ndata: last"
+		"event: ping\ndata: last\n"
 	r := NewReader(strings.NewReader(in))
 	want := []Event{
 		{Type: "message_start", Data: []byte(`{"a":1}`)},
@@ -32,6 +32,16 @@ func TestEvents(t *testing.T) {
 	}
 	if _, err := r.Next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("end: %v", err)
+	}
+}
+
+func TestCutLineDropped(t *testing.T) {
+	r := NewReader(strings.NewReader("data: {\"a\":1}\n\ndata: {\"choi"))
+	if ev, err := r.Next(); err != nil || string(ev.Data) != `{"a":1}` {
+		t.Fatalf("first: %q %v", ev.Data, err)
+	}
+	if ev, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("a line cut by the end of the stream was dispatched: %q %v", ev.Data, err)
 	}
 }
 
