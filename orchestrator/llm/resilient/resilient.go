@@ -101,6 +101,27 @@ type Options struct {
 	Jitter func() float64
 	// Logger receives retries, fallbacks and cool-downs (default: discard).
 	Logger *slog.Logger
+	// OnAttempt, when set, is called after every exchange, failed ones
+	// included, from the calling goroutine: a hook for an audit table of
+	// LLM calls or metrics. It must return quickly.
+	OnAttempt func(Attempt)
+}
+
+// Attempt describes one exchange with one model.
+type Attempt struct {
+	Provider string
+	// Model is the model asked for; Response.Model may name it more
+	// precisely on success.
+	Model string
+	// Try counts attempts on this model within one call, from 1.
+	Try     int
+	Latency time.Duration
+	// Usage is the answer's token count; zero on failure.
+	Usage llm.Usage
+	// Err is nil on success; Kind and Status describe it otherwise.
+	Err    error
+	Kind   llm.ErrorKind
+	Status int
 }
 
 // Chain is an llm.Provider that tries its links in order.
@@ -239,9 +260,11 @@ func (c *Chain) tryLink(ctx context.Context, l *link, req llm.Request) (llm.Resp
 	}
 	n := 0
 	for attempt := 0; ; attempt++ {
+		start := c.o.Now()
 		resp, sent, err := c.attempt(ctx, l, req)
 		if sent {
 			n++
+			c.observe(l, req.Model, attempt+1, c.o.Now().Sub(start), resp, err)
 		}
 		if err == nil {
 			return resp, n, nil
@@ -290,6 +313,24 @@ func (c *Chain) attempt(ctx context.Context, l *link, req llm.Request) (resp llm
 		resp.Provider = l.Provider.Name()
 	}
 	return resp, true, err
+}
+
+// observe reports one exchange to OnAttempt.
+func (c *Chain) observe(l *link, model string, try int, latency time.Duration, resp llm.Response, err error) {
+	if c.o.OnAttempt == nil {
+		return
+	}
+	a := Attempt{Provider: l.Provider.Name(), Model: model, Try: try, Latency: latency, Usage: resp.Usage, Err: err}
+	if err != nil {
+		a.Kind = llm.KindOf(err)
+		var le *llm.Error
+		if errors.As(err, &le) {
+			a.Status = le.Status
+		}
+	} else if resp.Latency > 0 {
+		a.Latency = resp.Latency
+	}
+	c.o.OnAttempt(a)
 }
 
 // backoff is the delay before retry number attempt+1: Backoff doubled per

@@ -150,10 +150,25 @@ func TestFallbackAfterRetries(t *testing.T) {
 	clk := newClock()
 	primary := answers("local", httpErr(500, 0), httpErr(500, 0), httpErr(500, 0))
 	backup := answers("hosted")
-	c, _ := New([]Link{{Provider: primary, Model: "big", Retries: 2}, {Provider: backup, Model: "small"}}, opts(clk))
+	o := opts(clk)
+	var seen []Attempt
+	o.OnAttempt = func(a Attempt) { seen = append(seen, a) }
+	c, _ := New([]Link{{Provider: primary, Model: "big", Retries: 2}, {Provider: backup, Model: "small"}}, o)
 	r, err := c.Complete(context.Background(), llm.Request{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(seen) != 4 {
+		t.Fatalf("attempts seen: %+v", seen)
+	}
+	for i, want := range []Attempt{{Provider: "local", Model: "big", Try: 1, Kind: llm.KindServer, Status: 500},
+		{Provider: "local", Model: "big", Try: 2, Kind: llm.KindServer, Status: 500},
+		{Provider: "local", Model: "big", Try: 3, Kind: llm.KindServer, Status: 500},
+		{Provider: "hosted", Model: "small", Try: 1}} {
+		got := seen[i]
+		if got.Provider != want.Provider || got.Model != want.Model || got.Try != want.Try || got.Kind != want.Kind || got.Status != want.Status || (got.Err == nil) != (want.Kind == "") {
+			t.Errorf("attempt %d = %+v, want %+v", i+1, got, want)
+		}
 	}
 	if r.Message.Content != "ok from small" || r.Provider != "hosted" || r.Attempts != 4 || primary.calls.Load() != 3 {
 		t.Fatalf("r = %+v, primary calls %d", r, primary.calls.Load())
