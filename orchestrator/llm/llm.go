@@ -27,6 +27,10 @@ type Message struct {
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	// Name is the tool's name on tool messages.
 	Name string `json:"name,omitempty"`
+	// IsError marks a tool message that reports a failure. Providers whose
+	// API can say so pass it on (Anthropic's tool_result is_error); the
+	// content must describe the failure either way.
+	IsError bool `json:"is_error,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool. Arguments is the JSON the

@@ -56,7 +56,7 @@ func TestToolUseRoundTrip(t *testing.T) {
 			{ID: "toolu_02", Name: "pi-1__read_file", Arguments: json.RawMessage(`"{\"path\": \"/etc/host"`), ArgumentsError: "arguments are not valid JSON"},
 		}},
 		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_01", Name: "pi-1__sysinfo", Content: "temp=45.6'C load=0.12"},
-		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_02", Name: "pi-1__read_file", Content: "error (invalid_params): arguments are not a JSON object"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_02", Name: "pi-1__read_file", Content: "error (invalid_params): arguments are not a JSON object", IsError: true},
 		llm.Message{Role: llm.RoleUser, Content: "And is that hot?"},
 	)
 	r2, err := p.Complete(context.Background(), req)

@@ -31,6 +31,7 @@ type (
 		Input     json.RawMessage `json:"input,omitempty"`
 		ToolUseID string          `json:"tool_use_id,omitempty"`
 		Content   *string         `json:"content,omitempty"`
+		IsError   bool            `json:"is_error,omitempty"`
 	}
 	tool struct {
 		Name        string         `json:"name"`
@@ -58,7 +59,7 @@ func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
 		case llm.RoleSystem:
 			system = append(system, m.Content)
 		case llm.RoleTool:
-			b := block{Type: "tool_result", ToolUseID: m.ToolCallID}
+			b := block{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
 			if m.Content != "" {
 				content := m.Content
 				b.Content = &content

@@ -32,7 +32,7 @@ func turn2() llm.Request {
 			{ID: "call_def456", Name: "pi-1__read_file", Arguments: json.RawMessage(`"{\"path\": \"/etc/host"`), ArgumentsError: "arguments are not valid JSON: unexpected end of JSON input"},
 		}},
 		llm.Message{Role: llm.RoleTool, ToolCallID: "call_abc123", Name: "pi-1__sysinfo", Content: "temp=45.6'C load=0.12"},
-		llm.Message{Role: llm.RoleTool, ToolCallID: "call_def456", Name: "pi-1__read_file", Content: "error (invalid_params): arguments are not a JSON object"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_def456", Name: "pi-1__read_file", Content: "error (invalid_params): arguments are not a JSON object", IsError: true},
 	)
 	return r
 }
