@@ -4,8 +4,10 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Roles of chat messages.
@@ -25,14 +27,30 @@ type Message struct {
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	// Name is the tool's name on tool messages.
 	Name string `json:"name,omitempty"`
+	// IsError marks a tool message that reports a failure. Providers whose
+	// API can say so pass it on (Anthropic's tool_result is_error); the
+	// content must describe the failure either way.
+	IsError bool `json:"is_error,omitempty"`
 }
 
-// ToolCall is a model's request to run a tool. Arguments is the raw JSON the
-// model produced; it may be invalid and is validated before anything runs.
+// ToolCall is a model's request to run a tool. Arguments is the JSON the
+// model produced, validated by the loop before anything runs.
+//
+// Arguments is always valid JSON, so a history holding it can be marshalled
+// and persisted. When a model produced text that is not JSON (a truncated or
+// hallucinated object), providers keep that text verbatim as a JSON string
+// (`"{\"path\": "` becomes the JSON string of those bytes) and set
+// ArgumentsError to the parse error. The loop then sees "not a JSON object"
+// and answers the call with invalid_params instead of failing the whole
+// response; when the history is sent back, providers return the original text
+// to the model so it can see its own mistake.
 type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// ArgumentsError is empty when Arguments is what the model meant; else
+	// it says why the model's text was not JSON.
+	ArgumentsError string `json:"arguments_error,omitempty"`
 }
 
 // ToolDef is a tool offered to the model.
@@ -57,11 +75,33 @@ type Usage struct {
 	OutputTokens int64 `json:"output_tokens"`
 }
 
+// Finish reasons, normalised across providers. A provider's own value that
+// has no equivalent is passed through as is.
+const (
+	FinishStop      = "stop"       // the model ended its answer
+	FinishToolCalls = "tool_calls" // the model wants tools run
+	FinishLength    = "length"     // cut at max_tokens or the context size
+	FinishFiltered  = "content_filter"
+)
+
 // Response is a completion: one assistant message, possibly with tool calls.
 type Response struct {
 	Message Message `json:"message"`
-	Model   string  `json:"model,omitempty"`
-	Usage   Usage   `json:"usage"`
+	// Model is the model that answered, as the server names it (it may be
+	// more precise than the requested one); falls back to the requested one.
+	Model string `json:"model,omitempty"`
+	Usage Usage  `json:"usage"`
+	// Provider names the provider that answered ("openai", "anthropic",
+	// "scripted"); behind a fallback chain it is the link that answered.
+	Provider string `json:"provider,omitempty"`
+	// FinishReason is why the model stopped (Finish* or the server's value).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Latency is the time of the HTTP exchange that produced the answer,
+	// excluding queueing and earlier failed attempts.
+	Latency time.Duration `json:"latency,omitempty"`
+	// Attempts counts HTTP exchanges behind this answer (retries and
+	// fallbacks included); zero from providers that do not count.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Provider completes chats. Complete must honour ctx cancellation and be
@@ -70,4 +110,36 @@ type Provider interface {
 	// Name identifies the provider in logs and the audit trail.
 	Name() string
 	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// ParseArguments turns the text a model produced for a tool call into
+// ToolCall.Arguments and ToolCall.ArgumentsError: compacted JSON when the
+// text is JSON ("{}" when it is blank), else the text kept as a JSON string
+// with the parse error.
+func ParseArguments(text []byte) (json.RawMessage, string) {
+	text = bytes.TrimSpace(text)
+	if len(text) == 0 {
+		return json.RawMessage("{}"), ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, text); err != nil {
+		quoted, _ := json.Marshal(string(text)) // strings always marshal
+		return quoted, "arguments are not valid JSON: " + err.Error()
+	}
+	return buf.Bytes(), ""
+}
+
+// ArgumentsText is the text the model produced for the call: the JSON of its
+// arguments, or the original text when it was not JSON (see ToolCall).
+func (c ToolCall) ArgumentsText() string {
+	if len(c.Arguments) == 0 {
+		return "{}"
+	}
+	if c.ArgumentsError != "" {
+		var s string
+		if json.Unmarshal(c.Arguments, &s) == nil {
+			return s
+		}
+	}
+	return string(c.Arguments)
 }

@@ -1,0 +1,197 @@
+// Package anthropic is an llm.Provider for the Anthropic Messages API
+// (POST {base_url}/v1/messages) with tool use: tools are offered with an
+// input_schema, the model answers with tool_use blocks, and tool results go
+// back as tool_result blocks in a user message.
+//
+// # Mapping
+//
+// The system prompt is the top-level "system" field (system-role messages
+// in the history are appended to it). Consecutive tool messages become one
+// user message of tool_result blocks, and a user message that follows them
+// joins that message as a text block, since the API wants the roles to
+// alternate. Tool-call arguments that were not JSON (llm.ToolCall's
+// ArgumentsError) go back as {"_invalid_arguments": "<the model's text>"},
+// because tool_use input must be an object.
+//
+// # Concurrency
+//
+// A Provider is safe for concurrent use; it holds no state between calls.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
+)
+
+// Name is the provider's name in responses, errors and the audit trail.
+const Name = "anthropic"
+
+// Defaults of Options.
+const (
+	DefaultBaseURL = "https://api.anthropic.com"
+	// DefaultVersion is the anthropic-version header: the API version whose
+	// shapes this package speaks.
+	DefaultVersion = "2023-06-01"
+	// DefaultMaxTokens is sent when neither the request nor Options set
+	// max_tokens, which this API requires.
+	DefaultMaxTokens   = 4096
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// Options configure a Provider. Zero fields take the Default* values.
+type Options struct {
+	// BaseURL ends before /v1/messages (default DefaultBaseURL).
+	BaseURL string
+	// Model is used when a request names none.
+	Model string
+	// APIKey is sent as x-api-key; empty sends none.
+	APIKey string
+	// Version is the anthropic-version header (default DefaultVersion).
+	Version string
+	// MaxTokens is sent when a request sets none (default DefaultMaxTokens).
+	MaxTokens int
+	// Stream asks for server-sent events instead of one JSON answer.
+	Stream bool
+	// IdleTimeout bounds the silence between two streamed events, counted
+	// from the response headers (default DefaultIdleTimeout; negative
+	// disables). Ignored without Stream.
+	IdleTimeout time.Duration
+	// Client sends the requests (default: a client without its own timeout).
+	Client *http.Client
+	// Now is the clock for latency and Retry-After (default time.Now).
+	Now func() time.Time
+}
+
+// Provider talks to the Messages API.
+type Provider struct {
+	o Options
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider; it does not contact the server.
+func New(o Options) *Provider {
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Provider{o: o}
+}
+
+// Name reports "anthropic".
+func (p *Provider) Name() string { return Name }
+
+// Complete sends one Messages request.
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	model := req.Model
+	if model == "" {
+		model = p.o.Model
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = p.o.MaxTokens
+	}
+	h := http.Header{}
+	h.Set("anthropic-version", p.o.Version)
+	h.Set("Accept", "application/json")
+	if p.o.Stream {
+		h.Set("Accept", "text/event-stream")
+	}
+	if p.o.APIKey != "" {
+		h.Set("x-api-key", p.o.APIKey)
+	}
+	call := &httpc.Call{Provider: Name, Model: model, URL: p.o.BaseURL + "/v1/messages", Header: h,
+		Body: encodeRequest(model, req, p.o.Stream), Client: p.o.Client, Now: p.o.Now}
+	start := p.o.Now()
+	var resp llm.Response
+	var err error
+	if p.o.Stream {
+		resp, err = p.stream(ctx, call)
+	} else {
+		resp, err = p.once(ctx, call)
+	}
+	if err != nil {
+		return llm.Response{}, err
+	}
+	resp.Latency = p.o.Now().Sub(start)
+	resp.Provider = Name
+	resp.Attempts = 1
+	if resp.Model == "" {
+		resp.Model = model
+	}
+	return resp, nil
+}
+
+func (p *Provider) once(ctx context.Context, call *httpc.Call) (llm.Response, error) {
+	hr, err := call.Post(ctx, errorMessage)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	defer hr.Body.Close()
+	b, err := call.ReadAll(ctx, hr.Body)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	return parseResponse(call, b)
+}
+
+func (p *Provider) stream(ctx context.Context, call *httpc.Call) (llm.Response, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hr, err := call.Post(ctx, errorMessage)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if strings.HasPrefix(hr.Header.Get("Content-Type"), "application/json") {
+		defer hr.Body.Close()
+		b, err := call.ReadAll(ctx, hr.Body)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		return parseResponse(call, b)
+	}
+	body := httpc.NewIdleBody(hr.Body, p.o.IdleTimeout, cancel)
+	defer body.Close()
+	resp, err := readStream(ctx, call, body)
+	if err != nil && body.Fired() {
+		return llm.Response{}, call.Errorf(llm.KindTimeout, 0, httpc.ErrIdle, "the server sent nothing for %s (idle_timeout)", p.o.IdleTimeout)
+	}
+	return resp, err
+}
+
+// errorMessage extracts {"type": "error", "error": {"type", "message"}}.
+func errorMessage(b []byte) string {
+	var v struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.Error.Message == "" {
+		return ""
+	}
+	if v.Error.Type != "" {
+		return v.Error.Type + ": " + v.Error.Message
+	}
+	return v.Error.Message
+}

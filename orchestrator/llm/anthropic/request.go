@@ -1,0 +1,104 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// Wire shapes of a Messages request.
+type (
+	messagesRequest struct {
+		Model     string    `json:"model"`
+		MaxTokens int       `json:"max_tokens"`
+		System    string    `json:"system,omitempty"`
+		Messages  []message `json:"messages"`
+		Tools     []tool    `json:"tools,omitempty"`
+		Stream    bool      `json:"stream,omitempty"`
+	}
+	message struct {
+		Role    string  `json:"role"`
+		Content []block `json:"content"`
+	}
+	// block is one content block; which fields are set depends on Type.
+	block struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text,omitempty"`
+		ID        string          `json:"id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Input     json.RawMessage `json:"input,omitempty"`
+		ToolUseID string          `json:"tool_use_id,omitempty"`
+		Content   *string         `json:"content,omitempty"`
+		IsError   bool            `json:"is_error,omitempty"`
+	}
+	tool struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		InputSchema map[string]any `json:"input_schema"`
+	}
+)
+
+// encodeRequest maps an llm.Request onto the wire (see the package doc).
+func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
+	out := messagesRequest{Model: model, MaxTokens: req.MaxTokens, Stream: stream}
+	var system []string
+	if req.System != "" {
+		system = append(system, req.System)
+	}
+	add := func(role string, b block) {
+		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
+			out.Messages[n-1].Content = append(out.Messages[n-1].Content, b)
+			return
+		}
+		out.Messages = append(out.Messages, message{Role: role, Content: []block{b}})
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleSystem:
+			system = append(system, m.Content)
+		case llm.RoleTool:
+			b := block{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
+			if m.Content != "" {
+				content := m.Content
+				b.Content = &content
+			}
+			add(llm.RoleUser, b)
+		case llm.RoleAssistant:
+			if m.Content != "" {
+				add(llm.RoleAssistant, block{Type: "text", Text: m.Content})
+			}
+			for _, c := range m.ToolCalls {
+				add(llm.RoleAssistant, block{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c)})
+			}
+		default:
+			if m.Content != "" {
+				add(llm.RoleUser, block{Type: "text", Text: m.Content})
+			}
+		}
+	}
+	out.System = strings.Join(system, "\n\n")
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if schema == nil {
+			schema = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out.Tools = append(out.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return out
+}
+
+// toolInput is a call's arguments as the object tool_use wants: the JSON
+// object itself, or the model's text under "_invalid_arguments".
+func toolInput(c llm.ToolCall) json.RawMessage {
+	args := bytes.TrimSpace(c.Arguments)
+	if c.ArgumentsError == "" && len(args) > 0 && args[0] == '{' && json.Valid(args) {
+		return args
+	}
+	if len(args) == 0 {
+		return json.RawMessage("{}")
+	}
+	b, _ := json.Marshal(map[string]string{"_invalid_arguments": c.ArgumentsText()})
+	return b
+}

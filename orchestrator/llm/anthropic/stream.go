@@ -1,0 +1,116 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
+)
+
+// streamEvent is any event of a Messages stream; fields by event type.
+type streamEvent struct {
+	Type         string            `json:"type"`
+	Message      *messagesResponse `json:"message"`       // message_start
+	Index        int               `json:"index"`         // content_block_*
+	ContentBlock *respBlock        `json:"content_block"` // content_block_start
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"` // content_block_delta, message_delta
+	Usage *usage          `json:"usage"` // message_delta
+	Error json.RawMessage `json:"error"` // error
+}
+
+// readStream assembles a Messages event stream. A stream that ends before
+// message_stop is a network failure: the answer may be cut.
+func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
+	var (
+		model   string
+		blocks  []respBlock
+		partial = map[int]*bytes.Buffer{} // tool_use input JSON by block index
+		index   = map[int]int{}           // stream index to blocks index
+		stop    string
+		u       usage
+		done    bool
+	)
+	sr := sse.NewReader(r)
+	for !done {
+		ev, err := sr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, sse.ErrTooLong) {
+			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream")
+		}
+		if err != nil {
+			return llm.Response{}, call.Transport(ctx, err)
+		}
+		var e streamEvent
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream event is not JSON: %s", llm.Excerpt(string(ev.Data), 200))
+		}
+		switch e.Type {
+		case "message_start":
+			if e.Message != nil {
+				model = e.Message.Model
+				if e.Message.Usage != nil {
+					u = *e.Message.Usage
+				}
+			}
+		case "content_block_start":
+			if e.ContentBlock == nil {
+				return llm.Response{}, call.Errorf(llm.KindMalformed, 200, nil, "content_block_start %d without content_block", e.Index)
+			}
+			b := *e.ContentBlock
+			if b.Type == "tool_use" {
+				// The start carries "input": {}; the real input follows
+				// as partial JSON.
+				b.Input = nil
+				partial[e.Index] = &bytes.Buffer{}
+			}
+			index[e.Index] = len(blocks)
+			blocks = append(blocks, b)
+		case "content_block_delta":
+			i, ok := index[e.Index]
+			if !ok || e.Delta == nil {
+				return llm.Response{}, call.Errorf(llm.KindMalformed, 200, nil, "content_block_delta for unknown block %d", e.Index)
+			}
+			switch e.Delta.Type {
+			case "text_delta":
+				blocks[i].Text += e.Delta.Text
+			case "input_json_delta":
+				if buf := partial[e.Index]; buf != nil {
+					buf.WriteString(e.Delta.PartialJSON)
+				}
+			}
+		case "message_delta":
+			if e.Delta != nil && e.Delta.StopReason != "" {
+				stop = e.Delta.StopReason
+			}
+			if e.Usage != nil {
+				u.OutputTokens = e.Usage.OutputTokens
+				if e.Usage.InputTokens > 0 {
+					u.InputTokens = e.Usage.InputTokens
+				}
+			}
+		case "message_stop":
+			done = true
+		case "error":
+			return llm.Response{}, call.Errorf(llm.KindServer, 200, nil, "error in the stream: %s", llm.Excerpt(errorMessage(ev.Data), llm.MaxErrorExcerpt))
+		}
+	}
+	if !done {
+		return llm.Response{}, call.Errorf(llm.KindNetwork, 200, io.ErrUnexpectedEOF, "stream ended before message_stop")
+	}
+	for si, buf := range partial {
+		blocks[index[si]].Input = json.RawMessage(buf.Bytes())
+	}
+	return finish(call, model, blocks, stop, &u)
+}

@@ -1,0 +1,273 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Provider names of Endpoint.Provider.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+	ProviderScripted  = "scripted"
+)
+
+// Defaults of Config and Endpoint. "Local" means a base URL whose host is
+// localhost, a *.local name, or a loopback, private or link-local address:
+// a model on the machine or the LAN, typically one inference at a time on
+// small hardware.
+const (
+	DefaultProvider         = ProviderScripted
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+	DefaultOpenAIKeyEnv     = "OPENAI_API_KEY"
+	DefaultAnthropicKeyEnv  = "ANTHROPIC_API_KEY"
+	DefaultAnthropicVersion = "2023-06-01"
+	// DefaultLocalTimeout bounds one attempt against a local server: a
+	// Raspberry Pi evaluating a long prompt on a small model can take
+	// minutes before the first token.
+	DefaultLocalTimeout  = 10 * time.Minute
+	DefaultHostedTimeout = 2 * time.Minute
+	// DefaultIdleTimeout bounds the silence between streamed chunks.
+	DefaultIdleTimeout         = 2 * time.Minute
+	DefaultLocalMaxConcurrent  = 1
+	DefaultHostedMaxConcurrent = 4
+	DefaultMaxQueued           = 32
+	DefaultRetries             = 2
+	DefaultBackoff             = time.Second
+	DefaultMaxBackoff          = 30 * time.Second
+	DefaultMaxRetryAfter       = time.Minute
+	DefaultFailureThreshold    = 3
+	DefaultCooldown            = time.Minute
+)
+
+// Duration is a time.Duration written as a Go duration string ("90s") in
+// TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration like \"90s\": %w", err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// Endpoint is one server and model: the [llm] section itself and each
+// [[llm.fallback]] entry.
+type Endpoint struct {
+	// Provider is "openai" (any OpenAI-compatible server), "anthropic" or,
+	// in [llm] only, "scripted" (default).
+	Provider string `toml:"provider"`
+	// BaseURL of the API (default: the provider's hosted API). For
+	// OpenAI-compatible servers it ends in /v1.
+	BaseURL string `toml:"base_url"`
+	// Model to ask for; required for openai and anthropic.
+	Model string `toml:"model"`
+	// FallbackModels are tried on the same server, in order, after Model.
+	FallbackModels []string `toml:"fallback_models"`
+	// APIKeyEnv names the environment variable holding the API key
+	// (default OPENAI_API_KEY or ANTHROPIC_API_KEY). An empty variable
+	// sends no key, which local servers accept.
+	APIKeyEnv string `toml:"api_key_env"`
+	// Stream asks for server-sent events; false (default) waits for one
+	// JSON answer.
+	Stream bool `toml:"stream"`
+	// Timeout bounds one attempt (default 10m for a local base URL, 2m
+	// otherwise).
+	Timeout Duration `toml:"timeout"`
+	// IdleTimeout bounds the silence between streamed chunks (default
+	// 2m); only with Stream.
+	IdleTimeout Duration `toml:"idle_timeout"`
+	// MaxConcurrent bounds calls in flight to this server (default 1 for a
+	// local base URL, 4 otherwise). Endpoints on the same server share one
+	// bound, the smallest configured.
+	MaxConcurrent int `toml:"max_concurrent"`
+	// Retries after a rate limit, server or network error before moving
+	// on (default 2; 0 disables). A pointer so that 0 is distinguishable
+	// from unset.
+	Retries *int `toml:"retries"`
+	// MaxTokens caps the answer; 0 leaves it to the server (anthropic,
+	// which requires it, then gets 4096).
+	MaxTokens int `toml:"max_tokens"`
+	// AnthropicVersion is the anthropic-version header (default
+	// 2023-06-01).
+	AnthropicVersion string `toml:"anthropic_version"`
+}
+
+// Config is the [llm] section: the primary endpoint, chain-wide
+// resilience settings and the fallback endpoints. Call Validate (which
+// fills defaults) before use.
+type Config struct {
+	Endpoint
+	// Transcript is the scripted provider's transcript file; empty uses
+	// the built-in demo transcript.
+	Transcript string `toml:"transcript"`
+	// SystemPrompt is the system prompt the tool loop sends.
+	SystemPrompt string `toml:"system_prompt"`
+	// MaxQueued bounds calls waiting for a server's concurrency slot
+	// (default 32); beyond it a call moves to the next endpoint or fails
+	// with "overloaded".
+	MaxQueued int `toml:"max_queued"`
+	// Backoff is the first retry delay (default 1s), doubling per retry up
+	// to MaxBackoff (default 30s), with jitter.
+	Backoff    Duration `toml:"backoff"`
+	MaxBackoff Duration `toml:"max_backoff"`
+	// MaxRetryAfter is the longest Retry-After honoured by waiting
+	// (default 1m); a longer one moves to the next endpoint.
+	MaxRetryAfter Duration `toml:"max_retry_after"`
+	// FailureThreshold consecutive failed calls cool a model down for
+	// Cooldown (defaults 3 and 1m).
+	FailureThreshold int      `toml:"failure_threshold"`
+	Cooldown         Duration `toml:"cooldown"`
+	// Fallback endpoints are tried in order after the primary's models.
+	Fallback []Endpoint `toml:"fallback"`
+}
+
+// Validate fills defaults and checks the configuration; errors name the
+// key ("llm.fallback[0].model: ...").
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Provider == "" {
+		c.Provider = DefaultProvider
+	}
+	if c.Provider == ProviderScripted {
+		if len(c.Fallback) > 0 || len(c.FallbackModels) > 0 {
+			errs = append(errs, errors.New("llm.fallback: a scripted transcript has no fallbacks; remove them or choose provider \"openai\" or \"anthropic\""))
+		}
+	} else {
+		errs = append(errs, c.Endpoint.validate("llm")...)
+	}
+	for i := range c.Fallback {
+		key := fmt.Sprintf("llm.fallback[%d]", i)
+		if c.Fallback[i].Provider == ProviderScripted {
+			errs = append(errs, fmt.Errorf("%s.provider: \"scripted\" is not a language model and cannot be a fallback", key))
+			continue
+		}
+		errs = append(errs, c.Fallback[i].validate(key)...)
+	}
+	positive := func(key string, d *Duration, def time.Duration) {
+		switch {
+		case d.Duration < 0:
+			errs = append(errs, fmt.Errorf("llm.%s: %s is negative", key, d.Duration))
+		case d.Duration == 0:
+			d.Duration = def
+		}
+	}
+	positive("backoff", &c.Backoff, DefaultBackoff)
+	positive("max_backoff", &c.MaxBackoff, DefaultMaxBackoff)
+	positive("max_retry_after", &c.MaxRetryAfter, DefaultMaxRetryAfter)
+	positive("cooldown", &c.Cooldown, DefaultCooldown)
+	if c.MaxBackoff.Duration < c.Backoff.Duration {
+		errs = append(errs, fmt.Errorf("llm.max_backoff: %s is shorter than backoff %s", c.MaxBackoff.Duration, c.Backoff.Duration))
+	}
+	switch {
+	case c.MaxQueued < 0:
+		errs = append(errs, fmt.Errorf("llm.max_queued: %d is negative", c.MaxQueued))
+	case c.MaxQueued == 0:
+		c.MaxQueued = DefaultMaxQueued
+	}
+	switch {
+	case c.FailureThreshold < 0:
+		errs = append(errs, fmt.Errorf("llm.failure_threshold: %d is negative", c.FailureThreshold))
+	case c.FailureThreshold == 0:
+		c.FailureThreshold = DefaultFailureThreshold
+	}
+	return errors.Join(errs...)
+}
+
+// validate fills an endpoint's defaults and checks it; key prefixes errors.
+func (e *Endpoint) validate(key string) []error {
+	var errs []error
+	switch e.Provider {
+	case ProviderOpenAI:
+		if e.BaseURL == "" {
+			e.BaseURL = DefaultOpenAIBaseURL
+		}
+		if e.APIKeyEnv == "" {
+			e.APIKeyEnv = DefaultOpenAIKeyEnv
+		}
+	case ProviderAnthropic:
+		if e.BaseURL == "" {
+			e.BaseURL = DefaultAnthropicBaseURL
+		}
+		if e.APIKeyEnv == "" {
+			e.APIKeyEnv = DefaultAnthropicKeyEnv
+		}
+		if e.AnthropicVersion == "" {
+			e.AnthropicVersion = DefaultAnthropicVersion
+		}
+	case "":
+		return append(errs, fmt.Errorf("%s.provider: required: \"openai\" or \"anthropic\"", key))
+	default:
+		return append(errs, fmt.Errorf("%s.provider: %q, want \"openai\" (any OpenAI-compatible server: llama.cpp, Ollama, vLLM, LM Studio), \"anthropic\" or \"scripted\"", key, e.Provider))
+	}
+	u, err := url.Parse(e.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("%s.base_url: %q, want an http:// or https:// URL such as \"http://127.0.0.1:8080/v1\"", key, e.BaseURL))
+	}
+	if strings.TrimSpace(e.Model) == "" {
+		errs = append(errs, fmt.Errorf("%s.model: required for provider %q (a local server that ignores it still needs a name for the audit trail)", key, e.Provider))
+	}
+	for i, m := range e.FallbackModels {
+		if strings.TrimSpace(m) == "" {
+			errs = append(errs, fmt.Errorf("%s.fallback_models[%d]: empty model name", key, i))
+		}
+	}
+	local := IsLocalURL(e.BaseURL)
+	if e.Timeout.Duration < 0 {
+		errs = append(errs, fmt.Errorf("%s.timeout: %s is negative", key, e.Timeout.Duration))
+	} else if e.Timeout.Duration == 0 {
+		e.Timeout.Duration = DefaultHostedTimeout
+		if local {
+			e.Timeout.Duration = DefaultLocalTimeout
+		}
+	}
+	if e.IdleTimeout.Duration < 0 {
+		errs = append(errs, fmt.Errorf("%s.idle_timeout: %s is negative (a stream must not go silent forever)", key, e.IdleTimeout.Duration))
+	} else if e.IdleTimeout.Duration == 0 {
+		e.IdleTimeout.Duration = DefaultIdleTimeout
+	}
+	if e.MaxConcurrent < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_concurrent: %d is negative", key, e.MaxConcurrent))
+	} else if e.MaxConcurrent == 0 {
+		e.MaxConcurrent = DefaultHostedMaxConcurrent
+		if local {
+			e.MaxConcurrent = DefaultLocalMaxConcurrent
+		}
+	}
+	if e.Retries == nil {
+		r := DefaultRetries
+		e.Retries = &r
+	} else if *e.Retries < 0 {
+		errs = append(errs, fmt.Errorf("%s.retries: %d is negative (0 disables retries)", key, *e.Retries))
+	}
+	if e.MaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_tokens: %d is negative", key, e.MaxTokens))
+	}
+	return errs
+}
+
+// IsLocalURL reports whether a base URL points at this machine or the LAN:
+// localhost, a *.local (mDNS) name, or a loopback, private or link-local IP.
+func IsLocalURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".local") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
+}

@@ -1,0 +1,185 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// decode reads an [llm] section the way a node's config loader does:
+// unknown keys are errors.
+func decode(t *testing.T, src string) Config {
+	t.Helper()
+	var v struct {
+		LLM Config `toml:"llm"`
+	}
+	md, err := toml.Decode(src, &v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		t.Fatalf("undecoded keys: %v", und)
+	}
+	return v.LLM
+}
+
+func TestDecodeFullConfig(t *testing.T) {
+	c := decode(t, `
+[llm]
+provider = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+model = "qwen2.5-1.5b-instruct"
+fallback_models = ["tinyllama"]
+api_key_env = "LOCAL_KEY"
+stream = true
+timeout = "15m"
+idle_timeout = "90s"
+max_concurrent = 1
+retries = 0
+max_tokens = 800
+transcript = "t.json"
+system_prompt = "You run tools."
+max_queued = 4
+backoff = "2s"
+max_backoff = "20s"
+max_retry_after = "45s"
+failure_threshold = 2
+cooldown = "5m"
+
+[[llm.fallback]]
+provider = "anthropic"
+model = "claude-haiku-4-5"
+timeout = "90s"
+retries = 3
+`)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Provider != "openai" || c.BaseURL != "http://127.0.0.1:8080/v1" || c.Model != "qwen2.5-1.5b-instruct" ||
+		len(c.FallbackModels) != 1 || c.APIKeyEnv != "LOCAL_KEY" || !c.Stream || c.Timeout.Duration != 15*time.Minute ||
+		c.IdleTimeout.Duration != 90*time.Second || c.MaxConcurrent != 1 || *c.Retries != 0 || c.MaxTokens != 800 ||
+		c.Transcript != "t.json" || c.SystemPrompt != "You run tools." || c.MaxQueued != 4 || c.Backoff.Duration != 2*time.Second ||
+		c.MaxBackoff.Duration != 20*time.Second || c.MaxRetryAfter.Duration != 45*time.Second || c.FailureThreshold != 2 ||
+		c.Cooldown.Duration != 5*time.Minute {
+		t.Fatalf("primary = %+v", c)
+	}
+	f := c.Fallback[0]
+	if len(c.Fallback) != 1 || f.Provider != "anthropic" || f.BaseURL != DefaultAnthropicBaseURL || f.APIKeyEnv != "ANTHROPIC_API_KEY" ||
+		f.Timeout.Duration != 90*time.Second || *f.Retries != 3 || f.MaxConcurrent != DefaultHostedMaxConcurrent || f.AnthropicVersion != "2023-06-01" {
+		t.Fatalf("fallback = %+v", f)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	var zero Config
+	if err := zero.Validate(); err != nil || zero.Provider != ProviderScripted {
+		t.Fatalf("zero config: %v %+v", err, zero)
+	}
+	local := decode(t, "[llm]\nprovider = \"openai\"\nbase_url = \"http://192.168.1.20:11434/v1\"\nmodel = \"qwen2.5:1.5b\"\n")
+	if err := local.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if local.Timeout.Duration != DefaultLocalTimeout || local.MaxConcurrent != 1 || *local.Retries != DefaultRetries ||
+		local.APIKeyEnv != "OPENAI_API_KEY" || local.IdleTimeout.Duration != DefaultIdleTimeout || local.Stream {
+		t.Fatalf("local = %+v", local)
+	}
+	hosted := decode(t, "[llm]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\n")
+	if err := hosted.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if hosted.BaseURL != DefaultOpenAIBaseURL || hosted.Timeout.Duration != DefaultHostedTimeout || hosted.MaxConcurrent != DefaultHostedMaxConcurrent {
+		t.Fatalf("hosted = %+v", hosted)
+	}
+}
+
+func TestValidateMessages(t *testing.T) {
+	tests := map[string]struct{ src, want string }{
+		"unknown provider": {`provider = "gemini"`, `llm.provider: "gemini", want "openai"`},
+		"missing model":    {`provider = "anthropic"`, "llm.model: required"},
+		"bad url":          {"provider = \"openai\"\nmodel = \"m\"\nbase_url = \"localhost:8080\"", "llm.base_url: \"localhost:8080\", want an http://"},
+		"negative retries": {"provider = \"openai\"\nmodel = \"m\"\nretries = -1", "llm.retries: -1 is negative"},
+		"negative idle":    {"provider = \"openai\"\nmodel = \"m\"\nidle_timeout = \"-1s\"", "llm.idle_timeout: -1s is negative"},
+		"backoff order":    {"provider = \"openai\"\nmodel = \"m\"\nbackoff = \"1m\"\nmax_backoff = \"10s\"", "llm.max_backoff: 10s is shorter than backoff 1m0s"},
+		"scripted fallback": {"provider = \"scripted\"\n[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"m\"",
+			"llm.fallback: a scripted transcript has no fallbacks"},
+		"fallback model":       {"provider = \"openai\"\nmodel = \"m\"\n[[llm.fallback]]\nprovider = \"openai\"", "llm.fallback[0].model: required"},
+		"fallback scripted":    {"provider = \"openai\"\nmodel = \"m\"\n[[llm.fallback]]\nprovider = \"scripted\"", "llm.fallback[0].provider: \"scripted\" is not a language model"},
+		"empty fallback model": {"provider = \"openai\"\nmodel = \"m\"\nfallback_models = [\"\"]", "llm.fallback_models[0]: empty"},
+	}
+	for name, tt := range tests {
+		c := decode(t, "[llm]\n"+tt.src+"\n")
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, tt.want)
+		}
+	}
+	var v struct {
+		LLM Config `toml:"llm"`
+	}
+	if _, err := toml.Decode("[llm]\ntimeout = \"ten minutes\"\n", &v); err == nil || !strings.Contains(err.Error(), "want a duration like") {
+		t.Errorf("bad duration: %v", err)
+	}
+}
+
+func TestIsLocalURL(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:8080/v1":      true,
+		"http://localhost:11434/v1":     true,
+		"http://pi-kitchen.local:8080":  true,
+		"http://10.0.0.5:8000/v1":       true,
+		"http://192.168.1.20:1234/v1":   true,
+		"http://[::1]:8080/v1":          true,
+		"http://[fe80::1]:8080":         true,
+		"https://api.openai.com/v1":     false,
+		"https://api.anthropic.com":     false,
+		"http://8.8.8.8/v1":             false,
+		"::not a url":                   false,
+		"https://llm.example.com:443/x": false,
+	} {
+		if got := IsLocalURL(u); got != want {
+			t.Errorf("IsLocalURL(%q) = %v, want %v", u, got, want)
+		}
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	for status, want := range map[int]ErrorKind{400: KindBadRequest, 401: KindAuth, 403: KindAuth, 404: KindBadRequest, 408: KindTimeout,
+		409: KindServer, 422: KindBadRequest, 429: KindRateLimited, 500: KindServer, 503: KindServer, 529: KindRateLimited} {
+		if got := KindForStatus(status); got != want {
+			t.Errorf("KindForStatus(%d) = %s, want %s", status, got, want)
+		}
+	}
+	if !(&Error{Kind: KindTimeout, Status: 408}).Retryable() || (&Error{Kind: KindTimeout}).Retryable() || (&Error{Kind: KindAuth, Status: 401}).Retryable() {
+		t.Error("Retryable: 408 yes, a plain timeout and 401 no")
+	}
+	e := &Error{Kind: KindServer, Provider: "openai", Model: "m", Status: 500, Message: "boom"}
+	if e.Error() != `llm openai model "m": server (HTTP 500): boom` {
+		t.Errorf("Error() = %q", e.Error())
+	}
+	if got := Excerpt("héllo wörld", 7); got != "héllo…" {
+		t.Errorf("Excerpt = %q", got)
+	}
+}
+
+func TestParseArguments(t *testing.T) {
+	tests := []struct {
+		in, args string
+		bad      bool
+		text     string
+	}{
+		{"", "{}", false, "{}"},
+		{" {\"a\": 1} ", `{"a":1}`, false, `{"a":1}`},
+		{`{"path": "/etc/host`, `"{\"path\": \"/etc/host"`, true, `{"path": "/etc/host`},
+		{`[1, 2]`, `[1,2]`, false, `[1,2]`},
+		{"not json", `"not json"`, true, "not json"},
+	}
+	for _, tt := range tests {
+		args, errText := ParseArguments([]byte(tt.in))
+		c := ToolCall{Arguments: args, ArgumentsError: errText}
+		if string(args) != tt.args || (errText != "") != tt.bad || c.ArgumentsText() != tt.text {
+			t.Errorf("ParseArguments(%q) = %s, %q; text %q", tt.in, args, errText, c.ArgumentsText())
+		}
+	}
+}

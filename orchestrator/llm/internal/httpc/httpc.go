@@ -1,0 +1,201 @@
+// Package httpc holds the HTTP plumbing the provider clients share: posting
+// JSON, classifying failures into llm.Error, Retry-After, bounded body reads
+// and the idle timeout of a streamed body.
+package httpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// MaxBody bounds a non-streamed response body. A completion is a few KiB;
+// 16 MiB leaves room for any real answer and stops a runaway server.
+const MaxBody = 16 << 20
+
+// ErrIdle is the cause of a streamed read cut by the idle timeout.
+var ErrIdle = errors.New("stream idle timeout")
+
+// Call describes one HTTP exchange of a provider.
+type Call struct {
+	Provider string // for errors: "openai", "anthropic"
+	Model    string
+	URL      string
+	Header   http.Header
+	Body     any // marshalled as JSON
+	Client   *http.Client
+	// Now is the clock for Retry-After dates; nil means time.Now.
+	Now func() time.Time
+}
+
+// Errorf builds an *llm.Error of this call.
+func (c *Call) Errorf(kind llm.ErrorKind, status int, err error, format string, args ...any) *llm.Error {
+	return &llm.Error{Kind: kind, Provider: c.Provider, Model: c.Model, Status: status, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Post sends the call. A non-2xx status is returned as *llm.Error with the
+// message extracted from the body by errMsg (nil: an excerpt of the body);
+// on success the caller owns resp.Body.
+func (c *Call) Post(ctx context.Context, errMsg func([]byte) string) (*http.Response, error) {
+	body, err := json.Marshal(c.Body)
+	if err != nil {
+		return nil, c.Errorf(llm.KindBadRequest, 0, err, "encode request")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, c.Errorf(llm.KindBadRequest, 0, err, "build request for %s", c.URL)
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	client := c.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, c.Transport(ctx, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := ""
+	if errMsg != nil {
+		msg = errMsg(b)
+	}
+	if msg == "" {
+		msg = llm.Excerpt(string(b), llm.MaxErrorExcerpt)
+	}
+	if msg == "" && rerr != nil {
+		msg = "reading error body: " + rerr.Error()
+	}
+	e := c.Errorf(llm.KindForStatus(resp.StatusCode), resp.StatusCode, nil, "%s", llm.Excerpt(msg, llm.MaxErrorExcerpt))
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	e.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), now())
+	return nil, e
+}
+
+// Transport classifies an error of the exchange (no status): the caller's
+// context first, then network timeouts, else a network failure.
+func (c *Call) Transport(ctx context.Context, err error) *llm.Error {
+	switch {
+	case errors.Is(err, ErrIdle):
+		return c.Errorf(llm.KindTimeout, 0, err, "the server sent nothing for the idle timeout")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return c.Errorf(llm.KindTimeout, 0, ctx.Err(), "no complete answer before the deadline")
+	case errors.Is(ctx.Err(), context.Canceled):
+		return c.Errorf(llm.KindCanceled, 0, ctx.Err(), "request cancelled")
+	}
+	kind := llm.KindOf(err)
+	if kind == llm.KindInternal || kind == llm.KindCanceled {
+		kind = llm.KindNetwork
+	}
+	// err (a *url.Error) already names the method and URL.
+	return &llm.Error{Kind: kind, Provider: c.Provider, Model: c.Model, Err: err}
+}
+
+// ReadAll reads a non-streamed body of at most MaxBody bytes.
+func (c *Call) ReadAll(ctx context.Context, r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	if err != nil {
+		return nil, c.Transport(ctx, err)
+	}
+	if len(b) > MaxBody {
+		return nil, c.Errorf(llm.KindMalformed, 200, nil, "response body larger than %d bytes", MaxBody)
+	}
+	return b, nil
+}
+
+// RetryAfter parses a Retry-After header: delay seconds or an HTTP date
+// (relative to now). Absent, malformed or past values give 0.
+func RetryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(h, 64); err == nil {
+		if secs <= 0 || secs > 1e6 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	t, err := http.ParseTime(h)
+	if err != nil {
+		return 0
+	}
+	if d := t.Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// IdleBody wraps a streamed body so that a gap of more than idle between
+// reads cancels the exchange (through cancel) and later reads fail with
+// ErrIdle. Close stops the timer.
+type IdleBody struct {
+	r      io.ReadCloser
+	idle   time.Duration
+	timer  *time.Timer
+	mu     sync.Mutex // guards fired
+	fired  bool
+	cancel context.CancelFunc
+}
+
+// NewIdleBody starts the idle timer; idle <= 0 disables it.
+func NewIdleBody(r io.ReadCloser, idle time.Duration, cancel context.CancelFunc) *IdleBody {
+	b := &IdleBody{r: r, idle: idle, cancel: cancel}
+	if idle > 0 {
+		b.timer = time.AfterFunc(idle, b.fire)
+	}
+	return b
+}
+
+func (b *IdleBody) fire() {
+	b.mu.Lock()
+	b.fired = true
+	b.mu.Unlock()
+	b.cancel()
+}
+
+// Fired reports whether the idle timeout cut the stream.
+func (b *IdleBody) Fired() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fired
+}
+
+// Read reads and re-arms the idle timer on data.
+func (b *IdleBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.Fired() {
+		return n, ErrIdle
+	}
+	if n > 0 && b.timer != nil {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
+// Close stops the timer and closes the body.
+func (b *IdleBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	return b.r.Close()
+}

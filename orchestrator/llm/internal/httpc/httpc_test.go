@@ -1,0 +1,85 @@
+package httpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for h, want := range map[string]time.Duration{
+		"":                              0,
+		"7":                             7 * time.Second,
+		" 120 ":                         2 * time.Minute,
+		"1.5":                           1500 * time.Millisecond,
+		"0":                             0,
+		"-3":                            0,
+		"99999999":                      0,
+		"soon":                          0,
+		"Sun, 22 Nov 2026 12:00:30 GMT": 30 * time.Second,
+		"Sun, 22 Nov 2026 11:59:00 GMT": 0,
+	} {
+		if got := RetryAfter(h, now); got != want {
+			t.Errorf("RetryAfter(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+func TestTransportKinds(t *testing.T) {
+	c := &Call{Provider: "openai", Model: "m", URL: "http://x/v1/chat/completions"}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	if e := c.Transport(context.Background(), refused); e.Kind != llm.KindNetwork || !strings.Contains(e.Error(), "connection refused") {
+		t.Errorf("refused: %v", e)
+	}
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	if e := c.Transport(expired, context.DeadlineExceeded); e.Kind != llm.KindTimeout {
+		t.Errorf("deadline: %v", e)
+	}
+	canceled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if e := c.Transport(canceled, context.Canceled); e.Kind != llm.KindCanceled {
+		t.Errorf("cancel: %v", e)
+	}
+	if e := c.Transport(canceled, ErrIdle); e.Kind != llm.KindTimeout {
+		t.Errorf("idle: %v", e)
+	}
+}
+
+// blockingBody returns one chunk, then blocks until closed or cancelled.
+type blockingBody struct {
+	sent bool
+	done chan struct{}
+}
+
+func (b *blockingBody) Read(p []byte) (int, error) {
+	if !b.sent {
+		b.sent = true
+		return copy(p, "data: x\n\n"), nil
+	}
+	<-b.done
+	return 0, context.Canceled
+}
+
+func (b *blockingBody) Close() error { return nil }
+
+func TestIdleBodyFires(t *testing.T) {
+	bb := &blockingBody{done: make(chan struct{})}
+	body := NewIdleBody(bb, 50*time.Millisecond, func() { close(bb.done) })
+	defer body.Close()
+	buf := make([]byte, 64)
+	if n, err := body.Read(buf); n == 0 || err != nil {
+		t.Fatalf("first read: %d %v", n, err)
+	}
+	_, err := io.ReadAll(body)
+	if !errors.Is(err, ErrIdle) || !body.Fired() {
+		t.Fatalf("err = %v fired %v", err, body.Fired())
+	}
+}

@@ -1,0 +1,206 @@
+// Package openai is an llm.Provider for the OpenAI-compatible chat
+// completions API (POST {base_url}/chat/completions) with function calling.
+// The same client serves hosted APIs and local servers: llama.cpp's server,
+// Ollama's /v1 endpoint, vLLM and LM Studio. It tolerates what those servers
+// really send: content null beside tool calls, tool-call arguments as a JSON
+// string (the standard) or as a JSON object, missing tool-call ids, a
+// finish_reason of "stop" beside tool calls, and answers content as a list
+// of text parts.
+//
+// Tool-call arguments that are not JSON do not fail the response: see
+// llm.ToolCall for how they are carried to the loop.
+//
+// # Concurrency
+//
+// A Provider is safe for concurrent use; it holds no state between calls.
+// Bounding concurrency, retries and fallback belong to package resilient.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
+)
+
+// Name is the provider's name in responses, errors and the audit trail.
+const Name = "openai"
+
+// Defaults of Options.
+const (
+	DefaultBaseURL     = "https://api.openai.com/v1"
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// Options configure a Provider. The zero value talks to the hosted API
+// without a key, which fails with an auth error: set at least BaseURL or
+// APIKey.
+type Options struct {
+	// BaseURL ends before /chat/completions (default DefaultBaseURL), e.g.
+	// "http://127.0.0.1:8080/v1" for llama.cpp, "http://127.0.0.1:11434/v1"
+	// for Ollama.
+	BaseURL string
+	// Model is used when a request names none.
+	Model string
+	// APIKey is sent as a bearer token; empty sends no Authorization header
+	// (local servers need none).
+	APIKey string
+	// Stream asks for server-sent events instead of one JSON answer.
+	Stream bool
+	// IdleTimeout bounds the silence between two streamed chunks, counted
+	// from the response headers (default DefaultIdleTimeout; negative
+	// disables). Ignored without Stream.
+	IdleTimeout time.Duration
+	// MaxTokens is sent as max_tokens when a request sets none; 0 leaves it
+	// to the server.
+	MaxTokens int
+	// Client sends the requests (default: a client without its own timeout;
+	// the caller's context bounds each call).
+	Client *http.Client
+	// Now is the clock for latency and Retry-After (default time.Now).
+	Now func() time.Time
+}
+
+// Provider talks to one OpenAI-compatible endpoint.
+type Provider struct {
+	o Options
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider; it does not contact the server.
+func New(o Options) *Provider {
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Provider{o: o}
+}
+
+// Name reports "openai".
+func (p *Provider) Name() string { return Name }
+
+// Complete sends one chat completion request.
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	model := req.Model
+	if model == "" {
+		model = p.o.Model
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = p.o.MaxTokens
+	}
+	body := encodeRequest(model, req, p.o.Stream)
+	h := http.Header{}
+	h.Set("Accept", "application/json")
+	if p.o.Stream {
+		h.Set("Accept", "text/event-stream")
+	}
+	if p.o.APIKey != "" {
+		h.Set("Authorization", "Bearer "+p.o.APIKey)
+	}
+	call := &httpc.Call{Provider: Name, Model: model, URL: p.o.BaseURL + "/chat/completions", Header: h, Body: body, Client: p.o.Client, Now: p.o.Now}
+	start := p.o.Now()
+	var resp llm.Response
+	var err error
+	if p.o.Stream {
+		resp, err = p.stream(ctx, call)
+	} else {
+		resp, err = p.once(ctx, call)
+	}
+	if err != nil {
+		return llm.Response{}, err
+	}
+	resp.Latency = p.o.Now().Sub(start)
+	resp.Provider = Name
+	resp.Attempts = 1
+	if resp.Model == "" {
+		resp.Model = model
+	}
+	return resp, nil
+}
+
+func (p *Provider) once(ctx context.Context, call *httpc.Call) (llm.Response, error) {
+	hr, err := call.Post(ctx, errorMessage)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	defer hr.Body.Close()
+	b, err := call.ReadAll(ctx, hr.Body)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	return parseResponse(call, b)
+}
+
+func (p *Provider) stream(ctx context.Context, call *httpc.Call) (llm.Response, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hr, err := call.Post(ctx, errorMessage)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if ct := hr.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		// The server ignored stream=true and answered in one piece.
+		defer hr.Body.Close()
+		b, err := call.ReadAll(ctx, hr.Body)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		return parseResponse(call, b)
+	}
+	body := httpc.NewIdleBody(hr.Body, p.o.IdleTimeout, cancel)
+	defer body.Close()
+	resp, err := readStream(ctx, call, body)
+	if err != nil {
+		if body.Fired() {
+			return llm.Response{}, call.Errorf(llm.KindTimeout, 0, httpc.ErrIdle, "the server sent nothing for %s (idle_timeout)", p.o.IdleTimeout)
+		}
+		return llm.Response{}, err
+	}
+	return resp, nil
+}
+
+// errorMessage extracts the message of an error body: {"error": {"message":
+// ...}} (OpenAI, vLLM, llama.cpp), {"error": "..."} (Ollama's native form)
+// or {"message": ...}.
+func errorMessage(b []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  string          `json:"detail"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v.Error, &s) == nil && s != "" {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(v.Error, &o) == nil && o.Message != "" {
+		if o.Type != "" {
+			return o.Type + ": " + o.Message
+		}
+		return o.Message
+	}
+	if v.Message != "" {
+		return v.Message
+	}
+	return v.Detail
+}

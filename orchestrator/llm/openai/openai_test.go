@@ -1,0 +1,265 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
+)
+
+var tools = []llm.ToolDef{
+	{Name: "pi-1__read_file", Description: "Read a file", Parameters: map[string]any{
+		"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}},
+	{Name: "pi-1__sysinfo", Description: "Report CPU temperature and load", Parameters: map[string]any{
+		"type": "object", "properties": map[string]any{"verbose": map[string]any{"type": "boolean"}}}},
+}
+
+func turn1() llm.Request {
+	return llm.Request{Model: "gpt-4o-mini", System: "You run tools on Raspberry Pis.", MaxTokens: 512, Tools: tools,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Check the CPU temperature"}}}
+}
+
+func turn2() llm.Request {
+	r := turn1()
+	r.Messages = append(r.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			{ID: "call_abc123", Name: "pi-1__sysinfo", Arguments: json.RawMessage(`{"verbose":true}`)},
+			{ID: "call_def456", Name: "pi-1__read_file", Arguments: json.RawMessage(`"{\"path\": \"/etc/host"`), ArgumentsError: "arguments are not valid JSON: unexpected end of JSON input"},
+		}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_abc123", Name: "pi-1__sysinfo", Content: "temp=45.6'C load=0.12"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_def456", Name: "pi-1__read_file", Content: "error (invalid_params): arguments are not a JSON object", IsError: true},
+	)
+	return r
+}
+
+func serve(t *testing.T, o Options, pairs ...string) (*Provider, *llmtest.Server) {
+	t.Helper()
+	var ps []llmtest.Pair
+	for _, name := range pairs {
+		ps = append(ps, llmtest.Load(t, "openai/"+name))
+	}
+	s := llmtest.Serve(t, ps...)
+	o.BaseURL = s.URL + "/v1"
+	return New(o), s
+}
+
+func TestToolCallRoundTrip(t *testing.T) {
+	p, s := serve(t, Options{APIKey: "sk-test"}, "tool_call.json", "tool_result.json")
+	r1, err := p.Complete(context.Background(), turn1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := llm.ToolCall{ID: "call_abc123", Name: "pi-1__sysinfo", Arguments: json.RawMessage(`{"verbose":true}`)}
+	if len(r1.Message.ToolCalls) != 1 || !sameCall(r1.Message.ToolCalls[0], want) {
+		t.Fatalf("tool calls = %+v", r1.Message.ToolCalls)
+	}
+	if r1.Message.Content != "" || r1.Message.Role != llm.RoleAssistant || r1.FinishReason != llm.FinishToolCalls {
+		t.Fatalf("message = %+v finish %q", r1.Message, r1.FinishReason)
+	}
+	if r1.Usage != (llm.Usage{InputTokens: 82, OutputTokens: 17}) || r1.Model != "gpt-4o-mini-2024-07-18" || r1.Provider != "openai" || r1.Attempts != 1 {
+		t.Fatalf("response = %+v", r1)
+	}
+	r2, err := p.Complete(context.Background(), turn2())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Message.Content != "The CPU is at 45.6 °C." || len(r2.Message.ToolCalls) != 0 || r2.FinishReason != llm.FinishStop {
+		t.Fatalf("turn 2 = %+v", r2)
+	}
+	if s.Requests() != 2 {
+		t.Fatalf("requests = %d", s.Requests())
+	}
+}
+
+func TestLocalServerQuirks(t *testing.T) {
+	p, _ := serve(t, Options{Model: "qwen2.5:1.5b"}, "local_quirks.json", "local_quirks.json")
+	r, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "load?"}}, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := r.Message.ToolCalls
+	if len(calls) != 2 || calls[0].Name != "pi-1__sysinfo" || string(calls[0].Arguments) != `{"verbose":true}` ||
+		calls[1].Name != "pi-1__read_file" || string(calls[1].Arguments) != `{"path":"/proc/loadavg"}` {
+		t.Fatalf("calls = %+v", calls)
+	}
+	if !strings.HasPrefix(calls[0].ID, "call_0_") || calls[1].ID != "7" {
+		t.Fatalf("ids: %q (generated) and %q (numeric id as text)", calls[0].ID, calls[1].ID)
+	}
+	if r.FinishReason != llm.FinishToolCalls {
+		t.Fatalf("finish %q, want tool_calls", r.FinishReason)
+	}
+	again, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "load?"}}, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Message.ToolCalls[0].ID != calls[0].ID {
+		t.Fatalf("ids not stable: %q then %q", calls[0].ID, again.Message.ToolCalls[0].ID)
+	}
+}
+
+func TestInvalidArgumentsKept(t *testing.T) {
+	p, _ := serve(t, Options{}, "invalid_arguments.json")
+	r, err := p.Complete(context.Background(), turn1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := r.Message.ToolCalls
+	if len(calls) != 2 {
+		t.Fatalf("calls = %+v", calls)
+	}
+	bad := calls[0]
+	if bad.ArgumentsError == "" || !json.Valid(bad.Arguments) || bad.ArgumentsText() != `{"path": "/etc/host` {
+		t.Fatalf("invalid call = %+v (text %q)", bad, bad.ArgumentsText())
+	}
+	var obj map[string]any
+	if json.Unmarshal(bad.Arguments, &obj) == nil {
+		t.Fatal("invalid arguments must not decode as an object")
+	}
+	if calls[1].ArgumentsError != "" || string(calls[1].Arguments) != "{}" {
+		t.Fatalf("empty arguments should be {}: %+v", calls[1])
+	}
+	if r.Message.Content != "Reading the file." {
+		t.Fatalf("content %q", r.Message.Content)
+	}
+}
+
+func TestFailuresAreTyped(t *testing.T) {
+	tests := []struct {
+		pair   string
+		kind   llm.ErrorKind
+		status int
+		msg    string
+	}{
+		{"not_json.json", llm.KindMalformed, 200, "It works!"},
+		{"no_choices.json", llm.KindMalformed, 200, "no choices"},
+		{"empty_content.json", llm.KindMalformed, 200, "empty answer"},
+		{"unauthorized.json", llm.KindAuth, 401, "Incorrect API key provided"},
+		{"rate_limited.json", llm.KindRateLimited, 429, "Rate limit reached"},
+		{"server_error.json", llm.KindServer, 500, "server had an error"},
+		{"stream_truncated.json", llm.KindNetwork, 200, "stream ended before [DONE]"},
+		{"stream_cut.json", llm.KindNetwork, 200, "stream ended before [DONE]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pair, func(t *testing.T) {
+			p, _ := serve(t, Options{Stream: strings.HasPrefix(tt.pair, "stream")}, tt.pair)
+			_, err := p.Complete(context.Background(), turn1())
+			var e *llm.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want *llm.Error", err)
+			}
+			if e.Kind != tt.kind || e.Status != tt.status || !strings.Contains(err.Error(), tt.msg) || e.Provider != "openai" || e.Model != "gpt-4o-mini" {
+				t.Fatalf("err = %#v (%v), want kind %s status %d containing %q", e, err, tt.kind, tt.status, tt.msg)
+			}
+		})
+	}
+}
+
+func TestRetryAfterParsed(t *testing.T) {
+	p, _ := serve(t, Options{}, "rate_limited.json")
+	_, err := p.Complete(context.Background(), turn1())
+	var e *llm.Error
+	if !errors.As(err, &e) || e.RetryAfter != 7*time.Second || !e.Retryable() {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
+func TestStreamToolCalls(t *testing.T) {
+	p, _ := serve(t, Options{Stream: true}, "stream_tool_call.json")
+	r, err := p.Complete(context.Background(), turn1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []llm.ToolCall{
+		{ID: "call_s1", Name: "pi-1__sysinfo", Arguments: json.RawMessage(`{"verbose":false}`)},
+		{ID: "call_s2", Name: "pi-1__read_file", Arguments: json.RawMessage(`{"path":"/proc/loadavg"}`)},
+	}
+	if len(r.Message.ToolCalls) != 2 || !sameCall(r.Message.ToolCalls[0], want[0]) || !sameCall(r.Message.ToolCalls[1], want[1]) {
+		t.Fatalf("calls = %+v", r.Message.ToolCalls)
+	}
+	if r.Message.Content != "Let me check." || r.FinishReason != llm.FinishToolCalls || r.Usage != (llm.Usage{InputTokens: 82, OutputTokens: 31}) {
+		t.Fatalf("response = %+v", r)
+	}
+}
+
+func TestStreamWithoutDone(t *testing.T) {
+	p, _ := serve(t, Options{Stream: true}, "stream_text_no_done.json")
+	r, err := p.Complete(context.Background(), turn1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Message.Content != "45.6 °C" || r.FinishReason != llm.FinishStop || r.Model != "phi3" || r.Usage.OutputTokens != 3 {
+		t.Fatalf("response = %+v", r)
+	}
+}
+
+func TestStreamFallsBackToJSON(t *testing.T) {
+	// A server that ignores stream=true and answers in one JSON body.
+	p, _ := serve(t, Options{Stream: true}, "stream_ignored.json")
+	r, err := p.Complete(context.Background(), turn2())
+	if err != nil || r.Message.Content != "The CPU is at 45.6 °C." {
+		t.Fatalf("r = %+v err = %v", r, err)
+	}
+}
+
+func TestStreamIdleTimeout(t *testing.T) {
+	p, _ := serve(t, Options{Stream: true, IdleTimeout: 100 * time.Millisecond}, "stream_stall.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := p.Complete(ctx, turn1())
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Kind != llm.KindTimeout || !strings.Contains(err.Error(), "idle_timeout") {
+		t.Fatalf("err = %v, want an idle timeout", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the idle timeout did not fire before the outer deadline")
+	}
+}
+
+func TestContextCancelled(t *testing.T) {
+	p, _ := serve(t, Options{Stream: true, IdleTimeout: -1}, "stream_stall.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Complete(ctx, turn1())
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if llm.KindOf(err) != llm.KindCanceled {
+			t.Fatalf("err = %v (kind %s), want canceled", err, llm.KindOf(err))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Complete did not return after cancel")
+	}
+}
+
+func TestDeadlineIsTimeout(t *testing.T) {
+	p, _ := serve(t, Options{Stream: true, IdleTimeout: -1}, "stream_stall.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := p.Complete(ctx, turn1())
+	if llm.KindOf(err) != llm.KindTimeout {
+		t.Fatalf("err = %v, want timeout", err)
+	}
+}
+
+func TestNetworkError(t *testing.T) {
+	s := llmtest.Serve(t)
+	url := s.URL
+	s.Close()
+	_, err := New(Options{BaseURL: url}).Complete(context.Background(), turn1())
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Kind != llm.KindNetwork || !e.Retryable() {
+		t.Fatalf("err = %v, want network", err)
+	}
+}
+
+func sameCall(a, b llm.ToolCall) bool {
+	return a.ID == b.ID && a.Name == b.Name && string(a.Arguments) == string(b.Arguments) && a.ArgumentsError == b.ArgumentsError
+}

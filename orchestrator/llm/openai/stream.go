@@ -1,0 +1,157 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
+)
+
+// streamCall is a tool call being assembled from deltas.
+type streamCall struct {
+	id, name string
+	args     bytes.Buffer
+}
+
+// assembler folds streamed chunks into one answer.
+type assembler struct {
+	respID, model string
+	content       strings.Builder
+	calls         []*streamCall
+	byIndex       map[int]*streamCall
+	reason        string
+	usage         *chatUsage
+}
+
+// readStream reads a chat completions event stream to its end. A stream
+// that stops before "data: [DONE]" and before any finish_reason is a
+// network failure (the answer may be cut); one that has a finish_reason but
+// no [DONE] is accepted, as some servers never send it.
+func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
+	a := &assembler{byIndex: map[int]*streamCall{}}
+	sr := sse.NewReader(r)
+	done := false
+	for !done {
+		ev, err := sr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, sse.ErrTooLong) {
+			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream")
+		}
+		if err != nil {
+			return llm.Response{}, call.Transport(ctx, err)
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if string(data) == "[DONE]" {
+			done = true
+			break
+		}
+		if err := a.add(call, data); err != nil {
+			return llm.Response{}, err
+		}
+	}
+	if !done && a.reason == "" {
+		return llm.Response{}, call.Errorf(llm.KindNetwork, 200, io.ErrUnexpectedEOF, "stream ended before [DONE] and without a finish_reason")
+	}
+	calls := make([]pendingCall, len(a.calls))
+	for i, c := range a.calls {
+		calls[i] = pendingCall{id: c.id, name: c.name, args: c.args.Bytes()}
+	}
+	return finish(call, a.respID, a.model, a.content.String(), calls, a.reason, a.usage)
+}
+
+// add folds one chunk.
+func (a *assembler) add(call *httpc.Call, data []byte) error {
+	var ch chatResponse
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return call.Errorf(llm.KindMalformed, 200, err, "stream chunk is not JSON: %s", llm.Excerpt(string(data), 200))
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		return call.Errorf(llm.KindServer, 200, nil, "error in the stream: %s", llm.Excerpt(errorMessage(data), llm.MaxErrorExcerpt))
+	}
+	if ch.ID != "" {
+		a.respID = ch.ID
+	}
+	if ch.Model != "" {
+		a.model = ch.Model
+	}
+	if ch.Usage != nil {
+		a.usage = ch.Usage
+	}
+	for _, c := range ch.Choices {
+		if c.Index != 0 {
+			continue // we ask for one choice; ignore others
+		}
+		if r := finishReason(c.FinishReason); r != "" {
+			a.reason = r
+		}
+		d := c.Delta
+		if d == nil {
+			d = c.Message // a server that repeats the whole message
+		}
+		if d == nil {
+			continue
+		}
+		text, err := contentText(d.Content)
+		if err != nil {
+			return call.Errorf(llm.KindMalformed, 200, err, "stream delta content")
+		}
+		a.content.WriteString(text)
+		for _, tc := range d.ToolCalls {
+			a.addCall(tc)
+		}
+		if d.FunctionCall != nil {
+			a.addCall(respToolCall{Function: *d.FunctionCall})
+		}
+	}
+	return nil
+}
+
+// addCall folds a tool-call delta into its call: by index when the server
+// sends one, else by id, else a delta with a name starts a new call and one
+// without continues the last.
+func (a *assembler) addCall(tc respToolCall) {
+	var sc *streamCall
+	switch {
+	case tc.Index != nil:
+		sc = a.byIndex[*tc.Index]
+	case tc.ID != "":
+		for _, c := range a.calls {
+			if c.id == string(tc.ID) {
+				sc = c
+			}
+		}
+	case tc.Function.Name == "" && len(a.calls) > 0:
+		sc = a.calls[len(a.calls)-1]
+	}
+	if sc == nil {
+		sc = &streamCall{}
+		a.calls = append(a.calls, sc)
+		if tc.Index != nil {
+			a.byIndex[*tc.Index] = sc
+		}
+	}
+	if sc.id == "" {
+		sc.id = string(tc.ID)
+	}
+	if sc.name == "" {
+		sc.name = tc.Function.Name
+	}
+	raw := bytes.TrimSpace(tc.Function.Arguments)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '"':
+		sc.args.Write(argumentBytes(raw))
+	default:
+		// A whole JSON value in one delta (servers that send objects).
+		sc.args.Reset()
+		sc.args.Write(raw)
+	}
+}

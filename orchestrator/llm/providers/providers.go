@@ -1,0 +1,127 @@
+// Package providers builds the llm.Provider a node or edge agent uses from
+// its [llm] configuration: the scripted transcript player, or a
+// resilient.Chain of OpenAI-compatible and Anthropic endpoints.
+package providers
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/anthropic"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/openai"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+)
+
+// Log keys.
+const (
+	logComponent = "component"
+	logChain     = "chain"
+	logKey       = "key"
+	logEnv       = "env"
+	logBaseURL   = "base_url"
+)
+
+// Options are seams for tests and embedders; the zero value is ready.
+type Options struct {
+	// Getenv reads API keys (default os.Getenv).
+	Getenv func(string) string
+	// Client sends HTTP requests (default: one client for all endpoints).
+	Client *http.Client
+	// Chain tunes the chain beyond Config (clock, sleep, jitter); Config's
+	// values override its backoff, cool-down and logger fields.
+	Chain resilient.Options
+}
+
+// New validates a copy of cfg and builds its provider. For "openai" and
+// "anthropic" the result is a *resilient.Chain (its Health method reports
+// each model); for "scripted" it is a *scripted.Provider. logger may be nil.
+func New(cfg llm.Config, logger *slog.Logger) (llm.Provider, error) {
+	return NewWith(cfg, logger, Options{})
+}
+
+// NewWith is New with seams.
+func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With(logComponent, "llm")
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("llm config: %w", err)
+	}
+	if cfg.Provider == llm.ProviderScripted {
+		if cfg.Transcript == "" {
+			logger.Warn("no LLM configured: using the built-in demo transcript (scripted, not a language model)")
+			return scripted.Builtin("demo")
+		}
+		return scripted.Load(cfg.Transcript)
+	}
+	limiters := map[string]*resilient.Limiter{}
+	limits := map[string]int{}
+	endpoints := append([]llm.Endpoint{cfg.Endpoint}, cfg.Fallback...)
+	for _, e := range endpoints {
+		k := serverKey(e)
+		if n, ok := limits[k]; !ok || e.MaxConcurrent < n {
+			limits[k] = e.MaxConcurrent
+		}
+	}
+	var links []resilient.Link
+	for i, e := range endpoints {
+		key := "llm"
+		if i > 0 {
+			key = fmt.Sprintf("llm.fallback[%d]", i-1)
+		}
+		k := serverKey(e)
+		if limiters[k] == nil {
+			limiters[k] = resilient.NewLimiter(limits[k], cfg.MaxQueued)
+		}
+		p := build(e, o, logger, key)
+		for _, model := range append([]string{e.Model}, e.FallbackModels...) {
+			links = append(links, resilient.Link{Provider: p, Model: model, Timeout: e.Timeout.Duration, Retries: *e.Retries, Limiter: limiters[k]})
+		}
+	}
+	co := o.Chain
+	co.Backoff, co.MaxBackoff, co.MaxRetryAfter = cfg.Backoff.Duration, cfg.MaxBackoff.Duration, cfg.MaxRetryAfter.Duration
+	co.FailureThreshold, co.Cooldown = cfg.FailureThreshold, cfg.Cooldown.Duration
+	co.Logger = logger
+	chain, err := resilient.New(links, co)
+	if err != nil {
+		return nil, fmt.Errorf("llm config: %w", err)
+	}
+	logger.Info("llm providers", logChain, chain.Name())
+	return chain, nil
+}
+
+// build makes one endpoint's provider. A missing key is only a warning: a
+// local server needs none, and a hosted one answers with an auth error
+// that names the problem.
+func build(e llm.Endpoint, o Options, logger *slog.Logger, key string) llm.Provider {
+	apiKey := o.Getenv(e.APIKeyEnv)
+	if apiKey == "" && !llm.IsLocalURL(e.BaseURL) {
+		logger.Warn("no API key for a remote LLM endpoint", logKey, key, logEnv, e.APIKeyEnv, logBaseURL, e.BaseURL)
+	}
+	switch e.Provider {
+	case llm.ProviderAnthropic:
+		return anthropic.New(anthropic.Options{BaseURL: e.BaseURL, Model: e.Model, APIKey: apiKey, Version: e.AnthropicVersion,
+			MaxTokens: e.MaxTokens, Stream: e.Stream, IdleTimeout: e.IdleTimeout.Duration, Client: o.Client})
+	default:
+		return openai.New(openai.Options{BaseURL: e.BaseURL, Model: e.Model, APIKey: apiKey, MaxTokens: e.MaxTokens,
+			Stream: e.Stream, IdleTimeout: e.IdleTimeout.Duration, Client: o.Client})
+	}
+}
+
+// serverKey identifies the server behind an endpoint, for sharing its
+// concurrency bound.
+func serverKey(e llm.Endpoint) string {
+	return e.Provider + " " + strings.TrimRight(strings.ToLower(e.BaseURL), "/")
+}

@@ -1,0 +1,102 @@
+package resilient
+
+import (
+	"errors"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// Health is a snapshot of one link for status pages.
+type Health struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model,omitempty"`
+	// ConsecutiveFailures counts failed calls since the last success.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// CoolingUntil is when the link is tried again; zero when it is not
+	// cooling down.
+	CoolingUntil time.Time     `json:"cooling_until,omitzero"`
+	LastKind     llm.ErrorKind `json:"last_kind,omitempty"`
+	LastError    string        `json:"last_error,omitempty"`
+	// InFlight and Waiting are the link limiter's calls.
+	InFlight int `json:"in_flight"`
+	Waiting  int `json:"waiting"`
+}
+
+// Health reports every link in chain order.
+func (c *Chain) Health() []Health {
+	now := c.o.Now()
+	out := make([]Health, len(c.links))
+	for i, l := range c.links {
+		l.mu.Lock()
+		h := Health{Provider: l.Provider.Name(), Model: l.Model, ConsecutiveFailures: l.consecutive,
+			LastKind: l.lastKind, LastError: l.lastErr, InFlight: l.Limiter.InFlight(), Waiting: l.Limiter.Waiting()}
+		if now.Before(l.coolUntil) {
+			h.CoolingUntil = l.coolUntil
+		}
+		l.mu.Unlock()
+		out[i] = h
+	}
+	return out
+}
+
+func (l *link) label() string {
+	if l.Model == "" {
+		return l.Provider.Name()
+	}
+	return l.Provider.Name() + ":" + l.Model
+}
+
+func (l *link) cooling(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return now.Before(l.coolUntil)
+}
+
+func (l *link) succeeded() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.consecutive = 0
+	l.coolUntil = time.Time{}
+}
+
+// failed records a failed call. Failures that say nothing about the link
+// (the request itself was wrong, our own queue was full, the caller gave
+// up) leave its health alone.
+func (c *Chain) failed(l *link, err error) {
+	kind := llm.KindOf(err)
+	switch kind {
+	case llm.KindBadRequest, llm.KindOverloaded, llm.KindCanceled:
+		return
+	}
+	now := c.o.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.consecutive++
+	l.lastKind = kind
+	l.lastErr = llm.Excerpt(err.Error(), 300)
+	until := l.coolUntil
+	if l.consecutive >= c.o.FailureThreshold {
+		until = now.Add(c.o.Cooldown)
+	}
+	if ra := retryAfter(err); kind == llm.KindRateLimited && ra > 0 && now.Add(ra).After(until) {
+		until = now.Add(ra)
+	}
+	if until.After(l.coolUntil) {
+		l.coolUntil = until
+		c.o.Logger.Warn("llm link cooling down", logProvider, l.Provider.Name(), logModel, l.Model, logUntil, until, logKind, kind)
+	}
+}
+
+func retryAfter(err error) time.Duration {
+	if e, ok := asError(err); ok {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+func asError(err error) (*llm.Error, bool) {
+	var e *llm.Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
