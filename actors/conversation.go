@@ -492,7 +492,11 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 	}
 	o, id := c.o, c.id
 	return func(resp llm.Response, err error, timedOut bool, took time.Duration) {
-		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: o.Provider.Name(),
+		provider := resp.Provider
+		if provider == "" {
+			provider = o.Provider.Name()
+		}
+		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: provider,
 			Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 			LatencyMs: took.Milliseconds(), Status: persistence.StatusSuccess, Iteration: iteration}
 		if rec.Model == "" {
@@ -616,6 +620,11 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 	target, bad := c.o.Toolbox.Resolve(call)
 	if bad != nil {
 		return plannedCall{immediate: bad, agentID: target.AgentID}
+	}
+	if call.ArgumentsError != "" && target.Prompt == nil && string(target.Args) == string(call.Arguments) {
+		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+			"Invalid parameters for %q: the arguments are not valid JSON (%s): %s. %s", call.Name, call.ArgumentsError,
+			truncate(call.ArgumentsText(), 200), paramLists(target.Schema)))}
 	}
 	var args map[string]any
 	if err := json.Unmarshal(target.Args, &args); err != nil || args == nil {

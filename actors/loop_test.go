@@ -537,7 +537,8 @@ func TestLLMCallsAreAudited(t *testing.T) {
 	}{
 		{"success", nil, persistence.StatusSuccess, ""},
 		{"deadline", failingProvider{context.DeadlineExceeded}, persistence.StatusError, "timeout"},
-		{"other", failingProvider{errors.New("connection refused")}, persistence.StatusError, "llm_error"},
+		{"untyped", failingProvider{errors.New("something broke")}, persistence.StatusError, "internal"},
+		{"typed", failingProvider{&llm.Error{Kind: llm.KindRateLimited, Provider: "openai", Status: 429}}, persistence.StatusError, "rate_limited"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -559,5 +560,37 @@ func TestLLMCallsAreAudited(t *testing.T) {
 				t.Fatalf("record %+v", r)
 			}
 		})
+	}
+}
+
+// funcProvider answers with f.
+type funcProvider func(req llm.Request) (llm.Response, error)
+
+func (f funcProvider) Name() string { return "func" }
+func (f funcProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+	return f(req)
+}
+
+func TestInvalidJSONArgumentsFromTheModel(t *testing.T) {
+	var runs atomic.Int32
+	p := funcProvider(func(req llm.Request) (llm.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == llm.RoleTool {
+			return llm.Response{Message: llm.Message{Content: "saw: " + last.Content}}, nil
+		}
+		// What a provider hands over when a small model writes broken JSON.
+		return llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c", Name: "pi-1__echo",
+			Arguments: json.RawMessage(`"{text: hi"`), ArgumentsError: "unexpected end of JSON input"}}}}, nil
+	})
+	h := newHarnessTools(t, `{"name":"unused","turns":[{"content":"x"}]}`, schemaTools, func(o *ConvOptions) { o.Provider = p })
+	h.edge.onTool = countingEcho(h, &runs)
+	ans := h.chat(t, "go")
+	for _, w := range []string{"Error (invalid_params)", "not valid JSON", "unexpected end of JSON input", "{text: hi", "Required: [text]"} {
+		if !strings.Contains(ans.Text, w) {
+			t.Fatalf("answer %q lacks %q", ans.Text, w)
+		}
+	}
+	if runs.Load() != 0 {
+		t.Fatal("a call with broken arguments was sent to the agent")
 	}
 }

@@ -1,9 +1,7 @@
 package actors
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // Tool categories. A tool's category picks its default timeout and the
@@ -231,18 +231,11 @@ func stringList(v any) []string {
 	return nil
 }
 
-// llmErrorType classifies a failed completion for the audit trail. A
-// provider error that names its own kind (an ErrorKind method) keeps it.
+// llmErrorType classifies a failed completion for the audit trail with the
+// provider layer's stable kinds (timeout, rate_limited, auth, ...).
 func llmErrorType(err error, timedOut bool) string {
-	if timedOut || errors.Is(err, context.DeadlineExceeded) {
-		return "timeout"
+	if timedOut {
+		return string(llm.KindTimeout)
 	}
-	if errors.Is(err, context.Canceled) {
-		return "canceled"
-	}
-	var k interface{ ErrorKind() string }
-	if errors.As(err, &k) && k.ErrorKind() != "" {
-		return k.ErrorKind()
-	}
-	return "llm_error"
+	return string(llm.KindOf(err))
 }

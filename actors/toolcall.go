@@ -272,7 +272,8 @@ func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, req
 		}
 		cancel()
 	}
-	return llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: toolContent(call.Name, res)}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: toolContent(call.Name, res),
+		IsError: res.Status != wire.StatusSuccess}
 }
 
 // toolContent renders a result for the model: output as is (cut visibly at

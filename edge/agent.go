@@ -33,7 +33,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -60,10 +60,9 @@ type Agent struct {
 	mu       sync.Mutex          // guards inflight
 	inflight map[string]struct{} // request_ids being executed now
 
-	promptSlots chan struct{} // bounds prompts answered at once
-	loopOnce    sync.Once     // starts prompts
-	prompts     *promptLoop
-	loopErr     error
+	loopOnce sync.Once // starts prompts
+	prompts  *promptLoop
+	loopErr  error
 }
 
 // New loads the agent's skills and prepares it to run.
@@ -75,10 +74,9 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", cfg.AgentID)
-	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{},
-		promptSlots: make(chan struct{}, cfg.LLM.MaxConcurrent)}
-	if cfg.LLM.Provider == "scripted" {
-		p, err := scripted.Load(cfg.LLM.Transcript)
+	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{}}
+	if cfg.LLM.Provider != "" {
+		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
 			return nil, fmt.Errorf("edge agent llm: %w", err)
 		}

@@ -221,6 +221,7 @@ func TestLoadConfig(t *testing.T) {
 		{"timeouts inverted", "agent_id = \"a\"\n[tools]\ndefault_timeout = \"10m\"\nmax_timeout = \"1m\"\n", "exceeds"},
 		{"bad sync", "agent_id = \"a\"\naudit_sync = \"maybe\"\n", "audit_sync"},
 		{"unknown llm provider", "agent_id = \"a\"\n[llm]\nprovider = \"gpt\"\n", "llm.provider"},
+		{"openai without model", "agent_id = \"a\"\n[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n", "llm.model"},
 		{"scripted without transcript", "agent_id = \"a\"\n[llm]\nprovider = \"scripted\"\n", "llm.transcript"},
 	}
 	for _, tt := range tests {

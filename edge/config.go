@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // Defaults of Config.
@@ -50,28 +51,20 @@ type Config struct {
 
 // Defaults of LLMConf.
 const (
-	DefaultPromptTimeout     = 5 * time.Minute
-	DefaultPromptIterations  = 10
-	DefaultPromptConcurrency = 1 // a Pi runs one local inference at a time
+	DefaultPromptTimeout    = 5 * time.Minute
+	DefaultPromptIterations = 10
 )
 
-// LLMConf configures the agent's own model.
+// LLMConf configures the agent's own model: every key of the
+// orchestrator's [llm] section (docs/LLM.md), plus the prompt loop's own.
 type LLMConf struct {
-	// Provider is "" (no model: prompt commands are refused) or "scripted"
-	// (replays Transcript; not a language model).
-	Provider   string `toml:"provider"`
-	Transcript string `toml:"transcript"`
-	Model      string `toml:"model"`
-	System     string `toml:"system_prompt"`
-	// Timeout bounds one completion; PromptTimeout the whole prompt with
-	// its tool calls (default 5 min).
-	Timeout       Duration `toml:"timeout"`
+	// Config is the provider chain. Provider "" means no model: prompt
+	// commands are refused.
+	llm.Config
+	// PromptTimeout bounds one prompt with all its tool calls (default 5 min).
 	PromptTimeout Duration `toml:"prompt_timeout"`
 	// MaxToolIterations bounds the prompt's tool loop (default 10).
 	MaxToolIterations int `toml:"max_tool_iterations"`
-	// MaxConcurrent bounds prompts answered at once (default 1); others
-	// wait in the command queue.
-	MaxConcurrent int `toml:"max_concurrent"`
 }
 
 // MQTTConf says how to reach the broker.
@@ -202,23 +195,20 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
 	}
 	l := &c.LLM
-	switch l.Provider {
-	case "":
-	case "scripted":
-		if l.Transcript == "" {
-			errs = append(errs, errors.New("llm.transcript: required with provider \"scripted\""))
+	if l.Provider != "" {
+		if l.Provider == llm.ProviderScripted && l.Transcript == "" {
+			// The built-in transcript is the orchestrator's demo.
+			errs = append(errs, errors.New("llm.transcript: required with provider \"scripted\" on an edge agent"))
 		}
-	default:
-		errs = append(errs, fmt.Errorf("llm.provider: %q is not available; this build has \"scripted\"", l.Provider))
+		if err := l.Config.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if l.PromptTimeout.Duration <= 0 {
 		l.PromptTimeout.Duration = DefaultPromptTimeout
 	}
 	if l.MaxToolIterations <= 0 {
 		l.MaxToolIterations = DefaultPromptIterations
-	}
-	if l.MaxConcurrent <= 0 {
-		l.MaxConcurrent = DefaultPromptConcurrency
 	}
 	return errors.Join(errs...)
 }

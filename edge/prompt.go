@@ -36,8 +36,9 @@ func (a *Agent) loop() (*promptLoop, error) {
 		}))
 		opts := func(name string, box actors.Toolbox) actors.ConvOptions {
 			return actors.ConvOptions{Name: name, Provider: a.Provider, Toolbox: box, Audit: a.store, Node: a.cfg.AgentID,
-				Side: persistence.SideEdge, System: a.cfg.LLM.System, Model: a.cfg.LLM.Model,
-				MaxIterations: a.cfg.LLM.MaxToolIterations, LLMTimeout: a.cfg.LLM.Timeout.Duration,
+				Side: persistence.SideEdge, System: a.cfg.LLM.SystemPrompt, LLMLog: a.store,
+				// A completion with the chain's retries is bounded by the prompt.
+				MaxIterations: a.cfg.LLM.MaxToolIterations, LLMTimeout: a.cfg.LLM.PromptTimeout.Duration,
 				IdleTimeout: time.Minute, Logger: a.log.With("component", "prompt")}
 		}
 		l := &promptLoop{system: sys}
@@ -117,12 +118,6 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 
 // answerPrompt runs the loop and turns its answer into a prompt result.
 func (a *Agent) answerPrompt(ctx context.Context, requestID string, p wire.PromptPayload) wire.PromptResult {
-	select {
-	case a.promptSlots <- struct{}{}:
-		defer func() { <-a.promptSlots }()
-	case <-ctx.Done():
-		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInterrupted, Error: "the edge agent is shutting down"}
-	}
 	l, err := a.loop()
 	if err != nil {
 		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInternal, Error: fmt.Sprintf("start prompt loop: %v", err)}

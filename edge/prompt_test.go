@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // promptAgent starts an agent whose scripted model calls the count tool on
@@ -23,7 +24,9 @@ func promptAgent(t *testing.T) (p *peer, counter string) {
 	if err := os.WriteFile(tr, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startAgent(t, func(c *Config) { c.LLM = LLMConf{Provider: "scripted", Transcript: tr} }), counter
+	return startAgent(t, func(c *Config) {
+		c.LLM = LLMConf{Config: llm.Config{Endpoint: llm.Endpoint{Provider: "scripted"}, Transcript: tr}}
+	}), counter
 }
 
 func lines(t *testing.T, path string) int {

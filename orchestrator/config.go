@@ -12,6 +12,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // Defaults of Config.
@@ -31,8 +32,9 @@ type Config struct {
 	// "full" (fsync every commit: survives a power cut).
 	AuditSync string     `toml:"audit_sync"`
 	Broker    BrokerConf `toml:"broker"`
-	LLM       LLMConf    `toml:"llm"`
-	Loop      LoopConf   `toml:"loop"`
+	// LLM is the model provider chain (docs/LLM.md).
+	LLM  llm.Config `toml:"llm"`
+	Loop LoopConf   `toml:"loop"`
 }
 
 // BrokerConf selects the embedded broker or an external one.
@@ -45,17 +47,6 @@ type BrokerConf struct {
 	// Username and PasswordEnv are this node's credentials on the broker.
 	Username    string `toml:"username"`
 	PasswordEnv string `toml:"password_env"`
-}
-
-// LLMConf selects the model provider.
-type LLMConf struct {
-	// Provider is "scripted" (the offline transcript player; no model).
-	Provider   string `toml:"provider"`
-	Transcript string `toml:"transcript"`
-	Model      string `toml:"model"`
-	System     string `toml:"system_prompt"`
-	// Timeout bounds one completion (default 5 min).
-	Timeout Duration `toml:"timeout"`
 }
 
 // LoopConf tunes the tool loop. Zero values take the actors package's
@@ -154,11 +145,8 @@ func (c *Config) Validate() error {
 	if c.Broker.PasswordEnv != "" && os.Getenv(c.Broker.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("broker.password_env: environment variable %s is empty", c.Broker.PasswordEnv))
 	}
-	switch c.LLM.Provider {
-	case "", "scripted":
-		c.LLM.Provider = "scripted"
-	default:
-		errs = append(errs, fmt.Errorf("llm.provider: %q is not available; this build has \"scripted\"", c.LLM.Provider))
+	if err := c.LLM.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.Loop.OnLimit {
 	case "", actors.OnLimitAnswer, actors.OnLimitError:

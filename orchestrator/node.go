@@ -21,7 +21,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -70,13 +70,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 
 	provider := o.Provider
 	if provider == nil {
-		if cfg.LLM.Transcript == "" {
-			log.Warn("no LLM configured: using the built-in demo transcript (scripted, not a language model)")
-			provider, err = scripted.Builtin("demo")
-		} else {
-			provider, err = scripted.Load(cfg.LLM.Transcript)
-		}
-		if err != nil {
+		if provider, err = providers.New(cfg.LLM, log); err != nil {
 			return nil, err
 		}
 	}
@@ -121,10 +115,12 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
 		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
 		Toolbox: &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select},
-		Node:    cfg.NodeID, System: cfg.LLM.System, Model: cfg.LLM.Model,
+		Node:    cfg.NodeID, System: cfg.LLM.SystemPrompt,
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
 		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
-		TimeoutRules: rules, LLMTimeout: cfg.LLM.Timeout.Duration, Logger: log.With("component", "conversations"),
+		// [llm] timeout bounds one attempt inside the provider chain; a
+		// completion with its retries and fallbacks is bounded by the chat.
+		TimeoutRules: rules, LLMTimeout: cfg.Loop.ChatTimeout.Duration, Logger: log.With("component", "conversations"),
 	}); err != nil {
 		return nil, err
 	}

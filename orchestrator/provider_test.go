@@ -1,0 +1,115 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills/shipped"
+)
+
+// fakeChatServer speaks the OpenAI chat-completions format on loopback as
+// a local llama.cpp server would: the first request gets a tool call, the
+// request carrying the tool's result gets a text answer quoting it.
+func fakeChatServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
+	var mu sync.Mutex
+	var seen []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req map[string]any
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		msgs, _ := req["messages"].([]any)
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		w.Header().Set("Content-Type", "application/json")
+		if last["role"] == "tool" {
+			fmt.Fprintf(w, `{"id":"2","object":"chat.completion","model":"tiny","choices":[{"index":0,"finish_reason":"stop",
+			  "message":{"role":"assistant","content":%q}}],"usage":{"prompt_tokens":40,"completion_tokens":6}}`, "the tool said "+fmt.Sprint(last["content"]))
+			return
+		}
+		fmt.Fprint(w, `{"id":"1","object":"chat.completion","model":"tiny","choices":[{"index":0,"finish_reason":"tool_calls",
+		  "message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+		  "function":{"name":"bench-edge__noop","arguments":"{}"}}]}}],"usage":{"prompt_tokens":30,"completion_tokens":5}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]map[string]any(nil), seen...)
+	}
+}
+
+// TestOpenAICompatibleProviderDrivesTheLoop configures [llm] provider =
+// "openai" against a loopback server and runs a chat whose tool call goes
+// over MQTT to a real edge agent and its tool process.
+func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
+	srv, requests := fakeChatServer(t)
+	dir := t.TempDir()
+	cfg := Config{DataDir: filepath.Join(dir, "orch"), Broker: BrokerConf{Listen: "127.0.0.1:0"},
+		LLM: llm.Config{Endpoint: llm.Endpoint{Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "tiny"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := Start(ctx, cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := edge.New(edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"), MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
+		Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	defer func() { acancel(); <-done }()
+	if err := node.WaitForAgents(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := node.Chat(ctx, "http", "run noop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(ans.Text) != "the tool said ok" || ans.Usage.InputTokens != 70 || ans.Usage.OutputTokens != 11 {
+		t.Fatalf("answer %+v", ans)
+	}
+	reqs := requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests to the model server, want 2", len(reqs))
+	}
+	tools, _ := json.Marshal(reqs[0]["tools"])
+	if !strings.Contains(string(tools), `"name":"bench-edge__noop"`) || !strings.Contains(string(tools), `"name":"edge_call"`) {
+		t.Fatalf("tools sent: %s", tools)
+	}
+	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(),
+		`SELECT provider, model, input_tokens, output_tokens, status FROM llm_calls WHERE conversation_id = 'http' ORDER BY iteration`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows); got != "[[openai tiny 30 5 success] [openai tiny 40 6 success]]" {
+		t.Fatalf("llm_calls %s", got)
+	}
+}
