@@ -121,13 +121,37 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// recordingEvents is an EventLog in memory.
+type recordingEvents struct {
+	mu  sync.Mutex
+	evs []persistence.Event
+}
+
+func (r *recordingEvents) RecordEvent(_ context.Context, e persistence.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, e)
+	return nil
+}
+
+func (r *recordingEvents) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var k []string
+	for _, e := range r.evs {
+		k = append(k, e.Kind)
+	}
+	return k
+}
+
 type harness struct {
-	sys   *actor.ActorSystem
-	edge  *fakeEdge
-	edges *Edges
-	convs *Conversations
-	audit *recordingAudit
-	logs  *syncBuffer
+	events *recordingEvents
+	sys    *actor.ActorSystem
+	edge   *fakeEdge
+	edges  *Edges
+	convs  *Conversations
+	audit  *recordingAudit
+	logs   *syncBuffer
 }
 
 const echoTranscript = `{"name":"t","turns":[
@@ -146,9 +170,10 @@ func newHarnessTools(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	t.Cleanup(sys.Shutdown)
-	h := &harness{sys: sys, audit: &recordingAudit{}, logs: logs}
+	h := &harness{sys: sys, audit: &recordingAudit{}, logs: logs, events: &recordingEvents{}}
 	h.edge = &fakeEdge{t: t, id: "pi-1", root: sys.Root, tools: tools}
-	edges, err := SpawnEdges(sys.Root, EdgeOptions{Publisher: h.edge, Logger: log, TickInterval: 20 * time.Millisecond})
+	edges, err := SpawnEdges(sys.Root, EdgeOptions{Publisher: h.edge, Logger: log, TickInterval: 20 * time.Millisecond,
+		Events: h.events, Node: "orch"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +314,9 @@ func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
 	if ans.Err != nil || !strings.Contains(ans.Text, "Error (agent_offline)") {
 		t.Fatalf("answer %+v", ans)
 	}
+	waitFor(t, 5*time.Second, "presence audited", func() bool {
+		return strings.Join(h.events.kinds(), ",") == "agent_online,agent_offline"
+	})
 }
 
 func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
@@ -305,6 +333,21 @@ func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
 	waitFor(t, 5*time.Second, "both drops logged", func() bool {
 		return strings.Count(h.logs.String(), "unknown or expired request_id") >= 2
 	})
+	// Audited, not only logged: an auditor sees the result that came late.
+	waitFor(t, 5*time.Second, "both drops audited", func() bool {
+		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 2
+	})
+	h.events.mu.Lock()
+	var lateEvents []string
+	for _, e := range h.events.evs {
+		if e.Kind == EventLateResult {
+			lateEvents = append(lateEvents, string(e.Detail))
+		}
+	}
+	h.events.mu.Unlock()
+	if !strings.Contains(lateEvents[0], `"request_id":"no-such-request"`) || !strings.Contains(lateEvents[1], `"result_excerpt":"too late"`) {
+		t.Fatalf("late result events %v", lateEvents)
+	}
 	if strings.Contains(ans.Text, "stray") || strings.Contains(ans.Text, "too late") {
 		t.Fatalf("a stray reply reached the conversation: %q", ans.Text)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // Defaults of EdgeOptions.
@@ -50,9 +51,19 @@ type EdgeOptions struct {
 	// MailboxSize bounds each actor's mailbox (default 1024); a full mailbox
 	// blocks the sender, which pushes back on the MQTT client.
 	MailboxSize int
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Events, when set, records presence changes and late or unknown
+	// results (a reply for a request that already timed out), so they are
+	// audited rather than only logged. Node names this node in them.
+	Events persistence.EventLog
+	Node   string
+	Now    func() time.Time
+	Logger *slog.Logger
 }
+
+// EventLateResult is the event kind of a report whose request_id no
+// request waits for (it expired, or was never sent): audited, never
+// delivered to the loop.
+const EventLateResult = "late_result"
 
 func (o *EdgeOptions) fill() {
 	if o.HeartbeatTimeout <= 0 {
@@ -253,6 +264,11 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 	}
 	e.info.Online = online
 	e.log.Info("edge agent presence", "online", online, "why", why)
+	kind := persistence.EventAgentOffline
+	if online {
+		kind = persistence.EventAgentOnline
+	}
+	e.event(kind, map[string]any{"why": why})
 	if online {
 		e.requestTools(ctx)
 	} else {
@@ -260,6 +276,27 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 		e.failAll(ctx, wire.ErrAgentOffline, fmt.Sprintf("edge agent %q went offline (%s)", e.info.ID, why))
 	}
 	e.publishInfo()
+}
+
+// event audits something about this agent off the mailbox.
+func (e *edgeActor) event(kind string, detail map[string]any) {
+	if e.opts.Events == nil {
+		return
+	}
+	b, err := json.Marshal(detail)
+	if err != nil {
+		e.log.Error("encode event", "kind", kind, "err", err)
+		return
+	}
+	ev := persistence.Event{Time: e.opts.Now().UTC(), Node: e.opts.Node, AgentID: e.info.ID, Kind: kind, Detail: b}
+	events, log := e.opts.Events, e.log
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultAuditTimeout)
+		defer cancel()
+		if err := events.RecordEvent(ctx, ev); err != nil {
+			log.Error("audit event", "kind", kind, "err", err)
+		}
+	}()
 }
 
 func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
@@ -323,6 +360,12 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 	p, ok := e.pending[id]
 	if !ok {
 		e.log.Warn("dropping report for unknown or expired request_id", "request_id", id, "report_type", r.ReportType)
+		detail := map[string]any{"request_id": id, "report_type": r.ReportType}
+		if res, err := wire.DecodeToolResult(r); err == nil && r.ReportType != wire.ReportHeartbeat {
+			detail["tool"], detail["status"], detail["error_type"] = res.Tool, res.Status, res.ErrorType
+			detail["result_excerpt"] = persistence.Excerpt(res.Result)
+		}
+		e.event(EventLateResult, detail)
 		return
 	}
 	delete(e.pending, id)

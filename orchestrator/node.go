@@ -6,6 +6,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -105,6 +107,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return n.client.Publish(ctx, mqttc.Message{Topic: topic, Payload: payload, QoS: 1})
 	})
 	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
+		Events: n.store, Node: cfg.NodeID,
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
 		return nil, err
 	}
@@ -162,7 +165,7 @@ func (n *Node) onMessage(m mqttc.Message) {
 	case wire.KindReports:
 		r, err := wire.DecodeReport(agentID, m.Payload)
 		if err != nil {
-			n.log.Warn("dropping malformed report", "agent", agentID, "err", err)
+			n.dropped(agentID, kind, m.Payload, err)
 			return
 		}
 		msg = &actors.ReportIn{AgentID: agentID, Report: r}
@@ -172,7 +175,7 @@ func (n *Node) onMessage(m mqttc.Message) {
 		}
 		s, err := wire.DecodeStatus(agentID, m.Payload)
 		if err != nil {
-			n.log.Warn("dropping malformed status", "agent", agentID, "err", err)
+			n.dropped(agentID, kind, m.Payload, err)
 			return
 		}
 		msg = &actors.StatusIn{AgentID: agentID, Status: s}
@@ -182,7 +185,7 @@ func (n *Node) onMessage(m mqttc.Message) {
 		}
 		c, err := wire.DecodeCapabilities(agentID, m.Payload)
 		if err != nil {
-			n.log.Warn("dropping malformed capabilities", "agent", agentID, "err", err)
+			n.dropped(agentID, kind, m.Payload, err)
 			return
 		}
 		msg = &actors.CapabilitiesIn{AgentID: agentID, Capabilities: c.Capabilities}
@@ -190,6 +193,22 @@ func (n *Node) onMessage(m mqttc.Message) {
 		return
 	}
 	n.system.Root.Send(n.edges.PID, msg)
+}
+
+// dropped logs and audits a malformed message from an agent; it never
+// reaches the actors.
+func (n *Node) dropped(agentID, kind string, payload []byte, err error) {
+	n.log.Warn("dropping malformed message", "agent", agentID, "topic_kind", kind, "bytes", len(payload), "err", err)
+	detail, _ := json.Marshal(map[string]any{"topic_kind": kind, "bytes": len(payload), "error": err.Error(),
+		"excerpt": persistence.Excerpt(string(payload[:min(len(payload), 512)]))})
+	ev := persistence.Event{Node: n.cfg.NodeID, AgentID: agentID, Kind: persistence.EventInvalidMessage, Detail: detail}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), actors.DefaultAuditTimeout)
+		defer cancel()
+		if err := n.store.RecordEvent(ctx, ev); err != nil {
+			n.log.Error("audit dropped message", "err", err)
+		}
+	}()
 }
 
 // Chat sends one user message to a conversation and waits for its answer.

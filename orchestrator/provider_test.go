@@ -14,7 +14,11 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills/shipped"
 )
@@ -111,5 +115,43 @@ func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
 	}
 	if got := fmt.Sprint(res.Rows); got != "[[openai tiny 30 5 success] [openai tiny 40 6 success]]" {
 		t.Fatalf("llm_calls %s", got)
+	}
+}
+
+// TestMalformedMessagesAreAudited publishes broken payloads on agent topics:
+// the node drops them without harm and records each as an event.
+func TestMalformedMessagesAreAudited(t *testing.T) {
+	p, err := scripted.Parse([]byte(`{"name":"x","turns":[{"content":"fine"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	node, err := Start(ctx, Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0"}}, Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "vandal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for topic, payload := range map[string]string{
+		wire.ReportsTopic("pi-x"):      `{"report_type":`,
+		wire.StatusTopic("pi-x"):       `{"agent_id":"pi-x","status":"sleeping"}`,
+		wire.CapabilitiesTopic("pi-y"): `{"agent_id":"pi-x","capabilities":"impostor"}`,
+	} {
+		if err := c.Publish(ctx, mqttc.Message{Topic: topic, Payload: []byte(payload), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mqtttest.Eventually(t, 10*time.Second, func() bool {
+		res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT count(*) FROM events WHERE kind = 'invalid_message'`)
+		return err == nil && fmt.Sprint(res.Rows[0][0]) == "3"
+	}, "three invalid_message events")
+	// The node still answers.
+	if ans, err := node.Chat(ctx, "after", "hi"); err != nil || ans.Text != "fine" {
+		t.Fatalf("chat after garbage: %+v %v", ans, err)
 	}
 }
