@@ -59,7 +59,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading RSS
-	serveRSS, err := rssKB(serve.cmd.Process.Pid)
+	serveMem, err := readMem(serve.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	time.Sleep(500 * time.Millisecond)
-	edgeRSS, err := rssKB(edgeProc.cmd.Process.Pid)
+	edgeMem, err := readMem(edgeProc.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	say("  p50 %-10s p90 %-10s p99 %-10s max %s", pct(0.50), pct(0.90), pct(0.99), lat[len(lat)-1])
 	say("  %.0f calls/s over %s", float64(len(lat))/wall.Seconds(), wall.Round(time.Millisecond))
 	say("processes")
-	say("  orchestrator (serve, embedded broker, SQLite): ready in %-8s idle RSS %.1f MB", serve.readyAfter.Round(100*time.Microsecond), float64(serveRSS)/1024)
-	say("  edge agent:                                    ready in %-8s idle RSS %.1f MB", edgeProc.readyAfter.Round(100*time.Microsecond), float64(edgeRSS)/1024)
+	say("  orchestrator (serve, embedded broker, SQLite): ready in %-8s idle %s", serve.readyAfter.Round(100*time.Microsecond), serveMem)
+	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.readyAfter.Round(100*time.Microsecond), edgeMem)
 	return nil
 }

@@ -80,18 +80,38 @@ func (c *child) stop(grace time.Duration) error {
 	}
 }
 
-// rssKB reads a process's resident set size from /proc.
-func rssKB(pid int) (int64, error) {
+// memKB is a process's resident memory split by what backs it.
+type memKB struct {
+	RSS  int64 // VmRSS: everything resident
+	Anon int64 // RssAnon: private memory (heap, stacks, SQLite cache)
+	File int64 // RssFile: pages of the binary and other files, shared between
+	// processes of the same binary and dropped by the kernel under pressure
+}
+
+// readMem reads a process's resident memory from /proc.
+func readMem(pid int) (memKB, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return memKB{}, err
 	}
+	var m memKB
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			_, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb, err
+		for prefix, dst := range fields {
+			if v, ok := strings.CutPrefix(line, prefix); ok {
+				if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d", dst); err != nil {
+					return memKB{}, fmt.Errorf("parse %s of pid %d: %w", prefix, pid, err)
+				}
+			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	if m.RSS == 0 {
+		return memKB{}, fmt.Errorf("no VmRSS for pid %d", pid)
+	}
+	return m, nil
+}
+
+// String renders the split in MB.
+func (m memKB) String() string {
+	return fmt.Sprintf("RSS %.1f MB (private %.1f MB, binary and files %.1f MB)", float64(m.RSS)/1024, float64(m.Anon)/1024, float64(m.File)/1024)
 }
