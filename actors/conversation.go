@@ -209,7 +209,7 @@ func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations,
 	}
 	o.fill()
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &manager{o: &o, children: map[string]*actor.PID{}}
+		return &manager{o: &o, children: map[string]*actor.PID{}, forwarded: map[string]int{}}
 	})
 	name := o.Name
 	if name == "" {
@@ -225,6 +225,9 @@ func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations,
 type manager struct {
 	o        *ConvOptions
 	children map[string]*actor.PID
+	// forwarded counts the chats sent to each child, so that an idle
+	// child's request to stop is ignored when a chat is already on its way.
+	forwarded map[string]int
 }
 
 func (m *manager) Receive(ctx actor.Context) {
@@ -243,30 +246,43 @@ func (m *manager) Receive(ctx actor.Context) {
 				return
 			}
 			m.children[id] = pid
+			m.forwarded[id] = 0
 		}
+		m.forwarded[msg.ConversationID]++
 		ctx.Forward(pid)
 	case *Cancel:
 		if pid, ok := m.children[msg.ConversationID]; ok {
 			ctx.Forward(pid)
 		}
 	case *passivate:
-		if pid, ok := m.children[msg.id]; ok && pid.Equal(msg.pid) {
-			delete(m.children, msg.id)
-			ctx.Poison(pid)
+		pid, ok := m.children[msg.id]
+		if !ok || !pid.Equal(msg.pid) {
+			return
 		}
+		if !msg.force && m.forwarded[msg.id] != msg.received {
+			return // a chat crossed the request: the child stays
+		}
+		delete(m.children, msg.id)
+		delete(m.forwarded, msg.id)
+		ctx.Poison(pid)
 	case *actor.Terminated:
 		for k, pid := range m.children {
 			if pid.Equal(msg.Who) {
 				delete(m.children, k)
+				delete(m.forwarded, k)
 			}
 		}
 	}
 }
 
-// passivate is an idle conversation asking its manager to stop it.
+// passivate is a conversation asking its manager to stop it: when idle
+// (honoured only if received equals the chats forwarded to it), or when
+// broken (force).
 type passivate struct {
-	id  string
-	pid *actor.PID
+	id       string
+	pid      *actor.PID
+	received int
+	force    bool
 }
 
 var requestSeq atomic.Uint64
@@ -329,10 +345,16 @@ type conversation struct {
 	o       *ConvOptions
 	history []llm.Message
 	loading bool
-	queue   []queued
-	cur     *turn
-	seq     int
-	gen     int
+	// received counts chats, for the passivation handshake.
+	received int
+	// broken is set when stored and in-memory history may disagree (a load
+	// or store failed): every chat gets it until the actor stops and the
+	// next one loads afresh.
+	broken error
+	queue  []queued
+	cur    *turn
+	seq    int
+	gen    int
 }
 
 func (c *conversation) Receive(ctx actor.Context) {
@@ -343,11 +365,16 @@ func (c *conversation) Receive(ctx actor.Context) {
 	case *actor.ReceiveTimeout:
 		if c.cur == nil && len(c.queue) == 0 && !c.loading {
 			// The manager stops us, so no Chat is forwarded to a dead actor.
-			ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self()})
+			ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self(), received: c.received})
 		}
 	case *historyLoaded:
 		c.onLoaded(ctx, m)
 	case *Chat:
+		c.received++
+		if c.broken != nil {
+			ctx.Respond(&Answer{ConversationID: c.id, Err: c.broken})
+			return
+		}
 		if c.cur != nil || c.loading {
 			if len(c.queue) >= c.o.QueueLen {
 				ctx.Respond(&Answer{ConversationID: c.id, Err: ErrBusy})
@@ -405,17 +432,23 @@ func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
 	if m.err != nil {
 		// Answering without the stored history would silently fork the
 		// conversation: refuse, and stop so that the next chat loads again.
-		err := fmt.Errorf("%w: load %s: %w", ErrHistory, c.id, m.err)
 		c.o.Logger.Error("load conversation history", "conversation", c.id, "err", m.err)
-		for _, q := range c.queue {
-			ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: err})
-		}
-		c.queue = nil
-		ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self()})
+		c.fail(ctx, fmt.Errorf("%w: load %s: %w", ErrHistory, c.id, m.err))
 		return
 	}
 	c.history = m.msgs
 	c.next(ctx)
+}
+
+// fail marks the conversation broken: queued and later chats get err, and
+// the manager is asked to stop this actor so the next one loads afresh.
+func (c *conversation) fail(ctx actor.Context, err error) {
+	c.broken = err
+	for _, q := range c.queue {
+		ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: err})
+	}
+	c.queue = nil
+	ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self(), force: true})
 }
 
 // next starts the oldest queued chat, if any.
@@ -813,12 +846,7 @@ func (c *conversation) onFinished(ctx actor.Context, m *finished) {
 		// Memory and store disagree now: stop, so that the next chat starts
 		// from what is stored.
 		c.o.Logger.Error("store conversation history", "conversation", c.id, "err", m.ans.Err)
-		for _, q := range c.queue {
-			ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: m.ans.Err})
-		}
-		c.queue = nil
-		c.loading = true // take no chat until the manager stops us
-		ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self()})
+		c.fail(ctx, m.ans.Err)
 		return
 	}
 	c.next(ctx)

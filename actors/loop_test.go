@@ -594,3 +594,28 @@ func TestInvalidJSONArgumentsFromTheModel(t *testing.T) {
 		t.Fatal("a call with broken arguments was sent to the agent")
 	}
 }
+
+func TestStaleIdleRequestDoesNotStopABusyConversation(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	release := make(chan struct{})
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) { <-release; echoReply(h)(cmd, p) }
+	fut := h.sys.Root.RequestFuture(h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
+	child := actor.NewPID(h.sys.Address(), "conversations/conv-c")
+	waitFor(t, 5*time.Second, "conversation started", func() bool {
+		_, ok := h.sys.ProcessRegistry.Get(child)
+		return ok
+	})
+	// What an idle timer that fired just before the chat arrived sends.
+	h.sys.Root.Send(h.convs.PID, &passivate{id: "c", pid: child, received: 0})
+	close(release)
+	res, err := fut.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans := res.(*Answer); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if _, ok := h.sys.ProcessRegistry.Get(child); !ok {
+		t.Fatal("the conversation was stopped by a stale idle request")
+	}
+}
