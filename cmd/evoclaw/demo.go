@@ -120,6 +120,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, line := range strings.Split(ans.Text, "\n") {
 		say("      %s", line)
 	}
+	m := node.Metrics()
+	say("      tool loop: %d calls (%d ok, %d failed, %d timed out), %d parallel batches, peak %d at once, %d ms saved by running them in parallel",
+		m.Calls, m.Successes, m.Errors, m.Timeouts, m.ParallelBatches, m.MaxConcurrency, m.WallTimeSavedMs)
 
 	say("[5/5] audit trail of this conversation, by SQL on %s:", node.AuditPath())
 	q := fmt.Sprintf(`SELECT ts, side, agent_id, tool, status, elapsed_ms, request_id FROM tool_calls WHERE conversation_id = '%s' ORDER BY id`, conv)
