@@ -22,6 +22,7 @@ usage:
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
   evoclaw audit sql [--data-dir DIR] [--json|--csv] "SELECT ..."   read-only SQL over a node's audit trail
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
+  evoclaw load   [--agents 200] [--conversations 1000]      one orchestrator against simulated agents and concurrent conversations
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
   evoclaw version
 `
@@ -55,6 +56,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
+	case "load":
+		err = cmdLoad(ctx, args[1:], stdout, stderr)
+	case "load-agents": // the child process of load; not for people
+		err = cmdLoadAgents(ctx, args[1:], stdout, stderr)
 	case "skills":
 		err = cmdSkills(args[1:], stdout)
 	case "version", "--version":

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// cmdLoad runs one orchestrator (in this process, with its embedded broker
+// and SQLite audit) against many simulated edge agents (real MQTT clients
+// in a child process) and many concurrent conversations, each making one
+// tool call to one agent. It reports throughput, round-trip percentiles
+// and the orchestrator's memory per agent and per conversation.
+func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("load", stderr)
+	agents := fs.Int("agents", 200, "simulated edge agents (MQTT clients in one child process)")
+	convs := fs.Int("conversations", 1000, "conversations started at once, one tool call each")
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *agents <= 0 || *agents > 1000 || *convs <= 0 {
+		return fmt.Errorf("%w: --agents must be 1..1000 and --conversations positive", errUsage)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "evoclaw-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+	say("evoclaw load: %d simulated agents, %d concurrent conversations (scripted LLM: not a model)", *agents, *convs)
+
+	cfg := orchestrator.Config{DataDir: filepath.Join(dir, "orch"), Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"}}
+	cfg.Loop.ChatTimeout.Duration = *timeout
+	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Provider: loadProvider{}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	base, err := settledMem()
+	if err != nil {
+		return err
+	}
+
+	sim, err := startChild("load-agents", []string{"load-agents", "--broker", node.BrokerURL(), "--count", fmt.Sprint(*agents)}, stderr)
+	if err != nil {
+		return err
+	}
+	defer sim.stop(5 * time.Second)
+	if err := sim.waitReady(ctx); err != nil {
+		return err
+	}
+	began := time.Now()
+	if err := node.WaitForAgents(ctx, *agents); err != nil {
+		return err
+	}
+	say("agents online with tools listed after %s", time.Since(began).Round(time.Millisecond))
+	withAgents, err := settledMem()
+	if err != nil {
+		return err
+	}
+
+	lat := make([]time.Duration, *convs)
+	errs := make([]error, *convs)
+	var wg sync.WaitGroup
+	began = time.Now()
+	for i := range *convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			ans, err := node.Chat(ctx, fmt.Sprintf("load-%05d", i), fmt.Sprintf("agent sim-%03d", i%*agents))
+			lat[i] = time.Since(start)
+			if err == nil && !strings.HasPrefix(ans.Text, "done: ok") {
+				err = fmt.Errorf("conversation %d answered %q", i, ans.Text)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(began)
+	failed := 0
+	var firstErr error
+	for _, e := range errs {
+		if e != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = e
+			}
+		}
+	}
+	withConvs, err := settledMem()
+	if err != nil {
+		return err
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))].Round(time.Microsecond) }
+	say("")
+	say("conversations (chat → scripted LLM → tool call over MQTT → simulated agent → back, audited, history stored)")
+	say("  %d done, %d failed in %s: %.0f conversations/s", *convs-failed, failed, wall.Round(time.Millisecond), float64(*convs)/wall.Seconds())
+	say("  round trip p50 %s  p90 %s  p99 %s  max %s", pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1].Round(time.Microsecond))
+	m := node.Metrics()
+	say("  tool calls %d (%d ok, %d errors, %d timeouts)", m.Calls, m.Successes, m.Errors, m.Timeouts)
+	say("orchestrator memory (this process, after GC; private = RssAnon)")
+	say("  idle, no agents:          %s, Go heap %.1f MB", base.mem, mb(base.heap))
+	say("  %4d agents online:       %s, Go heap %.1f MB  → %.1f KB private per agent",
+		*agents, withAgents.mem, mb(withAgents.heap), float64(withAgents.mem.Anon-base.mem.Anon)/float64(*agents))
+	say("  %4d conversations held:  %s, Go heap %.1f MB  → %.1f KB private per conversation",
+		*convs, withConvs.mem, mb(withConvs.heap), float64(withConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
+	if firstErr != nil {
+		return fmt.Errorf("%d of %d conversations failed; first: %w", failed, *convs, firstErr)
+	}
+	return nil
+}
+
+type memPoint struct {
+	mem  memKB
+	heap uint64
+}
+
+// settledMem collects garbage, returns freed memory to the OS, and reads
+// this process's memory.
+func settledMem() (memPoint, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m, err := readMem(os.Getpid())
+	return memPoint{mem: m, heap: ms.HeapInuse}, err
+}
+
+func mb(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// loadProvider is the load test's scripted model: it calls the noop tool
+// of the agent the user message names, then answers with the result.
+type loadProvider struct{}
+
+func (loadProvider) Name() string { return "scripted load driver (not a language model)" }
+
+func (loadProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == llm.RoleTool {
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "done: " + last.Content}}, nil
+	}
+	agent, ok := strings.CutPrefix(last.Content, "agent ")
+	if !ok {
+		return llm.Response{}, errors.New("load driver: the user message must be \"agent ID\"")
+	}
+	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+		{ID: "c1", Name: agent + "__noop", Arguments: json.RawMessage(`{}`)}}}}, nil
+}
+
+// cmdLoadAgents runs the simulated agents for cmdLoad: each a real MQTT
+// client that advertises itself, lists one tool and answers it at once.
+func cmdLoadAgents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("load-agents", stderr)
+	broker := fs.String("broker", "", "broker URL")
+	count := fs.Int("count", 200, "agents")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *broker == "" || *count <= 0 {
+		return fmt.Errorf("%w: --broker and a positive --count are required", errUsage)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range *count {
+		a, err := startSimAgent(ctx, *broker, fmt.Sprintf("sim-%03d", i), &wg)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+	}
+	fmt.Fprintf(stdout, "%d simulated agents ready\n", *count)
+	<-ctx.Done()
+	return nil
+}
+
+// startSimAgent connects one simulated agent; its worker goroutine (owned
+// by wg, ended by ctx) answers commands in order.
+func startSimAgent(ctx context.Context, broker, id string, wg *sync.WaitGroup) (*mqttc.Client, error) {
+	will, _ := json.Marshal(wire.Status{AgentID: id, Status: wire.PresenceOffline})
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: broker, ClientID: "evoclaw-" + id,
+		Will: &mqttc.Message{Topic: wire.StatusTopic(id), Payload: will, QoS: 1, Retained: true}})
+	if err != nil {
+		return nil, fmt.Errorf("simulated agent %s: %w", id, err)
+	}
+	cmds := make(chan wire.Command, 256)
+	if err := c.Subscribe(wire.CommandsTopic(id), 1, func(m mqttc.Message) {
+		if cmd, err := wire.DecodeCommand(m.Payload); err == nil {
+			select {
+			case cmds <- cmd:
+			default: // saturated: the orchestrator's deadline answers for it
+			}
+		}
+	}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	publish := func(topic string, v any, retained bool) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return c.Publish(ctx, mqttc.Message{Topic: topic, Payload: b, QoS: 1, Retained: retained})
+	}
+	if err := publish(wire.CapabilitiesTopic(id), wire.Capabilities{AgentID: id, Capabilities: id + " simulated agent"}, true); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := publish(wire.StatusTopic(id), wire.Status{AgentID: id, Status: wire.PresenceOnline, Timestamp: time.Now().Unix()}, true); err != nil {
+		c.Close()
+		return nil, err
+	}
+	reply := func(payload any) {
+		r, err := wire.NewReport(id, "simulated", wire.ReportResult, time.Now().Unix(), payload)
+		if err == nil {
+			_ = publish(wire.ReportsTopic(id), r, false)
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case cmd := <-cmds:
+				switch cmd.Command {
+				case wire.CmdToolsList:
+					reply(wire.ToolsList{RequestID: cmd.RequestID, Tools: []wire.ToolInfo{{Name: "noop", Description: "does nothing",
+						Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}}})
+				case wire.CmdTool:
+					reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "noop", Result: "ok", RequestID: cmd.RequestID})
+				case wire.CmdPing:
+					reply(wire.PingResult{Pong: true, RequestID: cmd.RequestID})
+				}
+			}
+		}
+	}()
+	return c, nil
+}
