@@ -87,6 +87,9 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		subs: make(map[string]*subscription),
 	}
 	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
+	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
+		c.log.Warn("TLS certificate verification of the mqtt broker is OFF (insecure_skip_verify): anyone on the network path can read and forge every message")
+	}
 	c.pc = paho.NewClient(c.pahoOptions(u))
 	if err := c.connect(ctx); err != nil {
 		return nil, fmt.Errorf("connect to mqtt broker %s: %w", c.url, err)
