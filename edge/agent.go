@@ -46,7 +46,7 @@ type Agent struct {
 
 	client *mqttc.Client
 	store  *sqlite.Store
-	queue  chan wire.Command
+	queue  chan queued
 	start  time.Time
 	stop   context.CancelFunc
 
@@ -138,7 +138,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.client = client
 	defer client.Close()
 
-	a.queue = make(chan wire.Command, a.cfg.Tools.QueueLen)
+	a.queue = make(chan queued, a.cfg.Tools.QueueLen)
 	if err := client.Subscribe(wire.CommandsTopic(a.cfg.AgentID), 1, a.onMessage); err != nil {
 		return fmt.Errorf("subscribe to commands: %w", err)
 	}
@@ -254,7 +254,7 @@ func (a *Agent) onMessage(m mqttc.Message) {
 		return
 	}
 	select {
-	case a.queue <- cmd:
+	case a.queue <- queued{cmd: cmd, received: time.Now()}:
 	default:
 		a.failed.Add(1)
 		a.replyError(context.Background(), cmd.RequestID, wire.ErrExecutionFailed,
@@ -282,9 +282,13 @@ func (a *Agent) worker(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case cmd := <-a.queue:
+		case q := <-a.queue:
 			a.total.Add(1)
-			a.handle(ctx, cmd)
+			if why, expired := a.expired(q, time.Now()); expired {
+				a.rejectExpired(ctx, q.cmd, why)
+				continue
+			}
+			a.handle(ctx, q.cmd)
 		}
 	}
 }
@@ -317,6 +321,7 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 			fmt.Sprintf("edge agent %q has no language model configured, so it cannot answer prompts; call its tools directly", a.cfg.AgentID))
 	default:
 		a.failed.Add(1)
+		a.log.Warn("rejecting unknown command", "command", cmd.Command, "request_id", cmd.RequestID)
 		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)
 	}
 }
