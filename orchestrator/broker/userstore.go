@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -28,6 +30,9 @@ var (
 	// ErrNoSuchUser is returned by RemoveUser for a name not in the file.
 	ErrNoSuchUser = errors.New("no such mqtt identity")
 )
+
+// reservedAgentPrefix starts no agent name (see AddUser).
+const reservedAgentPrefix = "orchestrator-"
 
 // passwordBytes is the entropy of a generated password: 256 bits.
 const passwordBytes = 32
@@ -53,6 +58,11 @@ func AddUser(path, name string, role Role, cost int, replace bool) (string, erro
 	}
 	if !role.Valid() {
 		return "", fmt.Errorf("add mqtt identity %s: role %q, want %q or %q", name, role, RoleAgent, RoleOrchestrator)
+	}
+	if role == RoleAgent && strings.HasPrefix(name, reservedAgentPrefix) {
+		// An agent's client id is evoclaw-{id}; the node's is
+		// evoclaw-orchestrator-{node_id}.
+		return "", fmt.Errorf("add mqtt identity %s: agent names starting with %q are reserved: its client id would be an orchestrator's", name, reservedAgentPrefix)
 	}
 	if cost == 0 {
 		cost = DefaultBcryptCost
@@ -105,6 +115,9 @@ func RemoveUser(path, name string) error {
 // updateUsers reads the file under an exclusive lock, applies edit and
 // writes the result atomically.
 func updateUsers(path string, edit func([]FileUser) ([]FileUser, error)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create directory of the users file: %w", err)
+	}
 	unlock, err := lockFile(path + ".lock")
 	if err != nil {
 		return err
