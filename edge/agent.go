@@ -117,12 +117,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.MQTT.PasswordEnv != "" {
 		password = os.Getenv(a.cfg.MQTT.PasswordEnv)
 	}
+	tlsConf, err := a.cfg.MQTT.TLSFiles.Config()
+	if err != nil {
+		return fmt.Errorf("mqtt: %w", err)
+	}
 	advertised := make(chan struct{}, 1)
 	client, err := mqttc.Connect(ctx, mqttc.Options{
 		BrokerURL: a.cfg.MQTT.Broker,
 		ClientID:  "evoclaw-" + a.cfg.AgentID,
 		Username:  a.cfg.MQTT.Username,
 		Password:  password,
+		TLSConfig: tlsConf,
 		Will:      &will,
 		Logger:    a.log,
 		OnConnect: func(*mqttc.Client) {

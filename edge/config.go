@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -52,6 +53,8 @@ type MQTTConf struct {
 	// PasswordEnv names the environment variable holding the password;
 	// passwords never live in the file.
 	PasswordEnv string `toml:"password_env"`
+	// TLSFiles: ca_file, cert_file, key_file, insecure_skip_verify.
+	mqttc.TLSFiles
 }
 
 // SkillConf says where tools come from and what they may do.
@@ -109,6 +112,7 @@ func LoadConfig(path string) (Config, error) {
 		return filepath.Join(base, p)
 	}
 	c.DataDir = abs(c.DataDir)
+	c.MQTT.TLSFiles = c.MQTT.TLSFiles.Resolve(base)
 	for i, d := range c.Skills.Dirs {
 		c.Skills.Dirs[i] = abs(d)
 	}
