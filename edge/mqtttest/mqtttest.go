@@ -77,7 +77,7 @@ func startKind(t testing.TB, kind string, skipOrLog func(string, ...any)) (Broke
 			missingMosquitto(t, skipOrLog)
 			return Broker{}, false
 		}
-		m := startMosquitto(t, path)
+		m := startMosquitto(t, path, anonymousConf)
 		return Broker{Name: kind, URL: m.url(), Stop: m.stop, Restart: m.restart}, true
 	}
 	panic("mqtttest: unknown broker kind " + kind)

@@ -135,28 +135,15 @@ func RawSubscribe(t testing.TB, conn net.Conn, filter string) byte {
 		t.Fatal(err)
 	}
 	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
-	// Skip anything else the broker sends first (retained messages come
-	// after the SUBACK, but a PUBLISH from an earlier subscription may not).
+	// Skip anything else the broker sends first: a PUBLISH from an earlier
+	// subscription may come before this SUBACK.
 	for {
-		hdr := make([]byte, 2)
-		if _, err := io.ReadFull(conn, hdr); err != nil {
+		typ, body, err := readPacket(conn)
+		if err != nil {
 			t.Fatalf("read SUBACK for %s: %v", filter, err)
 		}
-		n, shift := int(hdr[1]&0x7f), 7
-		for b := hdr[1]; b&0x80 != 0; shift += 7 {
-			one := make([]byte, 1)
-			if _, err := io.ReadFull(conn, one); err != nil {
-				t.Fatalf("read SUBACK for %s: %v", filter, err)
-			}
-			b = one[0]
-			n |= int(b&0x7f) << shift
-		}
-		rest := make([]byte, n)
-		if _, err := io.ReadFull(conn, rest); err != nil {
-			t.Fatalf("read SUBACK for %s: %v", filter, err)
-		}
-		if hdr[0] == 0x90 && n == 3 && rest[1] == packetID {
-			return rest[2]
+		if typ == 0x90 && len(body) == 3 && body[1] == packetID {
+			return body[2]
 		}
 	}
 }
@@ -181,4 +168,57 @@ func RawClosed(conn net.Conn, timeout time.Duration) bool {
 		}
 		return true
 	}
+}
+
+// RawNextPublish reads packets from conn (from DialRaw) until a PUBLISH
+// arrives and returns its topic and payload; other packets are skipped. It
+// fails the test if none arrives within timeout. QoS 1 deliveries are not
+// acknowledged.
+func RawNextPublish(t testing.TB, conn net.Conn, timeout time.Duration) (topic, payload string) {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
+	for {
+		typ, body, err := readPacket(conn)
+		if err != nil {
+			t.Fatalf("read PUBLISH: %v", err)
+		}
+		if typ>>4 != 3 || len(body) < 2 {
+			continue
+		}
+		n := int(body[0])<<8 | int(body[1])
+		if len(body) < 2+n {
+			t.Fatalf("malformed PUBLISH % x", body)
+		}
+		topic, rest := string(body[2:2+n]), body[2+n:]
+		if (typ>>1)&3 > 0 && len(rest) >= 2 {
+			rest = rest[2:] // packet id
+		}
+		return topic, string(rest)
+	}
+}
+
+// readPacket reads one MQTT control packet: its first byte and its body.
+func readPacket(conn net.Conn) (byte, []byte, error) {
+	hdr := make([]byte, 1)
+	if _, err := io.ReadFull(conn, hdr); err != nil {
+		return 0, nil, err
+	}
+	n, shift := 0, 0
+	for {
+		b := make([]byte, 1)
+		if _, err := io.ReadFull(conn, b); err != nil {
+			return 0, nil, err
+		}
+		n |= int(b[0]&0x7f) << shift
+		if b[0]&0x80 == 0 {
+			break
+		}
+		shift += 7
+	}
+	body := make([]byte, n)
+	_, err := io.ReadFull(conn, body)
+	return hdr[0], body, err
 }
