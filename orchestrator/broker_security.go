@@ -29,6 +29,9 @@ type BrokerSecurity struct {
 	// file). TLSRequireClientCert refuses TLS clients without one.
 	TLSClientCAFile      string `toml:"tls_client_ca_file"`
 	TLSRequireClientCert bool   `toml:"tls_require_client_cert"`
+	// MaxPacketBytes is the largest MQTT packet a client may send; a larger
+	// one ends its connection, logged. Zero means 1 MiB.
+	MaxPacketBytes int `toml:"max_packet_bytes"`
 }
 
 // resolve makes relative paths relative to base.
@@ -49,7 +52,7 @@ func (b BrokerConf) validateSecurity() []error {
 	if b.URL == "" || b.BrokerSecurity == (BrokerSecurity{}) {
 		return nil
 	}
-	return []error{fmt.Errorf("broker: allow_anonymous, users_file and tls_* configure the embedded broker, but url %q selects an external one", b.URL)}
+	return []error{fmt.Errorf("broker: allow_anonymous, users_file, max_packet_bytes and tls_* configure the embedded broker, but url %q selects an external one", b.URL)}
 }
 
 // UsersFilePath is where the embedded broker reads its identities.
@@ -76,6 +79,7 @@ func (c Config) embeddedBroker(log *slog.Logger) (broker.Options, broker.User, e
 		Users:          []broker.User{self},
 		UsersFile:      c.UsersFilePath(),
 		AllowAnonymous: s.AllowAnonymous,
+		MaxPacketBytes: s.MaxPacketBytes,
 		TLS: broker.TLSOptions{Listen: s.TLSListen, CertFile: s.TLSCertFile, KeyFile: s.TLSKeyFile,
 			ClientCAFile: s.TLSClientCAFile, RequireClientCert: s.TLSRequireClientCert},
 		Logger: log,

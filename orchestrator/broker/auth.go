@@ -136,8 +136,18 @@ func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return false
 }
 
-// OnDisconnect forgets the client's session.
-func (h *authHook) OnDisconnect(cl *mqtt.Client, _ error, _ bool) { h.sessions.Delete(cl) }
+// OnDisconnect forgets the client's session, and logs a client dropped for
+// sending a packet over the size limit (Options.MaxPacketBytes).
+func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
+	if errors.Is(err, packets.ErrPacketTooLarge) {
+		user := ""
+		if s := h.session(cl); s != nil {
+			user = s.name
+		}
+		h.refuse("mqtt client disconnected: packet over the size limit", cl, user)
+	}
+	h.sessions.Delete(cl)
+}
 
 func (h *authHook) session(cl *mqtt.Client) *session {
 	v, ok := h.sessions.Load(cl)

@@ -299,3 +299,25 @@ func TestUsersFileReload(t *testing.T) {
 func writeFile(path, content string) error {
 	return os.WriteFile(path, []byte(content), 0o600)
 }
+
+// TestOversizedPacketRefusedAndLogged: a packet over MaxPacketBytes ends
+// the sender's connection, is not delivered, and is logged with who sent it.
+func TestOversizedPacketRefusedAndLogged(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPacketBytes: 1024, Logger: logs.logger()})
+	reports := watch(t, b, wire.AllAgents(wire.KindReports))
+	alex := agentConn(t, b, "alex-eye", "alex-pw")
+	big := `{"big":"` + strings.Repeat("x", 2048) + `"}`
+	mqtttest.RawPublish(t, alex, wire.ReportsTopic("alex-eye"), big, false)
+	if !mqtttest.RawClosed(alex, 5*time.Second) {
+		t.Fatal("connection kept after an oversized packet")
+	}
+	logs.wantLog(t, "packet over the size limit", "user=alex-eye")
+	bob := agentConn(t, b, "bob", "bob-pw")
+	mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"small":1}`, false)
+	mqtttest.Eventually(t, 5*time.Second, func() bool { return reports.has(`{"small":1}`) }, "a small report still flows")
+	if reports.has(big) {
+		t.Fatal("oversized report delivered")
+	}
+}
