@@ -49,7 +49,7 @@ func (h *authHook) ID() string { return "evoclaw-auth" }
 
 // Provides tells mochi which hook methods this hook implements.
 func (h *authHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnDisconnect}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
 }
 
 // OnConnectAuthenticate authenticates the client (certificate, password or,
@@ -136,9 +136,11 @@ func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return false
 }
 
-// OnDisconnect forgets the client's session, and logs a client dropped for
+// OnDisconnect forgets the client's session unless the broker keeps it for
+// a client that asked for a persistent one (messages queued for it are
+// still checked against its identity), and logs a client dropped for
 // sending a packet over the size limit (Options.MaxPacketBytes).
-func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
+func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	if errors.Is(err, packets.ErrPacketTooLarge) {
 		user := ""
 		if s := h.session(cl); s != nil {
@@ -146,8 +148,13 @@ func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 		}
 		h.refuse("mqtt client disconnected: packet over the size limit", cl, user)
 	}
-	h.sessions.Delete(cl)
+	if expire {
+		h.sessions.Delete(cl)
+	}
 }
+
+// OnClientExpired forgets a persistent session the broker dropped.
+func (h *authHook) OnClientExpired(cl *mqtt.Client) { h.sessions.Delete(cl) }
 
 func (h *authHook) session(cl *mqtt.Client) *session {
 	v, ok := h.sessions.Load(cl)
@@ -164,8 +171,8 @@ func (h *authHook) setAccounts(accts accounts) {
 	h.verify.forget(accts)
 	h.sessions.Range(func(k, v any) bool {
 		cl, s := k.(*mqtt.Client), v.(*session)
-		if cl.Closed() {
-			h.sessions.Delete(cl)
+		if cl.Closed() && cl.Properties.Clean {
+			h.sessions.Delete(cl) // missed by OnDisconnect: CONNACK failed
 			return true
 		}
 		if s.role == roleAnonymous {
@@ -182,8 +189,13 @@ func (h *authHook) setAccounts(accts accounts) {
 		default:
 			return true
 		}
-		h.log.Warn("mqtt session ended", logKeyClient, cl.ID, logKeyUser, s.name, logKeyReason, why)
-		cl.Stop(errRevoked)
+		// Forget it too: messages queued for a persistent session must not
+		// pass the ACL on the old identity.
+		h.sessions.Delete(cl)
+		if !cl.Closed() {
+			h.log.Warn("mqtt session ended", logKeyClient, cl.ID, logKeyUser, s.name, logKeyReason, why)
+			cl.Stop(errRevoked)
+		}
 		return true
 	})
 }
