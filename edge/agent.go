@@ -262,7 +262,8 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	case a.queue <- queued{cmd: cmd, received: time.Now()}:
 	default:
 		a.failed.Add(1)
-		a.replyError(context.Background(), cmd.RequestID, wire.ErrExecutionFailed,
+		a.log.Warn("refusing command: queue full", "request_id", cmd.RequestID, "queued", cap(a.queue))
+		a.replyError(context.Background(), cmd.RequestID, wire.ErrBusy,
 			fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue)))
 	}
 }

@@ -117,3 +117,27 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 		}, "ping answered after "+tt.name)
 	}
 }
+
+// TestFullQueueAnswersBusy: back-pressure has a name the orchestrator can
+// act on (retry later) rather than a generic failure.
+func TestFullQueueAnswersBusy(t *testing.T) {
+	p := startAgent(t, func(c *Config) { c.Tools.MaxConcurrent = 1; c.Tools.QueueLen = 1 })
+	for _, id := range []string{"b1", "b2", "b3"} {
+		p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"` + id + `"}`)
+	}
+	var busy int
+	for _, id := range []string{"b1", "b2", "b3"} {
+		r := p.await(id)
+		if r.ReportType != wire.ReportError {
+			continue
+		}
+		e, err := wire.DecodeErrorPayload(r)
+		if err != nil || e.ErrorType != wire.ErrBusy {
+			t.Fatalf("error report %+v %v, want error type busy", e, err)
+		}
+		busy++
+	}
+	if busy != 1 {
+		t.Fatalf("%d commands answered busy, want exactly 1", busy)
+	}
+}

@@ -18,13 +18,14 @@ const (
 	ErrInterrupted      ErrorType = "interrupted"       // the agent restarted while the request was running
 	ErrInternal         ErrorType = "internal"          // a fault of evoclaw itself, never of the tool
 	ErrExpired          ErrorType = "expired"           // the command arrived or waited past its expires_at; it did not run
+	ErrBusy             ErrorType = "busy"              // the agent's command queue is full; it did not run (retry later)
 )
 
 // Known reports whether t is one of the defined error types.
 func (t ErrorType) Known() bool {
 	switch t {
 	case ErrTimeout, ErrNotFound, ErrPermissionDenied, ErrInvalidParams, ErrExecutionFailed,
-		ErrAgentOffline, ErrInvalidCommand, ErrInterrupted, ErrInternal, ErrExpired:
+		ErrAgentOffline, ErrInvalidCommand, ErrInterrupted, ErrInternal, ErrExpired, ErrBusy:
 		return true
 	}
 	return false
