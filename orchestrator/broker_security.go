@@ -49,10 +49,15 @@ func (s BrokerSecurity) resolve(base string) BrokerSecurity {
 // validateSecurity checks that embedded-broker settings are not given for
 // an external broker, where they would silently do nothing.
 func (b BrokerConf) validateSecurity() []error {
-	if b.URL == "" || b.BrokerSecurity == (BrokerSecurity{}) {
-		return nil
+	switch {
+	case b.URL != "" && b.BrokerSecurity != (BrokerSecurity{}):
+		return []error{fmt.Errorf("broker: allow_anonymous, users_file, max_packet_bytes and tls_* configure the embedded broker, but url %q selects an external one", b.URL)}
+	case b.URL == "" && !b.TLSFiles.IsZero():
+		return []error{fmt.Errorf("broker: ca_file, cert_file, key_file and insecure_skip_verify are for an external tls:// broker (url); the embedded broker's own files are tls_cert_file and tls_key_file")}
+	case b.URL == "" && (b.Username != "" || b.PasswordEnv != ""):
+		return []error{fmt.Errorf("broker: username and password_env are for an external broker (url); the node's session on the embedded broker needs none")}
 	}
-	return []error{fmt.Errorf("broker: allow_anonymous, users_file, max_packet_bytes and tls_* configure the embedded broker, but url %q selects an external one", b.URL)}
+	return nil
 }
 
 // UsersFilePath is where the embedded broker reads its identities.
