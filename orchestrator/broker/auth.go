@@ -92,7 +92,14 @@ func (h *authHook) authenticate(cl *mqtt.Client, pk packets.Packet) (*session, e
 		return &session{identity: identity{role: roleAnonymous}}, nil
 	}
 	a := accts.byName[user]
-	if !pk.Connect.PasswordFlag || !h.verify.check(user, a, pk.Connect.Password, accts.cost) {
+	ok, err := h.verify.check(user, a, pk.Connect.Password, accts.cost)
+	if errors.Is(err, errVerifyBusy) {
+		// Undecided, not refused: close the connection before the CONNACK
+		// so that the client retries (a refusal would be final for it).
+		cl.Stop(err)
+		return nil, err
+	}
+	if !pk.Connect.PasswordFlag || !ok {
 		return nil, errors.New("bad username or password")
 	}
 	return &session{identity: a.identity, fingerprint: a.fingerprint}, nil

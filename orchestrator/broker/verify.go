@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -47,8 +47,9 @@ const bcryptWait = 10 * time.Second
 //     password never matches. The key is random per process and the cache
 //     lives in memory only.
 type verifier struct {
-	key [32]byte      // HMAC key of the cache
-	sem chan struct{} // one token per bcrypt check allowed at once
+	key  [32]byte      // HMAC key of the cache
+	sem  chan struct{} // one token per bcrypt check allowed at once
+	wait time.Duration // longest wait for a token before errVerifyBusy
 
 	mu    sync.Mutex                   // guards cache and dummies
 	cache map[string][sha256.Size]byte // by identity name
@@ -59,23 +60,28 @@ type verifier struct {
 }
 
 func newVerifier() *verifier {
-	v := &verifier{sem: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))), cache: map[string][sha256.Size]byte{}, dummies: map[int][]byte{}}
+	v := &verifier{sem: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))), wait: bcryptWait, cache: map[string][sha256.Size]byte{}, dummies: map[int][]byte{}}
 	if _, err := rand.Read(v.key[:]); err != nil {
 		panic("broker: no randomness for the password cache key: " + err.Error()) // crypto/rand never fails on Linux
 	}
 	return v
 }
 
+// errVerifyBusy means every password check slot stayed taken for
+// verifier.wait: the broker is flooded with logins.
+var errVerifyBusy = errors.New("password checks saturated")
+
 // check reports whether password is a's. a may be nil (unknown name): the
 // work done is then that of a wrong password at dummyCost, the cost of the
-// stored hashes (zero when there are none: nothing to imitate).
-func (v *verifier) check(name string, a *account, password []byte, dummyCost int) bool {
+// stored hashes (zero when there are none: nothing to imitate). It fails
+// with errVerifyBusy, undecided, when no check slot frees up in time.
+func (v *verifier) check(name string, a *account, password []byte, dummyCost int) (bool, error) {
 	if a != nil && a.bcrypt == nil {
 		got := sha256.Sum256(password)
-		return subtle.ConstantTimeCompare(got[:], a.digest[:]) == 1
+		return subtle.ConstantTimeCompare(got[:], a.digest[:]) == 1, nil
 	}
 	if a == nil && dummyCost == 0 {
-		return false
+		return false, nil
 	}
 	var hash []byte
 	if a == nil {
@@ -87,26 +93,26 @@ func (v *verifier) check(name string, a *account, password []byte, dummyCost int
 		cached, ok := v.cache[name]
 		v.mu.Unlock()
 		if ok && hmac.Equal(cached[:], mac[:]) {
-			return true
+			return true, nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bcryptWait)
-	defer cancel()
+	t := time.NewTimer(v.wait)
+	defer t.Stop()
 	select {
 	case v.sem <- struct{}{}:
-	case <-ctx.Done():
-		return false
+	case <-t.C:
+		return false, errVerifyBusy
 	}
 	err := bcrypt.CompareHashAndPassword(hash, password)
 	<-v.sem
 	if err != nil || a == nil {
-		return false
+		return false, nil
 	}
 	mac := v.mac(hash, password)
 	v.mu.Lock()
 	v.cache[name] = mac
 	v.mu.Unlock()
-	return true
+	return true, nil
 }
 
 func (v *verifier) mac(hash, password []byte) [sha256.Size]byte {
