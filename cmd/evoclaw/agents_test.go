@@ -140,3 +140,32 @@ func (e *edgeProc) wait(timeout time.Duration) error {
 		return context.DeadlineExceeded
 	}
 }
+
+func TestAgentsUsage(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{[]string{"agents"}, 2, "needs add, list or remove"},
+		{[]string{"agents", "grant"}, 2, "want add, list or remove"},
+		{[]string{"agents", "add"}, 2, "evoclaw agents add NAME"},
+		{[]string{"agents", "add", "a", "b", "--data-dir", dir}, 2, "evoclaw agents add NAME"},
+		{[]string{"agents", "add", "bad/name", "--data-dir", dir}, 1, "character '/' not allowed"},
+		{[]string{"agents", "add", "x", "--role", "admin", "--data-dir", dir}, 1, `role "admin"`},
+		{[]string{"agents", "add", "x", "--bcrypt-cost", "40", "--data-dir", dir}, 1, "bcrypt cost 40"},
+		{[]string{"agents", "remove", "ghost", "--data-dir", dir}, 1, "no such mqtt identity: ghost"},
+		{[]string{"agents", "list", "extra", "--data-dir", dir}, 2, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		_, stderr := runCLI(t, tt.code, tt.args...)
+		if !strings.Contains(stderr, tt.want) {
+			t.Errorf("evoclaw %v: stderr %q does not mention %q", tt.args, stderr, tt.want)
+		}
+	}
+	out, _ := runCLI(t, 0, "agents", "list", "--data-dir", dir)
+	if !strings.Contains(out, "no identities yet") {
+		t.Fatalf("list on an empty node: %q", out)
+	}
+}

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 func TestACL(t *testing.T) {
@@ -85,4 +88,32 @@ func TestRefusalLimiter(t *testing.T) {
 	if !ok || suppressed != 5 {
 		t.Fatalf("next window: logged %v with %d suppressed, want true and 5", ok, suppressed)
 	}
+}
+
+// FuzzACL: whatever topic or filter a client sends, an agent is never let
+// outside its own four topics and an orchestrator never publishes anything
+// but a command.
+func FuzzACL(f *testing.F) {
+	for _, s := range []string{"evoclaw/agents/alex/reports", "evoclaw/agents/+/commands", "#", "$share/g/evoclaw/agents/#", "evoclaw/agents/alex/commands/x", "evoclaw/agents//commands"} {
+		f.Add(s)
+	}
+	alex := identity{name: "alex", role: RoleAgent}
+	orch := identity{name: "ops", role: RoleOrchestrator}
+	own := map[string]bool{"evoclaw/agents/alex/reports": true, "evoclaw/agents/alex/capabilities": true, "evoclaw/agents/alex/status": true}
+	f.Fuzz(func(t *testing.T, topic string) {
+		if alex.mayPublish(topic) && !own[topic] {
+			t.Fatalf("agent may publish on %q", topic)
+		}
+		if alex.mayRead(topic) && topic != "evoclaw/agents/alex/commands" {
+			t.Fatalf("agent may read %q", topic)
+		}
+		if orch.mayPublish(topic) {
+			if _, kind, err := wire.ParseTopic(topic); err != nil || kind != wire.KindCommands {
+				t.Fatalf("orchestrator may publish on %q", topic)
+			}
+		}
+		if orch.mayRead(topic) && !strings.HasPrefix(stripShare(topic), wire.TopicPrefix) {
+			t.Fatalf("orchestrator may read %q", topic)
+		}
+	})
 }
