@@ -268,3 +268,96 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 		})
 	}
 }
+
+// TestMosquittoExampleTLS enables the commented TLS block of the example
+// configuration: an agent authenticated by its client certificate (the
+// common name becomes its username, %u in the ACL) gets its own commands
+// and nothing else; a TLS client without a certificate gets nothing.
+func TestMosquittoExampleTLS(t *testing.T) {
+	t.Parallel()
+	sb := securedBroker{pw: map[string]string{}}
+	dir := t.TempDir()
+	passwd := filepath.Join(dir, "evoclaw.passwd")
+	for _, name := range []string{"orchestrator", "bob"} {
+		pw, err := broker.NewPassword()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.pw[name] = pw
+		mqtttest.MosquittoPasswd(t, passwd, name, pw)
+	}
+	pki := mqtttest.NewPKI(t, "fleet")
+	cert, key := pki.Issue(t, "broker", true)
+	alexCert, alexKey := pki.Issue(t, "alex-eye", false)
+	example, err := os.ReadFile("../../testdata/mosquitto/mosquitto.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acl, err := filepath.Abs("../../testdata/mosquitto/evoclaw.acl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tlsPort int
+	sb.url, _ = mqtttest.StartMosquittoConf(t, func(port int) string {
+		tlsPort = mqtttest.FreePort(t)
+		conf := uncomment(string(example), "listener", "certfile", "keyfile", "cafile", "require_certificate", "use_identity_as_username")
+		conf = rewriteConf(t, conf, map[string]string{
+			"listener": fmt.Sprintf("%d 127.0.0.1", port), "password_file": passwd, "acl_file": acl, "persistence_location": dir + "/",
+		})
+		// The second listener line is the TLS one.
+		conf = strings.Replace(conf, "listener 8883", fmt.Sprintf("listener %d 127.0.0.1", tlsPort), 1)
+		conf = rewriteConf(t, conf, map[string]string{"certfile": cert, "keyfile": key, "cafile": pki.CAFile})
+		if os.Geteuid() == 0 {
+			conf += "user root\n" // see startSecured
+		}
+		return conf
+	})
+	sb.addr = strings.TrimPrefix(sb.url, "tcp://")
+	tlsURL := fmt.Sprintf("tls://127.0.0.1:%d", tlsPort)
+
+	orch := sb.client(t, "orchestrator", "evoclaw-orchestrator-test")
+	alex, err := tlsConnect(t, tlsURL, mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: alexCert, KeyFile: alexKey}, "evoclaw-alex-eye", "", "", nil, oneAttempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 8)
+	for _, filter := range []string{wire.CommandsTopic("alex-eye"), wire.CommandsTopic("bob")} {
+		// mosquitto grants the second and delivers nothing on it.
+		if err := alex.Subscribe(filter, 1, func(m mqttc.Message) { got <- m.Topic + " " + string(m.Payload) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, id := range []string{"bob", "alex-eye"} {
+		if err := orch.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic(id), Payload: []byte(`{"for":"` + id + `"}`), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case m := <-got:
+		if m != wire.CommandsTopic("alex-eye")+` {"for":"alex-eye"}` {
+			t.Fatalf("certificate alex-eye received %s first, want only its own command", m)
+		}
+	case <-ctx.Done():
+		t.Fatal("certificate alex-eye did not receive its command")
+	}
+	if _, err := tlsConnect(t, tlsURL, mqttc.TLSFiles{CAFile: pki.CAFile}, "evoclaw-bob", "bob", sb.pw["bob"], nil, untilRetried); err == nil {
+		t.Fatal("TLS client without a certificate accepted; require_certificate is on")
+	}
+}
+
+// uncomment activates the commented-out directives named in keys.
+func uncomment(conf string, keys ...string) string {
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(conf, "\n") {
+		for _, k := range keys {
+			if strings.HasPrefix(line, "#"+k+" ") {
+				line = line[1:]
+				break
+			}
+		}
+		out.WriteString(line)
+	}
+	return out.String()
+}
