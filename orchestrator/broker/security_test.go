@@ -3,6 +3,7 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -319,5 +320,35 @@ func TestOversizedPacketRefusedAndLogged(t *testing.T) {
 	mqtttest.Eventually(t, 5*time.Second, func() bool { return reports.has(`{"small":1}`) }, "a small report still flows")
 	if reports.has(big) {
 		t.Fatal("oversized report delivered")
+	}
+}
+
+func TestUsersFileReadableByOthersWarns(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	path := filepath.Join(t.TempDir(), broker.UsersFileName)
+	if _, err := broker.AddUser(path, "alex-eye", broker.RoleAgent, 4, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, Logger: logs.logger()})
+	logs.wantLog(t, "level=WARN", "readable by other users", "file="+path)
+}
+
+func TestBrokenUsersFileFailsStart(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), broker.UsersFileName)
+	if err := writeFile(path, "alex-eye agent nothash 2026-01-01T00:00:00Z\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", UsersFile: path})
+	if err == nil {
+		_ = b.Close()
+		t.Fatal("broker started with a broken users file")
+	}
+	if !errors.Is(err, broker.ErrUsersFile) || !strings.Contains(err.Error(), path+":1: bcrypt-hash") {
+		t.Fatalf("Start = %v, want ErrUsersFile naming %s:1 and the field", err, path)
 	}
 }
