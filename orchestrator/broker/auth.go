@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // errRevoked is the stop cause of a session whose identity was removed or
@@ -218,62 +216,4 @@ func (h *authHook) refuse(msg string, cl *mqtt.Client, user string, attrs ...any
 		attrs = append(attrs, logKeySuppressed, suppressed)
 	}
 	h.log.Warn(msg, attrs...)
-}
-
-// Refusal log limits: a client hammering the broker with refused requests
-// must not fill the disk of a Pi with log lines.
-const (
-	refusalBurst  = 20
-	refusalWindow = 10 * time.Second
-)
-
-// refusalLimiter lets refusalBurst log lines through per refusalWindow and
-// counts the rest, reported with the next line that gets through.
-type refusalLimiter struct {
-	mu         sync.Mutex // guards the fields below
-	windowEnds time.Time
-	n          int
-	suppressed int
-}
-
-// allow reports whether to log now, and how many lines were suppressed since
-// the last one logged.
-func (l *refusalLimiter) allow(now time.Time) (suppressed int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.After(l.windowEnds) {
-		l.windowEnds, l.n = now.Add(refusalWindow), 0
-	}
-	if l.n >= refusalBurst {
-		l.suppressed++
-		return 0, false
-	}
-	l.n++
-	suppressed, l.suppressed = l.suppressed, 0
-	return suppressed, true
-}
-
-// buildAccounts merges the in-memory users with those of the file; a file
-// entry named like an in-memory user is skipped, and reported.
-func buildAccounts(mem []User, file []FileUser) (accounts, []string) {
-	accts := accounts{byName: make(map[string]*account, len(mem)+len(file))}
-	for _, u := range mem {
-		accts.byName[u.Name] = &account{
-			identity:    identity{name: u.Name, role: u.Role},
-			digest:      sha256.Sum256([]byte(u.Password)),
-			fingerprint: "mem",
-		}
-	}
-	var shadowed []string
-	for _, u := range file {
-		if _, dup := accts.byName[u.Name]; dup {
-			shadowed = append(shadowed, u.Name)
-			continue
-		}
-		accts.byName[u.Name] = &account{identity: identity{name: u.Name, role: u.Role}, bcrypt: []byte(u.Hash), fingerprint: u.Hash}
-		if c, err := bcrypt.Cost([]byte(u.Hash)); err == nil && c > accts.cost {
-			accts.cost = c
-		}
-	}
-	return accts, shadowed
 }

@@ -13,25 +13,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// account is one identity the broker knows: from Options.Users (a plain
-// password kept as a SHA-256 digest) or from the users file (a bcrypt hash).
-type account struct {
-	identity
-	bcrypt []byte            // nil for an in-memory user
-	digest [sha256.Size]byte // of the password of an in-memory user
-	// fingerprint changes whenever the password changes; sessions
-	// authenticated by password end when it does.
-	fingerprint string
-}
-
-// accounts is an immutable snapshot of every identity, swapped whole on reload.
-type accounts struct {
-	byName map[string]*account
-	// cost is the highest bcrypt cost of the stored hashes, which unknown
-	// names are checked at; zero when there are none.
-	cost int
-}
-
 // bcryptWait bounds how long a connection waits for a free password check
 // slot before it is refused.
 const bcryptWait = 10 * time.Second
