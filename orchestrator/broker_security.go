@@ -85,6 +85,8 @@ func (c Config) embeddedBroker(log *slog.Logger) (broker.Options, broker.User, e
 		UsersFile:      c.UsersFilePath(),
 		AllowAnonymous: s.AllowAnonymous,
 		MaxPacketBytes: s.MaxPacketBytes,
+		// The node owns its process: `kill -HUP` reloads rather than kills.
+		ReloadOnSIGHUP: true,
 		TLS: broker.TLSOptions{Listen: s.TLSListen, CertFile: s.TLSCertFile, KeyFile: s.TLSKeyFile,
 			ClientCAFile: s.TLSClientCAFile, RequireClientCert: s.TLSRequireClientCert},
 		Logger: log,

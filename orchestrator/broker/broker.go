@@ -9,10 +9,12 @@ import (
 	"math"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -80,6 +82,10 @@ type Options struct {
 	// are checked for changes. Zero means DefaultReloadInterval; negative
 	// means never (call Broker.Reload).
 	ReloadInterval time.Duration
+	// ReloadOnSIGHUP makes the broker reload on SIGHUP too (instead of the
+	// process dying of it). For the process that owns the broker, not for
+	// libraries and tests.
+	ReloadOnSIGHUP bool
 	// MaxPacketBytes is the largest MQTT packet accepted from a client, in
 	// bytes. Zero means DefaultMaxPacketBytes. A larger packet ends the
 	// client's connection.
@@ -99,8 +105,9 @@ type Broker struct {
 	cert   atomic.Pointer[tls.Certificate] // the TLS listener's current key pair
 	log    *slog.Logger
 
-	reloadMu sync.Mutex // serialises Reload
-	watch    *watcher   // nil when not polling
+	reloadMu sync.Mutex     // serialises Reload
+	watch    *watcher       // polls the files and waits for hup
+	hup      chan os.Signal // SIGHUP, when Options.ReloadOnSIGHUP
 
 	closeOnce sync.Once
 	closeErr  error // set once by closeOnce
@@ -175,9 +182,17 @@ func Start(o Options) (_ *Broker, err error) {
 		_ = server.Close()
 		return nil, fmt.Errorf("start mqtt broker: serve: %w", err)
 	}
-	if o.ReloadInterval > 0 {
-		b.watch = startWatcher(o.ReloadInterval, b.watchedFiles(), b.reloadChanged, log)
+	var hup chan os.Signal
+	if o.ReloadOnSIGHUP {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		b.hup = hup
 	}
+	files, interval := b.watchedFiles(), o.ReloadInterval
+	if interval < 0 { // no polling; the goroutine still serves hup
+		files, interval = nil, DefaultReloadInterval
+	}
+	b.watch = startWatcher(interval, files, hup, b.reloadChanged, log)
 
 	log.Info("mqtt broker listening", logKeyAddr, b.Addr(), logKeyTLSAddr, b.TLSAddr(), logKeyAnonymous, o.AllowAnonymous,
 		logKeyUsers, len(b.hook.accts.Load().byName))
@@ -294,9 +309,10 @@ func (b *Broker) TLSURL() string {
 // kept. Close is idempotent and safe for concurrent use.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
-		if b.watch != nil {
-			b.watch.stop()
+		if b.hup != nil {
+			signal.Stop(b.hup)
 		}
+		b.watch.stop()
 		// mochi's Close panics on a second call (it closes a channel).
 		if err := b.server.Close(); err != nil {
 			b.closeErr = fmt.Errorf("close mqtt broker: %w", err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -351,4 +352,28 @@ func TestBrokenUsersFileFailsStart(t *testing.T) {
 	if !errors.Is(err, broker.ErrUsersFile) || !strings.Contains(err.Error(), path+":1: bcrypt-hash") {
 		t.Fatalf("Start = %v, want ErrUsersFile naming %s:1 and the field", err, path)
 	}
+}
+
+// TestReloadOnSIGHUP runs alone: it signals the test process itself, which
+// only the broker's handler keeps alive.
+func TestReloadOnSIGHUP(t *testing.T) {
+	var logs logBuffer
+	path := filepath.Join(t.TempDir(), broker.UsersFileName)
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: -1, ReloadOnSIGHUP: true, Logger: logs.logger()})
+	pw, err := broker.AddUser(path, "alex-eye", broker.RoleAgent, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: pw}); rc == 0 {
+		t.Fatal("identity known before any reload: polling is off, so the test cannot tell a signal did it")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	logs.wantLog(t, "reloading mqtt identities and certificate on signal")
+	mqtttest.Eventually(t, 5*time.Second, func() bool {
+		c, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: pw})
+		c.Close()
+		return rc == 0
+	}, "identity added to the file is known after SIGHUP")
 }

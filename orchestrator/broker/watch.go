@@ -9,9 +9,10 @@ import (
 )
 
 // watcher polls a few files and calls onChange when any of them changed
-// (appeared, vanished, or got another inode, size or modification time).
-// Polling a handful of stat calls every few seconds costs nothing
-// measurable, needs no inotify support, and sees an atomic rename.
+// (appeared, vanished, or got another inode, size or modification time), or
+// when a signal arrives on sig (nil: none). Polling a handful of stat calls
+// every few seconds costs nothing measurable, needs no inotify support, and
+// sees an atomic rename.
 type watcher struct {
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -39,9 +40,9 @@ func stamps(files []string) []fileStamp {
 
 // startWatcher starts polling files every interval. The state at start is
 // the baseline: only later changes call onChange.
-func startWatcher(interval time.Duration, files []string, onChange func(), log *slog.Logger) *watcher {
+func startWatcher(interval time.Duration, files []string, sig <-chan os.Signal, onChange func(), log *slog.Logger) *watcher {
 	w := &watcher{done: make(chan struct{})}
-	if len(files) == 0 {
+	if len(files) == 0 && sig == nil {
 		return w
 	}
 	last := stamps(files)
@@ -54,6 +55,11 @@ func startWatcher(interval time.Duration, files []string, onChange func(), log *
 			select {
 			case <-w.done:
 				return
+			case <-sig:
+				log.Info("reloading mqtt identities and certificate on signal")
+				last = stamps(files)
+				onChange()
+				continue
 			case <-t.C:
 			}
 			now := stamps(files)
