@@ -7,6 +7,7 @@ require (
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/mochi-mqtt/server/v2 v2.7.9
+	golang.org/x/crypto v0.42.0
 	golang.org/x/sys v0.48.0
 	modernc.org/sqlite v1.60.1
 )

@@ -51,7 +51,7 @@ type Agent struct {
 
 	client *mqttc.Client
 	store  *sqlite.Store
-	queue  chan wire.Command
+	queue  chan queued
 	start  time.Time
 	stop   context.CancelFunc
 
@@ -133,12 +133,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.MQTT.PasswordEnv != "" {
 		password = os.Getenv(a.cfg.MQTT.PasswordEnv)
 	}
+	tlsConf, err := a.cfg.MQTT.TLSFiles.Config()
+	if err != nil {
+		return fmt.Errorf("mqtt: %w", err)
+	}
 	advertised := make(chan struct{}, 1)
 	client, err := mqttc.Connect(ctx, mqttc.Options{
 		BrokerURL: a.cfg.MQTT.Broker,
 		ClientID:  "evoclaw-" + a.cfg.AgentID,
 		Username:  a.cfg.MQTT.Username,
 		Password:  password,
+		TLSConfig: tlsConf,
 		Will:      &will,
 		Logger:    a.log,
 		OnConnect: func(*mqttc.Client) {
@@ -154,7 +159,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.client = client
 	defer client.Close()
 
-	a.queue = make(chan wire.Command, a.cfg.Tools.QueueLen)
+	a.queue = make(chan queued, a.cfg.Tools.QueueLen)
 	if err := client.Subscribe(wire.CommandsTopic(a.cfg.AgentID), 1, a.onMessage); err != nil {
 		return fmt.Errorf("subscribe to commands: %w", err)
 	}
@@ -271,10 +276,11 @@ func (a *Agent) onMessage(m mqttc.Message) {
 		return
 	}
 	select {
-	case a.queue <- cmd:
+	case a.queue <- queued{cmd: cmd, received: time.Now()}:
 	default:
 		a.failed.Add(1)
-		a.replyError(context.Background(), cmd.RequestID, wire.ErrExecutionFailed,
+		a.log.Warn("refusing command: queue full", "request_id", cmd.RequestID, "queued", cap(a.queue))
+		a.replyError(context.Background(), cmd.RequestID, wire.ErrBusy,
 			fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue)))
 	}
 }
@@ -299,9 +305,13 @@ func (a *Agent) worker(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case cmd := <-a.queue:
+		case q := <-a.queue:
 			a.total.Add(1)
-			a.handle(ctx, cmd)
+			if why, expired := a.expired(q, time.Now()); expired {
+				a.rejectExpired(ctx, q.cmd, why)
+				continue
+			}
+			a.handle(ctx, q.cmd)
 		}
 	}
 }
@@ -332,6 +342,7 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 		a.handlePrompt(ctx, cmd)
 	default:
 		a.failed.Add(1)
+		a.log.Warn("rejecting unknown command", "command", cmd.Command, "request_id", cmd.RequestID)
 		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
@@ -74,6 +75,8 @@ type MQTTConf struct {
 	// PasswordEnv names the environment variable holding the password;
 	// passwords never live in the file.
 	PasswordEnv string `toml:"password_env"`
+	// TLSFiles: ca_file, cert_file, key_file, insecure_skip_verify.
+	mqttc.TLSFiles
 }
 
 // SkillConf says where tools come from and what they may do.
@@ -132,6 +135,7 @@ func LoadConfig(path string) (Config, error) {
 	}
 	c.DataDir = abs(c.DataDir)
 	c.LLM.Transcript = abs(c.LLM.Transcript)
+	c.MQTT.TLSFiles = c.MQTT.TLSFiles.Resolve(base)
 	for i, d := range c.Skills.Dirs {
 		c.Skills.Dirs[i] = abs(d)
 	}

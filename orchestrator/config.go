@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
@@ -44,9 +45,15 @@ type BrokerConf struct {
 	URL string `toml:"url"`
 	// Listen is the embedded broker's address (default 127.0.0.1:1883).
 	Listen string `toml:"listen"`
-	// Username and PasswordEnv are this node's credentials on the broker.
+	// Username and PasswordEnv are this node's credentials on an external
+	// broker. The embedded broker gives the node a credential of its own.
 	Username    string `toml:"username"`
 	PasswordEnv string `toml:"password_env"`
+	// TLSFiles (ca_file, cert_file, key_file, insecure_skip_verify) are the
+	// node's TLS client settings for an external tls:// broker.
+	mqttc.TLSFiles
+	// Embedded broker access control and TLS (broker_security.go).
+	BrokerSecurity
 }
 
 // LoopConf tunes the tool loop. Zero values take the actors package's
@@ -111,6 +118,8 @@ func LoadConfig(path string) (Config, error) {
 	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
 		c.DataDir = filepath.Join(base, c.DataDir)
 	}
+	c.Broker.TLSFiles = c.Broker.TLSFiles.Resolve(base)
+	c.Broker.BrokerSecurity = c.Broker.BrokerSecurity.resolve(base)
 	if c.LLM.Transcript != "" && !filepath.IsAbs(c.LLM.Transcript) {
 		c.LLM.Transcript = filepath.Join(base, c.LLM.Transcript)
 	}
@@ -142,6 +151,7 @@ func (c *Config) Validate() error {
 	if c.Broker.URL == "" && c.Broker.Listen == "" {
 		c.Broker.Listen = DefaultBrokerListen
 	}
+	errs = append(errs, c.Broker.validateSecurity()...)
 	if c.Broker.PasswordEnv != "" && os.Getenv(c.Broker.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("broker.password_env: environment variable %s is empty", c.Broker.PasswordEnv))
 	}

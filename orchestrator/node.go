@@ -84,19 +84,27 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 
 	brokerURL := cfg.Broker.URL
-	if brokerURL == "" {
-		if n.broker, err = broker.Start(broker.Options{Listen: cfg.Broker.Listen, Logger: log.With("component", "broker")}); err != nil {
-			return nil, fmt.Errorf("start embedded broker: %w", err)
-		}
-		brokerURL = n.broker.URL()
-		log.Info("embedded MQTT broker listening", "addr", n.broker.Addr())
-	}
-	password := ""
+	username, password := cfg.Broker.Username, ""
 	if cfg.Broker.PasswordEnv != "" {
 		password = os.Getenv(cfg.Broker.PasswordEnv)
 	}
+	tlsConf, err := cfg.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	if brokerURL == "" {
+		bo, self, err := cfg.embeddedBroker(log.With("component", "broker"))
+		if err != nil {
+			return nil, err
+		}
+		if n.broker, err = broker.Start(bo); err != nil {
+			return nil, fmt.Errorf("start embedded broker: %w", err)
+		}
+		brokerURL, username, password = n.broker.URL(), self.Name, self.Password
+		log.Info("embedded MQTT broker listening", "addr", n.broker.Addr(), "tls_addr", n.broker.TLSAddr(), "users_file", bo.UsersFile)
+	}
 	if n.client, err = mqttc.Connect(ctx, mqttc.Options{BrokerURL: brokerURL, ClientID: "evoclaw-orchestrator-" + cfg.NodeID,
-		Username: cfg.Broker.Username, Password: password, Logger: log.With("component", "mqtt")}); err != nil {
+		Username: username, Password: password, TLSConfig: tlsConf, Logger: log.With("component", "mqtt")}); err != nil {
 		return nil, err
 	}
 

@@ -30,7 +30,7 @@ func inProcess(tb testing.TB, auditSync string) *Node {
 		tb.Fatal(err)
 	}
 	ctx := context.Background()
-	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0"}},
+	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}},
 		Options{Provider: p})
 	if err != nil {
 		tb.Fatal(err)
@@ -222,8 +222,8 @@ max = "20m"
 }
 
 func TestExposedBrokerIsRefused(t *testing.T) {
-	_, err := Start(context.Background(), Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "0.0.0.0:0"}}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "without credentials") {
+	_, err := Start(context.Background(), Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "0.0.0.0:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "refusing to allow anonymous clients") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -23,15 +23,19 @@ type child struct {
 	readyAfter time.Duration
 }
 
-// startChild runs this binary with args; its stderr goes to logw. It is
-// ready when it prints a line containing "ready".
-func startChild(name string, args []string, logw io.Writer) (*child, error) {
+// startChild runs this binary with args and, added to ours, the environment
+// variables env ("KEY=value"); its stderr goes to logw. It is ready when it
+// prints a line containing "ready".
+func startChild(name string, args []string, logw io.Writer, env ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
 	c := &child{name: name, cmd: exec.Command(exe, args...), ready: make(chan struct{}), done: make(chan error, 1)}
 	c.cmd.Stderr = logw
+	if len(env) > 0 {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills/shipped"
@@ -66,12 +67,20 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer nodeLog.Close()
 
 	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"}}
+	// Every run gives each agent a fresh password, as `evoclaw agents add`
+	// would: the demo runs the same access control as a real fleet.
+	passwords := map[string]string{}
+	for _, a := range demoFleet {
+		if passwords[a.id], err = broker.AddUser(cfg.UsersFilePath(), a.id, broker.RoleAgent, 0, true); err != nil {
+			return err
+		}
+	}
 	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Provider: provider, Logger: logger(nodeLog, slog.LevelInfo)})
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	say("[1/5] embedded MQTT broker listening at %s (loopback only); orchestrator connected", node.BrokerURL())
+	say("[1/5] embedded MQTT broker listening at %s (loopback only, per-agent passwords and topic ACL); orchestrator connected", node.BrokerURL())
 
 	say("[2/5] starting %d edge agents as separate processes (`evoclaw edge`)", len(demoFleet))
 	var kids []*child
@@ -81,7 +90,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}()
 	for _, a := range demoFleet {
-		k, err := startDemoAgent(a, dir, skillsDir, node.BrokerURL())
+		k, err := startDemoAgent(a, dir, skillsDir, node.BrokerURL(), passwords[a.id])
 		if err != nil {
 			return err
 		}
@@ -142,7 +151,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-func startDemoAgent(a demoAgent, dir, skillsDir, brokerURL string) (*child, error) {
+// demoPasswordEnv carries a demo agent's password to its process.
+const demoPasswordEnv = "EVOCLAW_MQTT_PASSWORD"
+
+func startDemoAgent(a demoAgent, dir, skillsDir, brokerURL, password string) (*child, error) {
 	agentDir := filepath.Join(dir, "agents", a.id)
 	if err := os.MkdirAll(agentDir, 0o700); err != nil {
 		return nil, err
@@ -159,11 +171,13 @@ data_dir = "."
 
 [mqtt]
 broker = %q
+username = %q
+password_env = %q
 
 [skills]
 dirs = [%q]
 permissions = [%s]
-`, a.id, a.caps, brokerURL, skillsDir, strings.Join(perms, ", "))
+`, a.id, a.caps, brokerURL, a.id, demoPasswordEnv, skillsDir, strings.Join(perms, ", "))
 	conf := filepath.Join(agentDir, "agent.toml")
 	if err := os.WriteFile(conf, []byte(toml), 0o600); err != nil {
 		return nil, err
@@ -174,7 +188,7 @@ permissions = [%s]
 	}
 	// The child holds its own descriptor; ours can go.
 	defer logf.Close()
-	return startChild(a.id, []string{"edge", "--config", conf}, logf)
+	return startChild(a.id, []string{"edge", "--config", conf}, logf, demoPasswordEnv+"="+password)
 }
 
 func printQuery(ctx context.Context, w io.Writer, db, q string) error {

@@ -120,6 +120,7 @@ func startNode(t *testing.T, brokerURL, transcript string) *orchestrator.Node {
 	cfg := orchestrator.Config{DataDir: t.TempDir(), Broker: orchestrator.BrokerConf{URL: brokerURL}}
 	if brokerURL == "" {
 		cfg.Broker.Listen = "127.0.0.1:0"
+		cfg.Broker.AllowAnonymous = true // the edge processes of these tests connect without credentials
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

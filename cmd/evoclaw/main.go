@@ -20,6 +20,8 @@ usage:
   evoclaw demo   [--data-dir DIR]           the whole system offline: broker, 2 edge agents, a scripted conversation, its audit trail
   evoclaw serve  [--config evoclaw.toml] [--data-dir DIR]   run an orchestrator node
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
+  evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
+  evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
   evoclaw audit sql [--data-dir DIR] [--json|--csv] "SELECT ..."   read-only SQL over a node's audit trail
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw load   [--agents 200] [--conversations 1000]      one orchestrator against simulated agents and concurrent conversations
@@ -54,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEdge(ctx, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
+	case "agents":
+		err = cmdAgents(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "load":

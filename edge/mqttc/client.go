@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"sync"
@@ -61,6 +62,9 @@ type Client struct {
 	handlers sync.WaitGroup
 
 	closeOnce sync.Once
+
+	// randN returns a uniform random number in [0, n); tests replace it.
+	randN func(n int64) int64
 }
 
 // subscription is what Subscribe recorded for one topic filter.
@@ -81,12 +85,16 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		return nil, fmt.Errorf("connect to mqtt broker: %w", err)
 	}
 	c := &Client{
-		opts: o,
-		url:  u.Redacted(),
-		done: make(chan struct{}),
-		subs: make(map[string]*subscription),
+		opts:  o,
+		url:   u.Redacted(),
+		done:  make(chan struct{}),
+		subs:  make(map[string]*subscription),
+		randN: rand.Int64N,
 	}
 	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
+	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
+		c.log.Warn("TLS certificate verification of the mqtt broker is OFF (insecure_skip_verify): anyone on the network path can read and forge every message")
+	}
 	c.pc = paho.NewClient(c.pahoOptions(u))
 	if err := c.connect(ctx); err != nil {
 		return nil, fmt.Errorf("connect to mqtt broker %s: %w", c.url, err)
@@ -119,7 +127,11 @@ func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
 			c.log.Warn("mqtt connection lost; reconnecting", logKeyError, err)
 		}).
 		SetReconnectingHandler(func(paho.Client, *paho.ClientOptions) {
-			c.log.Debug("mqtt reconnect attempt")
+			// paho backs off (1 s doubling to MaxReconnectInterval) but
+			// without jitter; add it here, on paho's reconnect goroutine.
+			d := c.jitter(c.opts.ReconnectJitter)
+			c.log.Debug("mqtt reconnect attempt", logKeyRetryIn, d)
+			c.sleep(d)
 		})
 	if o.TLSConfig != nil {
 		po.SetTLSConfig(o.TLSConfig)
@@ -156,14 +168,36 @@ func (c *Client) connect(ctx context.Context) error {
 		if refusal(last) {
 			return fmt.Errorf("%w: %w", ErrRefused, last)
 		}
-		c.log.Warn("mqtt connection attempt failed", logKeyAttempt, attempt, logKeyRetryIn, wait, logKeyError, last)
-		t := time.NewTimer(wait)
+		d := wait - c.jitter(wait/2)
+		c.log.Warn("mqtt connection attempt failed", logKeyAttempt, attempt, logKeyRetryIn, d, logKeyError, last)
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 		case <-t.C:
 		}
 		wait = min(2*wait, c.opts.MaxReconnectInterval)
+	}
+}
+
+// jitter returns a uniform random duration in [0, max]; zero for max <= 0.
+func (c *Client) jitter(max time.Duration) time.Duration {
+	if max <= 0 || c.opts.ReconnectJitter == 0 {
+		return 0
+	}
+	return time.Duration(c.randN(int64(max) + 1))
+}
+
+// sleep waits for d or until Close starts.
+func (c *Client) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.done:
 	}
 }
 

@@ -127,7 +127,7 @@ func TestConnectRetriesUntilBrokerStarts(t *testing.T) {
 	mqtttest.Eventually(t, waitFor, func() bool { return failures.Load() >= 2 }, "Connect retries while no broker answers")
 
 	stopRefusing()
-	b, err := broker.Start(broker.Options{Listen: addr})
+	b, err := broker.Start(broker.Options{Listen: addr, AllowAnonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func (h *allowAll) OnACLCheck(*mqtt.Client, string, bool) bool              { re
 
 func TestCloseWhileReconnecting(t *testing.T) {
 	t.Parallel()
-	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0"})
+	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}

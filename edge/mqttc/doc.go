@@ -3,7 +3,9 @@
 // EvoClaw wire protocol expects (MQTT 3.1.1, clean session, QoS 1, 30 s
 // keepalive, automatic reconnect capped at 30 s) and adds what paho leaves
 // to its callers: subscriptions that survive reconnects, context-aware
-// publishing, and errors that name what failed.
+// publishing, errors that name what failed, and jitter on reconnection
+// (Options.ReconnectJitter) so that a fleet does not return in one burst
+// after its broker restarts.
 //
 // # Last wills
 //

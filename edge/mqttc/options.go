@@ -19,6 +19,9 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 	// DefaultMaxReconnectInterval caps the wait between reconnection attempts.
 	DefaultMaxReconnectInterval = 30 * time.Second
+	// DefaultReconnectJitter bounds the random delay before each attempt to
+	// reconnect after a lost connection.
+	DefaultReconnectJitter = 2 * time.Second
 )
 
 const (
@@ -71,6 +74,14 @@ type Options struct {
 	// MaxReconnectInterval caps the exponential wait between connection
 	// attempts. Zero means DefaultMaxReconnectInterval.
 	MaxReconnectInterval time.Duration
+	// ReconnectJitter bounds a random delay (uniform from zero) before each
+	// attempt to reconnect after a lost connection, so that a fleet whose
+	// broker restarts does not come back in one burst: each agent's first
+	// reconnect costs the broker a password check. Zero means
+	// DefaultReconnectJitter; negative means none. The waits between failed
+	// first-connection attempts are jittered too, by up to half of each.
+	// It never exceeds MaxReconnectInterval.
+	ReconnectJitter time.Duration
 	// Will is the last will the broker publishes if the connection is lost
 	// without a clean Close. Nil means none.
 	Will *Message
@@ -94,6 +105,13 @@ func (o Options) withDefaults() (Options, *url.URL, error) {
 	if o.MaxReconnectInterval == 0 {
 		o.MaxReconnectInterval = DefaultMaxReconnectInterval
 	}
+	switch {
+	case o.ReconnectJitter == 0:
+		o.ReconnectJitter = DefaultReconnectJitter
+	case o.ReconnectJitter < 0:
+		o.ReconnectJitter = 0
+	}
+	o.ReconnectJitter = min(o.ReconnectJitter, o.MaxReconnectInterval)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestParseBrokerURL(t *testing.T) {
@@ -60,5 +61,41 @@ func TestTLSConfigVerifiesByDefault(t *testing.T) {
 	}
 	if o.TLSConfig == mine || o.TLSConfig.ServerName != "other.lan" {
 		t.Fatalf("given TLS config not cloned or its ServerName overridden: %+v", o.TLSConfig)
+	}
+}
+
+func TestReconnectJitter(t *testing.T) {
+	tests := []struct {
+		name      string
+		jitter    time.Duration
+		maxRetry  time.Duration
+		want      time.Duration // the bound after defaults
+		draw      int64         // what randN returns
+		wantDelay time.Duration // jitter(bound) with that draw
+	}{
+		{"default", 0, 0, DefaultReconnectJitter, int64(DefaultReconnectJitter), DefaultReconnectJitter},
+		{"own", 500 * time.Millisecond, 0, 500 * time.Millisecond, 7, 7},
+		{"capped by max reconnect interval", 5 * time.Second, 100 * time.Millisecond, 100 * time.Millisecond, 3, 3},
+		{"off", -1, 0, 0, 99, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, _, err := Options{BrokerURL: "tcp://127.0.0.1:1", ReconnectJitter: tt.jitter, MaxReconnectInterval: tt.maxRetry}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.ReconnectJitter != tt.want {
+				t.Fatalf("ReconnectJitter = %v, want %v", o.ReconnectJitter, tt.want)
+			}
+			var asked int64
+			c := &Client{opts: o, randN: func(n int64) int64 { asked = n; return min(tt.draw, n-1) }}
+			got := c.jitter(o.ReconnectJitter)
+			if tt.want > 0 && asked != int64(tt.want)+1 {
+				t.Fatalf("randN asked for [0, %d), want [0, %d]", asked, tt.want)
+			}
+			if got != min(tt.wantDelay, tt.want) {
+				t.Fatalf("jitter = %v, want %v", got, min(tt.wantDelay, tt.want))
+			}
+		})
 	}
 }

@@ -32,8 +32,31 @@ func StartMosquitto(t testing.TB) (url string, stop func(), restart func()) {
 	if !ok {
 		missingMosquitto(t, t.Skipf)
 	}
-	m := startMosquitto(t, path)
+	m := startMosquitto(t, path, anonymousConf)
 	return m.url(), m.stop, m.restart
+}
+
+// anonymousConf is the configuration of StartMosquitto.
+func anonymousConf(port int) string {
+	return fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n", port)
+}
+
+// StartMosquittoConf starts mosquitto with the configuration conf returns
+// for a free loopback port, and returns its URL and a function returning
+// what mosquitto logged so far. It is killed when the test ends. Without
+// mosquitto installed the test is skipped, or fails when
+// EVOCLAW_REQUIRE_PEERS=1.
+func StartMosquittoConf(t testing.TB, conf func(port int) string) (url string, logs func() string) {
+	t.Helper()
+	path, ok := findMosquitto()
+	if !ok {
+		missingMosquitto(t, t.Skipf)
+	}
+	m := startMosquitto(t, path, conf)
+	return m.url(), func() string {
+		b, _ := os.ReadFile(m.logPath)
+		return string(b)
+	}
 }
 
 func findMosquitto() (string, bool) {
@@ -72,7 +95,7 @@ type mosquitto struct {
 	exited chan struct{} // closed when the waiter goroutine has reaped cmd
 }
 
-func startMosquitto(t testing.TB, path string) *mosquitto {
+func startMosquitto(t testing.TB, path string, confFor func(port int) string) *mosquitto {
 	t.Helper()
 	dir := t.TempDir()
 	m := &mosquitto{
@@ -93,8 +116,7 @@ func startMosquitto(t testing.TB, path string) *mosquitto {
 	// may be taken by the time it binds; try a few.
 	for try := 1; ; try++ {
 		m.port = FreePort(t)
-		conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n", m.port)
-		if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
+		if err := os.WriteFile(m.conf, []byte(confFor(m.port)), 0o600); err != nil {
 			t.Fatalf("write mosquitto config: %v", err)
 		}
 		err := m.start()
@@ -189,5 +211,24 @@ func (m *mosquitto) restart() {
 	m.stop()
 	if err := m.start(); err != nil {
 		m.t.Fatalf("restart mosquitto: %v", err)
+	}
+}
+
+// MosquittoPasswd adds user with password to the mosquitto password file
+// at file (created when missing) with mosquitto_passwd, which hashes it as
+// mosquitto does in production. Without mosquitto_passwd the test is
+// skipped, or fails when EVOCLAW_REQUIRE_PEERS=1.
+func MosquittoPasswd(t testing.TB, file, user, password string) {
+	t.Helper()
+	path, err := exec.LookPath("mosquitto_passwd")
+	if err != nil {
+		missingMosquitto(t, t.Skipf)
+	}
+	args := []string{"-b", file, user, password}
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		args = append([]string{"-c"}, args...)
+	}
+	if out, err := exec.Command(path, args...).CombinedOutput(); err != nil {
+		t.Fatalf("mosquitto_passwd %s %s: %v\n%s", file, user, err, out)
 	}
 }

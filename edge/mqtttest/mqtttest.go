@@ -77,7 +77,7 @@ func startKind(t testing.TB, kind string, skipOrLog func(string, ...any)) (Broke
 			missingMosquitto(t, skipOrLog)
 			return Broker{}, false
 		}
-		m := startMosquitto(t, path)
+		m := startMosquitto(t, path, anonymousConf)
 		return Broker{Name: kind, URL: m.url(), Stop: m.stop, Restart: m.restart}, true
 	}
 	panic("mqtttest: unknown broker kind " + kind)
@@ -127,7 +127,7 @@ type embedded struct {
 
 func startEmbedded(t testing.TB, listen string) *embedded {
 	t.Helper()
-	b, err := broker.Start(broker.Options{Listen: listen})
+	b, err := broker.Start(broker.Options{Listen: listen, AllowAnonymous: true})
 	if err != nil {
 		t.Fatalf("start embedded broker: %v", err)
 	}
@@ -151,7 +151,7 @@ func (e *embedded) restart() {
 	e.stop()
 	var err error
 	Eventually(e.t, startTimeout, func() bool {
-		e.b, err = broker.Start(broker.Options{Listen: e.addr})
+		e.b, err = broker.Start(broker.Options{Listen: e.addr, AllowAnonymous: true})
 		return err == nil
 	}, "restart embedded broker on "+e.addr)
 }

@@ -175,7 +175,7 @@ func TestDialRaw(t *testing.T) {
 	t.Parallel()
 	addr := strings.TrimPrefix(StartEmbedded(t), "tcp://")
 	// A will over 127 bytes needs a two-byte remaining length.
-	c := RawConnect{ClientID: "raw", WillTopic: "a/b", WillPayload: strings.Repeat("x", 300), WillRetain: true, Username: "u", Password: "p"}
+	c := RawConnect{ClientID: "raw", WillTopic: "a/b", WillPayload: strings.Repeat("x", 300), WillRetain: true}
 	if n := len(c.Encode()); n < 300 || c.Encode()[1]&0x80 == 0 {
 		t.Fatalf("Encode() = %d bytes, remaining length % x: want a multi-byte length", n, c.Encode()[1:3])
 	}

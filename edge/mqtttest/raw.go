@@ -1,6 +1,7 @@
 package mqtttest
 
 import (
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -25,7 +26,6 @@ type RawConnect struct {
 
 // Encode returns the CONNECT packet, with a 60 s keepalive and clean session.
 func (c RawConnect) Encode() []byte {
-	str := func(b []byte, s string) []byte { return append(append(b, byte(len(s)>>8), byte(len(s))), s...) }
 	flags := byte(0x02) // clean session
 	if c.WillTopic != "" {
 		flags |= 0x04 | 0x08 // will flag, will QoS 1
@@ -39,31 +39,19 @@ func (c RawConnect) Encode() []byte {
 	if c.Password != "" {
 		flags |= 0x40
 	}
-	body := str(nil, "MQTT")
+	body := rawString(nil, "MQTT")
 	body = append(body, 4, flags, 0, 60)
-	body = str(body, c.ClientID)
+	body = rawString(body, c.ClientID)
 	if c.WillTopic != "" {
-		body = str(str(body, c.WillTopic), c.WillPayload)
+		body = rawString(rawString(body, c.WillTopic), c.WillPayload)
 	}
 	if c.Username != "" {
-		body = str(body, c.Username)
+		body = rawString(body, c.Username)
 	}
 	if c.Password != "" {
-		body = str(body, c.Password)
+		body = rawString(body, c.Password)
 	}
-	pkt := []byte{0x10}
-	for n := len(body); ; { // remaining length, variable-length encoded
-		b := byte(n % 128)
-		n /= 128
-		if n > 0 {
-			b |= 0x80
-		}
-		pkt = append(pkt, b)
-		if n == 0 {
-			break
-		}
-	}
-	return append(pkt, body...)
+	return rawPacket(0x10, body)
 }
 
 // DialRaw connects to addr (host:port), sends c and returns the open
@@ -94,4 +82,143 @@ func DialRaw(t testing.TB, addr string, c RawConnect) (net.Conn, byte) {
 		t.Fatal(err)
 	}
 	return conn, ack[3]
+}
+
+// rawPacket frames an MQTT control packet: type byte, variable-length
+// remaining length, body.
+func rawPacket(typ byte, body []byte) []byte {
+	pkt := []byte{typ}
+	for n := len(body); ; {
+		b := byte(n % 128)
+		n /= 128
+		if n > 0 {
+			b |= 0x80
+		}
+		pkt = append(pkt, b)
+		if n == 0 {
+			break
+		}
+	}
+	return append(pkt, body...)
+}
+
+func rawString(b []byte, s string) []byte {
+	return append(append(b, byte(len(s)>>8), byte(len(s))), s...)
+}
+
+// RawPublish writes a QoS 0 PUBLISH of payload on topic to conn (from
+// DialRaw). QoS 0 gets no answer, so whether the broker accepted it shows
+// only in whether subscribers receive it, or in the broker closing conn.
+func RawPublish(t testing.TB, conn net.Conn, topic, payload string, retain bool) {
+	t.Helper()
+	typ := byte(0x30)
+	if retain {
+		typ |= 0x01
+	}
+	if _, err := conn.Write(rawPacket(typ, append(rawString(nil, topic), payload...))); err != nil {
+		t.Fatalf("write PUBLISH to %s: %v", topic, err)
+	}
+}
+
+// RawSubscribe sends one SUBSCRIBE for filter at QoS 1 on conn (from
+// DialRaw) and returns the SUBACK return code: 0 to 2 is the granted QoS,
+// 0x80 a refusal. It fails the test if no SUBACK arrives within 10 s, or
+// if the broker closes the connection instead.
+func RawSubscribe(t testing.TB, conn net.Conn, filter string) byte {
+	t.Helper()
+	const packetID = 7
+	body := append([]byte{0, packetID}, rawString(nil, filter)...)
+	if _, err := conn.Write(rawPacket(0x82, append(body, 1))); err != nil {
+		t.Fatalf("write SUBSCRIBE %s: %v", filter, err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(startTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
+	// Skip anything else the broker sends first: a PUBLISH from an earlier
+	// subscription may come before this SUBACK.
+	for {
+		typ, body, err := readPacket(conn)
+		if err != nil {
+			t.Fatalf("read SUBACK for %s: %v", filter, err)
+		}
+		if typ == 0x90 && len(body) == 3 && body[1] == packetID {
+			return body[2]
+		}
+	}
+}
+
+// RawClosed reports whether the broker has closed conn, waiting up to
+// timeout for it to do so; data the broker sends meanwhile is discarded.
+func RawClosed(conn net.Conn, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	buf := make([]byte, 512)
+	for {
+		if err := conn.SetReadDeadline(deadline); err != nil {
+			return true
+		}
+		_, err := conn.Read(buf)
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			_ = conn.SetReadDeadline(time.Time{})
+			return false
+		}
+		return true
+	}
+}
+
+// RawNextPublish reads packets from conn (from DialRaw) until a PUBLISH
+// arrives and returns its topic and payload; other packets are skipped. It
+// fails the test if none arrives within timeout. QoS 1 deliveries are not
+// acknowledged.
+func RawNextPublish(t testing.TB, conn net.Conn, timeout time.Duration) (topic, payload string) {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
+	for {
+		typ, body, err := readPacket(conn)
+		if err != nil {
+			t.Fatalf("read PUBLISH: %v", err)
+		}
+		if typ>>4 != 3 || len(body) < 2 {
+			continue
+		}
+		n := int(body[0])<<8 | int(body[1])
+		if len(body) < 2+n {
+			t.Fatalf("malformed PUBLISH % x", body)
+		}
+		topic, rest := string(body[2:2+n]), body[2+n:]
+		if (typ>>1)&3 > 0 && len(rest) >= 2 {
+			rest = rest[2:] // packet id
+		}
+		return topic, string(rest)
+	}
+}
+
+// readPacket reads one MQTT control packet: its first byte and its body.
+func readPacket(conn net.Conn) (byte, []byte, error) {
+	hdr := make([]byte, 1)
+	if _, err := io.ReadFull(conn, hdr); err != nil {
+		return 0, nil, err
+	}
+	n, shift := 0, 0
+	for {
+		b := make([]byte, 1)
+		if _, err := io.ReadFull(conn, b); err != nil {
+			return 0, nil, err
+		}
+		n |= int(b[0]&0x7f) << shift
+		if b[0]&0x80 == 0 {
+			break
+		}
+		shift += 7
+	}
+	body := make([]byte, n)
+	_, err := io.ReadFull(conn, body)
+	return hdr[0], body, err
 }

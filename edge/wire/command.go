@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Command names understood by evoclaw edge agents. The public EvoClaw agent
@@ -23,6 +24,38 @@ type Command struct {
 	Command   string          `json:"command"`
 	Payload   json.RawMessage `json:"payload"`
 	RequestID string          `json:"request_id"`
+	// ExpiresAt is an evoclaw extension: the time, in Unix milliseconds by
+	// the sender's clock, after which the command must not start. Zero
+	// means it never expires. Other agents ignore it. See docs/WIRE.md for
+	// the clock assumptions.
+	ExpiresAt int64 `json:"expires_at,omitempty"`
+	// TTLMS is an evoclaw extension: the command's lifetime in milliseconds
+	// from when it was sent. An agent whose clock is not set yet measures it
+	// from when the command arrived instead of trusting ExpiresAt. Zero
+	// means none.
+	TTLMS int64 `json:"ttl_ms,omitempty"`
+}
+
+// DefaultExpiryMargin is what SetExpiry adds to the caller's timeout by
+// default: room for the round trip and for clocks a little apart, so that a
+// command is not refused as expired while its caller still waits.
+const DefaultExpiryMargin = 5 * time.Second
+
+// SetExpiry makes c expire timeout+margin after now (margin zero:
+// DefaultExpiryMargin): it sets ExpiresAt and TTLMS. The orchestrator
+// calls it with the time it publishes and the timeout it waits for the
+// answer. A timeout of zero or less leaves c without expiry.
+func (c *Command) SetExpiry(now time.Time, timeout, margin time.Duration) {
+	if timeout <= 0 {
+		c.ExpiresAt, c.TTLMS = 0, 0
+		return
+	}
+	if margin <= 0 {
+		margin = DefaultExpiryMargin
+	}
+	ttl := timeout + margin
+	c.ExpiresAt = now.Add(ttl).UnixMilli()
+	c.TTLMS = ttl.Milliseconds()
 }
 
 // ToolPayload is the payload of a "tool" command.
@@ -58,6 +91,12 @@ func DecodeCommand(b []byte) (Command, error) {
 	}
 	if err := checkRequestID("command", c.RequestID, true); err != nil {
 		return Command{}, err
+	}
+	if c.ExpiresAt < 0 {
+		return Command{}, &DecodeError{What: "command", Field: "expires_at", Msg: "must not be negative"}
+	}
+	if c.TTLMS < 0 {
+		return Command{}, &DecodeError{What: "command", Field: "ttl_ms", Msg: "must not be negative"}
 	}
 	p, err := objectOrEmpty("command", "payload", c.Payload)
 	if err != nil {

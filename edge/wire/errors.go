@@ -17,13 +17,15 @@ const (
 	ErrInvalidCommand   ErrorType = "invalid_command"   // malformed or unknown command on the wire
 	ErrInterrupted      ErrorType = "interrupted"       // the agent restarted while the request was running
 	ErrInternal         ErrorType = "internal"          // a fault of evoclaw itself, never of the tool
+	ErrExpired          ErrorType = "expired"           // the command arrived or waited past its expires_at; it did not run
+	ErrBusy             ErrorType = "busy"              // the agent's command queue is full; it did not run (retry later)
 )
 
 // Known reports whether t is one of the defined error types.
 func (t ErrorType) Known() bool {
 	switch t {
 	case ErrTimeout, ErrNotFound, ErrPermissionDenied, ErrInvalidParams, ErrExecutionFailed,
-		ErrAgentOffline, ErrInvalidCommand, ErrInterrupted, ErrInternal:
+		ErrAgentOffline, ErrInvalidCommand, ErrInterrupted, ErrInternal, ErrExpired, ErrBusy:
 		return true
 	}
 	return false

@@ -20,7 +20,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if c, err := DecodeCommand(b); err == nil {
-			if c.Command == "" || c.RequestID == "" || len(c.RequestID) > MaxRequestIDLen || len(c.Payload) == 0 {
+			if c.Command == "" || c.RequestID == "" || len(c.RequestID) > MaxRequestIDLen || len(c.Payload) == 0 || c.ExpiresAt < 0 || c.TTLMS < 0 {
 				t.Fatalf("accepted invalid command %+v", c)
 			}
 			if p, err := DecodeToolPayload(c.Payload); err == nil && (p.Tool == "" || p.TimeoutMS < 0) {

@@ -2,22 +2,44 @@ package broker
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// authHook decides who may connect and, later, what they may publish and
-// subscribe to. It is the single seam for access control: per-agent topic
-// ACLs (an agent may publish only under its own evoclaw/agents/{id}/) belong
-// in OnACLCheck.
+// errRevoked is the stop cause of a session whose identity was removed or
+// changed by a reload, or that published outside its topics.
+var errRevoked = errors.New("mqtt access revoked")
+
+// certFingerprint marks a session authenticated by a client certificate: a
+// password change does not end it; removing the identity does.
+const certFingerprint = "x509"
+
+// session is what the broker knows about one connected client.
+type session struct {
+	identity
+	fingerprint string // account.fingerprint at authentication, or certFingerprint
+}
+
+// authHook decides who may connect and what each client may publish and
+// subscribe to (acl.go). Every refusal is logged, at most refusalBurst per
+// refusalWindow; the rest are counted and summarised.
 type authHook struct {
 	mqtt.HookBase
-	users credentials // nil: anonymous clients allowed
-	log   *slog.Logger
+	server    *mqtt.Server
+	accts     atomic.Pointer[accounts]
+	anonymous bool // clients without credentials get roleAnonymous
+	verify    *verifier
+	sessions  sync.Map // *mqtt.Client → *session, from authentication to disconnect
+	log       *slog.Logger
+	limit     refusalLimiter
 }
 
 // ID names the hook in mochi's logs.
@@ -25,48 +47,173 @@ func (h *authHook) ID() string { return "evoclaw-auth" }
 
 // Provides tells mochi which hook methods this hook implements.
 func (h *authHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
 }
 
-// OnConnectAuthenticate allows any client when no users are configured
-// (Start only permits that on loopback) and otherwise requires a known
-// username with its password.
+// OnConnectAuthenticate authenticates the client (certificate, password or,
+// when allowed, anonymous), then admits it only if its last will is on a
+// topic it may publish, an agent uses its own client id (evoclaw-{id}), and
+// it does not take over a client id held by another identity.
 func (h *authHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
-	if h.users == nil {
-		return true
+	s, err := h.authenticate(cl, pk)
+	if err == nil {
+		err = h.admit(cl, pk, s.identity)
 	}
-	user := string(pk.Connect.Username)
-	ok := pk.Connect.UsernameFlag && pk.Connect.PasswordFlag && h.users.check(user, pk.Connect.Password)
-	if !ok {
-		h.log.Warn("mqtt client refused: bad credentials",
-			logKeyRemote, cl.Net.Remote, logKeyClient, cl.ID, logKeyUser, user)
+	if err != nil {
+		h.refuse("mqtt client refused", cl, string(pk.Connect.Username), logKeyReason, err.Error())
+		return false
 	}
-	return ok
+	h.sessions.Store(cl, s)
+	return true
 }
 
-// OnACLCheck allows every topic for now; see the type's doc comment.
-func (h *authHook) OnACLCheck(*mqtt.Client, string, bool) bool { return true }
+func (h *authHook) authenticate(cl *mqtt.Client, pk packets.Packet) (*session, error) {
+	accts := *h.accts.Load()
+	user := string(pk.Connect.Username)
+	if tc, ok := cl.Net.Conn.(*tls.Conn); ok {
+		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+			cn := st.PeerCertificates[0].Subject.CommonName
+			if pk.Connect.UsernameFlag && user != cn {
+				return nil, fmt.Errorf("username %q differs from its certificate's common name %q", user, cn)
+			}
+			a := accts.byName[cn]
+			if a == nil {
+				return nil, fmt.Errorf("certificate common name %q is not a known identity", cn)
+			}
+			return &session{identity: a.identity, fingerprint: certFingerprint}, nil
+		}
+	}
+	if !pk.Connect.UsernameFlag || user == "" {
+		if !h.anonymous {
+			return nil, errors.New("anonymous clients are not allowed")
+		}
+		return &session{identity: identity{role: roleAnonymous}}, nil
+	}
+	a := accts.byName[user]
+	ok, err := h.verify.check(user, a, pk.Connect.Password, accts.cost)
+	if errors.Is(err, errVerifyBusy) {
+		// Undecided, not refused: close the connection before the CONNACK
+		// so that the client retries (a refusal would be final for it).
+		cl.Stop(err)
+		return nil, err
+	}
+	if !pk.Connect.PasswordFlag || !ok {
+		return nil, errors.New("bad username or password")
+	}
+	return &session{identity: a.identity, fingerprint: a.fingerprint}, nil
+}
 
-// credentials holds SHA-256 digests of passwords, so that comparisons take the
-// same time whatever the password's length.
-type credentials map[string][sha256.Size]byte
-
-func newCredentials(users map[string]string) credentials {
-	if len(users) == 0 {
+func (h *authHook) admit(cl *mqtt.Client, pk packets.Packet, id identity) error {
+	if pk.Connect.WillFlag && !id.mayPublish(pk.Connect.WillTopic) {
+		return fmt.Errorf("last will on %q, a topic %s %q may not publish on", pk.Connect.WillTopic, id.role, id.name)
+	}
+	if want := "evoclaw-" + id.name; id.role == RoleAgent && cl.ID != want {
+		return fmt.Errorf("client id %q: agent %q must use %q", cl.ID, id.name, want)
+	}
+	if h.server == nil {
 		return nil
 	}
-	c := make(credentials, len(users))
-	for u, p := range users {
-		c[u] = sha256.Sum256([]byte(p))
+	if old, ok := h.server.Clients.Get(cl.ID); ok && !old.Closed() {
+		if s := h.session(old); s == nil || s.identity != id {
+			return fmt.Errorf("client id %q is in use by another identity", cl.ID)
+		}
 	}
-	return c
+	return nil
 }
 
-// check reports whether password belongs to user. For an unknown user it
-// compares against the zero digest, so that both paths do the same work.
-func (c credentials) check(user string, password []byte) bool {
-	want, known := c[user]
-	got := sha256.Sum256(password)
-	match := subtle.ConstantTimeCompare(got[:], want[:]) == 1
-	return known && match
+// OnACLCheck applies the access control list (acl.go). A client that
+// publishes outside its topics is disconnected: a well-behaved client never
+// does, and mochi would otherwise drop QoS 0 messages silently.
+func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	s := h.session(cl)
+	ok := s != nil && (write && s.mayPublish(topic) || !write && s.mayRead(topic))
+	if ok {
+		return true
+	}
+	op := "subscribe or receive"
+	if write {
+		op = "publish"
+	}
+	h.refuse("mqtt access denied", cl, string(cl.Properties.Username), logKeyOp, op, logKeyTopic, topic)
+	if write {
+		cl.Stop(errRevoked)
+	}
+	return false
+}
+
+// OnDisconnect forgets the client's session unless the broker keeps it for
+// a client that asked for a persistent one (messages queued for it are
+// still checked against its identity), and logs a client dropped for
+// sending a packet over the size limit (Options.MaxPacketBytes).
+func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
+	if errors.Is(err, packets.ErrPacketTooLarge) {
+		user := ""
+		if s := h.session(cl); s != nil {
+			user = s.name
+		}
+		h.refuse("mqtt client disconnected: packet over the size limit", cl, user)
+	}
+	if expire {
+		h.sessions.Delete(cl)
+	}
+}
+
+// OnClientExpired forgets a persistent session the broker dropped.
+func (h *authHook) OnClientExpired(cl *mqtt.Client) { h.sessions.Delete(cl) }
+
+func (h *authHook) session(cl *mqtt.Client) *session {
+	v, ok := h.sessions.Load(cl)
+	if !ok {
+		return nil
+	}
+	return v.(*session)
+}
+
+// setAccounts installs a new snapshot of identities and ends the sessions it
+// no longer allows.
+func (h *authHook) setAccounts(accts accounts) {
+	h.accts.Store(&accts)
+	h.verify.forget(accts)
+	h.sessions.Range(func(k, v any) bool {
+		cl, s := k.(*mqtt.Client), v.(*session)
+		if cl.Closed() && cl.Properties.Clean {
+			h.sessions.Delete(cl) // missed by OnDisconnect: CONNACK failed
+			return true
+		}
+		if s.role == roleAnonymous {
+			return true
+		}
+		var why string
+		switch a := accts.byName[s.name]; {
+		case a == nil:
+			why = "identity removed"
+		case a.role != s.role:
+			why = "role changed"
+		case s.fingerprint != certFingerprint && s.fingerprint != a.fingerprint:
+			why = "password changed"
+		default:
+			return true
+		}
+		// Forget it too: messages queued for a persistent session must not
+		// pass the ACL on the old identity.
+		h.sessions.Delete(cl)
+		if !cl.Closed() {
+			h.log.Warn("mqtt session ended", logKeyClient, cl.ID, logKeyUser, s.name, logKeyReason, why)
+			cl.Stop(errRevoked)
+		}
+		return true
+	})
+}
+
+// refuse logs a refusal through the limiter.
+func (h *authHook) refuse(msg string, cl *mqtt.Client, user string, attrs ...any) {
+	suppressed, ok := h.limit.allow(time.Now())
+	if !ok {
+		return
+	}
+	attrs = append([]any{logKeyRemote, cl.Net.Remote, logKeyClient, cl.ID, logKeyUser, user}, attrs...)
+	if suppressed > 0 {
+		attrs = append(attrs, logKeySuppressed, suppressed)
+	}
+	h.log.Warn(msg, attrs...)
 }

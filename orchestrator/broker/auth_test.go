@@ -13,7 +13,10 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
-var testUsers = map[string]string{"orchestrator": "s3cret", "alex-eye": "pi-pass"}
+var testUsers = []broker.User{
+	{Name: "orchestrator", Role: broker.RoleOrchestrator, Password: "s3cret"},
+	{Name: "alex-eye", Role: broker.RoleAgent, Password: "pi-pass"},
+}
 
 func TestUsersAuthenticate(t *testing.T) {
 	t.Parallel()
@@ -24,7 +27,7 @@ func TestUsersAuthenticate(t *testing.T) {
 		ok       bool
 	}{
 		{"right password", "orchestrator", "s3cret", true},
-		{"second user", "alex-eye", "pi-pass", true},
+		{"agent", "alex-eye", "pi-pass", true},
 		{"wrong password", "orchestrator", "S3cret", false},
 		{"another user's password", "alex-eye", "s3cret", false},
 		{"password prefix", "orchestrator", "s3cre", false},
@@ -39,7 +42,11 @@ func TestUsersAuthenticate(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			began := time.Now()
-			c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "auth-" + tt.name, Username: tt.user, Password: tt.pw})
+			id := "auth-" + tt.name
+			if tt.user == "alex-eye" {
+				id = "evoclaw-alex-eye" // agents must use their own client id
+			}
+			c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: id, Username: tt.user, Password: tt.pw})
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("Connect as %q: %v", tt.user, err)
@@ -74,6 +81,14 @@ func TestUsersRawConnackCodes(t *testing.T) {
 		// authorized", rather than 4; clients must treat both as refusals.
 		{"bad password", mqtttest.RawConnect{ClientID: "raw-bad", Username: "orchestrator", Password: "nope"}, 5},
 		{"anonymous", mqtttest.RawConnect{ClientID: "raw-anon"}, 5},
+		{"agent", mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "pi-pass"}, 0},
+		{"agent with another client id", mqtttest.RawConnect{ClientID: "evoclaw-orchestrator", Username: "alex-eye", Password: "pi-pass"}, 5},
+		{"agent will on its own status", mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "pi-pass",
+			WillTopic: wire.StatusTopic("alex-eye"), WillPayload: "{}"}, 0},
+		{"agent will on another agent's status", mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "pi-pass",
+			WillTopic: wire.StatusTopic("bob"), WillPayload: `{"agent_id":"bob","status":"offline"}`}, 5},
+		{"agent will on a commands topic", mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "pi-pass",
+			WillTopic: wire.CommandsTopic("bob"), WillPayload: `{"command":"shutdown","request_id":"x"}`}, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,15 +119,8 @@ func TestRetainedWillWithUsers(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	orch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "orchestrator", Username: "orchestrator", Password: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orch.Close()
 	online, _ := json.Marshal(wire.Status{AgentID: "alex-eye", Status: wire.PresenceOnline})
-	if err := orch.Publish(ctx, mqttc.Message{Topic: topic, Payload: online, QoS: 1, Retained: true}); err != nil {
-		t.Fatal(err)
-	}
+	mqtttest.RawPublish(t, agent, topic, string(online), true)
 
 	watch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch", Username: "orchestrator", Password: "s3cret"})
 	if err != nil {

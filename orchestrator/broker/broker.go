@@ -1,16 +1,25 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // Defaults applied by Start to zero-valued Options fields.
@@ -19,6 +28,9 @@ const (
 	DefaultListen = "127.0.0.1:1883"
 	// DefaultMaxPacketBytes bounds the size of one MQTT packet (1 MiB).
 	DefaultMaxPacketBytes = 1 << 20
+	// DefaultReloadInterval is how often the users file and the TLS files are
+	// checked for changes.
+	DefaultReloadInterval = 2 * time.Second
 )
 
 // Errors returned by Start.
@@ -30,24 +42,53 @@ var (
 	ErrInvalidOptions = errors.New("invalid broker options")
 )
 
+// User is an identity given to the broker in memory rather than in the
+// users file: the node's own session, tests.
+type User struct {
+	// Name is the username; for RoleAgent it must be a valid agent id.
+	Name string
+	// Role decides which topics the identity may use (acl.go).
+	Role Role
+	// Password is compared in constant time against a SHA-256 digest kept in
+	// memory; it is never written anywhere.
+	Password string
+}
+
 // Options configures the embedded broker. The zero value listens on
-// DefaultListen and allows anonymous clients on loopback only.
+// DefaultListen and refuses every client: give it identities (Users,
+// UsersFile) or allow anonymous clients on loopback (AllowAnonymous).
 type Options struct {
-	// Listen is the TCP host:port to listen on. Empty means DefaultListen.
-	// Port 0 picks a free port; see Broker.Addr for the one chosen. An empty
-	// host, "0.0.0.0" and "::" listen on every interface.
+	// Listen is the plain-TCP host:port to listen on. Empty means
+	// DefaultListen. Port 0 picks a free port; see Broker.Addr for the one
+	// chosen. An empty host, "0.0.0.0" and "::" listen on every interface;
+	// passwords then cross the network in clear, so Start logs a warning:
+	// use TLS for anything but loopback.
 	Listen string
-	// Users maps username to password. When non-empty every client must
-	// authenticate with one of these pairs; anonymous clients are refused.
-	// When empty, clients connect without credentials, which Start allows on
-	// loopback addresses only.
-	Users map[string]string
-	// AllowAnonymousNonLoopback lets Start accept anonymous clients on a
-	// non-loopback address. Anyone who can reach the port can then command
-	// every edge agent; use it only on an isolated network.
-	AllowAnonymousNonLoopback bool
+	// TLS configures an additional TLS listener. The zero value means none.
+	TLS TLSOptions
+	// Users are identities known in memory. A users-file entry with the same
+	// name is ignored.
+	Users []User
+	// UsersFile is the identity file written by `evoclaw agents` (bcrypt
+	// hashes). Empty means none. A missing file counts as empty. The broker
+	// reloads it when it changes, and ends the sessions of identities that
+	// were removed or whose password or role changed.
+	UsersFile string
+	// AllowAnonymous lets clients connect without credentials, with full
+	// access to every topic. Start refuses it unless every listener is on a
+	// loopback address.
+	AllowAnonymous bool
+	// ReloadInterval is how often UsersFile and the TLS certificate and key
+	// are checked for changes. Zero means DefaultReloadInterval; negative
+	// means never (call Broker.Reload).
+	ReloadInterval time.Duration
+	// ReloadOnSIGHUP makes the broker reload on SIGHUP too (instead of the
+	// process dying of it). For the process that owns the broker, not for
+	// libraries and tests.
+	ReloadOnSIGHUP bool
 	// MaxPacketBytes is the largest MQTT packet accepted from a client, in
-	// bytes. Zero means DefaultMaxPacketBytes.
+	// bytes. Zero means DefaultMaxPacketBytes. A larger packet ends the
+	// client's connection.
 	MaxPacketBytes int
 	// Logger receives the broker's logs. Nil discards them. The broker's own
 	// informational chatter is logged at debug level.
@@ -56,18 +97,26 @@ type Options struct {
 
 // Broker is a running embedded MQTT broker.
 type Broker struct {
+	opts   Options
 	server *mqtt.Server
 	ln     *listener
+	tlsLn  *listener // nil without a TLS listener
+	hook   *authHook
+	cert   atomic.Pointer[tls.Certificate] // the TLS listener's current key pair
 	log    *slog.Logger
+
+	reloadMu sync.Mutex     // serialises Reload
+	watch    *watcher       // polls the files and waits for hup
+	hup      chan os.Signal // SIGHUP, when Options.ReloadOnSIGHUP
 
 	closeOnce sync.Once
 	closeErr  error // set once by closeOnce
 }
 
-// Start validates o, binds the listener and starts serving. It returns once
+// Start validates o, binds the listeners and starts serving. It returns once
 // clients can connect.
-func Start(o Options) (*Broker, error) {
-	o, err := o.withDefaults()
+func Start(o Options) (_ *Broker, err error) {
+	o, err = o.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("start mqtt broker: %w", err)
 	}
@@ -92,32 +141,140 @@ func Start(o Options) (*Broker, error) {
 		Capabilities: caps,
 		Logger:       slog.New(demoteInfo{log.Handler()}),
 	})
-	hook := &authHook{users: newCredentials(o.Users), log: log}
-	if err := server.AddHook(hook, nil); err != nil {
+	b := &Broker{opts: o, server: server, log: log}
+	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: log}
+	accts, _ := buildAccounts(o.Users, nil)
+	b.hook.accts.Store(&accts)
+	if err := b.Reload(); err != nil {
+		return nil, fmt.Errorf("start mqtt broker: %w", err)
+	}
+	if err := server.AddHook(b.hook, nil); err != nil {
 		return nil, fmt.Errorf("start mqtt broker: add auth hook: %w", err)
 	}
 
+	defer func() {
+		if err != nil {
+			b.closeListeners()
+		}
+	}()
 	nl, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.Listen, err)
 	}
-	ln := newListener(listenerID, nl, log)
-	if err := server.AddListener(ln); err != nil {
-		_ = nl.Close()
-		return nil, fmt.Errorf("start mqtt broker: add listener: %w", err)
+	b.ln = newListener(listenerID, nl, log)
+	if o.TLS.Listen != "" {
+		cfg, err := o.TLS.serverTLS(&b.cert)
+		if err != nil {
+			return nil, fmt.Errorf("start mqtt broker: %w", err)
+		}
+		tl, err := net.Listen("tcp", o.TLS.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.TLS.Listen, err)
+		}
+		b.tlsLn = newListener(tlsListenerID, tls.NewListener(tl, cfg), log)
+	}
+	for _, ln := range b.listeners() {
+		if err := server.AddListener(ln); err != nil {
+			return nil, fmt.Errorf("start mqtt broker: add listener: %w", err)
+		}
 	}
 	if err := server.Serve(); err != nil {
 		_ = server.Close()
 		return nil, fmt.Errorf("start mqtt broker: serve: %w", err)
 	}
+	var hup chan os.Signal
+	if o.ReloadOnSIGHUP {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		b.hup = hup
+	}
+	files, interval := b.watchedFiles(), o.ReloadInterval
+	if interval < 0 { // no polling; the goroutine still serves hup
+		files, interval = nil, DefaultReloadInterval
+	}
+	b.watch = startWatcher(interval, files, hup, b.reloadChanged, log)
 
-	b := &Broker{server: server, ln: ln, log: log}
-	log.Info("mqtt broker listening", logKeyAddr, b.Addr(), logKeyAuth, len(o.Users) > 0)
-	if len(o.Users) == 0 && !isLoopbackHost(hostOf(o.Listen)) {
-		log.Warn("mqtt broker accepts anonymous clients on a non-loopback address; anyone who reaches it can run commands on edge agents",
+	log.Info("mqtt broker listening", logKeyAddr, b.Addr(), logKeyTLSAddr, b.TLSAddr(), logKeyAnonymous, o.AllowAnonymous,
+		logKeyUsers, len(b.hook.accts.Load().byName))
+	if !isLoopbackHost(hostOf(o.Listen)) {
+		log.Warn("mqtt broker listens without TLS on a non-loopback address: passwords and commands cross the network in clear; prefer a tls listener",
 			logKeyAddr, b.Addr())
 	}
 	return b, nil
+}
+
+// Reload re-reads the users file and the TLS certificate and key. On error
+// the broker keeps what it had. Sessions the new users no longer allow are
+// ended. The broker calls it itself when those files change (see
+// Options.ReloadInterval); it is safe to call at any time.
+func (b *Broker) Reload() error {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	var file []FileUser
+	if b.opts.UsersFile != "" {
+		var err error
+		file, err = ReadUsersFile(b.opts.UsersFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			b.log.Info("no mqtt users file yet; add identities with `evoclaw agents add`", logKeyFile, b.opts.UsersFile)
+		case err != nil:
+			return fmt.Errorf("reload: %w", err)
+		default:
+			if fi, err := os.Stat(b.opts.UsersFile); err == nil && !isPrivate(fi) {
+				b.log.Warn("mqtt users file is readable by other users; chmod 600 it", logKeyFile, b.opts.UsersFile)
+			}
+		}
+	}
+	if b.opts.TLS.Listen != "" {
+		c, err := b.opts.TLS.loadCert()
+		if err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
+		b.cert.Store(c)
+	}
+	accts, shadowed := buildAccounts(b.opts.Users, file)
+	for _, name := range shadowed {
+		b.log.Error("mqtt users file entry ignored: the name is reserved", logKeyUser, name, logKeyFile, b.opts.UsersFile)
+	}
+	b.hook.setAccounts(accts)
+	b.log.Debug("mqtt identities loaded", logKeyUsers, len(accts.byName))
+	return nil
+}
+
+// reloadChanged is the watcher's callback.
+func (b *Broker) reloadChanged() {
+	if err := b.Reload(); err != nil {
+		b.log.Error("mqtt broker kept its previous identities and certificate", logKeyError, err)
+		return
+	}
+	b.log.Info("mqtt broker reloaded identities and certificate")
+}
+
+func (b *Broker) watchedFiles() []string {
+	var files []string
+	for _, f := range []string{b.opts.UsersFile, b.opts.TLS.CertFile, b.opts.TLS.KeyFile} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+func (b *Broker) listeners() []*listener {
+	var out []*listener
+	for _, ln := range []*listener{b.ln, b.tlsLn} {
+		if ln != nil {
+			out = append(out, ln)
+		}
+	}
+	return out
+}
+
+// closeListeners closes listeners Start opened before it failed.
+func (b *Broker) closeListeners() {
+	for _, ln := range b.listeners() {
+		ln.Close(nil)
+	}
 }
 
 // Addr returns the host:port the broker is bound to, with the real port when
@@ -127,6 +284,23 @@ func (b *Broker) Addr() string { return b.ln.Address() }
 // URL returns the address as a client broker URL, tcp://host:port.
 func (b *Broker) URL() string { return "tcp://" + b.Addr() }
 
+// TLSAddr returns the TLS listener's host:port, or "" without one.
+func (b *Broker) TLSAddr() string {
+	if b.tlsLn == nil {
+		return ""
+	}
+	return b.tlsLn.Address()
+}
+
+// TLSURL returns the TLS listener as a client broker URL, tls://host:port,
+// or "" without one.
+func (b *Broker) TLSURL() string {
+	if b.tlsLn == nil {
+		return ""
+	}
+	return "tls://" + b.TLSAddr()
+}
+
 // Close stops accepting connections, closes every client connection and
 // waits until each session has ended. The clients did not send DISCONNECT,
 // so the broker publishes their wills while it shuts down: a client whose
@@ -135,6 +309,10 @@ func (b *Broker) URL() string { return "tcp://" + b.Addr() }
 // kept. Close is idempotent and safe for concurrent use.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		if b.hup != nil {
+			signal.Stop(b.hup)
+		}
+		b.watch.stop()
 		// mochi's Close panics on a second call (it closes a channel).
 		if err := b.server.Close(); err != nil {
 			b.closeErr = fmt.Errorf("close mqtt broker: %w", err)
@@ -145,7 +323,8 @@ func (b *Broker) Close() error {
 }
 
 const (
-	listenerID = "evoclaw-tcp"
+	listenerID    = "evoclaw-tcp"
+	tlsListenerID = "evoclaw-tls"
 	// maxSessionExpirySeconds caps how long the broker keeps the session of a
 	// disconnected client that asked for a persistent one.
 	maxSessionExpirySeconds = 60 * 60
@@ -156,17 +335,33 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Listen == "" {
 		o.Listen = DefaultListen
 	}
-	host, port, err := net.SplitHostPort(o.Listen)
-	if err != nil {
-		return o, fmt.Errorf("%w: listen address %q: %w", ErrInvalidOptions, o.Listen, err)
+	if err := checkListen(o.Listen); err != nil {
+		return o, err
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > math.MaxUint16 {
-		return o, fmt.Errorf("%w: listen address %q: port must be a number from 0 to 65535", ErrInvalidOptions, o.Listen)
+	if err := o.TLS.validate(); err != nil {
+		return o, err
 	}
-	for user := range o.Users {
-		if user == "" {
+	seen := map[string]bool{}
+	for _, u := range o.Users {
+		switch {
+		case u.Name == "":
 			return o, fmt.Errorf("%w: broker user with an empty name", ErrInvalidOptions)
+		case seen[u.Name]:
+			return o, fmt.Errorf("%w: broker user %q given twice", ErrInvalidOptions, u.Name)
+		case !u.Role.Valid():
+			return o, fmt.Errorf("%w: broker user %q: role %q, want %q or %q", ErrInvalidOptions, u.Name, u.Role, RoleAgent, RoleOrchestrator)
+		case u.Password == "":
+			return o, fmt.Errorf("%w: broker user %q without a password", ErrInvalidOptions, u.Name)
 		}
+		if u.Role == RoleAgent {
+			if err := wire.ValidateAgentID(u.Name); err != nil {
+				return o, fmt.Errorf("%w: broker user: %w", ErrInvalidOptions, err)
+			}
+		}
+		seen[u.Name] = true
+	}
+	if o.ReloadInterval == 0 {
+		o.ReloadInterval = DefaultReloadInterval
 	}
 	switch {
 	case o.MaxPacketBytes == 0:
@@ -174,10 +369,26 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MaxPacketBytes < 0 || int64(o.MaxPacketBytes) > math.MaxUint32:
 		return o, fmt.Errorf("%w: max packet bytes %d out of range", ErrInvalidOptions, o.MaxPacketBytes)
 	}
-	if len(o.Users) == 0 && !o.AllowAnonymousNonLoopback && !isLoopbackHost(host) {
-		return o, &exposedError{listen: o.Listen}
+	if o.AllowAnonymous {
+		for _, l := range []string{o.Listen, o.TLS.Listen} {
+			if l != "" && !isLoopbackHost(hostOf(l)) {
+				return o, &exposedError{listen: l}
+			}
+		}
 	}
 	return o, nil
+}
+
+// checkListen validates a host:port.
+func checkListen(listen string) error {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("%w: listen address %q: %w", ErrInvalidOptions, listen, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > math.MaxUint16 {
+		return fmt.Errorf("%w: listen address %q: port must be a number from 0 to 65535", ErrInvalidOptions, listen)
+	}
+	return nil
 }
 
 // hostOf returns the host part of a host:port, or "" when it has none.
@@ -208,7 +419,7 @@ func isLoopbackHost(host string) bool {
 type exposedError struct{ listen string }
 
 func (e *exposedError) Error() string {
-	return "refusing to listen on " + e.listen + " without credentials: anyone on the network could run commands on your edge agents; configure broker users or listen on 127.0.0.1"
+	return "refusing to allow anonymous clients on " + e.listen + ": anyone on the network could run commands on your edge agents; add identities with `evoclaw agents add` or listen on 127.0.0.1"
 }
 
 func (e *exposedError) Unwrap() error { return ErrExposedAnonymous }

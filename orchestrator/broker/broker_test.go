@@ -34,28 +34,36 @@ func start(t *testing.T, o broker.Options) *broker.Broker {
 
 func TestStartRefusesAnonymousOffLoopback(t *testing.T) {
 	t.Parallel()
-	users := map[string]string{"orchestrator": "s3cret"}
+	users := []broker.User{{Name: "orchestrator", Role: broker.RoleOrchestrator, Password: "s3cret"}}
+	anon := func(listen, tlsListen string) broker.Options {
+		o := broker.Options{Listen: listen, AllowAnonymous: true}
+		if tlsListen != "" {
+			o.TLS = broker.TLSOptions{Listen: tlsListen, CertFile: "unused.pem", KeyFile: "unused.key"}
+		}
+		return o
+	}
 	tests := []struct {
 		name    string
 		opts    broker.Options
-		refused bool
+		refused string // the listen address named in the refusal; empty: allowed
 	}{
-		{"all IPv4 interfaces", broker.Options{Listen: "0.0.0.0:0"}, true},
-		{"empty host", broker.Options{Listen: ":0"}, true},
-		{"all IPv6 interfaces", broker.Options{Listen: "[::]:0"}, true},
-		{"host name", broker.Options{Listen: "example.invalid:0"}, true},
-		{"IPv4 loopback", broker.Options{Listen: "127.0.0.1:0"}, false},
-		{"other 127/8 address", broker.Options{Listen: "127.0.0.2:0"}, false},
-		{"localhost", broker.Options{Listen: "localhost:0"}, false},
-		{"IPv6 loopback", broker.Options{Listen: "[::1]:0"}, false},
-		{"users on all interfaces", broker.Options{Listen: "0.0.0.0:0", Users: users}, false},
-		{"explicit opt-in", broker.Options{Listen: "0.0.0.0:0", AllowAnonymousNonLoopback: true}, false},
+		{"all IPv4 interfaces", anon("0.0.0.0:0", ""), "0.0.0.0:0"},
+		{"empty host", anon(":0", ""), ":0"},
+		{"all IPv6 interfaces", anon("[::]:0", ""), "[::]:0"},
+		{"host name", anon("example.invalid:0", ""), "example.invalid:0"},
+		{"tls listener on all interfaces", anon("127.0.0.1:0", "0.0.0.0:0"), "0.0.0.0:0"},
+		{"IPv4 loopback", anon("127.0.0.1:0", ""), ""},
+		{"other 127/8 address", anon("127.0.0.2:0", ""), ""},
+		{"localhost", anon("localhost:0", ""), ""},
+		{"IPv6 loopback", anon("[::1]:0", ""), ""},
+		{"users on all interfaces", broker.Options{Listen: "0.0.0.0:0", Users: users}, ""},
+		{"no identities and no anonymous on all interfaces", broker.Options{Listen: "0.0.0.0:0"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b, err := broker.Start(tt.opts)
-			if !tt.refused {
+			if tt.refused == "" {
 				if err != nil {
 					t.Fatalf("Start(%q) = %v, want success", tt.opts.Listen, err)
 				}
@@ -71,7 +79,7 @@ func TestStartRefusesAnonymousOffLoopback(t *testing.T) {
 			if !errors.Is(err, broker.ErrExposedAnonymous) {
 				t.Fatalf("Start(%q) = %v, want ErrExposedAnonymous", tt.opts.Listen, err)
 			}
-			for _, want := range []string{"refusing to listen on " + tt.opts.Listen + " without credentials", "configure broker users or listen on 127.0.0.1"} {
+			for _, want := range []string{"refusing to allow anonymous clients on " + tt.refused, "evoclaw agents add"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}
@@ -89,7 +97,14 @@ func TestStartValidatesOptions(t *testing.T) {
 		{"no port", broker.Options{Listen: "127.0.0.1"}},
 		{"port out of range", broker.Options{Listen: "127.0.0.1:70000"}},
 		{"named port", broker.Options{Listen: "127.0.0.1:mqtt"}},
-		{"empty user name", broker.Options{Users: map[string]string{"": "pw"}}},
+		{"empty user name", broker.Options{Users: []broker.User{{Name: "", Role: broker.RoleAgent, Password: "pw"}}}},
+		{"user without role", broker.Options{Users: []broker.User{{Name: "a", Password: "pw"}}}},
+		{"user without password", broker.Options{Users: []broker.User{{Name: "a", Role: broker.RoleAgent}}}},
+		{"agent name not an agent id", broker.Options{Users: []broker.User{{Name: "a/b", Role: broker.RoleAgent, Password: "pw"}}}},
+		{"user twice", broker.Options{Users: []broker.User{{Name: "a", Role: broker.RoleAgent, Password: "pw"}, {Name: "a", Role: broker.RoleAgent, Password: "pw"}}}},
+		{"tls without certificate", broker.Options{TLS: broker.TLSOptions{Listen: "127.0.0.1:0"}}},
+		{"tls files without listener", broker.Options{TLS: broker.TLSOptions{CertFile: "c.pem", KeyFile: "k.pem"}}},
+		{"client cert required without CA", broker.Options{TLS: broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: "c", KeyFile: "k", RequireClientCert: true}}},
 		{"negative packet size", broker.Options{Listen: "127.0.0.1:0", MaxPacketBytes: -1}},
 	}
 	for _, tt := range tests {
@@ -109,15 +124,15 @@ func TestStartValidatesOptions(t *testing.T) {
 
 func TestStartReportsBusyPort(t *testing.T) {
 	t.Parallel()
-	b := start(t, broker.Options{Listen: "127.0.0.1:0"})
-	if _, err := broker.Start(broker.Options{Listen: b.Addr()}); err == nil || !strings.Contains(err.Error(), "listen on "+b.Addr()) {
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
+	if _, err := broker.Start(broker.Options{Listen: b.Addr(), AllowAnonymous: true}); err == nil || !strings.Contains(err.Error(), "listen on "+b.Addr()) {
 		t.Fatalf("second Start on %s = %v, want a listen error naming the address", b.Addr(), err)
 	}
 }
 
 func TestAddrAndURL(t *testing.T) {
 	t.Parallel()
-	b := start(t, broker.Options{Listen: "127.0.0.1:0"})
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
 	host, port, err := net.SplitHostPort(b.Addr())
 	if err != nil || host != "127.0.0.1" || port == "0" {
 		t.Fatalf("Addr() = %q, want 127.0.0.1 with the real port", b.Addr())
@@ -133,7 +148,7 @@ func TestAddrAndURL(t *testing.T) {
 
 func TestCloseIsIdempotentAndDropsClients(t *testing.T) {
 	t.Parallel()
-	b := start(t, broker.Options{Listen: "127.0.0.1:0"})
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "closer", MaxReconnectInterval: 50 * time.Millisecond})
@@ -176,7 +191,7 @@ func TestCloseIsIdempotentAndDropsClients(t *testing.T) {
 // is not disturbed by other tests.
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0"})
+	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +217,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 
 func TestMaxPacketBytes(t *testing.T) {
 	t.Parallel()
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", MaxPacketBytes: 1024})
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true, MaxPacketBytes: 1024})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	opts := mqttc.Options{BrokerURL: b.URL(), MaxReconnectInterval: 50 * time.Millisecond}
@@ -245,7 +260,7 @@ func TestMaxPacketBytes(t *testing.T) {
 func TestCloseWhileClientsLeave(t *testing.T) {
 	t.Parallel()
 	for round := range 300 {
-		b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0"})
+		b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
 		if err != nil {
 			t.Fatal(err)
 		}

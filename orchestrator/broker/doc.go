@@ -9,13 +9,33 @@
 //
 // # Security
 //
-// An edge agent runs shell commands it receives over MQTT, so whoever can
-// publish to the broker can run commands on every agent. Start therefore
-// refuses to listen on a non-loopback address without configured users
-// ([ErrExposedAnonymous]) unless the caller opts in explicitly with
-// Options.AllowAnonymousNonLoopback. With users configured, every client must
-// present a matching username and password, on every interface. Topic ACLs
-// are not enforced yet; the auth hook (auth.go) is the place for them.
+// An edge agent runs commands it receives over MQTT, so whoever can publish
+// to the broker can run commands on every agent. Every client therefore
+// authenticates (auth.go) as an identity with a role, and an access control
+// list (acl.go) confines it:
+//
+//   - RoleAgent "X" may publish only on evoclaw/agents/X/reports,
+//     capabilities and status (its last will included), may subscribe only
+//     to evoclaw/agents/X/commands, and must use client id evoclaw-X;
+//   - RoleOrchestrator may publish only commands, and read anything under
+//     evoclaw/agents/.
+//
+// Identities come from Options.Users (in memory: the node's own session)
+// and from the users file written by `evoclaw agents` (bcrypt hashes,
+// userfile.go), which the broker re-reads when it changes (watch.go),
+// ending sessions it no longer allows. A TLS client certificate signed by
+// Options.TLS.ClientCAFile authenticates the identity named by its common
+// name. No identity may take over a client id another one holds. A client
+// that publishes outside its topics is disconnected; refused subscriptions
+// get SUBACK 0x80. Every refusal is logged (rate-limited).
+//
+// Anonymous clients are refused unless Options.AllowAnonymous is set, which
+// Start accepts only when every listener is on a loopback address
+// ([ErrExposedAnonymous]).
+//
+// bcrypt is slow on purpose; verify.go bounds the checks running at once
+// and caches successes per identity (keyed digests, memory only) so that
+// reconnecting agents cost microseconds; see BenchmarkConnect.
 //
 // # Concurrency
 //

@@ -9,11 +9,19 @@ import (
 const (
 	logKeyComponent = "component"
 	logKeyAddr      = "addr"
-	logKeyAuth      = "auth"
 	logKeyRemote    = "remote"
 	logKeyClient    = "client"
 	logKeyUser      = "user"
 	logKeyError     = "error"
+	logKeyReason    = "reason"
+	logKeyOp        = "op"
+	logKeyTopic     = "topic"
+	logKeyFile      = "file"
+	logKeyUsers     = "identities"
+	logKeyTLSAddr   = "tls_addr"
+	logKeyAnonymous = "anonymous"
+	// logKeySuppressed counts refusals not logged since the previous line.
+	logKeySuppressed = "suppressed"
 )
 
 // demoteInfo wraps the handler given to mochi so that its informational

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
+)
+
+// agentPasswordEnv is the variable the printed agent.toml reads the
+// password from.
+const agentPasswordEnv = "EVOCLAW_MQTT_PASSWORD"
+
+// cmdAgents manages the identities of the embedded broker: evoclaw agents
+// add|list|remove.
+func cmdAgents(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: evoclaw agents needs add, list or remove", errUsage)
+	}
+	fs := newFlags("agents "+args[0], stderr)
+	config := fs.String("config", "", "evoclaw.toml of the node (for data_dir and [broker] users_file)")
+	dataDir := fs.String("data-dir", "", "the node's data directory (overrides data_dir)")
+	switch args[0] {
+	case "add":
+		role := fs.String("role", string(broker.RoleAgent), "agent, or orchestrator for another orchestrator or an operator tool")
+		rotate := fs.Bool("rotate", false, "give an existing identity a new password (its sessions end)")
+		brokerURL := fs.String("broker", "tcp://ORCHESTRATOR-HOST:1883", "broker URL to print in the agent's configuration")
+		cost := fs.Int("bcrypt-cost", broker.DefaultBcryptCost, "bcrypt cost of the stored hash; each step doubles the broker's work per password check")
+		pos, err := parseFlags(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: evoclaw agents add NAME", errUsage)
+		}
+		path, err := usersFile(*config, *dataDir)
+		if err != nil {
+			return err
+		}
+		return agentsAdd(stdout, path, pos[0], broker.Role(*role), *rotate, *brokerURL, *cost)
+	case "list":
+		pos, err := parseFlags(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 0 {
+			return fmt.Errorf("%w: evoclaw agents list takes no arguments", errUsage)
+		}
+		path, err := usersFile(*config, *dataDir)
+		if err != nil {
+			return err
+		}
+		return agentsList(stdout, path)
+	case "remove":
+		pos, err := parseFlags(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: evoclaw agents remove NAME", errUsage)
+		}
+		path, err := usersFile(*config, *dataDir)
+		if err != nil {
+			return err
+		}
+		if err := broker.RemoveUser(path, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed %q from %s; a running node ends its sessions within seconds\n", pos[0], path)
+		return nil
+	case "-h", "--help", "help":
+		return flag.ErrHelp
+	}
+	return fmt.Errorf("%w: evoclaw agents %s: want add, list or remove", errUsage, args[0])
+}
+
+// usersFile finds the identity file the node reads, from its configuration
+// and the --data-dir override.
+func usersFile(config, dataDir string) (string, error) {
+	var cfg orchestrator.Config
+	if config != "" {
+		var err error
+		if cfg, err = orchestrator.LoadConfig(config); err != nil {
+			return "", err
+		}
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	return cfg.UsersFilePath(), nil
+}
+
+func agentsAdd(w io.Writer, path, name string, role broker.Role, rotate bool, brokerURL string, cost int) error {
+	password, err := broker.AddUser(path, name, role, cost, rotate)
+	if err != nil {
+		return err
+	}
+	verb := "added"
+	if rotate {
+		verb = "set a new password for"
+	}
+	fmt.Fprintf(w, "%s %s %q in %s; a running node picks it up within seconds.\n", verb, role, name, path)
+	fmt.Fprintf(w, "The password is shown this once: only its bcrypt hash is stored.\n\n")
+	if role == broker.RoleOrchestrator {
+		fmt.Fprintf(w, "# evoclaw.toml of the other orchestrator\n[broker]\nurl = %q\nusername = %q\npassword_env = %q\n\n", brokerURL, name, agentPasswordEnv)
+	} else {
+		fmt.Fprintf(w, "# agent.toml on %s\nagent_id = %q\n\n[mqtt]\nbroker = %q\nusername = %q\npassword_env = %q\n\n", name, name, brokerURL, name, agentPasswordEnv)
+	}
+	fmt.Fprintf(w, "# its environment (a systemd EnvironmentFile with mode 0600, say):\n%s=%s\n", agentPasswordEnv, password)
+	return nil
+}
+
+func agentsList(w io.Writer, path string) error {
+	users, err := broker.ReadUsersFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(w, "no identities yet (%s does not exist); add one with `evoclaw agents add NAME`\n", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tPASSWORD SET\tBCRYPT COST")
+	for _, u := range users {
+		c, _ := bcrypt.Cost([]byte(u.Hash)) // ReadUsersFile checked it
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", u.Name, u.Role, u.Created.Format(time.RFC3339), c)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d identities in %s\n", len(users), path)
+	return nil
+}

@@ -1,0 +1,143 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
+)
+
+// syncBuffer is a log destination safe for the agent's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAgentRejectsBadMessagesAndLogs sends what no orchestrator should:
+// garbage, a command over the decoder's size limit (through a broker that
+// lets it pass), an unknown command. Each is logged; the agent keeps
+// answering.
+func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
+	t.Parallel()
+	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true, MaxPacketBytes: 2 * wire.MaxMessageBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	skills, err := filepath.Abs("../testdata/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	a, err := New(Config{AgentID: "pi-r", DataDir: t.TempDir(), MQTT: MQTTConf{Broker: b.URL()}, Skills: SkillConf{Dirs: []string{skills}}},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	a.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("agent not ready")
+	}
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "fake-orchestrator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pongs := make(chan string, 4)
+	if err := c.Subscribe(wire.ReportsTopic("pi-r"), 1, func(m mqttc.Message) {
+		if r, err := wire.DecodeReport("pi-r", m.Payload); err == nil && r.ReportType == wire.ReportResult {
+			pongs <- r.RequestID()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(payload string) {
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer pcancel()
+		if err := c.Publish(pctx, mqttc.Message{Topic: wire.CommandsTopic("pi-r"), Payload: []byte(payload), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct{ name, payload, log string }{
+		{"garbage", "\x00\xff not json", "rejecting malformed command"},
+		{"oversized", `{"command":"ping","request_id":"big","pad":"` + strings.Repeat("x", wire.MaxMessageBytes) + `"}`, fmt.Sprintf("at most %d allowed", wire.MaxMessageBytes)},
+		{"unknown command", `{"command":"launch","payload":{},"request_id":"u9"}`, "rejecting unknown command"},
+	}
+	for i, tt := range tests {
+		send(tt.payload)
+		mqtttest.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), tt.log) }, tt.name+" logged")
+		// Still alive and answering.
+		id := "alive-" + string(rune('a'+i))
+		send(`{"command":"ping","payload":{},"request_id":"` + id + `"}`)
+		mqtttest.Eventually(t, 10*time.Second, func() bool {
+			for {
+				select {
+				case got := <-pongs:
+					if got == id {
+						return true
+					}
+				default:
+					return false
+				}
+			}
+		}, "ping answered after "+tt.name)
+	}
+}
+
+// TestFullQueueAnswersBusy: back-pressure has a name the orchestrator can
+// act on (retry later) rather than a generic failure.
+func TestFullQueueAnswersBusy(t *testing.T) {
+	p := startAgent(t, func(c *Config) { c.Tools.MaxConcurrent = 1; c.Tools.QueueLen = 1 })
+	for _, id := range []string{"b1", "b2", "b3"} {
+		p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"` + id + `"}`)
+	}
+	var busy int
+	for _, id := range []string{"b1", "b2", "b3"} {
+		r := p.await(id)
+		if r.ReportType != wire.ReportError {
+			continue
+		}
+		e, err := wire.DecodeErrorPayload(r)
+		if err != nil || e.ErrorType != wire.ErrBusy {
+			t.Fatalf("error report %+v %v, want error type busy", e, err)
+		}
+		busy++
+	}
+	if busy != 1 {
+		t.Fatalf("%d commands answered busy, want exactly 1", busy)
+	}
+}
