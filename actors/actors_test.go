@@ -166,14 +166,23 @@ func newHarness(t *testing.T, transcript string, tune func(*ConvOptions)) *harne
 // newHarnessTools is newHarness with the fake agent offering tools.
 func newHarnessTools(t *testing.T, transcript string, tools []wire.ToolInfo, tune func(*ConvOptions)) *harness {
 	t.Helper()
+	return newHarnessEdges(t, transcript, tools, nil, tune)
+}
+
+// newHarnessEdges is newHarnessTools with edge options tuned too.
+func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tuneEdges func(*EdgeOptions), tune func(*ConvOptions)) *harness {
+	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	t.Cleanup(sys.Shutdown)
 	h := &harness{sys: sys, audit: &recordingAudit{}, logs: logs, events: &recordingEvents{}}
 	h.edge = &fakeEdge{t: t, id: "pi-1", root: sys.Root, tools: tools}
-	edges, err := SpawnEdges(sys.Root, EdgeOptions{Publisher: h.edge, Logger: log, TickInterval: 20 * time.Millisecond,
-		Events: h.events, Node: "orch"})
+	eo := EdgeOptions{Publisher: h.edge, Logger: log, TickInterval: 20 * time.Millisecond, Events: h.events, Node: "orch"}
+	if tuneEdges != nil {
+		tuneEdges(&eo)
+	}
+	edges, err := SpawnEdges(sys.Root, eo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ const (
 	DefaultTickInterval     = time.Second
 	DefaultPublishTimeout   = 10 * time.Second
 	DefaultMailboxSize      = 1024
+	DefaultMaxInFlight      = 64 // requests waiting on one agent
 	// pendingGrace is how long a pending request outlives its deadline
 	// before the edge actor forgets it (its caller has timed out by then).
 	pendingGrace = 5 * time.Second
@@ -51,6 +52,10 @@ type EdgeOptions struct {
 	// MailboxSize bounds each actor's mailbox (default 1024); a full mailbox
 	// blocks the sender, which pushes back on the MQTT client.
 	MailboxSize int
+	// MaxInFlight bounds the requests waiting on one agent (default 64);
+	// one more is refused at once with error type "busy", so a saturated
+	// agent pushes back on the tool loop instead of queueing without bound.
+	MaxInFlight int
 	// Events, when set, records presence changes and late or unknown
 	// results (a reply for a request that already timed out), so they are
 	// audited rather than only logged. Node names this node in them.
@@ -77,6 +82,9 @@ func (o *EdgeOptions) fill() {
 	}
 	if o.MailboxSize <= 0 {
 		o.MailboxSize = DefaultMailboxSize
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -313,6 +321,7 @@ func (e *edgeActor) requestTools(ctx actor.Context) {
 	e.seq++
 	id := fmt.Sprintf("tools-%s-%d-%d", e.info.ID, e.opts.Now().UnixNano(), e.seq)
 	cmd := wire.Command{Command: wire.CmdToolsList, Payload: json.RawMessage(`{}`), RequestID: id}
+	cmd.SetExpiry(e.opts.Now(), e.opts.PublishTimeout+30*time.Second, 0)
 	e.toolsReqID = id
 	e.pending[id] = &pending{command: cmd.Command, deadline: e.opts.Now().Add(e.opts.PublishTimeout + 30*time.Second), sent: e.opts.Now()}
 	e.publish(ctx, cmd)
@@ -322,6 +331,11 @@ func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
 	if !e.info.Online {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
 			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID)})
+		return
+	}
+	if _, resend := e.pending[m.Command.RequestID]; !resend && len(e.pending) >= e.opts.MaxInFlight {
+		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrBusy,
+			Err: fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending))})
 		return
 	}
 	e.pending[m.Command.RequestID] = &pending{replyTo: m.ReplyTo, command: m.Command.Command, deadline: m.Deadline, sent: now}

@@ -619,3 +619,37 @@ func TestStaleIdleRequestDoesNotStopABusyConversation(t *testing.T) {
 		t.Fatal("the conversation was stopped by a stale idle request")
 	}
 }
+
+
+func TestSaturatedAgentPushesBackWithBusy(t *testing.T) {
+	tr := transcript(`{"content":"","tool_calls":[
+		{"id":"a","name":"pi-1__echo","arguments":{"text":"A"}},
+		{"id":"b","name":"pi-1__echo","arguments":{"text":"B"}}]}`,
+		`{"content":"{{result a}} | {{result b}}"}`)
+	// One request may wait on the agent: the second is refused at once
+	// with busy, while the first completes.
+	h := newHarnessEdges(t, tr, nil, func(o *EdgeOptions) { o.MaxInFlight = 1 }, nil)
+	var cmds []wire.Command
+	var mu sync.Mutex
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+		mu.Lock()
+		cmds = append(cmds, cmd)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond) // still in flight when the second call is dispatched
+		echoReply(h)(cmd, p)
+	}
+	ans := h.chat(t, "go")
+	// Which call reaches the agent first is not ordered; one runs, one is refused.
+	if strings.Count(ans.Text, "Error (busy)") != 1 || strings.Count(ans.Text, "echo:") != 1 || !strings.Contains(ans.Text, "saturated") {
+		t.Fatalf("answer %q", ans.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cmds) != 1 {
+		t.Fatalf("%d commands reached the agent, want 1", len(cmds))
+	}
+	// Every command carries an expiry the agent enforces.
+	if cmds[0].ExpiresAt <= time.Now().UnixMilli() || cmds[0].TTLMS <= 0 {
+		t.Fatalf("command without a usable expiry: %+v", cmds[0])
+	}
+}

@@ -191,6 +191,10 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInvalidParams, Error: err.Error()})
 		return
 	}
+	// The agent refuses the command once the call's deadline has passed
+	// (plus a margin for clocks): a command stuck in a broker for hours
+	// never runs a stale tool. A resend keeps the first deadline.
+	cmd.SetExpiry(s.o.Now(), s.deadline.Sub(s.o.Now()), 0)
 	ctx.Send(s.edges, &Dispatch{AgentID: s.agentID, Command: cmd, ReplyTo: ctx.Self(), Deadline: s.deadline})
 }
 

@@ -118,7 +118,7 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	} {
 		mqtttest.RawPublish(t, bad, wire.ReportsTopic("pi-bad"), payload, false)
 	}
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return strings.Count(logs.String(), "dropping malformed report") >= 3 },
+	mqtttest.Eventually(t, 5*time.Second, func() bool { return strings.Count(logs.String(), "dropping malformed message") >= 3 },
 		"three malformed reports logged and dropped")
 	mqtttest.RawPublish(t, bad, wire.ReportsTopic("pi-bad"), strings.Repeat("x", 128<<10), false)
 	if !mqtttest.RawClosed(bad, 5*time.Second) {

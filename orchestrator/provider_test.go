@@ -69,7 +69,7 @@ func fakeChatServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
 func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
 	srv, requests := fakeChatServer(t)
 	dir := t.TempDir()
-	cfg := Config{DataDir: filepath.Join(dir, "orch"), Broker: BrokerConf{Listen: "127.0.0.1:0"},
+	cfg := Config{DataDir: filepath.Join(dir, "orch"), Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}},
 		LLM: llm.Config{Endpoint: llm.Endpoint{Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "tiny"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -127,7 +127,8 @@ func TestMalformedMessagesAreAudited(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	node, err := Start(ctx, Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0"}}, Options{Provider: p})
+	// Anonymous on loopback: the vandal is any local client.
+	node, err := Start(ctx, Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{Provider: p})
 	if err != nil {
 		t.Fatal(err)
 	}

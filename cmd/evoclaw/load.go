@@ -48,7 +48,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("evoclaw load: %d simulated agents, %d concurrent conversations (scripted LLM: not a model)", *agents, *convs)
 
-	cfg := orchestrator.Config{DataDir: filepath.Join(dir, "orch"), Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"}}
+	// The simulated agents connect without credentials: a loopback-only
+	// broker that allows it, as the load test runs on one machine.
+	cfg := orchestrator.Config{DataDir: filepath.Join(dir, "orch"), Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0",
+		BrokerSecurity: orchestrator.BrokerSecurity{AllowAnonymous: true}}}
 	cfg.Loop.ChatTimeout.Duration = *timeout
 	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Provider: loadProvider{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
