@@ -620,7 +620,6 @@ func TestStaleIdleRequestDoesNotStopABusyConversation(t *testing.T) {
 	}
 }
 
-
 func TestSaturatedAgentPushesBackWithBusy(t *testing.T) {
 	tr := transcript(`{"content":"","tool_calls":[
 		{"id":"a","name":"pi-1__echo","arguments":{"text":"A"}},
