@@ -23,6 +23,8 @@ usage:
   evoclaw audit sql [--data-dir DIR] [--json|--csv] "SELECT ..."   read-only SQL over a node's audit trail
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
+  evoclaw skills validate DIR...            check every skill.toml; exit 1 when any is broken
+  evoclaw skills list [--permissions a,b] DIR...   the tools an agent would offer, and why others are not
   evoclaw version
 `
 
@@ -56,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "skills":
-		err = cmdSkills(args[1:], stdout)
+		err = cmdSkills(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "evoclaw", version)
 	case "help", "-h", "--help":
