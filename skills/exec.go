@@ -14,6 +14,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/proc"
+	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
 
 // Defaults of ExecOptions.
@@ -42,7 +43,18 @@ type ExecOptions struct {
 	// MaxOutput is how many bytes of stdout and of stderr are kept; zero
 	// means proc.DefaultMaxOutput.
 	MaxOutput int
+	// Workspace is the one directory a sandboxed tool may write (absolute);
+	// empty means none: the tool sees a read-only system and a private
+	// /tmp. Tools with sandboxing "none" are not confined.
+	Workspace string
+	// LookPath finds sandbox programs; nil means exec.LookPath. Tests set
+	// it to simulate a machine without them.
+	LookPath func(file string) (string, error)
 }
+
+// PermissionNetwork is the permission that lets a sandboxed tool use the
+// network; without it a sandboxed tool has none.
+const PermissionNetwork = "network"
 
 // Outcome is the result of one tool call, shaped like wire.ToolResult.
 type Outcome struct {
@@ -105,13 +117,17 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	if fail != nil {
 		return *fail
 	}
+	prog, argv, err := sandbox.Wrap(o.sandboxPolicy(t, dir), bin, argv, dir)
+	if err != nil {
+		return failure(wire.ErrExecutionFailed, fmt.Sprintf("tool %q was not run: %v", t.Name, err))
+	}
 	env := slices.Clip(o.Env)
 	if env == nil {
 		env = proc.MinimalEnv()
 	}
 	timeout := o.timeout(t)
 	res, err := proc.Run(ctx, proc.Spec{
-		Path:      bin,
+		Path:      prog,
 		Args:      argv,
 		Stdin:     stdin,
 		Dir:       dir,
@@ -152,6 +168,17 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 		out.Status = wire.StatusSuccess
 	}
 	return out
+}
+
+// sandboxPolicy is the confinement of t: its sandboxing kind, the
+// workspace writable, its skill directory visible, and the network only
+// with the network permission.
+func (o ExecOptions) sandboxPolicy(t Tool, dir string) sandbox.Policy {
+	p := sandbox.Policy{Kind: t.Sandboxing, ReadOnly: []string{dir}, Network: slices.Contains(t.Permissions, PermissionNetwork), LookPath: o.LookPath}
+	if o.Workspace != "" {
+		p.Writable = []string{o.Workspace}
+	}
+	return p
 }
 
 // timeout returns the tool's timeout, or the default, capped by MaxTimeout.
