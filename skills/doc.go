@@ -48,8 +48,10 @@
 //
 // Its environment is ExecOptions.Env, or a minimal PATH, HOME and
 // LANG=C.UTF-8, plus EVOCLAW_TOOL=<tool name>. Exit status 0 means success
-// and stdout is the result given to the LLM; any other status is a failure
-// whose message carries the exit code and the end of stderr. Output beyond
+// and stdout is the result given to the LLM; status 69 (ExitUnavailable)
+// means the hardware or resource the tool reads is absent (not_found); any
+// other status is a failure (execution_failed) whose message carries the
+// exit code and the end of stderr. Output beyond
 // ExecOptions.MaxOutput per stream is dropped and counted.
 //
 // # Concurrency

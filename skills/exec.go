@@ -25,6 +25,12 @@ const (
 	DefaultMaxTimeout = 300 * time.Second
 )
 
+// ExitUnavailable is the exit status (EX_UNAVAILABLE of sysexits.h) by
+// which a tool binary says that what it needs does not exist on this
+// machine (no thermal sensor, no GPIO): the call fails with not_found
+// rather than execution_failed, so the LLM does not retry it.
+const ExitUnavailable = 69
+
 // errorTailBytes is how much of the end of stderr goes into Outcome.Error.
 const errorTailBytes = 1024
 
@@ -90,7 +96,8 @@ type Outcome struct {
 // skill directory (permission_denied) and exist (not_found) and be
 // executable (permission_denied). It runs in the skill directory with the
 // timeout of the tool, or of the options, clamped to MaxTimeout (timeout).
-// A non-zero exit or a crash is execution_failed; exit 0 is success with
+// Exit status ExitUnavailable is not_found; any other non-zero exit or a
+// crash is execution_failed; exit 0 is success with
 // stdout as the Result. A done ctx stops the tool: its deadline counts as
 // timeout, a cancellation as interrupted.
 func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
@@ -161,6 +168,9 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	case res.Signal != "":
 		out.ErrorType = wire.ErrExecutionFailed
 		out.Error = fmt.Sprintf("tool %q was killed by signal %s%s", t.Name, res.Signal, errorTail(out))
+	case res.ExitCode == ExitUnavailable:
+		out.ErrorType = wire.ErrNotFound
+		out.Error = fmt.Sprintf("tool %q: not available on this machine%s", t.Name, errorTail(out))
 	case res.ExitCode != 0:
 		out.ErrorType = wire.ErrExecutionFailed
 		out.Error = fmt.Sprintf("tool %q failed with exit code %d%s", t.Name, res.ExitCode, errorTail(out))

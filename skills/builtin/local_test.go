@@ -1,6 +1,8 @@
 package builtin_test
 
 import (
+	"context"
+	"runtime"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/skills/builtin"
@@ -11,4 +13,30 @@ func TestLocalContract(t *testing.T) {
 	opstest.Run(t, func(t *testing.T) builtin.Options {
 		return builtin.Options{Dir: t.TempDir()}
 	})
+}
+
+// TestBashGigabyte pushes 1 GB through the bash tool's stdout: the tool
+// must keep only its cap, count the rest, and not hold the gigabyte.
+func TestBashGigabyte(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 1 GB through a pipe")
+	}
+	const total = 1_000_000_000
+	tool, err := builtin.NewBash(builtin.Options{Dir: t.TempDir(), MaxOutput: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out := tool.Run(context.Background(), map[string]any{"command": "head -c 1000000000 /dev/zero"})
+	runtime.ReadMemStats(&after)
+	if out.ErrorType() != "" || out.ResultBytes != total || !out.Truncated {
+		t.Fatalf("1 GB run: error %q, ResultBytes %d, Truncated %v", out.ErrorType(), out.ResultBytes, out.Truncated)
+	}
+	if n := len(out.Text()); n > 4096+100 {
+		t.Fatalf("kept %d bytes of output, cap 4096", n)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Fatalf("allocated %d MiB while discarding 1 GB of output", alloc>>20)
+	}
 }
