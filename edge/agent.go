@@ -25,7 +25,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,7 +39,7 @@ import (
 type Agent struct {
 	cfg   Config
 	log   *slog.Logger
-	tools map[string]skills.Tool
+	tools *skills.Toolset
 	// Ready, if set, is called once the agent is connected and advertised.
 	Ready func()
 
@@ -65,38 +64,15 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", cfg.AgentID)
-	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{}}
-	for _, dir := range cfg.Skills.Dirs {
-		loaded, errs := skills.LoadDir(dir)
-		for _, err := range errs {
-			log.Warn("skipping broken skill", "err", err)
-		}
-		for _, s := range loaded {
-			for _, t := range s.Tools {
-				if ok, missing := skills.Allowed(t, cfg.Skills.Permissions); !ok {
-					log.Info("tool not offered: permissions not granted", "tool", t.Name, "skill", s.Name, "missing", missing)
-					continue
-				}
-				if prev, dup := a.tools[t.Name]; dup {
-					log.Warn("duplicate tool name, keeping the first", "tool", t.Name, "kept", prev.Skill, "skipped", s.Name)
-					continue
-				}
-				a.tools[t.Name] = t
-			}
-		}
+	tools, err := newToolset(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
-	return a, nil
+	return &Agent{cfg: cfg, log: log, tools: tools, inflight: map[string]struct{}{}}, nil
 }
 
 // ToolNames lists the tools the agent offers, sorted.
-func (a *Agent) ToolNames() []string {
-	names := make([]string, 0, len(a.tools))
-	for n := range a.tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (a *Agent) ToolNames() []string { return a.tools.Names() }
 
 // Run connects and serves commands until ctx is cancelled or a shutdown
 // command arrives; then it publishes a retained offline status and returns.
@@ -232,7 +208,7 @@ func (a *Agent) heartbeat() wire.Heartbeat {
 		ActionsSuccess: a.succeeded.Load(),
 		ActionsFailed:  a.failed.Load(),
 		MemoryBytes:    int64(memoryBytes()),
-		Custom:         map[string]any{"tools": len(a.tools), "go_version": runtime.Version()},
+		Custom:         map[string]any{"tools": len(a.tools.Names()), "go_version": runtime.Version()},
 	}
 }
 
@@ -323,9 +299,8 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 
 func (a *Agent) toolsList(requestID string) wire.ToolsList {
 	l := wire.ToolsList{RequestID: requestID, Tools: []wire.ToolInfo{}}
-	for _, name := range a.ToolNames() {
-		t := a.tools[name]
-		l.Tools = append(l.Tools, wire.ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Schema(), TimeoutMS: t.TimeoutMS})
+	for _, d := range a.tools.Defs() {
+		l.Tools = append(l.Tools, wire.ToolInfo{Name: d.Name, Description: d.Description, Parameters: d.Parameters, TimeoutMS: d.Evoclaw.TimeoutMS})
 	}
 	return l
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"os"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/builtin"
 )
 
 // maxStderrBytes caps the stderr carried in a report.
@@ -74,31 +78,63 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 	a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
 }
 
+// newToolset gathers what the agent offers: the tools of its skill
+// directories whose permissions are all granted, and the built-in groups
+// of [builtin], which replace skill tools of the same name.
+func newToolset(cfg Config, log *slog.Logger) (*skills.Toolset, error) {
+	cat := skills.NewCatalog(cfg.Skills.Dirs...)
+	_, errs := cat.Skills()
+	for _, err := range errs {
+		log.Warn("skipping broken skill", "err", err)
+	}
+	ts := skills.NewToolset(cat, skills.ExecOptions{
+		DefaultTimeout: cfg.Tools.DefaultTimeout.Duration,
+		MaxTimeout:     cfg.Tools.MaxTimeout.Duration,
+		Granted:        cfg.Skills.Permissions,
+		Workspace:      cfg.Builtin.Workspace,
+	})
+	if len(cfg.Builtin.Groups) > 0 {
+		if fi, err := os.Stat(cfg.Builtin.Workspace); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("builtin.workspace %s is not a directory: %v", cfg.Builtin.Workspace, err)
+		}
+		o := builtin.Options{
+			Dir: cfg.Builtin.Workspace, Sandbox: cfg.Builtin.Sandbox,
+			BashTimeout: cfg.Tools.DefaultTimeout.Duration, MaxBashTimeout: cfg.Tools.MaxTimeout.Duration,
+		}
+		for _, g := range cfg.Builtin.Groups {
+			tools, err := builtin.Group(g, o)
+			if err != nil {
+				return nil, err
+			}
+			if err := ts.Add(tools...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, l := range ts.List() {
+		switch {
+		case l.ShadowedBy != "":
+			log.Info("tool replaced by a built-in", "tool", l.Def.Name, "skill", l.Def.Evoclaw.Skill)
+		case !l.Offered:
+			log.Info("tool not offered: permissions not granted", "tool", l.Def.Name, "skill", l.Def.Evoclaw.Skill, "missing", l.Missing)
+		}
+	}
+	return ts, nil
+}
+
 func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult {
-	t, ok := a.tools[p.Tool]
-	if !ok {
+	if !slices.Contains(a.tools.Names(), p.Tool) {
 		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrNotFound,
 			Error: fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames())}
 	}
-	var args map[string]any
-	if err := json.Unmarshal(p.Parameters, &args); err != nil {
-		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrInvalidParams, Error: fmt.Sprintf("parameters: %v", err)}
-	}
-	opts := skills.ExecOptions{
-		DefaultTimeout: a.cfg.Tools.DefaultTimeout.Duration,
-		MaxTimeout:     a.cfg.Tools.MaxTimeout.Duration,
-		Granted:        a.cfg.Skills.Permissions,
-	}
-	if p.TimeoutMS > 0 {
-		// The caller's deadline wins over the tool's default, within the clamp.
-		t.TimeoutMS = p.TimeoutMS
-	}
-	out := skills.Execute(ctx, t, args, opts)
-	res := wire.ToolResult{Status: out.Status, Tool: p.Tool, Result: out.Result, Error: out.Error, ErrorType: out.ErrorType,
-		ExitCode: out.ExitCode, ElapsedMS: out.Elapsed.Milliseconds(), Stderr: cut(out.Stderr, maxStderrBytes)}
-	res.ResultBytes = out.ResultBytes
-	res.Truncated = out.Truncated
+	// The caller's timeout wins over the tool's default, within the clamp.
+	out := a.tools.CallJSONTimeout(ctx, p.Tool, p.Parameters, p.TimeoutMS)
+	res := out.Legacy(p.Tool)
+	res.Stderr = cut(res.Stderr, maxStderrBytes)
 	if len(res.Result) > a.cfg.Tools.MaxResultBytes {
+		if res.ResultBytes < int64(len(res.Result)) {
+			res.ResultBytes = int64(len(res.Result))
+		}
 		res.Result = cut(res.Result, a.cfg.Tools.MaxResultBytes)
 		res.Truncated = true
 	}

@@ -142,8 +142,16 @@ func (s *Toolset) Names() []string {
 // failures carry its error type. Text in the output is sanitized (see
 // Sanitize) and Elapsed is set.
 func (s *Toolset) Call(ctx context.Context, name string, args map[string]any) Output {
+	return s.CallTimeout(ctx, name, args, 0)
+}
+
+// CallTimeout is Call with the caller's timeout for this call, in
+// milliseconds (0 means the tool's own): it replaces a skill tool's
+// timeout_ms and bounds a Go tool's context, in both cases clamped to the
+// toolset's ExecOptions.MaxTimeout.
+func (s *Toolset) CallTimeout(ctx context.Context, name string, args map[string]any, timeoutMS int64) Output {
 	start := time.Now()
-	out := s.call(ctx, name, args)
+	out := s.call(ctx, name, args, timeoutMS)
 	for i, b := range out.Content {
 		out.Content[i].Text = Sanitize(b.Text)
 	}
@@ -155,21 +163,34 @@ func (s *Toolset) Call(ctx context.Context, name string, args map[string]any) Ou
 // CallJSON is Call with the arguments as a JSON object; empty or null is
 // no arguments.
 func (s *Toolset) CallJSON(ctx context.Context, name string, raw json.RawMessage) Output {
+	return s.CallJSONTimeout(ctx, name, raw, 0)
+}
+
+// CallJSONTimeout is CallTimeout with the arguments as a JSON object.
+func (s *Toolset) CallJSONTimeout(ctx context.Context, name string, raw json.RawMessage, timeoutMS int64) Output {
 	var args map[string]any
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &args); err != nil {
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil || args == nil {
 			return Failed(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: not a JSON object: %v", name, err))
 		}
 	}
-	return s.Call(ctx, name, args)
+	return s.CallTimeout(ctx, name, args, timeoutMS)
 }
 
-func (s *Toolset) call(ctx context.Context, name string, args map[string]any) Output {
+func (s *Toolset) call(ctx context.Context, name string, args map[string]any, timeoutMS int64) Output {
 	if g, ok := s.goTool(name); ok {
+		if timeoutMS > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, min(time.Duration(timeoutMS)*time.Millisecond, cmpOr(s.opts.MaxTimeout, DefaultMaxTimeout)))
+			defer cancel()
+		}
 		return s.runGo(ctx, g, args)
 	}
 	if s.catalog != nil {
 		if t, ok := s.catalog.Tool(name); ok {
+			if timeoutMS > 0 {
+				t.TimeoutMS = timeoutMS // Execute clamps it to MaxTimeout
+			}
 			return OutputOf(Execute(ctx, t, args, s.opts))
 		}
 	}
