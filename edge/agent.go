@@ -64,7 +64,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", cfg.AgentID)
-	tools, err := newToolset(cfg, log)
+	tools, err := NewToolset(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}

@@ -78,10 +78,14 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 	a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
 }
 
-// newToolset gathers what the agent offers: the tools of its skill
+// NewToolset gathers what an agent with cfg offers: the tools of its skill
 // directories whose permissions are all granted, and the built-in groups
-// of [builtin], which replace skill tools of the same name.
-func newToolset(cfg Config, log *slog.Logger) (*skills.Toolset, error) {
+// of [builtin], which replace skill tools of the same name. cfg must be
+// validated; log may be nil.
+func NewToolset(cfg Config, log *slog.Logger) (*skills.Toolset, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	cat := skills.NewCatalog(cfg.Skills.Dirs...)
 	_, errs := cat.Skills()
 	for _, err := range errs {

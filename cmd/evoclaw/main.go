@@ -24,7 +24,7 @@ usage:
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
   evoclaw skills validate DIR...            check every skill.toml; exit 1 when any is broken
-  evoclaw skills list [--permissions a,b] DIR...   the tools an agent would offer, and why others are not
+  evoclaw skills list [--permissions a,b] DIR... | --config agent.toml   the tools an agent would offer, and why others are not
   evoclaw version
 `
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/shipped"
 )
@@ -15,7 +16,7 @@ import (
 // reported every problem.
 var errBrokenSkills = errors.New("some skills are broken")
 
-const skillsUsage = "evoclaw skills install NAME DIR | validate DIR... | list [--permissions a,b] DIR..."
+const skillsUsage = "evoclaw skills install NAME DIR | validate DIR... | list [--permissions a,b] DIR... | list --config agent.toml"
 
 func cmdSkills(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -70,24 +71,44 @@ func skillsValidate(args []string, stdout, stderr io.Writer) error {
 func skillsList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("skills list", stderr)
 	perms := fs.String("permissions", "", "comma-separated permissions granted to the agent")
+	config := fs.String("config", "", "agent.toml: list exactly what that agent offers (its skill dirs, permissions and built-ins)")
 	dirs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(dirs) == 0 {
-		return fmt.Errorf("%w: evoclaw skills list [--permissions a,b] DIR...", errUsage)
-	}
-	var granted []string
-	for _, p := range strings.Split(*perms, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			granted = append(granted, p)
+	var (
+		granted []string
+		errs    []error
+		ts      *skills.Toolset
+	)
+	switch {
+	case *config != "":
+		if len(dirs) > 0 || *perms != "" {
+			return fmt.Errorf("%w: --config takes the directories and permissions from agent.toml", errUsage)
 		}
+		cfg, err := edge.LoadConfig(*config)
+		if err != nil {
+			return err
+		}
+		granted = cfg.Skills.Permissions
+		_, errs = skills.NewCatalog(cfg.Skills.Dirs...).Skills()
+		if ts, err = edge.NewToolset(cfg, nil); err != nil {
+			return err
+		}
+	case len(dirs) == 0:
+		return fmt.Errorf("%w: evoclaw skills list [--permissions a,b] DIR... | --config agent.toml", errUsage)
+	default:
+		for _, p := range strings.Split(*perms, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				granted = append(granted, p)
+			}
+		}
+		cat := skills.NewCatalog(dirs...)
+		_, errs = cat.Skills()
+		ts = skills.NewToolset(cat, skills.ExecOptions{Granted: granted})
 	}
-	cat := skills.NewCatalog(dirs...)
-	_, errs := cat.Skills()
-	ts := skills.NewToolset(cat, skills.ExecOptions{Granted: granted})
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tSKILL\tOFFERED\tPERMISSIONS\tWHY NOT")
+	fmt.Fprintln(tw, "TOOL\tSOURCE\tOFFERED\tPERMISSIONS\tWHY NOT")
 	offered := 0
 	for _, l := range ts.List() {
 		why := ""
@@ -103,7 +124,11 @@ func skillsList(args []string, stdout, stderr io.Writer) error {
 		if l.Offered {
 			yes = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Def.Name, l.Def.Evoclaw.Skill, yes, strings.Join(l.Def.Evoclaw.Permissions, ","), why)
+		src := l.Def.Evoclaw.Skill
+		if l.Def.Evoclaw.Source != skills.SourceSkill {
+			src = l.Def.Evoclaw.Source
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Def.Name, src, yes, strings.Join(l.Def.Evoclaw.Permissions, ","), why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,5 +50,31 @@ func TestSkillsList(t *testing.T) {
 	run([]string{"skills", "list", "--permissions", "network,shell", dir}, &out, &errOut)
 	if !strings.Contains(out.String(), "2 tools offered with permissions [network,shell]") {
 		t.Fatalf("with both permissions:\n%s", out.String())
+	}
+}
+
+func TestSkillsListConfig(t *testing.T) {
+	dir := t.TempDir()
+	skillsDir, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "skills", "listing"))
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "agent.toml")
+	body := "agent_id = \"pi-1\"\n[skills]\ndirs = [\"" + filepath.Dir(skillsDir) + "\"]\npermissions = [\"network\", \"shell\"]\n" +
+		"[builtin]\ngroups = [\"read-only\"]\nworkspace = \"ws\"\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"skills", "list", "--config", conf}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"read ", "builtin", "net_probe", "listing"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list --config lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "missing permissions: shell") {
+		t.Errorf("granted permissions from agent.toml were ignored:\n%s", out.String())
 	}
 }
