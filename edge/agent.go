@@ -87,6 +87,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.store = store
 	defer store.Close()
+	// Deferred before the workers start, so the sessions close only after
+	// Run has waited for every worker.
+	closeMCP := a.connectMCP(ctx)
+	defer closeMCP()
 
 	will := a.statusMessage(wire.PresenceOffline)
 	password := ""

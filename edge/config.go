@@ -12,6 +12,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/builtin"
+	"github.com/evoclaw/evoclaw/skills/mcptools"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
 
@@ -89,6 +90,9 @@ type ToolConf struct {
 	MaxConcurrent  int      `toml:"max_concurrent"`
 	QueueLen       int      `toml:"queue_len"`
 	MaxResultBytes int      `toml:"max_result_bytes"`
+	// MCPServers are MCP servers whose tools the agent offers as
+	// {server}__{tool}; see docs/SKILLS.md.
+	MCPServers map[string]mcptools.ServerConfig `toml:"mcp_servers"`
 }
 
 // Duration is a time.Duration written as "30s" in TOML.
@@ -186,6 +190,11 @@ func (c *Config) Validate() error {
 		t.MaxResultBytes = DefaultMaxResultBytes
 	}
 	errs = append(errs, c.Builtin.validate()...)
+	for name, m := range c.Tools.MCPServers {
+		if (m.Command == "") == (m.URL == "") {
+			errs = append(errs, fmt.Errorf("tools.mcp_servers.%s: set exactly one of command and url", name))
+		}
+	}
 	switch c.AuditSync {
 	case "":
 		c.AuditSync = "normal"

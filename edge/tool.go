@@ -14,6 +14,7 @@ import (
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
+	"github.com/evoclaw/evoclaw/skills/mcptools"
 )
 
 // maxStderrBytes caps the stderr carried in a report.
@@ -196,4 +197,29 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// connectMCP connects to the MCP servers of [tools.mcp_servers] and adds
+// their tools; a server that fails is logged and left out. The returned
+// function closes the sessions.
+func (a *Agent) connectMCP(ctx context.Context) func() {
+	if len(a.cfg.Tools.MCPServers) == 0 {
+		return func() {}
+	}
+	set, errs := mcptools.Connect(ctx, a.cfg.Tools.MCPServers, a.log)
+	for _, err := range errs {
+		a.log.Warn("MCP server not available", "err", err)
+	}
+	tools, errs := set.Tools()
+	for _, err := range errs {
+		a.log.Warn("MCP tool not offered", "err", err)
+	}
+	if err := a.tools.Add(tools...); err != nil {
+		a.log.Error("add MCP tools", "err", err)
+	}
+	return func() {
+		if err := set.Close(); err != nil {
+			a.log.Warn("close MCP servers", "err", err)
+		}
+	}
 }
