@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/internal/peertest"
+	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
 
@@ -123,30 +123,5 @@ func TestExecuteSandboxTimeoutKillsAll(t *testing.T) {
 	check(t, out, wire.StatusError, wire.ErrTimeout, "timed out", ptr(-1))
 	// The sleep's pid lives in the sandbox's pid namespace; look for its
 	// (unique) command line among all processes instead.
-	poll := func() bool {
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err == nil && string(cmd) == "sleep\x0061.4242\x00" {
-				if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(stat), ") Z ") {
-					continue
-				}
-				return false
-			}
-		}
-		return true
-	}
-	waitUntil(t, poll, "the sandboxed sleep to be killed")
-}
-
-// waitUntil polls cond for up to 10 s and fails the test if it never holds.
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitGone(t, "sleep", "61.4242")
 }

@@ -5,8 +5,10 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/builtin"
 	"github.com/evoclaw/evoclaw/skills/builtin/opstest"
+	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 )
 
 func TestLocalContract(t *testing.T) {
@@ -39,4 +41,19 @@ func TestBashGigabyte(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
 		t.Fatalf("allocated %d MiB while discarding 1 GB of output", alloc>>20)
 	}
+}
+
+// TestBashTimeoutKillsGroup checks that a timed-out command's background
+// jobs die with it.
+func TestBashTimeoutKillsGroup(t *testing.T) {
+	tool, err := builtin.NewBash(builtin.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := tool.Run(context.Background(), map[string]any{"command": "sleep 63.4242 & sleep 63.4243", "timeout_ms": int64(300)})
+	if out.ErrorType() != wire.ErrTimeout || out.ExitCode == nil || *out.ExitCode != -1 {
+		t.Fatalf("bash timeout = %+v", out)
+	}
+	proctest.WaitGone(t, "sleep", "63.4242")
+	proctest.WaitGone(t, "sleep", "63.4243")
 }

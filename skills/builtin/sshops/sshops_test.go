@@ -15,6 +15,7 @@ import (
 	"github.com/evoclaw/evoclaw/skills/builtin"
 	"github.com/evoclaw/evoclaw/skills/builtin/opstest"
 	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
+	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 )
 
 // TestSSHContract runs the built-in tools' backend contract, the one the
@@ -48,8 +49,8 @@ func TestSSHTimeoutKillsRemoteGroup(t *testing.T) {
 	if err != nil || !res.TimedOut || res.ExitCode != -1 {
 		t.Fatalf("res %+v err %v, want a timeout", res, err)
 	}
-	waitGone(t, "sleep\x0062.4242\x00")
-	waitGone(t, "sleep\x0062.4243\x00")
+	proctest.WaitGone(t, "sleep", "62.4242")
+	proctest.WaitGone(t, "sleep", "62.4243")
 }
 
 func TestSSHHostKeyChecked(t *testing.T) {
