@@ -126,3 +126,26 @@ func TestOptionsNeedAbsoluteDir(t *testing.T) {
 		}
 	}
 }
+
+// TestSymlinkedWorkspace: a workspace configured through a symlink takes
+// absolute paths in either form, and still nothing outside.
+func TestSymlinkedWorkspace(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(real, "a.txt"), []byte("A"), 0o644)
+	tool, err := NewRead(Options{Dir: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.txt", filepath.Join(link, "a.txt"), filepath.Join(real, "a.txt")} {
+		if out := tool.Run(context.Background(), map[string]any{"path": p}); out.Text() != "A" {
+			t.Errorf("read %s = %+v", p, out)
+		}
+	}
+	if out := tool.Run(context.Background(), map[string]any{"path": filepath.Join(filepath.Dir(real), "x")}); out.ErrorType() != "permission_denied" {
+		t.Errorf("read beside the real workspace = %+v", out)
+	}
+}

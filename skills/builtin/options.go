@@ -67,6 +67,10 @@ type Options struct {
 	// Permissions are required of every tool made with these options; a
 	// toolset offers them only to agents granted all of them.
 	Permissions []string
+
+	// realDir is Dir with symlinks resolved, for a local workspace reached
+	// through a symlink: absolute paths may name either form.
+	realDir string
 }
 
 // withDefaults checks o and fills its zero fields.
@@ -75,6 +79,11 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("built-in tools: workspace directory must be absolute, got %q", o.Dir)
 	}
 	o.Dir = filepath.Clean(o.Dir)
+	if _, local := o.Files.(Local); o.Files == nil || local {
+		if real, err := filepath.EvalSymlinks(o.Dir); err == nil && real != o.Dir {
+			o.realDir = real
+		}
+	}
 	if o.Files == nil {
 		o.Files = Local{Dir: o.Dir}
 	}
@@ -105,6 +114,9 @@ func (o Options) withDefaults() (Options, error) {
 // permission_denied or invalid_params output explaining why it cannot.
 func (o Options) path(tool, p string) (string, *skills.Output) {
 	name, err := resolve(o.Dir, p)
+	if err != nil && o.realDir != "" && errors.Is(err, ErrOutsideWorkspace) {
+		name, err = resolve(o.realDir, p)
+	}
 	if err == nil {
 		return name, nil
 	}
