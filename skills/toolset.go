@@ -148,7 +148,8 @@ func (s *Toolset) Call(ctx context.Context, name string, args map[string]any) Ou
 // CallTimeout is Call with the caller's timeout for this call, in
 // milliseconds (0 means the tool's own): it replaces a skill tool's
 // timeout_ms and bounds a Go tool's context, in both cases clamped to the
-// toolset's ExecOptions.MaxTimeout.
+// toolset's ExecOptions.MaxTimeout. A Go tool never runs longer than
+// MaxTimeout, whatever its own limits.
 func (s *Toolset) CallTimeout(ctx context.Context, name string, args map[string]any, timeoutMS int64) Output {
 	start := time.Now()
 	out := s.call(ctx, name, args, timeoutMS)
@@ -179,11 +180,14 @@ func (s *Toolset) CallJSONTimeout(ctx context.Context, name string, raw json.Raw
 
 func (s *Toolset) call(ctx context.Context, name string, args map[string]any, timeoutMS int64) Output {
 	if g, ok := s.goTool(name); ok {
-		if timeoutMS > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, min(time.Duration(timeoutMS)*time.Millisecond, cmpOr(s.opts.MaxTimeout, DefaultMaxTimeout)))
-			defer cancel()
+		// A Go tool has its own limits (bash its timeout); the caller's
+		// timeout, or else MaxTimeout, is the hard cap on top.
+		limit := cmpOr(s.opts.MaxTimeout, DefaultMaxTimeout)
+		if timeoutMS > 0 && timeoutMS < int64(limit/time.Millisecond) {
+			limit = time.Duration(timeoutMS) * time.Millisecond
 		}
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
 		return s.runGo(ctx, g, args)
 	}
 	if s.catalog != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
@@ -106,5 +107,26 @@ func TestOutputLegacyImage(t *testing.T) {
 	o := Output{Content: []Block{TextBlock("a"), ImageBlock("image/png", "AAAA")}}
 	if got := o.Legacy("read").Result; got != "a\n[image image/png, 4 base64 bytes]" {
 		t.Fatalf("legacy result = %q", got)
+	}
+}
+
+func TestToolsetCapsGoTools(t *testing.T) {
+	ts := NewToolset(nil, ExecOptions{MaxTimeout: 50 * time.Millisecond})
+	blocked := GoTool{Tool: Tool{Name: "blocks"}, Run: func(ctx context.Context, _ map[string]any) Output {
+		<-ctx.Done()
+		return Failed(wire.ErrTimeout, "stopped: "+context.Cause(ctx).Error())
+	}}
+	if err := ts.Add(blocked); err != nil {
+		t.Fatal(err)
+	}
+	if out := ts.Call(context.Background(), "blocks", nil); out.ErrorType() != wire.ErrTimeout {
+		t.Fatalf("uncapped Go tool: %+v", out)
+	}
+	ts = NewToolset(nil, ExecOptions{})
+	ts.Add(blocked)
+	start := time.Now()
+	ts.CallTimeout(context.Background(), "blocks", nil, 30)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("caller's 30 ms timeout took %v", el)
 	}
 }

@@ -100,6 +100,14 @@ func (l Local) WriteFile(_ context.Context, name string, data []byte, perm fs.Fi
 		r.Remove(tmp) // best effort; the write already failed
 		return werr
 	}
+	// Make the rename itself durable.
+	if d, err := r.Open(path.Dir(name)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("sync directory of %s: %w", name, err)
+		}
+	}
 	return nil
 }
 
