@@ -190,9 +190,8 @@ func (srv *server) goTool(mt *mcp.Tool) (skills.GoTool, error) {
 			return srv.call(ctx, mt.Name, args)
 		},
 	}
-	// Toolset.Add checks the name; check here too so one bad tool does not
-	// keep the server's others out.
-	if err := skills.NewToolset(nil, skills.ExecOptions{}).Add(g); err != nil {
+	// Toolset.Add would refuse the whole batch; leave out only this tool.
+	if err := skills.CheckName(name); err != nil {
 		return skills.GoTool{}, fmt.Errorf("mcp tool %q cannot be offered: %w", name, err)
 	}
 	return g, nil
