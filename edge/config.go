@@ -81,6 +81,9 @@ type BuiltinConf struct {
 	// "firejail". A sandbox that is not installed fails each bash call
 	// with execution_failed; it never silently runs unconfined.
 	Sandbox string `toml:"sandbox"`
+	// Network lets sandboxed bash commands reach the network (default
+	// false: a sandboxed command has none).
+	Network bool `toml:"network"`
 }
 
 // ToolConf bounds tool execution.

@@ -103,7 +103,7 @@ func NewToolset(cfg Config, log *slog.Logger) (*skills.Toolset, error) {
 			return nil, fmt.Errorf("builtin.workspace %s is not a directory: %v", cfg.Builtin.Workspace, err)
 		}
 		o := builtin.Options{
-			Dir: cfg.Builtin.Workspace, Sandbox: cfg.Builtin.Sandbox,
+			Dir: cfg.Builtin.Workspace, Sandbox: cfg.Builtin.Sandbox, Network: cfg.Builtin.Network,
 			BashTimeout: cfg.Tools.DefaultTimeout.Duration, MaxBashTimeout: cfg.Tools.MaxTimeout.Duration,
 		}
 		for _, g := range cfg.Builtin.Groups {

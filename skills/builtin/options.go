@@ -48,6 +48,9 @@ type Options struct {
 	// Sandbox is the OS sandbox of the default LocalExec (none,
 	// bubblewrap, firejail); ignored when Exec is set.
 	Sandbox string
+	// Network lets sandboxed bash commands use the network; without a
+	// sandbox it changes nothing.
+	Network bool
 	// MaxReadBytes caps what read returns (default 512 KiB).
 	MaxReadBytes int
 	// MaxReadLines caps the lines read returns (default 2000).
@@ -88,7 +91,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Files = Local{Dir: o.Dir}
 	}
 	if o.Exec == nil {
-		o.Exec = LocalExec{Dir: o.Dir, Sandbox: o.Sandbox}
+		o.Exec = LocalExec{Dir: o.Dir, Sandbox: o.Sandbox, Network: o.Network}
 	}
 	def := func(v *int, d int) {
 		if *v <= 0 {

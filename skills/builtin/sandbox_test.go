@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,5 +59,23 @@ func TestBashSandboxMissing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Fatal("the command ran without its sandbox")
+	}
+}
+
+// TestBashSandboxNetwork: with Network set, the sandboxed command sees the
+// host's interfaces, not only its own loopback.
+func TestBashSandboxNetwork(t *testing.T) {
+	peertest.Find(t, "bwrap", "bubblewrap")
+	host, err := os.ReadFile("/proc/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := builtin.NewBash(builtin.Options{Dir: t.TempDir(), Sandbox: sandbox.Bubblewrap, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := tool.Run(context.Background(), map[string]any{"command": "cat /proc/net/dev | wc -l"})
+	if got, want := strings.TrimSpace(out.Text()), strings.Count(string(host), "\n"); got != strconv.Itoa(want) {
+		t.Fatalf("sandboxed bash with network sees %s lines of /proc/net/dev, the host %d", got, want)
 	}
 }
