@@ -50,8 +50,8 @@ type ExecOptions struct {
 	// means proc.DefaultMaxOutput.
 	MaxOutput int
 	// Workspace is the one directory a sandboxed tool may write (absolute);
-	// empty means none: the tool sees a read-only system and a private
-	// /tmp. Tools with sandboxing "none" are not confined.
+	// empty means none: the tool sees a read-only system (and, under
+	// bubblewrap, a private /tmp). Tools with sandboxing "none" are not confined.
 	Workspace string
 	// LookPath finds sandbox programs; nil means exec.LookPath. Tests set
 	// it to simulate a machine without them.

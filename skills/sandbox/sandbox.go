@@ -2,9 +2,10 @@
 // sandbox: bubblewrap or firejail. The sandbox is the security boundary of
 // tool execution; path jails and the shell denylist only catch mistakes.
 //
-// Inside, the whole file system is read-only, /tmp is a private empty
-// tmpfs, only the policy's writable directories can be written, and there
-// is no network unless the policy allows it. A sandbox that is asked for but
+// Inside, the whole file system is read-only, only the policy's writable
+// directories can be written, and there is no network unless the policy
+// allows it. Under bubblewrap /tmp is a private empty tmpfs; under
+// firejail it is read-only like the rest. A sandbox that is asked for but
 // not installed is an error (ErrUnavailable), never a silent fallback to
 // running unsandboxed.
 //
@@ -43,7 +44,7 @@ type Policy struct {
 	// workspace); everything else is read-only.
 	Writable []string
 	// ReadOnly are absolute directories made visible read-only even where
-	// the private /tmp would hide them (a skill directory under /tmp).
+	// bubblewrap's private /tmp would hide them (a skill directory under /tmp).
 	ReadOnly []string
 	// Network allows network access; false gives the command only a
 	// loopback interface of its own (bubblewrap) or none (firejail).
