@@ -148,6 +148,15 @@ func TestSystemGPIO(t *testing.T) {
 		t.Errorf("chardev read = %v", m)
 	}
 
+	// libgpiod 2 syntax, reading the line as it is.
+	v2 := hermeticPath(t, map[string]string{
+		"gpioget": `[ "$*" = "--numeric --as-is -c gpiochip0 4" ] && echo 1 && exit 0; echo "unknown option" >&2; exit 1`,
+	})
+	m = object(t, run(t, tool, map[string]any{"pin": 4}, "PATH="+v2, "EVOCLAW_DEVFS="+dev, "EVOCLAW_SYSFS="+t.TempDir()))
+	if m["value"] != 1.0 || m["chip"] != "gpiochip0" {
+		t.Errorf("libgpiod 2 read = %v", m)
+	}
+
 	wantNotFound(t, run(t, tool, map[string]any{"pin": 17}, path, noDev, "EVOCLAW_SYSFS="+t.TempDir()), "no GPIO on this machine")
 	wantNotFound(t, run(t, tool, map[string]any{"pin": 17}, path, "EVOCLAW_DEVFS="+dev, "EVOCLAW_SYSFS="+t.TempDir()), "gpioget is not installed")
 	if out := run(t, tool, nil, path); out.ErrorType != wire.ErrInvalidParams {
