@@ -33,13 +33,15 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // Agent is a configured edge agent. Build it with New, start it with Run.
 type Agent struct {
 	cfg   Config
 	log   *slog.Logger
-	tools *skills.Toolset
+	box   *toolbox.Box    // owns the MCP sessions of tools
+	tools *skills.Toolset // box.Tools
 	// Ready, if set, is called once the agent is connected and advertised.
 	Ready func()
 
@@ -64,11 +66,11 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", cfg.AgentID)
-	tools, err := NewToolset(cfg, log)
+	box, err := NewToolbox(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
-	return &Agent{cfg: cfg, log: log, tools: tools, inflight: map[string]struct{}{}}, nil
+	return &Agent{cfg: cfg, log: log, box: box, tools: box.Tools, inflight: map[string]struct{}{}}, nil
 }
 
 // ToolNames lists the tools the agent offers, sorted.
@@ -89,8 +91,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer store.Close()
 	// Deferred before the workers start, so the sessions close only after
 	// Run has waited for every worker.
-	closeMCP := a.connectMCP(ctx)
-	defer closeMCP()
+	a.box.ConnectMCP(ctx)
+	defer func() {
+		if err := a.box.Close(); err != nil {
+			a.log.Warn("close MCP servers", "err", err)
+		}
+	}()
 
 	will := a.statusMessage(wire.PresenceOffline)
 	password := ""

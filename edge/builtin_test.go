@@ -10,6 +10,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // TestAgentBuiltinTools enables built-in groups on an edge agent: they are
@@ -23,7 +24,7 @@ func TestAgentBuiltinTools(t *testing.T) {
 	}
 	var dataDir string
 	p := startAgent(t, func(c *Config) {
-		c.Builtin = BuiltinConf{Groups: []string{"read-only"}, Workspace: ws}
+		c.Builtin = toolbox.Builtin{Groups: []string{"read-only"}, Workspace: ws}
 		dataDir = c.DataDir
 	})
 
@@ -99,7 +100,7 @@ func TestBuiltinConfig(t *testing.T) {
 		}
 	}
 	// The workspace must exist when the agent starts.
-	cfg := Config{AgentID: "a", DataDir: t.TempDir(), Builtin: BuiltinConf{Groups: []string{"all"}, Workspace: filepath.Join(t.TempDir(), "missing")}}
+	cfg := Config{AgentID: "a", DataDir: t.TempDir(), Builtin: toolbox.Builtin{Groups: []string{"all"}, Workspace: filepath.Join(t.TempDir(), "missing")}}
 	if _, err := New(cfg, nil); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("New with a missing workspace: %v", err)
 	}

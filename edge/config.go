@@ -11,9 +11,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/skills/builtin"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
-	"github.com/evoclaw/evoclaw/skills/sandbox"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // Defaults of Config.
@@ -44,7 +43,7 @@ type Config struct {
 	Tools   ToolConf  `toml:"tools"`
 	// Builtin enables the built-in tools (read, write, edit, bash, grep,
 	// find) jailed to a workspace directory.
-	Builtin BuiltinConf `toml:"builtin"`
+	Builtin toolbox.Builtin `toml:"builtin"`
 	// HeartbeatInterval between heartbeat reports (default 30 s).
 	HeartbeatInterval Duration `toml:"heartbeat_interval"`
 	// AuditSync is "normal" (default) or "full"; see docs/CONFIG.md.
@@ -66,24 +65,6 @@ type SkillConf struct {
 	// Permissions granted to this agent's tools; a tool is offered only if
 	// all of its permissions are granted.
 	Permissions []string `toml:"permissions"`
-}
-
-// BuiltinConf enables built-in tool groups on the agent.
-type BuiltinConf struct {
-	// Groups to offer: "coding" (read, write, edit, bash), "read-only"
-	// (read, grep, find) or "all". Empty offers none.
-	Groups []string `toml:"groups"`
-	// Workspace is the directory the file tools cannot leave and bash runs
-	// in; required with Groups, relative to agent.toml, must exist. Skill
-	// tools with sandboxing may write it too (and nothing else).
-	Workspace string `toml:"workspace"`
-	// Sandbox confines the bash tool: "none" (default), "bubblewrap" or
-	// "firejail". A sandbox that is not installed fails each bash call
-	// with execution_failed; it never silently runs unconfined.
-	Sandbox string `toml:"sandbox"`
-	// Network lets sandboxed bash commands reach the network (default
-	// false: a sandboxed command has none).
-	Network bool `toml:"network"`
 }
 
 // ToolConf bounds tool execution.
@@ -192,7 +173,7 @@ func (c *Config) Validate() error {
 	if t.MaxResultBytes <= 0 || t.MaxResultBytes > wire.MaxMessageBytes/2 {
 		t.MaxResultBytes = DefaultMaxResultBytes
 	}
-	errs = append(errs, c.Builtin.validate()...)
+	errs = append(errs, c.Builtin.Validate("builtin")...)
 	for name, m := range c.Tools.MCPServers {
 		if (m.Command == "") == (m.URL == "") {
 			errs = append(errs, fmt.Errorf("tools.mcp_servers.%s: set exactly one of command and url", name))
@@ -219,27 +200,4 @@ func DefaultCapabilities(id, agentType string) string {
 		return id + " governance agent — on-chain voting, proposal management"
 	}
 	return id + " edge agent"
-}
-
-// validate checks the built-in tool settings.
-func (b *BuiltinConf) validate() []error {
-	var errs []error
-	for _, g := range b.Groups {
-		switch g {
-		case builtin.GroupCoding, builtin.GroupReadOnly, builtin.GroupAll:
-		default:
-			errs = append(errs, fmt.Errorf("builtin.groups: unknown group %q, want coding, read-only or all", g))
-		}
-	}
-	if len(b.Groups) > 0 && !filepath.IsAbs(b.Workspace) {
-		errs = append(errs, fmt.Errorf("builtin.workspace: an absolute directory is required with builtin.groups, got %q", b.Workspace))
-	}
-	switch b.Sandbox {
-	case "":
-		b.Sandbox = sandbox.None
-	case sandbox.None, sandbox.Bubblewrap, sandbox.Firejail:
-	default:
-		errs = append(errs, fmt.Errorf("builtin.sandbox: %q, want none, bubblewrap or firejail", b.Sandbox))
-	}
-	return errs
 }

@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
-	"github.com/evoclaw/evoclaw/skills"
-	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/mcptools"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // maxStderrBytes caps the stderr carried in a report.
@@ -79,52 +76,20 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 	a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
 }
 
-// NewToolset gathers what an agent with cfg offers: the tools of its skill
-// directories whose permissions are all granted, and the built-in groups
-// of [builtin], which replace skill tools of the same name. cfg must be
+// NewToolbox gathers what an agent with cfg offers: the tools of its skill
+// directories whose permissions are all granted, the built-in groups of
+// [builtin] (which replace skill tools of the same name) and, once
+// ConnectMCP is called, the tools of [tools.mcp_servers]. cfg must be
 // validated; log may be nil.
-func NewToolset(cfg Config, log *slog.Logger) (*skills.Toolset, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	cat := skills.NewCatalog(cfg.Skills.Dirs...)
-	_, errs := cat.Skills()
-	for _, err := range errs {
-		log.Warn("skipping broken skill", "err", err)
-	}
-	ts := skills.NewToolset(cat, skills.ExecOptions{
+func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
+	return toolbox.New(toolbox.Config{
+		SkillDirs:      cfg.Skills.Dirs,
+		Permissions:    cfg.Skills.Permissions,
+		Builtin:        cfg.Builtin,
+		MCPServers:     cfg.Tools.MCPServers,
 		DefaultTimeout: cfg.Tools.DefaultTimeout.Duration,
 		MaxTimeout:     cfg.Tools.MaxTimeout.Duration,
-		Granted:        cfg.Skills.Permissions,
-		Workspace:      cfg.Builtin.Workspace,
-	})
-	if len(cfg.Builtin.Groups) > 0 {
-		if fi, err := os.Stat(cfg.Builtin.Workspace); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("builtin.workspace %s is not a directory: %v", cfg.Builtin.Workspace, err)
-		}
-		o := builtin.Options{
-			Dir: cfg.Builtin.Workspace, Sandbox: cfg.Builtin.Sandbox, Network: cfg.Builtin.Network,
-			BashTimeout: cfg.Tools.DefaultTimeout.Duration, MaxBashTimeout: cfg.Tools.MaxTimeout.Duration,
-		}
-		for _, g := range cfg.Builtin.Groups {
-			tools, err := builtin.Group(g, o)
-			if err != nil {
-				return nil, err
-			}
-			if err := ts.Add(tools...); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, l := range ts.List() {
-		switch {
-		case l.ShadowedBy != "":
-			log.Info("tool replaced by a built-in", "tool", l.Def.Name, "skill", l.Def.Evoclaw.Skill)
-		case !l.Offered:
-			log.Info("tool not offered: permissions not granted", "tool", l.Def.Name, "skill", l.Def.Evoclaw.Skill, "missing", l.Missing)
-		}
-	}
-	return ts, nil
+	}, log)
 }
 
 func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult {
@@ -197,29 +162,4 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// connectMCP connects to the MCP servers of [tools.mcp_servers] and adds
-// their tools; a server that fails is logged and left out. The returned
-// function closes the sessions.
-func (a *Agent) connectMCP(ctx context.Context) func() {
-	if len(a.cfg.Tools.MCPServers) == 0 {
-		return func() {}
-	}
-	set, errs := mcptools.Connect(ctx, a.cfg.Tools.MCPServers, a.log)
-	for _, err := range errs {
-		a.log.Warn("MCP server not available", "err", err)
-	}
-	tools, errs := set.Tools()
-	for _, err := range errs {
-		a.log.Warn("MCP tool not offered", "err", err)
-	}
-	if err := a.tools.Add(tools...); err != nil {
-		a.log.Error("add MCP tools", "err", err)
-	}
-	return func() {
-		if err := set.Close(); err != nil {
-			a.log.Warn("close MCP servers", "err", err)
-		}
-	}
 }

@@ -92,9 +92,11 @@ func skillsList(args []string, stdout, stderr io.Writer) error {
 		}
 		granted = cfg.Skills.Permissions
 		_, errs = skills.NewCatalog(cfg.Skills.Dirs...).Skills()
-		if ts, err = edge.NewToolset(cfg, nil); err != nil {
+		box, err := edge.NewToolbox(cfg, nil)
+		if err != nil {
 			return err
 		}
+		ts = box.Tools
 	case len(dirs) == 0:
 		return fmt.Errorf("%w: evoclaw skills list [--permissions a,b] DIR... | --config agent.toml", errUsage)
 	default:
