@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
@@ -30,6 +31,7 @@ type sshd struct {
 	addr       string
 	knownHosts string
 	signer     ssh.Signer
+	keyFile    string // the signer's private key, OpenSSH format
 	user       string
 }
 
@@ -61,6 +63,14 @@ func startSSHD(t *testing.T) *sshd {
 	}
 	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "evoclaw test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	authKeys := filepath.Join(dir, "authorized_keys")
@@ -126,7 +136,7 @@ LogLevel ERROR
 	if err := os.WriteFile(knownHosts, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", port, pub)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &sshd{addr: addr, knownHosts: knownHosts, signer: signer, user: u.Username}
+	return &sshd{addr: addr, knownHosts: knownHosts, signer: signer, keyFile: keyFile, user: u.Username}
 }
 
 // dial connects to the server's workspace dir.

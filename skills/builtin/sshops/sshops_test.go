@@ -77,3 +77,28 @@ func TestSSHHostKeyChecked(t *testing.T) {
 		t.Fatal("dial with an unauthorized key succeeded")
 	}
 }
+
+func TestSSHKeyFile(t *testing.T) {
+	srv := startSSHD(t)
+	dir := t.TempDir()
+	c, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, KeyFile: srv.keyFile, KnownHosts: srv.knownHosts, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Files().Stat(context.Background(), "."); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, KeyFile: filepath.Join(dir, "nope"), KnownHosts: srv.knownHosts, Dir: dir}); err == nil {
+		t.Fatal("dial with a missing key file succeeded")
+	}
+	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, Signer: srv.signer, KnownHosts: srv.knownHosts, Dir: filepath.Join(dir, "missing")}); err == nil {
+		t.Fatal("dial to a missing workspace succeeded")
+	}
+}
