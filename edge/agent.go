@@ -25,7 +25,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,13 +35,15 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // Agent is a configured edge agent. Build it with New, start it with Run.
 type Agent struct {
 	cfg   Config
 	log   *slog.Logger
-	tools map[string]skills.Tool
+	box   *toolbox.Box    // owns the MCP sessions of tools
+	tools *skills.Toolset // box.Tools
 	// Ready, if set, is called once the agent is connected and advertised.
 	Ready func()
 	// Provider is the agent's own model for prompt commands; nil refuses
@@ -74,7 +75,11 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", cfg.AgentID)
-	a := &Agent{cfg: cfg, log: log, tools: map[string]skills.Tool{}, inflight: map[string]struct{}{}}
+	box, err := NewToolbox(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("edge agent tools: %w", err)
+	}
+	a := &Agent{cfg: cfg, log: log, box: box, tools: box.Tools, inflight: map[string]struct{}{}}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
@@ -82,37 +87,11 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		}
 		a.Provider = p
 	}
-	for _, dir := range cfg.Skills.Dirs {
-		loaded, errs := skills.LoadDir(dir)
-		for _, err := range errs {
-			log.Warn("skipping broken skill", "err", err)
-		}
-		for _, s := range loaded {
-			for _, t := range s.Tools {
-				if ok, missing := skills.Allowed(t, cfg.Skills.Permissions); !ok {
-					log.Info("tool not offered: permissions not granted", "tool", t.Name, "skill", s.Name, "missing", missing)
-					continue
-				}
-				if prev, dup := a.tools[t.Name]; dup {
-					log.Warn("duplicate tool name, keeping the first", "tool", t.Name, "kept", prev.Skill, "skipped", s.Name)
-					continue
-				}
-				a.tools[t.Name] = t
-			}
-		}
-	}
 	return a, nil
 }
 
 // ToolNames lists the tools the agent offers, sorted.
-func (a *Agent) ToolNames() []string {
-	names := make([]string, 0, len(a.tools))
-	for n := range a.tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (a *Agent) ToolNames() []string { return a.tools.Names() }
 
 // Run connects and serves commands until ctx is cancelled or a shutdown
 // command arrives; then it publishes a retained offline status and returns.
@@ -127,6 +106,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.store = store
 	defer store.Close()
+	// Deferred before the workers start, so the sessions close only after
+	// Run has waited for every worker.
+	a.box.ConnectMCP(ctx)
+	defer func() {
+		if err := a.box.Close(); err != nil {
+			a.log.Warn("close MCP servers", "err", err)
+		}
+	}()
 
 	will := a.statusMessage(wire.PresenceOffline)
 	password := ""
@@ -254,7 +241,7 @@ func (a *Agent) heartbeat() wire.Heartbeat {
 		ActionsSuccess: a.succeeded.Load(),
 		ActionsFailed:  a.failed.Load(),
 		MemoryBytes:    int64(memoryBytes()),
-		Custom:         map[string]any{"tools": len(a.tools), "go_version": runtime.Version()},
+		Custom:         map[string]any{"tools": len(a.tools.Names()), "go_version": runtime.Version()},
 	}
 }
 
@@ -349,10 +336,9 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 
 func (a *Agent) toolsList(requestID string) wire.ToolsList {
 	l := wire.ToolsList{RequestID: requestID, Tools: []wire.ToolInfo{}}
-	for _, name := range a.ToolNames() {
-		t := a.tools[name]
-		l.Tools = append(l.Tools, wire.ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Schema(), TimeoutMS: t.TimeoutMS,
-			Category: t.Metadata["category"]})
+	for _, d := range a.tools.Defs() {
+		l.Tools = append(l.Tools, wire.ToolInfo{Name: d.Name, Description: d.Description, Parameters: d.Parameters, TimeoutMS: d.Evoclaw.TimeoutMS,
+			Category: d.Evoclaw.Metadata["category"]})
 	}
 	return l
 }

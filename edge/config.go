@@ -13,6 +13,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills/mcptools"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // Defaults of Config.
@@ -41,6 +43,9 @@ type Config struct {
 	MQTT    MQTTConf  `toml:"mqtt"`
 	Skills  SkillConf `toml:"skills"`
 	Tools   ToolConf  `toml:"tools"`
+	// Builtin enables the built-in tools (read, write, edit, bash, grep,
+	// find) jailed to a workspace directory.
+	Builtin toolbox.Builtin `toml:"builtin"`
 	// HeartbeatInterval between heartbeat reports (default 30 s).
 	HeartbeatInterval Duration `toml:"heartbeat_interval"`
 	// AuditSync is "normal" (default) or "full"; see docs/CONFIG.md.
@@ -94,6 +99,9 @@ type ToolConf struct {
 	MaxConcurrent  int      `toml:"max_concurrent"`
 	QueueLen       int      `toml:"queue_len"`
 	MaxResultBytes int      `toml:"max_result_bytes"`
+	// MCPServers are MCP servers whose tools the agent offers as
+	// {server}__{tool}; see docs/SKILLS.md.
+	MCPServers map[string]mcptools.ServerConfig `toml:"mcp_servers"`
 }
 
 // Duration is a time.Duration written as "30s" in TOML.
@@ -139,6 +147,7 @@ func LoadConfig(path string) (Config, error) {
 	for i, d := range c.Skills.Dirs {
 		c.Skills.Dirs[i] = abs(d)
 	}
+	c.Builtin.Workspace = abs(c.Builtin.Workspace)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
@@ -190,6 +199,12 @@ func (c *Config) Validate() error {
 	}
 	if t.MaxResultBytes <= 0 || t.MaxResultBytes > wire.MaxMessageBytes/2 {
 		t.MaxResultBytes = DefaultMaxResultBytes
+	}
+	errs = append(errs, c.Builtin.Validate("builtin")...)
+	for name, m := range c.Tools.MCPServers {
+		if (m.Command == "") == (m.URL == "") {
+			errs = append(errs, fmt.Errorf("tools.mcp_servers.%s: set exactly one of command and url", name))
+		}
 	}
 	switch c.AuditSync {
 	case "":

@@ -204,9 +204,8 @@ func (b *localToolbox) Defs() []llm.ToolDef {
 		return nil
 	}
 	var defs []llm.ToolDef
-	for _, name := range b.a.ToolNames() {
-		t := b.a.tools[name]
-		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Schema()})
+	for _, d := range b.a.tools.Defs() {
+		defs = append(defs, llm.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 	}
 	return defs
 }
@@ -215,15 +214,17 @@ func (b *localToolbox) Resolve(call llm.ToolCall) (actors.Target, *wire.ToolResu
 	if b.a == nil {
 		return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound, Error: "tools are disabled for this prompt"}
 	}
-	t, ok := b.a.tools[call.Name]
-	if !ok {
-		return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound,
-			Error: fmt.Sprintf("tool %q not found. Available tools: %v", call.Name, b.a.ToolNames())}
-	}
 	a := b.a
-	return actors.Target{Tool: t.Name, Category: actors.Category(t.Metadata["category"], t.Name), OwnTimeoutMS: t.TimeoutMS,
-		Schema: t.Schema(), Args: call.Arguments,
-		Local: func(ctx context.Context, args json.RawMessage) wire.ToolResult {
-			return a.runTool(ctx, wire.ToolPayload{Tool: t.Name, Parameters: args})
-		}}, nil
+	for _, d := range a.tools.Defs() {
+		if d.Name != call.Name {
+			continue
+		}
+		return actors.Target{Tool: d.Name, Category: actors.Category(d.Evoclaw.Metadata["category"], d.Name), OwnTimeoutMS: d.Evoclaw.TimeoutMS,
+			Schema: d.Parameters, Args: call.Arguments,
+			Local: func(ctx context.Context, args json.RawMessage) wire.ToolResult {
+				return a.runTool(ctx, wire.ToolPayload{Tool: d.Name, Parameters: args})
+			}}, nil
+	}
+	return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound,
+		Error: fmt.Sprintf("tool %q not found. Available tools: %v", call.Name, a.ToolNames())}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
-	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // maxStderrBytes caps the stderr carried in a report.
@@ -84,31 +86,35 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 	a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
 }
 
+// NewToolbox gathers what an agent with cfg offers: the tools of its skill
+// directories whose permissions are all granted, the built-in groups of
+// [builtin] (which replace skill tools of the same name) and, once
+// ConnectMCP is called, the tools of [tools.mcp_servers]. cfg must be
+// validated; log may be nil.
+func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
+	return toolbox.New(toolbox.Config{
+		SkillDirs:      cfg.Skills.Dirs,
+		Permissions:    cfg.Skills.Permissions,
+		Builtin:        cfg.Builtin,
+		MCPServers:     cfg.Tools.MCPServers,
+		DefaultTimeout: cfg.Tools.DefaultTimeout.Duration,
+		MaxTimeout:     cfg.Tools.MaxTimeout.Duration,
+	}, log)
+}
+
 func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult {
-	t, ok := a.tools[p.Tool]
-	if !ok {
+	if !slices.Contains(a.tools.Names(), p.Tool) {
 		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrNotFound,
 			Error: fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames())}
 	}
-	var args map[string]any
-	if err := json.Unmarshal(p.Parameters, &args); err != nil {
-		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrInvalidParams, Error: fmt.Sprintf("parameters: %v", err)}
-	}
-	opts := skills.ExecOptions{
-		DefaultTimeout: a.cfg.Tools.DefaultTimeout.Duration,
-		MaxTimeout:     a.cfg.Tools.MaxTimeout.Duration,
-		Granted:        a.cfg.Skills.Permissions,
-	}
-	if p.TimeoutMS > 0 {
-		// The caller's deadline wins over the tool's default, within the clamp.
-		t.TimeoutMS = p.TimeoutMS
-	}
-	out := skills.Execute(ctx, t, args, opts)
-	res := wire.ToolResult{Status: out.Status, Tool: p.Tool, Result: out.Result, Error: out.Error, ErrorType: out.ErrorType,
-		ExitCode: out.ExitCode, ElapsedMS: out.Elapsed.Milliseconds(), Stderr: cut(out.Stderr, maxStderrBytes)}
-	res.ResultBytes = out.ResultBytes
-	res.Truncated = out.Truncated
+	// The caller's timeout wins over the tool's default, within the clamp.
+	out := a.tools.CallJSONTimeout(ctx, p.Tool, p.Parameters, p.TimeoutMS)
+	res := out.Legacy(p.Tool)
+	res.Stderr = cut(res.Stderr, maxStderrBytes)
 	if len(res.Result) > a.cfg.Tools.MaxResultBytes {
+		if res.ResultBytes < int64(len(res.Result)) {
+			res.ResultBytes = int64(len(res.Result))
+		}
 		res.Result = cut(res.Result, a.cfg.Tools.MaxResultBytes)
 		res.Truncated = true
 	}

@@ -5,6 +5,17 @@
 // checks each call ([Allowed], [Tool.Validate]) and runs the binary
 // ([Execute]).
 //
+// # Toolsets
+//
+// A [Catalog] holds the skills of a list of directories and reloads them
+// when a skill.toml changes. A [Toolset] puts a catalog's tools together
+// with tools implemented in Go ([GoTool]: the built-ins of package builtin,
+// the MCP tools of package mcptools), offers those whose permissions are
+// all granted ([Toolset.Defs], JSON schemas plus an "x-evoclaw" extension)
+// and runs a call by name ([Toolset.Call]) into an [Output] of content
+// blocks (text, image, error with a stable code), sanitized for the model
+// and convertible to the flat wire result ([Output.Legacy]).
+//
 // # skill.toml
 //
 //	[skill]
@@ -48,12 +59,16 @@
 //
 // Its environment is ExecOptions.Env, or a minimal PATH, HOME and
 // LANG=C.UTF-8, plus EVOCLAW_TOOL=<tool name>. Exit status 0 means success
-// and stdout is the result given to the LLM; any other status is a failure
-// whose message carries the exit code and the end of stderr. Output beyond
+// and stdout is the result given to the LLM; status 69 (ExitUnavailable)
+// means the hardware or resource the tool reads is absent (not_found); any
+// other status is a failure (execution_failed) whose message carries the
+// exit code and the end of stderr. Output beyond
 // ExecOptions.MaxOutput per stream is dropped and counted.
 //
 // # Concurrency
 //
 // Load, LoadDir, Allowed, Execute and the methods of Tool are safe for
 // concurrent use as long as no one modifies the Tool values they share.
+// Catalog and Toolset are safe for concurrent use; a Catalog serialises
+// its reloads under one mutex.
 package skills

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/proc"
+	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
 
 // Defaults of ExecOptions.
@@ -23,6 +24,12 @@ const (
 	// DefaultMaxTimeout caps every tool's timeout.
 	DefaultMaxTimeout = 300 * time.Second
 )
+
+// ExitUnavailable is the exit status (EX_UNAVAILABLE of sysexits.h) by
+// which a tool binary says that what it needs does not exist on this
+// machine (no thermal sensor, no GPIO): the call fails with not_found
+// rather than execution_failed, so the LLM does not retry it.
+const ExitUnavailable = 69
 
 // errorTailBytes is how much of the end of stderr goes into Outcome.Error.
 const errorTailBytes = 1024
@@ -42,7 +49,18 @@ type ExecOptions struct {
 	// MaxOutput is how many bytes of stdout and of stderr are kept; zero
 	// means proc.DefaultMaxOutput.
 	MaxOutput int
+	// Workspace is the one directory a sandboxed tool may write (absolute);
+	// empty means none: the tool sees a read-only system (and, under
+	// bubblewrap, a private /tmp). Tools with sandboxing "none" are not confined.
+	Workspace string
+	// LookPath finds sandbox programs; nil means exec.LookPath. Tests set
+	// it to simulate a machine without them.
+	LookPath func(file string) (string, error)
 }
+
+// PermissionNetwork is the permission that lets a sandboxed tool use the
+// network; without it a sandboxed tool has none.
+const PermissionNetwork = "network"
 
 // Outcome is the result of one tool call, shaped like wire.ToolResult.
 type Outcome struct {
@@ -78,7 +96,8 @@ type Outcome struct {
 // skill directory (permission_denied) and exist (not_found) and be
 // executable (permission_denied). It runs in the skill directory with the
 // timeout of the tool, or of the options, clamped to MaxTimeout (timeout).
-// A non-zero exit or a crash is execution_failed; exit 0 is success with
+// Exit status ExitUnavailable is not_found; any other non-zero exit or a
+// crash is execution_failed; exit 0 is success with
 // stdout as the Result. A done ctx stops the tool: its deadline counts as
 // timeout, a cancellation as interrupted.
 func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
@@ -105,13 +124,17 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	if fail != nil {
 		return *fail
 	}
+	prog, argv, err := sandbox.Wrap(o.sandboxPolicy(t, dir), bin, argv, dir)
+	if err != nil {
+		return failure(wire.ErrExecutionFailed, fmt.Sprintf("tool %q was not run: %v", t.Name, err))
+	}
 	env := slices.Clip(o.Env)
 	if env == nil {
 		env = proc.MinimalEnv()
 	}
 	timeout := o.timeout(t)
 	res, err := proc.Run(ctx, proc.Spec{
-		Path:      bin,
+		Path:      prog,
 		Args:      argv,
 		Stdin:     stdin,
 		Dir:       dir,
@@ -145,6 +168,9 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	case res.Signal != "":
 		out.ErrorType = wire.ErrExecutionFailed
 		out.Error = fmt.Sprintf("tool %q was killed by signal %s%s", t.Name, res.Signal, errorTail(out))
+	case res.ExitCode == ExitUnavailable:
+		out.ErrorType = wire.ErrNotFound
+		out.Error = fmt.Sprintf("tool %q: not available on this machine%s", t.Name, errorTail(out))
 	case res.ExitCode != 0:
 		out.ErrorType = wire.ErrExecutionFailed
 		out.Error = fmt.Sprintf("tool %q failed with exit code %d%s", t.Name, res.ExitCode, errorTail(out))
@@ -152,6 +178,17 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 		out.Status = wire.StatusSuccess
 	}
 	return out
+}
+
+// sandboxPolicy is the confinement of t: its sandboxing kind, the
+// workspace writable, its skill directory visible, and the network only
+// with the network permission.
+func (o ExecOptions) sandboxPolicy(t Tool, dir string) sandbox.Policy {
+	p := sandbox.Policy{Kind: t.Sandboxing, ReadOnly: []string{dir}, Network: slices.Contains(t.Permissions, PermissionNetwork), LookPath: o.LookPath}
+	if o.Workspace != "" {
+		p.Writable = []string{o.Workspace}
+	}
+	return p
 }
 
 // timeout returns the tool's timeout, or the default, capped by MaxTimeout.

@@ -305,3 +305,9 @@ func TestExecTimeoutChoice(t *testing.T) {
 		}
 	}
 }
+
+func TestExecuteUnavailable(t *testing.T) {
+	tool := scriptTool(t, "echo 'no thermal sensor' >&2; exit 69", 0o755)
+	out := Execute(t.Context(), tool, nil, ExecOptions{})
+	check(t, out, wire.StatusError, wire.ErrNotFound, "not available on this machine: no thermal sensor", ptr(ExitUnavailable))
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzLoad feeds arbitrary skill.toml contents to the loader: it must never
@@ -109,6 +110,44 @@ func FuzzValidate(f *testing.F) {
 		var back map[string]any
 		if err := json.Unmarshal(stdin, &back); err != nil || len(back) != len(args) {
 			t.Fatalf("stdin %q does not decode to the %d arguments: %v", stdin, len(args), err)
+		}
+	})
+}
+
+// FuzzSanitize checks that sanitized text is valid UTF-8 without control
+// characters other than newline, carriage return and tab, and that
+// sanitizing twice changes nothing.
+func FuzzSanitize(f *testing.F) {
+	for _, s := range []string{"plain", "a\x00b\x1b[31m", "\xff\xfe", "tab\tnl\n", "\u0085"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Sanitize(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if dropRune(r) {
+				t.Fatalf("Sanitize(%q) kept %U", s, r)
+			}
+		}
+		if Sanitize(got) != got {
+			t.Fatalf("Sanitize is not idempotent on %q", s)
+		}
+	})
+}
+
+// FuzzValidateID checks that an accepted id is safe as one path element.
+func FuzzValidateID(f *testing.F) {
+	for _, s := range []string{"conv-1", "..", "a/b", "", "x\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if ValidateID("id", id) != nil {
+			return
+		}
+		if filepath.Base(id) != id || filepath.Clean(id) != id || id == ".." || id == "." || strings.ContainsRune(id, 0) || len(id) > MaxIDLen {
+			t.Fatalf("accepted unsafe id %q", id)
 		}
 	})
 }

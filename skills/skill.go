@@ -1,5 +1,7 @@
 package skills
 
+import "errors"
+
 // FileName is the name of the file that defines a skill in its directory.
 const FileName = "skill.toml"
 
@@ -84,6 +86,15 @@ type Param struct {
 	// holds a value of Type as decoded from TOML: string, int64, float64,
 	// bool, []any or map[string]any.
 	Default any
+}
+
+// CheckName returns an error explaining why s cannot be a tool name, or
+// nil when it can: 1 to 64 ASCII letters, digits, '_' or '-'.
+func CheckName(s string) error {
+	if validName(s) {
+		return nil
+	}
+	return errors.New(nameRule(s))
 }
 
 // validName reports whether s is a usable skill, tool or parameter name:

@@ -26,6 +26,8 @@ usage:
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw load   [--agents 200] [--conversations 1000]      one orchestrator against simulated agents and concurrent conversations
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
+  evoclaw skills validate DIR...            check every skill.toml; exit 1 when any is broken
+  evoclaw skills list [--permissions a,b] DIR... | --config agent.toml   the tools an agent would offer, and why others are not
   evoclaw version
 `
 
@@ -65,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "load-agents": // the child process of load; not for people
 		err = cmdLoadAgents(ctx, args[1:], stdout, stderr)
 	case "skills":
-		err = cmdSkills(args[1:], stdout)
+		err = cmdSkills(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "evoclaw", version)
 	case "help", "-h", "--help":

@@ -1,20 +1,143 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
-func cmdSkills(args []string, stdout io.Writer) error {
-	if len(args) == 3 && args[0] == "install" {
+// errBrokenSkills makes `skills validate` exit non-zero after it has
+// reported every problem.
+var errBrokenSkills = errors.New("some skills are broken")
+
+const skillsUsage = "evoclaw skills install NAME DIR | validate DIR... | list [--permissions a,b] DIR... | list --config agent.toml"
+
+func cmdSkills(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, skillsUsage)
+	}
+	switch args[0] {
+	case "install":
+		if len(args) != 3 {
+			return fmt.Errorf("%w: evoclaw skills install NAME DIR (shipped skills: %v)", errUsage, shipped.Names())
+		}
 		dest, err := shipped.Install(args[1], args[2])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "installed skill %s in %s\n", args[1], dest)
 		return nil
+	case "validate":
+		return skillsValidate(args[1:], stdout, stderr)
+	case "list":
+		return skillsList(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: evoclaw skills install NAME DIR (shipped skills: %v)", errUsage, shipped.Names())
+	return fmt.Errorf("%w: unknown skills command %q: %s", errUsage, args[0], skillsUsage)
+}
+
+// skillsValidate loads every skill under the directories, prints each
+// problem with file, line, field and expectation, and summarises.
+func skillsValidate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("skills validate", stderr)
+	dirs, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("%w: evoclaw skills validate DIR...", errUsage)
+	}
+	loaded, errs := skills.NewCatalog(dirs...).Skills()
+	for _, s := range loaded {
+		fmt.Fprintf(stdout, "ok      %s %s (%d tools) in %s\n", s.Name, s.Version, len(s.Tools), s.Dir)
+	}
+	for _, e := range errs {
+		fmt.Fprintf(stdout, "broken  %v\n", e)
+	}
+	fmt.Fprintf(stdout, "%d skills loaded, %d broken\n", len(loaded), len(errs))
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %d", errBrokenSkills, len(errs))
+	}
+	return nil
+}
+
+// skillsList shows every tool of the directories and whether an agent with
+// the given permissions would offer it, and if not, why.
+func skillsList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("skills list", stderr)
+	perms := fs.String("permissions", "", "comma-separated permissions granted to the agent")
+	config := fs.String("config", "", "agent.toml: list exactly what that agent offers (its skill dirs, permissions and built-ins)")
+	dirs, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	var (
+		granted []string
+		errs    []error
+		ts      *skills.Toolset
+	)
+	switch {
+	case *config != "":
+		if len(dirs) > 0 || *perms != "" {
+			return fmt.Errorf("%w: --config takes the directories and permissions from agent.toml", errUsage)
+		}
+		cfg, err := edge.LoadConfig(*config)
+		if err != nil {
+			return err
+		}
+		granted = cfg.Skills.Permissions
+		_, errs = skills.NewCatalog(cfg.Skills.Dirs...).Skills()
+		box, err := edge.NewToolbox(cfg, nil)
+		if err != nil {
+			return err
+		}
+		ts = box.Tools
+	case len(dirs) == 0:
+		return fmt.Errorf("%w: evoclaw skills list [--permissions a,b] DIR... | --config agent.toml", errUsage)
+	default:
+		for _, p := range strings.Split(*perms, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				granted = append(granted, p)
+			}
+		}
+		cat := skills.NewCatalog(dirs...)
+		_, errs = cat.Skills()
+		ts = skills.NewToolset(cat, skills.ExecOptions{Granted: granted})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSOURCE\tOFFERED\tPERMISSIONS\tWHY NOT")
+	offered := 0
+	for _, l := range ts.List() {
+		why := ""
+		switch {
+		case l.ShadowedBy != "":
+			why = "replaced by a " + l.ShadowedBy + " tool of the same name"
+		case !l.Offered:
+			why = "missing permissions: " + strings.Join(l.Missing, ", ")
+		default:
+			offered++
+		}
+		yes := "no"
+		if l.Offered {
+			yes = "yes"
+		}
+		src := l.Def.Evoclaw.Skill
+		if l.Def.Evoclaw.Source != skills.SourceSkill {
+			src = l.Def.Evoclaw.Source
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Def.Name, src, yes, strings.Join(l.Def.Evoclaw.Permissions, ","), why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d tools offered with permissions [%s]\n", offered, strings.Join(granted, ","))
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "broken skill: %v\n", e)
+	}
+	return nil
 }

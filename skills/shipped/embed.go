@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 )
 
-//go:embed all:demo all:bench
+//go:embed all:demo all:bench all:system
 var files embed.FS
 
 // Names lists the shipped skills.
-func Names() []string { return []string{"bench", "demo"} }
+func Names() []string { return []string{"bench", "demo", "system"} }
 
 // Install writes skill name into dir/name, keeping executable bits for
 // files under bin/. Existing files are replaced.

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSkillsValidate(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "skills")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"skills", "validate", root}, &out, &errOut); code != 1 {
+		t.Fatalf("exit %d, want 1 for broken fixtures; stdout:\n%s", code, out.String())
+	}
+	for _, want := range []string{
+		"ok      listing 0.1.0 (2 tools)",
+		filepath.Join(root, "broken-wrong-type", "skill.toml") + ":8: tools[0].timeout_ms: must be an integer, got string",
+		filepath.Join(root, "broken-missing-header", "skill.toml") + ": skill: required table [skill] is missing",
+		filepath.Join(root, "broken-unknown-key", "skill.toml") + `:11: tools[1].timeout: unknown key "timeout"`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"skills", "validate", filepath.Join(root, "listing")}, &out, &errOut); code != 0 {
+		t.Fatalf("valid skill: exit %d\n%s", code, out.String())
+	}
+}
+
+func TestSkillsList(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "skills", "listing")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"skills", "list", "--permissions", "network", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	var probe string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "net_probe") {
+			probe = l
+		}
+	}
+	if !strings.Contains(probe, "no") || !strings.Contains(probe, "missing permissions: shell") {
+		t.Fatalf("net_probe line = %q\n%s", probe, out.String())
+	}
+	out.Reset()
+	run([]string{"skills", "list", "--permissions", "network,shell", dir}, &out, &errOut)
+	if !strings.Contains(out.String(), "2 tools offered with permissions [network,shell]") {
+		t.Fatalf("with both permissions:\n%s", out.String())
+	}
+}
+
+func TestSkillsListConfig(t *testing.T) {
+	dir := t.TempDir()
+	skillsDir, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "skills", "listing"))
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "agent.toml")
+	body := "agent_id = \"pi-1\"\n[skills]\ndirs = [\"" + filepath.Dir(skillsDir) + "\"]\npermissions = [\"network\", \"shell\"]\n" +
+		"[builtin]\ngroups = [\"read-only\"]\nworkspace = \"ws\"\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"skills", "list", "--config", conf}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"read ", "builtin", "net_probe", "listing"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list --config lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "missing permissions: shell") {
+		t.Errorf("granted permissions from agent.toml were ignored:\n%s", out.String())
+	}
+}

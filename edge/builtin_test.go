@@ -1,0 +1,107 @@
+package edge
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
+)
+
+// TestAgentBuiltinTools enables built-in groups on an edge agent: they are
+// listed in tools_list with their schemas, run for tool commands inside
+// the workspace, refuse paths outside it with permission_denied, and are
+// audited like skill tools.
+func TestAgentBuiltinTools(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("kitchen sensor moved\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var dataDir string
+	p := startAgent(t, func(c *Config) {
+		c.Builtin = toolbox.Builtin{Groups: []string{"read-only"}, Workspace: ws}
+		dataDir = c.DataDir
+	})
+
+	p.send(`{"command":"tools_list","request_id":"l1"}`)
+	l, err := wire.DecodeToolsList(p.await("l1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]wire.ToolInfo{}
+	for _, ti := range l.Tools {
+		byName[ti.Name] = ti
+	}
+	for _, name := range []string{"read", "grep", "find", "echo_args"} {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("tools_list lacks %s: %v", name, l.Tools)
+		}
+	}
+	if _, ok := byName["bash"]; ok {
+		t.Error("read-only group offers bash")
+	}
+	if req, _ := byName["read"].Parameters["required"].([]any); len(req) != 1 || req[0] != "path" {
+		t.Errorf("read schema = %v", byName["read"].Parameters)
+	}
+
+	p.send(`{"command":"tool","payload":{"tool":"read","parameters":{"path":"notes.txt"}},"request_id":"b1"}`)
+	res, err := wire.DecodeToolResult(p.await("b1"))
+	if err != nil || res.Status != wire.StatusSuccess || res.Result != "kitchen sensor moved\n" {
+		t.Fatalf("read = %+v, %v", res, err)
+	}
+	p.send(`{"command":"tool","payload":{"tool":"read","parameters":{"path":"../../etc/passwd"}},"request_id":"b2"}`)
+	res, err = wire.DecodeToolResult(p.await("b2"))
+	if err != nil || res.ErrorType != wire.ErrPermissionDenied || strings.Contains(res.Result, "root:") {
+		t.Fatalf("read outside = %+v, %v", res, err)
+	}
+	p.send(`{"command":"tool","payload":{"tool":"bash","parameters":{"command":"id"}},"request_id":"b3"}`)
+	if res, _ := wire.DecodeToolResult(p.await("b3")); res.ErrorType != wire.ErrNotFound {
+		t.Fatalf("bash on a read-only agent = %+v", res)
+	}
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "audit.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var typ string
+	mqtttest.Eventually(t, 10*time.Second, func() bool {
+		return db.QueryRow(`SELECT coalesce(error_type, '') FROM tool_calls WHERE request_id = 'b2'`).Scan(&typ) == nil
+	}, "audit row of b2")
+	if typ != string(wire.ErrPermissionDenied) {
+		t.Fatalf("audited error_type %q", typ)
+	}
+}
+
+func TestBuiltinConfig(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"agent_id = \"a\"\n[builtin]\ngroups = [\"coding\"]\nworkspace = \"ws\"\nsandbox = \"bubblewrap\"\n", ""},
+		{"agent_id = \"a\"\n[builtin]\ngroups = [\"everything\"]\nworkspace = \"ws\"\n", "unknown group"},
+		{"agent_id = \"a\"\n[builtin]\ngroups = [\"all\"]\n", "builtin.workspace"},
+		{"agent_id = \"a\"\n[builtin]\ngroups = [\"all\"]\nworkspace = \"ws\"\nsandbox = \"docker\"\n", "builtin.sandbox"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "agent.toml")
+		os.WriteFile(path, []byte(tc.body), 0o600)
+		c, err := LoadConfig(path)
+		if tc.want == "" {
+			if err != nil || c.Builtin.Workspace != filepath.Join(dir, "ws") {
+				t.Errorf("%q: %+v, %v", tc.body, c.Builtin, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// The workspace must exist when the agent starts.
+	cfg := Config{AgentID: "a", DataDir: t.TempDir(), Builtin: toolbox.Builtin{Groups: []string{"all"}, Workspace: filepath.Join(t.TempDir(), "missing")}}
+	if _, err := New(cfg, nil); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("New with a missing workspace: %v", err)
+	}
+}

@@ -1,0 +1,131 @@
+package skills
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// BlockKind says what a content Block holds.
+type BlockKind string
+
+// The kinds of content a tool returns.
+const (
+	// KindText is text for the model.
+	KindText BlockKind = "text"
+	// KindImage is an image, base64-encoded, with its MIME type.
+	KindImage BlockKind = "image"
+	// KindError is a failure with a stable error code.
+	KindError BlockKind = "error"
+)
+
+// Block is one piece of a tool's output.
+type Block struct {
+	// Kind is KindText, KindImage or KindError.
+	Kind BlockKind `json:"kind"`
+	// Text is the text of a text block or the message of an error block.
+	Text string `json:"text,omitempty"`
+	// MIMEType is an image's type ("image/png"); empty for other kinds.
+	MIMEType string `json:"mime_type,omitempty"`
+	// Data is an image's bytes in standard base64; empty for other kinds.
+	Data string `json:"data,omitempty"`
+	// Code classifies an error block; empty for other kinds.
+	Code wire.ErrorType `json:"code,omitempty"`
+}
+
+// TextBlock returns a text block.
+func TextBlock(s string) Block { return Block{Kind: KindText, Text: s} }
+
+// ImageBlock returns an image block of base64 data.
+func ImageBlock(mime, base64Data string) Block {
+	return Block{Kind: KindImage, MIMEType: mime, Data: base64Data}
+}
+
+// ErrorBlock returns an error block.
+func ErrorBlock(code wire.ErrorType, msg string) Block {
+	return Block{Kind: KindError, Code: code, Text: msg}
+}
+
+// Output is the result of one tool call in content blocks. A call failed
+// when it holds an error block; ErrorType returns its code.
+type Output struct {
+	// Content is what the tool returned, in order.
+	Content []Block `json:"content"`
+	// ExitCode is the exit status of a process the call ran, or nil when
+	// none ran (built-in file tools, calls refused before running).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Stderr is the standard error of a process the call ran.
+	Stderr string `json:"stderr,omitempty"`
+	// ResultBytes counts the bytes the tool produced, including what was
+	// cut; zero when nothing was cut.
+	ResultBytes int64 `json:"result_bytes,omitempty"`
+	// Truncated reports that the output was cut at a limit.
+	Truncated bool `json:"truncated,omitempty"`
+	// Elapsed is how long the call took.
+	Elapsed time.Duration `json:"-"`
+}
+
+// Failed returns an Output holding a single error block.
+func Failed(code wire.ErrorType, msg string) Output {
+	return Output{Content: []Block{ErrorBlock(code, msg)}}
+}
+
+// ErrorType returns the code of the first error block, or "" when the call
+// succeeded.
+func (o Output) ErrorType() wire.ErrorType {
+	for _, b := range o.Content {
+		if b.Kind == KindError {
+			return b.Code
+		}
+	}
+	return ""
+}
+
+// Text concatenates the text blocks, one per line; images are described by
+// their MIME type and size, since the flat result carries no binary data.
+func (o Output) Text() string {
+	var parts []string
+	for _, b := range o.Content {
+		switch b.Kind {
+		case KindText:
+			parts = append(parts, b.Text)
+		case KindImage:
+			parts = append(parts, fmt.Sprintf("[image %s, %d base64 bytes]", b.MIMEType, len(b.Data)))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Legacy converts the output to the flat wire result: status, the text as
+// Result and the first error block as Error and ErrorType.
+func (o Output) Legacy(tool string) wire.ToolResult {
+	r := wire.ToolResult{
+		Status: wire.StatusSuccess, Tool: tool, Result: o.Text(), Stderr: o.Stderr, ExitCode: o.ExitCode,
+		ElapsedMS: o.Elapsed.Milliseconds(), ResultBytes: o.ResultBytes, Truncated: o.Truncated,
+	}
+	for _, b := range o.Content {
+		if b.Kind == KindError {
+			r.Status, r.ErrorType, r.Error = wire.StatusError, b.Code, b.Text
+			break
+		}
+	}
+	return r
+}
+
+// OutputOf converts the Outcome of a skill tool to content blocks: its
+// stdout as a text block (when not empty) and its error as an error block.
+func OutputOf(out Outcome) Output {
+	o := Output{ExitCode: out.ExitCode, Stderr: out.Stderr, Truncated: out.Truncated, Elapsed: out.Elapsed}
+	if out.Truncated {
+		o.ResultBytes = out.ResultBytes
+	}
+	if out.Result != "" {
+		o.Content = append(o.Content, TextBlock(out.Result))
+	}
+	if out.Status != wire.StatusSuccess {
+		o.Content = append(o.Content, ErrorBlock(out.ErrorType, out.Error))
+	}
+	return o
+}

@@ -1,0 +1,45 @@
+// Package proctest checks from tests that processes are gone, by their
+// command line, across process groups and pid namespaces.
+package proctest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Within is how long WaitGone polls.
+const Within = 10 * time.Second
+
+// WaitGone polls /proc until no live process (zombies do not count) has
+// exactly the command line args, failing the test after Within. Use
+// arguments no other process on the machine has ("sleep 61.4242").
+func WaitGone(t testing.TB, args ...string) {
+	t.Helper()
+	want := strings.Join(args, "\x00") + "\x00"
+	deadline := time.Now().Add(Within)
+	for running(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %q still running after %v", strings.Join(args, " "), Within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// running reports whether a live process has the raw command line want.
+func running(want string) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(b) != want {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err == nil && !strings.Contains(string(stat), ") Z ") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,279 @@
+// Package mcptools offers the tools of MCP servers as ordinary evoclaw
+// tools: each becomes a skills.GoTool named {server}__{tool}, listed with
+// the server's own JSON Schema and run by calling the server. Servers are
+// reached over stdio (a child process) or streamable HTTP, through the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// Configuration, in agent.toml or evoclaw.toml:
+//
+//	[tools.mcp_servers.files]
+//	command = "mcp-server-files"
+//	args = ["--root", "/srv/data"]
+//
+//	[tools.mcp_servers.remote]
+//	url = "http://127.0.0.1:3000/mcp"
+//
+// # Concurrency
+//
+// A Set is safe for concurrent use; Close ends every session and waits for
+// stdio servers to exit.
+package mcptools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// Defaults of ServerConfig.
+const (
+	// DefaultTimeout bounds one tool call.
+	DefaultTimeout = 30 * time.Second
+	// DefaultConnectTimeout bounds starting a server and listing its tools.
+	DefaultConnectTimeout = 15 * time.Second
+)
+
+// Separator joins server and tool names.
+const Separator = "__"
+
+// ServerConfig is one [tools.mcp_servers.NAME] table. Exactly one of
+// Command and URL is set.
+type ServerConfig struct {
+	// Command starts a stdio server; Args are its arguments.
+	Command string   `toml:"command"`
+	Args    []string `toml:"args"`
+	// Env is added to a stdio server's environment ("KEY=value").
+	Env []string `toml:"env"`
+	// URL is a streamable HTTP endpoint.
+	URL string `toml:"url"`
+	// Permissions are required of every tool of the server.
+	Permissions []string `toml:"permissions"`
+	// TimeoutMS bounds one call; zero means DefaultTimeout.
+	TimeoutMS int64 `toml:"timeout_ms"`
+}
+
+// Set is the connected MCP servers.
+type Set struct {
+	log *slog.Logger
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*server
+}
+
+// server is one connected MCP server.
+type server struct {
+	name    string
+	cfg     ServerConfig
+	session *mcp.ClientSession
+	tools   []*mcp.Tool
+}
+
+// Connect connects to every configured server and lists its tools. A
+// server that fails is reported in the errors and left out; the others
+// are kept. log may be nil.
+func Connect(ctx context.Context, servers map[string]ServerConfig, log *slog.Logger) (*Set, []error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Set{log: log, sessions: map[string]*server{}}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		srv, err := connect(ctx, name, servers[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mcp server %q: %w", name, err))
+			continue
+		}
+		s.sessions[name] = srv
+	}
+	return s, errs
+}
+
+func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error) {
+	if strings.Contains(name, Separator) || name == "" {
+		return nil, fmt.Errorf("server name must be non-empty and must not contain %q", Separator)
+	}
+	var t mcp.Transport
+	switch {
+	case cfg.Command != "" && cfg.URL != "":
+		return nil, errors.New("set command or url, not both")
+	case cfg.Command != "":
+		cmd := exec.Command(cfg.Command, cfg.Args...)
+		cmd.Env = append(slices.Clone(cfg.Env), "PATH="+envPath())
+		t = &mcp.CommandTransport{Command: cmd}
+	case cfg.URL != "":
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true}
+	default:
+		return nil, errors.New("neither command nor url is set")
+	}
+	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "evoclaw", Version: "1"}, nil)
+	session, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	srv := &server{name: name, cfg: cfg, session: session}
+	for tool, err := range session.Tools(cctx, nil) {
+		if err != nil {
+			session.Close()
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		srv.tools = append(srv.tools, tool)
+	}
+	return srv, nil
+}
+
+// Tools returns the servers' tools as Go tools for a skills.Toolset,
+// sorted by name, and an error for each tool whose name cannot be offered
+// (the combined name must be a valid tool name).
+func (s *Set) Tools() ([]skills.GoTool, []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []skills.GoTool
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.sessions)) {
+		srv := s.sessions[name]
+		for _, mt := range srv.tools {
+			g, err := srv.goTool(mt)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, g)
+		}
+	}
+	return out, errs
+}
+
+// Close ends every session; it is idempotent.
+func (s *Set) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for name, srv := range s.sessions {
+		if err := srv.session.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close mcp server %q: %w", name, err))
+		}
+		delete(s.sessions, name)
+	}
+	return errors.Join(errs...)
+}
+
+// goTool wraps one MCP tool.
+func (srv *server) goTool(mt *mcp.Tool) (skills.GoTool, error) {
+	name := srv.name + Separator + mt.Name
+	schema, err := schemaMap(mt.InputSchema)
+	if err != nil {
+		return skills.GoTool{}, fmt.Errorf("mcp tool %q: %w", name, err)
+	}
+	g := skills.GoTool{
+		Tool: skills.Tool{
+			Name: name, Description: mt.Description, Permissions: srv.cfg.Permissions, Skill: srv.name,
+		},
+		Schema: schema,
+		Source: skills.SourceMCP,
+		Run: func(ctx context.Context, args map[string]any) skills.Output {
+			return srv.call(ctx, mt.Name, args)
+		},
+	}
+	// Toolset.Add would refuse the whole batch; leave out only this tool.
+	if err := skills.CheckName(name); err != nil {
+		return skills.GoTool{}, fmt.Errorf("mcp tool %q cannot be offered: %w", name, err)
+	}
+	return g, nil
+}
+
+// schemaMap turns the schema as the SDK decoded it into a map.
+func schemaMap(v any) (map[string]any, error) {
+	if m, ok := v.(map[string]any); ok {
+		return m, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return map[string]any{"type": "object"}, nil
+	}
+	return m, nil
+}
+
+// call runs one tool call with the server's timeout.
+func (srv *server) call(ctx context.Context, tool string, args map[string]any) skills.Output {
+	timeout := DefaultTimeout
+	if srv.cfg.TimeoutMS > 0 {
+		timeout = time.Duration(srv.cfg.TimeoutMS) * time.Millisecond
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := srv.session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("mcp %s%s%s: interrupted", srv.name, Separator, tool))
+	case cctx.Err() != nil:
+		return skills.Failed(wire.ErrTimeout, fmt.Sprintf("mcp %s%s%s: no answer within %v", srv.name, Separator, tool, timeout))
+	case strings.Contains(err.Error(), "invalid params"):
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
+	default:
+		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
+	}
+	return convert(res)
+}
+
+// convert maps MCP content to blocks; an error result becomes an
+// execution_failed block carrying its text.
+func convert(res *mcp.CallToolResult) skills.Output {
+	var out skills.Output
+	var texts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			out.Content = append(out.Content, skills.TextBlock(c.Text))
+			texts = append(texts, c.Text)
+		case *mcp.ImageContent:
+			out.Content = append(out.Content, skills.ImageBlock(c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)))
+		case *mcp.AudioContent:
+			out.Content = append(out.Content, skills.TextBlock(fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data))))
+		case *mcp.ResourceLink:
+			out.Content = append(out.Content, skills.TextBlock("[resource "+c.URI+"]"))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				out.Content = append(out.Content, skills.TextBlock(c.Resource.Text))
+			} else if c.Resource != nil {
+				out.Content = append(out.Content, skills.TextBlock("[resource "+c.Resource.URI+"]"))
+			}
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			out.Content = append(out.Content, skills.TextBlock(string(b)))
+		}
+	}
+	if res.IsError {
+		msg := strings.Join(texts, "\n")
+		if msg == "" {
+			msg = "the MCP tool reported an error without a message"
+		}
+		out.Content = append(out.Content, skills.ErrorBlock(wire.ErrExecutionFailed, msg))
+	}
+	return out
+}

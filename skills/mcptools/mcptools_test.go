@@ -1,0 +1,152 @@
+package mcptools
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// serverBin is the test MCP server, built once by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpserver-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "mcpserver")
+	if out, err := exec.Command("go", "build", "-o", serverBin, "./testdata/mcpserver").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build test MCP server: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startHTTP runs the test server in HTTP mode and returns its URL.
+func startHTTP(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(serverBin, "-http")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read server address: %v", err)
+	}
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		t.Fatalf("unexpected server line %q", line)
+	}
+	return url
+}
+
+func TestMCPTransports(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(t *testing.T) ServerConfig
+	}{
+		{"stdio", func(*testing.T) ServerConfig { return ServerConfig{Command: serverBin, TimeoutMS: 500} }},
+		{"http", func(t *testing.T) ServerConfig { return ServerConfig{URL: startHTTP(t), TimeoutMS: 500} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, errs := Connect(context.Background(), map[string]ServerConfig{"lab": tc.cfg(t)}, nil)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			t.Cleanup(func() {
+				if err := set.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			})
+			tools, errs := set.Tools()
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), "lab__bad.name") {
+				t.Errorf("tool errors = %v, want one for lab__bad.name", errs)
+			}
+			ts := skills.NewToolset(nil, skills.ExecOptions{})
+			if err := ts.Add(tools...); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(ts.Names(), ","); got != "lab__add,lab__echo,lab__fail,lab__image,lab__slow" {
+				t.Fatalf("names = %s", got)
+			}
+			for _, d := range ts.Defs() {
+				if d.Name == "lab__add" {
+					props, _ := d.Parameters["properties"].(map[string]any)
+					if d.Evoclaw.Source != skills.SourceMCP || d.Evoclaw.Skill != "lab" || props["a"] == nil || props["b"] == nil {
+						t.Errorf("lab__add definition = %+v", d)
+					}
+				}
+			}
+			ctx := context.Background()
+			if out := ts.Call(ctx, "lab__echo", map[string]any{"text": "hi"}); out.ErrorType() != "" || out.Text() != "echo: hi" {
+				t.Errorf("echo = %+v", out)
+			}
+			if out := ts.Call(ctx, "lab__add", map[string]any{"a": 2, "b": 3.5}); out.Text() != "5.5" {
+				t.Errorf("add = %+v", out)
+			}
+			if out := ts.Call(ctx, "lab__add", map[string]any{"a": "x"}); out.ErrorType() != wire.ErrInvalidParams && out.ErrorType() != wire.ErrExecutionFailed {
+				t.Errorf("add with bad args = %+v", out)
+			}
+			out := ts.Call(ctx, "lab__fail", nil)
+			if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Legacy("lab__fail").Error, "unplugged") {
+				t.Errorf("fail = %+v", out)
+			}
+			out = ts.Call(ctx, "lab__image", nil)
+			if len(out.Content) != 1 || out.Content[0].Kind != skills.KindImage || out.Content[0].MIMEType != "image/png" {
+				t.Fatalf("image = %+v", out)
+			}
+			if b, err := base64.StdEncoding.DecodeString(out.Content[0].Data); err != nil || !strings.HasPrefix(string(b), "\x89PNG") {
+				t.Errorf("image data is not a PNG: %v", err)
+			}
+			start := time.Now()
+			if out := ts.Call(ctx, "lab__slow", nil); out.ErrorType() != wire.ErrTimeout {
+				t.Errorf("slow = %+v", out)
+			}
+			if el := time.Since(start); el > 10*time.Second {
+				t.Errorf("timeout of 500 ms took %v", el)
+			}
+			// The session still works after a timed-out call.
+			if out := ts.Call(ctx, "lab__echo", map[string]any{"text": "again"}); out.Text() != "echo: again" {
+				t.Errorf("echo after timeout = %+v", out)
+			}
+		})
+	}
+}
+
+func TestMCPConnectErrors(t *testing.T) {
+	set, errs := Connect(context.Background(), map[string]ServerConfig{
+		"good":    {Command: serverBin},
+		"missing": {Command: filepath.Join(t.TempDir(), "nope")},
+		"both":    {Command: serverBin, URL: "http://127.0.0.1:1/mcp"},
+		"neither": {},
+		"a__b":    {Command: serverBin},
+		"refused": {URL: "http://127.0.0.1:1/mcp"},
+	}, nil)
+	defer set.Close()
+	if len(errs) != 5 {
+		t.Fatalf("errors = %v, want 5", errs)
+	}
+	tools, _ := set.Tools()
+	if len(tools) == 0 || !strings.HasPrefix(tools[0].Tool.Name, "good__") {
+		t.Fatalf("the good server's tools are missing: %v", tools)
+	}
+}

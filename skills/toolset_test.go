@@ -1,0 +1,132 @@
+package skills
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+func fixtureToolset(granted ...string) *Toolset {
+	return NewToolset(NewCatalog(filepath.Join("..", "testdata", "skills")), ExecOptions{Granted: granted})
+}
+
+func TestToolsetListAndOverride(t *testing.T) {
+	ts := fixtureToolset("network")
+	err := ts.Add(GoTool{Tool: Tool{Name: "sysinfo", Description: "built-in replacement"},
+		Run: func(context.Context, map[string]any) Output { return Output{Content: []Block{TextBlock("from go")}} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]Listing{}
+	for _, l := range ts.List() {
+		byName[l.Def.Name] = append(byName[l.Def.Name], l)
+	}
+	// net_probe needs network AND shell; network alone is not enough.
+	if l := byName["net_probe"]; len(l) != 1 || l[0].Offered || !reflect.DeepEqual(l[0].Missing, []string{"shell"}) {
+		t.Fatalf("net_probe listing = %+v", l)
+	}
+	if l := byName["sysinfo"]; len(l) != 2 || !l[0].Offered || l[0].Def.Evoclaw.Source != SourceBuiltin ||
+		l[1].Offered || l[1].ShadowedBy != SourceBuiltin {
+		t.Fatalf("sysinfo listing = %+v", l)
+	}
+	names := ts.Names()
+	if strings.Contains(strings.Join(names, ","), "net_probe") {
+		t.Fatalf("offered %v includes net_probe", names)
+	}
+	out := ts.Call(context.Background(), "sysinfo", nil)
+	if out.ErrorType() != "" || out.Text() != "from go" {
+		t.Fatalf("built-in did not override: %+v", out)
+	}
+}
+
+func TestToolsetCallErrors(t *testing.T) {
+	ts := fixtureToolset()
+	err := ts.Add(
+		GoTool{Tool: Tool{Name: "needs", Permissions: []string{"a", "b"}},
+			Run: func(context.Context, map[string]any) Output { return Output{} }},
+		GoTool{Tool: Tool{Name: "typed", Parameters: Parameters{Properties: map[string]Param{"n": {Type: TypeInteger}}, Required: []string{"n"}}},
+			Run: func(_ context.Context, a map[string]any) Output {
+				return Output{Content: []Block{TextBlock("bell\a\x1b[31mred\x00")}}
+			}},
+		GoTool{Tool: Tool{Name: "panics"}, Run: func(context.Context, map[string]any) Output { panic("boom") }},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want wire.ErrorType
+	}{
+		{"nope", nil, wire.ErrNotFound},
+		{"needs", nil, wire.ErrPermissionDenied},
+		{"typed", map[string]any{"n": "x"}, wire.ErrInvalidParams},
+		{"typed", nil, wire.ErrInvalidParams},
+		{"panics", nil, wire.ErrInternal},
+		{"net_probe", nil, wire.ErrPermissionDenied},
+	} {
+		if got := ts.Call(ctx, tc.name, tc.args).ErrorType(); got != tc.want {
+			t.Errorf("%s(%v): error type %q, want %q", tc.name, tc.args, got, tc.want)
+		}
+	}
+	out := ts.Call(ctx, "typed", map[string]any{"n": 1.0})
+	if got := out.Text(); got != "bell[31mred" {
+		t.Errorf("sanitized text = %q", got)
+	}
+	if got := ts.CallJSON(ctx, "typed", []byte(`[1]`)).ErrorType(); got != wire.ErrInvalidParams {
+		t.Errorf("non-object JSON: %q", got)
+	}
+	if err := ts.Add(GoTool{Tool: Tool{Name: "bad name"}, Run: func(context.Context, map[string]any) Output { return Output{} }}); err == nil {
+		t.Error("Add accepted an invalid name")
+	}
+}
+
+func TestToolsetRunsSkillTool(t *testing.T) {
+	ts := fixtureToolset()
+	out := ts.CallJSON(context.Background(), "echo_args", []byte(`{"message":"hi there"}`))
+	if out.ErrorType() != "" || !strings.Contains(out.Text(), "hi there") || out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Fatalf("echo_args = %+v", out)
+	}
+	legacy := out.Legacy("echo_args")
+	if legacy.Status != wire.StatusSuccess || legacy.Result != out.Text() {
+		t.Fatalf("legacy = %+v", legacy)
+	}
+	fail := ts.Call(context.Background(), "fail", nil).Legacy("fail")
+	if fail.Status != wire.StatusError || fail.ErrorType != wire.ErrExecutionFailed || fail.Error == "" {
+		t.Fatalf("legacy failure = %+v", fail)
+	}
+}
+
+func TestOutputLegacyImage(t *testing.T) {
+	o := Output{Content: []Block{TextBlock("a"), ImageBlock("image/png", "AAAA")}}
+	if got := o.Legacy("read").Result; got != "a\n[image image/png, 4 base64 bytes]" {
+		t.Fatalf("legacy result = %q", got)
+	}
+}
+
+func TestToolsetCapsGoTools(t *testing.T) {
+	ts := NewToolset(nil, ExecOptions{MaxTimeout: 50 * time.Millisecond})
+	blocked := GoTool{Tool: Tool{Name: "blocks"}, Run: func(ctx context.Context, _ map[string]any) Output {
+		<-ctx.Done()
+		return Failed(wire.ErrTimeout, "stopped: "+context.Cause(ctx).Error())
+	}}
+	if err := ts.Add(blocked); err != nil {
+		t.Fatal(err)
+	}
+	if out := ts.Call(context.Background(), "blocks", nil); out.ErrorType() != wire.ErrTimeout {
+		t.Fatalf("uncapped Go tool: %+v", out)
+	}
+	ts = NewToolset(nil, ExecOptions{})
+	ts.Add(blocked)
+	start := time.Now()
+	ts.CallTimeout(context.Background(), "blocks", nil, 30)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("caller's 30 ms timeout took %v", el)
+	}
+}
