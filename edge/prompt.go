@@ -13,7 +13,6 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -43,8 +42,12 @@ func (a *Agent) loop() (*promptLoop, error) {
 		}
 		l := &promptLoop{system: sys}
 		var err error
-		if l.convs, err = actors.SpawnConversations(sys.Root, opts("prompts", &localToolbox{a: a})); err == nil {
-			l.bare, err = actors.SpawnConversations(sys.Root, opts("prompts-no-tools", &localToolbox{}))
+		local := &actors.LocalTools{List: a.tools.Defs,
+			Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult {
+				return a.runTool(ctx, wire.ToolPayload{Tool: name, Parameters: args, TimeoutMS: timeoutMS})
+			}}
+		if l.convs, err = actors.SpawnConversations(sys.Root, opts("prompts", local)); err == nil {
+			l.bare, err = actors.SpawnConversations(sys.Root, opts("prompts-no-tools", &actors.LocalTools{Off: "tools are disabled for this prompt"}))
 		}
 		if err != nil {
 			sys.Shutdown()
@@ -189,42 +192,4 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish prompt result", "request_id", cmd.RequestID, "err", err)
 	}
-}
-
-// localToolbox offers the agent's own tools to its prompt loop. A nil
-// agent offers none.
-type localToolbox struct {
-	a *Agent
-}
-
-var _ actors.Toolbox = (*localToolbox)(nil)
-
-func (b *localToolbox) Defs() []llm.ToolDef {
-	if b.a == nil {
-		return nil
-	}
-	var defs []llm.ToolDef
-	for _, d := range b.a.tools.Defs() {
-		defs = append(defs, llm.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
-	}
-	return defs
-}
-
-func (b *localToolbox) Resolve(call llm.ToolCall) (actors.Target, *wire.ToolResult) {
-	if b.a == nil {
-		return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound, Error: "tools are disabled for this prompt"}
-	}
-	a := b.a
-	for _, d := range a.tools.Defs() {
-		if d.Name != call.Name {
-			continue
-		}
-		return actors.Target{Tool: d.Name, Category: actors.Category(d.Evoclaw.Metadata["category"], d.Name), OwnTimeoutMS: d.Evoclaw.TimeoutMS,
-			Schema: d.Parameters, Args: call.Arguments,
-			Local: func(ctx context.Context, args json.RawMessage) wire.ToolResult {
-				return a.runTool(ctx, wire.ToolPayload{Tool: d.Name, Parameters: args})
-			}}, nil
-	}
-	return actors.Target{}, &wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrNotFound,
-		Error: fmt.Sprintf("tool %q not found. Available tools: %v", call.Name, a.ToolNames())}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills/mcptools"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // Defaults of Config.
@@ -36,6 +38,11 @@ type Config struct {
 	// LLM is the model provider chain (docs/LLM.md).
 	LLM  llm.Config `toml:"llm"`
 	Loop LoopConf   `toml:"loop"`
+	// Skills, Builtin and Tools are the orchestrator's own tools, run in
+	// its process beside the edge agents' (the keys of agent.toml).
+	Skills  SkillsConf      `toml:"skills"`
+	Builtin toolbox.Builtin `toml:"builtin"`
+	Tools   ToolsConf       `toml:"tools"`
 }
 
 // BrokerConf selects the embedded broker or an external one.
@@ -54,6 +61,23 @@ type BrokerConf struct {
 	mqttc.TLSFiles
 	// Embedded broker access control and TLS (broker_security.go).
 	BrokerSecurity
+}
+
+// SkillsConf says where the node's own skill tools come from.
+type SkillsConf struct {
+	// Dirs are directories whose subdirectories hold skill.toml.
+	Dirs []string `toml:"dirs"`
+	// Permissions granted; a tool is offered only with all of its own.
+	Permissions []string `toml:"permissions"`
+}
+
+// ToolsConf bounds the node's own tools and names its MCP servers.
+type ToolsConf struct {
+	// MCPServers' tools are offered as {server}__{tool}.
+	MCPServers map[string]mcptools.ServerConfig `toml:"mcp_servers"`
+	// DefaultTimeout and MaxTimeout bound one run (defaults of package skills).
+	DefaultTimeout Duration `toml:"default_timeout"`
+	MaxTimeout     Duration `toml:"max_timeout"`
 }
 
 // LoopConf tunes the tool loop. Zero values take the actors package's
@@ -123,6 +147,14 @@ func LoadConfig(path string) (Config, error) {
 	if c.LLM.Transcript != "" && !filepath.IsAbs(c.LLM.Transcript) {
 		c.LLM.Transcript = filepath.Join(base, c.LLM.Transcript)
 	}
+	for i, d := range c.Skills.Dirs {
+		if !filepath.IsAbs(d) {
+			c.Skills.Dirs[i] = filepath.Join(base, d)
+		}
+	}
+	if c.Builtin.Workspace != "" && !filepath.IsAbs(c.Builtin.Workspace) {
+		c.Builtin.Workspace = filepath.Join(base, c.Builtin.Workspace)
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
@@ -157,6 +189,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.LLM.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	errs = append(errs, c.Builtin.Validate("builtin")...)
+	for name, m := range c.Tools.MCPServers {
+		if (m.Command == "") == (m.URL == "") {
+			errs = append(errs, fmt.Errorf("tools.mcp_servers.%s: set exactly one of command and url", name))
+		}
 	}
 	switch c.Loop.OnLimit {
 	case "", actors.OnLimitAnswer, actors.OnLimitError:

@@ -25,6 +25,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 // AuditFile is the audit database's file name inside a data directory.
@@ -40,6 +41,7 @@ type Node struct {
 	system *actor.ActorSystem
 	edges  *actors.Edges
 	convs  *actors.Conversations
+	box    *toolbox.Box // the node's own tools and their MCP sessions
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 
@@ -119,13 +121,25 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
 		return nil, err
 	}
+	if n.box, err = toolbox.New(toolbox.Config{SkillDirs: cfg.Skills.Dirs, Permissions: cfg.Skills.Permissions, Builtin: cfg.Builtin,
+		MCPServers: cfg.Tools.MCPServers, DefaultTimeout: cfg.Tools.DefaultTimeout.Duration, MaxTimeout: cfg.Tools.MaxTimeout.Duration},
+		log.With("component", "tools")); err != nil {
+		return nil, fmt.Errorf("orchestrator tools: %w", err)
+	}
+	n.box.ConnectMCP(ctx)
+	tools := n.box.Tools
+	local := &actors.LocalTools{List: tools.Defs,
+		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult {
+			return tools.CallJSONTimeout(ctx, name, args, timeoutMS).Legacy(name)
+		}}
 	rules := map[string]actors.TimeoutRule{}
 	for cat, tc := range cfg.Loop.Timeouts {
 		rules[cat] = actors.TimeoutRule{Default: tc.Default.Duration, Max: tc.Max.Duration}
 	}
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
 		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
-		Toolbox: &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select},
+		// The node's own tools first; a name no local tool has goes to the agents.
+		Toolbox: actors.Toolboxes{local, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select}},
 		Node:    cfg.NodeID, System: cfg.LLM.SystemPrompt,
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
 		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
@@ -291,6 +305,9 @@ func (n *Node) Close() error {
 		}
 		if n.broker != nil {
 			errs = append(errs, n.broker.Close())
+		}
+		if n.box != nil {
+			errs = append(errs, n.box.Close())
 		}
 		if n.store != nil {
 			errs = append(errs, n.store.Close())

@@ -1,0 +1,114 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// LocalTools offers tools that run in this process: the skills, built-ins
+// and MCP tools of a node's skills.Toolset. The orchestrator offers its own
+// this way beside the edge agents' tools, and an edge agent's prompt loop
+// offers its local tools.
+type LocalTools struct {
+	// List returns the tools to offer; nil offers none.
+	List func() []skills.ToolDef
+	// Run runs one tool with the call's timeout in milliseconds (0: the
+	// tool's own default) and returns its result.
+	Run func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult
+	// Off, when set, is the reason given for every call (tools disabled).
+	Off string
+}
+
+var _ Toolbox = (*LocalTools)(nil)
+
+// Defs implements Toolbox.
+func (l *LocalTools) Defs() []llm.ToolDef {
+	if l.List == nil || l.Off != "" {
+		return nil
+	}
+	var defs []llm.ToolDef
+	for _, d := range l.List() {
+		defs = append(defs, llm.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	return defs
+}
+
+// Resolve implements Toolbox.
+func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+	if l.Off != "" {
+		return Target{}, toolError(wire.ErrNotFound, l.Off)
+	}
+	if l.List != nil {
+		for _, d := range l.List() {
+			if d.Name != call.Name {
+				continue
+			}
+			run := l.Run
+			name := d.Name
+			return Target{Tool: name, Category: Category(d.Evoclaw.Metadata["category"], name), OwnTimeoutMS: d.Evoclaw.TimeoutMS,
+				Schema: d.Parameters, Args: call.Arguments,
+				Local: func(ctx context.Context, args json.RawMessage) wire.ToolResult {
+					// The loop's context carries the call's timeout.
+					return run(ctx, name, args, 0)
+				}}, nil
+		}
+	}
+	return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found. Available tools: %s.", call.Name, defNames(l.Defs())))
+}
+
+// Toolboxes offers the tools of several toolboxes as one: a name goes to
+// the first toolbox that offers it, else to the last one, which answers
+// for names it knows but does not offer now (an offline agent's tools).
+type Toolboxes []Toolbox
+
+var _ Toolbox = Toolboxes(nil)
+
+// Defs implements Toolbox; a name offered twice keeps its first toolbox.
+func (t Toolboxes) Defs() []llm.ToolDef {
+	seen := map[string]bool{}
+	var defs []llm.ToolDef
+	for _, b := range t {
+		for _, d := range b.Defs() {
+			if !seen[d.Name] {
+				seen[d.Name] = true
+				defs = append(defs, d)
+			}
+		}
+	}
+	return defs
+}
+
+// Resolve implements Toolbox.
+func (t Toolboxes) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+	if len(t) == 0 {
+		return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found: no tools are offered", call.Name))
+	}
+	for _, b := range t[:len(t)-1] {
+		for _, d := range b.Defs() {
+			if d.Name == call.Name {
+				return b.Resolve(call)
+			}
+		}
+	}
+	target, bad := t[len(t)-1].Resolve(call)
+	if bad != nil && bad.ErrorType == wire.ErrNotFound && !strings.Contains(bad.Error, "has no action") {
+		bad.Error = fmt.Sprintf("tool %q not found. Available tools: %s.", call.Name, defNames(t.Defs()))
+	}
+	return target, bad
+}
+
+func defNames(defs []llm.ToolDef) string {
+	names := make([]string, 0, len(defs))
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	sort.Strings(names)
+	return listOrNone(names)
+}
