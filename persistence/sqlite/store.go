@@ -126,6 +126,9 @@ type Store struct {
 	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
 
+	chainID string     // this database's hash chain id
+	chain   chainState // writer goroutine only: the last chained record
+
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.
 	mu     sync.RWMutex
@@ -184,6 +187,16 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
+	chainID, err := readChainID(context.Background(), db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	chain, err := loadChain(context.Background(), db, chainID)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
 	rdb, err := openReaders(path)
 	if err != nil {
 		db.Close()
@@ -195,6 +208,8 @@ func Open(path string, opts Options) (*Store, error) {
 		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
 		db:         db,
 		rdb:        rdb,
+		chainID:    chainID,
+		chain:      chain,
 		commit:     commitHook,
 		queue:      make(chan *op, opts.QueueLen),
 		writerDone: make(chan struct{}),

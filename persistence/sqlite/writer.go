@@ -123,14 +123,19 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	if err != nil {
 		return -1, fmt.Errorf("begin audit transaction: %w", err)
 	}
+	// Chained inserts advance s.chain; a transaction that does not commit
+	// must leave it where the database is.
+	saved := s.chain
 	for i, o := range ops {
 		if err := o.apply(ctx, tx); err != nil {
 			s.rollback(tx)
+			s.chain = saved
 			return i, err
 		}
 	}
 	if err := s.commit(tx, len(ops)); err != nil {
 		s.rollback(tx)
+		s.chain = saved
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
 	}
 	return -1, nil
