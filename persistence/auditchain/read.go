@@ -142,6 +142,7 @@ func MaxSeq(ctx context.Context, q Querier, f Filter) (int64, error) {
 type Report struct {
 	ChainID   string
 	StartSeq  int64  // verification started after this chain_seq (0: from genesis)
+	StartHash string // the hash the record after StartSeq chains to
 	Verified  int64  // records verified
 	HeadSeq   int64  // chain_seq of the last record
 	HeadHash  string // its hash
@@ -156,7 +157,7 @@ func VerifyRange(ctx context.Context, q Querier, f Filter, chainID string, start
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	rep := &Report{ChainID: chainID, StartSeq: startSeq}
+	rep := &Report{ChainID: chainID, StartSeq: startSeq, StartHash: prev.String()}
 	top, err := MaxSeq(ctx, q, f)
 	if err != nil {
 		return rep, err

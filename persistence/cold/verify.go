@@ -103,3 +103,39 @@ func classifyColdError(err error) error {
 	}
 	return err
 }
+
+// ErrTiersDisagree reports a warm and a cold copy of a chain that do not
+// join: a gap between them, or different hashes for the same record.
+var ErrTiersDisagree = fmt.Errorf("%w: warm and cold tiers do not join", auditchain.ErrBroken)
+
+// VerifyJoin checks that a node's warm chain (verified as warm) continues
+// its cold copy st: no record is in neither tier, and where both hold a
+// record they hold the same hash. warmHash returns the warm hash of a
+// chain_seq, ok false when warm no longer holds it.
+func VerifyJoin(ctx context.Context, warm *auditchain.Report, st ChainState, warmHash func(ctx context.Context, seq int64) (string, bool, error), coldHash func(ctx context.Context, seq int64) (string, bool, error)) error {
+	if st.ShippedSeq < warm.StartSeq {
+		return fmt.Errorf("%w: chain_seq %d..%d were pruned from warm but never reached cold", ErrTiersDisagree, st.ShippedSeq+1, warm.StartSeq)
+	}
+	if warm.StartSeq > 0 && warm.StartSeq >= st.FirstSeq {
+		h, ok, err := coldHash(ctx, warm.StartSeq)
+		if err != nil {
+			return err
+		}
+		if ok && h != warm.StartHash {
+			return fmt.Errorf("%w: warm checkpoint at chain_seq %d says hash %s, cold holds %s", ErrTiersDisagree, warm.StartSeq, warm.StartHash, h)
+		}
+	}
+	if st.ShippedSeq > warm.StartSeq {
+		h, ok, err := warmHash(ctx, st.ShippedSeq)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: cold holds chain_seq %d, beyond the warm head %d", ErrTiersDisagree, st.ShippedSeq, warm.HeadSeq)
+		}
+		if h != st.HeadHash {
+			return fmt.Errorf("%w: chain_seq %d has hash %s in warm and %s in cold", ErrTiersDisagree, st.ShippedSeq, h, st.HeadHash)
+		}
+	}
+	return nil
+}
