@@ -3,18 +3,32 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
+	"github.com/evoclaw/evoclaw/persistence/cold"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-const auditUsage = `evoclaw audit sql [--data-dir DIR] [--json|--csv] "SELECT ..."
-       evoclaw audit verify [--data-dir DIR]`
+const auditUsage = `evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
+       evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL]`
+
+// coldURLEnv is read when --cold-url is not given. The token always comes
+// from cold.TokenEnv.
+const coldURLEnv = "EVOCLAW_COLD_URL"
+
+// Tiers accepted by --tier.
+const (
+	tierWarm = "warm"
+	tierCold = "cold"
+	tierAll  = "all"
+)
 
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -29,9 +43,41 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("%w: unknown audit command %q: %s", errUsage, args[0], auditUsage)
 }
 
+// tierFlags are the flags every audit command shares.
+type tierFlags struct {
+	dataDir, tier, coldURL *string
+}
+
+func addTierFlags(fs *flag.FlagSet) tierFlags {
+	return tierFlags{
+		dataDir: fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)"),
+		tier:    fs.String("tier", tierWarm, "warm (this node's SQLite), cold (the libSQL tier) or all (both, without duplicates)"),
+		coldURL: fs.String("cold-url", os.Getenv(coldURLEnv), "URL of the cold tier (default $"+coldURLEnv+"); its token comes from $"+cold.TokenEnv),
+	}
+}
+
+func (f tierFlags) warmPath() string { return filepath.Join(*f.dataDir, orchestrator.AuditFile) }
+
+// check validates --tier.
+func (f tierFlags) check() error {
+	switch *f.tier {
+	case tierWarm, tierCold, tierAll:
+		return nil
+	}
+	return fmt.Errorf("%w: --tier %q, want warm, cold or all", errUsage, *f.tier)
+}
+
+// openCold opens the cold tier named by --cold-url, or says how to name one.
+func (f tierFlags) openCold() (*cold.Store, error) {
+	if *f.coldURL == "" {
+		return nil, fmt.Errorf("%w: --tier %s needs the cold tier's URL: --cold-url URL or $%s", errUsage, *f.tier, coldURLEnv)
+	}
+	return cold.Open(cold.Config{URL: *f.coldURL}.FromEnv())
+}
+
 func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit sql", stderr)
-	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	tf := addTierFlags(fs)
 	asJSON := fs.Bool("json", false, "print rows as a JSON array")
 	asCSV := fs.Bool("csv", false, "print rows as CSV")
 	pos, err := parseFlags(fs, args)
@@ -41,7 +87,18 @@ func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return fmt.Errorf("%w: want exactly one SQL statement, got %d arguments", errUsage, len(pos))
 	}
-	res, err := sqlite.QueryReadOnly(ctx, filepath.Join(*dataDir, orchestrator.AuditFile), pos[0])
+	if err := tf.check(); err != nil {
+		return err
+	}
+	var res *sqlite.Result
+	switch *tf.tier {
+	case tierWarm:
+		res, err = sqlite.QueryReadOnly(ctx, tf.warmPath(), pos[0])
+	case tierCold:
+		res, err = queryCold(ctx, tf, pos[0])
+	case tierAll:
+		res, err = queryAll(ctx, tf, pos[0])
+	}
 	if err != nil {
 		return err
 	}
@@ -54,12 +111,51 @@ func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return res.WriteTable(stdout)
 }
 
+func queryCold(ctx context.Context, tf tierFlags, q string) (*sqlite.Result, error) {
+	c, err := tf.openCold()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	cols, rows, err := c.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if rows == nil {
+		rows = [][]any{}
+	}
+	return &sqlite.Result{Columns: cols, Rows: rows}, nil
+}
+
+// queryAll merges both tiers into a temporary database and queries it
+// read-only.
+func queryAll(ctx context.Context, tf tierFlags, q string) (*sqlite.Result, error) {
+	c, err := tf.openCold()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if _, err := os.Stat(tf.warmPath()); err != nil {
+		return nil, fmt.Errorf("query audit database: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "evoclaw-audit-all-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	merged, err := cold.MergeTiers(ctx, tf.warmPath(), c, dir)
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.QueryReadOnly(ctx, merged, q)
+}
+
 // errChainBroken makes `audit verify` exit non-zero after printing its report.
 var errChainBroken = errors.New("audit chain does not verify")
 
 func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit verify", stderr)
-	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	tf := addTierFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -67,15 +163,87 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: audit verify takes no arguments, got %q", errUsage, pos)
 	}
-	rep, err := sqlite.VerifyChain(ctx, filepath.Join(*dataDir, orchestrator.AuditFile))
-	return printVerify(stdout, "warm", rep, err)
+	if err := tf.check(); err != nil {
+		return err
+	}
+	var (
+		broken  []error
+		warmRep *auditchain.Report
+	)
+	if *tf.tier != tierCold {
+		warmRep, err = sqlite.VerifyChain(ctx, tf.warmPath())
+		if err := printVerify(stdout, tierWarm, warmRep, err); err != nil {
+			if !errors.Is(err, errChainBroken) {
+				return err
+			}
+			broken = append(broken, err)
+		}
+	}
+	if *tf.tier != tierWarm {
+		c, err := tf.openCold()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		chains, err := c.Chains(ctx)
+		if err != nil {
+			return err
+		}
+		if len(chains) == 0 {
+			fmt.Fprintln(stdout, "cold: no chains shipped yet")
+		}
+		for _, st := range chains {
+			rep, err := c.VerifyChain(ctx, st)
+			if err := printVerify(stdout, tierCold, rep, err); err != nil {
+				if !errors.Is(err, errChainBroken) {
+					return err
+				}
+				broken = append(broken, err)
+			}
+			if warmRep != nil && st.ChainID == warmRep.ChainID {
+				if err := joinTiers(ctx, stdout, tf.warmPath(), c, warmRep, st); err != nil {
+					broken = append(broken, err)
+				}
+			}
+		}
+	}
+	return errors.Join(broken...)
+}
+
+// joinTiers checks that the warm chain continues its cold copy.
+func joinTiers(ctx context.Context, w io.Writer, warmPath string, c *cold.Store, warmRep *auditchain.Report, st cold.ChainState) error {
+	warmHash := func(ctx context.Context, seq int64) (string, bool, error) {
+		parts := make([]string, 0, len(auditchain.Tables))
+		for _, t := range auditchain.Tables {
+			parts = append(parts, fmt.Sprintf("SELECT hash FROM %s WHERE chain_seq = ?1", t.Name))
+		}
+		res, err := sqlite.QueryReadOnly(ctx, warmPath, strings.Join(parts, " UNION ALL "), seq)
+		if err != nil || len(res.Rows) == 0 {
+			return "", false, err
+		}
+		h, _ := res.Rows[0][0].(string)
+		return h, true, nil
+	}
+	coldHash := func(ctx context.Context, seq int64) (string, bool, error) {
+		return c.RecordHash(ctx, st.ChainID, seq)
+	}
+	if err := cold.VerifyJoin(ctx, warmRep, st, warmHash, coldHash); err != nil {
+		if !errors.Is(err, auditchain.ErrBroken) {
+			return err
+		}
+		fmt.Fprintf(w, "all: BROKEN: %v\n", err)
+		return fmt.Errorf("%w: %v", errChainBroken, err)
+	}
+	fmt.Fprintf(w, "all: chain %s: cold holds chain_seq %d..%d, warm %d..%d: the tiers join\n",
+		st.ChainID, st.FirstSeq, st.ShippedSeq, warmRep.StartSeq+1, warmRep.HeadSeq)
+	return nil
 }
 
 // printVerify prints one tier's verification report and turns a broken
 // chain into errChainBroken.
 func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) error {
 	var be *auditchain.BreakError
-	if err != nil && !errors.As(err, &be) {
+	if err != nil && !errors.Is(err, auditchain.ErrBroken) {
 		return err
 	}
 	if rep != nil {
@@ -89,9 +257,12 @@ func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) er
 			fmt.Fprintf(w, "%s: %d rows predate the hash chain (schema before v3) and cannot be verified\n", tier, rep.Unchained)
 		}
 	}
-	if be != nil {
-		fmt.Fprintf(w, "%s: BROKEN: %v\n", tier, be)
-		return fmt.Errorf("%w: %s tier, first broken record %s %s (chain_seq %d)", errChainBroken, tier, be.Table, be.RecordID, be.Seq)
+	if err != nil {
+		fmt.Fprintf(w, "%s: BROKEN: %v\n", tier, err)
+		if errors.As(err, &be) {
+			return fmt.Errorf("%w: %s tier, first broken record %s %s (chain_seq %d)", errChainBroken, tier, be.Table, be.RecordID, be.Seq)
+		}
+		return fmt.Errorf("%w: %s tier: %v", errChainBroken, tier, err)
 	}
 	fmt.Fprintf(w, "%s: ok\n", tier)
 	return nil

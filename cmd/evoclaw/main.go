@@ -20,7 +20,8 @@ usage:
   evoclaw demo   [--data-dir DIR]           the whole system offline: broker, 2 edge agents, a scripted conversation, its audit trail
   evoclaw serve  [--config evoclaw.toml] [--data-dir DIR]   run an orchestrator node
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
-  evoclaw audit sql [--data-dir DIR] [--json|--csv] "SELECT ..."   read-only SQL over a node's audit trail
+  evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
+  evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
   evoclaw version
