@@ -17,7 +17,8 @@ import (
 )
 
 const auditUsage = `evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
-       evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL]`
+       evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL]
+       evoclaw audit report NAME [ARG] [--data-dir DIR] [--tier warm|cold|all] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")`
 
 // coldURLEnv is read when --cold-url is not given. The token always comes
 // from cold.TokenEnv.
@@ -39,6 +40,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdAuditSQL(ctx, args[1:], stdout, stderr)
 	case "verify":
 		return cmdAuditVerify(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdAuditReport(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown audit command %q: %s", errUsage, args[0], auditUsage)
 }
@@ -90,34 +93,76 @@ func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := tf.check(); err != nil {
 		return err
 	}
-	var res *sqlite.Result
-	switch *tf.tier {
-	case tierWarm:
-		res, err = sqlite.QueryReadOnly(ctx, tf.warmPath(), pos[0])
-	case tierCold:
-		res, err = queryCold(ctx, tf, pos[0])
-	case tierAll:
-		res, err = queryAll(ctx, tf, pos[0])
-	}
+	res, err := queryTier(ctx, tf, pos[0])
 	if err != nil {
 		return err
 	}
-	switch {
-	case *asJSON:
-		return res.WriteJSON(stdout)
-	case *asCSV:
-		return res.WriteCSV(stdout)
-	}
-	return res.WriteTable(stdout)
+	return writeResult(stdout, res, *asJSON, *asCSV)
 }
 
-func queryCold(ctx context.Context, tf tierFlags, q string) (*sqlite.Result, error) {
+// queryTier runs q with args read-only on the tier --tier names.
+func queryTier(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
+	switch *tf.tier {
+	case tierCold:
+		return queryCold(ctx, tf, q, args...)
+	case tierAll:
+		return queryAll(ctx, tf, q, args...)
+	}
+	return sqlite.QueryReadOnly(ctx, tf.warmPath(), q, args...)
+}
+
+func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("audit report", stderr)
+	tf := addTierFlags(fs)
+	asJSON := fs.Bool("json", false, "print rows as a JSON array")
+	asCSV := fs.Bool("csv", false, "print rows as CSV")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 1 && pos[0] == "list" {
+		for _, r := range sqlite.Reports {
+			name := r.Name
+			if r.Arg != "" {
+				name += " " + strings.ToUpper(r.Arg)
+			}
+			fmt.Fprintf(stdout, "%-32s %s\n", name, r.Doc)
+		}
+		return nil
+	}
+	if len(pos) == 0 {
+		return fmt.Errorf("%w: audit report needs a report name (evoclaw audit report list)", errUsage)
+	}
+	r, ok := sqlite.ReportByName(pos[0])
+	if !ok {
+		return fmt.Errorf("%w: no report %q (evoclaw audit report list)", errUsage, pos[0])
+	}
+	var qargs []any
+	switch {
+	case r.Arg != "" && len(pos) != 2:
+		return fmt.Errorf("%w: report %s needs its %s", errUsage, r.Name, r.Arg)
+	case r.Arg == "" && len(pos) != 1:
+		return fmt.Errorf("%w: report %s takes no argument", errUsage, r.Name)
+	case r.Arg != "":
+		qargs = append(qargs, pos[1])
+	}
+	if err := tf.check(); err != nil {
+		return err
+	}
+	res, err := queryTier(ctx, tf, r.Query, qargs...)
+	if err != nil {
+		return err
+	}
+	return writeResult(stdout, res, *asJSON, *asCSV)
+}
+
+func queryCold(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
 	c, err := tf.openCold()
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	cols, rows, err := c.Query(ctx, q)
+	cols, rows, err := c.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +174,7 @@ func queryCold(ctx context.Context, tf tierFlags, q string) (*sqlite.Result, err
 
 // queryAll merges both tiers into a temporary database and queries it
 // read-only.
-func queryAll(ctx context.Context, tf tierFlags, q string) (*sqlite.Result, error) {
+func queryAll(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
 	c, err := tf.openCold()
 	if err != nil {
 		return nil, err
@@ -147,7 +192,7 @@ func queryAll(ctx context.Context, tf tierFlags, q string) (*sqlite.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	return sqlite.QueryReadOnly(ctx, merged, q)
+	return sqlite.QueryReadOnly(ctx, merged, q, args...)
 }
 
 // errChainBroken makes `audit verify` exit non-zero after printing its report.

@@ -75,11 +75,15 @@ func TestAuditTiersCommands(t *testing.T) {
 			t.Fatal("the token appears in the output")
 		}
 	}
-	code, _, errOut := runCLI("audit", "sql", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "DELETE FROM tool_calls")
+	code, out, errOut := runCLI("audit", "report", "tools", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "--csv")
+	if code != 0 || !strings.Contains(out, "shell,edge-1,3,0,0,1,2\n") {
+		t.Fatalf("tools report on cold: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI("audit", "sql", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "DELETE FROM tool_calls")
 	if code != 1 || !strings.Contains(errOut, "read-only") {
 		t.Fatalf("write on cold: exit %d, %s", code, errOut)
 	}
-	code, out, errOut := runCLI("audit", "verify", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL())
+	code, out, errOut = runCLI("audit", "verify", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL())
 	if code != 0 || !strings.Contains(out, "warm: ok") || !strings.Contains(out, "cold: ok") || !strings.Contains(out, "the tiers join") {
 		t.Fatalf("verify all: exit %d\n%s%s", code, out, errOut)
 	}

@@ -22,6 +22,9 @@ usage:
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
   evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
+  evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
+  evoclaw logs   [--data-dir DIR] [--filter=tool|llm|message|event] [--agent A] [--follow]   newest audited records
+  evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
   evoclaw version
@@ -54,6 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEdge(ctx, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
+	case "logs":
+		err = cmdLogs(ctx, args[1:], stdout, stderr)
+	case "metrics":
+		err = cmdMetrics(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "skills":

@@ -17,7 +17,7 @@ import (
 // ATTACH or writing pragma fails with an error wrapping ErrReadOnly. Use it
 // to vet a query before sending it to a server that offers no read-only
 // connection mode.
-func CheckReadOnly(ctx context.Context, schema []string, query string) error {
+func CheckReadOnly(ctx context.Context, schema []string, query string, args ...any) error {
 	if err := checkOneStatement(query); err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func CheckReadOnly(ctx context.Context, schema []string, query string) error {
 	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_ATTACHED, 0); err != nil {
 		return fmt.Errorf("lock shadow database: %w", err)
 	}
-	rows, err := conn.QueryContext(ctx, query)
+	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return classifyReadError(err)
 	}

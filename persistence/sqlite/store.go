@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/hot"
 )
 
 // Sync modes for Options.Sync.
@@ -84,6 +85,9 @@ type Options struct {
 	QueueLen int
 	// Logger receives the store's diagnostics. Nil means they are discarded.
 	Logger *slog.Logger
+	// Ring, when set, receives every chained record (tool calls, LLM
+	// calls, messages, events) once it is committed: the hot tier.
+	Ring *hot.Ring
 }
 
 // withDefaults returns o with zero fields filled in, or an error saying what
@@ -128,6 +132,7 @@ type Store struct {
 
 	chainID string     // this database's hash chain id
 	chain   chainState // writer goroutine only: the last chained record
+	pending []hot.Entry // writer goroutine only: entries for Ring once the transaction commits
 
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.

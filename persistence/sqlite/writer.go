@@ -126,6 +126,7 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	// Chained inserts advance s.chain; a transaction that does not commit
 	// must leave it where the database is.
 	saved := s.chain
+	s.pending = s.pending[:0]
 	for i, o := range ops {
 		if err := o.apply(ctx, tx); err != nil {
 			s.rollback(tx)
@@ -137,6 +138,9 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 		s.rollback(tx)
 		s.chain = saved
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
+	}
+	if s.opts.Ring != nil {
+		s.opts.Ring.Add(s.pending...) // only committed records reach the hot tier
 	}
 	return -1, nil
 }
