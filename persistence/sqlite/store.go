@@ -130,8 +130,8 @@ type Store struct {
 	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
 
-	chainID string     // this database's hash chain id
-	chain   chainState // writer goroutine only: the last chained record
+	chainID string      // this database's hash chain id
+	chain   chainState  // writer goroutine only: the last chained record
 	pending []hot.Entry // writer goroutine only: entries for Ring once the transaction commits
 
 	// mu guards closed and sends on queue, so that Close can close queue
