@@ -57,6 +57,10 @@ var (
 	// ErrTooManyRows reports a QueryReadOnly query producing more than
 	// MaxQueryRows rows.
 	ErrTooManyRows = errors.New("query result too large")
+	// ErrDiskFull reports a write that failed because the disk (or the
+	// file system holding the database) is full. Nothing of the failed
+	// transaction was stored; writes succeed again once space is freed.
+	ErrDiskFull = errors.New("audit database disk is full")
 	// errEmptyRequestID rejects a request log call without an id.
 	errEmptyRequestID = errors.New("empty request id")
 )
