@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 var tables = []string{"tool_calls", "llm_calls", "messages", "events"}
@@ -163,5 +165,88 @@ func TestQueryIsReadOnly(t *testing.T) {
 	}
 	if n := coldCount(t, c, "tool_calls"); n != 1 {
 		t.Fatalf("tool_calls has %d rows after refused writes, want 1", n)
+	}
+}
+
+// A node that pruned warm records before it had a cold tier: its cold copy
+// starts at the warm checkpoint, verifies from there, and joins warm.
+func TestShipAfterWarmPrune(t *testing.T) {
+	t.Parallel()
+	srv := sqldtest.Start(t, sqldtest.Options{})
+	warm, _ := openWarm(t)
+	fill(t, warm, 4) // 20 records
+	res, err := warm.Prune(context.Background(), sqlite.Retention{MaxAge: time.Nanosecond, Batch: 7}, time.Now().Add(time.Hour))
+	if err != nil || res.UpToSeq != 7 {
+		t.Fatalf("prune: %+v %v", res, err)
+	}
+	c := openCold(t, srv.URL(), "")
+	sh := startShipper(t, warm, c)
+	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	st, ok, err := c.Chain(context.Background(), warm.ChainID())
+	if err != nil || !ok || st.FirstSeq != 8 || st.ShippedSeq != 20 {
+		t.Fatalf("cold chain %+v %v %v", st, ok, err)
+	}
+	rep, err := c.VerifyChain(context.Background(), st)
+	if err != nil || rep.Verified != 13 || rep.StartSeq != 7 {
+		t.Fatalf("cold verify: %+v %v", rep, err)
+	}
+	if n := coldCount(t, c, "tool_calls") + coldCount(t, c, "llm_calls") + coldCount(t, c, "messages") + coldCount(t, c, "events"); n != 13 {
+		t.Fatalf("cold holds %d records, want 13", n)
+	}
+}
+
+func TestShipperLifecycle(t *testing.T) {
+	t.Parallel()
+	warm, _ := openWarm(t)
+	c := openCold(t, "http://127.0.0.1:1", "") // never contacted
+	sh := NewShipper(warm, c, nil)
+	if err := sh.Close(); err != nil { // Close without Start
+		t.Fatal(err)
+	}
+	if err := sh.Start(context.Background()); !errors.Is(err, ErrStarted) {
+		t.Fatalf("Start after Close: %v", err)
+	}
+	sh2 := NewShipper(warm, c, nil)
+	if err := sh2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh2.Start(context.Background()); !errors.Is(err, ErrStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	fill(t, warm, 1)
+	waitFor(t, "a failure against a closed port", func() bool { sh2.Kick(); return sh2.Status().Failures > 0 })
+	sh2.Close()
+	sh2.Close()
+}
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string // empty: valid
+	}{
+		{Config{URL: "libsql://db.example"}, ""},
+		{Config{URL: "http://127.0.0.1:8080"}, ""},
+		{Config{}, "url is empty"},
+		{Config{URL: "ftp://x"}, `scheme "ftp"`},
+		{Config{URL: "https://user:pw@x"}, "must not carry credentials"},
+		{Config{URL: "https://x?authToken=abc"}, "must not carry credentials"},
+		{Config{URL: "https://x", BatchSize: -1}, "must not be negative"},
+	}
+	for _, tt := range tests {
+		got, err := tt.cfg.withDefaults()
+		if tt.want == "" {
+			if err != nil || got.BatchSize != DefaultBatchSize || got.MaxBackoff != DefaultMaxBackoff {
+				t.Errorf("%+v: %+v %v", tt.cfg, got, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: got %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+	t.Setenv(TokenEnv, "secret-token")
+	c := Config{URL: "https://x"}.FromEnv()
+	if c.AuthToken != "secret-token" || strings.Contains(c.String(), "secret-token") || !strings.Contains(c.String(), "token set") {
+		t.Fatalf("FromEnv/String: %q", c.String())
 	}
 }

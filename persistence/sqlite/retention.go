@@ -26,19 +26,19 @@ type Retention struct {
 	// ColdTier is true when a cold tier is configured: then a record is
 	// deleted only once it is older than WarmWindow and the cold tier holds
 	// it (MarkShipped), and MaxAge and MaxBytes are ignored.
-	ColdTier bool
+	ColdTier bool `toml:"-"`
 	// WarmWindow is how long records stay warm with a cold tier. Zero means
 	// DefaultWarmWindow.
-	WarmWindow time.Duration
+	WarmWindow time.Duration `toml:"warm_window"`
 	// MaxAge, without a cold tier, deletes records older than this. Zero
 	// means records are never deleted for their age.
-	MaxAge time.Duration
+	MaxAge time.Duration `toml:"max_age"`
 	// MaxBytes, without a cold tier, deletes the oldest records while the
 	// database's used pages exceed this many bytes. Zero means no budget.
-	MaxBytes int64
+	MaxBytes int64 `toml:"max_bytes"`
 	// Batch is the most records deleted per transaction, so that pruning
 	// never holds the writer for long. Zero means DefaultPruneBatch.
-	Batch int
+	Batch int `toml:"batch"`
 }
 
 func (r Retention) withDefaults() (Retention, error) {
