@@ -83,6 +83,10 @@ func TestAuditTiersCommands(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "read-only") {
 		t.Fatalf("write on cold: exit %d, %s", code, errOut)
 	}
+	code, _, errOut = runCLI("audit", "sql", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL(), "UPDATE tool_calls SET tool = 'x'")
+	if code != 1 || !strings.Contains(errOut, "read-only") {
+		t.Fatalf("write on all: exit %d, %s", code, errOut)
+	}
 	code, out, errOut = runCLI("audit", "verify", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL())
 	if code != 0 || !strings.Contains(out, "warm: ok") || !strings.Contains(out, "cold: ok") || !strings.Contains(out, "the tiers join") {
 		t.Fatalf("verify all: exit %d\n%s%s", code, out, errOut)
