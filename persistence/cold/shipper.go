@@ -68,9 +68,9 @@ type Shipper struct {
 	log  *slog.Logger
 	kick chan struct{} // wakes the loop early; buffered, 1
 
-	mu     sync.Mutex // guards status and started
-	status Status
-	start  bool
+	mu      sync.Mutex // guards status and started
+	status  Status
+	started bool
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the loop returns
@@ -95,10 +95,10 @@ func NewShipper(src Source, dst *Store, log *slog.Logger) *Shipper {
 func (sh *Shipper) Start(ctx context.Context) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.start {
+	if sh.started {
 		return ErrStarted
 	}
-	sh.start = true
+	sh.started = true
 	ctx, sh.cancel = context.WithCancel(ctx)
 	go sh.run(ctx)
 	return nil
@@ -110,8 +110,8 @@ func (sh *Shipper) Start(ctx context.Context) error {
 func (sh *Shipper) Close() error {
 	sh.once.Do(func() {
 		sh.mu.Lock()
-		started := sh.start
-		sh.start = true // a Start after Close does nothing
+		started := sh.started
+		sh.started = true // a Start after Close fails with ErrStarted
 		sh.mu.Unlock()
 		if !started {
 			close(sh.done)
