@@ -40,8 +40,12 @@ func fill(t testing.TB, s *sqlite.Store, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		if err := s.RecordToolCall(ctx, persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, AgentID: "edge-1",
-			Tool: "shell", Params: []byte(fmt.Sprintf(`{"i":%d}`, i)), Status: persistence.StatusSuccess, ElapsedMs: int64(i)}); err != nil {
+		c := persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, AgentID: "edge-1", ConversationID: "c1",
+			Tool: "shell", Params: []byte(fmt.Sprintf(`{"i":%d}`, i)), Status: persistence.StatusSuccess, ElapsedMs: int64(i)}
+		if i%3 == 2 {
+			c.Status, c.ErrorType, c.Error = persistence.StatusError, "timeout", "took too long"
+		}
+		if err := s.RecordToolCall(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.RecordLLMCall(ctx, persistence.LLMCall{Node: "n1", ConversationID: "c1", Provider: "scripted",
