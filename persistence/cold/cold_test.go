@@ -2,7 +2,9 @@ package cold
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -248,5 +250,45 @@ func TestConfig(t *testing.T) {
 	c := Config{URL: "https://x"}.FromEnv()
 	if c.AuthToken != "secret-token" || strings.Contains(c.String(), "secret-token") || !strings.Contains(c.String(), "token set") {
 		t.Fatalf("FromEnv/String: %q", c.String())
+	}
+}
+
+// A warm store restored from an older copy (same chain, fewer records) is
+// not shipped over the cold tier's newer records: the shipper reports it.
+func TestColdAheadOfWarm(t *testing.T) {
+	t.Parallel()
+	srv := sqldtest.Start(t, sqldtest.Options{})
+	warm, path := openWarm(t)
+	fill(t, warm, 1) // 5 records
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	copyFile(t, path, backup)
+	fill(t, warm, 1) // 10 records
+	c := openCold(t, srv.URL(), "")
+	sh := startShipper(t, warm, c)
+	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	sh.Close()
+
+	restored, err := sqlite.Open(backup, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	sh2 := startShipper(t, restored, c)
+	waitFor(t, "the shipper to refuse", func() bool {
+		sh2.Kick()
+		return strings.Contains(sh2.Status().LastError, ErrAhead.Error())
+	})
+}
+
+// copyFile copies the database at src, consistently, to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("VACUUM INTO ?", dst); err != nil {
+		t.Fatal(err)
 	}
 }

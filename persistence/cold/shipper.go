@@ -28,8 +28,14 @@ type Source interface {
 	MarkShipped(ctx context.Context, seq int64) error
 }
 
-// ErrStarted reports a second Start of a Shipper.
-var ErrStarted = errors.New("cold shipper already started")
+// Errors of the shipper.
+var (
+	// ErrStarted reports a second Start of a Shipper.
+	ErrStarted = errors.New("cold shipper already started")
+	// ErrAhead reports a cold tier holding more of a chain than the warm
+	// store it ships from (warm restored from an older copy?).
+	ErrAhead = errors.New("cold tier is ahead of the warm store")
+)
 
 // Log keys of the shipper.
 const (
@@ -224,7 +230,15 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 	}
 	p := *pos
 	sh.setProgress(p.seq, head)
-	if head <= p.seq {
+	if head < p.seq {
+		// The cold tier holds records this warm store never wrote, e.g.
+		// warm was restored from an older copy: its next records would
+		// reuse chain numbers the cold tier already has. Shipping stops
+		// until an operator looks.
+		return 0, fmt.Errorf("%w: cold tier holds chain %s up to chain_seq %d, warm only up to %d",
+			ErrAhead, chainID, p.seq, head)
+	}
+	if head == p.seq {
 		return 0, nil
 	}
 	recs, err := sh.src.ReadChain(ctx, p.seq, p.seq+int64(sh.cfg.BatchSize))
