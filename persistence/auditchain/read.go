@@ -22,8 +22,8 @@ type Querier interface {
 // tier): an SQL condition such as "chain_id = ?" and its arguments. The zero
 // Filter matches every row.
 type Filter struct {
-	Cond string
-	Args []any
+	Cond string // SQL condition; empty matches every row
+	Args []any  // arguments of Cond's placeholders
 }
 
 func (f Filter) and(cond string) string {
@@ -140,7 +140,7 @@ func MaxSeq(ctx context.Context, q Querier, f Filter) (int64, error) {
 
 // Report is the outcome of verifying one chain.
 type Report struct {
-	ChainID   string
+	ChainID   string // the chain verified
 	StartSeq  int64  // verification started after this chain_seq (0: from genesis)
 	StartHash string // the hash the record after StartSeq chains to
 	Verified  int64  // records verified

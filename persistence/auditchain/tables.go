@@ -4,7 +4,7 @@ package auditchain
 // hash covers, in hashing order. Every chained table also has the columns
 // chain_seq (covered, last) and hash (the stored hash, not covered).
 type Table struct {
-	Name    string
+	Name    string   // table name
 	Columns []string // hashed columns, chain_seq last
 }
 

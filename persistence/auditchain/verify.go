@@ -8,7 +8,7 @@ import (
 // Record is one chained row as read back from a store.
 type Record struct {
 	Table    string // table name
-	RecordID string
+	RecordID string // the record's record_id
 	Seq      int64  // chain_seq
 	Hash     string // stored hash, hex
 	Values   []any  // the table's Columns, in order (chain_seq last)
@@ -29,12 +29,13 @@ const (
 type BreakError struct {
 	Kind     string // one of the Break* constants
 	Table    string // table of the record where the break was found
-	RecordID string
-	Seq      int64 // chain_seq of that record
-	Expected int64 // chain_seq expected there (for BreakMissing)
-	Detail   string
+	RecordID string // its record_id
+	Seq      int64  // chain_seq of that record
+	Expected int64  // chain_seq expected there (for BreakMissing)
+	Detail   string // what is wrong, for BreakEdited and BreakHash
 }
 
+// Error names the break and the record.
 func (e *BreakError) Error() string {
 	switch e.Kind {
 	case BreakMissing:

@@ -41,8 +41,8 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the retry delay after a failed
 	// request; it doubles from MinBackoff up to MaxBackoff. Zero means
 	// DefaultMinBackoff and DefaultMaxBackoff.
-	MinBackoff time.Duration `toml:"min_backoff"`
-	MaxBackoff time.Duration `toml:"max_backoff"`
+	MinBackoff time.Duration `toml:"min_backoff"` // first retry delay
+	MaxBackoff time.Duration `toml:"max_backoff"` // retry delay cap
 	// RequestTimeout bounds one request. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration `toml:"request_timeout"`
 }

@@ -19,7 +19,7 @@ type Batch struct {
 	// chain_seq AfterSeq+1 and chains to Prev. For a chain new to the cold
 	// tier they are recorded as where its cold copy starts.
 	AfterSeq int64
-	Prev     auditchain.Digest
+	Prev     auditchain.Digest // hash of record AfterSeq (genesis for 0)
 	// Records in chain_seq order, consecutive from AfterSeq+1.
 	Records []auditchain.Record
 }
@@ -108,7 +108,7 @@ COMMIT;`)
 
 // ChainState is what the cold tier holds of one chain.
 type ChainState struct {
-	ChainID    string
+	ChainID    string // the chain
 	FirstSeq   int64  // chain_seq of the first record shipped
 	FirstPrev  string // the hash that record chains to
 	ShippedSeq int64  // chain_seq of the last record shipped

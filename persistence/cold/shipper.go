@@ -61,8 +61,8 @@ type Status struct {
 	// LastError is the last failure, empty after a success; Failures
 	// counts consecutive failures and RetryIn is the current backoff.
 	LastError string
-	Failures  int
-	RetryIn   time.Duration
+	Failures  int           // consecutive failures
+	RetryIn   time.Duration // current backoff
 }
 
 // Shipper moves a warm store's chained records to the cold tier. Create it

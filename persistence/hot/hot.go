@@ -34,12 +34,12 @@ type Entry struct {
 	Seq            int64     // chain_seq of the record: increasing, unique per node
 	Time           time.Time // the record's time
 	Kind           string    // one of the Kind* constants
-	Node           string
-	AgentID        string
-	ConversationID string
-	Name           string // tool name, provider/model, message role or event kind
-	Status         string // success or error; empty when not applicable
-	Detail         string // error type and message, latency, tokens...
+	Node           string    // node that wrote the record
+	AgentID        string    // edge agent it concerns, if any
+	ConversationID string    // conversation it belongs to, if any
+	Name           string    // tool name, provider/model, message role or event kind
+	Status         string    // success or error; empty when not applicable
+	Detail         string    // error type and message, latency, tokens...
 }
 
 // String formats e as one log line.

@@ -6,7 +6,7 @@ type Report struct {
 	Name  string // as given to `evoclaw audit report NAME`
 	Doc   string // one line: what it answers
 	Arg   string // the name of its one parameter (?1), empty when none
-	Query string
+	Query string // the SQL, one statement
 }
 
 // Reports are the ready-made audit queries, in documentation order.

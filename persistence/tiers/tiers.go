@@ -42,6 +42,7 @@ type Config struct {
 
 // Status is what `status` reports about the audit trail.
 type Status struct {
+	// Retention is the warm retention's status.
 	Retention sqlite.RetentionStatus
 	// Cold is nil without a cold tier.
 	Cold *cold.Status
