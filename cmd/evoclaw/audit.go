@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
@@ -18,6 +20,7 @@ import (
 
 const auditUsage = `evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
        evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL]
+       evoclaw audit status [--data-dir DIR] [--json]
        evoclaw audit report NAME [ARG] [--data-dir DIR] [--tier warm|cold|all] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")`
 
 // coldURLEnv is read when --cold-url is not given. The token always comes
@@ -42,6 +45,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdAuditVerify(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdAuditReport(ctx, args[1:], stdout, stderr)
+	case "status":
+		return cmdAuditStatus(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown audit command %q: %s", errUsage, args[0], auditUsage)
 }
@@ -311,4 +316,55 @@ func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) er
 	}
 	fmt.Fprintf(w, "%s: ok\n", tier)
 	return nil
+}
+
+// cmdAuditStatus prints the state of a node's warm audit database: chain
+// head, retention, cold shipping lag and size. It reads the file, so it
+// works whether or not the node runs.
+func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("audit status", stderr)
+	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	asJSON := fs.Bool("json", false, "print as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: audit status takes no arguments, got %q", errUsage, pos)
+	}
+	st, err := sqlite.ReadStatus(ctx, filepath.Join(*dataDir, orchestrator.AuditFile))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"schema_version": st.SchemaVersion, "chain_id": st.ChainID, "head_seq": st.HeadSeq,
+			"chain_start": st.ChainStart, "records": st.Records, "oldest": timeOrNil(st.Oldest),
+			"shipped_seq": st.ShippedSeq, "unshipped": st.Lag(), "prune_passes": st.Checkpoints,
+			"last_prune": timeOrNil(st.LastPrune), "used_bytes": st.UsedBytes,
+		})
+	}
+	fmt.Fprintf(stdout, "schema version  %d\n", st.SchemaVersion)
+	fmt.Fprintf(stdout, "chain           %s, head chain_seq %d\n", st.ChainID, st.HeadSeq)
+	fmt.Fprintf(stdout, "records         %d warm, oldest %s\n", st.Records, timeText(st.Oldest))
+	fmt.Fprintf(stdout, "retention       %d passes, records up to chain_seq %d deleted, last %s\n", st.Checkpoints, st.ChainStart, timeText(st.LastPrune))
+	fmt.Fprintf(stdout, "cold tier       shipped up to chain_seq %d, %d records waiting\n", st.ShippedSeq, st.Lag())
+	fmt.Fprintf(stdout, "size            %d bytes in use\n", st.UsedBytes)
+	return nil
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }

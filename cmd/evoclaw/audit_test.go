@@ -65,3 +65,15 @@ func TestAuditVerifyCommand(t *testing.T) {
 		t.Fatalf("unknown audit command: exit %d, want 2", code)
 	}
 }
+
+func TestAuditStatusCommand(t *testing.T) {
+	dir := auditDir(t, 3)
+	code, out, errOut := runCLI("audit", "status", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "head chain_seq 3") || !strings.Contains(out, "3 records waiting") || !strings.Contains(out, "0 passes") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI("audit", "status", "--data-dir", dir, "--json")
+	if code != 0 || !strings.Contains(out, `"unshipped": 3`) || !strings.Contains(out, `"last_prune": null`) {
+		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+}

@@ -23,6 +23,7 @@ usage:
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
   evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
   evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
+  evoclaw audit status [--data-dir DIR] [--json]   chain head, retention, records waiting for the cold tier
   evoclaw logs   [--data-dir DIR] [--filter=tool|llm|message|event] [--agent A] [--follow]   newest audited records
   evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
