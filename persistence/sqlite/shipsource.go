@@ -1,5 +1,8 @@
 package sqlite
 
+// This file is the warm side of cold shipping: the methods through which
+// persistence/cold.Shipper reads the chain and records its progress.
+
 import (
 	"context"
 	"database/sql"
