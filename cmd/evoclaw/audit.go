@@ -2,39 +2,369 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
+	"github.com/evoclaw/evoclaw/persistence/cold"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
+const auditUsage = `evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
+       evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL]
+       evoclaw audit status [--data-dir DIR] [--json]
+       evoclaw audit report NAME [ARG] [--data-dir DIR] [--tier warm|cold|all] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")`
+
+// coldURLEnv is read when --cold-url is not given. The token always comes
+// from cold.TokenEnv.
+const coldURLEnv = "EVOCLAW_COLD_URL"
+
+// Tiers accepted by --tier.
+const (
+	tierWarm = "warm"
+	tierCold = "cold"
+	tierAll  = "all"
+)
+
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "sql" {
-		return fmt.Errorf("%w: evoclaw audit sql [--data-dir DIR] \"SELECT ...\"", errUsage)
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, auditUsage)
 	}
+	switch args[0] {
+	case "sql":
+		return cmdAuditSQL(ctx, args[1:], stdout, stderr)
+	case "verify":
+		return cmdAuditVerify(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdAuditReport(ctx, args[1:], stdout, stderr)
+	case "status":
+		return cmdAuditStatus(ctx, args[1:], stdout, stderr)
+	}
+	return fmt.Errorf("%w: unknown audit command %q: %s", errUsage, args[0], auditUsage)
+}
+
+// tierFlags are the flags every audit command shares.
+type tierFlags struct {
+	dataDir, tier, coldURL *string
+}
+
+func addTierFlags(fs *flag.FlagSet) tierFlags {
+	return tierFlags{
+		dataDir: fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)"),
+		tier:    fs.String("tier", tierWarm, "warm (this node's SQLite), cold (the libSQL tier) or all (both, without duplicates)"),
+		coldURL: fs.String("cold-url", os.Getenv(coldURLEnv), "URL of the cold tier (default $"+coldURLEnv+"); its token comes from $"+cold.TokenEnv),
+	}
+}
+
+func (f tierFlags) warmPath() string { return filepath.Join(*f.dataDir, orchestrator.AuditFile) }
+
+// check validates --tier.
+func (f tierFlags) check() error {
+	switch *f.tier {
+	case tierWarm, tierCold, tierAll:
+		return nil
+	}
+	return fmt.Errorf("%w: --tier %q, want warm, cold or all", errUsage, *f.tier)
+}
+
+// openCold opens the cold tier named by --cold-url, or says how to name one.
+func (f tierFlags) openCold() (*cold.Store, error) {
+	if *f.coldURL == "" {
+		return nil, fmt.Errorf("%w: --tier %s needs the cold tier's URL: --cold-url URL or $%s", errUsage, *f.tier, coldURLEnv)
+	}
+	return cold.Open(cold.Config{URL: *f.coldURL}.FromEnv())
+}
+
+func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit sql", stderr)
-	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	tf := addTierFlags(fs)
 	asJSON := fs.Bool("json", false, "print rows as a JSON array")
 	asCSV := fs.Bool("csv", false, "print rows as CSV")
-	pos, err := parseFlags(fs, args[1:])
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return fmt.Errorf("%w: want exactly one SQL statement, got %d arguments", errUsage, len(pos))
 	}
-	res, err := sqlite.QueryReadOnly(ctx, filepath.Join(*dataDir, orchestrator.AuditFile), pos[0])
+	if err := tf.check(); err != nil {
+		return err
+	}
+	res, err := queryTier(ctx, tf, pos[0])
 	if err != nil {
 		return err
 	}
-	switch {
-	case *asJSON:
-		return res.WriteJSON(stdout)
-	case *asCSV:
-		return res.WriteCSV(stdout)
+	return writeResult(stdout, res, *asJSON, *asCSV)
+}
+
+// queryTier runs q with args read-only on the tier --tier names.
+func queryTier(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
+	switch *tf.tier {
+	case tierCold:
+		return queryCold(ctx, tf, q, args...)
+	case tierAll:
+		return queryAll(ctx, tf, q, args...)
 	}
-	return res.WriteTable(stdout)
+	return sqlite.QueryReadOnly(ctx, tf.warmPath(), q, args...)
+}
+
+func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("audit report", stderr)
+	tf := addTierFlags(fs)
+	asJSON := fs.Bool("json", false, "print rows as a JSON array")
+	asCSV := fs.Bool("csv", false, "print rows as CSV")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 1 && pos[0] == "list" {
+		for _, r := range sqlite.Reports {
+			name := r.Name
+			if r.Arg != "" {
+				name += " " + strings.ToUpper(r.Arg)
+			}
+			fmt.Fprintf(stdout, "%-32s %s\n", name, r.Doc)
+		}
+		return nil
+	}
+	if len(pos) == 0 {
+		return fmt.Errorf("%w: audit report needs a report name (evoclaw audit report list)", errUsage)
+	}
+	r, ok := sqlite.ReportByName(pos[0])
+	if !ok {
+		return fmt.Errorf("%w: no report %q (evoclaw audit report list)", errUsage, pos[0])
+	}
+	var qargs []any
+	switch {
+	case r.Arg != "" && len(pos) != 2:
+		return fmt.Errorf("%w: report %s needs its %s", errUsage, r.Name, r.Arg)
+	case r.Arg == "" && len(pos) != 1:
+		return fmt.Errorf("%w: report %s takes no argument", errUsage, r.Name)
+	case r.Arg != "":
+		qargs = append(qargs, pos[1])
+	}
+	if err := tf.check(); err != nil {
+		return err
+	}
+	res, err := queryTier(ctx, tf, r.Query, qargs...)
+	if err != nil {
+		return err
+	}
+	return writeResult(stdout, res, *asJSON, *asCSV)
+}
+
+func queryCold(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
+	c, err := tf.openCold()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	cols, rows, err := c.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	if rows == nil {
+		rows = [][]any{}
+	}
+	return &sqlite.Result{Columns: cols, Rows: rows}, nil
+}
+
+// queryAll merges both tiers into a temporary database and queries it
+// read-only.
+func queryAll(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
+	c, err := tf.openCold()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if _, err := os.Stat(tf.warmPath()); err != nil {
+		return nil, fmt.Errorf("query audit database: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "evoclaw-audit-all-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	merged, err := cold.MergeTiers(ctx, tf.warmPath(), c, dir)
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.QueryReadOnly(ctx, merged, q, args...)
+}
+
+// errChainBroken makes `audit verify` exit non-zero after printing its report.
+var errChainBroken = errors.New("audit chain does not verify")
+
+func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("audit verify", stderr)
+	tf := addTierFlags(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: audit verify takes no arguments, got %q", errUsage, pos)
+	}
+	if err := tf.check(); err != nil {
+		return err
+	}
+	var (
+		broken  []error
+		warmRep *auditchain.Report
+	)
+	if *tf.tier != tierCold {
+		warmRep, err = sqlite.VerifyChain(ctx, tf.warmPath())
+		if err := printVerify(stdout, tierWarm, warmRep, err); err != nil {
+			if !errors.Is(err, errChainBroken) {
+				return err
+			}
+			broken = append(broken, err)
+		}
+	}
+	if *tf.tier != tierWarm {
+		c, err := tf.openCold()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		chains, err := c.Chains(ctx)
+		if err != nil {
+			return err
+		}
+		if len(chains) == 0 {
+			fmt.Fprintln(stdout, "cold: no chains shipped yet")
+		}
+		for _, st := range chains {
+			rep, err := c.VerifyChain(ctx, st)
+			if err := printVerify(stdout, tierCold, rep, err); err != nil {
+				if !errors.Is(err, errChainBroken) {
+					return err
+				}
+				broken = append(broken, err)
+			}
+			if warmRep != nil && st.ChainID == warmRep.ChainID {
+				if err := joinTiers(ctx, stdout, tf.warmPath(), c, warmRep, st); err != nil {
+					broken = append(broken, err)
+				}
+			}
+		}
+	}
+	return errors.Join(broken...)
+}
+
+// joinTiers checks that the warm chain continues its cold copy.
+func joinTiers(ctx context.Context, w io.Writer, warmPath string, c *cold.Store, warmRep *auditchain.Report, st cold.ChainState) error {
+	warmHash := func(ctx context.Context, seq int64) (string, bool, error) {
+		parts := make([]string, 0, len(auditchain.Tables))
+		for _, t := range auditchain.Tables {
+			parts = append(parts, fmt.Sprintf("SELECT hash FROM %s WHERE chain_seq = ?1", t.Name))
+		}
+		res, err := sqlite.QueryReadOnly(ctx, warmPath, strings.Join(parts, " UNION ALL "), seq)
+		if err != nil || len(res.Rows) == 0 {
+			return "", false, err
+		}
+		h, _ := res.Rows[0][0].(string)
+		return h, true, nil
+	}
+	coldHash := func(ctx context.Context, seq int64) (string, bool, error) {
+		return c.RecordHash(ctx, st.ChainID, seq)
+	}
+	if err := cold.VerifyJoin(ctx, warmRep, st, warmHash, coldHash); err != nil {
+		if !errors.Is(err, auditchain.ErrBroken) {
+			return err
+		}
+		fmt.Fprintf(w, "all: BROKEN: %v\n", err)
+		return fmt.Errorf("%w: %v", errChainBroken, err)
+	}
+	fmt.Fprintf(w, "all: chain %s: cold holds chain_seq %d..%d, warm %d..%d: the tiers join\n",
+		st.ChainID, st.FirstSeq, st.ShippedSeq, warmRep.StartSeq+1, warmRep.HeadSeq)
+	return nil
+}
+
+// printVerify prints one tier's verification report and turns a broken
+// chain into errChainBroken.
+func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) error {
+	var be *auditchain.BreakError
+	if err != nil && !errors.Is(err, auditchain.ErrBroken) {
+		return err
+	}
+	if rep != nil {
+		from := "genesis"
+		if rep.StartSeq > 0 {
+			from = fmt.Sprintf("checkpoint at chain_seq %d", rep.StartSeq)
+		}
+		fmt.Fprintf(w, "%s: chain %s: %d records verified from %s; head chain_seq %d hash %s\n",
+			tier, rep.ChainID, rep.Verified, from, rep.HeadSeq, rep.HeadHash)
+		if rep.Unchained > 0 {
+			fmt.Fprintf(w, "%s: %d rows predate the hash chain (schema before v3) and cannot be verified\n", tier, rep.Unchained)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(w, "%s: BROKEN: %v\n", tier, err)
+		if errors.As(err, &be) {
+			return fmt.Errorf("%w: %s tier, first broken record %s %s (chain_seq %d)", errChainBroken, tier, be.Table, be.RecordID, be.Seq)
+		}
+		return fmt.Errorf("%w: %s tier: %v", errChainBroken, tier, err)
+	}
+	fmt.Fprintf(w, "%s: ok\n", tier)
+	return nil
+}
+
+// cmdAuditStatus prints the state of a node's warm audit database: chain
+// head, retention, cold shipping lag and size. It reads the file, so it
+// works whether or not the node runs.
+func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("audit status", stderr)
+	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	asJSON := fs.Bool("json", false, "print as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: audit status takes no arguments, got %q", errUsage, pos)
+	}
+	st, err := sqlite.ReadStatus(ctx, filepath.Join(*dataDir, orchestrator.AuditFile))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"schema_version": st.SchemaVersion, "chain_id": st.ChainID, "head_seq": st.HeadSeq,
+			"chain_start": st.ChainStart, "records": st.Records, "oldest": timeOrNil(st.Oldest),
+			"shipped_seq": st.ShippedSeq, "unshipped": st.Lag(), "prune_passes": st.Checkpoints,
+			"last_prune": timeOrNil(st.LastPrune), "used_bytes": st.UsedBytes,
+		})
+	}
+	fmt.Fprintf(stdout, "schema version  %d\n", st.SchemaVersion)
+	fmt.Fprintf(stdout, "chain           %s, head chain_seq %d\n", st.ChainID, st.HeadSeq)
+	fmt.Fprintf(stdout, "records         %d warm, oldest %s\n", st.Records, timeText(st.Oldest))
+	fmt.Fprintf(stdout, "retention       %d passes, records up to chain_seq %d deleted, last %s\n", st.Checkpoints, st.ChainStart, timeText(st.LastPrune))
+	fmt.Fprintf(stdout, "cold tier       shipped up to chain_seq %d, %d records waiting\n", st.ShippedSeq, st.Lag())
+	fmt.Fprintf(stdout, "size            %d bytes in use\n", st.UsedBytes)
+	return nil
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }

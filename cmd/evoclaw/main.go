@@ -22,7 +22,12 @@ usage:
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
   evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
   evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
-  evoclaw audit sql [--data-dir DIR] [--json|--csv] "SELECT ..."   read-only SQL over a node's audit trail
+  evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
+  evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
+  evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
+  evoclaw audit status [--data-dir DIR] [--json]   chain head, retention, records waiting for the cold tier
+  evoclaw logs   [--data-dir DIR] [--filter=tool|llm|message|event] [--agent A] [--follow]   newest audited records
+  evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
   evoclaw load   [--agents 200] [--conversations 1000]      one orchestrator against simulated agents and concurrent conversations
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
@@ -60,6 +65,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case "agents":
 		err = cmdAgents(args[1:], stdout, stderr)
+	case "logs":
+		err = cmdLogs(ctx, args[1:], stdout, stderr)
+	case "metrics":
+		err = cmdMetrics(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "load":

@@ -13,11 +13,6 @@ import (
 // time.RFC3339Nano and, unlike that layout, sorts as text in time order.
 const tsLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
-const insertToolCall = `INSERT INTO tool_calls (
-	record_id, ts, ts_ms, node, side, conversation_id, request_id, call_id, agent_id,
-	tool, params, status, error_type, error, exit_code, elapsed_ms, result_excerpt, result_bytes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
 // RecordToolCall validates c, fills in RecordID and Time when empty, cuts
 // ResultExcerpt with persistence.Excerpt, and stores the record. It returns
 // after the record is committed. If ctx ends first it returns ctx's error,
@@ -34,10 +29,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 	}
 	args := toolCallArgs(&c)
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, insertToolCall, args...); err != nil {
-			return fmt.Errorf("insert audit row: %w", err)
-		}
-		return nil
+		return s.insertChained(ctx, tx, "tool_calls", args)
 	})
 	if err != nil {
 		return fmt.Errorf("record tool call %s: %w", c.RecordID, err)
@@ -45,7 +37,8 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 	return nil
 }
 
-// toolCallArgs returns the insertToolCall arguments for c.
+// toolCallArgs returns the hashed column values of c, in the order of
+// auditchain's tool_calls columns, without chain_seq.
 func toolCallArgs(c *persistence.ToolCall) []any {
 	t := c.Time.UTC()
 	var params any

@@ -23,8 +23,9 @@ const (
 
 // TestHelperWriter is not a test: TestCrashKeepsAcknowledgedRecords runs the
 // test binary again with only this function selected. As that child it
-// writes records from several goroutines, forever, and prints each RecordID
-// once RecordToolCall has acknowledged it.
+// writes records of every kind from several goroutines, forever, and prints
+// each one once its write has been acknowledged: "t ID" (tool call), "l ID"
+// (LLM call), "e ID" (event), "m CONV SEQ" (message).
 func TestHelperWriter(t *testing.T) {
 	path := os.Getenv(helperDBEnv)
 	if path == "" {
@@ -38,16 +39,37 @@ func TestHelperWriter(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
+			ctx := context.Background()
+			conv := fmt.Sprintf("conv-%d", w)
 			for i := 0; ; i++ {
-				c := sampleCall(w*1_000_000 + i)
-				c.ResultExcerpt = strings.Repeat("r", 2000) // grow the WAL past an automatic checkpoint
-				if err := s.RecordToolCall(context.Background(), c); err != nil {
+				var (
+					line string
+					err  error
+				)
+				switch i % 4 {
+				case 0:
+					c := sampleCall(w*1_000_000 + i)
+					c.ResultExcerpt = strings.Repeat("r", 2000) // grow the WAL past an automatic checkpoint
+					err, line = s.RecordToolCall(ctx, c), "t "+c.RecordID
+				case 1:
+					c := sampleLLMCall(i)
+					err, line = s.RecordLLMCall(ctx, c), "l "+c.RecordID
+				case 2:
+					e := persistence.Event{RecordID: persistence.NewRecordID(), Node: "n", Kind: persistence.EventAgentOnline}
+					err, line = s.RecordEvent(ctx, e), "e "+e.RecordID
+				case 3:
+					m := []persistence.Message{msg("user", strings.Repeat("m", 500))}
+					if err = s.AppendMessages(ctx, conv, m); err == nil {
+						line = fmt.Sprintf("m %s %d", conv, m[0].Seq)
+					}
+				}
+				if err != nil {
 					fmt.Fprintln(os.Stderr, "helper:", err)
 					os.Exit(3)
 				}
 				// One write per line, so lines from different
 				// goroutines never interleave on the pipe.
-				fmt.Fprintln(os.Stdout, c.RecordID)
+				fmt.Fprintln(os.Stdout, line)
 			}
 		})
 	}
@@ -77,7 +99,10 @@ func TestCrashKeepsAcknowledgedRecords(t *testing.T) {
 			if ok := queryOne(t, path, "PRAGMA integrity_check"); ok != "ok" {
 				t.Fatalf("integrity_check: %v", ok)
 			}
-			res, err := QueryReadOnly(context.Background(), path, "SELECT record_id FROM tool_calls")
+			res, err := QueryReadOnly(context.Background(), path, `SELECT 't ' || record_id FROM tool_calls
+				UNION ALL SELECT 'l ' || record_id FROM llm_calls
+				UNION ALL SELECT 'e ' || record_id FROM events
+				UNION ALL SELECT 'm ' || conversation_id || ' ' || seq FROM messages`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +119,20 @@ func TestCrashKeepsAcknowledgedRecords(t *testing.T) {
 			if missing > 0 {
 				t.Fatalf("%d of %d acknowledged records are missing after SIGKILL", missing, len(acked))
 			}
-			t.Logf("%d acknowledged, %d stored", len(acked), len(stored))
+			// The hash chain survived the kill, and the conversations'
+			// message numbers have no holes.
+			rep, err := VerifyChain(context.Background(), path)
+			if err != nil {
+				t.Fatalf("chain after SIGKILL: %v", err)
+			}
+			if rep.Verified != int64(len(stored)) {
+				t.Fatalf("chain verified %d records, %d stored", rep.Verified, len(stored))
+			}
+			if holes := queryOne(t, path, `SELECT count(*) FROM conversations c
+				WHERE message_count != (SELECT count(*) FROM messages m WHERE m.conversation_id = c.conversation_id)`); holes != int64(0) {
+				t.Fatalf("%v conversations whose message count disagrees with their messages", holes)
+			}
+			t.Logf("%d acknowledged, %d stored, chain verified", len(acked), len(stored))
 		})
 	}
 }
@@ -136,7 +174,7 @@ func runAndKillWriter(t *testing.T, path, syncMode string, n int) []string {
 				lines = nil
 				break
 			}
-			if len(line) == persistence.RecordIDLen {
+			if len(line) > 2 && line[1] == ' ' {
 				acked = append(acked, line)
 			}
 			if len(acked) >= n && !killed {

@@ -9,9 +9,6 @@ import (
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
-const insertEvent = `INSERT INTO events (record_id, ts, ts_ms, node, agent_id, kind, detail)
-VALUES (?, ?, ?, ?, ?, ?, ?)`
-
 // RecordEvent validates e, fills in RecordID and Time when empty, and stores
 // the record. It returns after the record is committed.
 func (s *Store) RecordEvent(ctx context.Context, e persistence.Event) error {
@@ -31,10 +28,7 @@ func (s *Store) RecordEvent(ctx context.Context, e persistence.Event) error {
 	}
 	args := []any{e.RecordID, t.Format(tsLayout), t.UnixMilli(), e.Node, nullIfEmpty(e.AgentID), e.Kind, detail}
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, insertEvent, args...); err != nil {
-			return fmt.Errorf("insert event row: %w", err)
-		}
-		return nil
+		return s.insertChained(ctx, tx, "events", args)
 	})
 	if err != nil {
 		return fmt.Errorf("record event %s: %w", e.RecordID, err)

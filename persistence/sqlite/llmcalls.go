@@ -9,11 +9,6 @@ import (
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
-const insertLLMCall = `INSERT INTO llm_calls (
-	record_id, ts, ts_ms, node, conversation_id, provider, model,
-	input_tokens, output_tokens, latency_ms, status, error_type, error, iteration
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
 // RecordLLMCall validates c, fills in RecordID and Time when empty, and
 // stores the record. It returns after the record is committed. If ctx ends
 // first it returns ctx's error, and the record, already queued, may still be
@@ -35,10 +30,7 @@ func (s *Store) RecordLLMCall(ctx context.Context, c persistence.LLMCall) error 
 		c.Status, nullIfEmpty(c.ErrorType), nullIfEmpty(c.Error), int64(c.Iteration),
 	}
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, insertLLMCall, args...); err != nil {
-			return fmt.Errorf("insert llm call row: %w", err)
-		}
-		return nil
+		return s.insertChained(ctx, tx, "llm_calls", args)
 	})
 	if err != nil {
 		return fmt.Errorf("record llm call %s: %w", c.RecordID, err)

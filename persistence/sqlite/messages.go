@@ -40,7 +40,7 @@ func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs 
 	var first int64 // Seq of rows[0], set by the transaction
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		first, err = appendMessagesTx(ctx, tx, conversationID, rows, ids)
+		first, err = s.appendMessagesTx(ctx, tx, conversationID, rows, ids)
 		return err
 	})
 	if err != nil {
@@ -56,7 +56,7 @@ func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs 
 
 // appendMessagesTx inserts rows after the conversation's last message and
 // updates its summary row. It returns the Seq given to rows[0].
-func appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persistence.Message, ids []string) (int64, error) {
+func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persistence.Message, ids []string) (int64, error) {
 	var last int64
 	err := tx.QueryRowContext(ctx, `SELECT message_count FROM conversations WHERE conversation_id = ?`, conv).Scan(&last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -85,9 +85,8 @@ func appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persi
 		return 0, fmt.Errorf("update conversation: %w", err)
 	}
 	for i, m := range rows {
-		_, err := tx.ExecContext(ctx, `INSERT INTO messages (record_id, conversation_id, seq, ts, ts_ms, role, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			ids[i], conv, last+1+int64(i), m.Time.Format(tsLayout), m.Time.UnixMilli(), m.Role, string(m.Body))
+		err := s.insertChained(ctx, tx, "messages", []any{
+			ids[i], conv, last + 1 + int64(i), m.Time.Format(tsLayout), m.Time.UnixMilli(), m.Role, string(m.Body)})
 		if err != nil {
 			return 0, fmt.Errorf("insert message %d: %w", last+1+int64(i), err)
 		}

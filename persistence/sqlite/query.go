@@ -44,32 +44,11 @@ func QueryReadOnly(ctx context.Context, path string, query string, args ...any) 
 	if err := checkOneStatement(query); err != nil {
 		return nil, fmt.Errorf("query audit database: %w", err)
 	}
-	// SQLite's mode=ro never creates the file either (it fails with
-	// SQLITE_CANTOPEN); this check only gives the clearer message.
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("query audit database: no database file at %s: %w", path, err)
-	} else if err != nil {
+	conn, closeConn, err := openReadOnly(ctx, path)
+	if err != nil {
 		return nil, fmt.Errorf("query audit database: %w", err)
 	}
-	dsn, err := readOnlyDSN(path)
-	if err != nil {
-		return nil, fmt.Errorf("query audit database %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("query audit database %s: %w", path, err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open audit database %s read-only: %w", path, err)
-	}
-	defer conn.Close()
-	if err := lockDown(conn); err != nil {
-		return nil, fmt.Errorf("open audit database %s read-only: %w", path, err)
-	}
+	defer closeConn()
 
 	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -101,6 +80,38 @@ func QueryReadOnly(ctx context.Context, path string, query string, args ...any) 
 		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
 	}
 	return res, nil
+}
+
+// openReadOnly opens one locked-down read-only connection to the database
+// at path, which must exist; closeConn releases it.
+func openReadOnly(ctx context.Context, path string) (conn *sql.Conn, closeConn func(), err error) {
+	// SQLite's mode=ro never creates the file either (it fails with
+	// SQLITE_CANTOPEN); this check only gives the clearer message.
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("no database file at %s: %w", path, err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	conn, err = db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("open %s read-only: %w", path, err)
+	}
+	if err := lockDown(conn); err != nil {
+		conn.Close()
+		db.Close()
+		return nil, nil, fmt.Errorf("open %s read-only: %w", path, err)
+	}
+	return conn, func() { conn.Close(); db.Close() }, nil
 }
 
 // readOnlyDSN builds the DSN of a QueryReadOnly connection. It must be a

@@ -99,6 +99,39 @@ var migrations = []string{
 	);
 	CREATE INDEX events_ts_ms ON events(ts_ms);
 	CREATE INDEX events_agent_kind ON events(agent_id, kind);`,
+	// v3: the hash chain (tamper evidence, see persistence/auditchain), its
+	// retention checkpoints, and the cold shipper's high-water mark. Rows
+	// written before v3 keep a NULL chain_seq and are reported as unchained.
+	`ALTER TABLE tool_calls ADD COLUMN chain_seq INTEGER;
+	ALTER TABLE tool_calls ADD COLUMN hash TEXT;
+	CREATE UNIQUE INDEX tool_calls_chain_seq ON tool_calls(chain_seq);
+	ALTER TABLE llm_calls ADD COLUMN chain_seq INTEGER;
+	ALTER TABLE llm_calls ADD COLUMN hash TEXT;
+	CREATE UNIQUE INDEX llm_calls_chain_seq ON llm_calls(chain_seq);
+	ALTER TABLE messages ADD COLUMN chain_seq INTEGER;
+	ALTER TABLE messages ADD COLUMN hash TEXT;
+	CREATE UNIQUE INDEX messages_chain_seq ON messages(chain_seq);
+	ALTER TABLE events ADD COLUMN chain_seq INTEGER;
+	ALTER TABLE events ADD COLUMN hash TEXT;
+	CREATE UNIQUE INDEX events_chain_seq ON events(chain_seq);
+	CREATE TABLE audit_meta (
+		key TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);
+	INSERT INTO audit_meta (key, value) VALUES ('chain_id', lower(hex(randomblob(16))));
+	CREATE TABLE chain_checkpoints (
+		id INTEGER PRIMARY KEY,
+		chain_seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		ts TEXT NOT NULL,
+		deleted INTEGER NOT NULL,
+		reason TEXT NOT NULL
+	);
+	CREATE TABLE cold_shipped (
+		id INTEGER PRIMARY KEY CHECK(id = 1),
+		shipped_seq INTEGER NOT NULL,
+		ts TEXT NOT NULL
+	);`,
 }
 
 // migrate brings db to the newest version, len(migrations), one transaction per step, and refuses a

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/hot"
 )
 
 // Sync modes for Options.Sync.
@@ -56,6 +57,10 @@ var (
 	// ErrTooManyRows reports a QueryReadOnly query producing more than
 	// MaxQueryRows rows.
 	ErrTooManyRows = errors.New("query result too large")
+	// ErrDiskFull reports a write that failed because the disk (or the
+	// file system holding the database) is full. Nothing of the failed
+	// transaction was stored; writes succeed again once space is freed.
+	ErrDiskFull = errors.New("audit database disk is full")
 	// errEmptyRequestID rejects a request log call without an id.
 	errEmptyRequestID = errors.New("empty request id")
 )
@@ -84,6 +89,9 @@ type Options struct {
 	QueueLen int
 	// Logger receives the store's diagnostics. Nil means they are discarded.
 	Logger *slog.Logger
+	// Ring, when set, receives every chained record (tool calls, LLM
+	// calls, messages, events) once it is committed: the hot tier.
+	Ring *hot.Ring
 }
 
 // withDefaults returns o with zero fields filled in, or an error saying what
@@ -125,6 +133,10 @@ type Store struct {
 	db     *sql.DB    // the writer's one connection
 	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
+
+	chainID string      // this database's hash chain id
+	chain   chainState  // writer goroutine only: the last chained record
+	pending []hot.Entry // writer goroutine only: entries for Ring once the transaction commits
 
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.
@@ -184,6 +196,16 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
+	chainID, err := readChainID(context.Background(), db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	chain, err := loadChain(context.Background(), db, chainID)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
 	rdb, err := openReaders(path)
 	if err != nil {
 		db.Close()
@@ -195,6 +217,8 @@ func Open(path string, opts Options) (*Store, error) {
 		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
 		db:         db,
 		rdb:        rdb,
+		chainID:    chainID,
+		chain:      chain,
 		commit:     commitHook,
 		queue:      make(chan *op, opts.QueueLen),
 		writerDone: make(chan struct{}),

@@ -131,7 +131,8 @@ func TestMigrateFromEmptyFile(t *testing.T) {
 		cols = append(cols, r[0].(string))
 	}
 	want := []string{"id", "record_id", "ts", "ts_ms", "node", "side", "conversation_id", "request_id", "call_id",
-		"agent_id", "tool", "params", "status", "error_type", "error", "exit_code", "elapsed_ms", "result_excerpt", "result_bytes"}
+		"agent_id", "tool", "params", "status", "error_type", "error", "exit_code", "elapsed_ms", "result_excerpt", "result_bytes",
+		"chain_seq", "hash"}
 	if !slices.Equal(cols, want) {
 		t.Errorf("tool_calls columns:\n got %v\nwant %v", cols, want)
 	}

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // commitFunc commits tx, which holds n writes.
@@ -96,6 +100,7 @@ func (s *Store) runWriter() {
 func (s *Store) commitBatch(batch []*op) {
 	for len(batch) > 0 {
 		failed, err := s.runTx(batch)
+		err = classifyWriteError(err)
 		if failed < 0 {
 			for _, o := range batch {
 				o.done <- err
@@ -123,15 +128,24 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	if err != nil {
 		return -1, fmt.Errorf("begin audit transaction: %w", err)
 	}
+	// Chained inserts advance s.chain; a transaction that does not commit
+	// must leave it where the database is.
+	saved := s.chain
+	s.pending = s.pending[:0]
 	for i, o := range ops {
 		if err := o.apply(ctx, tx); err != nil {
 			s.rollback(tx)
+			s.chain = saved
 			return i, err
 		}
 	}
 	if err := s.commit(tx, len(ops)); err != nil {
 		s.rollback(tx)
+		s.chain = saved
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
+	}
+	if s.opts.Ring != nil {
+		s.opts.Ring.Add(s.pending...) // only committed records reach the hot tier
 	}
 	return -1, nil
 }
@@ -142,4 +156,17 @@ func (s *Store) rollback(tx *sql.Tx) {
 	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
 		s.log.Warn("roll back audit transaction", logKeyErr, err)
 	}
+}
+
+// classifyWriteError marks a full disk with ErrDiskFull: SQLite reports it
+// as SQLITE_FULL, a failed fsync or write as ENOSPC.
+func classifyWriteError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.Is(err, syscall.ENOSPC) || (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// auditDir returns a data directory whose audit.db holds n tool calls.
+func auditDir(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := sqlite.Open(filepath.Join(dir, orchestrator.AuditFile), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		c := persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, AgentID: "edge-1", Tool: "shell", Status: persistence.StatusSuccess, ElapsedMs: int64(i)}
+		if err := s.RecordToolCall(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb strings.Builder
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAuditVerifyCommand(t *testing.T) {
+	dir := auditDir(t, 4)
+	code, out, errOut := runCLI("audit", "verify", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "4 records verified from genesis") || !strings.Contains(out, "warm: ok") {
+		t.Fatalf("intact: exit %d\n%s%s", code, out, errOut)
+	}
+
+	db, err := sql.Open("sqlite", filepath.Join(dir, orchestrator.AuditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("UPDATE tool_calls SET elapsed_ms = 0 WHERE chain_seq = 3"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, out, errOut = runCLI("audit", "verify", "--data-dir", dir)
+	if code != 1 || !strings.Contains(out, "BROKEN") || !strings.Contains(errOut, "chain_seq 3") {
+		t.Fatalf("tampered: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+
+	if code, _, errOut := runCLI("audit", "verify", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "no database file") {
+		t.Fatalf("missing database: exit %d, %s", code, errOut)
+	}
+	if code, _, _ := runCLI("audit", "frobnicate"); code != 2 {
+		t.Fatalf("unknown audit command: exit %d, want 2", code)
+	}
+}
+
+func TestAuditStatusCommand(t *testing.T) {
+	dir := auditDir(t, 3)
+	code, out, errOut := runCLI("audit", "status", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "head chain_seq 3") || !strings.Contains(out, "3 records waiting") || !strings.Contains(out, "0 passes") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI("audit", "status", "--data-dir", dir, "--json")
+	if code != 0 || !strings.Contains(out, `"unshipped": 3`) || !strings.Contains(out, `"last_prune": null`) {
+		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// syncBuffer is a strings.Builder safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogsCommand(t *testing.T) {
+	dir := auditDir(t, 3)
+	code, out, errOut := runCLI("logs", "--data-dir", dir, "--filter=tool", "--agent", "edge-1", "--limit", "2")
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "tool    node=n1 agent=edge-1 shell success") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCLI("logs", "--data-dir", dir, "--agent", "other"); code != 0 || out != "" {
+		t.Fatalf("other agent: exit %d %q", code, out)
+	}
+	if code, _, _ := runCLI("logs", "--data-dir", dir, "--filter=bogus"); code != 2 {
+		t.Fatalf("bad filter: exit %d", code)
+	}
+	if code, _, errOut := runCLI("logs", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "no database file") {
+		t.Fatalf("missing db: exit %d %s", code, errOut)
+	}
+}
+
+// --follow prints records committed by a running store after it started,
+// and returns when interrupted.
+func TestLogsFollow(t *testing.T) {
+	dir := auditDir(t, 1)
+	s, err := sqlite.Open(filepath.Join(dir, orchestrator.AuditFile), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- cmdLogs(ctx, []string{"--data-dir", dir, "--follow", "--poll", "10ms"}, &out, &errOut) }()
+
+	waitLines := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for strings.Count(out.String(), "\n") < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("want %d lines, have:\n%s%s", n, out.String(), errOut.String())
+			}
+			time.Sleep(5 * time.Millisecond) // poll interval
+		}
+	}
+	waitLines(1)
+	if err := s.RecordEvent(ctx, persistence.Event{Node: "n1", AgentID: "edge-2", Kind: persistence.EventAgentOffline}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordLLMCall(ctx, persistence.LLMCall{Node: "n1", Provider: "scripted", Model: "m", Status: persistence.StatusSuccess, InputTokens: 7}); err != nil {
+		t.Fatal(err)
+	}
+	waitLines(3)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !strings.Contains(lines[1], "event   node=n1 agent=edge-2 agent_offline") || !strings.Contains(lines[2], "llm     node=n1 scripted/m success") || !strings.Contains(lines[2], "in=7") {
+		t.Fatalf("followed lines:\n%s", out.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("logs --follow returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("logs --follow did not stop when interrupted")
+	}
+}
+
+func TestMetricsAndReportCommands(t *testing.T) {
+	dir := auditDir(t, 4) // 4 shell calls by edge-1, elapsed 0..3 ms
+	code, out, errOut := runCLI("metrics", "--tools", "--data-dir", dir, "--csv")
+	if code != 0 || !strings.Contains(out, "tool,agent,calls,errors,error_pct,avg_ms,max_ms\n") || !strings.Contains(out, "shell,edge-1,4,0,0,1.5,3\n") {
+		t.Fatalf("metrics: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := runCLI("metrics", "--data-dir", dir); code != 2 {
+		t.Fatalf("metrics without a family: exit %d", code)
+	}
+	code, out, _ = runCLI("audit", "report", "list")
+	if code != 0 || !strings.Contains(out, "conversation CONVERSATION_ID") {
+		t.Fatalf("report list: %d %s", code, out)
+	}
+	code, out, errOut = runCLI("audit", "report", "slowest", "--data-dir", dir, "--csv")
+	if code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(strings.Split(out, "\n")[1], ",shell,edge-1,3,success,") {
+		t.Fatalf("report slowest: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := runCLI("audit", "report", "conversation", "--data-dir", dir); code != 2 {
+		t.Fatalf("conversation report without its id: exit %d", code)
+	}
+	if code, out, _ := runCLI("audit", "report", "conversation", "nope", "--data-dir", dir, "--csv"); code != 0 || out != "ts,kind,name,detail,chain_seq\n" {
+		t.Fatalf("conversation report of an unknown id: exit %d %q", code, out)
+	}
+	if code, _, _ := runCLI("audit", "report", "bogus", "--data-dir", dir); code != 2 {
+		t.Fatalf("unknown report: exit %d", code)
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// cmdMetrics prints metrics computed from a node's audit trail. --tools
+// (the only family so far) gives calls, errors and latency per tool and
+// agent: the "tools" report of `evoclaw audit report`.
+func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("metrics", stderr)
+	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	tools := fs.Bool("tools", false, "calls, errors and latency per tool and agent")
+	asJSON := fs.Bool("json", false, "print rows as a JSON array")
+	asCSV := fs.Bool("csv", false, "print rows as CSV")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || !*tools {
+		return fmt.Errorf("%w: evoclaw metrics --tools [--data-dir DIR] [--json|--csv]", errUsage)
+	}
+	r, _ := sqlite.ReportByName("tools")
+	res, err := sqlite.QueryReadOnly(ctx, filepath.Join(*dataDir, orchestrator.AuditFile), r.Query)
+	if err != nil {
+		return err
+	}
+	return writeResult(stdout, res, *asJSON, *asCSV)
+}
+
+// writeResult prints res as a table, JSON or CSV.
+func writeResult(w io.Writer, res *sqlite.Result, asJSON, asCSV bool) error {
+	switch {
+	case asJSON:
+		return res.WriteJSON(w)
+	case asCSV:
+		return res.WriteCSV(w)
+	}
+	return res.WriteTable(w)
+}

@@ -1,0 +1,106 @@
+package auditchain
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// HashSize is the size of a record hash in bytes; stored as 64 lower-case
+// hex characters.
+const HashSize = sha256.Size
+
+// hashDomain starts every hashed encoding, so the hashes cannot be confused
+// with SHA-256 of anything else.
+const hashDomain = "evoclaw audit chain v1\x00"
+
+// Digest is a record hash.
+type Digest [HashSize]byte
+
+// String returns d as 64 lower-case hex characters, as stored.
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+// ErrBadHash reports a stored hash that is not 64 hex characters.
+var ErrBadHash = errors.New("malformed record hash")
+
+// ParseDigest parses a stored hash.
+func ParseDigest(s string) (Digest, error) {
+	var d Digest
+	if len(s) != 2*HashSize {
+		return d, fmt.Errorf("%w: %d characters, want %d", ErrBadHash, len(s), 2*HashSize)
+	}
+	if _, err := hex.Decode(d[:], []byte(s)); err != nil {
+		return d, fmt.Errorf("%w: %v", ErrBadHash, err)
+	}
+	return d, nil
+}
+
+// Genesis is the hash the first record of chainID chains to.
+func Genesis(chainID string) Digest {
+	h := sha256.New()
+	h.Write([]byte(hashDomain))
+	h.Write([]byte("genesis\x00"))
+	h.Write([]byte(chainID))
+	var d Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// Hash returns the hash of a record of table whose column values, in the
+// order of the table's Columns, are vals, chained to prev. Values are
+// encoded by type, so 1 and "1" differ: nil (NULL), int64 (and the other
+// integer kinds), float64, string, []byte. Any other type is an error.
+func Hash(prev Digest, table string, vals []any) (Digest, error) {
+	h := sha256.New()
+	buf := make([]byte, 0, 256)
+	buf = append(buf, hashDomain...)
+	buf = append(buf, prev[:]...)
+	buf = appendString(buf, 's', table)
+	buf = binary.AppendUvarint(buf, uint64(len(vals)))
+	for i, v := range vals {
+		var err error
+		if buf, err = appendValue(buf, v); err != nil {
+			return Digest{}, fmt.Errorf("hash %s record: column %d: %w", table, i, err)
+		}
+		if len(buf) > 64<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(buf)
+	var d Digest
+	h.Sum(d[:0])
+	return d, nil
+}
+
+// appendValue appends the canonical encoding of v: a type tag, then the
+// value (integers as 8 bytes big-endian, float64 as its IEEE bits, text and
+// blobs length-prefixed).
+func appendValue(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, 'n'), nil
+	case int64:
+		return binary.BigEndian.AppendUint64(append(buf, 'i'), uint64(x)), nil
+	case int:
+		return binary.BigEndian.AppendUint64(append(buf, 'i'), uint64(int64(x))), nil
+	case int32:
+		return binary.BigEndian.AppendUint64(append(buf, 'i'), uint64(int64(x))), nil
+	case float64:
+		return binary.BigEndian.AppendUint64(append(buf, 'f'), math.Float64bits(x)), nil
+	case string:
+		return appendString(buf, 's', x), nil
+	case []byte:
+		return appendString(buf, 'b', string(x)), nil
+	}
+	return buf, fmt.Errorf("cannot encode a value of type %T", v)
+}
+
+func appendString(buf []byte, tag byte, s string) []byte {
+	buf = append(buf, tag)
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}

@@ -1,0 +1,124 @@
+package cold
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// openWarm opens a warm store in a fresh directory, closed at cleanup.
+func openWarm(t testing.TB) (*sqlite.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	s, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// openCold opens a cold Store for url with fast retry settings.
+func openCold(t testing.TB, url, token string) *Store {
+	t.Helper()
+	c, err := Open(Config{URL: url, AuthToken: token, BatchSize: 50, PollInterval: 20 * time.Millisecond,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// fill writes n rounds of one record of each chained kind: 5n records.
+func fill(t testing.TB, s *sqlite.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		c := persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, AgentID: "edge-1", ConversationID: "c1",
+			Tool: "shell", Params: []byte(fmt.Sprintf(`{"i":%d}`, i)), Status: persistence.StatusSuccess, ElapsedMs: int64(i)}
+		if i%3 == 2 {
+			c.Status, c.ErrorType, c.Error = persistence.StatusError, "timeout", "took too long"
+		}
+		if err := s.RecordToolCall(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordLLMCall(ctx, persistence.LLMCall{Node: "n1", ConversationID: "c1", Provider: "scripted",
+			InputTokens: 10, OutputTokens: 2, Status: persistence.StatusSuccess, Iteration: i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendMessages(ctx, "c1", []persistence.Message{
+			{Role: "user", Body: []byte(`{"role":"user","content":"hi"}`)},
+			{Role: "assistant", Body: []byte(`{"role":"assistant","content":"hello"}`)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordEvent(ctx, persistence.Event{Node: "n1", AgentID: "edge-1", Kind: persistence.EventAgentOnline}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval, not a wait for an outcome
+	}
+}
+
+// coldCount returns the rows of table in the cold tier.
+func coldCount(t testing.TB, c *Store, table string) int64 {
+	t.Helper()
+	_, rows, err := c.Query(context.Background(), "SELECT count(*) FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows[0][0].(int64)
+}
+
+// warmCount returns the rows of table in the warm database at path.
+func warmCount(t testing.TB, path, table string) int64 {
+	t.Helper()
+	res, err := sqlite.QueryReadOnly(context.Background(), path, "SELECT count(*) FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Rows[0][0].(int64)
+}
+
+// startShipper starts a shipper from warm to c, closed at cleanup.
+func startShipper(t testing.TB, warm *sqlite.Store, c *Store) *Shipper {
+	t.Helper()
+	sh := NewShipper(warm, c, nil)
+	if err := sh.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	return sh
+}
+
+// caughtUp reports whether sh has shipped every record of warm.
+func caughtUp(t testing.TB, sh *Shipper, warm *sqlite.Store) func() bool {
+	return func() bool {
+		sh.Kick()
+		head, err := warm.HeadSeq(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		shipped, err := warm.ShippedSeq(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return head > 0 && shipped == head
+	}
+}

@@ -1,0 +1,50 @@
+package cold
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
+)
+
+func TestVerifyJoin(t *testing.T) {
+	// hashes of chain_seq 1..10 as both tiers would hold them.
+	hash := func(seq int64) string { return auditchain.Genesis(string(rune('a' + seq))).String() }
+	lookup := func(lo, hi int64, forged map[int64]string) func(context.Context, int64) (string, bool, error) {
+		return func(_ context.Context, seq int64) (string, bool, error) {
+			if seq < lo || seq > hi {
+				return "", false, nil
+			}
+			if h, ok := forged[seq]; ok {
+				return h, true, nil
+			}
+			return hash(seq), true, nil
+		}
+	}
+	tests := []struct {
+		name     string
+		warm     auditchain.Report // StartSeq, StartHash, HeadSeq
+		cold     ChainState
+		warmForg map[int64]string
+		broken   bool
+	}{
+		{"overlap", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, false},
+		{"cold ends where warm starts", auditchain.Report{StartSeq: 8, StartHash: hash(8), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, false},
+		{"nothing pruned", auditchain.Report{StartSeq: 0, StartHash: auditchain.Genesis("x").String(), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 10, HeadHash: hash(10)}, nil, false},
+		{"gap between tiers", auditchain.Report{StartSeq: 9, StartHash: hash(9), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 7, HeadHash: hash(7)}, nil, true},
+		{"forged checkpoint", auditchain.Report{StartSeq: 4, StartHash: hash(9), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, true},
+		{"warm record differs from cold", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, map[int64]string{8: hash(3)}, true},
+		{"cold beyond warm head", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 6}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, true},
+	}
+	for _, tt := range tests {
+		err := VerifyJoin(context.Background(), &tt.warm, tt.cold,
+			lookup(tt.warm.StartSeq+1, tt.warm.HeadSeq, tt.warmForg), lookup(tt.cold.FirstSeq, tt.cold.ShippedSeq, nil))
+		if tt.broken != (err != nil) {
+			t.Errorf("%s: got %v, want broken=%v", tt.name, err, tt.broken)
+		}
+		if err != nil && !errors.Is(err, ErrTiersDisagree) {
+			t.Errorf("%s: %v does not wrap ErrTiersDisagree", tt.name, err)
+		}
+	}
+}

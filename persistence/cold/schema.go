@@ -1,0 +1,152 @@
+package cold
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// schemaVersion is the cold schema this build writes, kept in the cold
+// database's schema_meta table.
+const schemaVersion = 1
+
+// schema creates the cold tables. They hold the warm tables' chained
+// columns (see persistence/auditchain) plus chain_id, which tells the nodes
+// apart; record_id is the primary key that makes shipping idempotent.
+// chains records, per chain, where the cold copy starts (first_seq and the
+// hash before it, a warm retention checkpoint when the node pruned before
+// the cold tier existed) and how far it goes.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS chains (
+		chain_id TEXT PRIMARY KEY,
+		first_seq INTEGER NOT NULL,
+		first_prev TEXT NOT NULL,
+		shipped_seq INTEGER NOT NULL,
+		head_hash TEXT NOT NULL,
+		updated_ts TEXT NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS tool_calls (
+		record_id TEXT PRIMARY KEY,
+		chain_id TEXT NOT NULL,
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		node TEXT NOT NULL,
+		side TEXT NOT NULL,
+		conversation_id TEXT,
+		request_id TEXT,
+		call_id TEXT,
+		agent_id TEXT,
+		tool TEXT NOT NULL,
+		params TEXT CHECK(params IS NULL OR json_valid(params)),
+		status TEXT NOT NULL,
+		error_type TEXT,
+		error TEXT,
+		exit_code INTEGER,
+		elapsed_ms INTEGER NOT NULL,
+		result_excerpt TEXT,
+		result_bytes INTEGER NOT NULL,
+		chain_seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		UNIQUE(chain_id, chain_seq)
+	)`,
+	`CREATE INDEX IF NOT EXISTS tool_calls_ts_ms ON tool_calls(ts_ms)`,
+	`CREATE INDEX IF NOT EXISTS tool_calls_agent_tool ON tool_calls(agent_id, tool)`,
+	`CREATE INDEX IF NOT EXISTS tool_calls_conversation_id ON tool_calls(conversation_id)`,
+	`CREATE TABLE IF NOT EXISTS llm_calls (
+		record_id TEXT PRIMARY KEY,
+		chain_id TEXT NOT NULL,
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		node TEXT NOT NULL,
+		conversation_id TEXT,
+		provider TEXT NOT NULL,
+		model TEXT,
+		input_tokens INTEGER NOT NULL,
+		output_tokens INTEGER NOT NULL,
+		latency_ms INTEGER NOT NULL,
+		status TEXT NOT NULL,
+		error_type TEXT,
+		error TEXT,
+		iteration INTEGER NOT NULL,
+		chain_seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		UNIQUE(chain_id, chain_seq)
+	)`,
+	`CREATE INDEX IF NOT EXISTS llm_calls_ts_ms ON llm_calls(ts_ms)`,
+	`CREATE INDEX IF NOT EXISTS llm_calls_conversation_id ON llm_calls(conversation_id)`,
+	`CREATE TABLE IF NOT EXISTS messages (
+		record_id TEXT PRIMARY KEY,
+		chain_id TEXT NOT NULL,
+		conversation_id TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		role TEXT NOT NULL,
+		body TEXT NOT NULL CHECK(json_valid(body)),
+		chain_seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		UNIQUE(chain_id, chain_seq)
+	)`,
+	`CREATE INDEX IF NOT EXISTS messages_conversation ON messages(conversation_id, seq)`,
+	`CREATE INDEX IF NOT EXISTS messages_ts_ms ON messages(ts_ms)`,
+	`CREATE TABLE IF NOT EXISTS events (
+		record_id TEXT PRIMARY KEY,
+		chain_id TEXT NOT NULL,
+		ts TEXT NOT NULL,
+		ts_ms INTEGER NOT NULL,
+		node TEXT NOT NULL,
+		agent_id TEXT,
+		kind TEXT NOT NULL,
+		detail TEXT CHECK(detail IS NULL OR json_valid(detail)),
+		chain_seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		UNIQUE(chain_id, chain_seq)
+	)`,
+	`CREATE INDEX IF NOT EXISTS events_ts_ms ON events(ts_ms)`,
+	// The warm store keeps a conversations summary table; in cold it is
+	// derived, so the same report queries run on both tiers.
+	`CREATE VIEW IF NOT EXISTS conversations AS
+		SELECT conversation_id, min(ts) AS first_ts, min(ts_ms) AS first_ms,
+			max(ts) AS last_ts, max(ts_ms) AS last_ms, max(seq) AS message_count
+		FROM messages GROUP BY conversation_id`,
+	`INSERT INTO schema_meta (key, value) VALUES ('version', '1') ON CONFLICT (key) DO NOTHING`,
+}
+
+// ensureSchema creates the cold tables when missing, in one transaction, and
+// refuses a database whose cold schema is newer than this build.
+func ensureSchema(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("create cold schema: %w", err)
+	}
+	defer conn.Close()
+	var version int
+	err = conn.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
+		// Unreachable, unauthorized, ...: say so rather than fail later.
+		return fmt.Errorf("read cold schema version: %w", err)
+	}
+	if err == nil && version > schemaVersion {
+		return fmt.Errorf("%w: cold schema version %d, this build knows up to %d", ErrSchemaTooNew, version, schemaVersion)
+	}
+	if err == nil && version == schemaVersion {
+		return nil
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create cold schema: %w", err)
+	}
+	defer tx.Rollback() // no-op after Commit
+	for _, stmt := range schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("create cold schema: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create cold schema: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package cold
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tursodatabase/libsql-client-go/libsql"
+)
+
+// Sentinel errors of the cold tier.
+var (
+	// ErrSchemaTooNew reports a cold database written by a newer evoclaw.
+	ErrSchemaTooNew = errors.New("cold audit schema is newer than this build")
+	// ErrReadOnly reports a statement given to Query that tried to write.
+	ErrReadOnly = errors.New("the cold audit database is read-only here")
+)
+
+// Store is a connection to the cold tier. Opening it does not contact the
+// server, so a node starts while offline; the schema is created by the
+// first call that needs it.
+type Store struct {
+	cfg Config
+	db  *sql.DB
+
+	schemaMu sync.Mutex // guards schemaOK
+	schemaOK bool
+}
+
+// Open returns a Store for cfg (see Config for defaults). It validates cfg
+// but does not contact the server.
+func Open(cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open cold tier: %w", err)
+	}
+	var opts []libsql.Option
+	if cfg.AuthToken != "" {
+		opts = append(opts, libsql.WithAuthToken(cfg.AuthToken))
+	}
+	connector, err := libsql.NewConnector(cfg.URL, opts...)
+	if err != nil {
+		// The connector's errors name the URL and options, never the token.
+		return nil, fmt.Errorf("open cold tier %s: %w", cfg.URL, err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(4)
+	return &Store{cfg: cfg, db: db}, nil
+}
+
+// URL returns the cold database's URL (it holds no secret).
+func (s *Store) URL() string { return s.cfg.URL }
+
+// Close releases the Store's connections. It is idempotent.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close cold tier: %w", err)
+	}
+	return nil
+}
+
+// EnsureSchema creates the cold tables when they are missing.
+func (s *Store) EnsureSchema(ctx context.Context) error {
+	s.schemaMu.Lock()
+	defer s.schemaMu.Unlock()
+	if s.schemaOK {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if err := ensureSchema(ctx, s.db); err != nil {
+		return err
+	}
+	s.schemaOK = true
+	return nil
+}

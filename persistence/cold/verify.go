@@ -1,0 +1,141 @@
+package cold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// ErrTailMissing reports a cold chain whose newest shipped records are gone.
+var ErrTailMissing = fmt.Errorf("%w: newest shipped records missing", auditchain.ErrBroken)
+
+// VerifyChain checks chainID's records in the cold tier from the first one
+// shipped to the last, and that none of the shipped ones is missing at the
+// end. A break is an error wrapping auditchain.ErrBroken.
+func (s *Store) VerifyChain(ctx context.Context, st ChainState) (*auditchain.Report, error) {
+	prev, err := auditchain.ParseDigest(st.FirstPrev)
+	if err != nil {
+		return nil, fmt.Errorf("verify cold chain %s: start hash: %w", st.ChainID, err)
+	}
+	f := auditchain.Filter{Cond: "chain_id = ?", Args: []any{st.ChainID}}
+	rep, err := auditchain.VerifyRange(ctx, s.db, f, st.ChainID, st.FirstSeq-1, prev, 0)
+	if err != nil {
+		return rep, fmt.Errorf("verify cold chain %s: %w", st.ChainID, err)
+	}
+	if rep.HeadSeq < st.ShippedSeq {
+		return rep, fmt.Errorf("verify cold chain %s: %w: chain_seq %d..%d were shipped but are not in the cold tier",
+			st.ChainID, ErrTailMissing, rep.HeadSeq+1, st.ShippedSeq)
+	}
+	return rep, nil
+}
+
+// RecordHash returns the stored hash of chainID's record chain_seq seq.
+func (s *Store) RecordHash(ctx context.Context, chainID string, seq int64) (string, bool, error) {
+	f := auditchain.Filter{Cond: "chain_id = ?", Args: []any{chainID}}
+	recs, err := auditchain.ReadWindow(ctx, s.db, f, seq-1, seq)
+	if err != nil {
+		return "", false, fmt.Errorf("read cold record %d of chain %s: %w", seq, chainID, err)
+	}
+	if len(recs) == 0 {
+		return "", false, nil
+	}
+	return recs[0].Hash, true, nil
+}
+
+// Query runs one read-only statement on the cold tier. The libSQL server
+// offers no read-only mode on a connection (it refuses PRAGMA query_only),
+// so the statement is first run on a private in-memory SQLite database with
+// the cold schema, locked down with query_only and no ATTACH, where SQLite
+// itself refuses any write (sqlite.CheckReadOnly); a refusal wraps
+// ErrReadOnly. Only then is it sent to the server, inside a transaction
+// that is rolled back. For isolation enforced by the server too, give
+// auditors a read-only token (a JWT with "a": "ro").
+func (s *Store) Query(ctx context.Context, query string, args ...any) (columns []string, rows [][]any, err error) {
+	if err := sqlite.CheckReadOnly(ctx, schema, query, args...); err != nil {
+		if errors.Is(err, sqlite.ErrReadOnly) {
+			return nil, nil, fmt.Errorf("query cold tier: %w: %w", ErrReadOnly, err)
+		}
+		return nil, nil, fmt.Errorf("query cold tier: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query cold tier: %w", err)
+	}
+	defer tx.Rollback() // never committed: nothing the statement did stays
+	r, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query cold tier: %w", classifyColdError(err))
+	}
+	defer r.Close()
+	if columns, err = r.Columns(); err != nil {
+		return nil, nil, fmt.Errorf("query cold tier: %w", err)
+	}
+	for r.Next() {
+		row := make([]any, len(columns))
+		ptrs := make([]any, len(columns))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			return nil, nil, fmt.Errorf("query cold tier: %w", err)
+		}
+		rows = append(rows, row)
+	}
+	if err := r.Err(); err != nil {
+		return nil, nil, fmt.Errorf("query cold tier: %w", classifyColdError(err))
+	}
+	return columns, rows, nil
+}
+
+// classifyColdError marks the server's refusals of writes with ErrReadOnly.
+func classifyColdError(err error) error {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"readonly", "read-only", "read only", "attempt to write", "not authorized", "authorization"} {
+		if strings.Contains(msg, s) {
+			return fmt.Errorf("%w: %w", ErrReadOnly, err)
+		}
+	}
+	return err
+}
+
+// ErrTiersDisagree reports a warm and a cold copy of a chain that do not
+// join: a gap between them, or different hashes for the same record.
+var ErrTiersDisagree = fmt.Errorf("%w: warm and cold tiers do not join", auditchain.ErrBroken)
+
+// VerifyJoin checks that a node's warm chain (verified as warm) continues
+// its cold copy st: no record is in neither tier, and where both hold a
+// record they hold the same hash. warmHash returns the warm hash of a
+// chain_seq, ok false when warm no longer holds it.
+func VerifyJoin(ctx context.Context, warm *auditchain.Report, st ChainState, warmHash func(ctx context.Context, seq int64) (string, bool, error), coldHash func(ctx context.Context, seq int64) (string, bool, error)) error {
+	if st.ShippedSeq < warm.StartSeq {
+		return fmt.Errorf("%w: chain_seq %d..%d were pruned from warm but never reached cold", ErrTiersDisagree, st.ShippedSeq+1, warm.StartSeq)
+	}
+	if warm.StartSeq > 0 && warm.StartSeq >= st.FirstSeq {
+		h, ok, err := coldHash(ctx, warm.StartSeq)
+		if err != nil {
+			return err
+		}
+		if ok && h != warm.StartHash {
+			return fmt.Errorf("%w: warm checkpoint at chain_seq %d says hash %s, cold holds %s", ErrTiersDisagree, warm.StartSeq, warm.StartHash, h)
+		}
+	}
+	if st.ShippedSeq > warm.StartSeq {
+		h, ok, err := warmHash(ctx, st.ShippedSeq)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: cold holds chain_seq %d, beyond the warm head %d", ErrTiersDisagree, st.ShippedSeq, warm.HeadSeq)
+		}
+		if h != st.HeadHash {
+			return fmt.Errorf("%w: chain_seq %d has hash %s in warm and %s in cold", ErrTiersDisagree, st.ShippedSeq, h, st.HeadHash)
+		}
+	}
+	return nil
+}

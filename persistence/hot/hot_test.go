@@ -1,0 +1,94 @@
+package hot
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func entry(seq int64, kind, agent string) Entry {
+	return Entry{Seq: seq, Time: time.Unix(seq, 0), Kind: kind, AgentID: agent, Name: "x"}
+}
+
+func seqs(es []Entry) []int64 {
+	var out []int64
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestRingBoundedAndFiltered(t *testing.T) {
+	r := NewRing(4)
+	for i := int64(1); i <= 6; i++ {
+		kind := KindTool
+		if i%2 == 0 {
+			kind = KindLLM
+		}
+		r.Add(entry(i, kind, "a"+string(rune('0'+i%3))))
+	}
+	tests := []struct {
+		name  string
+		after int64
+		f     Filter
+		limit int
+		want  []int64
+	}{
+		{"all kept (oldest overwritten)", 0, Filter{}, 0, []int64{3, 4, 5, 6}},
+		{"after", 4, Filter{}, 0, []int64{5, 6}},
+		{"tools", 0, Filter{Kind: KindTool}, 0, []int64{3, 5}},
+		{"agent", 0, Filter{AgentID: "a0"}, 0, []int64{3, 6}},
+		{"limit keeps the newest", 0, Filter{}, 2, []int64{5, 6}},
+	}
+	for _, tt := range tests {
+		got := seqs(r.After(tt.after, tt.f, tt.limit))
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+			}
+		}
+	}
+	if len(NewRing(0).buf) != DefaultCapacity {
+		t.Fatal("zero capacity is not the default")
+	}
+}
+
+func TestRingWait(t *testing.T) {
+	r := NewRing(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var err error
+	wg.Go(func() { err = r.Wait(ctx, 0) })
+	r.Add(entry(1, KindEvent, ""))
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	short, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if err := r.Wait(short, 1); err == nil {
+		t.Fatal("Wait for a newer entry on a done context returned nil")
+	}
+	if err := r.Wait(short, 0); err != nil {
+		t.Fatalf("Wait for an entry already there: %v", err)
+	}
+}
+
+func TestEntryString(t *testing.T) {
+	e := Entry{Time: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC), Kind: KindTool, Node: "n1", AgentID: "edge-1",
+		Name: "shell", Status: "error", Detail: "timeout 30000ms"}
+	want := "2026-01-02T03:04:05.006Z tool    node=n1 agent=edge-1 shell error timeout 30000ms"
+	if got := e.String(); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if s := (Entry{Kind: KindEvent, Name: "node_start"}).String(); !strings.Contains(s, "event   node_start") {
+		t.Fatalf("%q", s)
+	}
+}

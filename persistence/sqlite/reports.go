@@ -1,0 +1,67 @@
+package sqlite
+
+// Report is a ready-made audit query. The same SQL runs on the warm store,
+// the cold tier and the merged view of both; docs/AUDIT.md shows it.
+type Report struct {
+	Name  string // as given to `evoclaw audit report NAME`
+	Doc   string // one line: what it answers
+	Arg   string // the name of its one parameter (?1), empty when none
+	Query string // the SQL, one statement
+}
+
+// Reports are the ready-made audit queries, in documentation order.
+var Reports = []Report{
+	{Name: "tools", Doc: "calls, errors and latency per tool and agent", Query: `SELECT tool, coalesce(agent_id, '') AS agent, count(*) AS calls,
+  sum(status = 'error') AS errors,
+  round(100.0 * sum(status = 'error') / count(*), 1) AS error_pct,
+  round(avg(elapsed_ms), 1) AS avg_ms, max(elapsed_ms) AS max_ms
+FROM tool_calls
+GROUP BY tool, agent
+ORDER BY calls DESC, tool, agent`},
+	{Name: "errors", Doc: "failed tool calls by error type", Query: `SELECT coalesce(error_type, '') AS error_type, count(*) AS calls,
+  round(100.0 * count(*) / (SELECT count(*) FROM tool_calls), 1) AS pct_of_all_calls,
+  group_concat(DISTINCT tool) AS tools
+FROM tool_calls
+WHERE status = 'error'
+GROUP BY error_type
+ORDER BY calls DESC, error_type`},
+	{Name: "slowest", Doc: "the 20 slowest tool calls", Query: `SELECT ts, tool, coalesce(agent_id, '') AS agent, elapsed_ms, status,
+  coalesce(error_type, '') AS error_type, coalesce(request_id, '') AS request_id
+FROM tool_calls
+ORDER BY elapsed_ms DESC, ts
+LIMIT 20`},
+	{Name: "tokens-by-conversation", Doc: "LLM requests, tokens and latency per conversation", Query: `SELECT coalesce(conversation_id, '') AS conversation, count(*) AS requests,
+  sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+  sum(input_tokens + output_tokens) AS total_tokens, sum(latency_ms) AS latency_ms,
+  sum(status = 'error') AS errors
+FROM llm_calls
+GROUP BY conversation
+ORDER BY total_tokens DESC, conversation`},
+	{Name: "tokens-by-day", Doc: "LLM requests and tokens per UTC day, provider and model", Query: `SELECT substr(ts, 1, 10) AS day, provider, coalesce(model, '') AS model,
+  count(*) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
+FROM llm_calls
+GROUP BY day, provider, model
+ORDER BY day, provider, model`},
+	{Name: "conversation", Doc: "everything one conversation did, in order", Arg: "conversation_id", Query: `SELECT ts, 'message' AS kind, role AS name,
+  coalesce(json_extract(body, '$.content'), '') AS detail, chain_seq
+FROM messages WHERE conversation_id = ?1
+UNION ALL
+SELECT ts, 'llm', provider || '/' || coalesce(model, ''),
+  status || ' ' || input_tokens || '+' || output_tokens || ' tokens ' || latency_ms || 'ms', chain_seq
+FROM llm_calls WHERE conversation_id = ?1
+UNION ALL
+SELECT ts, 'tool', tool,
+  status || ' ' || elapsed_ms || 'ms' || coalesce(' ' || error_type, '') || coalesce(' agent=' || agent_id, ''), chain_seq
+FROM tool_calls WHERE conversation_id = ?1
+ORDER BY ts, chain_seq`},
+}
+
+// ReportByName returns the report called name.
+func ReportByName(name string) (Report, bool) {
+	for _, r := range Reports {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Report{}, false
+}

@@ -1,0 +1,140 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// reportData writes a small, fully known audit trail.
+func reportData(t *testing.T) string {
+	t.Helper()
+	s, path := openStore(t, Options{})
+	ctx := context.Background()
+	day1 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	day2 := day1.Add(24 * time.Hour)
+	at := func(min int) time.Time { return day1.Add(time.Duration(min) * time.Minute) }
+	calls := []persistence.ToolCall{
+		{Time: at(3), ConversationID: "c1", AgentID: "edge-1", Tool: "shell", Status: "success", ElapsedMs: 10},
+		{Time: at(20), AgentID: "edge-1", Tool: "shell", Status: "success", ElapsedMs: 20},
+		{Time: at(21), AgentID: "edge-1", Tool: "shell", Status: "error", ErrorType: "timeout", ElapsedMs: 30},
+		{Time: at(22), AgentID: "edge-2", Tool: "read", Status: "success", ElapsedMs: 5},
+		{Time: at(23), Tool: "http", Status: "error", ErrorType: "not_found", ElapsedMs: 100},
+		{Time: at(24), Tool: "http", Status: "error", ErrorType: "not_found", ElapsedMs: 50},
+	}
+	for _, c := range calls {
+		c.Node, c.Side = "n1", persistence.SideOrchestrator
+		if err := s.RecordToolCall(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	llm := []persistence.LLMCall{
+		{Time: at(2), ConversationID: "c1", Model: "m1", InputTokens: 10, OutputTokens: 1, LatencyMs: 7},
+		{Time: at(4), ConversationID: "c1", Model: "m1", InputTokens: 20, OutputTokens: 2, LatencyMs: 8, Iteration: 1},
+		{Time: day2, ConversationID: "c2", Model: "m2", InputTokens: 100, OutputTokens: 50, LatencyMs: 9},
+	}
+	for _, c := range llm {
+		c.Node, c.Provider, c.Status = "n1", "p", "success"
+		if err := s.RecordLLMCall(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := []persistence.Message{
+		{Time: at(1), Role: "user", Body: []byte(`{"role":"user","content":"list files"}`)},
+		{Time: at(5), Role: "assistant", Body: []byte(`{"role":"assistant","content":"done"}`)},
+	}
+	if err := s.AppendMessages(ctx, "c1", msgs); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runReport(t *testing.T, path, name string, args ...any) [][]string {
+	t.Helper()
+	r, ok := ReportByName(name)
+	if !ok {
+		t.Fatalf("no report %q", name)
+	}
+	res, err := QueryReadOnly(context.Background(), path, r.Query, args...)
+	if err != nil {
+		t.Fatalf("report %s: %v", name, err)
+	}
+	var out [][]string
+	for _, row := range res.Rows {
+		var cells []string
+		for _, v := range row {
+			cells = append(cells, fmt.Sprint(v))
+		}
+		out = append(out, cells)
+	}
+	return out
+}
+
+func TestReports(t *testing.T) {
+	t.Parallel()
+	path := reportData(t)
+	tests := []struct {
+		name string
+		args []any
+		cols []int // which columns to compare
+		want [][]string
+	}{
+		{"tools", nil, []int{0, 1, 2, 3, 4, 5, 6}, [][]string{
+			{"shell", "edge-1", "3", "1", "33.3", "20", "30"},
+			{"http", "", "2", "2", "100", "75", "100"},
+			{"read", "edge-2", "1", "0", "0", "5", "5"},
+		}},
+		{"errors", nil, []int{0, 1, 2, 3}, [][]string{
+			{"not_found", "2", "33.3", "http"},
+			{"timeout", "1", "16.7", "shell"},
+		}},
+		{"slowest", nil, []int{1, 3}, [][]string{{"http", "100"}, {"http", "50"}, {"shell", "30"}, {"shell", "20"}, {"shell", "10"}, {"read", "5"}}},
+		{"tokens-by-conversation", nil, []int{0, 1, 2, 3, 4, 5}, [][]string{
+			{"c2", "1", "100", "50", "150", "9"},
+			{"c1", "2", "30", "3", "33", "15"},
+		}},
+		{"tokens-by-day", nil, []int{0, 2, 3, 4, 5}, [][]string{
+			{"2026-03-01", "m1", "2", "30", "3"},
+			{"2026-03-02", "m2", "1", "100", "50"},
+		}},
+		{"conversation", []any{"c1"}, []int{1, 2, 3}, [][]string{
+			{"message", "user", "list files"},
+			{"llm", "p/m1", "success 10+1 tokens 7ms"},
+			{"tool", "shell", "success 10ms agent=edge-1"},
+			{"llm", "p/m1", "success 20+2 tokens 8ms"},
+			{"message", "assistant", "done"},
+		}},
+	}
+	for _, tt := range tests {
+		got := runReport(t, path, tt.name, tt.args...)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %d rows %v, want %d", tt.name, len(got), got, len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			for j, c := range tt.cols {
+				if got[i][c] != w[j] {
+					t.Errorf("%s row %d column %d: got %q, want %q (row %v)", tt.name, i, c, got[i][c], w[j], got[i])
+				}
+			}
+		}
+	}
+}
+
+// docs/AUDIT.md shows every report's SQL verbatim.
+func TestReportsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/AUDIT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Reports {
+		if !strings.Contains(string(doc), r.Query) {
+			t.Errorf("docs/AUDIT.md does not show the %q report's query verbatim", r.Name)
+		}
+	}
+}

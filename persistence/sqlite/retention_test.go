@@ -1,0 +1,139 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// writeAged writes one tool call per time in ts and returns their chain
+// positions' count.
+func writeAged(t *testing.T, s *Store, ts ...time.Time) {
+	t.Helper()
+	for i, at := range ts {
+		c := sampleCall(i)
+		c.Time = at
+		if err := s.RecordToolCall(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestPrune(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	old, recent := now.Add(-10*24*time.Hour), now.Add(-time.Hour)
+	tests := []struct {
+		name      string
+		policy    Retention
+		shipped   int64
+		wantUpTo  int64 // 0: nothing deleted
+		wantCount int64 // tool_calls left
+	}{
+		{"cold tier, nothing shipped", Retention{ColdTier: true}, 0, 0, 6},
+		{"cold tier, two shipped", Retention{ColdTier: true}, 2, 2, 4},
+		{"cold tier, all shipped: only the old ones", Retention{ColdTier: true}, 6, 4, 2},
+		{"cold tier, shorter window", Retention{ColdTier: true, WarmWindow: 30 * time.Minute}, 6, 6, 0},
+		{"no cold tier, no budget", Retention{}, 0, 0, 6},
+		{"no cold tier, max age", Retention{MaxAge: 24 * time.Hour}, 0, 4, 2},
+		{"no cold tier, batch of 3", Retention{MaxAge: 24 * time.Hour, Batch: 3}, 0, 3, 3},
+		{"no cold tier, tiny size budget", Retention{MaxBytes: 1}, 0, 1, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, path := openStore(t, Options{})
+			writeAged(t, s, old, old, old, old, recent, recent)
+			if tt.shipped > 0 {
+				if err := s.MarkShipped(context.Background(), tt.shipped); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := s.Prune(context.Background(), tt.policy, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.UpToSeq != tt.wantUpTo || res.Deleted != tt.wantUpTo || (tt.wantUpTo > 0) != (res.Reason != "") {
+				t.Fatalf("prune %+v, want up to %d", res, tt.wantUpTo)
+			}
+			if n := countRows(t, path); n != tt.wantCount {
+				t.Fatalf("%d rows left, want %d", n, tt.wantCount)
+			}
+			rep, err := VerifyChain(context.Background(), path)
+			if err != nil {
+				t.Fatalf("chain after prune: %v", err)
+			}
+			if rep.StartSeq != tt.wantUpTo || rep.Verified != 6-tt.wantUpTo {
+				t.Fatalf("verify after prune: %+v", rep)
+			}
+		})
+	}
+}
+
+// After every record is pruned, new records chain to the checkpoint, also
+// across a reopen; deleting the checkpoint is detected.
+func TestPruneEverythingThenContinue(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, Options{})
+	now := time.Now()
+	writeAged(t, s, now.Add(-48*time.Hour), now.Add(-47*time.Hour))
+	if res, err := s.Prune(context.Background(), Retention{MaxAge: time.Hour}, now); err != nil || res.UpToSeq != 2 {
+		t.Fatalf("prune: %+v %v", res, err)
+	}
+	writeAged(t, s, now)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.RecordEvent(context.Background(), persistence.Event{Node: "n", Kind: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	rep, err := VerifyChain(context.Background(), path)
+	if err != nil || rep.StartSeq != 2 || rep.Verified != 2 || rep.HeadSeq != 4 {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+	tamper(t, path, "DELETE FROM chain_checkpoints")
+	if _, err := VerifyChain(context.Background(), path); err == nil {
+		t.Fatal("deleting the checkpoint went unnoticed")
+	}
+}
+
+func TestPruneRejectsNegative(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, Options{})
+	if _, err := s.Prune(context.Background(), Retention{MaxAge: -time.Hour}, time.Now()); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRetainer(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, Options{})
+	base := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	writeAged(t, s, base.Add(-3*time.Hour), base.Add(-2*time.Hour), base)
+	clock := func() time.Time { return base }
+	r := NewRetainer(s, Retention{MaxAge: time.Hour, Batch: 1}, time.Hour, clock, nil)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); !errors.Is(err, ErrRetainerStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	waitFor(t, "the first prune pass", func() bool { return !r.Status().LastRun.IsZero() })
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // idempotent
+	st := r.Status()
+	if st.LastDeleted != 2 || st.ChainStart != 2 || st.LastError != "" || st.LastReason != "older than max age" {
+		t.Fatalf("status %+v", st)
+	}
+	if n := countRows(t, path); n != 1 {
+		t.Fatalf("%d rows left, want 1", n)
+	}
+}

@@ -1,0 +1,88 @@
+package sqlite
+
+// This file is the warm side of cold shipping: the methods through which
+// persistence/cold.Shipper reads the chain and records its progress.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
+)
+
+// ChainStart returns where this database's chain starts: the newest
+// retention checkpoint (the last deleted chain_seq and its hash), or 0 and
+// the genesis hash when nothing was deleted.
+func (s *Store) ChainStart(ctx context.Context) (int64, auditchain.Digest, error) {
+	seq, d, err := newestCheckpoint(ctx, s.rdb, s.chainID)
+	if err != nil {
+		return 0, d, fmt.Errorf("read chain start: %w", err)
+	}
+	return seq, d, nil
+}
+
+// ReadChain returns the chained records with after < chain_seq <= upTo, in
+// chain_seq order, read without waiting for the writer.
+func (s *Store) ReadChain(ctx context.Context, after, upTo int64) ([]auditchain.Record, error) {
+	// One read transaction: the per-table queries must see one snapshot,
+	// or a commit landing between them would show a gap in the chain.
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("read chain %d..%d: %w", after+1, upTo, err)
+	}
+	defer tx.Rollback() // read-only: nothing to commit
+	recs, err := auditchain.ReadWindow(ctx, tx, auditchain.Filter{}, after, upTo)
+	if err != nil {
+		return nil, fmt.Errorf("read chain %d..%d: %w", after+1, upTo, err)
+	}
+	return recs, nil
+}
+
+// HeadSeq returns the chain_seq of the newest chained record (0 for none).
+func (s *Store) HeadSeq(ctx context.Context) (int64, error) {
+	n, err := auditchain.MaxSeq(ctx, s.rdb, auditchain.Filter{})
+	if err != nil {
+		return 0, fmt.Errorf("read chain head: %w", err)
+	}
+	return n, nil
+}
+
+// MarkShipped records durably, through the writer, that the cold tier holds
+// every record up to chain_seq seq. The mark never moves backwards.
+func (s *Store) MarkShipped(ctx context.Context, seq int64) error {
+	now := time.Now().UTC().Format(tsLayout)
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO cold_shipped (id, shipped_seq, ts) VALUES (1, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET shipped_seq = excluded.shipped_seq, ts = excluded.ts
+			WHERE excluded.shipped_seq > cold_shipped.shipped_seq`, seq, now)
+		if err != nil {
+			return fmt.Errorf("store shipped mark: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark shipped up to chain_seq %d: %w", seq, err)
+	}
+	return nil
+}
+
+// ShippedSeq returns the chain_seq up to which the cold tier holds every
+// record, as last recorded by MarkShipped (0 when never).
+func (s *Store) ShippedSeq(ctx context.Context) (int64, error) {
+	return shippedSeq(ctx, s.rdb)
+}
+
+func shippedSeq(ctx context.Context, q queryer) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT shipped_seq FROM cold_shipped WHERE id = 1`).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read shipped mark: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,137 @@
+// Package tiers assembles a node's audit trail: the warm SQLite store, the
+// hot ring it feeds, warm retention, and, when configured, the shipper to
+// the cold libSQL tier. A node opens one Tiers, starts it, hands Warm to
+// whatever records audit events, reports Status in `status`, and closes it.
+//
+// # Concurrency
+//
+// Open, Start and Close are called by the node's owner; Status, Warm and
+// Ring may be used from any goroutine. Close stops the shipper and the
+// retainer (waiting for their goroutines) before closing the warm store.
+package tiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence/cold"
+	"github.com/evoclaw/evoclaw/persistence/hot"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// Config is the `[audit]` part of a node's configuration. The zero value
+// is ready: a hot ring of hot.DefaultCapacity, hourly retention that keeps
+// everything (no cold tier, no budget), no cold tier.
+type Config struct {
+	// HotCapacity is the number of recent records kept in memory. Zero
+	// means hot.DefaultCapacity.
+	HotCapacity int `toml:"hot_capacity"`
+	// Retention says what the warm store may delete; ColdTier is set from
+	// Cold.
+	Retention sqlite.Retention `toml:"retention"`
+	// RetentionInterval is how often retention runs. Zero means
+	// sqlite.DefaultPruneInterval.
+	RetentionInterval time.Duration `toml:"retention_interval"`
+	// Cold configures the cold tier; an empty URL means none. Its token
+	// is read from the environment (cold.TokenEnv) by Open.
+	Cold cold.Config `toml:"cold"`
+}
+
+// Status is what `status` reports about the audit trail.
+type Status struct {
+	// Retention is the warm retention's status.
+	Retention sqlite.RetentionStatus
+	// Cold is nil without a cold tier.
+	Cold *cold.Status
+}
+
+// Tiers is a node's audit trail.
+type Tiers struct {
+	// Warm is the node's SQLite store: record everything through it.
+	Warm *sqlite.Store
+	// Ring holds the most recent committed records.
+	Ring *hot.Ring
+
+	retainer *sqlite.Retainer
+	coldDB   *cold.Store   // nil without a cold tier
+	shipper  *cold.Shipper // nil without a cold tier
+}
+
+// Open opens the warm store at path (warm options as for sqlite.Open; its
+// Ring is set here) and prepares retention and, when cfg.Cold.URL is set,
+// the cold tier, taking its token from the environment. Nothing runs until
+// Start; the cold tier is not contacted before then.
+func Open(path string, warm sqlite.Options, cfg Config, log *slog.Logger) (*Tiers, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Retention.ColdTier = cfg.Cold.Enabled()
+	t := &Tiers{Ring: hot.NewRing(cfg.HotCapacity)}
+	var coldDB *cold.Store
+	if cfg.Cold.Enabled() {
+		var err error
+		if coldDB, err = cold.Open(cfg.Cold.FromEnv()); err != nil {
+			return nil, fmt.Errorf("open audit tiers: %w", err)
+		}
+	}
+	warm.Ring = t.Ring
+	if warm.Logger == nil {
+		warm.Logger = log
+	}
+	st, err := sqlite.Open(path, warm)
+	if err != nil {
+		if coldDB != nil {
+			coldDB.Close()
+		}
+		return nil, fmt.Errorf("open audit tiers: %w", err)
+	}
+	t.Warm = st
+	t.retainer = sqlite.NewRetainer(st, cfg.Retention, cfg.RetentionInterval, nil, log)
+	if coldDB != nil {
+		t.coldDB = coldDB
+		t.shipper = cold.NewShipper(st, coldDB, log)
+	}
+	return t, nil
+}
+
+// Start starts retention and the shipper. They stop on Close or when ctx
+// ends.
+func (t *Tiers) Start(ctx context.Context) error {
+	if err := t.retainer.Start(ctx); err != nil {
+		return fmt.Errorf("start audit retention: %w", err)
+	}
+	if t.shipper != nil {
+		if err := t.shipper.Start(ctx); err != nil {
+			return fmt.Errorf("start cold shipper: %w", err)
+		}
+	}
+	return nil
+}
+
+// Status returns the retention and shipping status.
+func (t *Tiers) Status() Status {
+	s := Status{Retention: t.retainer.Status()}
+	if t.shipper != nil {
+		cs := t.shipper.Status()
+		s.Cold = &cs
+	}
+	return s
+}
+
+// Close stops the shipper and retention, then closes the stores. Call it
+// once, after the last record was written.
+func (t *Tiers) Close() error {
+	var errs []error
+	if t.shipper != nil {
+		errs = append(errs, t.shipper.Close())
+	}
+	errs = append(errs, t.retainer.Close())
+	if t.coldDB != nil {
+		errs = append(errs, t.coldDB.Close())
+	}
+	errs = append(errs, t.Warm.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,84 @@
+package tiers
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/cold"
+	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
+	"github.com/evoclaw/evoclaw/persistence/hot"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
+func record(t *testing.T, tr *Tiers, n int) {
+	t.Helper()
+	for i := range n {
+		c := persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, Tool: "shell", Status: persistence.StatusSuccess, ElapsedMs: int64(i)}
+		if err := tr.Warm.RecordToolCall(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Without a cold tier: the ring fills, retention runs and keeps everything,
+// there is no cold status.
+func TestWarmOnly(t *testing.T) {
+	t.Parallel()
+	tr, err := Open(filepath.Join(t.TempDir(), "audit.db"), sqlite.Options{}, Config{HotCapacity: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	record(t, tr, 5)
+	if got := tr.Ring.After(0, hot.Filter{}, 0); len(got) != 3 || got[2].Seq != 5 {
+		t.Fatalf("ring %v", got)
+	}
+	waitFor(t, "a retention pass", func() bool { return !tr.Status().Retention.LastRun.IsZero() })
+	if st := tr.Status(); st.Cold != nil || st.Retention.TotalDeleted != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With a cold tier (token from the environment): records reach it and the
+// status reports no lag.
+func TestWithColdTier(t *testing.T) {
+	pub, priv := sqldtest.NewKey(t)
+	srv := sqldtest.Start(t, sqldtest.Options{JWTKey: pub})
+	t.Setenv(cold.TokenEnv, sqldtest.Token(t, priv, map[string]any{"a": "rw"}))
+	cfg := Config{Cold: cold.Config{URL: srv.URL(), PollInterval: 10 * time.Millisecond, MinBackoff: 10 * time.Millisecond}}
+	tr, err := Open(filepath.Join(t.TempDir(), "audit.db"), sqlite.Options{}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	record(t, tr, 7)
+	waitFor(t, "the cold tier to catch up", func() bool {
+		st := tr.Status()
+		return st.Cold != nil && st.Cold.ShippedSeq == 7 && st.Cold.Lag == 0
+	})
+	if st := tr.Status(); st.Cold.LastError != "" {
+		t.Fatalf("cold status %+v", st.Cold)
+	}
+}
