@@ -32,7 +32,7 @@ func auditDir(t *testing.T, n int) string {
 	return dir
 }
 
-func runCLI(args ...string) (code int, stdout, stderr string) {
+func runArgs(args ...string) (code int, stdout, stderr string) {
 	var out, errb strings.Builder
 	code = run(args, &out, &errb)
 	return code, out.String(), errb.String()
@@ -40,7 +40,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 
 func TestAuditVerifyCommand(t *testing.T) {
 	dir := auditDir(t, 4)
-	code, out, errOut := runCLI("audit", "verify", "--data-dir", dir)
+	code, out, errOut := runArgs("audit", "verify", "--data-dir", dir)
 	if code != 0 || !strings.Contains(out, "4 records verified from genesis") || !strings.Contains(out, "warm: ok") {
 		t.Fatalf("intact: exit %d\n%s%s", code, out, errOut)
 	}
@@ -53,26 +53,26 @@ func TestAuditVerifyCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	code, out, errOut = runCLI("audit", "verify", "--data-dir", dir)
+	code, out, errOut = runArgs("audit", "verify", "--data-dir", dir)
 	if code != 1 || !strings.Contains(out, "BROKEN") || !strings.Contains(errOut, "chain_seq 3") {
 		t.Fatalf("tampered: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 
-	if code, _, errOut := runCLI("audit", "verify", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "no database file") {
+	if code, _, errOut := runArgs("audit", "verify", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "no database file") {
 		t.Fatalf("missing database: exit %d, %s", code, errOut)
 	}
-	if code, _, _ := runCLI("audit", "frobnicate"); code != 2 {
+	if code, _, _ := runArgs("audit", "frobnicate"); code != 2 {
 		t.Fatalf("unknown audit command: exit %d, want 2", code)
 	}
 }
 
 func TestAuditStatusCommand(t *testing.T) {
 	dir := auditDir(t, 3)
-	code, out, errOut := runCLI("audit", "status", "--data-dir", dir)
+	code, out, errOut := runArgs("audit", "status", "--data-dir", dir)
 	if code != 0 || !strings.Contains(out, "head chain_seq 3") || !strings.Contains(out, "3 records waiting") || !strings.Contains(out, "0 passes") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, _ = runCLI("audit", "status", "--data-dir", dir, "--json")
+	code, out, _ = runArgs("audit", "status", "--data-dir", dir, "--json")
 	if code != 0 || !strings.Contains(out, `"unshipped": 3`) || !strings.Contains(out, `"last_prune": null`) {
 		t.Fatalf("json: exit %d\n%s", code, out)
 	}

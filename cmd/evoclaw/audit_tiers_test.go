@@ -67,7 +67,7 @@ func TestAuditTiersCommands(t *testing.T) {
 		want string
 	}{{"warm", "1\n"}, {"cold", "3\n"}, {"all", "3\n"}}
 	for _, tt := range tests {
-		code, out, errOut := runCLI("audit", "sql", "--data-dir", dir, "--tier", tt.tier, "--cold-url", srv.URL(), "--csv", "SELECT count(*) AS n FROM tool_calls")
+		code, out, errOut := runArgs("audit", "sql", "--data-dir", dir, "--tier", tt.tier, "--cold-url", srv.URL(), "--csv", "SELECT count(*) AS n FROM tool_calls")
 		if code != 0 || !strings.HasSuffix(out, tt.want) {
 			t.Errorf("tier %s: exit %d, out %q, err %s", tt.tier, code, out, errOut)
 		}
@@ -75,26 +75,26 @@ func TestAuditTiersCommands(t *testing.T) {
 			t.Fatal("the token appears in the output")
 		}
 	}
-	code, out, errOut := runCLI("audit", "report", "tools", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "--csv")
+	code, out, errOut := runArgs("audit", "report", "tools", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "--csv")
 	if code != 0 || !strings.Contains(out, "shell,edge-1,3,0,0,1,2\n") {
 		t.Fatalf("tools report on cold: exit %d\n%s%s", code, out, errOut)
 	}
-	code, _, errOut = runCLI("audit", "sql", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "DELETE FROM tool_calls")
+	code, _, errOut = runArgs("audit", "sql", "--data-dir", dir, "--tier", "cold", "--cold-url", srv.URL(), "DELETE FROM tool_calls")
 	if code != 1 || !strings.Contains(errOut, "read-only") {
 		t.Fatalf("write on cold: exit %d, %s", code, errOut)
 	}
-	code, _, errOut = runCLI("audit", "sql", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL(), "UPDATE tool_calls SET tool = 'x'")
+	code, _, errOut = runArgs("audit", "sql", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL(), "UPDATE tool_calls SET tool = 'x'")
 	if code != 1 || !strings.Contains(errOut, "read-only") {
 		t.Fatalf("write on all: exit %d, %s", code, errOut)
 	}
-	code, out, errOut = runCLI("audit", "verify", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL())
+	code, out, errOut = runArgs("audit", "verify", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL())
 	if code != 0 || !strings.Contains(out, "warm: ok") || !strings.Contains(out, "cold: ok") || !strings.Contains(out, "the tiers join") {
 		t.Fatalf("verify all: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := runCLI("audit", "verify", "--data-dir", dir, "--tier", "cold"); code != 2 || !strings.Contains(errOut, "--cold-url") {
+	if code, _, errOut := runArgs("audit", "verify", "--data-dir", dir, "--tier", "cold"); code != 2 || !strings.Contains(errOut, "--cold-url") {
 		t.Fatalf("cold without a URL: exit %d, %s", code, errOut)
 	}
-	if code, _, _ := runCLI("audit", "verify", "--data-dir", dir, "--tier", "lukewarm"); code != 2 {
+	if code, _, _ := runArgs("audit", "verify", "--data-dir", dir, "--tier", "lukewarm"); code != 2 {
 		t.Fatalf("bad tier: exit %d", code)
 	}
 }

@@ -33,17 +33,17 @@ func (s *syncBuffer) String() string {
 
 func TestLogsCommand(t *testing.T) {
 	dir := auditDir(t, 3)
-	code, out, errOut := runCLI("logs", "--data-dir", dir, "--filter=tool", "--agent", "edge-1", "--limit", "2")
+	code, out, errOut := runArgs("logs", "--data-dir", dir, "--filter=tool", "--agent", "edge-1", "--limit", "2")
 	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "tool    node=n1 agent=edge-1 shell success") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := runCLI("logs", "--data-dir", dir, "--agent", "other"); code != 0 || out != "" {
+	if code, out, _ := runArgs("logs", "--data-dir", dir, "--agent", "other"); code != 0 || out != "" {
 		t.Fatalf("other agent: exit %d %q", code, out)
 	}
-	if code, _, _ := runCLI("logs", "--data-dir", dir, "--filter=bogus"); code != 2 {
+	if code, _, _ := runArgs("logs", "--data-dir", dir, "--filter=bogus"); code != 2 {
 		t.Fatalf("bad filter: exit %d", code)
 	}
-	if code, _, errOut := runCLI("logs", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "no database file") {
+	if code, _, errOut := runArgs("logs", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "no database file") {
 		t.Fatalf("missing db: exit %d %s", code, errOut)
 	}
 }
@@ -98,28 +98,28 @@ func TestLogsFollow(t *testing.T) {
 
 func TestMetricsAndReportCommands(t *testing.T) {
 	dir := auditDir(t, 4) // 4 shell calls by edge-1, elapsed 0..3 ms
-	code, out, errOut := runCLI("metrics", "--tools", "--data-dir", dir, "--csv")
+	code, out, errOut := runArgs("metrics", "--tools", "--data-dir", dir, "--csv")
 	if code != 0 || !strings.Contains(out, "tool,agent,calls,errors,error_pct,avg_ms,max_ms\n") || !strings.Contains(out, "shell,edge-1,4,0,0,1.5,3\n") {
 		t.Fatalf("metrics: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, _ := runCLI("metrics", "--data-dir", dir); code != 2 {
+	if code, _, _ := runArgs("metrics", "--data-dir", dir); code != 2 {
 		t.Fatalf("metrics without a family: exit %d", code)
 	}
-	code, out, _ = runCLI("audit", "report", "list")
+	code, out, _ = runArgs("audit", "report", "list")
 	if code != 0 || !strings.Contains(out, "conversation CONVERSATION_ID") {
 		t.Fatalf("report list: %d %s", code, out)
 	}
-	code, out, errOut = runCLI("audit", "report", "slowest", "--data-dir", dir, "--csv")
+	code, out, errOut = runArgs("audit", "report", "slowest", "--data-dir", dir, "--csv")
 	if code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(strings.Split(out, "\n")[1], ",shell,edge-1,3,success,") {
 		t.Fatalf("report slowest: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, _ := runCLI("audit", "report", "conversation", "--data-dir", dir); code != 2 {
+	if code, _, _ := runArgs("audit", "report", "conversation", "--data-dir", dir); code != 2 {
 		t.Fatalf("conversation report without its id: exit %d", code)
 	}
-	if code, out, _ := runCLI("audit", "report", "conversation", "nope", "--data-dir", dir, "--csv"); code != 0 || out != "ts,kind,name,detail,chain_seq\n" {
+	if code, out, _ := runArgs("audit", "report", "conversation", "nope", "--data-dir", dir, "--csv"); code != 0 || out != "ts,kind,name,detail,chain_seq\n" {
 		t.Fatalf("conversation report of an unknown id: exit %d %q", code, out)
 	}
-	if code, _, _ := runCLI("audit", "report", "bogus", "--data-dir", dir); code != 2 {
+	if code, _, _ := runArgs("audit", "report", "bogus", "--data-dir", dir); code != 2 {
 		t.Fatalf("unknown report: exit %d", code)
 	}
 }
