@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
@@ -100,12 +102,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, a.stop = context.WithCancel(ctx)
 	defer a.stop()
 
-	store, err := sqlite.Open(a.cfg.DataDir+"/audit.db", sqlite.Options{Sync: a.cfg.AuditSync, Logger: a.log})
+	trail, err := tiers.Open(filepath.Join(a.cfg.DataDir, "audit.db"), sqlite.Options{Sync: a.cfg.AuditSync, Logger: a.log}, a.cfg.Audit, a.log.With("component", "audit"))
 	if err != nil {
 		return fmt.Errorf("open edge audit database: %w", err)
 	}
-	a.store = store
-	defer store.Close()
+	a.store = trail.Warm
+	defer trail.Close()
+	if err := trail.Start(ctx); err != nil {
+		return fmt.Errorf("start edge audit trail: %w", err)
+	}
 	// Deferred before the workers start, so the sessions close only after
 	// Run has waited for every worker.
 	a.box.ConnectMCP(ctx)

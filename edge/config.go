@@ -13,6 +13,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
@@ -50,6 +51,9 @@ type Config struct {
 	HeartbeatInterval Duration `toml:"heartbeat_interval"`
 	// AuditSync is "normal" (default) or "full"; see docs/CONFIG.md.
 	AuditSync string `toml:"audit_sync"`
+	// Audit configures the agent's audit trail: hot ring, warm retention,
+	// cold tier (the orchestrator's [audit] keys, docs/AUDIT.md).
+	Audit tiers.Config `toml:"audit"`
 	// LLM gives the agent a model of its own to answer prompt commands with
 	// a tool loop over its local tools. Empty: prompts are refused.
 	LLM LLMConf `toml:"llm"`

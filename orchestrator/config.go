@@ -14,6 +14,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
@@ -38,6 +39,12 @@ type Config struct {
 	// LLM is the model provider chain (docs/LLM.md).
 	LLM  llm.Config `toml:"llm"`
 	Loop LoopConf   `toml:"loop"`
+	// Audit configures the audit trail's hot ring, warm retention and cold
+	// tier (docs/AUDIT.md).
+	Audit tiers.Config `toml:"audit"`
+	// Version is the binary's version, recorded in the node_start event;
+	// set by the command, not the file.
+	Version string `toml:"-"`
 	// Skills, Builtin and Tools are the orchestrator's own tools, run in
 	// its process beside the edge agents' (the keys of agent.toml).
 	Skills  SkillsConf      `toml:"skills"`

@@ -25,6 +25,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
@@ -37,7 +38,8 @@ type Node struct {
 	log    *slog.Logger
 	broker *broker.Broker
 	client *mqttc.Client
-	store  *sqlite.Store
+	tiers  *tiers.Tiers  // the audit trail: warm store, hot ring, retention, cold shipper
+	store  *sqlite.Store // tiers.Warm
 	system *actor.ActorSystem
 	edges  *actors.Edges
 	convs  *actors.Conversations
@@ -81,9 +83,15 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	if n.store, err = sqlite.Open(filepath.Join(cfg.DataDir, AuditFile), sqlite.Options{Sync: cfg.AuditSync, Logger: log}); err != nil {
-		return nil, fmt.Errorf("open audit database: %w", err)
+	if n.tiers, err = tiers.Open(filepath.Join(cfg.DataDir, AuditFile), sqlite.Options{Sync: cfg.AuditSync, Logger: log},
+		cfg.Audit, log.With("component", "audit")); err != nil {
+		return nil, fmt.Errorf("open audit trail: %w", err)
 	}
+	n.store = n.tiers.Warm
+	if err := n.tiers.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start audit trail: %w", err)
+	}
+	n.event(persistence.EventNodeStart, map[string]any{"version": cfg.Version})
 
 	brokerURL := cfg.Broker.URL
 	username, password := cfg.Broker.Username, ""
@@ -224,14 +232,30 @@ func (n *Node) dropped(agentID, kind string, payload []byte, err error) {
 	detail, _ := json.Marshal(map[string]any{"topic_kind": kind, "bytes": len(payload), "error": err.Error(),
 		"excerpt": persistence.Excerpt(string(payload[:min(len(payload), 512)]))})
 	ev := persistence.Event{Node: n.cfg.NodeID, AgentID: agentID, Kind: persistence.EventInvalidMessage, Detail: detail}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), actors.DefaultAuditTimeout)
-		defer cancel()
-		if err := n.store.RecordEvent(ctx, ev); err != nil {
-			n.log.Error("audit dropped message", "err", err)
-		}
-	}()
+	go n.recordEvent(ev) // off the MQTT client's goroutine
 }
+
+// event records a node event now.
+func (n *Node) event(kind string, detail map[string]any) {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		n.log.Error("encode event", "kind", kind, "err", err)
+		return
+	}
+	n.recordEvent(persistence.Event{Node: n.cfg.NodeID, Kind: kind, Detail: b})
+}
+
+// recordEvent stores ev, waiting for its commit.
+func (n *Node) recordEvent(ev persistence.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), actors.DefaultAuditTimeout)
+	defer cancel()
+	if err := n.store.RecordEvent(ctx, ev); err != nil {
+		n.log.Error("audit event", "kind", ev.Kind, "err", err)
+	}
+}
+
+// AuditStatus reports retention and cold-tier shipping of the audit trail.
+func (n *Node) AuditStatus() tiers.Status { return n.tiers.Status() }
 
 // Chat sends one user message to a conversation and waits for its answer.
 func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.Answer, error) {
@@ -309,8 +333,9 @@ func (n *Node) Close() error {
 		if n.box != nil {
 			errs = append(errs, n.box.Close())
 		}
-		if n.store != nil {
-			errs = append(errs, n.store.Close())
+		if n.tiers != nil {
+			n.recordEvent(persistence.Event{Node: n.cfg.NodeID, Kind: persistence.EventNodeStop})
+			errs = append(errs, n.tiers.Close())
 		}
 		n.closeErr = errors.Join(errs...)
 	})

@@ -221,6 +221,23 @@ max = "20m"
 	}
 }
 
+func TestAuditConfigDecodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evoclaw.toml")
+	conf := "[audit]\nhot_capacity = 500\nretention_interval = \"30m\"\n[audit.retention]\nwarm_window = \"72h\"\nmax_age = \"720h\"\nmax_bytes = 1000000\n[audit.cold]\nurl = \"http://127.0.0.1:8081\"\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Audit
+	if a.HotCapacity != 500 || a.RetentionInterval != 30*time.Minute || a.Retention.WarmWindow != 72*time.Hour ||
+		a.Retention.MaxAge != 720*time.Hour || a.Retention.MaxBytes != 1000000 || a.Cold.URL != "http://127.0.0.1:8081" {
+		t.Fatalf("audit config %+v", a)
+	}
+}
+
 func TestExposedBrokerIsRefused(t *testing.T) {
 	_, err := Start(context.Background(), Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "0.0.0.0:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "refusing to allow anonymous clients") {

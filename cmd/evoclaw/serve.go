@@ -27,6 +27,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
 	}
+	cfg.Version = version
 	log := logger(stderr, slog.LevelInfo)
 	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log})
 	if err != nil {
