@@ -208,7 +208,7 @@ func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 
 func (h *harness) chat(t *testing.T, text string) *Answer {
 	t.Helper()
-	res, err := h.sys.Root.RequestFuture(h.convs.PID, &Chat{ConversationID: "c", Text: text}, 20*time.Second).Result()
+	res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: text}, 20*time.Second)
 	if err != nil {
 		t.Fatalf("chat: %v", err)
 	}
@@ -423,13 +423,10 @@ func TestMaxIterations(t *testing.T) {
 
 func TestPingWithoutRequestIDIsCorrelated(t *testing.T) {
 	h := newHarness(t, echoTranscript, nil)
-	fut := actor.NewFuture(h.sys, 5*time.Second)
+	replyTo, replies := inbox(t, h.sys)
 	cmd := wire.Command{Command: wire.CmdPing, Payload: json.RawMessage(`{}`), RequestID: "ping-1"}
-	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "pi-1", Command: cmd, ReplyTo: fut.PID(), Deadline: time.Now().Add(5 * time.Second)})
-	res, err := fut.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "pi-1", Command: cmd, ReplyTo: replyTo, Deadline: time.Now().Add(5 * time.Second)})
+	res := receive(t, replies, 5*time.Second)
 	if r, ok := res.(*Reply); !ok || r.RequestID != "ping-1" {
 		t.Fatalf("got %#v", res)
 	}
@@ -437,13 +434,10 @@ func TestPingWithoutRequestIDIsCorrelated(t *testing.T) {
 
 func TestDispatchToUnknownAgent(t *testing.T) {
 	h := newHarness(t, echoTranscript, nil)
-	fut := actor.NewFuture(h.sys, 5*time.Second)
+	replyTo, replies := inbox(t, h.sys)
 	cmd := wire.Command{Command: wire.CmdPing, Payload: json.RawMessage(`{}`), RequestID: "p"}
-	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "ghost", Command: cmd, ReplyTo: fut.PID(), Deadline: time.Now().Add(time.Second)})
-	res, err := fut.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "ghost", Command: cmd, ReplyTo: replyTo, Deadline: time.Now().Add(time.Second)})
+	res := receive(t, replies, 5*time.Second)
 	if f, ok := res.(*DispatchFailed); !ok || f.Type != wire.ErrAgentOffline {
 		t.Fatalf("got %#v", res)
 	}
@@ -458,7 +452,7 @@ func TestIdleConversationPassivatesAndComesBack(t *testing.T) {
 		t.Fatal(ans.Err)
 	}
 	alive := func() bool {
-		_, found := h.sys.ProcessRegistry.Get(actor.NewPID(h.sys.Address(), "conversations/conv-c"))
+		_, found := h.sys.ProcessRegistry.Get(actor.NewPID(h.sys.Address(), convPath("c")))
 		return found
 	}
 	if !alive() {

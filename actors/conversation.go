@@ -215,7 +215,7 @@ func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations,
 	if name == "" {
 		name = "conversations"
 	}
-	pid, err := root.SpawnNamed(props, name)
+	pid, err := root.SpawnNamed(props, safeName("", name))
 	if err != nil {
 		return nil, fmt.Errorf("spawn conversations: %w", err)
 	}
@@ -240,7 +240,7 @@ func (m *manager) Receive(ctx actor.Context) {
 				actor.WithSupervisor(actor.NewOneForOneStrategy(m.o.CallRetries, m.o.CallRetryWindow,
 					func(any) actor.Directive { return actor.RestartDirective })))
 			var err error
-			pid, err = ctx.SpawnNamed(props, "conv-"+id)
+			pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "conv-"+id))
 			if err != nil {
 				ctx.Respond(&Answer{ConversationID: id, Err: fmt.Errorf("start conversation: %w", err)})
 				return
@@ -285,7 +285,8 @@ type passivate struct {
 	force    bool
 }
 
-var requestSeq atomic.Uint64
+// requestSeq numbers request ids; callSeq names tool-call actors.
+var requestSeq, callSeq atomic.Uint64
 
 type queued struct {
 	chat   *Chat
@@ -704,7 +705,13 @@ func (c *conversation) spawnMore(ctx actor.Context) {
 		s := p.spec
 		s.index, s.gen = i, t.gen
 		s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
-		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }), "call-")
+		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
+			safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
+		if err != nil {
+			c.immediate(ctx, i, call, s.agentID, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInternal,
+				Error: fmt.Sprintf("start tool call: %v", err)})
+			continue
+		}
 		t.specs[pid.Id] = s
 	}
 }

@@ -113,7 +113,7 @@ func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &registry{opts: &o, cat: cat, children: map[string]*actor.PID{}}
 	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)))
-	pid, err := root.SpawnNamed(props, "edges")
+	pid, err := root.SpawnNamed(props, safeName("", "edges"))
 	if err != nil {
 		return nil, fmt.Errorf("spawn edge registry: %w", err)
 	}
@@ -168,7 +168,7 @@ func (r *registry) Receive(ctx actor.Context) {
 			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{}}
 		}, actor.WithMailbox(actor.Bounded(r.opts.MailboxSize)))
 		var err error
-		pid, err = ctx.SpawnNamed(props, "edge-"+id)
+		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
 		if err != nil {
 			r.opts.Logger.Error("spawn edge actor", "agent", id, "err", err)
 			return

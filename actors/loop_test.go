@@ -124,11 +124,11 @@ func TestCancelEndsTheChatAndTheNextOneWorks(t *testing.T) {
 	})
 	sent := make(chan wire.Command, 1)
 	h.edge.onTool = func(cmd wire.Command, _ wire.ToolPayload) { sent <- cmd } // never answers
-	fut := h.sys.Root.RequestFuture(h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
+	wait := askLater(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
 	cmd := <-sent
 	start := time.Now()
 	h.sys.Root.Send(h.convs.PID, &Cancel{ConversationID: "c"})
-	res, err := fut.Result()
+	res, err := wait()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestHistorySurvivesARestartOfTheActorSystem(t *testing.T) {
 		t.Fatalf("first chat %+v", ans)
 	}
 	// Stop every conversation of the first system, as a process exit would.
-	if err := h1.sys.Root.PoisonFuture(h1.convs.PID).Wait(); err != nil {
+	if err := StopAndWait(h1.sys.Root, h1.convs.PID, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(store.m["c"]); n != 4 {
@@ -438,7 +438,7 @@ func TestHistoryFaultsAreClearErrors(t *testing.T) {
 		// The conversation stopped itself; the next chat loads again.
 		h.edge.onTool = echoReply(h)
 		waitFor(t, 5*time.Second, "conversation answers again", func() bool {
-			res, err := h.sys.Root.RequestFuture(h.convs.PID, &Chat{ConversationID: "c", Text: "y"}, 5*time.Second).Result()
+			res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "y"}, 5*time.Second)
 			return err == nil && res.(*Answer).Err == nil
 		})
 	})
@@ -476,7 +476,7 @@ func TestLocalToolbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := sys.Root.RequestFuture(convs.PID, &Chat{ConversationID: "l", Text: "go"}, 10*time.Second).Result()
+	res, err := Ask(sys.Root, convs.PID, &Chat{ConversationID: "l", Text: "go"}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,8 +599,8 @@ func TestStaleIdleRequestDoesNotStopABusyConversation(t *testing.T) {
 	h := newHarness(t, echoTranscript, nil)
 	release := make(chan struct{})
 	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) { <-release; echoReply(h)(cmd, p) }
-	fut := h.sys.Root.RequestFuture(h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
-	child := actor.NewPID(h.sys.Address(), "conversations/conv-c")
+	wait := askLater(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
+	child := actor.NewPID(h.sys.Address(), convPath("c"))
 	waitFor(t, 5*time.Second, "conversation started", func() bool {
 		_, ok := h.sys.ProcessRegistry.Get(child)
 		return ok
@@ -608,7 +608,7 @@ func TestStaleIdleRequestDoesNotStopABusyConversation(t *testing.T) {
 	// What an idle timer that fired just before the chat arrived sends.
 	h.sys.Root.Send(h.convs.PID, &passivate{id: "c", pid: child, received: 0})
 	close(release)
-	res, err := fut.Result()
+	res, err := wait()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (a *Agent) loop() (*promptLoop, error) {
 func (a *Agent) stopLoop() {
 	if l := a.prompts; l != nil {
 		for _, c := range []*actors.Conversations{l.convs, l.bare} {
-			_ = l.system.Root.PoisonFuture(c.PID).Wait()
+			_ = actors.StopAndWait(l.system.Root, c.PID, 30*time.Second)
 		}
 		l.system.Shutdown()
 	}
@@ -132,12 +132,11 @@ func (a *Agent) answerPrompt(ctx context.Context, requestID string, p wire.Promp
 	timeout := a.cfg.LLM.PromptTimeout.Duration
 	chat := &actors.Chat{ConversationID: fmt.Sprintf("prompt-%d", promptSeq.Add(1)), Text: p.Prompt, RequestID: requestID,
 		System: p.SystemPrompt, MaxTokens: p.MaxTokens}
-	fut := l.system.Root.RequestFuture(convs.PID, chat, timeout)
 	stop := context.AfterFunc(ctx, func() {
 		l.system.Root.Send(convs.PID, &actors.Cancel{ConversationID: chat.ConversationID})
 	})
 	defer stop()
-	v, err := fut.Result()
+	v, err := actors.Ask(l.system.Root, convs.PID, chat, timeout)
 	if err != nil {
 		return wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrTimeout,
 			Error: fmt.Sprintf("no answer within the prompt timeout of %s", timeout)}

@@ -29,6 +29,9 @@ import (
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
+// stopTimeout bounds the wait for the actor trees at Close.
+const stopTimeout = 30 * time.Second
+
 // AuditFile is the audit database's file name inside a data directory.
 const AuditFile = "audit.db"
 
@@ -266,14 +269,13 @@ func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.A
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	f := n.system.Root.RequestFuture(n.convs.PID, &actors.Chat{ConversationID: conversationID, Text: text}, timeout)
 	// A caller that gives up cancels the chat: its LLM call and tool calls
 	// stop instead of running on for nobody.
 	stop := context.AfterFunc(ctx, func() {
 		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: conversationID})
 	})
 	defer stop()
-	res, err := f.Result()
+	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.Chat{ConversationID: conversationID, Text: text}, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("chat %s: no answer within %s: %w", conversationID, timeout.Round(time.Second), err)
 	}
@@ -317,10 +319,10 @@ func (n *Node) Close() error {
 		var errs []error
 		if n.system != nil {
 			if n.convs != nil {
-				_ = n.system.Root.PoisonFuture(n.convs.PID).Wait()
+				_ = actors.StopAndWait(n.system.Root, n.convs.PID, stopTimeout)
 			}
 			if n.edges != nil {
-				_ = n.system.Root.PoisonFuture(n.edges.PID).Wait()
+				_ = actors.StopAndWait(n.system.Root, n.edges.PID, stopTimeout)
 			}
 			n.system.Shutdown()
 		}
