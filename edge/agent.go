@@ -63,6 +63,11 @@ type Agent struct {
 	mu       sync.Mutex          // guards inflight
 	inflight map[string]struct{} // request_ids being executed now
 
+	// waiting counts reports kept in the outbox; outboxKick wakes the
+	// drain loop (edge/outbox.go).
+	waiting    atomic.Int64
+	outboxKick chan struct{}
+
 	loopOnce sync.Once // starts prompts
 	prompts  *promptLoop
 	loopErr  error
@@ -81,7 +86,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: log, box: box, tools: box.Tools, inflight: map[string]struct{}{}}
+	a := &Agent{cfg: cfg, log: log, box: box, tools: box.Tools, inflight: map[string]struct{}{}, outboxKick: make(chan struct{}, 1)}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
@@ -143,6 +148,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			case advertised <- struct{}{}:
 			default:
 			}
+			a.kickOutbox()
 		},
 	})
 	if err != nil {
@@ -169,6 +175,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		a.presence(ctx, advertised)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.drainOutbox(ctx)
 	}()
 	wg.Wait()
 
@@ -363,6 +374,9 @@ func (a *Agent) report(ctx context.Context, reportType string, payload any) erro
 	if err != nil {
 		return err
 	}
+	if reportType == wire.ReportHeartbeat {
+		return a.publishNow(ctx, b) // a heartbeat kept for later says nothing
+	}
 	return a.publishReport(ctx, b)
 }
 
@@ -374,7 +388,8 @@ func (a *Agent) encodeReport(reportType string, payload any) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func (a *Agent) publishReport(ctx context.Context, b []byte) error {
+// publishNow publishes a report, or fails.
+func (a *Agent) publishNow(ctx context.Context, b []byte) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := a.client.Publish(pctx, mqttc.Message{Topic: wire.ReportsTopic(a.cfg.AgentID), Payload: b, QoS: 1})

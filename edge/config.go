@@ -77,10 +77,16 @@ type LLMConf struct {
 	MaxToolIterations int `toml:"max_tool_iterations"`
 }
 
+// DefaultOutboxLen bounds the reports kept while the broker is unreachable.
+const DefaultOutboxLen = 10000
+
 // MQTTConf says how to reach the broker.
 type MQTTConf struct {
-	Broker   string `toml:"broker"`
-	Username string `toml:"username"`
+	// OutboxLen bounds the result reports kept on disk while the broker is
+	// unreachable (default 10000); beyond it the oldest are dropped.
+	OutboxLen int    `toml:"outbox_len"`
+	Broker    string `toml:"broker"`
+	Username  string `toml:"username"`
 	// PasswordEnv names the environment variable holding the password;
 	// passwords never live in the file.
 	PasswordEnv string `toml:"password_env"`
@@ -178,6 +184,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MQTT.Broker == "" {
 		c.MQTT.Broker = DefaultBroker
+	}
+	if c.MQTT.OutboxLen <= 0 {
+		c.MQTT.OutboxLen = DefaultOutboxLen
 	}
 	if c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("mqtt.password_env: environment variable %s is empty", c.MQTT.PasswordEnv))

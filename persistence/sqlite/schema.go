@@ -132,6 +132,15 @@ var migrations = []string{
 		shipped_seq INTEGER NOT NULL,
 		ts TEXT NOT NULL
 	);`,
+	// v4: an edge agent's outbox: reports produced while the broker was
+	// unreachable, delivered oldest first after reconnect (AUTOINCREMENT:
+	// ids only grow, so id order is queue order).
+	`CREATE TABLE outbox (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		topic TEXT NOT NULL,
+		payload BLOB NOT NULL,
+		queued_ms INTEGER NOT NULL
+	);`,
 }
 
 // migrate brings db to the newest version, len(migrations), one transaction per step, and refuses a

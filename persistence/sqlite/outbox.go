@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// OutboxItem is one message waiting in the outbox.
+type OutboxItem struct {
+	ID       int64
+	Topic    string
+	Payload  []byte
+	QueuedAt time.Time
+}
+
+// Enqueue keeps a message for later delivery and returns after the commit.
+// The outbox holds at most max messages (max <= 0: no bound); to make room
+// the oldest are dropped, and dropped says how many.
+func (s *Store) Enqueue(ctx context.Context, topic string, payload []byte, max int) (dropped int64, err error) {
+	if topic == "" {
+		return 0, errors.New("enqueue: topic is empty")
+	}
+	now := time.Now().UnixMilli()
+	err = s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		dropped = 0
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (topic, payload, queued_ms) VALUES (?, ?, ?)`, topic, payload, now); err != nil {
+			return fmt.Errorf("insert outbox message: %w", err)
+		}
+		if max <= 0 {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id NOT IN (SELECT id FROM outbox ORDER BY id DESC LIMIT ?)`, max)
+		if err != nil {
+			return fmt.Errorf("bound outbox: %w", err)
+		}
+		dropped, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("enqueue on %s: %w", topic, err)
+	}
+	return dropped, nil
+}
+
+// Outbox returns the oldest n messages, oldest first.
+func (s *Store) Outbox(ctx context.Context, n int) ([]OutboxItem, error) {
+	var items []OutboxItem
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		items = items[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT id, topic, payload, queued_ms FROM outbox ORDER BY id LIMIT ?`, n)
+		if err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var it OutboxItem
+			var ms int64
+			if err := rows.Scan(&it.ID, &it.Topic, &it.Payload, &ms); err != nil {
+				return fmt.Errorf("read outbox: %w", err)
+			}
+			it.QueuedAt = time.UnixMilli(ms)
+			items = append(items, it)
+		}
+		return rows.Err()
+	})
+	return items, err
+}
+
+// Dequeue deletes a delivered message.
+func (s *Store) Dequeue(ctx context.Context, id int64) error {
+	return s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("dequeue outbox message %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// OutboxLen counts the messages waiting.
+func (s *Store) OutboxLen(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM outbox`).Scan(&n)
+	})
+	return n, err
+}

@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+func TestOutboxKeepsOrderAndItsBound(t *testing.T) {
+	ctx := context.Background()
+	s, path := openStore(t, Options{})
+	var dropped int64
+	for i := range 5 {
+		d, err := s.Enqueue(ctx, "evoclaw/agents/pi/reports", []byte(fmt.Sprintf("r%d", i)), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dropped += d
+	}
+	if dropped != 2 {
+		t.Fatalf("dropped %d, want the 2 oldest", dropped)
+	}
+	items, err := s.Outbox(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := payloads(items); got != "r2,r3,r4" {
+		t.Fatalf("outbox %s, want the newest three oldest first", got)
+	}
+	if err := s.Dequeue(ctx, items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	// What is waiting survives a restart of the agent.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if n, err := s2.OutboxLen(ctx); err != nil || n != 2 {
+		t.Fatalf("outbox length %d %v after reopen, want 2", n, err)
+	}
+	items, err = s2.Outbox(ctx, 1)
+	if err != nil || payloads(items) != "r3" || items[0].Topic != "evoclaw/agents/pi/reports" {
+		t.Fatalf("oldest after reopen %+v %v", items, err)
+	}
+	if _, err := s2.Enqueue(ctx, "", []byte("x"), 0); err == nil {
+		t.Fatal("a message without a topic was kept")
+	}
+}
+
+func payloads(items []OutboxItem) string {
+	s := ""
+	for i, it := range items {
+		if i > 0 {
+			s += ","
+		}
+		s += string(it.Payload)
+	}
+	return s
+}
