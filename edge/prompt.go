@@ -182,11 +182,8 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 		ElapsedMs: res.Metadata.ElapsedMS, ResultExcerpt: persistence.Excerpt(res.Content), ResultBytes: int64(len(res.Content))}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := a.store.RecordToolCall(wctx, rec); err != nil {
-		a.log.Error("audit prompt", "request_id", cmd.RequestID, "err", err)
-	}
-	if err := a.store.FinishRequest(wctx, cmd.RequestID, b); err != nil {
-		a.log.Error("record request result", "request_id", cmd.RequestID, "err", err)
+	if err := a.store.FinishToolCall(wctx, rec, cmd.RequestID, b); err != nil {
+		a.log.Error("audit prompt and record its result", "request_id", cmd.RequestID, "err", err)
 	}
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish prompt result", "request_id", cmd.RequestID, "err", err)

@@ -124,9 +124,11 @@ func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult
 	return res
 }
 
-// finishTool audits the run, stores the report for redelivery (when the
-// request was begun in the request log), then publishes it: a report is
-// never sent for a run the audit trail lacks.
+// finishTool audits the run and stores the report for redelivery (when the
+// request was begun in the request log) in one transaction, then publishes
+// it, so a report is sent only after its run is durable. If that write
+// fails the error is logged and the report still goes out: the caller has
+// its result, and the orchestrator audits the call on its side.
 func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv string, params json.RawMessage, res wire.ToolResult, begun bool) {
 	b, err := a.encodeReport(wire.ReportResult, res)
 	if err != nil {
@@ -150,13 +152,14 @@ func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv string, p
 	// The run already happened: record it even if the command's context ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := a.store.RecordToolCall(wctx, rec); err != nil {
-		a.log.Error("audit tool call", "request_id", cmd.RequestID, "err", err)
-	}
 	if begun {
-		if err := a.store.FinishRequest(wctx, cmd.RequestID, b); err != nil {
-			a.log.Error("record request result", "request_id", cmd.RequestID, "err", err)
+		// One transaction: the audit row and the result kept for a
+		// redelivered command exist together or not at all.
+		if err := a.store.FinishToolCall(wctx, rec, cmd.RequestID, b); err != nil {
+			a.log.Error("audit tool call and record its result", "request_id", cmd.RequestID, "err", err)
 		}
+	} else if err := a.store.RecordToolCall(wctx, rec); err != nil {
+		a.log.Error("audit tool call", "request_id", cmd.RequestID, "err", err)
 	}
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish tool result", "request_id", cmd.RequestID, "err", err)

@@ -75,24 +75,66 @@ func (s *Store) FinishRequest(ctx context.Context, requestID string, report []by
 	if requestID == "" {
 		return fmt.Errorf("finish request: %w", errEmptyRequestID)
 	}
-	if report == nil {
-		report = []byte{} // NULL would read back as "no report"
-	}
-	report = append([]byte(nil), report...) // the caller may reuse its buffer
-	now := time.Now().UnixMilli()
+	report = ownReport(report)
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO request_log (request_id, state, report, started_ms, finished_ms) VALUES (?, ?, ?, ?, ?)
-			 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms
-			 WHERE request_log.state <> ?`,
-			requestID, stateDone, report, now, now, stateDone)
-		if err != nil {
-			return fmt.Errorf("store request report: %w", err)
-		}
-		return nil
+		return finishRequestTx(ctx, tx, requestID, report)
 	})
 	if err != nil {
 		return fmt.Errorf("finish request %q: %w", requestID, err)
+	}
+	return nil
+}
+
+// FinishToolCall records c in the audit trail and stores report as
+// requestID's result in one transaction, so the request log never says a
+// request finished whose run the audit trail lacks, nor the other way
+// round. It returns after the commit.
+func (s *Store) FinishToolCall(ctx context.Context, c persistence.ToolCall, requestID string, report []byte) error {
+	if requestID == "" {
+		return fmt.Errorf("finish tool call: %w", errEmptyRequestID)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("finish tool call: %w", err)
+	}
+	if c.RecordID == "" {
+		c.RecordID = persistence.NewRecordID()
+	}
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
+	args := toolCallArgs(&c)
+	report = ownReport(report)
+	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.insertChained(ctx, tx, "tool_calls", args); err != nil {
+			return err
+		}
+		return finishRequestTx(ctx, tx, requestID, report)
+	})
+	if err != nil {
+		return fmt.Errorf("finish tool call %s of request %q: %w", c.RecordID, requestID, err)
+	}
+	return nil
+}
+
+// ownReport copies a report (the caller may reuse its buffer) and maps nil
+// to empty: NULL would read back as "no report".
+func ownReport(report []byte) []byte {
+	if report == nil {
+		return []byte{}
+	}
+	return append([]byte(nil), report...)
+}
+
+// finishRequestTx marks requestID done with report inside tx.
+func finishRequestTx(ctx context.Context, tx *sql.Tx, requestID string, report []byte) error {
+	now := time.Now().UnixMilli()
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO request_log (request_id, state, report, started_ms, finished_ms) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms
+		 WHERE request_log.state <> ?`,
+		requestID, stateDone, report, now, now, stateDone)
+	if err != nil {
+		return fmt.Errorf("store request report: %w", err)
 	}
 	return nil
 }

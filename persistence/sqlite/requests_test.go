@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -143,5 +144,38 @@ func TestPruneRequests(t *testing.T) {
 	}
 	if left := queryOne(t, path, "SELECT group_concat(request_id) FROM request_log"); left != "running" {
 		t.Fatalf("request_log after prune holds %v, want only the running request", left)
+	}
+}
+
+func TestFinishToolCallIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, path := openStore(t, Options{})
+	if _, _, err := s.BeginRequest(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	rec := persistence.ToolCall{RecordID: "rec-1", Node: "pi", Side: persistence.SideEdge, RequestID: "r1", Tool: "t", Status: persistence.StatusSuccess}
+	if err := s.FinishToolCall(ctx, rec, "r1", []byte(`{"ok":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	state, report, err := s.BeginRequest(ctx, "r1")
+	if err != nil || state != persistence.RequestDone || string(report) != `{"ok":1}` {
+		t.Fatalf("request state %v %q %v", state, report, err)
+	}
+	// A row that fails inside the transaction (its record id is taken)
+	// leaves the request unfinished: nothing of the pair is stored.
+	dup := rec
+	dup.RequestID = "r2"
+	if _, _, err := s.BeginRequest(ctx, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishToolCall(ctx, dup, "r2", []byte(`{}`)); err == nil {
+		t.Fatal("a duplicate record id was accepted")
+	}
+	if state, _, _ := s.BeginRequest(ctx, "r2"); state != persistence.RequestRunning {
+		t.Fatalf("r2 is %v after a failed finish, want running", state)
+	}
+	res, err := QueryReadOnly(ctx, path, `SELECT count(*) FROM tool_calls`)
+	if err != nil || fmt.Sprint(res.Rows[0][0]) != "1" {
+		t.Fatalf("tool_calls %v %v, want 1 row", res.Rows, err)
 	}
 }
