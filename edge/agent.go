@@ -118,7 +118,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// Deferred before the workers start, so the sessions close only after
 	// Run has waited for every worker.
-	a.box.ConnectMCP(ctx)
+	a.box.Connect(ctx)
 	defer func() {
 		if err := a.box.Close(); err != nil {
 			a.log.Warn("close MCP servers", "err", err)

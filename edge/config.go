@@ -158,6 +158,9 @@ func LoadConfig(path string) (Config, error) {
 		c.Skills.Dirs[i] = abs(d)
 	}
 	c.Builtin.Workspace = abs(c.Builtin.Workspace)
+	if r := c.Builtin.Remote; r != nil {
+		r.KeyFile, r.KnownHosts = abs(r.KeyFile), abs(r.KnownHosts)
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}

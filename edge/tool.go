@@ -89,7 +89,7 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 // NewToolbox gathers what an agent with cfg offers: the tools of its skill
 // directories whose permissions are all granted, the built-in groups of
 // [builtin] (which replace skill tools of the same name) and, once
-// ConnectMCP is called, the tools of [tools.mcp_servers]. cfg must be
+// Connect is called, the tools of [tools.mcp_servers] and [builtin.remote]. cfg must be
 // validated; log may be nil.
 func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 	return toolbox.New(toolbox.Config{

@@ -159,8 +159,15 @@ func LoadConfig(path string) (Config, error) {
 			c.Skills.Dirs[i] = filepath.Join(base, d)
 		}
 	}
-	if c.Builtin.Workspace != "" && !filepath.IsAbs(c.Builtin.Workspace) {
-		c.Builtin.Workspace = filepath.Join(base, c.Builtin.Workspace)
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	c.Builtin.Workspace = abs(c.Builtin.Workspace)
+	if r := c.Builtin.Remote; r != nil {
+		r.KeyFile, r.KnownHosts = abs(r.KeyFile), abs(r.KnownHosts)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)

@@ -137,7 +137,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		log.With("component", "tools")); err != nil {
 		return nil, fmt.Errorf("orchestrator tools: %w", err)
 	}
-	n.box.ConnectMCP(ctx)
+	n.box.Connect(ctx)
 	tools := n.box.Tools
 	local := &actors.LocalTools{List: tools.Defs,
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult {

@@ -15,12 +15,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
+	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
@@ -28,7 +31,8 @@ import (
 // Builtin is the [builtin] table of a node's configuration.
 type Builtin struct {
 	// Groups to offer: "coding" (read, write, edit, bash), "read-only"
-	// (read, grep, find) or "all". Empty offers none.
+	// (read, grep, find), "all", or "remote" (all six on the SSH host of
+	// Remote, alone). Empty offers none.
 	Groups []string `toml:"groups"`
 	// Workspace is the directory the file tools cannot leave and bash runs
 	// in; required with Groups, absolute, must exist. Skill tools with
@@ -41,6 +45,24 @@ type Builtin struct {
 	// Network lets sandboxed bash commands reach the network (default
 	// false: a sandboxed command has none).
 	Network bool `toml:"network"`
+	// Remote is the SSH host of the "remote" group: its six tools work in
+	// a directory of that host instead of the local workspace.
+	Remote *Remote `toml:"remote"`
+}
+
+// Remote is the [builtin.remote] table: an SSH host for the remote group.
+type Remote struct {
+	// Addr is host:port of the SSH server.
+	Addr string `toml:"addr"`
+	// User is the remote account.
+	User string `toml:"user"`
+	// KeyFile is an unencrypted private key (OpenSSH or PEM) for User.
+	KeyFile string `toml:"key_file"`
+	// KnownHosts is an OpenSSH known_hosts file that must list the host's
+	// key; there is no way to skip the check.
+	KnownHosts string `toml:"known_hosts"`
+	// Dir is the absolute remote workspace the tools cannot leave.
+	Dir string `toml:"dir"`
 }
 
 // Validate fills defaults and returns every problem, each naming its key
@@ -49,13 +71,33 @@ func (b *Builtin) Validate(prefix string) []error {
 	var errs []error
 	for _, g := range b.Groups {
 		switch g {
-		case builtin.GroupCoding, builtin.GroupReadOnly, builtin.GroupAll:
+		case builtin.GroupCoding, builtin.GroupReadOnly, builtin.GroupAll, builtin.GroupRemote:
 		default:
-			errs = append(errs, fmt.Errorf("%s.groups: unknown group %q, want coding, read-only or all", prefix, g))
+			errs = append(errs, fmt.Errorf("%s.groups: unknown group %q, want coding, read-only, all or remote", prefix, g))
 		}
 	}
-	if len(b.Groups) > 0 && !filepath.IsAbs(b.Workspace) {
+	remote := slices.Contains(b.Groups, builtin.GroupRemote)
+	local := len(b.Groups) > 0 && !(remote && len(b.Groups) == 1)
+	if local && !filepath.IsAbs(b.Workspace) {
 		errs = append(errs, fmt.Errorf("%s.workspace: an absolute directory is required with %s.groups, got %q", prefix, prefix, b.Workspace))
+	}
+	if remote && local {
+		errs = append(errs, fmt.Errorf("%s.groups: %q offers the same six tool names as the local groups; use it alone", prefix, builtin.GroupRemote))
+	}
+	switch r := b.Remote; {
+	case remote && r == nil:
+		errs = append(errs, fmt.Errorf("%s.remote: required with group %q (addr, user, key_file, known_hosts, dir)", prefix, builtin.GroupRemote))
+	case r != nil && !remote:
+		errs = append(errs, fmt.Errorf("%s.remote: set, but %s.groups does not include %q", prefix, prefix, builtin.GroupRemote))
+	case r != nil:
+		for _, f := range []struct{ key, v string }{{"addr", r.Addr}, {"user", r.User}, {"key_file", r.KeyFile}, {"known_hosts", r.KnownHosts}} {
+			if f.v == "" {
+				errs = append(errs, fmt.Errorf("%s.remote.%s: required", prefix, f.key))
+			}
+		}
+		if !path.IsAbs(r.Dir) {
+			errs = append(errs, fmt.Errorf("%s.remote.dir: an absolute remote directory is required, got %q", prefix, r.Dir))
+		}
 	}
 	switch b.Sandbox {
 	case "":
@@ -90,8 +132,9 @@ type Box struct {
 	cfg Config
 	log *slog.Logger
 
-	mu  sync.Mutex    // guards mcp
-	mcp *mcptools.Set // nil until ConnectMCP
+	mu     sync.Mutex     // guards mcp and remote
+	mcp    *mcptools.Set  // nil until ConnectMCP
+	remote *sshops.Client // nil until Connect, or without a remote group
 }
 
 // New builds the toolset of cfg's skills and built-ins, logging broken
@@ -114,7 +157,7 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 		Granted:        cfg.Permissions,
 		Workspace:      cfg.Builtin.Workspace,
 	})
-	if b := cfg.Builtin; len(b.Groups) > 0 {
+	if b := cfg.Builtin; len(b.Groups) > 0 && !slices.Contains(b.Groups, builtin.GroupRemote) {
 		if fi, err := os.Stat(b.Workspace); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("builtin.workspace %s is not a directory: %v", b.Workspace, err)
 		}
@@ -138,6 +181,36 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 		}
 	}
 	return &Box{Tools: ts, cfg: cfg, log: log}, nil
+}
+
+// Connect connects what needs the network: the MCP servers (ConnectMCP) and
+// the remote group's SSH host. What fails is logged and left out, so the
+// node still serves its other tools. Call it once, before serving; Close
+// ends the sessions.
+func (b *Box) Connect(ctx context.Context) {
+	b.ConnectMCP(ctx)
+	r := b.cfg.Builtin.Remote
+	if r == nil {
+		return
+	}
+	c, err := sshops.Dial(ctx, sshops.Config{Addr: r.Addr, User: r.User, KeyFile: r.KeyFile, KnownHosts: r.KnownHosts, Dir: r.Dir})
+	if err != nil {
+		b.log.Error("remote built-in tools not offered: SSH host not available", "addr", r.Addr, "err", err)
+		return
+	}
+	tools, err := builtin.Group(builtin.GroupRemote, builtin.Options{Dir: r.Dir, Files: c.Files(), Exec: c.Exec(),
+		BashTimeout: b.cfg.DefaultTimeout, MaxBashTimeout: b.cfg.MaxTimeout})
+	if err == nil {
+		err = b.Tools.Add(tools...)
+	}
+	if err != nil {
+		c.Close()
+		b.log.Error("add remote built-in tools", "err", err)
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.remote = c
 }
 
 // ConnectMCP connects to the configured MCP servers and adds their tools;
@@ -171,10 +244,14 @@ func (b *Box) ConnectMCP(ctx context.Context) {
 func (b *Box) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.mcp == nil {
-		return nil
+	var errs []error
+	if b.mcp != nil {
+		errs = append(errs, b.mcp.Close())
+		b.mcp = nil
 	}
-	err := b.mcp.Close()
-	b.mcp = nil
-	return err
+	if b.remote != nil {
+		errs = append(errs, b.remote.Close())
+		b.remote = nil
+	}
+	return errors.Join(errs...)
 }

@@ -58,22 +58,22 @@ func TestSSHHostKeyChecked(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "known_hosts")
 	_, priv, _ := edKey()
 	signer, _ := ssh.NewSignerFromKey(priv)
-	line := "[127.0.0.1]:" + srv.addr[strings.LastIndex(srv.addr, ":")+1:] + " " + string(ssh.MarshalAuthorizedKey(signer.PublicKey()))
+	line := "[127.0.0.1]:" + srv.Addr[strings.LastIndex(srv.Addr, ":")+1:] + " " + string(ssh.MarshalAuthorizedKey(signer.PublicKey()))
 	if err := os.WriteFile(other, []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, Signer: srv.signer, KnownHosts: other, Dir: t.TempDir()})
+	_, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.Addr, User: srv.User, Signer: srv.Signer, KnownHosts: other, Dir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "key mismatch") {
 		t.Fatalf("dial with a wrong known host key: %v", err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty")
 	os.WriteFile(empty, nil, 0o600)
-	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, Signer: srv.signer, KnownHosts: empty, Dir: t.TempDir()}); err == nil {
+	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.Addr, User: srv.User, Signer: srv.Signer, KnownHosts: empty, Dir: t.TempDir()}); err == nil {
 		t.Fatal("dial to an unknown host succeeded")
 	}
 	_, wrongUser, _ := edKey()
 	ws, _ := ssh.NewSignerFromKey(wrongUser)
-	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, Signer: ws, KnownHosts: srv.knownHosts, Dir: t.TempDir()}); err == nil {
+	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.Addr, User: srv.User, Signer: ws, KnownHosts: srv.KnownHosts, Dir: t.TempDir()}); err == nil {
 		t.Fatal("dial with an unauthorized key succeeded")
 	}
 }
@@ -81,7 +81,7 @@ func TestSSHHostKeyChecked(t *testing.T) {
 func TestSSHKeyFile(t *testing.T) {
 	srv := startSSHD(t)
 	dir := t.TempDir()
-	c, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, KeyFile: srv.keyFile, KnownHosts: srv.knownHosts, Dir: dir})
+	c, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.Addr, User: srv.User, KeyFile: srv.KeyFile, KnownHosts: srv.KnownHosts, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestSSHKeyFile(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, KeyFile: filepath.Join(dir, "nope"), KnownHosts: srv.knownHosts, Dir: dir}); err == nil {
+	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.Addr, User: srv.User, KeyFile: filepath.Join(dir, "nope"), KnownHosts: srv.KnownHosts, Dir: dir}); err == nil {
 		t.Fatal("dial with a missing key file succeeded")
 	}
-	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.addr, User: srv.user, Signer: srv.signer, KnownHosts: srv.knownHosts, Dir: filepath.Join(dir, "missing")}); err == nil {
+	if _, err := sshops.Dial(context.Background(), sshops.Config{Addr: srv.Addr, User: srv.User, Signer: srv.Signer, KnownHosts: srv.KnownHosts, Dir: filepath.Join(dir, "missing")}); err == nil {
 		t.Fatal("dial to a missing workspace succeeded")
 	}
 }
