@@ -100,10 +100,10 @@ type Answer struct {
 // CallSummary is one tool call of a chat, for reports such as a prompt
 // result's tools_executed.
 type CallSummary struct {
-	Tool    string
-	Success bool
-	Result  string // the start of the result on success
-	Error   string // the start of the error on failure
+	Tool    string `json:"tool"`
+	Success bool   `json:"success"`
+	Result  string `json:"result,omitempty"` // the start of the result on success
+	Error   string `json:"error,omitempty"`  // the start of the error on failure
 }
 
 // internal messages

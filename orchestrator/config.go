@@ -39,6 +39,8 @@ type Config struct {
 	// LLM is the model provider chain (docs/LLM.md).
 	LLM  llm.Config `toml:"llm"`
 	Loop LoopConf   `toml:"loop"`
+	// HTTP is the node's own API (health, status, logs, chat).
+	HTTP HTTPConf `toml:"http"`
 	// Audit configures the audit trail's hot ring, warm retention and cold
 	// tier (docs/AUDIT.md).
 	Audit tiers.Config `toml:"audit"`

@@ -47,6 +47,7 @@ type Node struct {
 	edges  *actors.Edges
 	convs  *actors.Conversations
 	box    *toolbox.Box // the node's own tools and their MCP sessions
+	http   *httpAPI     // nil when [http] is off
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 
@@ -160,12 +161,25 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if cfg.HTTP.enabled() {
+		if err := n.startHTTP(); err != nil {
+			return nil, err
+		}
+	}
 	for _, kind := range []string{wire.KindReports, wire.KindStatus, wire.KindCapabilities} {
 		if err := n.client.Subscribe(wire.AllAgents(kind), 1, n.onMessage); err != nil {
 			return nil, fmt.Errorf("subscribe to agent %s: %w", kind, err)
 		}
 	}
 	return n, nil
+}
+
+// HTTPAddr is the HTTP API's address, or "" when it is off.
+func (n *Node) HTTPAddr() string {
+	if n.http == nil {
+		return ""
+	}
+	return n.http.ln.Addr().String()
 }
 
 // BrokerURL is the URL edge agents should connect to.
@@ -317,6 +331,9 @@ func (n *Node) WaitForAgents(ctx context.Context, count int) error {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.http != nil {
+			errs = append(errs, n.http.close())
+		}
 		if n.system != nil {
 			if n.convs != nil {
 				_ = actors.StopAndWait(n.system.Root, n.convs.PID, stopTimeout)

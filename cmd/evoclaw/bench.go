@@ -48,7 +48,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// 1. An orchestrator process alone: time to ready and idle RSS.
 	servConf := filepath.Join(dir, "evoclaw.toml")
-	if err := os.WriteFile(servConf, []byte(fmt.Sprintf("data_dir = \"serve\"\naudit_sync = %q\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n", *auditSync)), 0o600); err != nil {
+	if err := os.WriteFile(servConf, []byte(fmt.Sprintf("data_dir = \"serve\"\naudit_sync = %q\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n[http]\nlisten = \"127.0.0.1:0\"\n", *auditSync)), 0o600); err != nil {
 		return err
 	}
 	serve, err := startChild("serve", []string{"serve", "--config", servConf}, io.Discard)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -121,5 +122,31 @@ func TestMetricsAndReportCommands(t *testing.T) {
 	}
 	if code, _, _ := runArgs("audit", "report", "bogus", "--data-dir", dir); code != 2 {
 		t.Fatalf("unknown report: exit %d", code)
+	}
+}
+
+func TestLogsFromARunningNode(t *testing.T) {
+	p, err := scripted.Parse([]byte(`{"name":"l","turns":[{"content":"live answer"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	node, err := orchestrator.Start(context.Background(), orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"},
+		HTTP: orchestrator.HTTPConf{Listen: "127.0.0.1:0"}}, orchestrator.Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if _, err := node.Chat(context.Background(), "live", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + node.HTTPAddr()
+	code, out, errOut := runArgs("logs", "--node", base, "--data-dir", dir, "--filter=message")
+	if code != 0 || strings.Count(out, "message") != 2 || !strings.Contains(out, "conv=live") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("EVOCLAW_HTTP_TOKEN", "not-the-token-at-all")
+	if code, _, errOut := runArgs("logs", "--node", base, "--data-dir", dir); code == 0 || !strings.Contains(errOut, "401") {
+		t.Fatalf("wrong token: exit %d %s", code, errOut)
 	}
 }

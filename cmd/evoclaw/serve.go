@@ -28,13 +28,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.DataDir = *dataDir
 	}
 	cfg.Version = version
+	if cfg.HTTP.Listen == "" {
+		cfg.HTTP.Listen = orchestrator.DefaultHTTPListen
+	}
 	log := logger(stderr, slog.LevelInfo)
 	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log})
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s\n", node.BrokerURL(), node.AuditPath())
+	api := "off"
+	if a := node.HTTPAddr(); a != "" {
+		api = "http://" + a
+	}
+	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s, api %s\n", node.BrokerURL(), node.AuditPath(), api)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "evoclaw orchestrator stopping")
 	return node.Close()

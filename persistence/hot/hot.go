@@ -31,15 +31,15 @@ const (
 
 // Entry is one audited record in display form.
 type Entry struct {
-	Seq            int64     // chain_seq of the record: increasing, unique per node
-	Time           time.Time // the record's time
-	Kind           string    // one of the Kind* constants
-	Node           string    // node that wrote the record
-	AgentID        string    // edge agent it concerns, if any
-	ConversationID string    // conversation it belongs to, if any
-	Name           string    // tool name, provider/model, message role or event kind
-	Status         string    // success or error; empty when not applicable
-	Detail         string    // error type and message, latency, tokens...
+	Seq            int64     `json:"seq"`                       // chain_seq of the record: increasing, unique per node
+	Time           time.Time `json:"time"`                      // the record's time
+	Kind           string    `json:"kind"`                      // one of the Kind* constants
+	Node           string    `json:"node"`                      // node that wrote the record
+	AgentID        string    `json:"agent_id,omitempty"`        // edge agent it concerns, if any
+	ConversationID string    `json:"conversation_id,omitempty"` // conversation it belongs to, if any
+	Name           string    `json:"name"`                      // tool name, provider/model, message role or event kind
+	Status         string    `json:"status,omitempty"`          // success or error; empty when not applicable
+	Detail         string    `json:"detail,omitempty"`          // error type and message, latency, tokens...
 }
 
 // String formats e as one log line.

@@ -1,0 +1,298 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/persistence/hot"
+	"github.com/evoclaw/evoclaw/persistence/tiers"
+)
+
+// Defaults of the HTTP API.
+const (
+	// DefaultHTTPListen is where `evoclaw serve` listens when [http] listen
+	// is not set ("off" turns the API off).
+	DefaultHTTPListen = "127.0.0.1:8787"
+	// HTTPTokenFile holds the API's bearer token in the data directory
+	// when [http] token_env is not set; only the node's user can read it.
+	HTTPTokenFile = "http-token"
+	// maxLogsWait bounds a long-polling /v1/logs request.
+	maxLogsWait = 60 * time.Second
+	// maxChatBody bounds a /v1/chat request body.
+	maxChatBody = 1 << 20
+)
+
+// HTTPConf is the [http] section: the node's own API for operators and
+// live views (health, status, the hot tier of the audit trail, chat).
+type HTTPConf struct {
+	// Listen is host:port; empty means off (for `evoclaw serve`:
+	// DefaultHTTPListen), "off" means off.
+	Listen string `toml:"listen"`
+	// TokenEnv names the environment variable with the bearer token every
+	// /v1 request must carry; required on a non-loopback address. Empty:
+	// a random token in {data_dir}/http-token (mode 0600).
+	TokenEnv string `toml:"token_env"`
+}
+
+// ErrHTTPExposed refuses an API on the network without a configured token.
+var ErrHTTPExposed = errors.New("http api exposed to the network without [http] token_env")
+
+// enabled reports whether the API runs.
+func (c HTTPConf) enabled() bool { return c.Listen != "" && c.Listen != "off" }
+
+// httpAPI serves the node's API; Close stops it and waits.
+type httpAPI struct {
+	srv   *http.Server
+	ln    net.Listener
+	done  chan struct{}
+	token string
+	// stop ends every request's context, so long polls end at close.
+	stop context.CancelFunc
+}
+
+// startHTTP listens and serves until closed.
+func (n *Node) startHTTP() error {
+	c := n.cfg.HTTP
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %q: %w", c.Listen, err)
+	}
+	loopback := host == "localhost"
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		loopback = true
+	}
+	var token string
+	switch {
+	case c.TokenEnv != "":
+		if token = os.Getenv(c.TokenEnv); len(token) < 16 {
+			return fmt.Errorf("http.token_env: %s must hold a token of at least 16 characters", c.TokenEnv)
+		}
+	case !loopback:
+		return fmt.Errorf("%w: http.listen %q is not a loopback address", ErrHTTPExposed, c.Listen)
+	default:
+		if token, err = writeTokenFile(filepath.Join(n.cfg.DataDir, HTTPTokenFile)); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("http api: %w", err)
+	}
+	api := &httpAPI{ln: ln, done: make(chan struct{}), token: token}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /v1/status", api.auth(n.handleStatus))
+	mux.HandleFunc("GET /v1/logs", api.auth(n.handleLogs))
+	mux.HandleFunc("POST /v1/chat", api.auth(n.handleChat))
+	base, stop := context.WithCancel(context.Background())
+	api.stop = stop
+	api.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	go func() {
+		defer close(api.done)
+		if err := api.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http api stopped", "err", err)
+		}
+	}()
+	n.http = api
+	n.log.Info("http api listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// close stops the server, waiting for requests in flight (at most 5 s).
+func (a *httpAPI) close() error {
+	a.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.srv.Shutdown(ctx)
+	<-a.done
+	return err
+}
+
+// writeTokenFile returns the token in path, creating it (0600) if absent.
+func writeTokenFile(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("http token: %w", err)
+	}
+	token := hex.EncodeToString(buf)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write http token: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("write http token: %w", err)
+	}
+	return token, nil
+}
+
+// auth requires the bearer token.
+func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
+}
+
+// Status is what GET /v1/status answers.
+type Status struct {
+	NodeID  string                 `json:"node_id"`
+	Broker  string                 `json:"broker"`
+	Agents  []AgentStatus          `json:"agents"`
+	Metrics actors.MetricsSnapshot `json:"metrics"`
+	Audit   tiers.Status           `json:"audit"`
+}
+
+// AgentStatus is one edge agent in Status.
+type AgentStatus struct {
+	ID           string    `json:"id"`
+	Online       bool      `json:"online"`
+	Capabilities string    `json:"capabilities"`
+	Tools        []string  `json:"tools"`
+	LastSeen     time.Time `json:"last_seen"`
+}
+
+func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	s := Status{NodeID: n.cfg.NodeID, Broker: n.BrokerURL(), Agents: []AgentStatus{}, Metrics: n.Metrics(), Audit: n.AuditStatus()}
+	for _, a := range n.Catalog().Agents {
+		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: a.LastSeen}
+		for _, t := range a.Tools {
+			as.Tools = append(as.Tools, t.Name)
+		}
+		s.Agents = append(s.Agents, as)
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// LogsPage is what GET /v1/logs answers: entries oldest first, and the Seq
+// to ask after next time.
+type LogsPage struct {
+	Entries []hot.Entry `json:"entries"`
+	Head    int64       `json:"head"`
+}
+
+// handleLogs serves the hot tier: ?after=SEQ&kind=tool&agent=ID&limit=N,
+// and with wait=30s it holds the request until something newer arrives.
+func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var after int64 = -1 << 63
+	if v := q.Get("after"); v != "" {
+		var err error
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil {
+			httpError(w, http.StatusBadRequest, "after: want an integer")
+			return
+		}
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
+			httpError(w, http.StatusBadRequest, "limit: want a number >= 0")
+			return
+		}
+	}
+	f := hot.Filter{Kind: q.Get("kind"), AgentID: q.Get("agent")}
+	switch f.Kind {
+	case "", hot.KindTool, hot.KindLLM, hot.KindMessage, hot.KindEvent:
+	default:
+		httpError(w, http.StatusBadRequest, "kind: want tool, llm, message or event")
+		return
+	}
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			httpError(w, http.StatusBadRequest, "wait: want a duration such as 30s")
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), min(d, maxLogsWait))
+		_ = n.tiers.Ring.Wait(ctx, after) // a timeout answers with no entries
+		cancel()
+	}
+	page := LogsPage{Entries: n.tiers.Ring.After(after, f, limit), Head: after}
+	if page.Entries == nil {
+		page.Entries = []hot.Entry{}
+	}
+	if k := len(page.Entries); k > 0 {
+		page.Head = page.Entries[k-1].Seq
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// ChatRequest is the body of POST /v1/chat.
+type ChatRequest struct {
+	ConversationID string `json:"conversation_id"`
+	Text           string `json:"text"`
+}
+
+// ChatResponse is its answer.
+type ChatResponse struct {
+	ConversationID string               `json:"conversation_id"`
+	Text           string               `json:"text"`
+	Error          string               `json:"error,omitempty"`
+	Limit          string               `json:"limit,omitempty"`
+	Iterations     int                  `json:"iterations"`
+	ToolCalls      int                  `json:"tool_calls"`
+	Calls          []actors.CallSummary `json:"calls"`
+}
+
+func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req ChatRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxChatBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		httpError(w, http.StatusBadRequest, "body: want {\"conversation_id\": ..., \"text\": ...}: "+err.Error())
+		return
+	}
+	if req.Text == "" {
+		httpError(w, http.StatusBadRequest, "text: required")
+		return
+	}
+	ans, err := n.Chat(r.Context(), req.ConversationID, req.Text)
+	if ans == nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, actors.ErrAskTimeout) {
+			code = http.StatusGatewayTimeout
+		}
+		httpError(w, code, err.Error())
+		return
+	}
+	resp := ChatResponse{ConversationID: ans.ConversationID, Text: ans.Text, Limit: ans.Limit, Iterations: ans.Iterations,
+		ToolCalls: ans.ToolCalls, Calls: ans.Calls}
+	if resp.Calls == nil {
+		resp.Calls = []actors.CallSummary{}
+	}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
