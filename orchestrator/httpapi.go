@@ -97,6 +97,7 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /v1/status", api.auth(n.handleStatus))
 	mux.HandleFunc("GET /v1/logs", api.auth(n.handleLogs))
 	mux.HandleFunc("POST /v1/chat", api.auth(n.handleChat))
+	mux.HandleFunc("GET /metrics", api.auth(n.metricsHandler().ServeHTTP))
 	base, stop := context.WithCancel(context.Background())
 	api.stop = stop
 	api.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,

@@ -109,6 +109,23 @@ func TestHTTPAPI(t *testing.T) {
 	if len(r.page.Entries) == 0 || r.took > 10*time.Second {
 		t.Fatalf("long poll got %d entries after %s", len(r.page.Entries), r.took)
 	}
+	// Prometheus text format, behind the same token.
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`evoclaw_llm_calls_total{node="orchestrator"} 2`, `evoclaw_agents{node="orchestrator",state="online"} 0`, "go_goroutines"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Fatalf("metrics lack %q:\n%.2000s", want, metrics)
+		}
+	}
+	if code := call(t, "GET", base+"/metrics", "", nil, nil); code != http.StatusUnauthorized {
+		t.Fatalf("metrics without a token: %d", code)
+	}
 	var st Status
 	if code := call(t, "GET", base+"/v1/status", token, nil, &st); code != 200 || st.NodeID != DefaultNodeID || st.Metrics.LLMCalls != 2 {
 		t.Fatalf("status %d %+v", code, st)
