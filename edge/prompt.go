@@ -89,21 +89,10 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 		return
 	}
 	defer release()
-	state, stored, err := a.store.BeginRequest(ctx, cmd.RequestID)
-	if err != nil {
-		a.failed.Add(1)
-		a.replyError(ctx, cmd.RequestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
+	switch a.begin(ctx, cmd.RequestID) {
+	case beginAnswered:
 		return
-	}
-	switch state {
-	case persistence.RequestDone:
-		a.log.Info("replaying stored result of a redelivered prompt", "request_id", cmd.RequestID)
-		if err := a.publishReport(ctx, stored); err != nil {
-			a.log.Error("replay report", "request_id", cmd.RequestID, "err", err)
-		}
-		return
-	case persistence.RequestRunning:
-		a.failed.Add(1)
+	case beginInterrupted:
 		a.finishPrompt(ctx, cmd, p, wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInterrupted,
 			Error: "the edge agent restarted while answering this prompt; it was not answered again (its tools may or may not have run)"}, 0)
 		return

@@ -35,6 +35,40 @@ func (a *Agent) claim(requestID string) (release func(), ok bool) {
 	}, true
 }
 
+// What begin found about a request_id.
+const (
+	beginRun         = iota // new: run it
+	beginAnswered           // finished before (its report was replayed) or not recordable (an error was sent)
+	beginInterrupted        // started before and cut by a restart: answer, never run again
+)
+
+// begin records requestID as started in the durable request log, which
+// makes a command run at most once across redeliveries and restarts.
+func (a *Agent) begin(ctx context.Context, requestID string) int {
+	state, stored, err := a.store.BeginRequest(ctx, requestID)
+	if err != nil {
+		a.failed.Add(1)
+		a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
+		return beginAnswered
+	}
+	switch state {
+	case persistence.RequestNew:
+		return beginRun
+	case persistence.RequestDone:
+		a.log.Info("replaying stored result of a redelivered request", "request_id", requestID)
+		if err := a.publishReport(ctx, stored); err != nil {
+			a.log.Error("replay report", "request_id", requestID, "err", err)
+		}
+		return beginAnswered
+	case persistence.RequestRunning:
+		a.failed.Add(1)
+		return beginInterrupted
+	}
+	a.failed.Add(1)
+	a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: unexpected state %v", state))
+	return beginAnswered
+}
+
 // handleTool runs a tool command at most once per request_id.
 func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 	release, ok := a.claim(cmd.RequestID)
@@ -50,29 +84,13 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 		a.finishTool(ctx, cmd, "", nil, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInvalidParams, Error: err.Error(), RequestID: cmd.RequestID}, false)
 		return
 	}
-	state, stored, err := a.store.BeginRequest(ctx, cmd.RequestID)
-	if err != nil {
-		a.failed.Add(1)
-		a.replyError(ctx, cmd.RequestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
+	switch a.begin(ctx, cmd.RequestID) {
+	case beginAnswered:
 		return
-	}
-	switch state {
-	case persistence.RequestDone:
-		a.log.Info("replaying stored result of a redelivered request", "request_id", cmd.RequestID)
-		if err := a.publishReport(ctx, stored); err != nil {
-			a.log.Error("replay report", "request_id", cmd.RequestID, "err", err)
-		}
-		return
-	case persistence.RequestRunning:
-		a.failed.Add(1)
+	case beginInterrupted:
 		res := wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrInterrupted, RequestID: cmd.RequestID,
 			Error: "the edge agent restarted while this request was running; it was not run again (it may or may not have taken effect)"}
 		a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
-		return
-	case persistence.RequestNew:
-	default:
-		a.failed.Add(1)
-		a.replyError(ctx, cmd.RequestID, wire.ErrInternal, fmt.Sprintf("record request: unexpected state %v", state))
 		return
 	}
 
