@@ -122,62 +122,11 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	}
 	call := &httpc.Call{Provider: Name, Model: model, URL: p.o.BaseURL + "/v1/messages", Header: h,
 		Body: encodeRequest(model, req, p.o.Stream), Client: p.o.Client, Now: p.o.Now}
-	start := p.o.Now()
-	var resp llm.Response
-	var err error
-	if p.o.Stream {
-		resp, err = p.stream(ctx, call)
-	} else {
-		resp, err = p.once(ctx, call)
-	}
-	if err != nil {
-		return llm.Response{}, err
-	}
-	resp.Latency = p.o.Now().Sub(start)
-	resp.Provider = Name
-	resp.Attempts = 1
-	if resp.Model == "" {
-		resp.Model = model
-	}
-	return resp, nil
+	return call.Exchange(ctx, p.o.Stream, p.o.IdleTimeout, codec)
 }
 
-func (p *Provider) once(ctx context.Context, call *httpc.Call) (llm.Response, error) {
-	hr, err := call.Post(ctx, errorMessage)
-	if err != nil {
-		return llm.Response{}, err
-	}
-	defer hr.Body.Close()
-	b, err := call.ReadAll(ctx, hr.Body)
-	if err != nil {
-		return llm.Response{}, err
-	}
-	return parseResponse(call, b)
-}
-
-func (p *Provider) stream(ctx context.Context, call *httpc.Call) (llm.Response, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hr, err := call.Post(ctx, errorMessage)
-	if err != nil {
-		return llm.Response{}, err
-	}
-	if strings.HasPrefix(hr.Header.Get("Content-Type"), "application/json") {
-		defer hr.Body.Close()
-		b, err := call.ReadAll(ctx, hr.Body)
-		if err != nil {
-			return llm.Response{}, err
-		}
-		return parseResponse(call, b)
-	}
-	body := httpc.NewIdleBody(hr.Body, p.o.IdleTimeout, cancel)
-	defer body.Close()
-	resp, err := readStream(ctx, call, body)
-	if err != nil && body.Fired() {
-		return llm.Response{}, call.Errorf(llm.KindTimeout, 0, httpc.ErrIdle, "the server sent nothing for %s (idle_timeout)", p.o.IdleTimeout)
-	}
-	return resp, err
-}
+// codec is what this provider brings to an exchange.
+var codec = httpc.Codec{ErrorMessage: errorMessage, Parse: parseResponse, ReadStream: readStream}
 
 // errorMessage extracts {"type": "error", "error": {"type", "message"}}.
 func errorMessage(b []byte) string {

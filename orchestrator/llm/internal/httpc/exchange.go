@@ -1,0 +1,85 @@
+package httpc
+
+import (
+	"context"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// Codec is what differs between providers in one exchange.
+type Codec struct {
+	// ErrorMessage extracts the provider's error message from a non-2xx body.
+	ErrorMessage func([]byte) string
+	// Parse reads a whole (non-streamed) answer.
+	Parse func(call *Call, b []byte) (llm.Response, error)
+	// ReadStream reads a streamed answer event by event.
+	ReadStream func(ctx context.Context, call *Call, r io.Reader) (llm.Response, error)
+}
+
+// Exchange sends call and turns the answer into a response: whole with
+// Parse, or, when stream is set, with ReadStream while the server never
+// stays silent longer than idle (a stall is a timeout error). A server that
+// ignores stream and answers in one JSON piece is parsed whole. The
+// response gets its latency, provider and model (the call's when the
+// answer names none).
+func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, codec Codec) (llm.Response, error) {
+	start := c.Now()
+	var resp llm.Response
+	var err error
+	if stream {
+		resp, err = c.streamed(ctx, idle, codec)
+	} else {
+		resp, err = c.whole(ctx, codec)
+	}
+	if err != nil {
+		return llm.Response{}, err
+	}
+	resp.Latency = c.Now().Sub(start)
+	resp.Provider = c.Provider
+	resp.Attempts = 1
+	if resp.Model == "" {
+		resp.Model = c.Model
+	}
+	return resp, nil
+}
+
+func (c *Call) whole(ctx context.Context, codec Codec) (llm.Response, error) {
+	hr, err := c.Post(ctx, codec.ErrorMessage)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	defer hr.Body.Close()
+	b, err := c.ReadAll(ctx, hr.Body)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	return codec.Parse(c, b)
+}
+
+func (c *Call) streamed(ctx context.Context, idle time.Duration, codec Codec) (llm.Response, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hr, err := c.Post(ctx, codec.ErrorMessage)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if strings.HasPrefix(hr.Header.Get("Content-Type"), "application/json") {
+		// The server ignored stream=true and answered in one piece.
+		defer hr.Body.Close()
+		b, err := c.ReadAll(ctx, hr.Body)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		return codec.Parse(c, b)
+	}
+	body := NewIdleBody(hr.Body, idle, cancel)
+	defer body.Close()
+	resp, err := codec.ReadStream(ctx, c, body)
+	if err != nil && body.Fired() {
+		return llm.Response{}, c.Errorf(llm.KindTimeout, 0, ErrIdle, "the server sent nothing for %s (idle_timeout)", idle)
+	}
+	return resp, err
+}
