@@ -34,6 +34,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills"
@@ -273,6 +274,8 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	if err != nil {
 		a.log.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
 		a.failed.Add(1)
+		go a.audit(persistence.EventInvalidMessage, map[string]any{"topic": m.Topic, "bytes": len(m.Payload), "error": err.Error(),
+			"excerpt": persistence.Excerpt(string(m.Payload[:min(len(m.Payload), 512)]))})
 		if id := salvageRequestID(m.Payload); id != "" {
 			a.replyError(context.Background(), id, wire.ErrInvalidCommand, err.Error())
 		}
@@ -283,8 +286,30 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	default:
 		a.failed.Add(1)
 		a.log.Warn("refusing command: queue full", "request_id", cmd.RequestID, "queued", cap(a.queue))
+		go a.audit(EventCommandRefused, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command, "error_type": wire.ErrBusy})
 		a.replyError(context.Background(), cmd.RequestID, wire.ErrBusy,
 			fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue)))
+	}
+}
+
+// EventCommandRefused is the event kind of a well-formed command the agent
+// did not run because it was saturated.
+const EventCommandRefused = "command_refused"
+
+// audit records an event about a command the agent did not run, so that
+// rejections are in the audit trail and not only in a log. It waits for the
+// commit (at most 10 s); the MQTT handler calls it in a goroutine of its
+// own so that it never blocks message delivery.
+func (a *Agent) audit(kind string, detail map[string]any) {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		a.log.Error("encode audit event", "kind", kind, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.store.RecordEvent(ctx, persistence.Event{Node: a.cfg.AgentID, AgentID: a.cfg.AgentID, Kind: kind, Detail: b}); err != nil {
+		a.log.Error("audit event", "kind", kind, "err", err)
 	}
 }
 
@@ -346,6 +371,7 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 	default:
 		a.failed.Add(1)
 		a.log.Warn("rejecting unknown command", "command", cmd.Command, "request_id", cmd.RequestID)
+		a.audit(persistence.EventInvalidMessage, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command, "error": "unknown command"})
 		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)
 	}
 }

@@ -51,7 +51,8 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	a, err := New(Config{AgentID: "pi-r", DataDir: t.TempDir(), MQTT: MQTTConf{Broker: b.URL()}, Skills: SkillConf{Dirs: []string{skills}}},
+	dataDir := t.TempDir()
+	a, err := New(Config{AgentID: "pi-r", DataDir: dataDir, MQTT: MQTTConf{Broker: b.URL()}, Skills: SkillConf{Dirs: []string{skills}}},
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,14 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 				}
 			}
 		}, "ping answered after "+tt.name)
+	}
+	// Audited on the agent, not only logged.
+	db := filepath.Join(dataDir, "audit.db")
+	mqtttest.Eventually(t, 10*time.Second, func() bool {
+		return count(t, db, `SELECT count(*) FROM events WHERE kind = 'invalid_message' AND agent_id = 'pi-r'`) == "3"
+	}, "the three rejections audited as invalid_message events")
+	if n := count(t, db, `SELECT count(*) FROM events WHERE kind = 'invalid_message' AND json_extract(detail, '$.command') = 'launch'`); n != "1" {
+		t.Fatalf("%s events name the unknown command", n)
 	}
 }
 
