@@ -211,7 +211,15 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.failAll(ctx, wire.ErrAgentOffline, "orchestrator is shutting down")
 	case *StatusIn:
 		e.info.LastSeen = now
-		e.setOnline(ctx, m.Status.Status == wire.PresenceOnline, "agent reported "+m.Status.Status)
+		online := m.Status.Status == wire.PresenceOnline
+		if online && e.info.Online {
+			// An agent sends online after each (re)connect, once it is
+			// subscribed. Heard from before that (a report that overtook
+			// it), it was asked for tools_list while it could not receive
+			// it; or it restarted with other tools. Ask again.
+			e.requestTools(ctx)
+		}
+		e.setOnline(ctx, online, "agent reported "+m.Status.Status)
 	case *CapabilitiesIn:
 		e.info.Capabilities = m.Capabilities
 		e.publishInfo()
@@ -318,6 +326,9 @@ func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 }
 
 func (e *edgeActor) requestTools(ctx actor.Context) {
+	if e.toolsReqID != "" {
+		delete(e.pending, e.toolsReqID) // superseded: a late answer is dropped
+	}
 	e.seq++
 	id := fmt.Sprintf("tools-%s-%d-%d", e.info.ID, e.opts.Now().UnixNano(), e.seq)
 	cmd := wire.Command{Command: wire.CmdToolsList, Payload: json.RawMessage(`{}`), RequestID: id}
