@@ -46,8 +46,11 @@ func brokerRestart(ctx context.Context, r *run) error {
 		return err
 	}
 	killed := time.Now()
-	r.say("[3/5] broker SIGKILLed while %s runs; one call during the outage", victim.Tag)
-	_, outage := r.goCall(ctx, e.id, shortRun)
+	r.say("[3/5] broker SIGKILLed while %s runs; it stays down until a call made now has ended", victim.Tag)
+	// The broker stays down until a call made during the outage has
+	// failed: long enough for the orchestrator to notice, and a check
+	// that calls end typed while there is no broker.
+	r.call(ctx, e.id, shortRun)
 
 	var b2 *process
 	err = waitFor(ctx, 10*time.Second, "broker restarted on "+addr, func() bool {
@@ -62,7 +65,6 @@ func brokerRestart(ctx context.Context, r *run) error {
 	r.rep.time("broker down (kill to restarted broker ready)", up.Sub(killed))
 	r.say("[4/5] broker restarted, pid %d, after %s", b2.pid(), up.Sub(killed).Round(time.Millisecond))
 	<-done
-	<-outage
 	r.rep.note("the call in flight at the kill (%s) ended %s after %s", victim.Tag, victim.Outcome, victim.Took.Round(time.Millisecond))
 	ok, err := r.untilSuccess(ctx, e.id)
 	if err != nil {
