@@ -74,3 +74,18 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	return chaos.ServeBroker(ctx, *listen, *anon, stdout, logger(stderr, slog.LevelWarn))
 }
+
+// cmdChaosNode runs the orchestrator child process of `evoclaw chaos
+// orchestrator-kill`, driven by JSON lines on stdin. Not for people.
+func cmdChaosNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("chaos-node", stderr)
+	dir := fs.String("data-dir", "", "the node's data directory")
+	listen := fs.String("listen", "127.0.0.1:0", "the embedded broker's host:port")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return fmt.Errorf("%w: --data-dir is required", errUsage)
+	}
+	return chaos.ServeNode(ctx, *dir, *listen, os.Stdin, stdout, logger(stderr, slog.LevelInfo))
+}

@@ -20,7 +20,8 @@ type order struct {
 // driver is the scenarios' scripted model (not a language model): for a
 // user message holding an order it calls the mark tool of the order's
 // agent once, and answers the tool's message verbatim, so the caller sees
-// either the tool's output or the loop's typed error text.
+// either the tool's output or the loop's typed error text, followed by
+// "[history N]": the user messages of the conversation it was given.
 type driver struct{}
 
 func (driver) Name() string { return "chaos driver (scripted, not a language model)" }
@@ -31,7 +32,15 @@ func (driver) Complete(_ context.Context, req llm.Request) (llm.Response, error)
 	}
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == llm.RoleTool {
-		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: last.Content}}, nil
+		users := 0
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleUser {
+				users++
+			}
+		}
+		// The count shows whether a restarted node gave the model the
+		// conversation's stored history.
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("%s [history %d]", last.Content, users)}}, nil
 	}
 	var o order
 	if err := json.Unmarshal([]byte(last.Content), &o); err != nil {

@@ -28,8 +28,8 @@ func TestDriver(t *testing.T) {
 	}
 	tool := llm.Message{Role: llm.RoleTool, Content: "Error (agent_offline) from tool"}
 	res, err = d.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: string(o)}, res.Message, tool}})
-	if err != nil || res.Message.Content != tool.Content || len(res.Message.ToolCalls) != 0 {
-		t.Fatalf("answer %+v, %v; want the tool message verbatim", res.Message, err)
+	if want := tool.Content + " [history 1]"; err != nil || res.Message.Content != want || len(res.Message.ToolCalls) != 0 {
+		t.Fatalf("answer %+v, %v; want %q: the tool message verbatim and the user messages seen", res.Message, err, want)
 	}
 	for _, bad := range [][]llm.Message{nil, {{Role: llm.RoleUser, Content: "not an order"}}} {
 		if _, err := d.Complete(context.Background(), llm.Request{Messages: bad}); err == nil {

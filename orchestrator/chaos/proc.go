@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -23,10 +24,27 @@ type process struct {
 	ready chan string   // receives the ready line once
 	done  chan struct{} // closed when the process has exited
 	err   error         // the exit status; read after done
+	// stdin and lines are set by startInteractive: lines receives every
+	// stdout line after the ready line, and is closed when stdout ends.
+	stdin io.WriteCloser
+	lines chan string
 }
+
+// maxLines bounds the stdout lines of an interactive child not yet read.
+const maxLines = 1024
 
 // startProcess runs bin with args; stderr is appended to logPath.
 func startProcess(name, bin string, args []string, logPath string, env ...string) (*process, error) {
+	return start(name, bin, args, logPath, false, env)
+}
+
+// startInteractive is startProcess with a pipe to the child's stdin and
+// its stdout lines after the ready line in lines.
+func startInteractive(name, bin string, args []string, logPath string) (*process, error) {
+	return start(name, bin, args, logPath, true, nil)
+}
+
+func start(name, bin string, args []string, logPath string, interactive bool, env []string) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -39,6 +57,12 @@ func startProcess(name, bin string, args []string, logPath string, env ...string
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
+	if interactive {
+		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		p.lines = make(chan string, maxLines)
+	}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -47,10 +71,16 @@ func startProcess(name, bin string, args []string, logPath string, env ...string
 		sc := bufio.NewScanner(out)
 		signalled := false
 		for sc.Scan() {
-			if !signalled && strings.Contains(sc.Text(), "ready") {
+			switch {
+			case !signalled && strings.Contains(sc.Text(), "ready"):
 				p.ready <- sc.Text()
 				signalled = true
+			case signalled && p.lines != nil:
+				p.lines <- sc.Text()
 			}
+		}
+		if p.lines != nil {
+			close(p.lines)
 		}
 		p.err = p.cmd.Wait()
 	}()
@@ -89,6 +119,9 @@ func (p *process) stop() error {
 	case <-p.done:
 		return nil
 	default:
+	}
+	if p.stdin != nil {
+		p.stdin.Close() // an interactive child ends when its input does
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	t := time.NewTimer(stopGrace)

@@ -152,23 +152,23 @@ func (r *run) check(ctx context.Context) error {
 	sort.Strings(rep.RanTwice)
 
 	// The orchestrator's trail: one row per call, with the call's outcome.
-	res, err := sqlite.QueryReadOnly(ctx, r.node.AuditPath(),
-		`SELECT conversation_id, request_id, status, coalesce(error_type, '') FROM tool_calls WHERE conversation_id LIKE 'chaos-%' ORDER BY id`)
+	res, err := sqlite.QueryReadOnly(ctx, r.audit,
+		`SELECT json_extract(params, '$.tag'), request_id, status, coalesce(error_type, '') FROM tool_calls WHERE json_extract(params, '$.tag') LIKE 'call-%' ORDER BY id`)
 	if err != nil {
 		return err
 	}
 	rep.OrchestratorRows = len(res.Rows)
-	byConv := map[string][][]any{}
+	byTag := map[string][][]any{}
 	orchStatus := map[string]string{}
 	for _, row := range res.Rows {
-		byConv[str(row[0])] = append(byConv[str(row[0])], row)
+		byTag[str(row[0])] = append(byTag[str(row[0])], row)
 		orchStatus[str(row[1])] = str(row[2])
 	}
 	for i := range rep.Calls {
 		c := &rep.Calls[i]
-		rows := byConv[c.Conv]
-		if c.Outcome == "hang" {
-			continue
+		rows := byTag[c.Tag]
+		if c.Outcome == "hang" || (c.Outcome == OutcomeNodeKilled && len(rows) == 0) {
+			continue // a call cut by the node's death may not have ended
 		}
 		if len(rows) != 1 {
 			rep.problem("%s: %d rows in the orchestrator's tool_calls, want 1", c.Tag, len(rows))
@@ -176,6 +176,9 @@ func (r *run) check(ctx context.Context) error {
 		}
 		c.RequestID = str(rows[0][1])
 		want := c.Outcome
+		if want == OutcomeNodeKilled {
+			continue
+		}
 		if got := str(rows[0][3]); str(rows[0][2]) == "success" {
 			if want != "success" {
 				rep.problem("%s: audited as success, answered %s", c.Tag, want)
@@ -201,9 +204,20 @@ func (r *run) check(ctx context.Context) error {
 	audited := map[string]bool{}
 	agentOK := map[string]bool{}
 	late := 0
+	lateIDs, err := r.lateResults(ctx)
+	if err != nil {
+		return err
+	}
 	for _, a := range agentRows {
 		audited[a.tag] = true
 		st, ok := orchStatus[a.requestID]
+		if !ok && lateIDs[a.requestID] {
+			// The node never finished the call (it died), but received
+			// the result afterwards and audited it as a late result.
+			rep.Joined++
+			rep.note("%s (%s) is in the orchestrator's trail as a late_result event only: the call was cut by the node's death", a.tag, a.requestID)
+			continue
+		}
 		if !ok {
 			rep.problem("agent %s audited request %s (%s) that the orchestrator's trail lacks", a.agent, a.requestID, a.tag)
 			continue
@@ -231,7 +245,7 @@ func (r *run) check(ctx context.Context) error {
 	}
 
 	// The databases themselves.
-	paths := []string{r.node.AuditPath()}
+	paths := []string{r.audit}
 	for _, e := range r.edges {
 		paths = append(paths, filepath.Join(e.dataDir, "audit.db"))
 	}
@@ -250,7 +264,7 @@ func (r *run) check(ctx context.Context) error {
 // lateResults lists the request_ids the orchestrator received after it had
 // stopped waiting for them (late_result events).
 func (r *run) lateResults(ctx context.Context) (map[string]bool, error) {
-	res, err := sqlite.QueryReadOnly(ctx, r.node.AuditPath(),
+	res, err := sqlite.QueryReadOnly(ctx, r.audit,
 		`SELECT json_extract(detail, '$.request_id') FROM events WHERE kind = ?`, actors.EventLateResult)
 	if err != nil {
 		return nil, err
@@ -264,7 +278,7 @@ func (r *run) lateResults(ctx context.Context) (map[string]bool, error) {
 
 // requestID reads c's request_id from the orchestrator's trail.
 func (r *run) requestID(ctx context.Context, c *Call) (string, error) {
-	res, err := sqlite.QueryReadOnly(ctx, r.node.AuditPath(), `SELECT request_id FROM tool_calls WHERE conversation_id = ?`, c.Conv)
+	res, err := sqlite.QueryReadOnly(ctx, r.audit, `SELECT request_id FROM tool_calls WHERE json_extract(params, '$.tag') = ?`, c.Tag)
 	if err != nil {
 		return "", err
 	}

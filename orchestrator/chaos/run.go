@@ -3,12 +3,14 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,11 +64,19 @@ type run struct {
 	opts   Options
 	dir    string
 	skills string
-	runLog string // the mark tool's run log: one tag per execution
-	node   *orchestrator.Node
+	runLog string             // the mark tool's run log: one tag per execution
+	node   *orchestrator.Node // nil when the node is a child process
 	rep    *Report
-	procs  []*process // stopped at the end
-	edges  map[string]*edgeConf
+	// audit is the node's audit database; chat and agentReady reach the
+	// node, in this process or a child.
+	audit      string
+	chat       func(ctx context.Context, conv, text string) (string, error)
+	agentReady func(ctx context.Context, id string) error
+	// conv, if set, is the one conversation of every call.
+	conv  string
+	procs []*process   // stopped at the end
+	nodes []*nodeChild // their dispatchers are waited for at the end
+	edges map[string]*edgeConf
 
 	outMu sync.Mutex // serialises lines to opts.Out
 
@@ -96,6 +106,9 @@ type Call struct {
 	// chat still running at CallBound.
 	Outcome string
 	Text    string
+	// History is how many user messages the model saw in the call's
+	// conversation, this one included.
+	History int
 	// RequestID is read from the orchestrator's audit trail by the checks.
 	RequestID string
 }
@@ -111,13 +124,7 @@ func (r *run) say(format string, a ...any) {
 // startNode starts the orchestrator in this process. brokerURL empty means
 // its embedded broker (loopback, anonymous clients allowed).
 func (r *run) startNode(ctx context.Context, brokerURL string) error {
-	cfg := orchestrator.Config{DataDir: filepath.Join(r.dir, "orchestrator"), Broker: orchestrator.BrokerConf{URL: brokerURL}}
-	if brokerURL == "" {
-		cfg.Broker.Listen = "127.0.0.1:0"
-		cfg.Broker.AllowAnonymous = true // the agents connect without credentials on loopback
-	}
-	cfg.Loop.HeartbeatTimeout.Duration = heartbeatTimeout
-	cfg.Loop.ChatTimeout.Duration = CallBound
+	cfg := nodeConfig(filepath.Join(r.dir, "orchestrator"), "127.0.0.1:0", brokerURL)
 	log := r.opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -126,7 +133,20 @@ func (r *run) startNode(ctx context.Context, brokerURL string) error {
 	if err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	r.node = n
+	r.node, r.audit = n, n.AuditPath()
+	r.chat = func(ctx context.Context, conv, text string) (string, error) {
+		ans, err := n.Chat(ctx, conv, text)
+		if err != nil {
+			return "", err
+		}
+		return ans.Text, nil
+	}
+	r.agentReady = func(ctx context.Context, id string) error {
+		return waitFor(ctx, 30*time.Second, "agent "+id+" online with its tools", func() bool {
+			a, ok := n.Catalog().Agents[id]
+			return ok && a.Online && len(a.Tools) > 0
+		})
+	}
 	return nil
 }
 
@@ -180,10 +200,7 @@ func (r *run) startEdge(ctx context.Context, e *edgeConf) (*process, error) {
 
 // waitAgent waits until the orchestrator lists agent id online with tools.
 func (r *run) waitAgent(ctx context.Context, id string) error {
-	return waitFor(ctx, 30*time.Second, "agent "+id+" online with its tools", func() bool {
-		a, ok := r.node.Catalog().Agents[id]
-		return ok && a.Online && len(a.Tools) > 0
-	})
+	return r.agentReady(ctx, id)
 }
 
 // newCall numbers the next call.
@@ -191,7 +208,11 @@ func (r *run) newCall(agent string, seconds float64) *Call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next++
-	c := &Call{N: r.next, Tag: fmt.Sprintf("call-%04d", r.next), Conv: fmt.Sprintf("chaos-%04d", r.next), Agent: agent, Seconds: seconds}
+	conv := r.conv
+	if conv == "" {
+		conv = fmt.Sprintf("chaos-%04d", r.next)
+	}
+	c := &Call{N: r.next, Tag: fmt.Sprintf("call-%04d", r.next), Conv: conv, Agent: agent, Seconds: seconds}
 	r.calls = append(r.calls, c)
 	return c
 }
@@ -219,6 +240,13 @@ func (r *run) goCall(ctx context.Context, agent string, seconds float64) (*Call,
 // errorType reads the error type from the loop's error text.
 var errorType = regexp.MustCompile(`^Error \(([a-z_]+)\)`)
 
+// historyMark reads the driver's count of user messages.
+var historyMark = regexp.MustCompile(`\[history (\d+)\]$`)
+
+// OutcomeNodeKilled is the outcome of a call whose orchestrator process
+// was killed before it answered.
+const OutcomeNodeKilled = "orchestrator_killed"
+
 func (r *run) do(ctx context.Context, c *Call) {
 	text, err := json.Marshal(order{Agent: c.Agent, Tag: c.Tag, File: r.runLog, Seconds: c.Seconds})
 	if err != nil {
@@ -227,23 +255,29 @@ func (r *run) do(ctx context.Context, c *Call) {
 	cctx, cancel := context.WithTimeout(ctx, CallBound+5*time.Second)
 	defer cancel()
 	start := time.Now()
-	ans, err := r.node.Chat(cctx, c.Conv, string(text))
+	ans, err := r.chat(cctx, c.Conv, string(text))
 	took := time.Since(start)
 	outcome, out := "", ""
 	switch {
+	case errors.Is(err, errNodeKilled):
+		outcome, out = OutcomeNodeKilled, err.Error()
 	case err != nil:
 		outcome, out = "hang", err.Error()
-	case strings.HasPrefix(ans.Text, "marked "+c.Tag):
-		outcome, out = "success", ans.Text
+	case strings.HasPrefix(ans, "marked "+c.Tag):
+		outcome, out = "success", ans
 	default:
-		out = ans.Text
+		out = ans
 		outcome = "untyped"
-		if m := errorType.FindStringSubmatch(ans.Text); m != nil {
+		if m := errorType.FindStringSubmatch(ans); m != nil {
 			outcome = m[1]
 		}
 	}
+	history := 0
+	if m := historyMark.FindStringSubmatch(ans); m != nil {
+		history, _ = strconv.Atoi(m[1])
+	}
 	r.mu.Lock()
-	c.Start, c.Took, c.Outcome, c.Text = start, took, outcome, out
+	c.Start, c.Took, c.Outcome, c.Text, c.History = start, took, outcome, out, history
 	r.mu.Unlock()
 	r.say("      %s %-8s %-13s after %s", c.Tag, c.Agent, outcome, took.Round(time.Millisecond))
 }
@@ -329,5 +363,8 @@ func (r *run) close() {
 	}
 	for _, p := range r.procs {
 		_ = p.stop()
+	}
+	for _, nc := range r.nodes {
+		<-nc.done
 	}
 }

@@ -31,9 +31,15 @@ func runScenario(t *testing.T, name string) *Report {
 	if len(rep.Problems) > 0 {
 		t.Fatalf("%d checks failed: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
 	}
-	if len(rep.RanTwice) > 0 || rep.Runs == 0 || rep.Joined != rep.AgentRows || rep.OrchestratorRows != len(rep.Calls) {
-		t.Fatalf("runs %d (twice %v), rows: orchestrator %d for %d calls, agents %d, joined %d",
-			rep.Runs, rep.RanTwice, rep.OrchestratorRows, len(rep.Calls), rep.AgentRows, rep.Joined)
+	ended := 0 // calls the orchestrator finished, so audited
+	for _, c := range rep.Calls {
+		if c.Outcome != OutcomeNodeKilled {
+			ended++
+		}
+	}
+	if len(rep.RanTwice) > 0 || rep.Runs == 0 || rep.Joined != rep.AgentRows || rep.OrchestratorRows != ended {
+		t.Fatalf("runs %d (twice %v), rows: orchestrator %d for %d calls that ended, agents %d, joined %d",
+			rep.Runs, rep.RanTwice, rep.OrchestratorRows, ended, rep.AgentRows, rep.Joined)
 	}
 	return rep
 }
@@ -122,5 +128,26 @@ func TestUnknownScenario(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), "edge-kill", Options{}); err == nil || !strings.Contains(err.Error(), "Binary") {
 		t.Fatalf("err %v, want Binary required", err)
+	}
+}
+
+func TestOrchestratorKill(t *testing.T) {
+	rep := runScenario(t, "orchestrator-kill")
+	v := victim(t, rep)
+	if v.Outcome != OutcomeNodeKilled {
+		t.Fatalf("call cut by the kill ended %s", v.Outcome)
+	}
+	mustTiming(t, rep, "orchestrator restart (kill to ready)")
+	mustTiming(t, rep, "recovery (kill to first success)")
+	last := rep.Calls[len(rep.Calls)-1]
+	if last.Outcome != "success" || last.History != last.N {
+		t.Fatalf("last call %+v: want success having seen all %d user messages", last, last.N)
+	}
+	late := false
+	for _, n := range rep.Notes {
+		late = late || strings.Contains(n, v.Tag+" (") && strings.Contains(n, "late_result event only")
+	}
+	if !late {
+		t.Fatalf("notes %q: the cut call's run is not joined through its late result", rep.Notes)
 	}
 }
