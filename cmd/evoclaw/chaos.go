@@ -16,7 +16,7 @@ import (
 // and prints what it did and found; it fails when a check fails.
 func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("chaos", stderr)
-	calls := fs.Int("calls", chaos.DefaultCalls, "tool calls the scenario makes in all")
+	calls := fs.Int("calls", chaos.DefaultCalls, "tool calls before the fault and after recovery (those during it come on top)")
 	dir := fs.String("data-dir", "", "keep the run's databases and logs here (default: a temporary directory, removed)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ func roundTrip(c net.Conn, msg string, d time.Duration) (string, error) {
 }
 
 func TestProxyCutAndRestore(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
 	p, err := StartProxy(echoServer(t))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +108,18 @@ func TestProxyCutAndRestore(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", p.Addr(), time.Second); err == nil {
 		t.Fatal("the proxy still accepts after Close")
+	}
+	// Close waited for the proxy's goroutines; the echo server's end with
+	// their connections, which the proxy closed.
+	for _, c := range []net.Conn{before, during, after} {
+		c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > goroutines+1 { // the echo server's accept loop
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after Close, %d before the proxy started", runtime.NumGoroutine(), goroutines)
+		}
+		time.Sleep(poll)
 	}
 }
 

@@ -47,8 +47,9 @@ type Options struct {
 	// Binary is the evoclaw executable whose `edge` and `broker` commands
 	// run the child processes.
 	Binary string
-	// Calls is how many tool calls the stream makes in all (default
-	// DefaultCalls; at least 6 are made).
+	// Calls is how many tool calls the stream makes before the fault and
+	// after recovery, in all (default DefaultCalls; at least 6). The calls
+	// made while the fault lasts and until the first success come on top.
 	Calls int
 	// Dir keeps the run's files (databases, logs, run log). Empty means a
 	// temporary directory removed afterwards.
