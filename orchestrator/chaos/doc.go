@@ -1,7 +1,8 @@
 // Package chaos runs fault scenarios against a real evoclaw deployment on
-// one machine: an orchestrator node in this process, edge agents and (where
-// the scenario needs one it can kill) an MQTT broker as child processes of
-// the evoclaw binary, and a loopback TCP proxy that can cut the network.
+// one machine: an orchestrator node (in this process, or a child process
+// where the scenario kills it), edge agents and (where the scenario kills
+// it) an MQTT broker as child processes of the evoclaw binary, and a
+// loopback TCP proxy that can cut the network.
 //
 // Every scenario drives a stream of tool calls through the orchestrator's
 // tool loop while it injects its fault, then checks what must hold after

@@ -16,6 +16,7 @@ import (
 
 // Report is what a scenario did and found.
 type Report struct {
+	// Scenario is the scenario's name.
 	Scenario string
 	// Calls are the stream's calls in order.
 	Calls []Call
@@ -39,6 +40,7 @@ type Report struct {
 
 // Timing is one measured duration.
 type Timing struct {
+	// What was measured, from which event to which.
 	What string
 	D    time.Duration
 }

@@ -94,19 +94,24 @@ type edgeConf struct {
 
 // Call is one tool call the stream made: one chat whose model calls mark once.
 type Call struct {
-	N     int
-	Tag   string
+	// N numbers the calls of a run from 1.
+	N int
+	// Tag is what the mark tool logs for this call: "call-NNNN".
+	Tag string
+	// Conv is the conversation id of the chat; Agent the agent called.
 	Conv  string
 	Agent string
 	// Seconds is how long the tool sleeps.
 	Seconds float64
-	Start   time.Time
-	Took    time.Duration
+	// Start is when the chat began; Took how long until it answered.
+	Start time.Time
+	Took  time.Duration
 	// Outcome is "success", the typed error ("agent_offline", "timeout",
 	// ...), "untyped" for an error text without a type, or "hang" for a
 	// chat still running at CallBound.
 	Outcome string
-	Text    string
+	// Text is the answer, or the error of a chat that did not answer.
+	Text string
 	// History is how many user messages the model saw in the call's
 	// conversation, this one included.
 	History int

@@ -11,7 +11,9 @@ import (
 
 // Scenario is one fault scenario.
 type Scenario struct {
-	Name    string
+	// Name is what `evoclaw chaos NAME` and Run take.
+	Name string
+	// Summary says in one line what the fault is.
 	Summary string
 	run     func(ctx context.Context, r *run) error
 }
