@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // victimRun is how long the tool of a call cut by a fault sleeps: long
@@ -42,10 +44,10 @@ func brokerRestart(ctx context.Context, r *run) error {
 	if err := r.waitRunning(ctx, victim); err != nil {
 		return err
 	}
+	killed := time.Now()
 	if err := b.kill(); err != nil {
 		return err
 	}
-	killed := time.Now()
 	r.say("[3/5] broker SIGKILLed while %s runs; it stays down until a call made now has ended", victim.Tag)
 	// The broker stays down until a call made during the outage has
 	// failed: long enough for the orchestrator to notice, and a check
@@ -64,9 +66,13 @@ func brokerRestart(ctx context.Context, r *run) error {
 	up := time.Now()
 	r.rep.time("broker down (kill to restarted broker ready)", up.Sub(killed))
 	r.say("[4/5] broker restarted, pid %d, after %s", b2.pid(), up.Sub(killed).Round(time.Millisecond))
+	// Recovery is measured while the cut call may still be waiting.
+	ok, err := r.untilSuccess(ctx, e.id)
 	<-done
 	r.rep.note("the call in flight at the kill (%s) ended %s after %s", victim.Tag, victim.Outcome, victim.Took.Round(time.Millisecond))
-	ok, err := r.untilSuccess(ctx, e.id)
+	if victim.Outcome == string(wire.ErrTimeout) {
+		r.rep.note("a restarted broker keeps no sessions: a result the agent publishes before the orchestrator has subscribed again is dropped, and the call times out (it is not run again)")
+	}
 	if err != nil {
 		r.rep.problem("%v", err)
 		return nil

@@ -44,10 +44,10 @@ func edgeKill(ctx context.Context, r *run) error {
 	if err := r.waitRunning(ctx, victim); err != nil {
 		return err
 	}
+	killed := time.Now()
 	if err := p.kill(); err != nil {
 		return err
 	}
-	killed := time.Now()
 	r.say("[2/5] agent SIGKILLed while %s runs (its tool sleeps %.0f s)", victim.Tag, killedRun)
 	<-done
 	ended := victim.Start.Add(victim.Took)

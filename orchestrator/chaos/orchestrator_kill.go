@@ -40,10 +40,10 @@ func orchestratorKill(ctx context.Context, r *run) error {
 	if err := r.waitRunning(ctx, victim); err != nil {
 		return err
 	}
+	killed := time.Now()
 	if err := nc.p.kill(); err != nil {
 		return err
 	}
-	killed := time.Now()
 	r.say("[2/5] orchestrator SIGKILLed while %s runs on the agent", victim.Tag)
 	<-done
 	if victim.Outcome != OutcomeNodeKilled {
