@@ -362,6 +362,39 @@ func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
 	waitFor(t, 5*time.Second, "tools listed again", func() bool { return len(agent().Tools) == 1 })
 }
 
+// TestPendingCommandResentOnOnlineStatus: a broker that restarts keeps no
+// sessions, so a result the agent publishes before the orchestrator has
+// re-subscribed is lost. The agent's online status (retained, so the
+// orchestrator gets it once subscribed) must bring the pending command
+// again under its request_id, which the agent answers from its request log.
+func TestPendingCommandResentOnOnlineStatus(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+		mu.Lock()
+		seen[cmd.RequestID]++
+		n := seen[cmd.RequestID]
+		mu.Unlock()
+		if n == 1 {
+			// The result of the first delivery is lost; the agent
+			// reconnects and says it is online.
+			h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
+			return
+		}
+		echoReply(h)(cmd, p)
+	}
+	ans := h.chat(t, "say hi")
+	if ans.Err != nil || ans.Text != "tool said: echo:hi" {
+		t.Fatalf("answer %+v", ans)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Fatalf("commands by request_id %v, want one request sent again under its id", seen)
+	}
+}
+
 func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
 	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.ReplySlack = 10 * time.Millisecond })
 	late := make(chan wire.Command, 1)
