@@ -71,7 +71,7 @@ func brokerRestart(ctx context.Context, r *run) error {
 	<-done
 	r.rep.note("the call in flight at the kill (%s) ended %s after %s", victim.Tag, victim.Outcome, victim.Took.Round(time.Millisecond))
 	if victim.Outcome == string(wire.ErrTimeout) {
-		r.rep.note("a restarted broker keeps no sessions: a result the agent publishes before the orchestrator has subscribed again is dropped, and the call times out (it is not run again)")
+		r.rep.note("its result never reached the orchestrator: a restarted broker keeps no sessions, so a result published before the orchestrator has subscribed again is dropped unless the command is sent again")
 	}
 	if err != nil {
 		r.rep.problem("%v", err)
