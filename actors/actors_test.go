@@ -33,6 +33,9 @@ type fakeEdge struct {
 	onPrompt func(cmd wire.Command, p wire.PromptPayload)
 	// tools is what tools_list answers; nil: one "echo" tool.
 	tools []wire.ToolInfo
+	// lostToolsLists is how many tools_list commands to lose, as a broker
+	// does for an agent that has not subscribed yet.
+	lostToolsLists atomic.Int32
 }
 
 func (f *fakeEdge) Publish(_ context.Context, topic string, payload []byte) error {
@@ -46,6 +49,10 @@ func (f *fakeEdge) Publish(_ context.Context, topic string, payload []byte) erro
 	}
 	switch cmd.Command {
 	case wire.CmdToolsList:
+		if f.lostToolsLists.Add(-1) >= 0 {
+			return nil
+		}
+		f.lostToolsLists.Store(0)
 		tools := f.tools
 		if tools == nil {
 			tools = []wire.ToolInfo{{Name: "echo", Description: "echoes", TimeoutMS: 1000}}
@@ -326,6 +333,66 @@ func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
 	waitFor(t, 5*time.Second, "presence audited", func() bool {
 		return strings.Join(h.events.kinds(), ",") == "agent_online,agent_offline"
 	})
+}
+
+// TestToolsListAskedAgainOnOnlineStatus: an agent that reconnects is heard
+// first from a report sent before it re-subscribed to its commands, so the
+// tools_list that brings it back online is lost; the online status it sends
+// once subscribed must bring a new tools_list, or it stays online with no
+// tools and every call of its tools is refused as not_found.
+func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	status := func(s string) {
+		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: s}})
+	}
+	agent := func() AgentInfo { return h.edges.Catalog().Agents["pi-1"] }
+	status(wire.PresenceOffline) // its last will: the connection dropped
+	waitFor(t, 5*time.Second, "agent offline", func() bool { return !agent().Online })
+
+	h.edge.lostToolsLists.Store(1)
+	hb, err := wire.NewReport("pi-1", "monitor", wire.ReportHeartbeat, time.Now().Unix(), wire.Heartbeat{UptimeSec: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sys.Root.Send(h.edges.PID, &ReportIn{AgentID: "pi-1", Report: hb})
+	waitFor(t, 5*time.Second, "agent online, its tools_list lost", func() bool {
+		return agent().Online && h.edge.lostToolsLists.Load() == 0
+	})
+	status(wire.PresenceOnline)
+	waitFor(t, 5*time.Second, "tools listed again", func() bool { return len(agent().Tools) == 1 })
+}
+
+// TestPendingCommandResentOnOnlineStatus: a broker that restarts keeps no
+// sessions, so a result the agent publishes before the orchestrator has
+// re-subscribed is lost. The agent's online status (retained, so the
+// orchestrator gets it once subscribed) must bring the pending command
+// again under its request_id, which the agent answers from its request log.
+func TestPendingCommandResentOnOnlineStatus(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+		mu.Lock()
+		seen[cmd.RequestID]++
+		n := seen[cmd.RequestID]
+		mu.Unlock()
+		if n == 1 {
+			// The result of the first delivery is lost; the agent
+			// reconnects and says it is online.
+			h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
+			return
+		}
+		echoReply(h)(cmd, p)
+	}
+	ans := h.chat(t, "say hi")
+	if ans.Err != nil || ans.Text != "tool said: echo:hi" {
+		t.Fatalf("answer %+v", ans)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Fatalf("commands by request_id %v, want one request sent again under its id", seen)
+	}
 }
 
 func TestUnknownAndLateRepliesAreDropped(t *testing.T) {

@@ -181,6 +181,7 @@ func (r *registry) Receive(ctx actor.Context) {
 type pending struct {
 	replyTo  *actor.PID // nil for the actor's own requests (tools_list)
 	command  string
+	cmd      wire.Command // as sent, to send again after a reconnect
 	deadline time.Time
 	sent     time.Time
 }
@@ -211,7 +212,16 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.failAll(ctx, wire.ErrAgentOffline, "orchestrator is shutting down")
 	case *StatusIn:
 		e.info.LastSeen = now
-		e.setOnline(ctx, m.Status.Status == wire.PresenceOnline, "agent reported "+m.Status.Status)
+		online := m.Status.Status == wire.PresenceOnline
+		if online && e.info.Online {
+			// An agent sends online after each (re)connect, once it is
+			// subscribed. Heard from before that (a report that overtook
+			// it), it was asked for tools_list while it could not receive
+			// it; or it restarted with other tools. Ask again.
+			e.requestTools(ctx)
+			e.resendPending(ctx, now)
+		}
+		e.setOnline(ctx, online, "agent reported "+m.Status.Status)
 	case *CapabilitiesIn:
 		e.info.Capabilities = m.Capabilities
 		e.publishInfo()
@@ -286,6 +296,21 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 	e.publishInfo()
 }
 
+// resendPending sends every awaited command again under its request_id.
+// Called when an agent that was online all along says it is online again:
+// it reconnected, and a broker that restarted in between kept no session,
+// so a command or a result may have been dropped. The agent runs a
+// request_id at most once and answers a repeat from its request log.
+func (e *edgeActor) resendPending(ctx actor.Context, now time.Time) {
+	for id, p := range e.pending {
+		if p.replyTo == nil || now.After(p.deadline) {
+			continue
+		}
+		e.log.Info("sending a pending command again after the agent reconnected", "request_id", id)
+		e.publish(ctx, p.cmd)
+	}
+}
+
 // event audits something about this agent off the mailbox.
 func (e *edgeActor) event(kind string, detail map[string]any) {
 	if e.opts.Events == nil {
@@ -318,6 +343,9 @@ func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 }
 
 func (e *edgeActor) requestTools(ctx actor.Context) {
+	if e.toolsReqID != "" {
+		delete(e.pending, e.toolsReqID) // superseded: a late answer is dropped
+	}
 	e.seq++
 	id := fmt.Sprintf("tools-%s-%d-%d", e.info.ID, e.opts.Now().UnixNano(), e.seq)
 	cmd := wire.Command{Command: wire.CmdToolsList, Payload: json.RawMessage(`{}`), RequestID: id}
@@ -338,7 +366,7 @@ func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
 			Err: fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending))})
 		return
 	}
-	e.pending[m.Command.RequestID] = &pending{replyTo: m.ReplyTo, command: m.Command.Command, deadline: m.Deadline, sent: now}
+	e.pending[m.Command.RequestID] = &pending{replyTo: m.ReplyTo, command: m.Command.Command, cmd: m.Command, deadline: m.Deadline, sent: now}
 	e.publish(ctx, m.Command)
 }
 
