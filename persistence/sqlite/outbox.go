@@ -66,7 +66,12 @@ func (s *Store) Outbox(ctx context.Context, n int) ([]OutboxItem, error) {
 		}
 		return rows.Err()
 	})
-	return items, err
+	if err != nil {
+		// The queued read may still run after an early return (ctx ended):
+		// touch its result only on success.
+		return nil, err
+	}
+	return items, nil
 }
 
 // Dequeue deletes a delivered message.
@@ -85,5 +90,8 @@ func (s *Store) OutboxLen(ctx context.Context) (int64, error) {
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT count(*) FROM outbox`).Scan(&n)
 	})
-	return n, err
+	if err != nil {
+		return 0, err // n may still be written by the queued read: leave it
+	}
+	return n, nil
 }
