@@ -20,6 +20,10 @@ type AgentInfo struct {
 	Capabilities string
 	Tools        []wire.ToolInfo
 	LastSeen     time.Time
+	// Listing is true while a tools_list asked of the agent (after it
+	// connected or reconnected) is unanswered: a tool missing from Tools may
+	// only not be listed yet.
+	Listing bool
 }
 
 // Catalog is an immutable snapshot of the known agents.

@@ -254,6 +254,8 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 				delete(e.pending, id)
 				if id == e.toolsReqID {
 					e.toolsReqID = ""
+					e.info.Listing = false
+					e.publishInfo()
 				}
 			}
 		}
@@ -340,6 +342,7 @@ func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 		delete(e.pending, id)
 	}
 	e.toolsReqID = ""
+	e.info.Listing = false
 }
 
 func (e *edgeActor) requestTools(ctx actor.Context) {
@@ -352,6 +355,8 @@ func (e *edgeActor) requestTools(ctx actor.Context) {
 	cmd.SetExpiry(e.opts.Now(), e.opts.PublishTimeout+30*time.Second, 0)
 	e.toolsReqID = id
 	e.pending[id] = &pending{command: cmd.Command, deadline: e.opts.Now().Add(e.opts.PublishTimeout + 30*time.Second), sent: e.opts.Now()}
+	e.info.Listing = true
+	e.publishInfo()
 	e.publish(ctx, cmd)
 }
 
@@ -413,9 +418,11 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 	delete(e.pending, id)
 	if id == e.toolsReqID {
 		e.toolsReqID = ""
+		e.info.Listing = false
 		l, err := wire.DecodeToolsList(r)
 		if err != nil {
 			e.log.Warn("agent did not list its tools", "err", err)
+			e.publishInfo()
 			return
 		}
 		e.info.Tools = l.Tools

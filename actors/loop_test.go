@@ -652,3 +652,28 @@ func TestSaturatedAgentPushesBackWithBusy(t *testing.T) {
 		t.Fatalf("command without a usable expiry: %+v", cmds[0])
 	}
 }
+
+func TestToolOfAnAgentStillListingIsBusyNotMissing(t *testing.T) {
+	tr := transcript(callTurn("a", "pi-1__echo", `{"text":"x"}`), `{"content":"A={{result a}}"}`,
+		callTurn("b", EdgeCallTool, `{"agent_id":"pi-1","action":"echo","params":{"text":"y"}}`), `{"content":"B={{result b}}"}`)
+	h := newHarness(t, tr, nil)
+	h.edge.onTool = echoReply(h)
+	status := func(s string) {
+		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: s}})
+	}
+	status(wire.PresenceOffline)
+	waitFor(t, 5*time.Second, "agent offline", func() bool { return !h.edges.Catalog().Agents["pi-1"].Online })
+	// It comes back, but its tools_list is lost (it had not subscribed yet).
+	h.edge.lostToolsLists.Store(1)
+	status(wire.PresenceOnline)
+	waitFor(t, 5*time.Second, "agent online and listing", func() bool {
+		a := h.edges.Catalog().Agents["pi-1"]
+		return a.Online && a.Listing && len(a.Tools) == 0
+	})
+	for i, want := range []string{"A=Error (busy)", "B=Error (busy)"} {
+		ans := h.chat(t, fmt.Sprint("call ", i))
+		if !strings.Contains(ans.Text, want) || !strings.Contains(ans.Text, "still listing its tools") {
+			t.Fatalf("answer %q, want %q", ans.Text, want)
+		}
+	}
+}

@@ -173,6 +173,9 @@ func (b *EdgeToolbox) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
 	if agent.ID != "" && !agent.Online {
 		return Target{}, toolError(wire.ErrAgentOffline, fmt.Sprintf("tool %q: edge agent %q is offline. %s", call.Name, agent.ID, b.available()))
 	}
+	if !ok && agent.Online && agent.Listing {
+		return Target{}, listingError(agent.ID)
+	}
 	if !ok || b.Mode == ToolsCompact {
 		return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found. %s", call.Name, b.available()))
 	}
@@ -219,6 +222,9 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 				OwnTimeoutMS: t.TimeoutMS, Schema: t.Parameters, Args: args}, nil
 		}
 	}
+	if agent.Listing {
+		return Target{}, listingError(agent.ID)
+	}
 	var names []string
 	for _, t := range agent.Tools {
 		if b.selected(agent.ID, t.Name) {
@@ -226,6 +232,13 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 		}
 	}
 	return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("edge agent %q has no action %q. Its actions: %s", agent.ID, a.Action, listOrNone(names)))
+}
+
+// listingError answers a call of a tool an agent has not listed yet while
+// it is listing its tools: busy (try again), not "no such tool", which
+// would send a model looking elsewhere for a tool that exists.
+func listingError(agentID string) *wire.ToolResult {
+	return toolError(wire.ErrBusy, fmt.Sprintf("edge agent %q has just (re)connected and is still listing its tools; try the call again in a moment", agentID))
 }
 
 // available lists what the model may call, for not-found messages.
