@@ -114,21 +114,9 @@ type ToolConf struct {
 	MCPServers map[string]mcptools.ServerConfig `toml:"mcp_servers"`
 }
 
-// Duration is a time.Duration written as "30s" in TOML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText parses a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration like \"30s\": %w", err)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText formats the duration.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+// Duration is a time.Duration written as "30s" in TOML, the same type as
+// the [llm] section's.
+type Duration = llm.Duration
 
 // LoadConfig reads and validates agent.toml.
 func LoadConfig(path string) (Config, error) {

@@ -120,18 +120,9 @@ type TimeoutConf struct {
 	Max     Duration `toml:"max"`
 }
 
-// Duration is a time.Duration written as "30s" in TOML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText parses a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration like \"30s\": %w", err)
-	}
-	d.Duration = v
-	return nil
-}
+// Duration is a time.Duration written as "30s" in TOML, the same type as
+// the [llm] section's.
+type Duration = llm.Duration
 
 // LoadConfig reads and validates evoclaw.toml.
 func LoadConfig(path string) (Config, error) {
