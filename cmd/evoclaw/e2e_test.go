@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -21,41 +22,10 @@ import (
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// evoclawBinary is the binary the edge agents of these tests run as.
+func evoclawBinary(t *testing.T) string { return evoclawtest.Binary(t) }
 
-// evoclawBinary builds the command once per test run; the edge agents of
-// these tests are real processes of it.
-func evoclawBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "evoclaw-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "evoclaw")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { evoclawtest.Main(m) }
 
 // startEdge runs `evoclaw edge` with the e2e test skill and waits until it
 // says it is ready.
