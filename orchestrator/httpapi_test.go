@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )
 
@@ -150,5 +151,34 @@ func TestHTTPAPIExposedNeedsAToken(t *testing.T) {
 		HTTP: HTTPConf{Listen: "0.0.0.0:0", TokenEnv: "EVOCLAW_TEST_HTTP_TOKEN"}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "at least 16") {
 		t.Fatalf("err %v, want a too-short token refused", err)
+	}
+}
+
+// stuckProvider never answers before its context ends.
+type stuckProvider struct{}
+
+func (stuckProvider) Name() string { return "stuck" }
+func (stuckProvider) Complete(ctx context.Context, _ llm.Request) (llm.Response, error) {
+	<-ctx.Done()
+	return llm.Response{}, ctx.Err()
+}
+
+func TestHTTPChatTimeoutIsAGatewayTimeout(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DataDir: dir, Broker: BrokerConf{Listen: "127.0.0.1:0"}, HTTP: HTTPConf{Listen: "127.0.0.1:0"}}
+	cfg.Loop.ChatTimeout.Duration = 300 * time.Millisecond
+	node, err := Start(context.Background(), cfg, Options{Provider: stuckProvider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	token, err := os.ReadFile(filepath.Join(dir, HTTPTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e map[string]string
+	code := call(t, "POST", "http://"+node.HTTPAddr()+"/v1/chat", strings.TrimSpace(string(token)), ChatRequest{ConversationID: "slow", Text: "hi"}, &e)
+	if code != http.StatusGatewayTimeout || !strings.Contains(e["error"], "no answer within") {
+		t.Fatalf("status %d %v, want 504 naming the timeout", code, e)
 	}
 }

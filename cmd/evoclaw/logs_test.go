@@ -150,3 +150,16 @@ func TestLogsFromARunningNode(t *testing.T) {
 		t.Fatalf("wrong token: exit %d %s", code, errOut)
 	}
 }
+
+func TestLogsFromAnUnreachableNode(t *testing.T) {
+	t.Setenv("EVOCLAW_HTTP_TOKEN", "any-token-of-enough-length")
+	code, _, errOut := runArgs("logs", "--node", "http://127.0.0.1:1", "--data-dir", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, "logs --node") {
+		t.Fatalf("exit %d, stderr %q: want a clear error", code, errOut)
+	}
+	t.Setenv("EVOCLAW_HTTP_TOKEN", "")
+	code, _, errOut = runArgs("logs", "--node", "http://127.0.0.1:1", "--data-dir", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, "no EVOCLAW_HTTP_TOKEN and no token file") {
+		t.Fatalf("exit %d, stderr %q: want the missing token named", code, errOut)
+	}
+}
