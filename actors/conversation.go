@@ -51,6 +51,14 @@ var (
 	ErrStopped          = errors.New("conversation stopped before it answered")
 	ErrCanceled         = errors.New("chat canceled")
 	ErrHistory          = errors.New("conversation history")
+	// ErrAudit ends a chat whose tool call could not be recorded: an
+	// answer that the audit trail does not back is not given.
+	ErrAudit = errors.New("audit trail cannot record")
+	// ErrLLM wraps a failed completion (an *llm.Error inside says why).
+	ErrLLM = errors.New("llm call failed")
+	// ErrSeeded refuses a Chat with a Seed for a conversation that already
+	// has history.
+	ErrSeeded = errors.New("conversation already has history; a seeded chat needs a new conversation id")
 )
 
 // ErrRepeatedCall is the error type of a tool call refused because the
@@ -321,6 +329,8 @@ type turn struct {
 	limit     error // set once a limit is hit: the final, tool-less call runs
 	stopAfter bool  // the model repeated a call it was warned about: end after this turn
 	unpersist []llm.Message
+	progress  ProgressFunc
+	auditErr  error // the first failed audit write of this chat
 
 	// the tool calls of the current LLM turn
 	gen       int
@@ -467,7 +477,17 @@ func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
 	if system == "" {
 		system = c.o.System
 	}
-	c.cur = &turn{sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{}, seen: map[string]int{}, warned: map[string]bool{}}
+	c.cur = &turn{sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{},
+		seen: map[string]int{}, warned: map[string]bool{}, progress: m.Progress}
+	if len(m.Seed) > 0 {
+		if len(c.history) > 0 {
+			c.cur = nil
+			ctx.Send(sender, &Answer{ConversationID: c.id, Err: ErrSeeded})
+			c.next(ctx)
+			return
+		}
+		c.add(m.Seed...)
+	}
 	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
 	c.callLLM(ctx)
 }
@@ -494,6 +514,8 @@ func (c *conversation) callLLM(ctx actor.Context) {
 	store := c.storeFunc(t)
 	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
 	record := c.llmRecorder(t.iterations)
+	progress, iteration, convID, now := t.progress, t.iterations, c.id, c.o.Now
+	progress.emit(Progress{Kind: ProgressLLMStart, ConversationID: convID, Time: now(), Iteration: iteration})
 	go func() {
 		defer cancel()
 		// What the turn added is durable before the model sees it, so a
@@ -503,6 +525,8 @@ func (c *conversation) callLLM(ctx actor.Context) {
 		err := store(sctx)
 		scancel()
 		if err != nil {
+			progress.emit(Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
+				Status: wire.StatusError, Error: truncate(err.Error(), summaryBytes)})
 			root.Send(self, &llmDone{seq: seq, err: err})
 			return
 		}
@@ -513,7 +537,15 @@ func (c *conversation) callLLM(ctx actor.Context) {
 			err = fmt.Errorf("llm %s: no answer within %s: %w", p.Name(), c.o.LLMTimeout, err)
 		}
 		metrics.llm(err)
-		record(resp, err, timedOut, time.Since(began))
+		took := time.Since(began)
+		record(resp, err, timedOut, took)
+		end := Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
+			Status: wire.StatusSuccess, ElapsedMS: took.Milliseconds()}
+		if err != nil {
+			end.Status, end.Error = wire.StatusError, truncate(err.Error(), summaryBytes)
+			end.ErrorType = llmErrorType(err, timedOut)
+		}
+		progress.emit(end)
 		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
 	}()
 }
@@ -568,7 +600,7 @@ func (c *conversation) onLLM(ctx actor.Context, m *llmDone) {
 	t := c.cur
 	if m.err != nil {
 		if !errors.Is(m.err, ErrHistory) {
-			m.err = fmt.Errorf("llm call: %w", m.err)
+			m.err = fmt.Errorf("%w: %w", ErrLLM, m.err)
 		}
 		c.end(ctx, "", m.err)
 		return
@@ -698,12 +730,18 @@ func (c *conversation) spawnMore(ctx actor.Context) {
 		t.running++
 		t.peak = max(t.peak, t.running)
 		t.started[i] = c.o.Now()
+		start := Progress{Kind: ProgressToolStart, ConversationID: c.id, Time: t.started[i], Iteration: t.iterations,
+			CallID: call.ID, Agent: p.agentID, Tool: call.Name, Args: truncate(call.ArgumentsText(), MaxProgressArgs)}
+		if p.spec != nil {
+			start.RequestID = p.spec.requestID
+		}
+		t.progress.emit(start)
 		if p.immediate != nil {
 			c.immediate(ctx, i, call, p.agentID, *p.immediate)
 			continue
 		}
 		s := p.spec
-		s.index, s.gen = i, t.gen
+		s.index, s.gen, s.progress = i, t.gen, t.progress
 		s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
 		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
 			safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
@@ -722,7 +760,8 @@ func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, ag
 	self, root, o, convID, gen, origin := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen, c.cur.origin
 	res.Tool = call.Name
 	go func() {
-		root.Send(self, &callDone{gen: gen, index: i, res: res, result: completeCall(o, convID, call, agentID, origin, res)})
+		msg, aerr := completeCall(o, convID, call, agentID, origin, res)
+		root.Send(self, &callDone{gen: gen, index: i, res: res, result: msg, audit: aerr})
 	}()
 }
 
@@ -737,10 +776,26 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 	t.failed[i] = m.res.Status != wire.StatusSuccess
 	t.remaining--
 	t.running--
+	if m.audit != nil && t.auditErr == nil {
+		t.auditErr = m.audit
+	}
 	elapsed := c.o.Now().Sub(t.started[i])
 	t.sumElapse += elapsed
-	c.o.Metrics.call(t.assistant.ToolCalls[i].Name, m.res.Status, m.res.ErrorType, elapsed)
-	sum := CallSummary{Tool: t.assistant.ToolCalls[i].Name, Success: m.res.Status == wire.StatusSuccess}
+	call := t.assistant.ToolCalls[i]
+	c.o.Metrics.call(call.Name, m.res.Status, m.res.ErrorType, elapsed)
+	end := Progress{Kind: ProgressToolEnd, ConversationID: c.id, Time: c.o.Now(), Iteration: t.iterations, CallID: call.ID,
+		Agent: t.calls[i].agentID, Tool: call.Name, Status: m.res.Status, ErrorType: string(m.res.ErrorType),
+		ElapsedMS: elapsed.Milliseconds()}
+	if t.calls[i].spec != nil {
+		end.RequestID = t.calls[i].spec.requestID
+	}
+	if m.res.Status == wire.StatusSuccess {
+		end.Result = truncate(m.res.Result, ProgressResultExcerpt)
+	} else {
+		end.Error = truncate(m.res.Error, ProgressResultExcerpt)
+	}
+	t.progress.emit(end)
+	sum := CallSummary{Tool: call.Name, Success: m.res.Status == wire.StatusSuccess}
 	if sum.Success {
 		sum.Result = truncate(m.res.Result, summaryBytes)
 	} else {
@@ -766,6 +821,9 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 		t.errTurns = 0
 	}
 	switch {
+	case t.auditErr != nil:
+		// Nothing more runs, and no answer is given, without a record.
+		c.end(ctx, "", fmt.Errorf("%w: %w", ErrAudit, t.auditErr))
 	case t.stopAfter:
 		c.hitLimit(ctx, ErrRepeatedToolCall)
 	case t.errTurns >= c.o.ToolErrorLimit:
@@ -798,7 +856,8 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	}
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
-		root.Send(self, &callDone{gen: s.gen, index: s.index, res: res, result: completeCall(o, s.convID, s.call, s.agentID, s.requestID, res)})
+		msg, aerr := completeCall(o, s.convID, s.call, s.agentID, s.requestID, res)
+		root.Send(self, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 	}()
 }
 

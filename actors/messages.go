@@ -73,6 +73,13 @@ type Chat struct {
 	System string
 	// MaxTokens, when positive, bounds each completion of this chat.
 	MaxTokens int
+	// Seed is the history this chat continues from when the conversation
+	// has none yet (a stateless client sends the whole exchange every
+	// time). It is stored like any other step; a conversation that already
+	// has history refuses a seeded chat with ErrSeeded.
+	Seed []llm.Message
+	// Progress, when set, receives the chat's steps as they happen.
+	Progress ProgressFunc
 }
 
 // Cancel abandons the chat a conversation is answering: its sender gets an
@@ -123,6 +130,8 @@ type (
 		index  int
 		res    wire.ToolResult
 		result llm.Message
+		// audit is the error of the call's audit write, if any.
+		audit error
 	}
 	localDone struct {
 		res wire.ToolResult

@@ -33,6 +33,11 @@ type callSpec struct {
 	deadline  time.Time
 	edges     *actor.PID
 	o         *ConvOptions
+	// progress receives the call's streamed output (nil: nobody watches).
+	progress ProgressFunc
+	// outputSeq is the last streamed Seq passed on, so a redelivered
+	// chunk is not shown twice.
+	outputSeq int64
 
 	attempts    atomic.Int32
 	finished    atomic.Bool
@@ -94,6 +99,13 @@ func (c *toolCall) Receive(ctx actor.Context) {
 		}
 	case *callRedeliver:
 		c.dispatch(ctx)
+	case *ToolOutput:
+		if c.done || m.RequestID != s.requestID || m.Seq <= s.outputSeq {
+			return
+		}
+		s.outputSeq = m.Seq
+		s.progress.emit(Progress{Kind: ProgressToolOutput, ConversationID: s.convID, Time: s.o.Now(), CallID: s.call.ID,
+			RequestID: s.requestID, Agent: s.agentID, Tool: s.tool, Seq: m.Seq, Output: m.Output})
 	case *Reply:
 		if c.done || m.RequestID != s.requestID {
 			return
@@ -237,15 +249,16 @@ func (c *toolCall) finish(ctx actor.Context, res wire.ToolResult) {
 	c.cancel = nil
 	s, self, parent, root := c.s, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
 	go func() {
-		msg := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res)
-		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg})
+		msg, aerr := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res)
+		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
 	}()
 }
 
 // completeCall records the outcome of a tool call in the audit trail and
-// turns it into the tool message the model sees.
-func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res wire.ToolResult) llm.Message {
+// turns it into the tool message the model sees; the error is the audit
+// write's.
+func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res wire.ToolResult) (llm.Message, error) {
 	rec := persistence.ToolCall{
 		Time:           o.Now().UTC(),
 		Node:           o.Node,
@@ -269,15 +282,16 @@ func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, req
 	if json.Valid(call.Arguments) {
 		rec.Params = call.Arguments
 	}
+	var aerr error
 	if o.Audit != nil {
 		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
-		if err := o.Audit.RecordToolCall(actx, rec); err != nil {
-			o.Logger.Error("audit tool call", "request_id", requestID, "tool", call.Name, "err", err)
+		if aerr = o.Audit.RecordToolCall(actx, rec); aerr != nil {
+			o.Logger.Error("audit tool call", "request_id", requestID, "tool", call.Name, "err", aerr)
 		}
 		cancel()
 	}
 	return llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: toolContent(call.Name, res),
-		IsError: res.Status != wire.StatusSuccess}
+		IsError: res.Status != wire.StatusSuccess}, aerr
 }
 
 // toolContent renders a result for the model: output as is (cut visibly at

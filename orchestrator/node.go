@@ -276,8 +276,39 @@ func (n *Node) AuditStatus() tiers.Status { return n.tiers.Status() }
 
 // Chat sends one user message to a conversation and waits for its answer.
 func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.Answer, error) {
-	if err := wire.ValidateAgentID(conversationID); err != nil {
-		return nil, fmt.Errorf("conversation id: %w", err)
+	return n.Converse(ctx, ChatInput{ConversationID: conversationID, Text: text})
+}
+
+// ChatInput is one user message to a conversation, with what a client may
+// add to it.
+type ChatInput struct {
+	ConversationID string
+	Text           string
+	// System replaces the node's system prompt for this message.
+	System string
+	// Seed is the history to start a new conversation from (see
+	// actors.Chat.Seed).
+	Seed []llm.Message
+	// MaxTokens bounds each completion when positive.
+	MaxTokens int
+	// Progress receives the chat's steps as they happen; it must not block.
+	Progress actors.ProgressFunc
+}
+
+// ErrConversationID is a missing or malformed conversation id.
+var ErrConversationID = errors.New("conversation id")
+
+// Converse sends in to its conversation and waits for the answer. A caller
+// that gives up (ctx ends) cancels the chat. The error is the answer's
+// error, or why there is no answer (actors.ErrAskTimeout when the node's
+// chat timeout passed).
+func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, error) {
+	if in.ConversationID == "" {
+		return nil, fmt.Errorf("%w: required (letters, digits, - and _; at most 48)", ErrConversationID)
+	}
+	if wire.ValidateAgentID(in.ConversationID) != nil {
+		return nil, fmt.Errorf("%w %.60q: use letters, digits, '-' and '_', at most %d characters",
+			ErrConversationID, in.ConversationID, wire.MaxAgentIDLen)
 	}
 	timeout := n.cfg.Loop.ChatTimeout.Duration
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
@@ -286,16 +317,17 @@ func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.A
 	// A caller that gives up cancels the chat: its LLM call and tool calls
 	// stop instead of running on for nobody.
 	stop := context.AfterFunc(ctx, func() {
-		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: conversationID})
+		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: in.ConversationID})
 	})
 	defer stop()
-	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.Chat{ConversationID: conversationID, Text: text}, timeout)
+	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
+		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("chat %s: no answer within %s: %w", conversationID, timeout.Round(time.Second), err)
+		return nil, fmt.Errorf("chat %s: no answer within %s: %w", in.ConversationID, timeout.Round(time.Second), err)
 	}
 	ans, ok := res.(*actors.Answer)
 	if !ok {
-		return nil, fmt.Errorf("chat %s: unexpected reply %T", conversationID, res)
+		return nil, fmt.Errorf("chat %s: unexpected reply %T", in.ConversationID, res)
 	}
 	if ans.Err != nil {
 		return ans, ans.Err
