@@ -29,6 +29,10 @@ const (
 	// HTTPTokenFile holds the API's bearer token in the data directory
 	// when [http] token_env is not set; only the node's user can read it.
 	HTTPTokenFile = "http-token"
+	// HTTPAddrFile holds the API's base URL (http://host:port) in the data
+	// directory while the node runs, so that local clients (`evoclaw chat`,
+	// `evoclaw status`) find it from --data-dir alone.
+	HTTPAddrFile = "http-addr"
 	// maxLogsWait bounds a long-polling /v1/logs request.
 	maxLogsWait = 60 * time.Second
 	// maxChatBody bounds a /v1/chat request body.
@@ -91,6 +95,10 @@ func (n *Node) startHTTP() error {
 	if err != nil {
 		return fmt.Errorf("http api: %w", err)
 	}
+	if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, HTTPAddrFile), []byte(apiURL(ln.Addr())+"\n"), 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("write http address: %w", err)
+	}
 	api := &httpAPI{ln: ln, done: make(chan struct{}), token: token}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -133,14 +141,36 @@ func writeTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("http token: %w", err)
 	}
 	token := hex.EncodeToString(buf)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write http token: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write http token: %w", err)
 	}
 	return token, nil
+}
+
+// writeFileAtomic replaces path with data: a reader sees the old file or
+// the new one, never a part.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// apiURL is the base URL a local client uses for the listener at addr: a
+// wildcard address is reached over loopback.
+func apiURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // auth requires the bearer token.

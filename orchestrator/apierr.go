@@ -1,0 +1,87 @@
+package orchestrator
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// API error types: the "type" of an error body. Clients may switch on them;
+// they never change meaning.
+const (
+	ErrTypeInvalidRequest = "invalid_request_error" // 400: the request is wrong
+	ErrTypeAuth           = "authentication_error"  // 401: missing or wrong token
+	ErrTypeNotFound       = "not_found_error"       // 404: unknown model or path
+	ErrTypeConflict       = "conflict_error"        // 409: the request clashes with stored state
+	ErrTypeBusy           = "rate_limit_error"      // 429: too much work queued; retry later
+	ErrTypeUpstream       = "upstream_error"        // 502: the LLM failed or misbehaved
+	ErrTypeNotReady       = "not_ready_error"       // 503: the node cannot serve this now (audit, broker)
+	ErrTypeTimeout        = "timeout_error"         // 504: no answer in time
+	ErrTypeInternal       = "internal_error"        // 500: a bug
+	ErrTypeCanceled       = "canceled"              // the client went away
+)
+
+// statusClientClosed is logged (never seen) for a chat its client abandoned.
+const statusClientClosed = 499
+
+// APIError is the error body of every endpoint, in the shape OpenAI's API
+// and clients use: {"error": {"message", "type", "param", "code"}}.
+type APIError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// errorBody wraps an APIError as it goes on the wire.
+type errorBody struct {
+	Error APIError `json:"error"`
+}
+
+// writeAPIError answers with status and an OpenAI-shaped error body.
+func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, errorBody{Error: APIError{Message: msg, Type: typ}})
+}
+
+// chatErrorStatus maps why a chat failed to the HTTP status and error type
+// that say so. Everything that is not the client's fault and not a known
+// condition is a 500.
+func chatErrorStatus(err error) (int, string) {
+	var le *llm.Error
+	switch {
+	case err == nil:
+		return http.StatusOK, ""
+	case errors.Is(err, ErrConversationID):
+		return http.StatusBadRequest, ErrTypeInvalidRequest
+	case errors.Is(err, actors.ErrSeeded):
+		return http.StatusConflict, ErrTypeConflict
+	case errors.Is(err, actors.ErrBusy):
+		return http.StatusTooManyRequests, ErrTypeBusy
+	case errors.Is(err, actors.ErrAskTimeout):
+		return http.StatusGatewayTimeout, ErrTypeTimeout
+	case errors.Is(err, actors.ErrAudit), errors.Is(err, actors.ErrHistory), errors.Is(err, actors.ErrStopped):
+		return http.StatusServiceUnavailable, ErrTypeNotReady
+	case errors.Is(err, actors.ErrCanceled):
+		return statusClientClosed, ErrTypeCanceled
+	case errors.Is(err, actors.ErrMaxIterations), errors.Is(err, actors.ErrToolErrorLimit),
+		errors.Is(err, actors.ErrRepeatedToolCall):
+		// on_limit = "error": the model did not reach an answer.
+		return http.StatusBadGateway, ErrTypeUpstream
+	case errors.As(err, &le):
+		switch le.Kind {
+		case llm.KindTimeout:
+			return http.StatusGatewayTimeout, ErrTypeTimeout
+		case llm.KindOverloaded:
+			// nothing was sent: this node's own queue for the model is full
+			return http.StatusTooManyRequests, ErrTypeBusy
+		case llm.KindCanceled:
+			return statusClientClosed, ErrTypeCanceled
+		}
+		return http.StatusBadGateway, ErrTypeUpstream
+	case errors.Is(err, actors.ErrLLM):
+		return http.StatusBadGateway, ErrTypeUpstream
+	}
+	return http.StatusInternalServerError, ErrTypeInternal
+}
