@@ -5,293 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/evoclaw/evoclaw/actors/loop"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/persistence"
 )
-
-// Defaults of ConvOptions.
-const (
-	DefaultMaxIterations     = 10
-	DefaultToolErrorLimit    = 3
-	DefaultMaxIdenticalCalls = 1
-	DefaultMaxParallel       = 5
-	DefaultReplySlack        = 2 * time.Second
-	DefaultCallRetries       = 3
-	DefaultCallRetryWindow   = time.Minute
-	DefaultLLMTimeout        = 5 * time.Minute
-	DefaultAuditTimeout      = 10 * time.Second
-	DefaultQueueLen          = 16
-	DefaultIdleTimeout       = 10 * time.Minute
-)
-
-// What a conversation does when the loop hits a limit (max iterations,
-// consecutive failing turns, a repeated identical call).
-const (
-	// OnLimitAnswer asks the model once more, offering no tools, for a
-	// final answer from what it has; the Answer names the limit.
-	OnLimitAnswer = "answer"
-	// OnLimitError ends the chat with an error naming the limit.
-	OnLimitError = "error"
-)
-
-// Errors that end a Chat, alone or (limits under OnLimitAnswer) beside an answer.
-var (
-	ErrMaxIterations    = errors.New("max tool iterations reached without a final answer")
-	ErrToolErrorLimit   = errors.New("too many consecutive turns in which every tool call failed")
-	ErrRepeatedToolCall = errors.New("the model kept repeating an identical tool call")
-	ErrBusy             = errors.New("conversation has too many queued messages")
-	ErrStopped          = errors.New("conversation stopped before it answered")
-	ErrCanceled         = errors.New("chat canceled")
-	ErrHistory          = errors.New("conversation history")
-	// ErrAudit ends a chat whose tool call could not be recorded: an
-	// answer that the audit trail does not back is not given.
-	ErrAudit = errors.New("audit trail cannot record")
-	// ErrLLM wraps a failed completion (an *llm.Error inside says why).
-	ErrLLM = errors.New("llm call failed")
-	// ErrSeeded refuses a Chat with a Seed for a conversation that already
-	// has history.
-	ErrSeeded = errors.New("conversation already has history; a seeded chat needs a new conversation id")
-)
-
-// ErrRepeatedCall is the error type of a tool call refused because the
-// same tool with the same arguments already ran in this chat.
-const ErrRepeatedCall wire.ErrorType = "repeated_call"
-
-// AuditLog is where tool calls are recorded.
-type AuditLog interface {
-	RecordToolCall(ctx context.Context, c persistence.ToolCall) error
-}
-
-// HistoryStore keeps conversations across restarts. AppendHistory returns
-// only once the messages are durable.
-type HistoryStore interface {
-	LoadHistory(ctx context.Context, conversationID string) ([]llm.Message, error)
-	AppendHistory(ctx context.Context, conversationID string, msgs []llm.Message) error
-}
-
-// ConvOptions configure conversations. Provider is required, and so is
-// Edges unless Toolbox offers only local tools.
-type ConvOptions struct {
-	// Name is the manager actor's name, unique in its actor system
-	// (default "conversations").
-	Name     string
-	Provider llm.Provider
-	// Edges routes commands to edge agents.
-	Edges *Edges
-	// Toolbox offers tools and resolves calls; nil means an EdgeToolbox
-	// over Edges in ToolsDirect mode.
-	Toolbox Toolbox
-	Audit   AuditLog
-	// History, when set, stores every step of every conversation and
-	// reloads it when a conversation actor starts again.
-	History HistoryStore
-	// LLMLog, when set, records every completion request: provider, model,
-	// tokens, latency, outcome (cost tracking). A request is recorded before
-	// its answer is acted on.
-	LLMLog persistence.LLMCallLog
-	// Metrics, when set, aggregates loop counters.
-	Metrics *Metrics
-	// Node names this node in audit records; Side is the side it writes
-	// as (default persistence.SideOrchestrator; an edge agent's own loop
-	// writes persistence.SideEdge).
-	Node   string
-	Side   string
-	System string
-	Model  string
-	// MaxIterations bounds LLM turns that request tools (default 10).
-	MaxIterations int
-	// ToolErrorLimit ends the loop after this many consecutive turns in
-	// which every tool call failed (default 3).
-	ToolErrorLimit int
-	// MaxIdenticalCalls is how often one tool may run with the same
-	// arguments in one chat (default 1). One more identical call is refused
-	// with an error telling the model so; another after that ends the loop.
-	MaxIdenticalCalls int
-	// OnLimit is OnLimitAnswer (default) or OnLimitError.
-	OnLimit string
-	// MaxParallel bounds tool calls of one turn running at once (default 5).
-	MaxParallel int
-	// TimeoutRules give each tool category its default and maximum timeout;
-	// missing categories use DefaultTimeoutRules.
-	TimeoutRules map[string]TimeoutRule
-	// ReplySlack is added to a tool's timeout for the MQTT round trip (default 2 s).
-	ReplySlack time.Duration
-	// CallRetries bounds restarts of a failing tool-call actor within
-	// CallRetryWindow (defaults 3 and 1 min).
-	CallRetries     int
-	CallRetryWindow time.Duration
-	// LLMTimeout bounds one completion (default 5 min: a Pi's local model is slow).
-	LLMTimeout   time.Duration
-	AuditTimeout time.Duration
-	// QueueLen bounds chats waiting behind a running one (default 16).
-	QueueLen int
-	// IdleTimeout stops a conversation actor that had no message for this
-	// long (default 10 min), so idle conversations hold no memory.
-	IdleTimeout time.Duration
-	Now         func() time.Time
-	Logger      *slog.Logger
-
-	// fault, when set by tests, runs at the start of every tool-call attempt.
-	fault   func(call llm.ToolCall, attempt int)
-	schemas *schemaCache
-}
-
-func (o *ConvOptions) fill() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	defInt := func(n *int, v int) {
-		if *n <= 0 {
-			*n = v
-		}
-	}
-	defInt(&o.MaxIterations, DefaultMaxIterations)
-	defInt(&o.ToolErrorLimit, DefaultToolErrorLimit)
-	defInt(&o.MaxIdenticalCalls, DefaultMaxIdenticalCalls)
-	defInt(&o.MaxParallel, DefaultMaxParallel)
-	defInt(&o.CallRetries, DefaultCallRetries)
-	defInt(&o.QueueLen, DefaultQueueLen)
-	if o.OnLimit == "" {
-		o.OnLimit = OnLimitAnswer
-	}
-	if o.Side == "" {
-		o.Side = persistence.SideOrchestrator
-	}
-	rules := make(map[string]TimeoutRule, len(DefaultTimeoutRules))
-	for k, v := range DefaultTimeoutRules {
-		rules[k] = v
-	}
-	for k, v := range o.TimeoutRules {
-		r := rules[k]
-		if v.Default > 0 {
-			r.Default = v.Default
-		}
-		if v.Max > 0 {
-			r.Max = v.Max
-		}
-		rules[k] = r
-	}
-	o.TimeoutRules = rules
-	def(&o.ReplySlack, DefaultReplySlack)
-	def(&o.CallRetryWindow, DefaultCallRetryWindow)
-	def(&o.LLMTimeout, DefaultLLMTimeout)
-	def(&o.AuditTimeout, DefaultAuditTimeout)
-	def(&o.IdleTimeout, DefaultIdleTimeout)
-	if o.Toolbox == nil && o.Edges != nil {
-		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	o.schemas = &schemaCache{}
-}
-
-// Conversations is the handle of the conversation manager.
-type Conversations struct {
-	PID *actor.PID
-}
-
-// SpawnConversations starts the manager that owns one actor per
-// conversation id.
-func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations, error) {
-	if o.Provider == nil || (o.Edges == nil && o.Toolbox == nil) {
-		return nil, fmt.Errorf("spawn conversations: a provider and edges or a toolbox are required")
-	}
-	switch o.OnLimit {
-	case "", OnLimitAnswer, OnLimitError:
-	default:
-		return nil, fmt.Errorf("spawn conversations: on_limit %q, want %q or %q", o.OnLimit, OnLimitAnswer, OnLimitError)
-	}
-	o.fill()
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return &manager{o: &o, children: map[string]*actor.PID{}, forwarded: map[string]int{}}
-	})
-	name := o.Name
-	if name == "" {
-		name = "conversations"
-	}
-	pid, err := root.SpawnNamed(props, safeName("", name))
-	if err != nil {
-		return nil, fmt.Errorf("spawn conversations: %w", err)
-	}
-	return &Conversations{PID: pid}, nil
-}
-
-type manager struct {
-	o        *ConvOptions
-	children map[string]*actor.PID
-	// forwarded counts the chats sent to each child, so that an idle
-	// child's request to stop is ignored when a chat is already on its way.
-	forwarded map[string]int
-}
-
-func (m *manager) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *Chat:
-		pid, ok := m.children[msg.ConversationID]
-		if !ok {
-			id := msg.ConversationID
-			props := actor.PropsFromProducer(func() actor.Actor { return &conversation{id: id, o: m.o} },
-				actor.WithSupervisor(actor.NewOneForOneStrategy(m.o.CallRetries, m.o.CallRetryWindow,
-					func(any) actor.Directive { return actor.RestartDirective })))
-			var err error
-			pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "conv-"+id))
-			if err != nil {
-				ctx.Respond(&Answer{ConversationID: id, Err: fmt.Errorf("start conversation: %w", err)})
-				return
-			}
-			m.children[id] = pid
-			m.forwarded[id] = 0
-		}
-		m.forwarded[msg.ConversationID]++
-		ctx.Forward(pid)
-	case *Cancel:
-		if pid, ok := m.children[msg.ConversationID]; ok {
-			ctx.Forward(pid)
-		}
-	case *passivate:
-		pid, ok := m.children[msg.id]
-		if !ok || !pid.Equal(msg.pid) {
-			return
-		}
-		if !msg.force && m.forwarded[msg.id] != msg.received {
-			return // a chat crossed the request: the child stays
-		}
-		delete(m.children, msg.id)
-		delete(m.forwarded, msg.id)
-		ctx.Poison(pid)
-	case *actor.Terminated:
-		for k, pid := range m.children {
-			if pid.Equal(msg.Who) {
-				delete(m.children, k)
-				delete(m.forwarded, k)
-			}
-		}
-	}
-}
-
-// passivate is a conversation asking its manager to stop it: when idle
-// (honoured only if received equals the chats forwarded to it), or when
-// broken (force).
-type passivate struct {
-	id       string
-	pid      *actor.PID
-	received int
-	force    bool
-}
 
 // requestSeq numbers request ids; callSeq names tool-call actors.
 var requestSeq, callSeq atomic.Uint64
@@ -301,53 +24,36 @@ type queued struct {
 	sender *actor.PID
 }
 
+// turn is the state of one Chat being answered: the loop's rules live in
+// its Machine; what is here is what the actor needs to carry out the
+// Machine's effects.
+type turn struct {
+	m         *loop.Machine
+	sender    *actor.PID
+	origin    string // Chat.RequestID
+	system    string // Chat.System or ConvOptions.System
+	maxTokens int
+	usage     llm.Usage
+	seq       int // of the LLM call in flight
+	cancel    context.CancelFunc
+	progress  ProgressFunc
+	unpersist []llm.Message
+
+	// the tool calls of the current model turn
+	gen       int
+	assistant llm.Message
+	calls     []plannedCall // by call index, set when a call starts
+	started   []time.Time
+	batchAt   time.Time
+	specs     map[string]*callSpec // by child actor id
+}
+
 // plannedCall is one tool call of the current turn: either a spec to run or a
 // result known at once (refused before anything was sent).
 type plannedCall struct {
 	spec      *callSpec
 	immediate *wire.ToolResult
 	agentID   string
-}
-
-// turn is the state of one Chat being answered.
-type turn struct {
-	sender     *actor.PID
-	origin     string // Chat.RequestID
-	system     string // Chat.System or ConvOptions.System
-	maxTokens  int
-	executed   []CallSummary
-	iterations int
-	toolCalls  int
-	usage      llm.Usage
-	seq        int
-	cancel     context.CancelFunc
-	// seen counts identical calls (callSignature) in this chat; warned
-	// marks those the model was already told not to repeat.
-	seen      map[string]int
-	warned    map[string]bool
-	errTurns  int   // consecutive turns in which every call failed
-	limit     error // set once a limit is hit: the final, tool-less call runs
-	stopAfter bool  // the model repeated a call it was warned about: end after this turn
-	unpersist []llm.Message
-	progress  ProgressFunc
-	auditErr  error // the first failed audit write of this chat
-
-	// the tool calls of the current LLM turn
-	gen       int
-	assistant llm.Message
-	calls     []plannedCall
-	results   []llm.Message
-	summaries []CallSummary
-	failed    []bool
-	have      []bool
-	started   []time.Time
-	remaining int
-	next      int
-	running   int
-	peak      int
-	batchAt   time.Time
-	sumElapse time.Duration
-	specs     map[string]*callSpec // by child actor id
 }
 
 // conversation runs the tool loop for one conversation id.
@@ -473,23 +179,42 @@ func (c *conversation) next(ctx actor.Context) {
 }
 
 func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
+	if len(m.Seed) > 0 && len(c.history) > 0 {
+		ctx.Send(sender, &Answer{ConversationID: c.id, Err: ErrSeeded})
+		c.next(ctx)
+		return
+	}
 	system := m.System
 	if system == "" {
 		system = c.o.System
 	}
 	c.cur = &turn{sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{},
-		seen: map[string]int{}, warned: map[string]bool{}, progress: m.Progress}
-	if len(m.Seed) > 0 {
-		if len(c.history) > 0 {
-			c.cur = nil
-			ctx.Send(sender, &Answer{ConversationID: c.id, Err: ErrSeeded})
-			c.next(ctx)
-			return
-		}
-		c.add(m.Seed...)
-	}
+		progress: m.Progress, m: loop.New(c.o.rules())}
+	c.add(m.Seed...)
 	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
-	c.callLLM(ctx)
+	c.apply(ctx, c.cur.m.Start())
+}
+
+// apply carries out the loop's effects, in order.
+func (c *conversation) apply(ctx actor.Context, effects []loop.Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case loop.AskModel:
+			if e.Limit != nil {
+				c.o.Logger.Warn("tool loop limit", "conversation", c.id, "reason", e.Limit)
+			}
+			c.callLLM(ctx, e)
+		case loop.RunCall:
+			c.runCall(ctx, e)
+		case loop.Record:
+			c.add(e.Messages...)
+		case loop.BatchEnded:
+			c.o.Metrics.batch(e.Calls, e.Peak, e.SumElapsed, c.o.Now().Sub(c.cur.batchAt))
+			c.cur.specs = map[string]*callSpec{}
+		case loop.Finish:
+			c.end(ctx, e)
+		}
+	}
 }
 
 // add appends messages to the history and to what is yet to be stored.
@@ -498,187 +223,57 @@ func (c *conversation) add(msgs ...llm.Message) {
 	c.cur.unpersist = append(c.cur.unpersist, msgs...)
 }
 
-func (c *conversation) callLLM(ctx actor.Context) {
-	c.seq++
-	t := c.cur
-	t.seq = c.seq
-	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Messages: append([]llm.Message(nil), c.history...)}
-	if t.limit == nil {
-		req.Tools = c.o.Toolbox.Defs()
-	} else {
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf(
-			"[evoclaw] Stop using tools: %v. Answer the user now from the results above, and say what could not be done.", t.limit)})
-	}
-	lctx, cancel := context.WithTimeout(context.Background(), c.o.LLMTimeout)
-	t.cancel = cancel
-	store := c.storeFunc(t)
-	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
-	record := c.llmRecorder(t.iterations)
-	progress, iteration, convID, now := t.progress, t.iterations, c.id, c.o.Now
-	progress.emit(Progress{Kind: ProgressLLMStart, ConversationID: convID, Time: now(), Iteration: iteration})
-	go func() {
-		defer cancel()
-		// What the turn added is durable before the model sees it, so a
-		// crash never loses a step the model already acted on. Its own
-		// context: a canceled chat still stores what it said.
-		sctx, scancel := context.WithTimeout(context.Background(), auditTimeout)
-		err := store(sctx)
-		scancel()
-		if err != nil {
-			progress.emit(Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
-				Status: wire.StatusError, Error: truncate(err.Error(), summaryBytes)})
-			root.Send(self, &llmDone{seq: seq, err: err})
-			return
-		}
-		began := time.Now()
-		resp, err := p.Complete(lctx, req)
-		timedOut := errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil
-		if timedOut {
-			err = fmt.Errorf("llm %s: no answer within %s: %w", p.Name(), c.o.LLMTimeout, err)
-		}
-		metrics.llm(err)
-		took := time.Since(began)
-		record(resp, err, timedOut, took)
-		end := Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
-			Status: wire.StatusSuccess, ElapsedMS: took.Milliseconds()}
-		if err != nil {
-			end.Status, end.Error = wire.StatusError, truncate(err.Error(), summaryBytes)
-			end.ErrorType = llmErrorType(err, timedOut)
-		}
-		progress.emit(end)
-		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
-	}()
-}
-
-// llmRecorder returns the function that audits one completion of turn
-// iteration (no-op without an LLMLog).
-func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err error, timedOut bool, took time.Duration) {
-	if c.o.LLMLog == nil {
-		return func(llm.Response, error, bool, time.Duration) {}
-	}
-	o, id := c.o, c.id
-	return func(resp llm.Response, err error, timedOut bool, took time.Duration) {
-		provider := resp.Provider
-		if provider == "" {
-			provider = o.Provider.Name()
-		}
-		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: provider,
-			Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-			LatencyMs: took.Milliseconds(), Status: persistence.StatusSuccess, Iteration: iteration}
-		if rec.Model == "" {
-			rec.Model = o.Model
-		}
-		if err != nil {
-			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
-		}
-		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
-		defer cancel()
-		if aerr := o.LLMLog.RecordLLMCall(actx, rec); aerr != nil {
-			o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
-		}
-	}
-}
-
-// storeFunc takes the messages not yet stored and returns the function
-// that stores them (no-op without a HistoryStore).
-func (c *conversation) storeFunc(t *turn) func(context.Context) error {
-	msgs := t.unpersist
-	t.unpersist = nil
-	if c.o.History == nil || len(msgs) == 0 {
-		return func(context.Context) error { return nil }
-	}
-	h, id := c.o.History, c.id
-	return func(ctx context.Context) error {
-		if err := h.AppendHistory(ctx, id, msgs); err != nil {
-			return fmt.Errorf("%w: store %d messages of %s: %w", ErrHistory, len(msgs), id, err)
-		}
-		return nil
-	}
-}
-
 func (c *conversation) onLLM(ctx actor.Context, m *llmDone) {
 	t := c.cur
 	if m.err != nil {
 		if !errors.Is(m.err, ErrHistory) {
 			m.err = fmt.Errorf("%w: %w", ErrLLM, m.err)
 		}
-		c.end(ctx, "", m.err)
+		c.apply(ctx, t.m.ModelFailed(m.err))
 		return
 	}
 	t.usage.InputTokens += m.resp.Usage.InputTokens
 	t.usage.OutputTokens += m.resp.Usage.OutputTokens
-	msg := m.resp.Message
-	msg.Role = llm.RoleAssistant
-	if t.limit != nil {
-		// The tool-less final call: whatever tools it still asks for are
-		// not run.
-		msg.ToolCalls = nil
-		if strings.TrimSpace(msg.Content) == "" {
-			c.end(ctx, "", t.limit)
-			return
-		}
-		c.add(msg)
-		c.end(ctx, msg.Content, nil)
-		return
-	}
-	if len(msg.ToolCalls) == 0 {
-		c.add(msg)
-		c.end(ctx, msg.Content, nil)
-		return
-	}
-	if t.iterations >= c.o.MaxIterations {
-		c.hitLimit(ctx, fmt.Errorf("%w (%d)", ErrMaxIterations, c.o.MaxIterations))
-		return
-	}
-	t.iterations++
-	t.toolCalls += len(msg.ToolCalls)
-	c.plan(ctx, msg)
-}
-
-// hitLimit applies OnLimit: an error, or one last call offering no tools.
-func (c *conversation) hitLimit(ctx actor.Context, why error) {
-	c.o.Logger.Warn("tool loop limit", "conversation", c.id, "reason", why)
-	if c.o.OnLimit == OnLimitError {
-		c.end(ctx, "", why)
-		return
-	}
-	c.cur.limit = why
-	c.callLLM(ctx)
-}
-
-// plan decides, for every call of an assistant turn, whether it runs or is
-// answered at once: repeated identical calls, unknown tools and arguments
-// that break the tool's schema never reach an agent.
-func (c *conversation) plan(ctx actor.Context, msg llm.Message) {
-	t := c.cur
 	c.gen++
-	n := len(msg.ToolCalls)
-	t.gen, t.assistant = c.gen, msg
-	t.calls, t.results, t.failed, t.have, t.started = make([]plannedCall, n), make([]llm.Message, n), make([]bool, n), make([]bool, n), make([]time.Time, n)
-	t.summaries = make([]CallSummary, n)
-	t.remaining, t.next, t.running, t.peak, t.sumElapse, t.batchAt = n, 0, 0, 0, 0, c.o.Now()
-	stop := false
-	for i, call := range msg.ToolCalls {
-		sig := callSignature(call.Name, call.Arguments)
-		t.seen[sig]++
-		if t.seen[sig] > c.o.MaxIdenticalCalls {
-			if t.warned[sig] {
-				stop = true
-			}
-			t.warned[sig] = true
-			t.calls[i] = plannedCall{immediate: toolError(ErrRepeatedCall, fmt.Sprintf(
-				"%s was already called with these exact arguments in this request; its result is above. Do not call it again with the same arguments: use that result, try something different, or answer the user.", call.Name))}
-			continue
-		}
-		t.calls[i] = c.prepare(call)
+	n := len(m.resp.Message.ToolCalls)
+	t.gen, t.assistant, t.batchAt = c.gen, m.resp.Message, c.o.Now()
+	t.calls, t.started = make([]plannedCall, n), make([]time.Time, n)
+	c.apply(ctx, t.m.ModelAnswered(m.resp.Message))
+}
+
+// runCall starts call e.Index of the current turn: answered at once when
+// the loop refused it or its target or arguments are wrong, else run by a
+// tool-call actor.
+func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
+	t := c.cur
+	i, call := e.Index, t.assistant.ToolCalls[e.Index]
+	p := plannedCall{immediate: toolError(ErrRepeatedCall, e.Refusal)}
+	if e.Refusal == "" {
+		p = c.prepare(call)
 	}
-	if stop {
-		// The model was told and repeated the call anyway: the turn's
-		// results are kept, and the loop ends.
-		c.o.Logger.Warn("repeated identical tool call after a warning", "conversation", c.id)
+	t.calls[i] = p
+	t.started[i] = c.o.Now()
+	start := Progress{Kind: ProgressToolStart, ConversationID: c.id, Time: t.started[i], Iteration: t.m.Iterations(),
+		CallID: call.ID, Agent: p.agentID, Tool: call.Name, Args: truncate(call.ArgumentsText(), MaxProgressArgs)}
+	if p.spec != nil {
+		start.RequestID = p.spec.requestID
 	}
-	t.stopAfter = stop
-	c.spawnMore(ctx)
+	t.progress.emit(start)
+	if p.immediate != nil {
+		c.immediate(ctx, i, call, p.agentID, *p.immediate)
+		return
+	}
+	s := p.spec
+	s.index, s.gen, s.progress = i, t.gen, t.progress
+	s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
+		safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
+	if err != nil {
+		c.immediate(ctx, i, call, s.agentID, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInternal,
+			Error: fmt.Sprintf("start tool call: %v", err)})
+		return
+	}
+	t.specs[pid.Id] = s
 }
 
 // prepare resolves one call and checks its arguments.
@@ -719,41 +314,6 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 	return plannedCall{spec: s, agentID: target.AgentID}
 }
 
-// spawnMore starts tool calls of the current turn up to MaxParallel.
-func (c *conversation) spawnMore(ctx actor.Context) {
-	t := c.cur
-	for t.next < len(t.calls) && t.running < c.o.MaxParallel {
-		i := t.next
-		t.next++
-		p := t.calls[i]
-		call := t.assistant.ToolCalls[i]
-		t.running++
-		t.peak = max(t.peak, t.running)
-		t.started[i] = c.o.Now()
-		start := Progress{Kind: ProgressToolStart, ConversationID: c.id, Time: t.started[i], Iteration: t.iterations,
-			CallID: call.ID, Agent: p.agentID, Tool: call.Name, Args: truncate(call.ArgumentsText(), MaxProgressArgs)}
-		if p.spec != nil {
-			start.RequestID = p.spec.requestID
-		}
-		t.progress.emit(start)
-		if p.immediate != nil {
-			c.immediate(ctx, i, call, p.agentID, *p.immediate)
-			continue
-		}
-		s := p.spec
-		s.index, s.gen, s.progress = i, t.gen, t.progress
-		s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
-		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
-			safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
-		if err != nil {
-			c.immediate(ctx, i, call, s.agentID, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInternal,
-				Error: fmt.Sprintf("start tool call: %v", err)})
-			continue
-		}
-		t.specs[pid.Id] = s
-	}
-}
-
 // immediate completes a call that never reached an agent; the audit write
 // runs off the mailbox like any other.
 func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res wire.ToolResult) {
@@ -767,70 +327,27 @@ func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, ag
 
 func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 	t := c.cur
-	if t == nil || m.gen != t.gen || m.index >= len(t.have) || t.have[m.index] {
+	if t == nil || m.gen != t.gen || !t.m.Awaiting(m.index) {
 		return // a call of a turn that was canceled or already ended
 	}
-	i := m.index
-	t.have[i] = true
-	t.results[i] = m.result
-	t.failed[i] = m.res.Status != wire.StatusSuccess
-	t.remaining--
-	t.running--
-	if m.audit != nil && t.auditErr == nil {
-		t.auditErr = m.audit
-	}
+	i, call := m.index, t.assistant.ToolCalls[m.index]
 	elapsed := c.o.Now().Sub(t.started[i])
-	t.sumElapse += elapsed
-	call := t.assistant.ToolCalls[i]
+	ok := m.res.Status == wire.StatusSuccess
 	c.o.Metrics.call(call.Name, m.res.Status, m.res.ErrorType, elapsed)
-	end := Progress{Kind: ProgressToolEnd, ConversationID: c.id, Time: c.o.Now(), Iteration: t.iterations, CallID: call.ID,
+	end := Progress{Kind: ProgressToolEnd, ConversationID: c.id, Time: c.o.Now(), Iteration: t.m.Iterations(), CallID: call.ID,
 		Agent: t.calls[i].agentID, Tool: call.Name, Status: m.res.Status, ErrorType: string(m.res.ErrorType),
 		ElapsedMS: elapsed.Milliseconds()}
-	if t.calls[i].spec != nil {
-		end.RequestID = t.calls[i].spec.requestID
+	if s := t.calls[i].spec; s != nil {
+		end.RequestID = s.requestID
 	}
-	if m.res.Status == wire.StatusSuccess {
-		end.Result = truncate(m.res.Result, ProgressResultExcerpt)
+	sum := CallSummary{Tool: call.Name, Success: ok}
+	if ok {
+		end.Result, sum.Result = truncate(m.res.Result, ProgressResultExcerpt), truncate(m.res.Result, summaryBytes)
 	} else {
-		end.Error = truncate(m.res.Error, ProgressResultExcerpt)
+		end.Error, sum.Error = truncate(m.res.Error, ProgressResultExcerpt), truncate(m.res.Error, summaryBytes)
 	}
 	t.progress.emit(end)
-	sum := CallSummary{Tool: call.Name, Success: m.res.Status == wire.StatusSuccess}
-	if sum.Success {
-		sum.Result = truncate(m.res.Result, summaryBytes)
-	} else {
-		sum.Error = truncate(m.res.Error, summaryBytes)
-	}
-	t.summaries[i] = sum
-	if t.remaining > 0 {
-		c.spawnMore(ctx)
-		return
-	}
-	c.o.Metrics.batch(len(t.calls), t.peak, t.sumElapse, c.o.Now().Sub(t.batchAt))
-	t.executed = append(t.executed, t.summaries...) // in call order
-	c.add(t.assistant)
-	c.add(t.results...)
-	t.specs = map[string]*callSpec{}
-	allFailed := true
-	for _, f := range t.failed {
-		allFailed = allFailed && f
-	}
-	if allFailed {
-		t.errTurns++
-	} else {
-		t.errTurns = 0
-	}
-	switch {
-	case t.auditErr != nil:
-		// Nothing more runs, and no answer is given, without a record.
-		c.end(ctx, "", fmt.Errorf("%w: %w", ErrAudit, t.auditErr))
-	case t.stopAfter:
-		c.hitLimit(ctx, ErrRepeatedToolCall)
-	case t.errTurns >= c.o.ToolErrorLimit:
-		c.hitLimit(ctx, fmt.Errorf("%w (%d)", ErrToolErrorLimit, c.o.ToolErrorLimit))
-	default:
-		c.callLLM(ctx)
-	}
+	c.apply(ctx, t.m.CallEnded(i, loop.CallResult{Message: m.result, Failed: !ok, Summary: sum, Elapsed: elapsed, AuditErr: m.audit}))
 }
 
 // onTerminated turns a tool-call actor that the supervisor gave up on into
@@ -875,21 +392,22 @@ func (c *conversation) onCancel(ctx actor.Context) {
 		ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 	}
 	t.specs = map[string]*callSpec{}
-	c.end(ctx, "", ErrCanceled)
+	c.apply(ctx, t.m.Cancel())
 }
 
 // end finishes the current chat: what it added to the history is stored
 // first, then the sender gets its answer and the next chat starts.
-func (c *conversation) end(ctx actor.Context, text string, err error) {
+func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 	t := c.cur
 	if t.cancel != nil {
 		t.cancel()
 	}
 	t.gen = -1 // results still on their way belong to no turn
 	c.seq++    // and neither does an LLM answer
-	ans := &Answer{ConversationID: c.id, Text: text, Err: err, Iterations: t.iterations, ToolCalls: t.toolCalls, Usage: t.usage, Calls: t.executed}
-	if t.limit != nil {
-		ans.Limit = t.limit.Error()
+	ans := &Answer{ConversationID: c.id, Text: f.Text, Err: f.Err, Iterations: t.m.Iterations(), ToolCalls: t.m.ToolCalls(),
+		Usage: t.usage, Calls: t.m.Calls()}
+	if f.Limit != nil {
+		ans.Limit = f.Limit.Error()
 	}
 	store := c.storeFunc(t)
 	self, root, timeout := ctx.Self(), ctx.ActorSystem().Root, c.o.AuditTimeout

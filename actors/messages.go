@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/evoclaw/evoclaw/actors/loop"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
@@ -106,12 +107,7 @@ type Answer struct {
 
 // CallSummary is one tool call of a chat, for reports such as a prompt
 // result's tools_executed.
-type CallSummary struct {
-	Tool    string `json:"tool"`
-	Success bool   `json:"success"`
-	Result  string `json:"result,omitempty"` // the start of the result on success
-	Error   string `json:"error,omitempty"`  // the start of the error on failure
-}
+type CallSummary = loop.CallSummary
 
 // internal messages
 type (

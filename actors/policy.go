@@ -93,20 +93,6 @@ func toolTimeout(rules map[string]TimeoutRule, category string, ownMS int64) tim
 	return d
 }
 
-// callSignature identifies a call by tool name and canonical arguments
-// (object keys sorted), so that {"a":1,"b":2} and {"b":2, "a":1} match.
-func callSignature(name string, args json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return name + "\x00" + string(args)
-	}
-	canon, err := json.Marshal(v)
-	if err != nil {
-		return name + "\x00" + string(args)
-	}
-	return name + "\x00" + string(canon)
-}
-
 // schemaCacheLimit bounds the compiled schemas kept; past it the cache
 // starts over (schemas change only when agents re-advertise).
 const schemaCacheLimit = 1024

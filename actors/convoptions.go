@@ -1,0 +1,197 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors/loop"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// Defaults of ConvOptions.
+const (
+	DefaultMaxIterations     = 10
+	DefaultToolErrorLimit    = 3
+	DefaultMaxIdenticalCalls = 1
+	DefaultMaxParallel       = 5
+	DefaultReplySlack        = 2 * time.Second
+	DefaultCallRetries       = 3
+	DefaultCallRetryWindow   = time.Minute
+	DefaultLLMTimeout        = 5 * time.Minute
+	DefaultAuditTimeout      = 10 * time.Second
+	DefaultQueueLen          = 16
+	DefaultIdleTimeout       = 10 * time.Minute
+)
+
+// What a conversation does when the loop hits a limit (max iterations,
+// consecutive failing turns, a repeated identical call): see package loop.
+const (
+	OnLimitAnswer = loop.OnLimitAnswer
+	OnLimitError  = loop.OnLimitError
+)
+
+// Errors that end a Chat, alone or (limits under OnLimitAnswer) beside an
+// answer. The loop's own are those of package loop.
+var (
+	ErrMaxIterations    = loop.ErrMaxIterations
+	ErrToolErrorLimit   = loop.ErrToolErrorLimit
+	ErrRepeatedToolCall = loop.ErrRepeatedToolCall
+	ErrCanceled         = loop.ErrCanceled
+	ErrAudit            = loop.ErrAudit
+	ErrBusy             = errors.New("conversation has too many queued messages")
+	ErrStopped          = errors.New("conversation stopped before it answered")
+	ErrHistory          = errors.New("conversation history")
+	// ErrLLM wraps a failed completion (an *llm.Error inside says why).
+	ErrLLM = errors.New("llm call failed")
+	// ErrSeeded refuses a Chat with a Seed for a conversation that already
+	// has history.
+	ErrSeeded = errors.New("conversation already has history; a seeded chat needs a new conversation id")
+)
+
+// ErrRepeatedCall is the error type of a tool call refused because the
+// same tool with the same arguments already ran in this chat.
+const ErrRepeatedCall wire.ErrorType = "repeated_call"
+
+// AuditLog is where tool calls are recorded.
+type AuditLog interface {
+	RecordToolCall(ctx context.Context, c persistence.ToolCall) error
+}
+
+// HistoryStore keeps conversations across restarts. AppendHistory returns
+// only once the messages are durable.
+type HistoryStore interface {
+	LoadHistory(ctx context.Context, conversationID string) ([]llm.Message, error)
+	AppendHistory(ctx context.Context, conversationID string, msgs []llm.Message) error
+}
+
+// ConvOptions configure conversations. Provider is required, and so is
+// Edges unless Toolbox offers only local tools.
+type ConvOptions struct {
+	// Name is the manager actor's name, unique in its actor system
+	// (default "conversations").
+	Name     string
+	Provider llm.Provider
+	// Edges routes commands to edge agents.
+	Edges *Edges
+	// Toolbox offers tools and resolves calls; nil means an EdgeToolbox
+	// over Edges in ToolsDirect mode.
+	Toolbox Toolbox
+	Audit   AuditLog
+	// History, when set, stores every step of every conversation and
+	// reloads it when a conversation actor starts again.
+	History HistoryStore
+	// LLMLog, when set, records every completion request: provider, model,
+	// tokens, latency, outcome (cost tracking). A request is recorded before
+	// its answer is acted on.
+	LLMLog persistence.LLMCallLog
+	// Metrics, when set, aggregates loop counters.
+	Metrics *Metrics
+	// Node names this node in audit records; Side is the side it writes
+	// as (default persistence.SideOrchestrator; an edge agent's own loop
+	// writes persistence.SideEdge).
+	Node   string
+	Side   string
+	System string
+	Model  string
+	// MaxIterations bounds LLM turns that request tools (default 10).
+	MaxIterations int
+	// ToolErrorLimit ends the loop after this many consecutive turns in
+	// which every tool call failed (default 3).
+	ToolErrorLimit int
+	// MaxIdenticalCalls is how often one tool may run with the same
+	// arguments in one chat (default 1). One more identical call is refused
+	// with an error telling the model so; another after that ends the loop.
+	MaxIdenticalCalls int
+	// OnLimit is OnLimitAnswer (default) or OnLimitError.
+	OnLimit string
+	// MaxParallel bounds tool calls of one turn running at once (default 5).
+	MaxParallel int
+	// TimeoutRules give each tool category its default and maximum timeout;
+	// missing categories use DefaultTimeoutRules.
+	TimeoutRules map[string]TimeoutRule
+	// ReplySlack is added to a tool's timeout for the MQTT round trip (default 2 s).
+	ReplySlack time.Duration
+	// CallRetries bounds restarts of a failing tool-call actor within
+	// CallRetryWindow (defaults 3 and 1 min).
+	CallRetries     int
+	CallRetryWindow time.Duration
+	// LLMTimeout bounds one completion (default 5 min: a Pi's local model is slow).
+	LLMTimeout   time.Duration
+	AuditTimeout time.Duration
+	// QueueLen bounds chats waiting behind a running one (default 16).
+	QueueLen int
+	// IdleTimeout stops a conversation actor that had no message for this
+	// long (default 10 min), so idle conversations hold no memory.
+	IdleTimeout time.Duration
+	Now         func() time.Time
+	Logger      *slog.Logger
+
+	// fault, when set by tests, runs at the start of every tool-call attempt.
+	fault   func(call llm.ToolCall, attempt int)
+	schemas *schemaCache
+}
+
+func (o *ConvOptions) fill() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	defInt(&o.MaxIterations, DefaultMaxIterations)
+	defInt(&o.ToolErrorLimit, DefaultToolErrorLimit)
+	defInt(&o.MaxIdenticalCalls, DefaultMaxIdenticalCalls)
+	defInt(&o.MaxParallel, DefaultMaxParallel)
+	defInt(&o.CallRetries, DefaultCallRetries)
+	defInt(&o.QueueLen, DefaultQueueLen)
+	if o.OnLimit == "" {
+		o.OnLimit = OnLimitAnswer
+	}
+	if o.Side == "" {
+		o.Side = persistence.SideOrchestrator
+	}
+	rules := make(map[string]TimeoutRule, len(DefaultTimeoutRules))
+	for k, v := range DefaultTimeoutRules {
+		rules[k] = v
+	}
+	for k, v := range o.TimeoutRules {
+		r := rules[k]
+		if v.Default > 0 {
+			r.Default = v.Default
+		}
+		if v.Max > 0 {
+			r.Max = v.Max
+		}
+		rules[k] = r
+	}
+	o.TimeoutRules = rules
+	def(&o.ReplySlack, DefaultReplySlack)
+	def(&o.CallRetryWindow, DefaultCallRetryWindow)
+	def(&o.LLMTimeout, DefaultLLMTimeout)
+	def(&o.AuditTimeout, DefaultAuditTimeout)
+	def(&o.IdleTimeout, DefaultIdleTimeout)
+	if o.Toolbox == nil && o.Edges != nil {
+		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.schemas = &schemaCache{}
+}
+
+// rules are the loop's limits of every chat.
+func (o *ConvOptions) rules() loop.Rules {
+	return loop.Rules{MaxIterations: o.MaxIterations, ToolErrorLimit: o.ToolErrorLimit,
+		MaxIdenticalCalls: o.MaxIdenticalCalls, MaxParallel: o.MaxParallel, OnLimit: o.OnLimit}
+}

@@ -1,0 +1,115 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/evoclaw/evoclaw/actors/loop"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// callLLM asks the model over the history, off the mailbox; the answer
+// comes back as llmDone. What the chat added so far is stored first.
+func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
+	c.seq++
+	t := c.cur
+	t.seq = c.seq
+	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Messages: append([]llm.Message(nil), c.history...)}
+	if e.Tools {
+		req.Tools = c.o.Toolbox.Defs()
+	} else {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf(
+			"[evoclaw] Stop using tools: %v. Answer the user now from the results above, and say what could not be done.", e.Limit)})
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), c.o.LLMTimeout)
+	t.cancel = cancel
+	store := c.storeFunc(t)
+	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
+	record := c.llmRecorder(t.m.Iterations())
+	progress, iteration, convID, now := t.progress, t.m.Iterations(), c.id, c.o.Now
+	progress.emit(Progress{Kind: ProgressLLMStart, ConversationID: convID, Time: now(), Iteration: iteration})
+	go func() {
+		defer cancel()
+		// What the turn added is durable before the model sees it, so a
+		// crash never loses a step the model already acted on. Its own
+		// context: a canceled chat still stores what it said.
+		sctx, scancel := context.WithTimeout(context.Background(), auditTimeout)
+		err := store(sctx)
+		scancel()
+		if err != nil {
+			progress.emit(Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
+				Status: wire.StatusError, Error: truncate(err.Error(), summaryBytes)})
+			root.Send(self, &llmDone{seq: seq, err: err})
+			return
+		}
+		began := time.Now()
+		resp, err := p.Complete(lctx, req)
+		timedOut := errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil
+		if timedOut {
+			err = fmt.Errorf("llm %s: no answer within %s: %w", p.Name(), c.o.LLMTimeout, err)
+		}
+		metrics.llm(err)
+		took := time.Since(began)
+		record(resp, err, timedOut, took)
+		end := Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
+			Status: wire.StatusSuccess, ElapsedMS: took.Milliseconds()}
+		if err != nil {
+			end.Status, end.Error = wire.StatusError, truncate(err.Error(), summaryBytes)
+			end.ErrorType = llmErrorType(err, timedOut)
+		}
+		progress.emit(end)
+		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
+	}()
+}
+
+// llmRecorder returns the function that audits one completion of turn
+// iteration (no-op without an LLMLog).
+func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err error, timedOut bool, took time.Duration) {
+	if c.o.LLMLog == nil {
+		return func(llm.Response, error, bool, time.Duration) {}
+	}
+	o, id := c.o, c.id
+	return func(resp llm.Response, err error, timedOut bool, took time.Duration) {
+		provider := resp.Provider
+		if provider == "" {
+			provider = o.Provider.Name()
+		}
+		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: provider,
+			Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+			LatencyMs: took.Milliseconds(), Status: persistence.StatusSuccess, Iteration: iteration}
+		if rec.Model == "" {
+			rec.Model = o.Model
+		}
+		if err != nil {
+			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
+		}
+		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
+		defer cancel()
+		if aerr := o.LLMLog.RecordLLMCall(actx, rec); aerr != nil {
+			o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
+		}
+	}
+}
+
+// storeFunc takes the messages not yet stored and returns the function
+// that stores them (no-op without a HistoryStore).
+func (c *conversation) storeFunc(t *turn) func(context.Context) error {
+	msgs := t.unpersist
+	t.unpersist = nil
+	if c.o.History == nil || len(msgs) == 0 {
+		return func(context.Context) error { return nil }
+	}
+	h, id := c.o.History, c.id
+	return func(ctx context.Context) error {
+		if err := h.AppendHistory(ctx, id, msgs); err != nil {
+			return fmt.Errorf("%w: store %d messages of %s: %w", ErrHistory, len(msgs), id, err)
+		}
+		return nil
+	}
+}
