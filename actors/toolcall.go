@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // callSpec is what a tool call is: it outlives restarts of the actor that
@@ -259,29 +257,8 @@ func (c *toolCall) finish(ctx actor.Context, res wire.ToolResult) {
 // turns it into the tool message the model sees; the error is the audit
 // write's.
 func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res wire.ToolResult) (llm.Message, error) {
-	rec := persistence.ToolCall{
-		Time:           o.Now().UTC(),
-		Node:           o.Node,
-		Side:           o.Side,
-		ConversationID: convID,
-		RequestID:      requestID,
-		CallID:         call.ID,
-		AgentID:        agentID,
-		Tool:           call.Name,
-		Status:         res.Status,
-		ErrorType:      string(res.ErrorType),
-		Error:          res.Error,
-		ExitCode:       res.ExitCode,
-		ElapsedMs:      res.ElapsedMS,
-		ResultExcerpt:  persistence.Excerpt(res.Result),
-		ResultBytes:    int64(len(res.Result)),
-	}
-	if res.ResultBytes > rec.ResultBytes {
-		rec.ResultBytes = res.ResultBytes
-	}
-	if json.Valid(call.Arguments) {
-		rec.Params = call.Arguments
-	}
+	rec := AuditRow(CallRef{Node: o.Node, Side: o.Side, ConversationID: convID, RequestID: requestID, CallID: call.ID,
+		AgentID: agentID, Tool: call.Name, Params: call.Arguments}, res, o.Now())
 	var aerr error
 	if o.Audit != nil {
 		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)

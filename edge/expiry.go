@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // clockFloor is the earliest wall-clock time the agent believes. A Raspberry
@@ -79,17 +78,6 @@ func (a *Agent) rejectExpired(ctx context.Context, cmd wire.Command, why string)
 	}
 	p, _ := wire.DecodeToolPayload(cmd.Payload) // best effort: the row names the tool when it can
 	res := wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrExpired, Error: why, RequestID: cmd.RequestID}
-	rec := persistence.ToolCall{
-		Time: time.Now().UTC(), Node: a.cfg.AgentID, Side: "edge", ConversationID: p.ConversationID, RequestID: cmd.RequestID,
-		AgentID: a.cfg.AgentID, Tool: p.Tool, Status: wire.StatusError, ErrorType: string(wire.ErrExpired), Error: why,
-	}
-	if rec.Tool == "" {
-		rec.Tool = "(unknown)"
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := a.store.RecordToolCall(wctx, rec); err != nil {
-		a.log.Error("audit expired command", "request_id", cmd.RequestID, "err", err)
-	}
+	a.auditRun(ctx, a.auditRow(cmd.RequestID, p.ConversationID, nil, res), cmd.RequestID, nil)
 	a.reply(ctx, wire.ReportResult, res)
 }

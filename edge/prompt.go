@@ -166,14 +166,9 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 		return
 	}
 	params, _ := json.Marshal(p) // a struct of plain fields always marshals
-	rec := persistence.ToolCall{Time: time.Now().UTC(), Node: a.cfg.AgentID, Side: persistence.SideEdge, RequestID: cmd.RequestID,
-		AgentID: a.cfg.AgentID, Tool: wire.CmdPrompt, Params: params, Status: res.Status, ErrorType: string(res.ErrorType), Error: res.Error,
-		ElapsedMs: res.Metadata.ElapsedMS, ResultExcerpt: persistence.Excerpt(res.Content), ResultBytes: int64(len(res.Content))}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := a.store.FinishToolCall(wctx, rec, cmd.RequestID, b); err != nil {
-		a.log.Error("audit prompt and record its result", "request_id", cmd.RequestID, "err", err)
-	}
+	rec := a.auditRow(cmd.RequestID, "", params, wire.ToolResult{Tool: wire.CmdPrompt, Status: res.Status, ErrorType: res.ErrorType,
+		Error: res.Error, ElapsedMS: res.Metadata.ElapsedMS, Result: res.Content})
+	a.auditRun(ctx, rec, cmd.RequestID, b)
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish prompt result", "request_id", cmd.RequestID, "err", err)
 	}

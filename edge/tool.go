@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
@@ -153,34 +154,37 @@ func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv string, p
 		a.log.Error("encode report", "err", err)
 		return
 	}
-	rec := persistence.ToolCall{
-		Time: time.Now().UTC(), Node: a.cfg.AgentID, Side: "edge", ConversationID: conv, RequestID: cmd.RequestID,
-		AgentID: a.cfg.AgentID, Tool: res.Tool, Status: res.Status, ErrorType: string(res.ErrorType), Error: res.Error,
-		ExitCode: res.ExitCode, ElapsedMs: res.ElapsedMS, ResultExcerpt: persistence.Excerpt(res.Result), ResultBytes: int64(len(res.Result)),
-	}
-	if res.ResultBytes > rec.ResultBytes {
-		rec.ResultBytes = res.ResultBytes
-	}
-	if rec.Tool == "" {
-		rec.Tool = "(unknown)"
-	}
-	if len(params) > 0 && json.Valid(params) {
-		rec.Params = params
-	}
-	// The run already happened: record it even if the command's context ends.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
+	rec := a.auditRow(cmd.RequestID, conv, params, res)
+	var keep []byte // the report kept for a redelivered command
 	if begun {
-		// One transaction: the audit row and the result kept for a
-		// redelivered command exist together or not at all.
-		if err := a.store.FinishToolCall(wctx, rec, cmd.RequestID, b); err != nil {
-			a.log.Error("audit tool call and record its result", "request_id", cmd.RequestID, "err", err)
-		}
-	} else if err := a.store.RecordToolCall(wctx, rec); err != nil {
-		a.log.Error("audit tool call", "request_id", cmd.RequestID, "err", err)
+		keep = b
 	}
+	a.auditRun(ctx, rec, cmd.RequestID, keep)
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish tool result", "request_id", cmd.RequestID, "err", err)
+	}
+}
+
+// auditRow is this agent's audit record of a run that ended with res.
+func (a *Agent) auditRow(requestID, conv string, params json.RawMessage, res wire.ToolResult) persistence.ToolCall {
+	return actors.AuditRow(actors.CallRef{Node: a.cfg.AgentID, Side: persistence.SideEdge, ConversationID: conv,
+		RequestID: requestID, AgentID: a.cfg.AgentID, Params: params}, res, time.Now())
+}
+
+// auditRun records rec; with a report, in one transaction with the report
+// kept for a redelivered command, so that both exist or neither does. The
+// run already happened: it is recorded even if the command's context ends.
+func (a *Agent) auditRun(ctx context.Context, rec persistence.ToolCall, requestID string, report []byte) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if report != nil {
+		if err := a.store.FinishToolCall(wctx, rec, requestID, report); err != nil {
+			a.log.Error("audit a run and keep its result", "request_id", requestID, "tool", rec.Tool, "err", err)
+		}
+		return
+	}
+	if err := a.store.RecordToolCall(wctx, rec); err != nil {
+		a.log.Error("audit a run", "request_id", requestID, "tool", rec.Tool, "err", err)
 	}
 }
 

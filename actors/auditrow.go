@@ -1,0 +1,59 @@
+package actors
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// CallRef names a tool call in the audit trail: who writes the row and
+// which call it is.
+type CallRef struct {
+	// Node writes the row as Side (persistence.SideOrchestrator or SideEdge).
+	Node, Side     string
+	ConversationID string
+	// RequestID is the wire request_id that joins both sides' rows.
+	RequestID string
+	// CallID is the model's id of the call (orchestrator side).
+	CallID  string
+	AgentID string
+	// Tool is the name the caller used; empty: the result's, else "(unknown)".
+	Tool string
+	// Params are the call's arguments, kept when they are valid JSON.
+	Params json.RawMessage
+}
+
+// AuditRow is the audit record of a call that ended with res at time at.
+// It is the one place a tool call's row is built, on either side, so both
+// sides record the same fields the same way.
+func AuditRow(ref CallRef, res wire.ToolResult, at time.Time) persistence.ToolCall {
+	rec := persistence.ToolCall{
+		Time:           at.UTC(),
+		Node:           ref.Node,
+		Side:           ref.Side,
+		ConversationID: ref.ConversationID,
+		RequestID:      ref.RequestID,
+		CallID:         ref.CallID,
+		AgentID:        ref.AgentID,
+		Tool:           ref.Tool,
+		Status:         res.Status,
+		ErrorType:      string(res.ErrorType),
+		Error:          res.Error,
+		ExitCode:       res.ExitCode,
+		ElapsedMs:      max(res.ElapsedMS, 0),
+		ResultExcerpt:  persistence.Excerpt(res.Result),
+		ResultBytes:    max(int64(len(res.Result)), res.ResultBytes),
+	}
+	if rec.Tool == "" {
+		rec.Tool = res.Tool
+	}
+	if rec.Tool == "" {
+		rec.Tool = "(unknown)"
+	}
+	if len(ref.Params) > 0 && json.Valid(ref.Params) {
+		rec.Params = ref.Params
+	}
+	return rec
+}

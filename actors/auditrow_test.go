@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+func TestAuditRow(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
+	exit := 2
+	big := strings.Repeat("é", persistence.MaxExcerptBytes)
+	tests := []struct {
+		name  string
+		ref   CallRef
+		res   wire.ToolResult
+		check func(t *testing.T, r persistence.ToolCall)
+	}{
+		{"the caller's name wins", CallRef{Tool: "pi__read"}, wire.ToolResult{Tool: "read", Status: "success"},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.Tool != "pi__read" {
+					t.Fatalf("tool %q", r.Tool)
+				}
+			}},
+		{"else the result's, else unknown", CallRef{}, wire.ToolResult{Status: "error"},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.Tool != "(unknown)" {
+					t.Fatalf("tool %q", r.Tool)
+				}
+			}},
+		{"params kept only when JSON", CallRef{Tool: "t", Params: json.RawMessage(`{"a":`)}, wire.ToolResult{Status: "success"},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.Params != nil {
+					t.Fatalf("params %s", r.Params)
+				}
+			}},
+		{"a cut result keeps its full size", CallRef{Tool: "t", Params: json.RawMessage(`{"a":1}`)},
+			wire.ToolResult{Status: "success", Result: big, ResultBytes: 1 << 20, Truncated: true, ExitCode: &exit, ElapsedMS: 7},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.ResultBytes != 1<<20 || len(r.ResultExcerpt) > persistence.MaxExcerptBytes || string(r.Params) != `{"a":1}` ||
+					r.ExitCode == nil || *r.ExitCode != 2 || r.ElapsedMs != 7 {
+					t.Fatalf("row %+v", r)
+				}
+			}},
+		{"an error row", CallRef{Node: "n", Side: persistence.SideEdge, RequestID: "r1", ConversationID: "c", AgentID: "pi", CallID: "k"},
+			wire.ToolResult{Tool: "bash", Status: "error", ErrorType: wire.ErrTimeout, Error: "late", ElapsedMS: -3},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.Node != "n" || r.Side != "edge" || r.RequestID != "r1" || r.ConversationID != "c" || r.AgentID != "pi" ||
+					r.CallID != "k" || r.ErrorType != "timeout" || r.Error != "late" || r.ElapsedMs != 0 || !r.Time.Equal(at) ||
+					r.Time.Location() != time.UTC {
+					t.Fatalf("row %+v", r)
+				}
+				if err := r.Validate(); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, AuditRow(tt.ref, tt.res, at)) })
+	}
+}
