@@ -38,6 +38,9 @@ type turn struct {
 	cancel    context.CancelFunc
 	progress  ProgressFunc
 	unpersist []llm.Message
+	// names maps the tool names of the last request as the model saw them
+	// back to the offered names.
+	names *toolNames
 
 	// the tool calls of the current model turn
 	gen       int
@@ -247,6 +250,9 @@ func (c *conversation) onLLM(ctx actor.Context, m *llmDone) {
 func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 	t := c.cur
 	i, call := e.Index, t.assistant.ToolCalls[e.Index]
+	// From here on the call has the offered name: it routes, it is audited
+	// and shown under it. The history keeps the model's own.
+	call.Name = t.names.original(call.Name)
 	p := plannedCall{immediate: toolError(ErrRepeatedCall, e.Refusal)}
 	if e.Refusal == "" {
 		p = c.prepare(call)
@@ -331,6 +337,7 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 		return // a call of a turn that was canceled or already ended
 	}
 	i, call := m.index, t.assistant.ToolCalls[m.index]
+	call.Name = t.names.original(call.Name)
 	elapsed := c.o.Now().Sub(t.started[i])
 	ok := m.res.Status == wire.StatusSuccess
 	c.o.Metrics.call(call.Name, m.res.Status, m.res.ErrorType, elapsed)
