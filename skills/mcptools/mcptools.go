@@ -183,6 +183,10 @@ func (srv *server) goTool(mt *mcp.Tool) (skills.GoTool, error) {
 	g := skills.GoTool{
 		Tool: skills.Tool{
 			Name: name, Description: mt.Description, Permissions: srv.cfg.Permissions, Skill: srv.name,
+			// Advertised, so that a caller's deadline (the loop's timeout
+			// rule, an orchestrator's command) is this one, not a
+			// category's default that would cut the call short.
+			TimeoutMS: srv.timeout().Milliseconds(),
 		},
 		Schema: schema,
 		Source: skills.SourceMCP,
@@ -213,11 +217,20 @@ func schemaMap(v any) (map[string]any, error) {
 	return m, nil
 }
 
-// call runs one tool call with the server's timeout.
-func (srv *server) call(ctx context.Context, tool string, args map[string]any) skills.Output {
-	timeout := DefaultTimeout
+// timeout is the server's bound on one call.
+func (srv *server) timeout() time.Duration {
 	if srv.cfg.TimeoutMS > 0 {
-		timeout = time.Duration(srv.cfg.TimeoutMS) * time.Millisecond
+		return time.Duration(srv.cfg.TimeoutMS) * time.Millisecond
+	}
+	return DefaultTimeout
+}
+
+// call runs one tool call with the server's timeout, or the caller's
+// deadline when that comes first; a timeout names the one that applied.
+func (srv *server) call(ctx context.Context, tool string, args map[string]any) skills.Output {
+	timeout := srv.timeout()
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), 0)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -230,7 +243,8 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 		return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("mcp %s%s%s: interrupted", srv.name, Separator, tool))
 	case cctx.Err() != nil:
-		return skills.Failed(wire.ErrTimeout, fmt.Sprintf("mcp %s%s%s: no answer within %v", srv.name, Separator, tool, timeout))
+		return skills.Failed(wire.ErrTimeout, fmt.Sprintf("mcp %s%s%s: no answer within %v", srv.name, Separator, tool,
+			timeout.Round(time.Millisecond)))
 	case strings.Contains(err.Error(), "invalid params"):
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
 	default:

@@ -89,6 +89,9 @@ func TestMCPTransports(t *testing.T) {
 				t.Fatalf("names = %s", got)
 			}
 			for _, d := range ts.Defs() {
+				if d.Evoclaw.TimeoutMS != 500 {
+					t.Errorf("%s advertises timeout_ms %d, want the server's 500", d.Name, d.Evoclaw.TimeoutMS)
+				}
 				if d.Name == "lab__add" {
 					props, _ := d.Parameters["properties"].(map[string]any)
 					if d.Evoclaw.Source != skills.SourceMCP || d.Evoclaw.Skill != "lab" || props["a"] == nil || props["b"] == nil {
@@ -123,6 +126,13 @@ func TestMCPTransports(t *testing.T) {
 			}
 			if el := time.Since(start); el > 10*time.Second {
 				t.Errorf("timeout of 500 ms took %v", el)
+			}
+			// A caller's shorter deadline applies, and the error says so.
+			short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+			out = ts.Call(short, "lab__slow", nil)
+			cancel()
+			if msg := out.Legacy("lab__slow").Error; out.ErrorType() != wire.ErrTimeout || strings.Contains(msg, "500ms") || !strings.Contains(msg, "ms") {
+				t.Errorf("slow under a 150 ms deadline = %+v", out)
 			}
 			// The session still works after a timed-out call.
 			if out := ts.Call(ctx, "lab__echo", map[string]any{"text": "again"}); out.Text() != "echo: again" {
