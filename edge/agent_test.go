@@ -248,3 +248,32 @@ func TestLoadConfig(t *testing.T) {
 		})
 	}
 }
+
+// A relative --config: every relative path in the file is relative to the
+// file, not to the working directory, and the agent's tools start.
+func TestLoadConfigRelativeToTheFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(filepath.Join(conf, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "agent_id = \"pi-1\"\ndata_dir = \"data\"\n[skills]\ndirs = [\"skills\"]\n[builtin]\ngroups = [\"read-only\"]\nworkspace = \"ws\"\n"
+	if err := os.WriteFile(filepath.Join(conf, "agent.toml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	c, err := LoadConfig(filepath.Join("conf", "agent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]string{"data_dir": c.DataDir, "workspace": c.Builtin.Workspace, "skills": c.Skills.Dirs[0]} {
+		if !filepath.IsAbs(got) || !strings.HasPrefix(got, conf) {
+			t.Errorf("%s = %q, want a path under %s", what, got, conf)
+		}
+	}
+	box, err := NewToolbox(c, nil)
+	if err != nil {
+		t.Fatalf("tools of a config loaded by a relative path: %v", err)
+	}
+	box.Close()
+}

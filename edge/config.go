@@ -132,7 +132,12 @@ func LoadConfig(path string) (Config, error) {
 		}
 		return Config{}, fmt.Errorf("load %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
-	base := filepath.Dir(path)
+	// Relative paths in the file are relative to the file: a relative
+	// --config must not leave them relative to the working directory.
+	base, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return Config{}, fmt.Errorf("load %s: %w", path, err)
+	}
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
 			return p
