@@ -215,6 +215,10 @@ func (c *conversation) apply(ctx actor.Context, effects []loop.Effect) {
 			c.o.Metrics.batch(e.Calls, e.Peak, e.SumElapsed, c.o.Now().Sub(c.cur.batchAt))
 			c.cur.specs = map[string]*callSpec{}
 		case loop.Finish:
+			if e.Limit == nil && (errors.Is(e.Err, ErrMaxIterations) || errors.Is(e.Err, ErrToolErrorLimit) ||
+				errors.Is(e.Err, ErrRepeatedToolCall)) {
+				c.o.Logger.Warn("tool loop limit", "conversation", c.id, "reason", e.Err) // on_limit = "error"
+			}
 			c.end(ctx, e)
 		}
 	}
