@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
 
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
 )
@@ -61,8 +62,11 @@ type EdgeOptions struct {
 	// audited rather than only logged. Node names this node in them.
 	Events persistence.EventLog
 	Node   string
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Progress counts streamed tool output routed and dropped; nil means
+	// counters of the registry's own.
+	Progress *ProgressStats
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // EventLateResult is the event kind of a report whose request_id no
@@ -88,6 +92,9 @@ func (o *EdgeOptions) fill() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Progress == nil {
+		o.Progress = &ProgressStats{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -196,6 +203,8 @@ type edgeActor struct {
 	seq        int
 	stopTick   scheduler.CancelFunc
 	log        *slog.Logger
+	// dropLog bounds the log lines about dropped progress reports.
+	dropLog *rate.Limiter
 }
 
 func (e *edgeActor) Receive(ctx actor.Context) {
@@ -203,6 +212,7 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		e.log = e.opts.Logger.With("agent", e.info.ID)
+		e.dropLog = rate.New(0.1, 1)
 		e.stopTick = scheduler.NewTimerScheduler(ctx).SendRepeatedly(e.opts.TickInterval, e.opts.TickInterval, ctx.Self(), &tick{})
 		e.publishInfo()
 	case *actor.Stopping:
@@ -393,7 +403,11 @@ func (e *edgeActor) publish(ctx actor.Context, cmd wire.Command) {
 
 // route hands a report to whoever waits for its request_id.
 func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
-	if r.ReportType == wire.ReportHeartbeat || r.ReportType == wire.ReportMetric {
+	switch r.ReportType {
+	case wire.ReportHeartbeat, wire.ReportMetric:
+		return
+	case wire.ReportProgress:
+		e.routeProgress(ctx, r)
 		return
 	}
 	id := r.RequestID()

@@ -195,7 +195,8 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 		cmd, err = wire.NewCommand(wire.CmdPrompt, s.requestID, s.target.Prompt)
 	} else {
 		cmd, err = wire.NewCommand(wire.CmdTool, s.requestID, wire.ToolPayload{Tool: s.tool, Parameters: s.target.Args,
-			TimeoutMS: s.timeout.Milliseconds(), RequestID: s.requestID, ConversationID: s.convID})
+			TimeoutMS: s.timeout.Milliseconds(), RequestID: s.requestID, ConversationID: s.convID,
+			StreamOutput: s.progress != nil}) // stream only to someone watching
 	}
 	if err != nil {
 		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInvalidParams, Error: err.Error()})

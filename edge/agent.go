@@ -69,6 +69,9 @@ type Agent struct {
 	waiting    atomic.Int64
 	outboxKick chan struct{}
 
+	// progress sends streamed tool output; set by Run.
+	progress *progressOut
+
 	loopOnce sync.Once // starts prompts
 	prompts  *promptLoop
 	loopErr  error
@@ -158,6 +161,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.client = client
 	defer client.Close()
 
+	a.progress = newProgressOut(func(ctx context.Context, b []byte) error {
+		// QoS 0: a chunk is worth nothing late, and nothing waits for it.
+		return client.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(a.cfg.AgentID), Payload: b})
+	}, a.log.With("component", "progress"))
 	a.queue = make(chan queued, a.cfg.Tools.QueueLen)
 	if err := client.Subscribe(wire.CommandsTopic(a.cfg.AgentID), 1, a.onMessage); err != nil {
 		return fmt.Errorf("subscribe to commands: %w", err)
@@ -181,6 +188,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		a.drainOutbox(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.progress.run(ctx)
 	}()
 	wg.Wait()
 

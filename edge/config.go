@@ -109,6 +109,11 @@ type ToolConf struct {
 	MaxConcurrent  int      `toml:"max_concurrent"`
 	QueueLen       int      `toml:"queue_len"`
 	MaxResultBytes int      `toml:"max_result_bytes"`
+	// DisableStreaming stops the agent from streaming tool output as
+	// progress reports even when a command asks for it (stream_output);
+	// false, the default, streams when asked, within the bounds of
+	// docs/WIRE.md.
+	DisableStreaming bool `toml:"disable_streaming"`
 	// MCPServers are MCP servers whose tools the agent offers as
 	// {server}__{tool}; see docs/SKILLS.md.
 	MCPServers map[string]mcptools.ServerConfig `toml:"mcp_servers"`

@@ -95,7 +95,10 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 		return
 	}
 
-	res := a.runTool(ctx, p)
+	// Streaming only watches: the result below is the same with or without.
+	s := a.startStream(cmd.RequestID, p.StreamOutput)
+	res := a.runTool(s.context(ctx), p)
+	s.finish()
 	res.RequestID = cmd.RequestID
 	if res.Status == wire.StatusSuccess {
 		a.succeeded.Add(1)

@@ -16,6 +16,7 @@ type nodeCollector struct {
 	toolCalls, toolErrors, toolTimeouts, toolMs    *prometheus.Desc
 	llmCalls, llmErrors, batches, savedMs, maxConc *prometheus.Desc
 	agents, coldLag, coldShipped, retentionDeleted *prometheus.Desc
+	progress                                       *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -36,13 +37,15 @@ func newNodeCollector(n *Node) *nodeCollector {
 		coldLag:          d("audit_cold_lag_records", "Audit records waiting to be shipped to the cold tier."),
 		coldShipped:      d("audit_cold_shipped_records_total", "Audit records shipped to the cold tier since start."),
 		retentionDeleted: d("audit_retention_deleted_records_total", "Audit records deleted from warm by retention since start."),
+		progress: d("progress_reports_total", "Progress reports (streamed tool output) received from agents, by what became of them: "+
+			"routed to a waiting tool call, or dropped as unknown_request, invalid or rate_limited.", "outcome"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.toolCalls, c.toolErrors, c.toolTimeouts, c.toolMs, c.llmCalls, c.llmErrors,
-		c.batches, c.savedMs, c.maxConc, c.agents, c.coldLag, c.coldShipped, c.retentionDeleted} {
+		c.batches, c.savedMs, c.maxConc, c.agents, c.coldLag, c.coldShipped, c.retentionDeleted, c.progress} {
 		ch <- d
 	}
 }
@@ -72,6 +75,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.agents, prometheus.GaugeValue, float64(online), "online")
 	ch <- prometheus.MustNewConstMetric(c.agents, prometheus.GaugeValue, float64(offline), "offline")
+	ps := c.n.ProgressStats()
+	for outcome, v := range map[string]int64{"routed": ps.Routed.Load(), "unknown_request": ps.Unknown.Load(),
+		"invalid": ps.Invalid.Load(), "rate_limited": ps.RateLimited.Load()} {
+		ch <- prometheus.MustNewConstMetric(c.progress, prometheus.CounterValue, float64(v), outcome)
+	}
 	st := c.n.AuditStatus()
 	ch <- prometheus.MustNewConstMetric(c.retentionDeleted, prometheus.CounterValue, float64(st.Retention.TotalDeleted))
 	if st.Cold != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -31,6 +32,17 @@ import (
 
 // stopTimeout bounds the wait for the actor trees at Close.
 const stopTimeout = 30 * time.Second
+
+// Bounds of the progress reports (streamed tool output) a node takes from
+// one agent; beyond them reports are dropped and counted. They are twice
+// what an evoclaw agent sends at most (edge.StreamReportsPerSecond), so
+// only a misbehaving agent meets them.
+const (
+	ProgressReportsPerSecond = 40
+	ProgressReportsBurst     = 40
+	// progressMaxAgents bounds the agents whose rates are tracked at once.
+	progressMaxAgents = 4096
+)
 
 // AuditFile is the audit database's file name inside a data directory.
 const AuditFile = "audit.db"
@@ -50,6 +62,9 @@ type Node struct {
 	http   *httpAPI     // nil when [http] is off
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
+	// progress counts streamed tool output; progressLim bounds it per agent.
+	progress    actors.ProgressStats
+	progressLim *rate.Keyed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -71,7 +86,8 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: log}
+	n := &Node{cfg: cfg, log: log,
+		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents)}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -129,7 +145,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return n.client.Publish(ctx, mqttc.Message{Topic: topic, Payload: payload, QoS: 1})
 	})
 	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
-		Events: n.store, Node: cfg.NodeID,
+		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
 		return nil, err
 	}
@@ -193,6 +209,9 @@ func (n *Node) BrokerURL() string {
 // AuditPath is the node's audit database file.
 func (n *Node) AuditPath() string { return filepath.Join(n.cfg.DataDir, AuditFile) }
 
+// ProgressStats returns the counters of streamed tool output.
+func (n *Node) ProgressStats() *actors.ProgressStats { return &n.progress }
+
 // Metrics returns the tool loop's counters.
 func (n *Node) Metrics() actors.MetricsSnapshot { return n.metrics.Snapshot() }
 
@@ -213,6 +232,12 @@ func (n *Node) onMessage(m mqttc.Message) {
 		r, err := wire.DecodeReport(agentID, m.Payload)
 		if err != nil {
 			n.dropped(agentID, kind, m.Payload, err)
+			return
+		}
+		if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {
+			// Dropped before the actors, whose bounded mailboxes carry
+			// results too: counted, not logged, not audited.
+			n.progress.RateLimited.Add(1)
 			return
 		}
 		msg = &actors.ReportIn{AgentID: agentID, Report: r}

@@ -99,7 +99,8 @@ type Outcome struct {
 // Exit status ExitUnavailable is not_found; any other non-zero exit or a
 // crash is execution_failed; exit 0 is success with
 // stdout as the Result. A done ctx stops the tool: its deadline counts as
-// timeout, a cancellation as interrupted.
+// timeout, a cancellation as interrupted. An OutputFunc on ctx (WithOutput)
+// sees the output while the binary runs.
 func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
 	start := time.Now()
 	out := execute(ctx, t, args, o)
@@ -141,6 +142,7 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 		Env:       append(env, "EVOCLAW_TOOL="+t.Name),
 		Timeout:   timeout,
 		MaxOutput: o.MaxOutput,
+		OnOutput:  StreamOf(ctx),
 	})
 	// proc.Run returns an error with a result only for a process the
 	// context stopped, which it killed; any other error means it never ran.

@@ -70,6 +70,11 @@ type ToolPayload struct {
 	// ConversationID is an evoclaw extension that lets the edge agent's audit
 	// row name the conversation; other agents ignore it.
 	ConversationID string `json:"conversation_id,omitempty"`
+	// StreamOutput is an evoclaw extension: the caller wants the output of
+	// the running tool as progress reports (ReportProgress) before the
+	// result. An agent that does not know it ignores it and only sends the
+	// result; false, the default, means no progress reports.
+	StreamOutput bool `json:"stream_output,omitempty"`
 }
 
 // PromptPayload is the payload of a "prompt" command.

@@ -39,6 +39,13 @@ func FuzzDecode(f *testing.F) {
 			_, _ = DecodeToolsList(r)
 			_, _ = DecodeErrorPayload(r)
 			_, _ = DecodePromptResult(r)
+			if p, err := DecodeProgress(r); err == nil {
+				if r.ReportType != ReportProgress || p.RequestID == "" || len(p.RequestID) > MaxRequestIDLen || p.Seq < 1 ||
+					p.Omitted < 0 || len(p.Output) > MaxProgressOutput ||
+					(p.Stream != "" && p.Stream != StreamStdout && p.Stream != StreamStderr) {
+					t.Fatalf("accepted invalid progress %+v", p)
+				}
+			}
 		}
 		if s, err := DecodeStatus("a", b); err == nil && s.Status != PresenceOnline && s.Status != PresenceOffline {
 			t.Fatalf("accepted status %q", s.Status)

@@ -7,7 +7,8 @@ import (
 	"strconv"
 )
 
-// Report types of the envelope's report_type field.
+// Report types of the envelope's report_type field (ReportProgress, an
+// evoclaw extension, is in progress.go).
 const (
 	ReportResult    = "result"
 	ReportError     = "error"
@@ -121,7 +122,7 @@ func DecodeReport(topicAgent string, b []byte) (Report, error) {
 		return Report{}, err
 	}
 	switch r.ReportType {
-	case ReportResult, ReportError, ReportHeartbeat, ReportMetric:
+	case ReportResult, ReportError, ReportHeartbeat, ReportMetric, ReportProgress:
 	default:
 		return Report{}, &DecodeError{What: "report", Field: "report_type", Msg: fmt.Sprintf("unknown value %q", r.ReportType)}
 	}

@@ -53,7 +53,8 @@ func (o Options) bash(ctx context.Context, args map[string]any) skills.Output {
 			timeout = time.Duration(ms) * time.Millisecond
 		}
 	}
-	res, err := o.Exec.Exec(ctx, ExecRequest{Command: cmd, Env: o.Env, Timeout: timeout, MaxOutput: o.MaxOutput})
+	res, err := o.Exec.Exec(ctx, ExecRequest{Command: cmd, Env: o.Env, Timeout: timeout, MaxOutput: o.MaxOutput,
+		OnOutput: skills.StreamOf(ctx)})
 	if err != nil && res.Signal == "" {
 		return execFailure(ctx, err)
 	}

@@ -184,7 +184,8 @@ func (e LocalExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	if err != nil {
 		return ExecResult{}, err
 	}
-	res, err := proc.Run(ctx, proc.Spec{Path: prog, Args: args, Dir: dir, Env: req.Env, Timeout: req.Timeout, MaxOutput: req.MaxOutput})
+	res, err := proc.Run(ctx, proc.Spec{Path: prog, Args: args, Dir: dir, Env: req.Env, Timeout: req.Timeout, MaxOutput: req.MaxOutput,
+		OnOutput: req.OnOutput})
 	if err != nil && res.Signal == "" {
 		return ExecResult{}, err
 	}

@@ -3,12 +3,16 @@ package builtin_test
 import (
 	"context"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
 	"github.com/evoclaw/evoclaw/skills/builtin/opstest"
 	"github.com/evoclaw/evoclaw/skills/internal/proctest"
+	"github.com/evoclaw/evoclaw/skills/proc"
 )
 
 func TestLocalContract(t *testing.T) {
@@ -56,4 +60,29 @@ func TestBashTimeoutKillsGroup(t *testing.T) {
 	}
 	proctest.WaitGone(t, "sleep", "63.4242")
 	proctest.WaitGone(t, "sleep", "63.4243")
+}
+
+// TestBashStreams checks that the bash tool passes its output to the
+// OutputFunc of its context while keeping its result unchanged.
+func TestBashStreams(t *testing.T) {
+	tool, err := builtin.NewBash(builtin.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen strings.Builder
+	ctx := skills.WithOutput(context.Background(), func(s proc.Stream, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen.WriteString(string(s) + ":" + string(p))
+	})
+	out := tool.Run(ctx, map[string]any{"command": "echo hello; sleep 0.1; echo world"})
+	if out.ErrorType() != "" || out.Text() != "hello\nworld\n" {
+		t.Fatalf("bash output %q error %q", out.Text(), out.ErrorType())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := seen.String(); got != "stdout:hello\nstdout:world\n" {
+		t.Fatalf("streamed %q", got)
+	}
 }

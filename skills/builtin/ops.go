@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"time"
+
+	"github.com/evoclaw/evoclaw/skills/proc"
 )
 
 // ErrOutsideWorkspace means a path leads out of the workspace, by ".." or
@@ -52,6 +54,9 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// MaxOutput is how many bytes of each stream are kept.
 	MaxOutput int
+	// OnOutput, when set, sees the output while the command runs (see
+	// proc.Spec.OnOutput); an ExecOps that cannot stream ignores it.
+	OnOutput func(s proc.Stream, p []byte)
 }
 
 // ExecResult is what a command did.

@@ -11,6 +11,10 @@ type capture struct {
 	max   int
 	buf   []byte
 	total int64
+	// stream and tap are Spec.OnOutput and the stream it names; tap is
+	// nil when nobody watches.
+	stream Stream
+	tap    func(Stream, []byte)
 }
 
 // drain reads r until EOF or an error (the pipe being closed under it) and
@@ -21,6 +25,9 @@ func (c *capture) drain(r io.Reader) {
 	for {
 		n, err := r.Read(chunk)
 		c.total += int64(n)
+		if n > 0 && c.tap != nil {
+			c.tap(c.stream, chunk[:n])
+		}
 		if room := c.max - len(c.buf); room > 0 {
 			c.buf = append(c.buf, chunk[:min(n, room)]...)
 		}

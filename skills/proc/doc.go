@@ -18,6 +18,8 @@
 // Stdout and stderr are each kept up to [Spec.MaxOutput] bytes. The rest is
 // read and thrown away as it arrives, and only counted, so a tool that
 // prints gigabytes neither blocks on a full pipe nor grows memory.
+// [Spec.OnOutput] sees all of it as it is read, for streaming; it must copy
+// what it keeps and return at once.
 //
 // # Errors
 //

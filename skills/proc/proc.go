@@ -52,7 +52,22 @@ type Spec struct {
 	// exited, for descendants that escaped the process group. Zero means
 	// DefaultWaitDelay.
 	WaitDelay time.Duration
+	// OnOutput, when set, sees every byte the child writes, kept or not,
+	// as it is read: p is valid only during the call. It runs on the
+	// goroutine reading that stream, concurrently for stdout and stderr,
+	// and must return at once (copy and hand off): while it runs, that
+	// pipe is not read, and a child writing to a full pipe waits.
+	OnOutput func(s Stream, p []byte)
 }
+
+// Stream names an output stream of the child.
+type Stream string
+
+// The streams passed to Spec.OnOutput.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
 
 // Result is what a finished process produced.
 type Result struct {

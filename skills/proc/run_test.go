@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -306,5 +307,42 @@ func TestRunStartErrors(t *testing.T) {
 				t.Errorf("a missing working directory is reported as a missing binary: %v", err)
 			}
 		})
+	}
+}
+
+// TestRunOnOutput checks that OnOutput sees every byte of each stream in
+// order, beyond the cap too, while memory stays bounded.
+func TestRunOnOutput(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[Stream]*bytes.Buffer{Stdout: {}, Stderr: {}}
+	var counted int64
+	s := sh("for i in 1 2 3; do echo out$i; echo err$i >&2; done; head -c 50000000 /dev/zero", time.Minute)
+	s.MaxOutput = 100
+	s.OnOutput = func(st Stream, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		counted += int64(len(p))
+		if b := seen[st]; b.Len() < 64 {
+			b.Write(p[:min(len(p), 64-b.Len())])
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := Run(t.Context(), s)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted != res.StdoutBytes+res.StderrBytes || res.StdoutBytes != 50_000_000+15 {
+		t.Fatalf("OnOutput saw %d bytes, the child wrote %d+%d", counted, res.StdoutBytes, res.StderrBytes)
+	}
+	if got := seen[Stdout].String(); !strings.HasPrefix(got, "out1\nout2\nout3\n") {
+		t.Errorf("stdout seen %q", got)
+	}
+	if got := seen[Stderr].String(); got != "err1\nerr2\nerr3\n" {
+		t.Errorf("stderr seen %q", got)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("Run with OnOutput allocated %d MiB for 50 MB of output", alloc>>20)
 	}
 }

@@ -118,7 +118,8 @@ func start(s Spec) (*child, error) {
 // process; it returns only when every goroutine it started has finished.
 func (c *child) wait(ctx context.Context, s Spec) (Result, error) {
 	pgid := c.cmd.Process.Pid
-	out, errOut := &capture{max: s.MaxOutput}, &capture{max: s.MaxOutput}
+	out := &capture{max: s.MaxOutput, stream: Stdout, tap: s.OnOutput}
+	errOut := &capture{max: s.MaxOutput, stream: Stderr, tap: s.OnOutput}
 	var streams sync.WaitGroup
 	streams.Go(func() { out.drain(c.stdout) })
 	streams.Go(func() { errOut.drain(c.stderr) })

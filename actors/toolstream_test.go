@@ -1,0 +1,133 @@
+package actors
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// progressLog records a chat's Progress events.
+type progressLog struct {
+	mu  sync.Mutex // guards evs
+	evs []Progress
+}
+
+func (l *progressLog) add(p Progress) {
+	l.mu.Lock()
+	l.evs = append(l.evs, p)
+	l.mu.Unlock()
+}
+
+func (l *progressLog) kinds() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, p := range l.evs {
+		k := p.Kind
+		if k == ProgressToolOutput {
+			k += ":" + p.Output
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// sendProgress delivers a progress report from the fake agent.
+func (h *harness) sendProgress(t *testing.T, p wire.Progress) {
+	t.Helper()
+	r, err := wire.NewReport(h.edge.id, "monitor", wire.ReportProgress, time.Now().Unix(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sys.Root.Send(h.edges.PID, &ReportIn{AgentID: h.edge.id, Report: r})
+}
+
+// TestStreamedOutputReachesTheChat streams three chunks, one of them twice
+// and one out of order, before the result: the chat sees each new chunk
+// once, in order, between tool_start and tool_end.
+func TestStreamedOutputReachesTheChat(t *testing.T) {
+	stats := &ProgressStats{}
+	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) { o.Progress = stats }, nil)
+	var asked []bool
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+		asked = append(asked, p.StreamOutput)
+		id := cmd.RequestID
+		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 1, Output: "one "})
+		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 1, Output: "one "}) // redelivered
+		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 3, Output: "three "})
+		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 2, Output: "two "}) // overtaken: dropped
+		waitFor(t, 5*time.Second, "four reports routed", func() bool { return stats.Routed.Load() == 4 })
+		h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: p.Tool, Result: "done", RequestID: id})
+		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 4, Output: "late "}) // after the result
+	}
+	var log progressLog
+	res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "go", Progress: log.add}, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans := res.(*Answer); ans.Err != nil || ans.Text != "tool said: done" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if len(asked) != 1 || !asked[0] {
+		t.Fatalf("stream_output asked %v, want true for a watched chat", asked)
+	}
+	got := strings.Join(log.kinds(), ",")
+	if want := "llm_start,llm_end,tool_start,tool_output:one ,tool_output:three ,tool_end,llm_start,llm_end"; got != want {
+		t.Fatalf("progress\n got %s\nwant %s", got, want)
+	}
+	waitFor(t, 5*time.Second, "the late report dropped", func() bool { return stats.Unknown.Load() == 1 })
+	// Dropped silently: no audit event, no warning.
+	if k := strings.Join(h.events.kinds(), ","); strings.Contains(k, EventLateResult) {
+		t.Fatalf("late progress audited: %s", k)
+	}
+	if strings.Contains(h.logs.String(), "level=WARN") {
+		t.Fatalf("warnings logged:\n%s", h.logs.String())
+	}
+	if recs := h.audit.records(); len(recs) != 1 || recs[0].ResultExcerpt != "done" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// TestUnwatchedChatDoesNotAskForStreaming checks that a chat nobody
+// watches sends tool commands without stream_output.
+func TestUnwatchedChatDoesNotAskForStreaming(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	asked := make(chan bool, 1)
+	reply := echoReply(h)
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) { asked <- p.StreamOutput; reply(cmd, p) }
+	if ans := h.chat(t, "go"); ans.Err != nil {
+		t.Fatal(ans.Err)
+	}
+	if <-asked {
+		t.Fatal("stream_output set on a chat without a Progress func")
+	}
+}
+
+// TestMadeUpProgressIsDroppedSilently floods the edge actor with progress
+// for request ids nobody waits for, and with malformed progress: nothing
+// is audited, nothing is logged above debug, and the log lines about it
+// stay few.
+func TestMadeUpProgressIsDroppedSilently(t *testing.T) {
+	stats := &ProgressStats{}
+	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) { o.Progress = stats }, nil)
+	before := len(h.events.kinds())
+	for i := range 1000 {
+		h.sendProgress(t, wire.Progress{RequestID: "made-up-" + strings.Repeat("x", i%100), Seq: int64(i + 1), Output: "spam"})
+	}
+	bad, err := wire.NewReport(h.edge.id, "", wire.ReportProgress, 0, map[string]any{"request_id": "x", "seq": -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sys.Root.Send(h.edges.PID, &ReportIn{AgentID: h.edge.id, Report: bad})
+	waitFor(t, 5*time.Second, "all dropped", func() bool { return stats.Unknown.Load() == 1000 && stats.Invalid.Load() == 1 })
+	if got := len(h.events.kinds()); got != before {
+		t.Fatalf("%d events audited for made-up progress", got-before)
+	}
+	logs := h.logs.String()
+	if strings.Contains(logs, "level=WARN") || strings.Count(logs, "dropping progress reports") > 2 {
+		t.Fatalf("made-up progress logged:\n%s", logs)
+	}
+}
