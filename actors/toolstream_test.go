@@ -2,24 +2,11 @@ package actors
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
-
-// progressLog records a chat's Progress events.
-type progressLog struct {
-	mu  sync.Mutex // guards evs
-	evs []Progress
-}
-
-func (l *progressLog) add(p Progress) {
-	l.mu.Lock()
-	l.evs = append(l.evs, p)
-	l.mu.Unlock()
-}
 
 func (l *progressLog) kinds() []string {
 	l.mu.Lock()
