@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // CallRef names a tool call in the audit trail: who writes the row and
@@ -19,7 +19,7 @@ type CallRef struct {
 	// CallID is the model's id of the call (orchestrator side).
 	CallID  string
 	AgentID string
-	// Tool is the name the caller used; empty: the result's, else "(unknown)".
+	// Tool is the name the caller used; empty: "(unknown)".
 	Tool string
 	// Params are the call's arguments, kept when they are valid JSON.
 	Params json.RawMessage
@@ -28,7 +28,8 @@ type CallRef struct {
 // AuditRow is the audit record of a call that ended with res at time at.
 // It is the one place a tool call's row is built, on either side, so both
 // sides record the same fields the same way.
-func AuditRow(ref CallRef, res wire.ToolResult, at time.Time) persistence.ToolCall {
+func AuditRow(ref CallRef, res skills.Output, at time.Time) persistence.ToolCall {
+	text := res.Text()
 	rec := persistence.ToolCall{
 		Time:           at.UTC(),
 		Node:           ref.Node,
@@ -38,16 +39,13 @@ func AuditRow(ref CallRef, res wire.ToolResult, at time.Time) persistence.ToolCa
 		CallID:         ref.CallID,
 		AgentID:        ref.AgentID,
 		Tool:           ref.Tool,
-		Status:         res.Status,
-		ErrorType:      string(res.ErrorType),
-		Error:          res.Error,
+		Status:         statusOf(res),
+		ErrorType:      string(res.ErrorType()),
+		Error:          res.ErrorText(),
 		ExitCode:       res.ExitCode,
-		ElapsedMs:      max(res.ElapsedMS, 0),
-		ResultExcerpt:  persistence.Excerpt(res.Result),
-		ResultBytes:    max(int64(len(res.Result)), res.ResultBytes),
-	}
-	if rec.Tool == "" {
-		rec.Tool = res.Tool
+		ElapsedMs:      max(res.Elapsed.Milliseconds(), 0),
+		ResultExcerpt:  persistence.Excerpt(text),
+		ResultBytes:    max(int64(len(text)), res.ResultBytes),
 	}
 	if rec.Tool == "" {
 		rec.Tool = "(unknown)"

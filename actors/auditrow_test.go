@@ -8,6 +8,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 func TestAuditRow(t *testing.T) {
@@ -20,13 +21,13 @@ func TestAuditRow(t *testing.T) {
 		res   wire.ToolResult
 		check func(t *testing.T, r persistence.ToolCall)
 	}{
-		{"the caller's name wins", CallRef{Tool: "pi__read"}, wire.ToolResult{Tool: "read", Status: "success"},
+		{"the caller's name", CallRef{Tool: "pi__read"}, wire.ToolResult{Tool: "read", Status: "success"},
 			func(t *testing.T, r persistence.ToolCall) {
 				if r.Tool != "pi__read" {
 					t.Fatalf("tool %q", r.Tool)
 				}
 			}},
-		{"else the result's, else unknown", CallRef{}, wire.ToolResult{Status: "error"},
+		{"no name", CallRef{}, wire.ToolResult{Tool: "read", Status: "error"},
 			func(t *testing.T, r persistence.ToolCall) {
 				if r.Tool != "(unknown)" {
 					t.Fatalf("tool %q", r.Tool)
@@ -60,6 +61,6 @@ func TestAuditRow(t *testing.T) {
 			}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.check(t, AuditRow(tt.ref, tt.res, at)) })
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, AuditRow(tt.ref, skills.FromWire(tt.res), at)) })
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors/loop"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // requestSeq numbers request ids; callSeq names tool-call actors.
@@ -55,7 +56,7 @@ type turn struct {
 // result known at once (refused before anything was sent).
 type plannedCall struct {
 	spec      *callSpec
-	immediate *wire.ToolResult
+	immediate *skills.Output
 	agentID   string
 }
 
@@ -279,8 +280,7 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
 		safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
 	if err != nil {
-		c.immediate(ctx, i, call, s.agentID, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInternal,
-			Error: fmt.Sprintf("start tool call: %v", err)})
+		c.immediate(ctx, i, call, s.agentID, skills.Failed(wire.ErrInternal, fmt.Sprintf("start tool call: %v", err)))
 		return
 	}
 	t.specs[pid.Id] = s
@@ -326,9 +326,8 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 
 // immediate completes a call that never reached an agent; the audit write
 // runs off the mailbox like any other.
-func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res wire.ToolResult) {
+func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res skills.Output) {
 	self, root, o, convID, gen, origin := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen, c.cur.origin
-	res.Tool = call.Name
 	go func() {
 		msg, aerr := completeCall(o, convID, call, agentID, origin, res)
 		root.Send(self, &callDone{gen: gen, index: i, res: res, result: msg, audit: aerr})
@@ -343,19 +342,22 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 	i, call := m.index, t.assistant.ToolCalls[m.index]
 	call.Name = t.names.original(call.Name)
 	elapsed := c.o.Now().Sub(t.started[i])
-	ok := m.res.Status == wire.StatusSuccess
-	c.o.Metrics.call(call.Name, m.res.Status, m.res.ErrorType, elapsed)
+	ok := m.res.Succeeded()
+	status := statusOf(m.res)
+	c.o.Metrics.call(call.Name, status, m.res.ErrorType(), elapsed)
 	end := Progress{Kind: ProgressToolEnd, ConversationID: c.id, Time: c.o.Now(), Iteration: t.m.Iterations(), CallID: call.ID,
-		Agent: t.calls[i].agentID, Tool: call.Name, Status: m.res.Status, ErrorType: string(m.res.ErrorType),
+		Agent: t.calls[i].agentID, Tool: call.Name, Status: status, ErrorType: string(m.res.ErrorType()),
 		ElapsedMS: elapsed.Milliseconds()}
 	if s := t.calls[i].spec; s != nil {
 		end.RequestID = s.requestID
 	}
 	sum := CallSummary{Tool: call.Name, Success: ok}
 	if ok {
-		end.Result, sum.Result = truncate(m.res.Result, ProgressResultExcerpt), truncate(m.res.Result, summaryBytes)
+		text := m.res.Text()
+		end.Result, sum.Result = truncate(text, ProgressResultExcerpt), truncate(text, summaryBytes)
 	} else {
-		end.Error, sum.Error = truncate(m.res.Error, ProgressResultExcerpt), truncate(m.res.Error, summaryBytes)
+		msg := m.res.ErrorText()
+		end.Error, sum.Error = truncate(msg, ProgressResultExcerpt), truncate(msg, summaryBytes)
 	}
 	t.progress.emit(end)
 	c.apply(ctx, t.m.CallEnded(i, loop.CallResult{Message: m.result, Failed: !ok, Summary: sum, Elapsed: elapsed, AuditErr: m.audit}))
@@ -377,11 +379,11 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 		return // its callDone is on the way
 	}
 	reason, _ := s.lastFailure.Load().(string)
-	res := wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInternal,
-		Error: fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason)}
+	code := wire.ErrInternal
 	if strings.HasPrefix(reason, "transient: ") {
-		res.ErrorType = wire.ErrAgentOffline
+		code = wire.ErrAgentOffline
 	}
+	res := skills.Failed(code, fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason))
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
 		msg, aerr := completeCall(o, s.convID, s.call, s.agentID, s.requestID, res)

@@ -21,7 +21,7 @@ type LocalTools struct {
 	List func() []skills.ToolDef
 	// Run runs one tool with the call's timeout in milliseconds (0: the
 	// tool's own default) and returns its result.
-	Run func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult
+	Run func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output
 	// Off, when set, is the reason given for every call (tools disabled).
 	Off string
 }
@@ -41,7 +41,7 @@ func (l *LocalTools) Defs() []llm.ToolDef {
 }
 
 // Resolve implements Toolbox.
-func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 	if l.Off != "" {
 		return Target{}, toolError(wire.ErrNotFound, l.Off)
 	}
@@ -54,7 +54,7 @@ func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
 			name := d.Name
 			return Target{Tool: name, Category: Category(d.Evoclaw.Metadata["category"], name), OwnTimeoutMS: d.Evoclaw.TimeoutMS,
 				Schema: d.Parameters, Args: call.Arguments,
-				Local: func(ctx context.Context, args json.RawMessage) wire.ToolResult {
+				Local: func(ctx context.Context, args json.RawMessage) skills.Output {
 					// The loop's context carries the call's timeout.
 					return run(ctx, name, args, 0)
 				}}, nil
@@ -86,7 +86,7 @@ func (t Toolboxes) Defs() []llm.ToolDef {
 }
 
 // Resolve implements Toolbox.
-func (t Toolboxes) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+func (t Toolboxes) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 	if len(t) == 0 {
 		return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found: no tools are offered", call.Name))
 	}
@@ -98,8 +98,8 @@ func (t Toolboxes) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
 		}
 	}
 	target, bad := t[len(t)-1].Resolve(call)
-	if bad != nil && bad.ErrorType == wire.ErrNotFound && !strings.Contains(bad.Error, "has no action") {
-		bad.Error = fmt.Sprintf("tool %q not found. Available tools: %s.", call.Name, defNames(t.Defs()))
+	if bad != nil && bad.ErrorType() == wire.ErrNotFound && !strings.Contains(bad.ErrorText(), "has no action") {
+		bad = toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found. Available tools: %s.", call.Name, defNames(t.Defs())))
 	}
 	return target, bad
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // transcript builds a scripted transcript from turns written as JSON.
@@ -357,7 +358,7 @@ func TestCompactModeAndSelection(t *testing.T) {
 	if size(compact) >= size(direct) || size(selected) >= size(direct) {
 		t.Fatalf("request bytes: direct %d, compact %d, selected %d", size(direct), size(compact), size(selected))
 	}
-	if _, bad := selected.Resolve(llm.ToolCall{Name: "pi-1__other", Arguments: json.RawMessage(`{}`)}); bad == nil || bad.ErrorType != wire.ErrNotFound {
+	if _, bad := selected.Resolve(llm.ToolCall{Name: "pi-1__other", Arguments: json.RawMessage(`{}`)}); bad == nil || bad.ErrorType() != wire.ErrNotFound {
 		t.Fatalf("a tool left out by selection resolved: %+v", bad)
 	}
 	if _, bad := compact.Resolve(llm.ToolCall{Name: "pi-1__echo", Arguments: json.RawMessage(`{}`)}); bad == nil {
@@ -461,15 +462,15 @@ func TestLocalToolbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box := &localBox{tools: map[string]func(context.Context, json.RawMessage) wire.ToolResult{
-		"up": func(_ context.Context, a json.RawMessage) wire.ToolResult {
-			return wire.ToolResult{Status: wire.StatusSuccess, Result: strings.ToUpper(string(a))}
+	box := &localBox{tools: map[string]func(context.Context, json.RawMessage) skills.Output{
+		"up": func(_ context.Context, a json.RawMessage) skills.Output {
+			return skills.Output{Content: []skills.Block{skills.TextBlock(strings.ToUpper(string(a)))}}
 		},
-		"slow": func(ctx context.Context, _ json.RawMessage) wire.ToolResult {
+		"slow": func(ctx context.Context, _ json.RawMessage) skills.Output {
 			<-ctx.Done()
-			return wire.ToolResult{Status: wire.StatusError, Error: "gave up"}
+			return skills.Output{Content: []skills.Block{{Kind: skills.KindError, Text: "gave up"}}}
 		},
-		"boom": func(context.Context, json.RawMessage) wire.ToolResult { panic("tool bug") },
+		"boom": func(context.Context, json.RawMessage) skills.Output { panic("tool bug") },
 	}}
 	convs, err := SpawnConversations(sys.Root, ConvOptions{Provider: p, Toolbox: box,
 		TimeoutRules: map[string]TimeoutRule{CategoryOther: {Default: 100 * time.Millisecond, Max: time.Second}}})
@@ -489,7 +490,7 @@ func TestLocalToolbox(t *testing.T) {
 
 // localBox is a Toolbox of in-process functions.
 type localBox struct {
-	tools map[string]func(context.Context, json.RawMessage) wire.ToolResult
+	tools map[string]func(context.Context, json.RawMessage) skills.Output
 }
 
 func (b *localBox) Defs() []llm.ToolDef {
@@ -500,7 +501,7 @@ func (b *localBox) Defs() []llm.ToolDef {
 	return d
 }
 
-func (b *localBox) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+func (b *localBox) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 	f, ok := b.tools[call.Name]
 	if !ok {
 		return Target{}, toolError(wire.ErrNotFound, "no such tool")

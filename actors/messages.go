@@ -8,6 +8,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors/loop"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // MQTT traffic routed to the edge registry. The orchestrator decodes each
@@ -124,13 +125,13 @@ type (
 	callDone struct {
 		gen    int // the turn the call belongs to
 		index  int
-		res    wire.ToolResult
+		res    skills.Output
 		result llm.Message
 		// audit is the error of the call's audit write, if any.
 		audit error
 	}
 	localDone struct {
-		res wire.ToolResult
+		res skills.Output
 	}
 	historyLoaded struct {
 		msgs []llm.Message

@@ -9,6 +9,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // Target says how to run one tool call the model asked for.
@@ -30,7 +31,7 @@ type Target struct {
 	// loop instead of a "tool" command.
 	Prompt *wire.PromptPayload
 	// Local, when set, runs the tool in this process instead of sending it.
-	Local func(ctx context.Context, args json.RawMessage) wire.ToolResult
+	Local func(ctx context.Context, args json.RawMessage) skills.Output
 }
 
 // Toolbox is what a conversation offers the model and how it resolves the
@@ -40,7 +41,7 @@ type Toolbox interface {
 	Defs() []llm.ToolDef
 	// Resolve maps a call to its target, or to an error result the model
 	// sees (unknown tool, offline agent, malformed edge_call).
-	Resolve(call llm.ToolCall) (Target, *wire.ToolResult)
+	Resolve(call llm.ToolCall) (Target, *skills.Output)
 }
 
 // EdgeCallTool is the name of the one dynamic tool that reaches any online
@@ -161,7 +162,7 @@ func requiredHint(schema map[string]any) string {
 }
 
 // Resolve implements Toolbox.
-func (b *EdgeToolbox) Resolve(call llm.ToolCall) (Target, *wire.ToolResult) {
+func (b *EdgeToolbox) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 	cat := b.Edges.Catalog()
 	if call.Name == EdgeCallTool {
 		return b.resolveEdgeCall(cat, call)
@@ -191,7 +192,7 @@ type edgeCallArgs struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, *wire.ToolResult) {
+func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, *skills.Output) {
 	var a edgeCallArgs
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
 		return Target{}, toolError(wire.ErrInvalidParams, fmt.Sprintf("Invalid parameters for %q: arguments are not a JSON object (%v). Required: [agent_id]. Optional: [action, params, query].", EdgeCallTool, err))
@@ -237,7 +238,7 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 // listingError answers a call of a tool an agent has not listed yet while
 // it is listing its tools: busy (try again), not "no such tool", which
 // would send a model looking elsewhere for a tool that exists.
-func listingError(agentID string) *wire.ToolResult {
+func listingError(agentID string) *skills.Output {
 	return toolError(wire.ErrBusy, fmt.Sprintf("edge agent %q has just (re)connected and is still listing its tools; try the call again in a moment", agentID))
 }
 
@@ -268,6 +269,7 @@ func listOrNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-func toolError(t wire.ErrorType, msg string) *wire.ToolResult {
-	return &wire.ToolResult{Status: wire.StatusError, ErrorType: t, Error: msg}
+func toolError(t wire.ErrorType, msg string) *skills.Output {
+	out := skills.Failed(t, msg)
+	return &out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // callSpec is what a tool call is: it outlives restarts of the actor that
@@ -116,7 +117,7 @@ func (c *toolCall) Receive(ctx actor.Context) {
 		if m.Transient && s.o.Now().Before(s.deadline) {
 			panic(transientFault{msg: m.Err})
 		}
-		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: m.Type, Error: m.Err})
+		c.finish(ctx, skills.Failed(m.Type, m.Err))
 	case *callTimeout:
 		if c.done {
 			return
@@ -130,29 +131,24 @@ func (c *toolCall) Receive(ctx actor.Context) {
 
 // decodeReply reads an agent's report as the result of the call: a tool
 // result, or for a prompt the agent's answer with the tools it ran.
-func decodeReply(s *callSpec, r wire.Report) wire.ToolResult {
+func decodeReply(s *callSpec, r wire.Report) skills.Output {
 	if s.target.Prompt == nil {
 		res, err := wire.DecodeToolResult(r)
 		if err != nil {
-			return wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrExecutionFailed,
-				Error: fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agentID, err)}
+			return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agentID, err))
 		}
-		return res
+		return skills.FromWire(res)
 	}
 	p, err := wire.DecodePromptResult(r)
 	if err != nil {
-		return wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrExecutionFailed,
-			Error: fmt.Sprintf("edge agent %q sent an unreadable prompt result: %v", s.agentID, err)}
+		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edge agent %q sent an unreadable prompt result: %v", s.agentID, err))
 	}
 	res := wire.ToolResult{Status: p.Status, Tool: s.tool, ElapsedMS: p.Metadata.ElapsedMS, Error: p.Error, ErrorType: p.ErrorType}
 	if p.Status == wire.StatusError {
-		if res.ErrorType == "" {
-			res.ErrorType = wire.ErrExecutionFailed
-		}
 		if res.Error == "" {
 			res.Error = "the agent answered the prompt with an error and no message"
 		}
-		return res
+		return skills.FromWire(res)
 	}
 	res.Result = p.Content
 	if len(p.ToolsExecuted) > 0 {
@@ -166,12 +162,11 @@ func decodeReply(s *callSpec, r wire.Report) wire.ToolResult {
 		}
 		res.Result += "\n[agent " + s.agentID + " ran: " + strings.Join(ran, ", ") + "]"
 	}
-	return res
+	return skills.FromWire(res)
 }
 
-func timeoutResult(s *callSpec) wire.ToolResult {
-	return wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrTimeout,
-		Error: fmt.Sprintf("tool %q on agent %q timed out after %s", s.tool, s.agentID, s.timeout)}
+func timeoutResult(s *callSpec) skills.Output {
+	return skills.Failed(wire.ErrTimeout, fmt.Sprintf("tool %q on agent %q timed out after %s", s.tool, s.agentID, s.timeout))
 }
 
 // backoff is the delay before attempt n (n >= 2) re-sends the command.
@@ -199,7 +194,7 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 			StreamOutput: s.progress != nil}) // stream only to someone watching
 	}
 	if err != nil {
-		c.finish(ctx, wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInvalidParams, Error: err.Error()})
+		c.finish(ctx, skills.Failed(wire.ErrInvalidParams, err.Error()))
 		return
 	}
 	// The agent refuses the command once the call's deadline has passed
@@ -218,25 +213,29 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
 	go func() {
 		defer cancel()
-		var res wire.ToolResult
+		var res skills.Output
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					res = wire.ToolResult{Status: wire.StatusError, Tool: s.tool, ErrorType: wire.ErrInternal,
-						Error: fmt.Sprintf("tool %q panicked: %v", s.tool, r)}
+					res = skills.Failed(wire.ErrInternal, fmt.Sprintf("tool %q panicked: %v", s.tool, r))
 				}
 			}()
 			res = run(lctx, args)
 		}()
-		if res.Status != wire.StatusSuccess && errors.Is(lctx.Err(), context.DeadlineExceeded) && res.ErrorType == "" {
-			res.ErrorType = wire.ErrTimeout
+		if errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			// A failure at the deadline that names no cause is the timeout.
+			for i, b := range res.Content {
+				if b.Kind == skills.KindError && b.Code == "" {
+					res.Content[i].Code = wire.ErrTimeout
+				}
+			}
 		}
 		root.Send(self, &localDone{res: res})
 	}()
 }
 
 // finish audits the outcome off the mailbox, then tells the parent and stops.
-func (c *toolCall) finish(ctx actor.Context, res wire.ToolResult) {
+func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 	if c.done {
 		return
 	}
@@ -257,7 +256,7 @@ func (c *toolCall) finish(ctx actor.Context, res wire.ToolResult) {
 // completeCall records the outcome of a tool call in the audit trail and
 // turns it into the tool message the model sees; the error is the audit
 // write's.
-func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res wire.ToolResult) (llm.Message, error) {
+func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res skills.Output) (llm.Message, error) {
 	rec := AuditRow(CallRef{Node: o.Node, Side: o.Side, ConversationID: convID, RequestID: requestID, CallID: call.ID,
 		AgentID: agentID, Tool: call.Name, Params: call.Arguments}, res, o.Now())
 	var aerr error
@@ -269,20 +268,29 @@ func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, req
 		cancel()
 	}
 	return llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: toolContent(call.Name, res),
-		IsError: res.Status != wire.StatusSuccess}, aerr
+		IsError: !res.Succeeded()}, aerr
+}
+
+// statusOf is wire.StatusSuccess or wire.StatusError.
+func statusOf(out skills.Output) string {
+	if out.Succeeded() {
+		return wire.StatusSuccess
+	}
+	return wire.StatusError
 }
 
 // toolContent renders a result for the model: output as is (cut visibly at
 // MaxToolResultBytes), errors as an actionable sentence with the error type.
-func toolContent(name string, res wire.ToolResult) string {
-	if res.Status == wire.StatusSuccess {
-		if len(res.Result) > MaxToolResultBytes {
-			return truncateResult(res.Result, MaxToolResultBytes)
+func toolContent(name string, res skills.Output) string {
+	if res.Succeeded() {
+		text := res.Text()
+		if len(text) > MaxToolResultBytes {
+			return truncateResult(text, MaxToolResultBytes)
 		}
 		if res.Truncated {
-			return res.Result + fmt.Sprintf("\n[output truncated by the agent: %d bytes in all]", res.ResultBytes)
+			return text + fmt.Sprintf("\n[output truncated by the agent: %d bytes in all]", res.ResultBytes)
 		}
-		return res.Result
+		return text
 	}
-	return truncateResult(fmt.Sprintf("Error (%s) from tool %q: %s", res.ErrorType, name, res.Error), MaxToolResultBytes)
+	return truncateResult(fmt.Sprintf("Error (%s) from tool %q: %s", res.ErrorType(), name, res.ErrorText()), MaxToolResultBytes)
 }

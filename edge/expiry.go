@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // clockFloor is the earliest wall-clock time the agent believes. A Raspberry
@@ -77,7 +78,7 @@ func (a *Agent) rejectExpired(ctx context.Context, cmd wire.Command, why string)
 		return
 	}
 	p, _ := wire.DecodeToolPayload(cmd.Payload) // best effort: the row names the tool when it can
-	res := wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrExpired, Error: why, RequestID: cmd.RequestID}
-	a.auditRun(ctx, a.auditRow(cmd.RequestID, p.ConversationID, nil, res), cmd.RequestID, nil)
-	a.reply(ctx, wire.ReportResult, res)
+	out := skills.Failed(wire.ErrExpired, why)
+	a.auditRun(ctx, a.auditRow(cmd.RequestID, p.ConversationID, p.Tool, nil, out), cmd.RequestID, nil)
+	a.reply(ctx, wire.ReportResult, a.wireResult(p.Tool, cmd.RequestID, out))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // promptLoop is the agent's own tool loop: the orchestrator's conversation
@@ -43,7 +44,7 @@ func (a *Agent) loop() (*promptLoop, error) {
 		l := &promptLoop{system: sys}
 		var err error
 		local := &actors.LocalTools{List: a.tools.Defs,
-			Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult {
+			Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 				return a.runTool(ctx, wire.ToolPayload{Tool: name, Parameters: args, TimeoutMS: timeoutMS})
 			}}
 		if l.convs, err = actors.SpawnConversations(sys.Root, opts("prompts", local)); err == nil {
@@ -166,8 +167,8 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 		return
 	}
 	params, _ := json.Marshal(p) // a struct of plain fields always marshals
-	rec := a.auditRow(cmd.RequestID, "", params, wire.ToolResult{Tool: wire.CmdPrompt, Status: res.Status, ErrorType: res.ErrorType,
-		Error: res.Error, ElapsedMS: res.Metadata.ElapsedMS, Result: res.Content})
+	rec := a.auditRow(cmd.RequestID, "", wire.CmdPrompt, params, skills.FromWire(wire.ToolResult{Status: res.Status,
+		ErrorType: res.ErrorType, Error: res.Error, ElapsedMS: res.Metadata.ElapsedMS, Result: res.Content}))
 	a.auditRun(ctx, rec, cmd.RequestID, b)
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish prompt result", "request_id", cmd.RequestID, "err", err)

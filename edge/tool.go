@@ -12,6 +12,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
@@ -82,30 +83,29 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 	if err != nil {
 		// Nothing can run, so there is nothing to deduplicate.
 		a.failed.Add(1)
-		a.finishTool(ctx, cmd, "", nil, wire.ToolResult{Status: wire.StatusError, ErrorType: wire.ErrInvalidParams, Error: err.Error(), RequestID: cmd.RequestID}, false)
+		a.finishTool(ctx, cmd, "", "", nil, skills.Failed(wire.ErrInvalidParams, err.Error()), false)
 		return
 	}
 	switch a.begin(ctx, cmd.RequestID) {
 	case beginAnswered:
 		return
 	case beginInterrupted:
-		res := wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrInterrupted, RequestID: cmd.RequestID,
-			Error: "the edge agent restarted while this request was running; it was not run again (it may or may not have taken effect)"}
-		a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
+		out := skills.Failed(wire.ErrInterrupted,
+			"the edge agent restarted while this request was running; it was not run again (it may or may not have taken effect)")
+		a.finishTool(ctx, cmd, p.ConversationID, p.Tool, p.Parameters, out, true)
 		return
 	}
 
 	// Streaming only watches: the result below is the same with or without.
 	s := a.startStream(cmd.RequestID, p.StreamOutput)
-	res := a.runTool(s.context(ctx), p)
+	out := a.runTool(s.context(ctx), p)
 	s.finish()
-	res.RequestID = cmd.RequestID
-	if res.Status == wire.StatusSuccess {
+	if out.Succeeded() {
 		a.succeeded.Add(1)
 	} else {
 		a.failed.Add(1)
 	}
-	a.finishTool(ctx, cmd, p.ConversationID, p.Parameters, res, true)
+	a.finishTool(ctx, cmd, p.ConversationID, p.Tool, p.Parameters, out, true)
 }
 
 // NewToolbox gathers what an agent with cfg offers: the tools of its skill
@@ -124,14 +124,19 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 	}, log)
 }
 
-func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult {
+func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
 	if !slices.Contains(a.tools.Names(), p.Tool) {
-		return wire.ToolResult{Status: wire.StatusError, Tool: p.Tool, ErrorType: wire.ErrNotFound,
-			Error: fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames())}
+		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
 	}
 	// The caller's timeout wins over the tool's default, within the clamp.
-	out := a.tools.CallJSONTimeout(ctx, p.Tool, p.Parameters, p.TimeoutMS)
-	res := out.Legacy(p.Tool)
+	return a.tools.CallJSONTimeout(ctx, p.Tool, p.Parameters, p.TimeoutMS)
+}
+
+// wireResult is out as this agent reports it: stderr and the result cut to
+// the configured sizes, counting what was cut.
+func (a *Agent) wireResult(tool, requestID string, out skills.Output) wire.ToolResult {
+	res := out.Wire(tool)
+	res.RequestID = requestID
 	res.Stderr = cut(res.Stderr, maxStderrBytes)
 	if len(res.Result) > a.cfg.Tools.MaxResultBytes {
 		if res.ResultBytes < int64(len(res.Result)) {
@@ -151,13 +156,13 @@ func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) wire.ToolResult
 // it, so a report is sent only after its run is durable. If that write
 // fails the error is logged and the report still goes out: the caller has
 // its result, and the orchestrator audits the call on its side.
-func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv string, params json.RawMessage, res wire.ToolResult, begun bool) {
-	b, err := a.encodeReport(wire.ReportResult, res)
+func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv, tool string, params json.RawMessage, out skills.Output, begun bool) {
+	b, err := a.encodeReport(wire.ReportResult, a.wireResult(tool, cmd.RequestID, out))
 	if err != nil {
 		a.log.Error("encode report", "err", err)
 		return
 	}
-	rec := a.auditRow(cmd.RequestID, conv, params, res)
+	rec := a.auditRow(cmd.RequestID, conv, tool, params, out)
 	var keep []byte // the report kept for a redelivered command
 	if begun {
 		keep = b
@@ -168,10 +173,10 @@ func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv string, p
 	}
 }
 
-// auditRow is this agent's audit record of a run that ended with res.
-func (a *Agent) auditRow(requestID, conv string, params json.RawMessage, res wire.ToolResult) persistence.ToolCall {
+// auditRow is this agent's audit record of a run of tool that ended with out.
+func (a *Agent) auditRow(requestID, conv, tool string, params json.RawMessage, out skills.Output) persistence.ToolCall {
 	return actors.AuditRow(actors.CallRef{Node: a.cfg.AgentID, Side: persistence.SideEdge, ConversationID: conv,
-		RequestID: requestID, AgentID: a.cfg.AgentID, Params: params}, res, time.Now())
+		RequestID: requestID, AgentID: a.cfg.AgentID, Tool: tool, Params: params}, out, time.Now())
 }
 
 // auditRun records rec; with a report, in one transaction with the report

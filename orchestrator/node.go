@@ -27,6 +27,7 @@ import (
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
+	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
@@ -157,8 +158,8 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	n.box.Connect(ctx)
 	tools := n.box.Tools
 	local := &actors.LocalTools{List: tools.Defs,
-		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) wire.ToolResult {
-			return tools.CallJSONTimeout(ctx, name, args, timeoutMS).Legacy(name)
+		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
+			return tools.CallJSONTimeout(ctx, name, args, timeoutMS)
 		}}
 	rules := map[string]actors.TimeoutRule{}
 	for cat, tc := range cfg.Loop.Timeouts {

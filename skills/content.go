@@ -98,9 +98,31 @@ func (o Output) Text() string {
 	return strings.Join(parts, "\n")
 }
 
-// Legacy converts the output to the flat wire result: status, the text as
-// Result and the first error block as Error and ErrorType.
-func (o Output) Legacy(tool string) wire.ToolResult {
+// Succeeded reports whether the call succeeded: it holds no error block.
+func (o Output) Succeeded() bool {
+	for _, b := range o.Content {
+		if b.Kind == KindError {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrorText is the message of the first error block, "" when the call
+// succeeded.
+func (o Output) ErrorText() string {
+	for _, b := range o.Content {
+		if b.Kind == KindError {
+			return b.Text
+		}
+	}
+	return ""
+}
+
+// Wire converts the output to the flat result of the wire format, the one
+// place where it is: status, the text as Result, the first error block as
+// Error and ErrorType.
+func (o Output) Wire(tool string) wire.ToolResult {
 	r := wire.ToolResult{
 		Status: wire.StatusSuccess, Tool: tool, Result: o.Text(), Stderr: o.Stderr, ExitCode: o.ExitCode,
 		ElapsedMS: o.Elapsed.Milliseconds(), ResultBytes: o.ResultBytes, Truncated: o.Truncated,
@@ -114,18 +136,24 @@ func (o Output) Legacy(tool string) wire.ToolResult {
 	return r
 }
 
-// OutputOf converts the Outcome of a skill tool to content blocks: its
-// stdout as a text block (when not empty) and its error as an error block.
-func OutputOf(out Outcome) Output {
-	o := Output{ExitCode: out.ExitCode, Stderr: out.Stderr, Truncated: out.Truncated, Elapsed: out.Elapsed}
-	if out.Truncated {
-		o.ResultBytes = out.ResultBytes
+// FromWire reads a flat wire result, the one place where it is: its text
+// as a text block (when not empty) and a failure as an error block (of
+// type execution_failed when the peer named none).
+func FromWire(r wire.ToolResult) Output {
+	o := Output{ExitCode: r.ExitCode, Stderr: r.Stderr, Truncated: r.Truncated, ResultBytes: r.ResultBytes,
+		Elapsed: time.Duration(max(r.ElapsedMS, 0)) * time.Millisecond}
+	if r.Result != "" {
+		o.Content = append(o.Content, TextBlock(r.Result))
 	}
-	if out.Result != "" {
-		o.Content = append(o.Content, TextBlock(out.Result))
-	}
-	if out.Status != wire.StatusSuccess {
-		o.Content = append(o.Content, ErrorBlock(out.ErrorType, out.Error))
+	if r.Status != wire.StatusSuccess {
+		code, msg := r.ErrorType, r.Error
+		if code == "" {
+			code = wire.ErrExecutionFailed
+		}
+		if msg == "" {
+			msg = "the tool failed and sent no message"
+		}
+		o.Content = append(o.Content, ErrorBlock(code, msg))
 	}
 	return o
 }

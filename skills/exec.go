@@ -31,7 +31,7 @@ const (
 // rather than execution_failed, so the LLM does not retry it.
 const ExitUnavailable = 69
 
-// errorTailBytes is how much of the end of stderr goes into Outcome.Error.
+// errorTailBytes is how much of the end of stderr goes into the error message.
 const errorTailBytes = 1024
 
 // ExecOptions tunes Execute. The zero value is ready to use.
@@ -62,33 +62,12 @@ type ExecOptions struct {
 // network; without it a sandboxed tool has none.
 const PermissionNetwork = "network"
 
-// Outcome is the result of one tool call, shaped like wire.ToolResult.
-type Outcome struct {
-	// Status is wire.StatusSuccess or wire.StatusError.
-	Status string
-	// ErrorType classifies a failure; empty on success.
-	ErrorType wire.ErrorType
-	// Error is a message for the LLM; empty on success.
-	Error string
-	// Result is the tool's stdout as valid UTF-8 (invalid bytes become
-	// U+FFFD). Partial output of a failed run is kept too.
-	Result string
-	// Stderr is the tool's stderr as valid UTF-8.
-	Stderr string
-	// ExitCode is set once the binary has run: its exit status, or -1 when
-	// a signal ended it (including a timeout).
-	ExitCode *int
-	// ResultBytes is how many bytes the tool wrote to stdout, counting any
-	// beyond the cap.
-	ResultBytes int64
-	// Truncated reports that Result was cut at ExecOptions.MaxOutput.
-	Truncated bool
-	// Elapsed is the time Execute took.
-	Elapsed time.Duration
-}
-
 // Execute runs one call of t with args and never returns a Go error: every
-// failure is an Outcome with a wire.ErrorType and a message for the LLM.
+// failure is an Output with an error block (a wire.ErrorType and a message
+// for the LLM). The tool's stdout, valid UTF-8, is its text block, kept
+// for a failed run too; ExitCode is set once the binary ran (-1 when a
+// signal ended it, a timeout included); ResultBytes counts stdout beyond
+// ExecOptions.MaxOutput when it was cut.
 //
 // In order: the tool's permissions must all be granted (permission_denied),
 // args must fit its parameters (invalid_params), defaults are filled in,
@@ -101,25 +80,25 @@ type Outcome struct {
 // stdout as the Result. A done ctx stops the tool: its deadline counts as
 // timeout, a cancellation as interrupted. An OutputFunc on ctx (WithOutput)
 // sees the output while the binary runs.
-func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
+func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Output {
 	start := time.Now()
 	out := execute(ctx, t, args, o)
 	out.Elapsed = time.Since(start)
 	return out
 }
 
-func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Outcome {
+func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Output {
 	if ok, missing := Allowed(t, o.Granted); !ok {
-		return failure(wire.ErrPermissionDenied, fmt.Sprintf(
+		return Failed(wire.ErrPermissionDenied, fmt.Sprintf(
 			"permission denied for tool %q (requires: %s; not granted: %s). This agent may not use it; explain that to the user.",
 			t.Name, strings.Join(t.Permissions, ", "), strings.Join(missing, ", ")))
 	}
 	if err := t.Validate(args); err != nil {
-		return failure(wire.ErrInvalidParams, err.Error())
+		return Failed(wire.ErrInvalidParams, err.Error())
 	}
 	argv, stdin, err := encodeArgs(t.WithDefaults(args))
 	if err != nil {
-		return failure(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: %v", t.Name, err))
+		return Failed(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: %v", t.Name, err))
 	}
 	bin, dir, fail := resolveBinary(t)
 	if fail != nil {
@@ -127,7 +106,7 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	}
 	prog, argv, err := sandbox.Wrap(o.sandboxPolicy(t, dir), bin, argv, dir)
 	if err != nil {
-		return failure(wire.ErrExecutionFailed, fmt.Sprintf("tool %q was not run: %v", t.Name, err))
+		return Failed(wire.ErrExecutionFailed, fmt.Sprintf("tool %q was not run: %v", t.Name, err))
 	}
 	env := slices.Clip(o.Env)
 	if env == nil {
@@ -149,35 +128,36 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	if err != nil && res.Signal == "" {
 		return startFailure(t, err)
 	}
-	out := Outcome{
-		Status:      wire.StatusError,
-		Result:      text(res.Stdout, res.StdoutBytes > int64(len(res.Stdout))),
-		Stderr:      text(res.Stderr, res.StderrBytes > int64(len(res.Stderr))),
-		ExitCode:    &res.ExitCode,
-		ResultBytes: res.StdoutBytes,
-		Truncated:   res.StdoutBytes > int64(len(res.Stdout)),
+	stdout := text(res.Stdout, res.StdoutBytes > int64(len(res.Stdout)))
+	out := Output{
+		Stderr:    text(res.Stderr, res.StderrBytes > int64(len(res.Stderr))),
+		ExitCode:  &res.ExitCode,
+		Truncated: res.StdoutBytes > int64(len(res.Stdout)),
 	}
+	if out.Truncated {
+		out.ResultBytes = res.StdoutBytes
+	}
+	if stdout != "" {
+		out.Content = append(out.Content, TextBlock(stdout))
+	}
+	var code wire.ErrorType
+	var msg string
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		out.ErrorType = wire.ErrTimeout
-		out.Error = fmt.Sprintf("tool %q timed out after %v (request deadline)", t.Name, res.Elapsed.Round(time.Millisecond))
+		code, msg = wire.ErrTimeout, fmt.Sprintf("tool %q timed out after %v (request deadline)", t.Name, res.Elapsed.Round(time.Millisecond))
 	case err != nil:
-		out.ErrorType = wire.ErrInterrupted
-		out.Error = fmt.Sprintf("tool %q was interrupted: %v", t.Name, context.Cause(ctx))
+		code, msg = wire.ErrInterrupted, fmt.Sprintf("tool %q was interrupted: %v", t.Name, context.Cause(ctx))
 	case res.TimedOut:
-		out.ErrorType = wire.ErrTimeout
-		out.Error = fmt.Sprintf("tool %q timed out after %v", t.Name, timeout)
+		code, msg = wire.ErrTimeout, fmt.Sprintf("tool %q timed out after %v", t.Name, timeout)
 	case res.Signal != "":
-		out.ErrorType = wire.ErrExecutionFailed
-		out.Error = fmt.Sprintf("tool %q was killed by signal %s%s", t.Name, res.Signal, errorTail(out))
+		code, msg = wire.ErrExecutionFailed, fmt.Sprintf("tool %q was killed by signal %s%s", t.Name, res.Signal, errorTail(out.Stderr, stdout))
 	case res.ExitCode == ExitUnavailable:
-		out.ErrorType = wire.ErrNotFound
-		out.Error = fmt.Sprintf("tool %q: not available on this machine%s", t.Name, errorTail(out))
+		code, msg = wire.ErrNotFound, fmt.Sprintf("tool %q: not available on this machine%s", t.Name, errorTail(out.Stderr, stdout))
 	case res.ExitCode != 0:
-		out.ErrorType = wire.ErrExecutionFailed
-		out.Error = fmt.Sprintf("tool %q failed with exit code %d%s", t.Name, res.ExitCode, errorTail(out))
-	default:
-		out.Status = wire.StatusSuccess
+		code, msg = wire.ErrExecutionFailed, fmt.Sprintf("tool %q failed with exit code %d%s", t.Name, res.ExitCode, errorTail(out.Stderr, stdout))
+	}
+	if code != "" {
+		out.Content = append(out.Content, ErrorBlock(code, msg))
 	}
 	return out
 }
@@ -216,9 +196,9 @@ func cmpOr(d, def time.Duration) time.Duration {
 // resolveBinary returns the real paths of the tool's binary and skill
 // directory, refusing a binary that resolves (through symlinks) outside
 // the directory.
-func resolveBinary(t Tool) (bin, dir string, fail *Outcome) {
+func resolveBinary(t Tool) (bin, dir string, fail *Output) {
 	if t.Dir == "" || binaryRule(t.Binary) != "" {
-		f := failure(wire.ErrInternal, fmt.Sprintf("tool %q is misconfigured: skill directory %q, binary %q", t.Name, t.Dir, t.Binary))
+		f := Failed(wire.ErrInternal, fmt.Sprintf("tool %q is misconfigured: skill directory %q, binary %q", t.Name, t.Dir, t.Binary))
 		return "", "", &f
 	}
 	dir, err := filepath.Abs(t.Dir)
@@ -226,53 +206,48 @@ func resolveBinary(t Tool) (bin, dir string, fail *Outcome) {
 		dir, err = filepath.EvalSymlinks(dir)
 	}
 	if err != nil {
-		f := failure(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: its skill directory is missing (%v)", t.Name, err))
+		f := Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: its skill directory is missing (%v)", t.Name, err))
 		return "", "", &f
 	}
 	bin, err = filepath.EvalSymlinks(filepath.Join(dir, t.Binary))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		f := failure(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: binary %q not found in skill %q", t.Name, t.Binary, t.Skill))
+		f := Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: binary %q not found in skill %q", t.Name, t.Binary, t.Skill))
 		return "", "", &f
 	case err != nil:
-		f := failure(wire.ErrPermissionDenied, fmt.Sprintf("tool %q: cannot resolve binary %q: %v", t.Name, t.Binary, err))
+		f := Failed(wire.ErrPermissionDenied, fmt.Sprintf("tool %q: cannot resolve binary %q: %v", t.Name, t.Binary, err))
 		return "", "", &f
 	}
 	if rel, err := filepath.Rel(dir, bin); err != nil || !filepath.IsLocal(rel) {
-		f := failure(wire.ErrPermissionDenied, fmt.Sprintf("tool %q: binary %q resolves outside its skill directory; refusing to run it", t.Name, t.Binary))
+		f := Failed(wire.ErrPermissionDenied, fmt.Sprintf("tool %q: binary %q resolves outside its skill directory; refusing to run it", t.Name, t.Binary))
 		return "", "", &f
 	}
 	return bin, dir, nil
 }
 
 // startFailure maps an error of proc.Run that came before the tool ran.
-func startFailure(t Tool, err error) Outcome {
+func startFailure(t Tool, err error) Output {
 	switch {
 	case errors.Is(err, proc.ErrNotFound):
-		return failure(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: %v", t.Name, err))
+		return Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not available: %v", t.Name, err))
 	case errors.Is(err, proc.ErrPermission):
-		return failure(wire.ErrPermissionDenied, fmt.Sprintf("tool %q cannot be run: binary %q is not executable", t.Name, t.Binary))
+		return Failed(wire.ErrPermissionDenied, fmt.Sprintf("tool %q cannot be run: binary %q is not executable", t.Name, t.Binary))
 	case errors.Is(err, syscall.E2BIG):
-		return failure(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: the arguments are too long for a command line; pass less data", t.Name))
+		return Failed(wire.ErrInvalidParams, fmt.Sprintf("invalid parameters for %q: the arguments are too long for a command line; pass less data", t.Name))
 	case errors.Is(err, context.DeadlineExceeded):
-		return failure(wire.ErrTimeout, fmt.Sprintf("tool %q timed out before it started (request deadline)", t.Name))
+		return Failed(wire.ErrTimeout, fmt.Sprintf("tool %q timed out before it started (request deadline)", t.Name))
 	case errors.Is(err, context.Canceled):
-		return failure(wire.ErrInterrupted, fmt.Sprintf("tool %q was interrupted before it started", t.Name))
+		return Failed(wire.ErrInterrupted, fmt.Sprintf("tool %q was interrupted before it started", t.Name))
 	}
-	return failure(wire.ErrInternal, fmt.Sprintf("tool %q could not be started: %v", t.Name, err))
-}
-
-// failure is an error Outcome of a tool that did not run.
-func failure(typ wire.ErrorType, msg string) Outcome {
-	return Outcome{Status: wire.StatusError, ErrorType: typ, Error: msg}
+	return Failed(wire.ErrInternal, fmt.Sprintf("tool %q could not be started: %v", t.Name, err))
 }
 
 // errorTail returns ": " and the end of the tool's stderr (or of stdout
 // when stderr is empty), for an error message.
-func errorTail(o Outcome) string {
-	s := strings.TrimSpace(o.Stderr)
+func errorTail(stderr, stdout string) string {
+	s := strings.TrimSpace(stderr)
 	if s == "" {
-		s = strings.TrimSpace(o.Result)
+		s = strings.TrimSpace(stdout)
 	}
 	if s == "" {
 		return " (no output)"

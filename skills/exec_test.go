@@ -52,11 +52,11 @@ func scriptTool(t *testing.T, script string, mode os.FileMode) Tool {
 	return s.Tools[0]
 }
 
-// check compares the parts of an Outcome a test cares about.
-func check(t *testing.T, got Outcome, status string, typ wire.ErrorType, errHas string, exit *int) {
+// check compares the parts of a result a test cares about.
+func check(t *testing.T, got flat, status string, typ wire.ErrorType, errHas string, exit *int) {
 	t.Helper()
 	if got.Status != status || got.ErrorType != typ || !strings.Contains(got.Error, errHas) {
-		t.Errorf("Outcome status %q type %q error %q\nwant status %q type %q error containing %q",
+		t.Errorf("result status %q type %q error %q\nwant status %q type %q error containing %q",
 			got.Status, got.ErrorType, got.Error, status, typ, errHas)
 	}
 	if got.ErrorType != "" && !got.ErrorType.Known() {
@@ -73,7 +73,7 @@ func check(t *testing.T, got Outcome, status string, typ wire.ErrorType, errHas 
 func ptr(i int) *int { return &i }
 
 func TestExecuteSysinfo(t *testing.T) {
-	out := Execute(t.Context(), demoTool(t, "sysinfo"), nil, ExecOptions{Granted: []string{"sys_read"}})
+	out := flatExecute(t.Context(), demoTool(t, "sysinfo"), nil, ExecOptions{Granted: []string{"sys_read"}})
 	check(t, out, wire.StatusSuccess, "", "", ptr(0))
 	var keys []string
 	for line := range strings.Lines(out.Result) {
@@ -86,14 +86,14 @@ func TestExecuteSysinfo(t *testing.T) {
 	if want := []string{"hostname", "uptime_seconds", "load", "mem_available_kb"}; !slices.Equal(keys, want) {
 		t.Errorf("keys = %v, want %v\n%s", keys, want, out.Result)
 	}
-	if out.ResultBytes != int64(len(out.Result)) || out.Truncated || out.Elapsed <= 0 {
+	if out.ResultBytes != 0 || out.Truncated || out.Elapsed <= 0 {
 		t.Errorf("ResultBytes %d Truncated %v Elapsed %v", out.ResultBytes, out.Truncated, out.Elapsed)
 	}
 }
 
 func TestExecuteEchoArgs(t *testing.T) {
 	tool := demoTool(t, "echo_args")
-	out := Execute(t.Context(), tool, map[string]any{"message": "hi there", "tags": []any{"a", "b"}, "ratio": 0.5}, ExecOptions{})
+	out := flatExecute(t.Context(), tool, map[string]any{"message": "hi there", "tags": []any{"a", "b"}, "ratio": 0.5}, ExecOptions{})
 	check(t, out, wire.StatusSuccess, "", "", ptr(0))
 	// Defaults (count, loud) are filled in; stdin is one JSON line.
 	if want := `{"count":1,"loud":false,"message":"hi there","ratio":0.5,"tags":["a","b"]}` + "\n"; out.Result != want {
@@ -158,7 +158,7 @@ func TestExecuteErrors(t *testing.T) {
 			if tt.status == "" {
 				tt.status = wire.StatusError
 			}
-			out := Execute(t.Context(), tt.tool, tt.args, tt.opts)
+			out := flatExecute(t.Context(), tt.tool, tt.args, tt.opts)
 			check(t, out, tt.status, tt.typ, tt.errHas, tt.exit)
 			if out.Elapsed > 20*time.Second {
 				t.Errorf("Execute took %v", out.Elapsed)
@@ -168,7 +168,7 @@ func TestExecuteErrors(t *testing.T) {
 }
 
 func TestExecuteFailureKeepsOutput(t *testing.T) {
-	out := Execute(t.Context(), demoTool(t, "fail"), nil, ExecOptions{})
+	out := flatExecute(t.Context(), demoTool(t, "fail"), nil, ExecOptions{})
 	if out.Result != "starting\n" || out.Stderr != "reading sensor\nerror: sensor not responding\n" {
 		t.Errorf("Result %q Stderr %q", out.Result, out.Stderr)
 	}
@@ -179,18 +179,18 @@ func TestExecuteContext(t *testing.T) {
 	sleepy.TimeoutMS = 60_000
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	out := Execute(ctx, sleepy, map[string]any{"seconds": 30}, ExecOptions{})
+	out := flatExecute(ctx, sleepy, map[string]any{"seconds": 30}, ExecOptions{})
 	check(t, out, wire.StatusError, wire.ErrTimeout, "(request deadline)", ptr(-1))
 
 	ctx, cancel = context.WithCancel(t.Context())
 	cancel()
-	out = Execute(ctx, sleepy, map[string]any{"seconds": 30}, ExecOptions{})
+	out = flatExecute(ctx, sleepy, map[string]any{"seconds": 30}, ExecOptions{})
 	check(t, out, wire.StatusError, wire.ErrInterrupted, "interrupted", nil)
 }
 
 func TestExecuteBinaryChecks(t *testing.T) {
 	t.Run("not executable", func(t *testing.T) {
-		out := Execute(t.Context(), scriptTool(t, "echo hi", 0o644), nil, ExecOptions{})
+		out := flatExecute(t.Context(), scriptTool(t, "echo hi", 0o644), nil, ExecOptions{})
 		check(t, out, wire.StatusError, wire.ErrPermissionDenied, `binary "bin/tool" is not executable`, nil)
 	})
 	t.Run("missing interpreter", func(t *testing.T) {
@@ -198,7 +198,7 @@ func TestExecuteBinaryChecks(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(tool.Dir, tool.Binary), []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		out := Execute(t.Context(), tool, nil, ExecOptions{})
+		out := flatExecute(t.Context(), tool, nil, ExecOptions{})
 		check(t, out, wire.StatusError, wire.ErrNotFound, "interpreter", nil)
 	})
 	t.Run("symlink out of the skill directory", func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestExecuteBinaryChecks(t *testing.T) {
 		if err := os.Symlink("/bin/sh", bin); err != nil {
 			t.Fatal(err)
 		}
-		out := Execute(t.Context(), tool, nil, ExecOptions{})
+		out := flatExecute(t.Context(), tool, nil, ExecOptions{})
 		check(t, out, wire.StatusError, wire.ErrPermissionDenied, "resolves outside its skill directory", nil)
 	})
 	t.Run("symlink inside the skill directory", func(t *testing.T) {
@@ -219,7 +219,7 @@ func TestExecuteBinaryChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		tool.Binary = "bin/alias"
-		out := Execute(t.Context(), tool, nil, ExecOptions{})
+		out := flatExecute(t.Context(), tool, nil, ExecOptions{})
 		check(t, out, wire.StatusSuccess, "", "", ptr(0))
 		if out.Result != "linked\n" {
 			t.Errorf("Result = %q", out.Result)
@@ -228,7 +228,7 @@ func TestExecuteBinaryChecks(t *testing.T) {
 	t.Run("escaping binary path", func(t *testing.T) {
 		tool := scriptTool(t, "echo hi", 0o755)
 		tool.Binary = "../../bin/sh"
-		out := Execute(t.Context(), tool, nil, ExecOptions{})
+		out := flatExecute(t.Context(), tool, nil, ExecOptions{})
 		check(t, out, wire.StatusError, wire.ErrInternal, "misconfigured", nil)
 	})
 }
@@ -262,7 +262,7 @@ func TestExecuteProcess(t *testing.T) {
 			if tt.status == "" {
 				tt.status = wire.StatusError
 			}
-			out := Execute(t.Context(), scriptTool(t, tt.script, 0o755), nil, tt.opts)
+			out := flatExecute(t.Context(), scriptTool(t, tt.script, 0o755), nil, tt.opts)
 			check(t, out, tt.status, tt.typ, tt.errHas, &tt.exit)
 			if out.Result != tt.result {
 				t.Errorf("Result = %q, want %q", out.Result, tt.result)
@@ -276,7 +276,7 @@ func TestExecuteProcess(t *testing.T) {
 
 func TestExecuteTruncation(t *testing.T) {
 	tool := scriptTool(t, "head -c 100000 /dev/zero", 0o755)
-	out := Execute(t.Context(), tool, nil, ExecOptions{MaxOutput: 1000})
+	out := flatExecute(t.Context(), tool, nil, ExecOptions{MaxOutput: 1000})
 	check(t, out, wire.StatusSuccess, "", "", ptr(0))
 	if len(out.Result) != 1000 || out.ResultBytes != 100000 || !out.Truncated {
 		t.Errorf("len(Result) %d ResultBytes %d Truncated %v", len(out.Result), out.ResultBytes, out.Truncated)
@@ -308,6 +308,19 @@ func TestExecTimeoutChoice(t *testing.T) {
 
 func TestExecuteUnavailable(t *testing.T) {
 	tool := scriptTool(t, "echo 'no thermal sensor' >&2; exit 69", 0o755)
-	out := Execute(t.Context(), tool, nil, ExecOptions{})
+	out := flatExecute(t.Context(), tool, nil, ExecOptions{})
 	check(t, out, wire.StatusError, wire.ErrNotFound, "not available on this machine: no thermal sensor", ptr(ExitUnavailable))
+}
+
+// flat is an Output as the wire flattens it, with its elapsed time, for
+// tests that compare fields.
+type flat struct {
+	wire.ToolResult
+	Elapsed time.Duration
+}
+
+// flatExecute runs Execute and flattens its Output.
+func flatExecute(ctx context.Context, tool Tool, args map[string]any, o ExecOptions) flat {
+	out := Execute(ctx, tool, args, o)
+	return flat{ToolResult: out.Wire(tool.Name), Elapsed: out.Elapsed}
 }

@@ -56,7 +56,7 @@ func TestExecuteSandboxed(t *testing.T) {
 	// Control: unsandboxed, the probe can write anywhere and sees every
 	// interface, so its "readonly" answers below mean something.
 	ws, outside := t.TempDir(), t.TempDir()
-	out := Execute(context.Background(), sandboxedProbe(t, SandboxNone), map[string]any{"ws": ws, "outside": outside}, ExecOptions{})
+	out := flatExecute(context.Background(), sandboxedProbe(t, SandboxNone), map[string]any{"ws": ws, "outside": outside}, ExecOptions{})
 	if !strings.Contains(out.Result, "outside-writable") || !strings.Contains(out.Result, "skill-writable") || !strings.Contains(out.Result, hostInterfaces(t)) {
 		t.Fatalf("unsandboxed control probe:\n%s", out.Result)
 	}
@@ -74,7 +74,7 @@ func TestExecuteSandboxed(t *testing.T) {
 				}
 				ws, outside := t.TempDir(), t.TempDir()
 				tool := sandboxedProbe(t, tc.kind, perms...)
-				out := Execute(context.Background(), tool, map[string]any{"ws": ws, "outside": outside},
+				out := flatExecute(context.Background(), tool, map[string]any{"ws": ws, "outside": outside},
 					ExecOptions{Workspace: ws, Granted: perms})
 				if out.Status != wire.StatusSuccess {
 					t.Fatalf("sandboxed probe failed: %+v", out)
@@ -102,7 +102,7 @@ func TestExecuteSandboxed(t *testing.T) {
 func TestExecuteSandboxMissing(t *testing.T) {
 	tool := sandboxedProbe(t, SandboxBubblewrap)
 	notFound := func(string) (string, error) { return "", errors.New("not in PATH") }
-	out := Execute(context.Background(), tool, map[string]any{"ws": "/x", "outside": "/y"}, ExecOptions{LookPath: notFound})
+	out := flatExecute(context.Background(), tool, map[string]any{"ws": "/x", "outside": "/y"}, ExecOptions{LookPath: notFound})
 	check(t, out, wire.StatusError, wire.ErrExecutionFailed, `sandboxing "bubblewrap" needs bwrap, which was not found`, nil)
 	if out.ExitCode != nil {
 		t.Fatalf("the tool ran unsandboxed: %+v", out)
@@ -119,7 +119,7 @@ func TestExecuteSandboxTimeoutKillsAll(t *testing.T) {
 	tool := scriptTool(t, `sleep 61.4242 & wait`, 0o755)
 	tool.Sandboxing = SandboxBubblewrap
 	tool.TimeoutMS = 300
-	out := Execute(context.Background(), tool, nil, ExecOptions{})
+	out := flatExecute(context.Background(), tool, nil, ExecOptions{})
 	check(t, out, wire.StatusError, wire.ErrTimeout, "timed out", ptr(-1))
 	// The sleep's pid lives in the sandbox's pid namespace; look for its
 	// (unique) command line among all processes instead.

@@ -30,7 +30,7 @@ func (s *streamed) f(st proc.Stream, p []byte) {
 func TestExecuteStreamsOutput(t *testing.T) {
 	tool := scriptTool(t, "echo one; echo two >&2; echo three", 0o755)
 	var got streamed
-	out := Execute(WithOutput(context.Background(), got.f), tool, nil, ExecOptions{})
+	out := flatExecute(WithOutput(context.Background(), got.f), tool, nil, ExecOptions{})
 	if out.Status != wire.StatusSuccess || out.Result != "one\nthree\n" {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -38,7 +38,7 @@ func TestExecuteStreamsOutput(t *testing.T) {
 		t.Fatalf("streamed %q", got.out)
 	}
 	// Without an OutputFunc nothing changes.
-	if out := Execute(context.Background(), tool, nil, ExecOptions{}); out.Result != "one\nthree\n" {
+	if out := flatExecute(context.Background(), tool, nil, ExecOptions{}); out.Result != "one\nthree\n" {
 		t.Fatalf("outcome without streaming %+v", out)
 	}
 	if StreamOf(context.Background()) != nil || StreamOf(WithOutput(context.Background(), nil)) != nil {

@@ -195,7 +195,7 @@ func (s *Toolset) call(ctx context.Context, name string, args map[string]any, ti
 			if timeoutMS > 0 {
 				t.TimeoutMS = timeoutMS // Execute clamps it to MaxTimeout
 			}
-			return OutputOf(Execute(ctx, t, args, s.opts))
+			return Execute(ctx, t, args, s.opts)
 		}
 	}
 	return Failed(wire.ErrNotFound, fmt.Sprintf("unknown tool %q; available tools: %v", name, s.Names()))

@@ -93,19 +93,19 @@ func TestToolsetRunsSkillTool(t *testing.T) {
 	if out.ErrorType() != "" || !strings.Contains(out.Text(), "hi there") || out.ExitCode == nil || *out.ExitCode != 0 {
 		t.Fatalf("echo_args = %+v", out)
 	}
-	legacy := out.Legacy("echo_args")
+	legacy := out.Wire("echo_args")
 	if legacy.Status != wire.StatusSuccess || legacy.Result != out.Text() {
 		t.Fatalf("legacy = %+v", legacy)
 	}
-	fail := ts.Call(context.Background(), "fail", nil).Legacy("fail")
+	fail := ts.Call(context.Background(), "fail", nil).Wire("fail")
 	if fail.Status != wire.StatusError || fail.ErrorType != wire.ErrExecutionFailed || fail.Error == "" {
 		t.Fatalf("legacy failure = %+v", fail)
 	}
 }
 
-func TestOutputLegacyImage(t *testing.T) {
+func TestOutputWireImage(t *testing.T) {
 	o := Output{Content: []Block{TextBlock("a"), ImageBlock("image/png", "AAAA")}}
-	if got := o.Legacy("read").Result; got != "a\n[image image/png, 4 base64 bytes]" {
+	if got := o.Wire("read").Result; got != "a\n[image image/png, 4 base64 bytes]" {
 		t.Fatalf("legacy result = %q", got)
 	}
 }

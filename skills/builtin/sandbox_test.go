@@ -54,7 +54,7 @@ func TestBashSandboxMissing(t *testing.T) {
 	ts := skills.NewToolset(nil, skills.ExecOptions{})
 	ts.Add(tool)
 	out := ts.Call(context.Background(), "bash", map[string]any{"command": "touch ran"})
-	if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Legacy("bash").Error, "firejail") {
+	if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Wire("bash").Error, "firejail") {
 		t.Fatalf("missing sandbox = %+v", out.Content)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {

@@ -110,7 +110,7 @@ func TestMCPTransports(t *testing.T) {
 				t.Errorf("add with bad args = %+v", out)
 			}
 			out := ts.Call(ctx, "lab__fail", nil)
-			if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Legacy("lab__fail").Error, "unplugged") {
+			if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Wire("lab__fail").Error, "unplugged") {
 				t.Errorf("fail = %+v", out)
 			}
 			out = ts.Call(ctx, "lab__image", nil)
@@ -131,7 +131,7 @@ func TestMCPTransports(t *testing.T) {
 			short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 			out = ts.Call(short, "lab__slow", nil)
 			cancel()
-			if msg := out.Legacy("lab__slow").Error; out.ErrorType() != wire.ErrTimeout || strings.Contains(msg, "500ms") || !strings.Contains(msg, "ms") {
+			if msg := out.Wire("lab__slow").Error; out.ErrorType() != wire.ErrTimeout || strings.Contains(msg, "500ms") || !strings.Contains(msg, "ms") {
 				t.Errorf("slow under a 150 ms deadline = %+v", out)
 			}
 			// The session still works after a timed-out call.

@@ -73,13 +73,13 @@ func tree(t *testing.T, files map[string]string) string {
 	return root
 }
 
-func run(t *testing.T, tool skills.Tool, args map[string]any, env ...string) skills.Outcome {
+func run(t *testing.T, tool skills.Tool, args map[string]any, env ...string) wire.ToolResult {
 	t.Helper()
-	return skills.Execute(context.Background(), tool, args, skills.ExecOptions{Granted: []string{"fs_read", "hw_read"}, Env: env})
+	return skills.Execute(context.Background(), tool, args, skills.ExecOptions{Granted: []string{"fs_read", "hw_read"}, Env: env}).Wire(tool.Name)
 }
 
 // object decodes a successful result as a JSON object.
-func object(t *testing.T, out skills.Outcome) map[string]any {
+func object(t *testing.T, out wire.ToolResult) map[string]any {
 	t.Helper()
 	if out.Status != wire.StatusSuccess {
 		t.Fatalf("tool failed: %s: %s", out.ErrorType, out.Error)
@@ -91,7 +91,7 @@ func object(t *testing.T, out skills.Outcome) map[string]any {
 	return m
 }
 
-func wantNotFound(t *testing.T, out skills.Outcome, msg string) {
+func wantNotFound(t *testing.T, out wire.ToolResult, msg string) {
 	t.Helper()
 	if out.ErrorType != wire.ErrNotFound || !strings.Contains(out.Error, msg) {
 		t.Fatalf("outcome %s %q, want not_found mentioning %q", out.ErrorType, out.Error, msg)
@@ -162,8 +162,8 @@ func TestSystemGPIO(t *testing.T) {
 	if out := run(t, tool, nil, path); out.ErrorType != wire.ErrInvalidParams {
 		t.Errorf("missing pin: %s", out.ErrorType)
 	}
-	if out := skills.Execute(context.Background(), tool, map[string]any{"pin": 1}, skills.ExecOptions{}); out.ErrorType != wire.ErrPermissionDenied {
-		t.Errorf("without hw_read: %s", out.ErrorType)
+	if out := skills.Execute(context.Background(), tool, map[string]any{"pin": 1}, skills.ExecOptions{}); out.ErrorType() != wire.ErrPermissionDenied {
+		t.Errorf("without hw_read: %s", out.ErrorType())
 	}
 }
 

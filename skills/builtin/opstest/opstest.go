@@ -239,7 +239,7 @@ func testBash(t *testing.T, backend Backend) {
 		t.Fatalf("bash did not run in the workspace: %q", b)
 	}
 	out = call(t, ts, "bash", map[string]any{"command": "echo partial; echo boom >&2; exit 3"}, wire.ErrExecutionFailed)
-	if *out.ExitCode != 3 || !strings.Contains(out.Text(), "partial") || !strings.Contains(out.Legacy("bash").Error, "exit code 3: boom") {
+	if *out.ExitCode != 3 || !strings.Contains(out.Text(), "partial") || !strings.Contains(out.Wire("bash").Error, "exit code 3: boom") {
 		t.Fatalf("failing bash = %+v", out)
 	}
 	out = call(t, ts, "bash", map[string]any{"command": "head -c 100000 /dev/zero | tr '\\0' x"}, "")
