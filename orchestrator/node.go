@@ -50,6 +50,19 @@ type Node struct {
 	http   *httpAPI     // nil when [http] is off
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
+	// provider answers the loop's completions; readiness and status read
+	// its links' health when it has any.
+	provider llm.Provider
+	// diskFree reports the free bytes of the file system holding a path
+	// (a seam for tests; default statfs).
+	diskFree func(path string) (uint64, error)
+	// keepAlive is the silence after which a streamed answer sends an SSE
+	// comment (default DefaultSSEKeepAlive).
+	keepAlive time.Duration
+	// now is the clock of readiness decisions and API timestamps.
+	now func() time.Time
+	// started is when Start began.
+	started time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -60,6 +73,11 @@ type Node struct {
 type Options struct {
 	Provider llm.Provider
 	Logger   *slog.Logger
+
+	// Seams for this package's tests: the free-space probe of the audit
+	// file system and the SSE keep-alive interval.
+	diskFree  func(path string) (uint64, error)
+	keepAlive time.Duration
 }
 
 // Start brings a node up. On error everything already started is stopped.
@@ -71,7 +89,13 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: log}
+	n := &Node{cfg: cfg, log: log, diskFree: o.diskFree, keepAlive: o.keepAlive, now: time.Now, started: time.Now()}
+	if n.diskFree == nil {
+		n.diskFree = statfsFree
+	}
+	if n.keepAlive <= 0 {
+		n.keepAlive = DefaultSSEKeepAlive
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -84,6 +108,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	n.provider = provider
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -310,6 +335,9 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 		return nil, fmt.Errorf("%w %.60q: use letters, digits, '-' and '_', at most %d characters",
 			ErrConversationID, in.ConversationID, wire.MaxAgentIDLen)
 	}
+	if err := n.auditGate(); err != nil {
+		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
+	}
 	timeout := n.cfg.Loop.ChatTimeout.Duration
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
@@ -323,6 +351,8 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
 		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}, timeout)
 	if err != nil {
+		// Nobody waits for this chat any more: stop its LLM and tool calls.
+		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: in.ConversationID})
 		return nil, fmt.Errorf("chat %s: no answer within %s: %w", in.ConversationID, timeout.Round(time.Second), err)
 	}
 	ans, ok := res.(*actors.Answer)
