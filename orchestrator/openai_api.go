@@ -99,7 +99,9 @@ func (n *Node) models() ModelList {
 	return ModelList{Object: "list", Data: []Model{{ID: ModelEvoclaw, Object: "model", Created: n.started.Unix(), OwnedBy: "evoclaw"}}}
 }
 
-func (n *Node) handleModels(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, n.models()) }
+func (n *Node) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, n.models())
+}
 
 // handleModel serves GET /v1/models/{model}.
 func (n *Node) handleModel(w http.ResponseWriter, r *http.Request) {
