@@ -16,9 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/persistence/hot"
-	"github.com/evoclaw/evoclaw/persistence/tiers"
 )
 
 // Defaults of the HTTP API.
@@ -203,36 +201,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
-}
-
-// Status is what GET /v1/status answers.
-type Status struct {
-	NodeID  string                 `json:"node_id"`
-	Broker  string                 `json:"broker"`
-	Agents  []AgentStatus          `json:"agents"`
-	Metrics actors.MetricsSnapshot `json:"metrics"`
-	Audit   tiers.Status           `json:"audit"`
-}
-
-// AgentStatus is one edge agent in Status.
-type AgentStatus struct {
-	ID           string    `json:"id"`
-	Online       bool      `json:"online"`
-	Capabilities string    `json:"capabilities"`
-	Tools        []string  `json:"tools"`
-	LastSeen     time.Time `json:"last_seen"`
-}
-
-func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	s := Status{NodeID: n.cfg.NodeID, Broker: n.BrokerURL(), Agents: []AgentStatus{}, Metrics: n.Metrics(), Audit: n.AuditStatus()}
-	for _, a := range n.Catalog().Agents {
-		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: a.LastSeen}
-		for _, t := range a.Tools {
-			as.Tools = append(as.Tools, t.Name)
-		}
-		s.Agents = append(s.Agents, as)
-	}
-	writeJSON(w, http.StatusOK, s)
 }
 
 // LogsPage is what GET /v1/logs answers: entries oldest first, and the Seq

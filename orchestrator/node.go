@@ -75,9 +75,10 @@ type Options struct {
 	Logger   *slog.Logger
 
 	// Seams for this package's tests: the free-space probe of the audit
-	// file system and the SSE keep-alive interval.
+	// file system, the SSE keep-alive interval and the clock.
 	diskFree  func(path string) (uint64, error)
 	keepAlive time.Duration
+	now       func() time.Time
 }
 
 // Start brings a node up. On error everything already started is stopped.
@@ -89,7 +90,10 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: log, diskFree: o.diskFree, keepAlive: o.keepAlive, now: time.Now, started: time.Now()}
+	n := &Node{cfg: cfg, log: log, diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, started: time.Now()}
+	if n.now == nil {
+		n.now = time.Now
+	}
 	if n.diskFree == nil {
 		n.diskFree = statfsFree
 	}
