@@ -348,15 +348,17 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	}
 	// A caller that gives up cancels the chat: its LLM call and tool calls
 	// stop instead of running on for nobody.
-	stop := context.AfterFunc(ctx, func() {
-		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: in.ConversationID})
-	})
+	// Cancels name this chat: a conversation may run another client's chat
+	// while this one waits in its queue.
+	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
+		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}
+	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
+	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()
-	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
-		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}, timeout)
+	res, err := actors.Ask(n.system.Root, n.convs.PID, chat, timeout)
 	if err != nil {
 		// Nobody waits for this chat any more: stop its LLM and tool calls.
-		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: in.ConversationID})
+		n.system.Root.Send(n.convs.PID, cancel)
 		return nil, fmt.Errorf("chat %s: no answer within %s: %w", in.ConversationID, timeout.Round(time.Second), err)
 	}
 	ans, ok := res.(*actors.Answer)
