@@ -124,15 +124,7 @@ func (n *Node) streamChat(ctx context.Context, in ChatInput, sw *sseWriter, cs c
 	}()
 	tick := time.NewTicker(n.keepAlive)
 	defer tick.Stop()
-	drain := func() {
-		events, out, dropped := q.take()
-		for _, p := range events {
-			cs.progress(p)
-		}
-		if out > 0 || dropped > 0 {
-			cs.dropped(DroppedNote{Kind: ProgressDropped, DroppedOutputBytes: out, DroppedEvents: dropped})
-		}
-	}
+	drain := func() { cs.drain(q) }
 	for {
 		select {
 		case r := <-done:
@@ -146,5 +138,17 @@ func (n *Node) streamChat(ctx context.Context, in ChatInput, sw *sseWriter, cs c
 			}
 			sw.wrote = false
 		}
+	}
+}
+
+// drain hands q's events on, oldest first, then a DroppedNote if anything
+// was dropped since the last drain.
+func (cs chatStream) drain(q *progressQueue) {
+	events, out, dropped := q.take()
+	for _, p := range events {
+		cs.progress(p)
+	}
+	if out > 0 || dropped > 0 {
+		cs.dropped(DroppedNote{Kind: ProgressDropped, DroppedOutputBytes: out, DroppedEvents: dropped})
 	}
 }
