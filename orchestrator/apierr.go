@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -116,6 +117,9 @@ func chatErrorStatus(err error) (int, string) {
 			return statusClientClosed, ErrTypeCanceled
 		}
 		return http.StatusBadGateway, ErrTypeUpstream
+	case errors.Is(err, context.DeadlineExceeded):
+		// the chat's deadline ended the LLM call before the node gave up
+		return http.StatusGatewayTimeout, ErrTypeTimeout
 	case errors.Is(err, actors.ErrLLM):
 		return http.StatusBadGateway, ErrTypeUpstream
 	}

@@ -520,4 +520,8 @@ func TestStatusErrorsAreTyped(t *testing.T) {
 	if code, _ := chatErrorStatus(fmt.Errorf("%w: %w", actors.ErrLLM, errors.New("scripted transcript exhausted"))); code != 502 {
 		t.Fatalf("llm: %d", code)
 	}
+	// The chat's deadline ended the LLM call just before the node's own wait.
+	if code, typ := chatErrorStatus(fmt.Errorf("%w: llm stuck: %w", actors.ErrLLM, context.DeadlineExceeded)); code != 504 || typ != ErrTypeTimeout {
+		t.Fatalf("llm deadline: %d %s", code, typ)
+	}
 }
