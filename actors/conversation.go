@@ -30,6 +30,7 @@ type queued struct {
 // Machine's effects.
 type turn struct {
 	m         *loop.Machine
+	chat      *Chat // the message being answered, for Cancel.Chat
 	sender    *actor.PID
 	origin    string // Chat.RequestID
 	system    string // Chat.System or ConvOptions.System
@@ -106,7 +107,7 @@ func (c *conversation) Receive(ctx actor.Context) {
 		}
 		c.begin(ctx, m, ctx.Sender())
 	case *Cancel:
-		c.onCancel(ctx)
+		c.onCancel(ctx, m)
 	case *llmDone:
 		if c.cur == nil || m.seq != c.cur.seq {
 			return
@@ -192,7 +193,7 @@ func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
 	if system == "" {
 		system = c.o.System
 	}
-	c.cur = &turn{sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{},
+	c.cur = &turn{chat: m, sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{},
 		progress: m.Progress, m: loop.New(c.o.rules())}
 	c.add(m.Seed...)
 	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
@@ -391,10 +392,21 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	}()
 }
 
-// onCancel abandons the current chat: the LLM call is canceled, running
-// tool calls are stopped and their agents told to forget them.
-func (c *conversation) onCancel(ctx actor.Context) {
+// onCancel abandons the current chat (or m.Chat, wherever it is): the LLM
+// call is canceled, running tool calls are stopped and their agents told to
+// forget them. A queued chat is only dropped.
+func (c *conversation) onCancel(ctx actor.Context, m *Cancel) {
 	t := c.cur
+	if m.Chat != nil && (t == nil || t.chat != m.Chat) {
+		for i, q := range c.queue {
+			if q.chat == m.Chat {
+				c.queue = append(c.queue[:i], c.queue[i+1:]...)
+				ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: ErrCanceled})
+				return
+			}
+		}
+		return // it ended already
+	}
 	if t == nil {
 		return
 	}

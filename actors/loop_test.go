@@ -150,6 +150,51 @@ func TestCancelEndsTheChatAndTheNextOneWorks(t *testing.T) {
 	}
 }
 
+// TestCancelOfAQueuedChatLeavesTheRunningOne: a Cancel naming a chat that
+// waits in the queue drops that chat only; the running one goes on.
+func TestCancelOfAQueuedChatLeavesTheRunningOne(t *testing.T) {
+	tr := transcript(callTurn("c1", "pi-1__echo", `{"text":"slow"}`), `{"content":"first answer"}`, `{"content":"never"}`)
+	h := newHarness(t, tr, func(o *ConvOptions) {
+		o.TimeoutRules = map[string]TimeoutRule{CategoryOther: {Default: time.Minute, Max: time.Minute}}
+	})
+	sent := make(chan wire.Command, 1)
+	h.edge.onTool = func(cmd wire.Command, _ wire.ToolPayload) { sent <- cmd }
+	running := askLater(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
+	cmd := <-sent
+	queued := &Chat{ConversationID: "c", Text: "later"}
+	got := make(chan any, 1)
+	go func() {
+		res, err := Ask(h.sys.Root, h.convs.PID, queued, 20*time.Second)
+		if err != nil {
+			res = err
+		}
+		got <- res
+	}()
+	// The Ask runs on its own goroutine: cancel until the chat was queued
+	// (a Cancel for a chat the conversation does not hold does nothing).
+	var res any
+	for res == nil {
+		h.sys.Root.Send(h.convs.PID, &Cancel{ConversationID: "c", Chat: queued})
+		select {
+		case res = <-got:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if ans, ok := res.(*Answer); !ok || !errors.Is(ans.Err, ErrCanceled) {
+		t.Fatalf("queued chat: %+v, want canceled", res)
+	}
+	// A Cancel for a chat that ended does nothing either.
+	h.sys.Root.Send(h.convs.PID, &Cancel{ConversationID: "c", Chat: queued})
+	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "done", RequestID: cmd.RequestID})
+	res, err := running()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans := res.(*Answer); ans.Err != nil || ans.Text != "first answer" {
+		t.Fatalf("running chat: %+v", ans)
+	}
+}
+
 func TestParallelCallsKeepOrderAndCountMetrics(t *testing.T) {
 	tr := transcript(`{"content":"","tool_calls":[
 		{"id":"a","name":"pi-1__echo","arguments":{"text":"A"}},

@@ -88,6 +88,11 @@ type Chat struct {
 // Answer with ErrCanceled.
 type Cancel struct {
 	ConversationID string
+	// Chat, when set, names the one chat to abandon (the pointer sent): it
+	// is dropped from the queue if it waits, abandoned if it runs, and
+	// nothing happens if it already ended. Without it, whatever chat runs
+	// is abandoned.
+	Chat *Chat
 }
 
 // Answer is the final result of a Chat.

@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -45,6 +47,39 @@ func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
 	writeJSON(w, status, errorBody{Error: APIError{Message: msg, Type: typ}})
 }
 
+// errorTypeFor is the error type of a status that no finer cause names.
+func errorTypeFor(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+		return ErrTypeInvalidRequest
+	case http.StatusUnauthorized:
+		return ErrTypeAuth
+	case http.StatusNotFound:
+		return ErrTypeNotFound
+	case http.StatusConflict:
+		return ErrTypeConflict
+	case http.StatusTooManyRequests:
+		return ErrTypeBusy
+	case http.StatusBadGateway:
+		return ErrTypeUpstream
+	case http.StatusServiceUnavailable:
+		return ErrTypeNotReady
+	case http.StatusGatewayTimeout:
+		return ErrTypeTimeout
+	}
+	return ErrTypeInternal
+}
+
+// apiErrorf builds an APIError, naming the request field at fault when
+// param is not "".
+func apiErrorf(typ, param, format string, args ...any) APIError {
+	e := APIError{Type: typ, Message: fmt.Sprintf(format, args...)}
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
 // chatErrorStatus maps why a chat failed to the HTTP status and error type
 // that say so. Everything that is not the client's fault and not a known
 // condition is a 500.
@@ -55,6 +90,8 @@ func chatErrorStatus(err error) (int, string) {
 		return http.StatusOK, ""
 	case errors.Is(err, ErrConversationID):
 		return http.StatusBadRequest, ErrTypeInvalidRequest
+	case errors.Is(err, ErrNotReady):
+		return http.StatusServiceUnavailable, ErrTypeNotReady
 	case errors.Is(err, actors.ErrSeeded):
 		return http.StatusConflict, ErrTypeConflict
 	case errors.Is(err, actors.ErrBusy):
@@ -80,6 +117,9 @@ func chatErrorStatus(err error) (int, string) {
 			return statusClientClosed, ErrTypeCanceled
 		}
 		return http.StatusBadGateway, ErrTypeUpstream
+	case errors.Is(err, context.DeadlineExceeded):
+		// the chat's deadline ended the LLM call before the node gave up
+		return http.StatusGatewayTimeout, ErrTypeTimeout
 	case errors.Is(err, actors.ErrLLM):
 		return http.StatusBadGateway, ErrTypeUpstream
 	}

@@ -16,9 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/persistence/hot"
-	"github.com/evoclaw/evoclaw/persistence/tiers"
 )
 
 // Defaults of the HTTP API.
@@ -102,10 +100,17 @@ func (n *Node) startHTTP() error {
 	api := &httpAPI{ln: ln, done: make(chan struct{}), token: token}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", n.handleReady)
 	mux.HandleFunc("GET /v1/status", api.auth(n.handleStatus))
 	mux.HandleFunc("GET /v1/logs", api.auth(n.handleLogs))
 	mux.HandleFunc("POST /v1/chat", api.auth(n.handleChat))
+	mux.HandleFunc("GET /v1/models", api.auth(n.handleModels))
+	mux.HandleFunc("GET /v1/models/{model}", api.auth(n.handleModel))
+	mux.HandleFunc("POST /v1/chat/completions", api.auth(n.handleChatCompletions))
 	mux.HandleFunc("GET /metrics", api.auth(n.metricsHandler().ServeHTTP))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s (see docs/API.md)", r.Method, r.URL.Path))
+	})
 	base, stop := context.WithCancel(context.Background())
 	api.stop = stop
 	api.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
@@ -178,51 +183,24 @@ func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
-			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evoclaw"`)
+			writeAPIError(w, http.StatusUnauthorized, ErrTypeAuth,
+				"missing or wrong bearer token: send \"Authorization: Bearer TOKEN\" with the token of [http] token_env or DATA_DIR/"+HTTPTokenFile)
 			return
 		}
 		h(w, r)
 	}
 }
 
+// httpError answers with code and the API's error body, typed by code.
 func httpError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	writeAPIError(w, code, errorTypeFor(code), msg)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
-}
-
-// Status is what GET /v1/status answers.
-type Status struct {
-	NodeID  string                 `json:"node_id"`
-	Broker  string                 `json:"broker"`
-	Agents  []AgentStatus          `json:"agents"`
-	Metrics actors.MetricsSnapshot `json:"metrics"`
-	Audit   tiers.Status           `json:"audit"`
-}
-
-// AgentStatus is one edge agent in Status.
-type AgentStatus struct {
-	ID           string    `json:"id"`
-	Online       bool      `json:"online"`
-	Capabilities string    `json:"capabilities"`
-	Tools        []string  `json:"tools"`
-	LastSeen     time.Time `json:"last_seen"`
-}
-
-func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	s := Status{NodeID: n.cfg.NodeID, Broker: n.BrokerURL(), Agents: []AgentStatus{}, Metrics: n.Metrics(), Audit: n.AuditStatus()}
-	for _, a := range n.Catalog().Agents {
-		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: a.LastSeen}
-		for _, t := range a.Tools {
-			as.Tools = append(as.Tools, t.Name)
-		}
-		s.Agents = append(s.Agents, as)
-	}
-	writeJSON(w, http.StatusOK, s)
 }
 
 // LogsPage is what GET /v1/logs answers: entries oldest first, and the Seq
@@ -277,53 +255,4 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 		page.Head = page.Entries[k-1].Seq
 	}
 	writeJSON(w, http.StatusOK, page)
-}
-
-// ChatRequest is the body of POST /v1/chat.
-type ChatRequest struct {
-	ConversationID string `json:"conversation_id"`
-	Text           string `json:"text"`
-}
-
-// ChatResponse is its answer.
-type ChatResponse struct {
-	ConversationID string               `json:"conversation_id"`
-	Text           string               `json:"text"`
-	Error          string               `json:"error,omitempty"`
-	Limit          string               `json:"limit,omitempty"`
-	Iterations     int                  `json:"iterations"`
-	ToolCalls      int                  `json:"tool_calls"`
-	Calls          []actors.CallSummary `json:"calls"`
-}
-
-func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
-	var req ChatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxChatBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		httpError(w, http.StatusBadRequest, "body: want {\"conversation_id\": ..., \"text\": ...}: "+err.Error())
-		return
-	}
-	if req.Text == "" {
-		httpError(w, http.StatusBadRequest, "text: required")
-		return
-	}
-	ans, err := n.Chat(r.Context(), req.ConversationID, req.Text)
-	if ans == nil {
-		code := http.StatusBadRequest
-		if errors.Is(err, actors.ErrAskTimeout) {
-			code = http.StatusGatewayTimeout
-		}
-		httpError(w, code, err.Error())
-		return
-	}
-	resp := ChatResponse{ConversationID: ans.ConversationID, Text: ans.Text, Limit: ans.Limit, Iterations: ans.Iterations,
-		ToolCalls: ans.ToolCalls, Calls: ans.Calls}
-	if resp.Calls == nil {
-		resp.Calls = []actors.CallSummary{}
-	}
-	if err != nil {
-		resp.Error = err.Error()
-	}
-	writeJSON(w, http.StatusOK, resp)
 }

@@ -176,9 +176,9 @@ func TestHTTPChatTimeoutIsAGatewayTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e map[string]string
+	var e ChatFailure
 	code := call(t, "POST", "http://"+node.HTTPAddr()+"/v1/chat", strings.TrimSpace(string(token)), ChatRequest{ConversationID: "slow", Text: "hi"}, &e)
-	if code != http.StatusGatewayTimeout || !strings.Contains(e["error"], "no answer within") {
+	if code != http.StatusGatewayTimeout || e.Error.Type != ErrTypeTimeout || !strings.Contains(e.Error.Message, "no answer within") {
 		t.Fatalf("status %d %v, want 504 naming the timeout", code, e)
 	}
 }

@@ -66,6 +66,19 @@ type Node struct {
 	// progress counts streamed tool output; progressLim bounds it per agent.
 	progress    actors.ProgressStats
 	progressLim *rate.Keyed
+	// provider answers the loop's completions; readiness and status read
+	// its links' health when it has any.
+	provider llm.Provider
+	// diskFree reports the free bytes of the file system holding a path
+	// (a seam for tests; default statfs).
+	diskFree func(path string) (uint64, error)
+	// keepAlive is the silence after which a streamed answer sends an SSE
+	// comment (default DefaultSSEKeepAlive).
+	keepAlive time.Duration
+	// now is the clock of readiness decisions and API timestamps.
+	now func() time.Time
+	// started is when Start began.
+	started time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -76,6 +89,12 @@ type Node struct {
 type Options struct {
 	Provider llm.Provider
 	Logger   *slog.Logger
+
+	// Seams for this package's tests: the free-space probe of the audit
+	// file system, the SSE keep-alive interval and the clock.
+	diskFree  func(path string) (uint64, error)
+	keepAlive time.Duration
+	now       func() time.Time
 }
 
 // Start brings a node up. On error everything already started is stopped.
@@ -87,8 +106,17 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: log,
+	n := &Node{cfg: cfg, log: log, diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents)}
+	if n.now == nil {
+		n.now = time.Now
+	}
+	if n.diskFree == nil {
+		n.diskFree = statfsFree
+	}
+	if n.keepAlive <= 0 {
+		n.keepAlive = DefaultSSEKeepAlive
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -101,6 +129,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	n.provider = provider
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -336,19 +365,26 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 		return nil, fmt.Errorf("%w %.60q: use letters, digits, '-' and '_', at most %d characters",
 			ErrConversationID, in.ConversationID, wire.MaxAgentIDLen)
 	}
+	if err := n.auditGate(); err != nil {
+		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
+	}
 	timeout := n.cfg.Loop.ChatTimeout.Duration
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
 	// A caller that gives up cancels the chat: its LLM call and tool calls
 	// stop instead of running on for nobody.
-	stop := context.AfterFunc(ctx, func() {
-		n.system.Root.Send(n.convs.PID, &actors.Cancel{ConversationID: in.ConversationID})
-	})
+	// Cancels name this chat: a conversation may run another client's chat
+	// while this one waits in its queue.
+	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
+		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}
+	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
+	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()
-	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
-		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}, timeout)
+	res, err := actors.Ask(n.system.Root, n.convs.PID, chat, timeout)
 	if err != nil {
+		// Nobody waits for this chat any more: stop its LLM and tool calls.
+		n.system.Root.Send(n.convs.PID, cancel)
 		return nil, fmt.Errorf("chat %s: no answer within %s: %w", in.ConversationID, timeout.Round(time.Second), err)
 	}
 	ans, ok := res.(*actors.Answer)

@@ -137,6 +137,7 @@ type Store struct {
 	chainID string      // this database's hash chain id
 	chain   chainState  // writer goroutine only: the last chained record
 	pending []hot.Entry // writer goroutine only: entries for Ring once the transaction commits
+	health  writeHealth // what the writer last saw, for WriteHealth
 
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.

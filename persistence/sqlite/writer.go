@@ -101,6 +101,7 @@ func (s *Store) commitBatch(batch []*op) {
 	for len(batch) > 0 {
 		failed, err := s.runTx(batch)
 		err = classifyWriteError(err)
+		s.noteWrite(err, failed < 0)
 		if failed < 0 {
 			for _, o := range batch {
 				o.done <- err

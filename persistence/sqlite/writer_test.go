@@ -240,11 +240,17 @@ func TestCommitFailureThenRecovery(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("BeginRequest with a full disk: got %v, want ENOSPC", err)
 	}
+	if h := s.WriteHealth(); !h.Failing() || !h.DiskFull || !strings.Contains(h.LastError, "no space left") {
+		t.Fatalf("write health on a full disk: %+v, want failing, disk full", h)
+	}
 
 	fail.Store(false)
 	kept := sampleCall(2)
 	if err := s.RecordToolCall(context.Background(), kept); err != nil {
 		t.Fatalf("RecordToolCall after the disk recovered: %v", err)
+	}
+	if h := s.WriteHealth(); h.Failing() || h.LastOK.IsZero() {
+		t.Fatalf("write health after recovery: %+v, want not failing", h)
 	}
 	if state, _, err := s.BeginRequest(context.Background(), "req-full"); err != nil || state != persistence.RequestNew {
 		t.Fatalf("BeginRequest after recovery: %v %v, want new (the failed begin must not have been stored)", state, err)

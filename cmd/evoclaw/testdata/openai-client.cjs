@@ -1,0 +1,83 @@
+// Drives a node's OpenAI-compatible API with the official openai npm client
+// and prints one JSON object with what it saw; the Go test
+// (openai_client_test.go) checks it. Environment: OPENAI_MODULE (the
+// package's directory), EVOCLAW_BASE_URL (…/v1), EVOCLAW_TOKEN, MARKER (the
+// file the hang tool creates when it starts).
+'use strict';
+const fs = require('fs');
+const { OpenAI } = require(process.env.OPENAI_MODULE);
+
+const base = process.env.EVOCLAW_BASE_URL;
+// No retries: each status must be seen as the node sent it.
+const client = new OpenAI({ baseURL: base, apiKey: process.env.EVOCLAW_TOKEN, maxRetries: 0, timeout: 60000 });
+const user = (text) => ({ role: 'user', content: text });
+const assistant = (text) => ({ role: 'assistant', content: text });
+
+// errorOf runs fn and reports the status and error type it failed with.
+async function errorOf(fn) {
+  try {
+    await fn();
+    return { status: 200 };
+  } catch (e) {
+    if (!(e instanceof OpenAI.APIError)) throw e;
+    return { status: e.status ?? null, type: (e.error && e.error.type) || e.type || null, message: e.message, cls: e.constructor.name };
+  }
+}
+
+async function main() {
+  const out = {};
+  const models = await client.models.list();
+  out.models = models.data.map((m) => m.id);
+
+  const done = await client.chat.completions.create({ model: 'evoclaw', messages: [user('count once')] });
+  out.completion = { content: done.choices[0].message.content, finish: done.choices[0].finish_reason,
+    usage: done.usage, conversation_id: done.conversation_id, object: done.object };
+
+  const stream = await client.chat.completions.create({ model: 'evoclaw', messages: [user('count again')], stream: true,
+    stream_options: { include_usage: true } });
+  out.stream = { progress: [], content: '', finish: null, usage: null, role: null };
+  for await (const chunk of stream) {
+    if (chunk.evoclaw) out.stream.progress.push(chunk.evoclaw.kind + ':' + (chunk.evoclaw.tool || ''));
+    if (chunk.usage) out.stream.usage = chunk.usage;
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.delta.role) out.stream.role = c.delta.role;
+    if (c.delta.content) out.stream.content += c.delta.content;
+    if (c.finish_reason) out.stream.finish = c.finish_reason;
+  }
+
+  out.errors = {};
+  const wrong = new OpenAI({ baseURL: base, apiKey: 'wrong-key-wrong-key', maxRetries: 0 });
+  out.errors.auth = await errorOf(() => wrong.chat.completions.create({ model: 'evoclaw', messages: [user('x')] }));
+  out.errors.model = await errorOf(() => client.chat.completions.create({ model: 'gpt-4o', messages: [user('x')] }));
+  out.errors.tools = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')],
+    tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }));
+  // The scripted model has three turns: a seed with three answers asks for a fourth.
+  out.errors.upstream = await errorOf(() => client.chat.completions.create({ model: 'evoclaw',
+    messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('c'), assistant('3'), user('d')] }));
+  // Two answers in the seed: turn three calls the hang tool, past chat_timeout.
+  out.errors.timeout = await errorOf(() => client.chat.completions.create({ model: 'evoclaw',
+    messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('hang')] }));
+  // A streamed failure after the header: the client throws from the stream.
+  out.errors.streamed = await errorOf(async () => {
+    const s = await client.chat.completions.create({ model: 'evoclaw', stream: true,
+      messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('c'), assistant('3'), user('d')] });
+    for await (const _ of s) { /* progress chunks, then the error event */ }
+  });
+
+  // Busy: a named conversation whose chat hangs queues 16 more; one more is refused.
+  const first = await client.chat.completions.create({ model: 'evoclaw', messages: [user('a'), assistant('1'), user('b')] });
+  const conv = first.conversation_id;
+  fs.rmSync(process.env.MARKER, { force: true });
+  const named = (text) => client.chat.completions.create({ model: 'evoclaw', messages: [user(text)] },
+    { headers: { 'X-Evoclaw-Conversation': conv } });
+  const hanging = errorOf(() => named('hang'));
+  for (let i = 0; i < 200 && !fs.existsSync(process.env.MARKER); i++) await new Promise((r) => setTimeout(r, 25));
+  out.busy = { marker: fs.existsSync(process.env.MARKER) };
+  const queued = await Promise.all(Array.from({ length: 17 }, (_, i) => errorOf(() => named('q' + i))));
+  out.busy.statuses = queued.map((r) => r.status).concat([(await hanging).status]);
+  out.busy.types = [...new Set(queued.filter((r) => r.status === 429).map((r) => r.type))];
+  console.log(JSON.stringify(out));
+}
+
+main().catch((e) => { console.error(e && e.stack || e); process.exit(1); });

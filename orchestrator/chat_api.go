@@ -1,0 +1,201 @@
+package orchestrator
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/actors"
+)
+
+// ConversationHeader names the conversation a chat continues (request) or
+// was answered in (response), on both chat endpoints.
+const ConversationHeader = "X-Evoclaw-Conversation"
+
+// Events of a streamed POST /v1/chat, in order: one EventConversation, any
+// number of EventProgress, then EventAnswer or EventError, then the end.
+const (
+	EventConversation = "conversation"
+	EventProgress     = "progress"
+	EventAnswer       = "answer"
+	EventError        = "error"
+)
+
+// ChatRequest is the body of POST /v1/chat.
+type ChatRequest struct {
+	// ConversationID names the conversation to continue or start; empty
+	// starts a new one with an id the server chooses.
+	ConversationID string `json:"conversation_id,omitempty"`
+	Text           string `json:"text"`
+	// Stream answers with server-sent events (as does Accept:
+	// text/event-stream).
+	Stream bool `json:"stream,omitempty"`
+}
+
+// ChatResponse is the answer to POST /v1/chat (and the data of its
+// streamed EventAnswer).
+type ChatResponse struct {
+	ConversationID string `json:"conversation_id"`
+	Text           string `json:"text"`
+	// Limit names the loop limit that ended tool use early; empty when the
+	// model answered on its own.
+	Limit      string               `json:"limit,omitempty"`
+	Iterations int                  `json:"iterations"`
+	ToolCalls  int                  `json:"tool_calls"`
+	Calls      []actors.CallSummary `json:"calls"`
+}
+
+// ChatFailure is the body of a failed POST /v1/chat (and the data of its
+// streamed EventError): the error, and what the chat did before it failed.
+type ChatFailure struct {
+	Error APIError `json:"error"`
+	// Status is the HTTP status the failure maps to (also in a stream,
+	// whose own status was 200).
+	Status         int                  `json:"status"`
+	ConversationID string               `json:"conversation_id,omitempty"`
+	Iterations     int                  `json:"iterations"`
+	ToolCalls      int                  `json:"tool_calls"`
+	Calls          []actors.CallSummary `json:"calls"`
+}
+
+// decodeChatRequest parses a POST /v1/chat body: unknown fields and
+// trailing data are refused, text is required.
+func decodeChatRequest(body []byte) (ChatRequest, error) {
+	var req ChatRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("body: want {\"conversation_id\": optional, \"text\": ..., \"stream\": optional}: %w", err)
+	}
+	if dec.More() {
+		return req, errors.New("body: trailing data after the JSON object")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return req, errors.New("text: required")
+	}
+	return req, nil
+}
+
+// readBody reads at most limit bytes of r's body, answering 413 itself
+// when it is longer; ok is false when it answered.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit))
+		} else {
+			httpError(w, http.StatusBadRequest, "read body: "+err.Error())
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// wantsEventStream reports whether the client asked for server-sent events
+// in its Accept header.
+func wantsEventStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+// newConversationID makes a fresh conversation id: prefix, "-", 24 hex
+// digits (well within wire.MaxAgentIDLen).
+func newConversationID(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxChatBody)
+	if !ok {
+		return
+	}
+	req, err := decodeChatRequest(body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.ConversationID == "" {
+		req.ConversationID = newConversationID("chat")
+	}
+	w.Header().Set(ConversationHeader, req.ConversationID)
+	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text}
+	if !req.Stream && !wantsEventStream(r) {
+		ans, err := n.Converse(r.Context(), in)
+		if err != nil {
+			code, f := chatFailure(req.ConversationID, ans, err)
+			n.logChatFailure(req.ConversationID, code, err)
+			writeJSON(w, code, f)
+			return
+		}
+		writeJSON(w, http.StatusOK, chatResponse(ans))
+		return
+	}
+	if err := n.auditGate(); err != nil {
+		// Refused before the stream starts, so the status says so.
+		code, f := chatFailure(req.ConversationID, nil, err)
+		writeJSON(w, code, f)
+		return
+	}
+	sw := newSSEWriter(w)
+	sw.event(EventConversation, map[string]string{"conversation_id": req.ConversationID})
+	ans, err := n.streamChat(r.Context(), in, sw, chatStream{
+		progress: func(p actors.Progress) { sw.event(EventProgress, p) },
+		dropped:  func(d DroppedNote) { sw.event(EventProgress, d) },
+	})
+	if err != nil {
+		code, f := chatFailure(req.ConversationID, ans, err)
+		n.logChatFailure(req.ConversationID, code, err)
+		sw.event(EventError, f)
+		return
+	}
+	sw.event(EventAnswer, chatResponse(ans))
+}
+
+func chatResponse(ans *actors.Answer) ChatResponse {
+	resp := ChatResponse{ConversationID: ans.ConversationID, Text: ans.Text, Limit: ans.Limit, Iterations: ans.Iterations,
+		ToolCalls: ans.ToolCalls, Calls: ans.Calls}
+	if resp.Calls == nil {
+		resp.Calls = []actors.CallSummary{}
+	}
+	return resp
+}
+
+// chatFailure maps a failed chat to its status and body; ans may be nil.
+func chatFailure(convID string, ans *actors.Answer, err error) (int, ChatFailure) {
+	code, typ := chatErrorStatus(err)
+	f := ChatFailure{Error: APIError{Message: err.Error(), Type: typ}, Status: code, ConversationID: convID,
+		Calls: []actors.CallSummary{}}
+	if ans != nil {
+		f.Iterations, f.ToolCalls = ans.Iterations, ans.ToolCalls
+		if ans.Calls != nil {
+			f.Calls = ans.Calls
+		}
+	}
+	return code, f
+}
+
+// logChatFailure logs a chat that did not answer, at a level by its cause.
+func (n *Node) logChatFailure(convID string, code int, err error) {
+	switch {
+	case code == statusClientClosed:
+		n.log.Info("chat abandoned by its client", "conversation", convID, "status", code)
+	case code >= 500:
+		n.log.Warn("chat failed", "conversation", convID, "status", code, "err", err)
+	default:
+		n.log.Info("chat refused", "conversation", convID, "status", code, "err", err)
+	}
+}

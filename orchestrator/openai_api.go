@@ -1,0 +1,212 @@
+package orchestrator
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/evoclaw/evoclaw/actors"
+)
+
+// The OpenAI-compatible face of a node (docs/API.md): GET /v1/models and
+// POST /v1/chat/completions, answered by the node's tool loop.
+
+// Finish reasons of a completion.
+const (
+	finishStop = "stop"
+	// finishLength: a loop limit ended tool use and the model answered
+	// from what it had ([loop] on_limit = "answer"): the answer is cut
+	// short, as a token limit would cut it.
+	finishLength = "length"
+)
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"` // "model"
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// ModelList is what GET /v1/models answers.
+type ModelList struct {
+	Object string  `json:"object"` // "list"
+	Data   []Model `json:"data"`
+}
+
+// ChatCompletion is a non-streamed answer of POST /v1/chat/completions.
+type ChatCompletion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"` // "chat.completion"
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []CompletionChoice `json:"choices"`
+	Usage   CompletionUsage    `json:"usage"`
+	// ConversationID (an extension) names the conversation this answer
+	// was given and audited in; send it back to continue there.
+	ConversationID string `json:"conversation_id"`
+}
+
+// CompletionChoice is the one choice of a ChatCompletion.
+type CompletionChoice struct {
+	Index        int               `json:"index"`
+	Message      CompletionMessage `json:"message"`
+	FinishReason string            `json:"finish_reason"`
+}
+
+// CompletionMessage is the assistant's answer.
+type CompletionMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// CompletionUsage counts the tokens of every completion the chat needed
+// (each tool turn is one), as the provider reported them.
+type CompletionUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// CompletionChunk is one event of a streamed answer.
+type CompletionChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"` // "chat.completion.chunk"
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	// Usage is set on the usage chunk only (stream_options.include_usage).
+	Usage          *CompletionUsage `json:"usage,omitempty"`
+	ConversationID string           `json:"conversation_id"`
+	// Evoclaw (an extension) is set on progress chunks: an
+	// actors.Progress, or a DroppedNote. Standard clients ignore it.
+	Evoclaw any `json:"evoclaw,omitempty"`
+}
+
+// ChunkChoice is the choice of a chunk.
+type ChunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        ChunkDelta `json:"delta"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+// ChunkDelta is what a chunk adds to the answer.
+type ChunkDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+func (n *Node) models() ModelList {
+	return ModelList{Object: "list", Data: []Model{{ID: ModelEvoclaw, Object: "model", Created: n.started.Unix(), OwnedBy: "evoclaw"}}}
+}
+
+func (n *Node) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, n.models())
+}
+
+// handleModel serves GET /v1/models/{model}.
+func (n *Node) handleModel(w http.ResponseWriter, r *http.Request) {
+	for _, m := range n.models().Data {
+		if m.ID == r.PathValue("model") {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeAPIError(w, http.StatusNotFound, ErrTypeNotFound, "model "+quote80(r.PathValue("model"))+" not found: this node serves \""+ModelEvoclaw+"\"")
+}
+
+func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxCompletionBody)
+	if !ok {
+		return
+	}
+	req, rerr := decodeChatCompletionRequest(body)
+	if rerr != nil {
+		writeJSON(w, rerr.Status, errorBody{Error: rerr.APIError})
+		return
+	}
+	in := ChatInput{Text: req.Text, System: req.System, MaxTokens: req.MaxTokens}
+	header := r.Header.Get(ConversationHeader)
+	switch {
+	case header != "" && req.ConversationID != "" && header != req.ConversationID:
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: apiErrorf(ErrTypeInvalidRequest, "conversation_id",
+			"conversation_id %s and header %s %s name different conversations", quote80(req.ConversationID), ConversationHeader, quote80(header))})
+		return
+	case header != "":
+		// Continue a stored conversation: its history stands for the
+		// request's earlier messages, which are ignored.
+		in.ConversationID = header
+	case req.ConversationID != "":
+		in.ConversationID = req.ConversationID
+	default:
+		in.ConversationID, in.Seed = newConversationID("oai"), req.Seed
+	}
+	w.Header().Set(ConversationHeader, in.ConversationID)
+	id, created := newConversationID("chatcmpl"), n.now().Unix()
+	if !req.Stream {
+		ans, err := n.Converse(r.Context(), in)
+		if err != nil {
+			code, typ := chatErrorStatus(err)
+			n.logChatFailure(in.ConversationID, code, err)
+			writeAPIError(w, code, typ, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model,
+			Choices: []CompletionChoice{{Message: CompletionMessage{Role: "assistant", Content: ans.Text}, FinishReason: finishReason(ans)}},
+			Usage:   usage(ans), ConversationID: in.ConversationID})
+		return
+	}
+	sw := newSSEWriter(w)
+	chunk := func(delta ChunkDelta, finish *string, extra any) CompletionChunk {
+		return CompletionChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+			Choices: []ChunkChoice{{Delta: delta, FinishReason: finish}}, ConversationID: in.ConversationID, Evoclaw: extra}
+	}
+	roleSent := false
+	send := func(delta ChunkDelta, finish *string, extra any) {
+		if !roleSent {
+			roleSent = true
+			empty := ""
+			sw.event("", chunk(ChunkDelta{Role: "assistant", Content: &empty}, nil, nil))
+		}
+		sw.event("", chunk(delta, finish, extra))
+	}
+	ans, err := n.streamChat(r.Context(), in, sw, chatStream{
+		progress: func(p actors.Progress) { send(ChunkDelta{}, nil, p) },
+		dropped:  func(d DroppedNote) { send(ChunkDelta{}, nil, d) },
+	})
+	if err != nil {
+		code, typ := chatErrorStatus(err)
+		n.logChatFailure(in.ConversationID, code, err)
+		if !sw.started {
+			writeAPIError(w, code, typ, err.Error())
+			return
+		}
+		// After the 200 header: an error event, as OpenAI's clients expect,
+		// and no [DONE].
+		sw.event("", errorBody{Error: APIError{Message: err.Error(), Type: typ}})
+		return
+	}
+	text, finish := ans.Text, finishReason(ans)
+	send(ChunkDelta{Content: &text}, nil, nil)
+	send(ChunkDelta{}, &finish, nil)
+	if req.IncludeUsage {
+		u := usage(ans)
+		sw.event("", CompletionChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+			Choices: []ChunkChoice{}, Usage: &u, ConversationID: in.ConversationID})
+	}
+	sw.event("", "[DONE]")
+}
+
+// quote80 quotes s for a message, cut at 80 bytes.
+func quote80(s string) string { return fmt.Sprintf("%.80q", s) }
+
+func finishReason(ans *actors.Answer) string {
+	if ans.Limit != "" {
+		return finishLength
+	}
+	return finishStop
+}
+
+func usage(ans *actors.Answer) CompletionUsage {
+	return CompletionUsage{PromptTokens: ans.Usage.InputTokens, CompletionTokens: ans.Usage.OutputTokens,
+		TotalTokens: ans.Usage.InputTokens + ans.Usage.OutputTokens}
+}

@@ -1,0 +1,527 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+const helloTranscript = `{"name":"hello","turns":[{"content":"hello {{user}}"},{"content":"second"},{"content":"third"}]}`
+
+// statusNodes starts, once per test, a node for each way a chat can end.
+type statusNodes struct {
+	t     *testing.T
+	mu    sync.Mutex
+	nodes map[string][2]string // kind → base URL, token
+}
+
+func (s *statusNodes) get(kind string) (string, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.nodes[kind]; ok {
+		return v[0], v[1]
+	}
+	var mod func(*Config)
+	o := Options{}
+	switch kind {
+	case "ok":
+		o.Provider = mustScript(s.t, helloTranscript)
+	case "overloaded": // this node's own queue for the model is full
+		o.Provider = failing(&llm.Error{Kind: llm.KindOverloaded, Provider: "test", Message: "32 calls already wait"})
+	case "upstream":
+		o.Provider = failing(&llm.Error{Kind: llm.KindServer, Provider: "test", Status: 500, Message: "model crashed"})
+	case "stuck":
+		o.Provider = stuckProvider{}
+		mod = func(c *Config) { c.Loop.ChatTimeout.Duration = 300 * time.Millisecond }
+	case "diskfull":
+		o.Provider = mustScript(s.t, helloTranscript)
+		o.diskFree = func(string) (uint64, error) { return 1 << 20, nil }
+	default:
+		s.t.Fatalf("unknown node kind %q", kind)
+	}
+	_, base, token := startAPI(s.t, mod, o)
+	s.nodes[kind] = [2]string{base, token}
+	return base, token
+}
+
+func completion(text string) map[string]any {
+	return map[string]any{"model": "evoclaw", "messages": []map[string]any{{"role": "user", "content": text}}}
+}
+
+func with(body map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range body {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// TestChatCompletionsStatuses: every way a request ends, with its status,
+// its error type and the field named.
+func TestChatCompletionsStatuses(t *testing.T) {
+	nodes := &statusNodes{t: t, nodes: map[string][2]string{}}
+	big := strings.Repeat("x", maxCompletionBody+1)
+	tests := []struct {
+		name   string
+		node   string
+		token  string // "" the node's; "-" none
+		body   any
+		status int
+		typ    string
+		param  string
+		msg    string
+	}{
+		{"answer", "ok", "", completion("bob"), 200, "", "", ""},
+		{"no token", "ok", "-", completion("x"), 401, ErrTypeAuth, "", "bearer token"},
+		{"wrong token", "ok", "wrong-token-wrong-token", completion("x"), 401, ErrTypeAuth, "", "bearer token"},
+		{"unknown model", "ok", "", with(completion("x"), "model", "gpt-4o"), 404, ErrTypeNotFound, "model", `serves "evoclaw"`},
+		{"configured model is no alias", "ok", "", with(completion("x"), "model", "scripted:hello"), 404, ErrTypeNotFound, "model", "not found"},
+		{"no model", "ok", "", with(completion("x"), "model", ""), 400, ErrTypeInvalidRequest, "model", "required"},
+		{"malformed JSON", "ok", "", `{"model": "evoclaw", "messages": [`, 400, ErrTypeInvalidRequest, "", "not valid JSON"},
+		{"wrong type", "ok", "", `{"model": "evoclaw", "messages": "hi"}`, 400, ErrTypeInvalidRequest, "", "messages: got a JSON string, want an array"},
+		{"body too large", "ok", "", big, 413, ErrTypeInvalidRequest, "", "larger than"},
+		{"no messages", "ok", "", with(completion("x"), "messages", []any{}), 400, ErrTypeInvalidRequest, "messages", "at least one"},
+		{"last not user", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}}),
+			400, ErrTypeInvalidRequest, "messages[1].role", "last message must be the user's"},
+		{"empty last", "ok", "", completion("  "), 400, ErrTypeInvalidRequest, "messages[0].content", "empty"},
+		{"client tools", "ok", "", with(completion("x"), "tools", []map[string]any{{"type": "function", "function": map[string]any{"name": "f"}}}),
+			400, ErrTypeInvalidRequest, "tools", "client tools are not supported"},
+		{"empty tools is fine", "ok", "", with(completion("x"), "tools", []any{}, "tool_choice", "none"), 200, "", "", ""},
+		{"functions", "ok", "", with(completion("x"), "functions", []map[string]any{{"name": "f"}}), 400, ErrTypeInvalidRequest, "tools", "client tools"},
+		{"tool_choice required", "ok", "", with(completion("x"), "tool_choice", "required"), 400, ErrTypeInvalidRequest, "tool_choice", "auto"},
+		{"tool message", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "tool", "content": "r", "tool_call_id": "c"}, {"role": "user", "content": "x"}}),
+			400, ErrTypeInvalidRequest, "messages[0].role", "not supported"},
+		{"assistant tool calls", "ok", "", with(completion("x"), "messages", []map[string]any{
+			{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c", "type": "function"}}}, {"role": "user", "content": "x"}}),
+			400, ErrTypeInvalidRequest, "messages[0].tool_calls", "not supported"},
+		{"image part", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []map[string]any{
+			{"type": "text", "text": "what is this"}, {"type": "image_url", "image_url": map[string]any{"url": "data:"}}}}}),
+			400, ErrTypeInvalidRequest, "messages[0].content[1].type", "image parts are not supported"},
+		{"text parts", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []map[string]any{{"type": "text", "text": "bob"}}}}), 200, "", "", ""},
+		{"n 2", "ok", "", with(completion("x"), "n", 2), 400, ErrTypeInvalidRequest, "n", "only 1"},
+		{"json response format", "ok", "", with(completion("x"), "response_format", map[string]any{"type": "json_object"}), 400, ErrTypeInvalidRequest, "response_format", "text"},
+		{"text response format", "ok", "", with(completion("x"), "response_format", map[string]any{"type": "text"}), 200, "", "", ""},
+		{"logprobs", "ok", "", with(completion("x"), "logprobs", true), 400, ErrTypeInvalidRequest, "logprobs", "not supported"},
+		{"audio", "ok", "", with(completion("x"), "modalities", []string{"text", "audio"}), 400, ErrTypeInvalidRequest, "modalities", "text"},
+		{"max_tokens 0", "ok", "", with(completion("x"), "max_tokens", 0), 400, ErrTypeInvalidRequest, "max_tokens", "positive"},
+		{"ignored fields", "ok", "", with(completion("x"), "temperature", 0.2, "top_p", 1, "seed", 7, "user", "u", "presence_penalty", 0, "whatever", true), 200, "", "", ""},
+		{"bad conversation id", "ok", "", with(completion("x"), "conversation_id", "a/b"), 400, ErrTypeInvalidRequest, "", "conversation id"},
+		{"queue for the model full", "overloaded", "", completion("x"), 429, ErrTypeBusy, "", "overloaded"},
+		{"LLM failure", "upstream", "", completion("x"), 502, ErrTypeUpstream, "", "model crashed"},
+		{"audit cannot write", "diskfull", "", completion("x"), 503, ErrTypeNotReady, "", "disk nearly full"},
+		{"timeout", "stuck", "", completion("x"), 504, ErrTypeTimeout, "", "no answer within"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base, token := nodes.get(tt.node)
+			switch tt.token {
+			case "-":
+				token = ""
+			case "":
+			default:
+				token = tt.token
+			}
+			resp := send(t, "POST", base+"/v1/chat/completions", token, tt.body)
+			if resp.StatusCode != tt.status {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+			if tt.status == 200 {
+				var c ChatCompletion
+				decodeBody(t, resp, &c)
+				if c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+					t.Fatalf("answer %+v", c)
+				}
+				return
+			}
+			var e errorBody
+			decodeBody(t, resp, &e)
+			if e.Error.Type != tt.typ || !strings.Contains(e.Error.Message, tt.msg) {
+				t.Fatalf("error %+v, want type %s and %q in the message", e.Error, tt.typ, tt.msg)
+			}
+			if got := ""; e.Error.Param != nil || tt.param != "" {
+				if e.Error.Param != nil {
+					got = *e.Error.Param
+				}
+				if got != tt.param {
+					t.Fatalf("param %q, want %q", got, tt.param)
+				}
+			}
+		})
+	}
+}
+
+func TestModels(t *testing.T) {
+	_, base, token := startAPI(t, nil, Options{Provider: mustScript(t, helloTranscript)})
+	var list ModelList
+	decodeBody(t, send(t, "GET", base+"/v1/models", token, nil), &list)
+	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != ModelEvoclaw || list.Data[0].Object != "model" || list.Data[0].Created == 0 {
+		t.Fatalf("models %+v", list)
+	}
+	var m Model
+	decodeBody(t, send(t, "GET", base+"/v1/models/evoclaw", token, nil), &m)
+	if m.ID != ModelEvoclaw {
+		t.Fatalf("model %+v", m)
+	}
+	for path, want := range map[string]int{"/v1/models/gpt-4o": 404, "/v1/nothing": 404} {
+		resp := send(t, "GET", base+path, token, nil)
+		var e errorBody
+		decodeBody(t, resp, &e)
+		if resp.StatusCode != want || e.Error.Type != ErrTypeNotFound {
+			t.Fatalf("%s: %d %+v", path, resp.StatusCode, e)
+		}
+	}
+	resp := send(t, "GET", base+"/v1/models", "", nil)
+	var e errorBody
+	decodeBody(t, resp, &e)
+	if resp.StatusCode != 401 || e.Error.Type != ErrTypeAuth || resp.Header.Get("WWW-Authenticate") == "" {
+		t.Fatalf("no token: %d %+v", resp.StatusCode, e)
+	}
+}
+
+// recorder is a provider that answers from a transcript and keeps every
+// request it saw.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []llm.Request
+	next llm.Provider
+}
+
+func (r *recorder) Name() string { return "recorder" }
+func (r *recorder) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return r.next.Complete(ctx, req)
+}
+
+func (r *recorder) last() llm.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reqs[len(r.reqs)-1]
+}
+
+func roles(msgs []llm.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "%s:%s|", m.Role, m.Content)
+	}
+	return b.String()
+}
+
+// TestChatCompletionsContinuity: a stateless request seeds a fresh
+// conversation from its earlier messages; a named conversation continues
+// from its stored history and ignores the request's earlier messages; both
+// are audited under the id the response names.
+func TestChatCompletionsContinuity(t *testing.T) {
+	rec := &recorder{next: mustScript(t, helloTranscript)}
+	node, base, token := startAPI(t, nil, Options{Provider: rec})
+
+	stateless := map[string]any{"model": "evoclaw", "messages": []map[string]any{
+		{"role": "system", "content": "be brief"}, {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+		{"role": "developer", "content": "no jokes"}, {"role": "user", "content": "c"}}}
+	var ids []string
+	for range 2 {
+		resp := send(t, "POST", base+"/v1/chat/completions", token, stateless)
+		var c ChatCompletion
+		decodeBody(t, resp, &c)
+		if resp.StatusCode != 200 || c.Choices[0].Message.Content != "second" || c.Choices[0].FinishReason != "stop" {
+			t.Fatalf("stateless answer %d %+v", resp.StatusCode, c)
+		}
+		if !strings.HasPrefix(c.ConversationID, "oai-") || resp.Header.Get(ConversationHeader) != c.ConversationID {
+			t.Fatalf("conversation %q, header %q", c.ConversationID, resp.Header.Get(ConversationHeader))
+		}
+		if c.Usage.PromptTokens == 0 || c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens || c.Model != "evoclaw" || c.Created == 0 {
+			t.Fatalf("completion fields %+v", c)
+		}
+		req := rec.last()
+		if req.System != "be brief\n\nno jokes" || roles(req.Messages) != "user:a|assistant:b|user:c|" {
+			t.Fatalf("the model saw system %q, messages %s", req.System, roles(req.Messages))
+		}
+		ids = append(ids, c.ConversationID)
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two stateless requests share conversation %s", ids[0])
+	}
+
+	// Named, by header, then by body field: the stored history counts.
+	named := map[string]any{"model": "evoclaw", "messages": []map[string]any{
+		{"role": "user", "content": "ignored"}, {"role": "assistant", "content": "ignored too"}, {"role": "user", "content": "first"}}}
+	resp := send(t, "POST", base+"/v1/chat/completions", token, named, ConversationHeader, "kitchen")
+	var c ChatCompletion
+	decodeBody(t, resp, &c)
+	if c.ConversationID != "kitchen" || c.Choices[0].Message.Content != "hello first" || roles(rec.last().Messages) != "user:first|" {
+		t.Fatalf("named start: %+v, the model saw %s", c, roles(rec.last().Messages))
+	}
+	resp = send(t, "POST", base+"/v1/chat/completions", token, with(completion("again"), "conversation_id", "kitchen"))
+	decodeBody(t, resp, &c)
+	if c.ConversationID != "kitchen" || c.Choices[0].Message.Content != "second" ||
+		roles(rec.last().Messages) != "user:first|assistant:hello first|user:again|" {
+		t.Fatalf("named continued: %+v, the model saw %s", c, roles(rec.last().Messages))
+	}
+	resp = send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "conversation_id", "kitchen"), ConversationHeader, "garden")
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("header and body naming different conversations: %d", resp.StatusCode)
+	}
+
+	res, err := sqlite.QueryReadOnly(context.Background(), node.AuditPath(),
+		`SELECT conversation_id, count(*) FROM messages GROUP BY conversation_id ORDER BY conversation_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("[[kitchen 4] [%s 4] [%s 4]]", min(ids[0], ids[1]), max(ids[0], ids[1]))
+	if got := fmt.Sprint(res.Rows); got != want {
+		t.Fatalf("audited messages per conversation %s, want %s", got, want)
+	}
+}
+
+// readTranscript calls the node's own read tool once, then answers.
+const readTranscript = `{"name":"read","turns":[
+  {"content":"","tool_calls":[{"id":"r1","name":"read","arguments":{"path":"notes.txt"}}]},
+  {"content":"the note says {{result r1}}"}]}`
+
+// workspace configures the read-only built-ins over a workspace holding
+// notes.txt.
+func workspace(t testing.TB) func(*Config) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("pump at night"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func(c *Config) {
+		c.Builtin.Groups, c.Builtin.Workspace = []string{"read-only"}, ws
+	}
+}
+
+func chunks(t *testing.T, events []sseEvent) ([]CompletionChunk, []string) {
+	t.Helper()
+	var out []CompletionChunk
+	var raw []string
+	for _, e := range events {
+		if e.comment {
+			continue
+		}
+		raw = append(raw, e.data)
+		if e.data == "[DONE]" || strings.HasPrefix(e.data, `{"error"`) {
+			continue
+		}
+		var c CompletionChunk
+		if err := json.Unmarshal([]byte(e.data), &c); err != nil {
+			t.Fatalf("chunk %s: %v", e.data, err)
+		}
+		out = append(out, c)
+	}
+	return out, raw
+}
+
+func TestChatCompletionsStreaming(t *testing.T) {
+	_, base, token := startAPI(t, workspace(t), Options{Provider: mustScript(t, readTranscript)})
+	resp := send(t, "POST", base+"/v1/chat/completions", token,
+		with(completion("what does the note say?"), "stream", true, "stream_options", map[string]any{"include_usage": true}))
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || !strings.HasPrefix(resp.Header.Get(ConversationHeader), "oai-") {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	cs, raw := chunks(t, readSSE(t, resp.Body))
+	if raw[len(raw)-1] != "[DONE]" {
+		t.Fatalf("stream does not end with [DONE]: %v", raw)
+	}
+	first := cs[0]
+	if first.Object != "chat.completion.chunk" || first.Choices[0].Delta.Role != "assistant" || first.Evoclaw != nil ||
+		first.ConversationID != resp.Header.Get(ConversationHeader) {
+		t.Fatalf("first chunk %+v", first)
+	}
+	var kinds, text []string
+	var finish string
+	var usage *CompletionUsage
+	for _, c := range cs[1:] {
+		if c.ID != first.ID || c.Model != "evoclaw" {
+			t.Fatalf("chunk of another completion: %+v", c)
+		}
+		if c.Usage != nil {
+			if len(c.Choices) != 0 {
+				t.Fatalf("usage chunk with choices: %+v", c)
+			}
+			usage = c.Usage
+			continue
+		}
+		ch := c.Choices[0]
+		switch {
+		case c.Evoclaw != nil:
+			p := c.Evoclaw.(map[string]any)
+			if ch.Delta.Content != nil || ch.Delta.Role != "" || ch.FinishReason != nil {
+				t.Fatalf("progress chunk carries a delta: %+v", c)
+			}
+			kinds = append(kinds, fmt.Sprint(p["kind"], ":", p["tool"]))
+		case ch.Delta.Content != nil:
+			text = append(text, *ch.Delta.Content)
+		case ch.FinishReason != nil:
+			finish = *ch.FinishReason
+		}
+	}
+	want := "[llm_start:<nil> llm_end:<nil> tool_start:read tool_end:read llm_start:<nil> llm_end:<nil>]"
+	if fmt.Sprint(kinds) != want {
+		t.Fatalf("progress %v, want %s", kinds, want)
+	}
+	if strings.Join(text, "") != "the note says pump at night" || finish != "stop" || usage == nil || usage.TotalTokens == 0 {
+		t.Fatalf("text %q, finish %q, usage %+v", text, finish, usage)
+	}
+}
+
+// TestChatCompletionsLimitIsLength: a loop limit under on_limit = "answer"
+// finishes with "length", streamed or not.
+func TestChatCompletionsLimitIsLength(t *testing.T) {
+	transcript := `{"name":"limit","turns":[
+	  {"content":"","tool_calls":[{"id":"r1","name":"read","arguments":{"path":"notes.txt"}}]},
+	  {"content":"all I have: {{result r1}}","tool_calls":[{"id":"r2","name":"read","arguments":{"path":"other.txt"}}]}]}`
+	mod := workspace(t)
+	_, base, token := startAPI(t, func(c *Config) { mod(c); c.Loop.MaxToolIterations = 1 }, Options{Provider: mustScript(t, transcript)})
+	var c ChatCompletion
+	decodeBody(t, send(t, "POST", base+"/v1/chat/completions", token, completion("go")), &c)
+	if len(c.Choices) != 1 || c.Choices[0].FinishReason != "length" || !strings.Contains(c.Choices[0].Message.Content, "all I have") {
+		t.Fatalf("limited answer %+v", c)
+	}
+	resp := send(t, "POST", base+"/v1/chat/completions", token, with(completion("go"), "stream", true))
+	defer resp.Body.Close()
+	cs, _ := chunks(t, readSSE(t, resp.Body))
+	if last := cs[len(cs)-1]; last.Choices[0].FinishReason == nil || *last.Choices[0].FinishReason != "length" {
+		t.Fatalf("last chunk %+v", last)
+	}
+}
+
+// TestChatCompletionsStreamErrors: a chat refused before anything was
+// streamed answers with its status; one that fails after the 200 header
+// ends with an error event and no [DONE].
+func TestChatCompletionsStreamErrors(t *testing.T) {
+	nodes := &statusNodes{t: t, nodes: map[string][2]string{}}
+	base, token := nodes.get("overloaded")
+	resp := send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "stream", true))
+	cs, raw := chunks(t, readSSE(t, resp.Body))
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(raw) == 0 {
+		t.Fatalf("status %d, events %v", resp.StatusCode, raw)
+	}
+	// The LLM call started (a progress chunk) before it failed.
+	if len(cs) < 2 || cs[1].Evoclaw == nil {
+		t.Fatalf("chunks before the error: %+v", cs)
+	}
+	var e errorBody
+	if err := json.Unmarshal([]byte(raw[len(raw)-1]), &e); err != nil || e.Error.Type != ErrTypeBusy {
+		t.Fatalf("last event %s (%v), want a rate_limit_error", raw[len(raw)-1], err)
+	}
+	for _, r := range raw {
+		if r == "[DONE]" {
+			t.Fatal("a failed stream sent [DONE]")
+		}
+	}
+	base, token = nodes.get("diskfull")
+	resp = send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "stream", true))
+	decodeBody(t, resp, &e)
+	if resp.StatusCode != 503 || e.Error.Type != ErrTypeNotReady {
+		t.Fatalf("refused stream: %d %+v", resp.StatusCode, e)
+	}
+}
+
+// blocking is a provider whose completions wait until canceled, saying so.
+type blocking struct {
+	started, canceled chan struct{}
+	once              sync.Once
+}
+
+func (*blocking) Name() string { return "blocking" }
+func (b *blocking) Complete(ctx context.Context, _ llm.Request) (llm.Response, error) {
+	close(b.started)
+	<-ctx.Done()
+	b.once.Do(func() { close(b.canceled) })
+	return llm.Response{}, &llm.Error{Kind: llm.KindCanceled, Provider: "blocking", Err: ctx.Err()}
+}
+
+// TestClientDisconnectCancelsTheChat: a client that goes away mid-stream
+// cancels the chat in the loop (the LLM call's context ends) long before
+// the chat timeout, on both endpoints.
+func TestClientDisconnectCancelsTheChat(t *testing.T) {
+	for _, ep := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"evoclaw","stream":true,"messages":[{"role":"user","content":"x"}]}`},
+		{"/v1/chat", `{"text":"x","stream":true}`},
+	} {
+		t.Run(ep.path, func(t *testing.T) {
+			b := &blocking{started: make(chan struct{}), canceled: make(chan struct{})}
+			node, base, token := startAPI(t, nil, Options{Provider: b})
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", base+ep.path, strings.NewReader(ep.body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-b.started
+			cancel() // the client goes away
+			resp.Body.Close()
+			select {
+			case <-b.canceled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the LLM call was not canceled after the client left")
+			}
+			conv := resp.Header.Get(ConversationHeader)
+			eventually(t, 10*time.Second, "the canceled LLM call is audited", func() bool {
+				res, err := sqlite.QueryReadOnly(context.Background(), node.AuditPath(),
+					`SELECT count(*) FROM llm_calls WHERE conversation_id = ? AND status != 'success'`, conv)
+				return err == nil && fmt.Sprint(res.Rows[0][0]) == "1"
+			})
+		})
+	}
+}
+
+// TestKeepAlive: a long wait sends SSE comments.
+func TestKeepAlive(t *testing.T) {
+	slow := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		select {
+		case <-time.After(400 * time.Millisecond):
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "late"}}, nil
+	})
+	_, base, token := startAPI(t, nil, Options{Provider: slow, keepAlive: 50 * time.Millisecond})
+	resp := send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "stream", true))
+	defer resp.Body.Close()
+	comments := 0
+	for _, e := range readSSE(t, resp.Body) {
+		if e.comment {
+			comments++
+		}
+	}
+	if comments < 2 {
+		t.Fatalf("%d keep-alive comments in a 400 ms wait at 50 ms", comments)
+	}
+}
+
+func TestStatusErrorsAreTyped(t *testing.T) {
+	if code, typ := chatErrorStatus(fmt.Errorf("x: %w", ErrNotReady)); code != 503 || typ != ErrTypeNotReady {
+		t.Fatalf("not ready: %d %s", code, typ)
+	}
+	if code, _ := chatErrorStatus(fmt.Errorf("%w: %w", actors.ErrLLM, errors.New("scripted transcript exhausted"))); code != 502 {
+		t.Fatalf("llm: %d", code)
+	}
+	// The chat's deadline ended the LLM call just before the node's own wait.
+	if code, typ := chatErrorStatus(fmt.Errorf("%w: llm stuck: %w", actors.ErrLLM, context.DeadlineExceeded)); code != 504 || typ != ErrTypeTimeout {
+		t.Fatalf("llm deadline: %d %s", code, typ)
+	}
+}

@@ -1,0 +1,277 @@
+package orchestrator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// ModelEvoclaw is the model name of the OpenAI-compatible API: the node's
+// whole agent system, its tool loop over the fleet. It is the only one; the
+// configured LLM's own model names are not accepted (the node is not a
+// pass-through to its model).
+const ModelEvoclaw = "evoclaw"
+
+// maxCompletionBody bounds a /v1/chat/completions request body: a
+// stateless client sends the whole exchange every time.
+const maxCompletionBody = 4 << 20
+
+// completionRequest is the body of POST /v1/chat/completions as decoded:
+// the fields evoclaw honours or must refuse. Any other field is ignored.
+type completionRequest struct {
+	Model         string              `json:"model"`
+	Messages      []completionMessage `json:"messages"`
+	Stream        bool                `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	N                   *int            `json:"n"`
+	Tools               json.RawMessage `json:"tools"`
+	Functions           json.RawMessage `json:"functions"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	FunctionCall        json.RawMessage `json:"function_call"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
+	Logprobs            *bool           `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
+	Modalities          []string        `json:"modalities"`
+	Audio               json.RawMessage `json:"audio"`
+	// ConversationID (an evoclaw extension) continues a stored conversation.
+	ConversationID string `json:"conversation_id"`
+}
+
+// completionMessage is one entry of messages.
+type completionMessage struct {
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
+}
+
+// completionInput is a valid request, ready for Converse.
+type completionInput struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	// ConversationID is the body's conversation_id ("" when absent).
+	ConversationID string
+	// System joins the system and developer messages ("" when none).
+	System string
+	// Seed is every user and assistant message before the last one.
+	Seed []llm.Message
+	// Text is the last message, a user message.
+	Text      string
+	MaxTokens int
+}
+
+// requestError is a refused request: its status and error body.
+type requestError struct {
+	Status int
+	APIError
+}
+
+func (e *requestError) Error() string { return e.Message }
+
+func badRequest(param, format string, args ...any) *requestError {
+	return &requestError{Status: http.StatusBadRequest, APIError: apiErrorf(ErrTypeInvalidRequest, param, format, args...)}
+}
+
+// decodeChatCompletionRequest parses and checks a chat completions body.
+// Every refusal names the field at fault.
+func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
+	var req completionRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return completionInput{}, badRequest("", "%s", jsonProblem(err))
+	}
+	in := completionInput{Model: req.Model, Stream: req.Stream, ConversationID: req.ConversationID}
+	if req.StreamOptions != nil {
+		in.IncludeUsage = req.StreamOptions.IncludeUsage
+	}
+	switch {
+	case req.Model == "":
+		return in, badRequest("model", "model: required; this node serves %q", ModelEvoclaw)
+	case req.Model != ModelEvoclaw:
+		return in, &requestError{Status: http.StatusNotFound, APIError: apiErrorf(ErrTypeNotFound, "model",
+			"model %.80q not found: this node serves %q (its agent system); see GET /v1/models", req.Model, ModelEvoclaw)}
+	}
+	if e := refuseUnsupported(&req); e != nil {
+		return in, e
+	}
+	for _, mt := range []struct {
+		name string
+		v    *int
+	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
+		if mt.v == nil {
+			continue
+		}
+		if *mt.v < 1 {
+			return in, badRequest(mt.name, "%s: want a positive number, got %d", mt.name, *mt.v)
+		}
+		in.MaxTokens = *mt.v // max_completion_tokens, the newer name, wins when both are set
+	}
+	if len(req.Messages) == 0 {
+		return in, badRequest("messages", "messages: at least one message is required, the last one from the user")
+	}
+	var system []string
+	for i, m := range req.Messages {
+		where := fmt.Sprintf("messages[%d]", i)
+		text, e := contentText(m.Content, where)
+		if e != nil {
+			return in, e
+		}
+		switch m.Role {
+		case "system", "developer":
+			system = append(system, text)
+		case llm.RoleUser:
+			in.Seed = append(in.Seed, llm.Message{Role: llm.RoleUser, Content: text})
+		case llm.RoleAssistant:
+			if present(m.ToolCalls) && string(m.ToolCalls) != "[]" || present(m.FunctionCall) {
+				return in, badRequest(where+".tool_calls", "%s: assistant tool calls from the client are not supported: evoclaw runs its own tools and keeps their calls in its stored conversation (continue it with conversation_id)", where)
+			}
+			in.Seed = append(in.Seed, llm.Message{Role: llm.RoleAssistant, Content: text})
+		case llm.RoleTool, "function":
+			return in, badRequest(where+".role", "%s: %q messages are not supported: evoclaw runs its own tools (client tools cannot be offered to it)", where, m.Role)
+		case "":
+			return in, badRequest(where+".role", "%s.role: required (system, developer, user or assistant)", where)
+		default:
+			return in, badRequest(where+".role", "%s.role %.40q: want system, developer, user or assistant", where, m.Role)
+		}
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != llm.RoleUser {
+		return in, badRequest(fmt.Sprintf("messages[%d].role", len(req.Messages)-1),
+			"messages: the last message must be the user's (got %q): it is what the node answers", last.Role)
+	}
+	in.Text = in.Seed[len(in.Seed)-1].Content
+	in.Seed = in.Seed[:len(in.Seed)-1]
+	if strings.TrimSpace(in.Text) == "" {
+		return in, badRequest(fmt.Sprintf("messages[%d].content", len(req.Messages)-1), "messages: the last user message is empty")
+	}
+	in.System = strings.Join(system, "\n\n")
+	return in, nil
+}
+
+// refuseUnsupported refuses the fields evoclaw cannot honour rather than
+// silently answering something else than asked.
+func refuseUnsupported(req *completionRequest) *requestError {
+	switch {
+	case present(req.Tools) && string(req.Tools) != "[]", present(req.Functions) && string(req.Functions) != "[]":
+		return badRequest("tools", "tools: client tools are not supported: evoclaw answers with its own tools (the fleet's); send no tools")
+	case present(req.FunctionCall):
+		return badRequest("function_call", "function_call: not supported: send no tools")
+	case req.N != nil && *req.N != 1:
+		return badRequest("n", "n: only 1 choice is supported, got %d", *req.N)
+	case req.Logprobs != nil && *req.Logprobs:
+		return badRequest("logprobs", "logprobs: not supported")
+	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
+		return badRequest("top_logprobs", "top_logprobs: not supported")
+	case present(req.Audio):
+		return badRequest("audio", "audio: not supported: text only")
+	}
+	for _, m := range req.Modalities {
+		if m != "text" {
+			return badRequest("modalities", "modalities: only \"text\" is supported, got %.40q", m)
+		}
+	}
+	if present(req.ToolChoice) {
+		var s string
+		if json.Unmarshal(req.ToolChoice, &s) != nil || (s != "auto" && s != "none") {
+			return badRequest("tool_choice", "tool_choice: only \"auto\" or \"none\" (or none at all) are supported: evoclaw chooses its own tools")
+		}
+	}
+	if present(req.ResponseFormat) {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(req.ResponseFormat, &rf) != nil || rf.Type != "text" {
+			return badRequest("response_format", "response_format: only {\"type\": \"text\"} is supported")
+		}
+	}
+	return nil
+}
+
+// contentText is the text of a message's content: a string, null, or an
+// array of {"type": "text", "text": ...} parts (joined by newlines).
+func contentText(raw json.RawMessage, where string) (string, *requestError) {
+	if !present(raw) {
+		return "", nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", badRequest(where+".content", "%s.content: %s", where, jsonProblem(err))
+		}
+		return s, nil
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
+		return "", badRequest(where+".content", "%s.content: want a string or an array of {\"type\": \"text\", \"text\": ...} parts", where)
+	}
+	texts := make([]string, 0, len(parts))
+	for j, p := range parts {
+		at := fmt.Sprintf("%s.content[%d]", where, j)
+		switch p.Type {
+		case "text", "input_text":
+			if p.Text == nil {
+				return "", badRequest(at+".text", "%s.text: required", at)
+			}
+			texts = append(texts, *p.Text)
+		case "image_url", "input_image", "image":
+			return "", badRequest(at+".type", "%s: image parts are not supported yet: send text", at)
+		case "input_audio", "file", "input_file":
+			return "", badRequest(at+".type", "%s: %q parts are not supported: send text", at, p.Type)
+		default:
+			return "", badRequest(at+".type", "%s.type %.40q: want \"text\"", at, p.Type)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// present reports whether a raw field was sent with a value other than null.
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// jsonProblem says what is wrong with a body that did not decode, without
+// the decoder's Go type names.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("body is not valid JSON: %s (at byte %d)", se.Error(), se.Offset)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			return fmt.Sprintf("body: got a JSON %s, want an object", te.Value)
+		}
+		return fmt.Sprintf("%s: got a JSON %s, want %s", field, te.Value, jsonKind(te.Type.Kind().String()))
+	}
+	return "body: " + err.Error()
+}
+
+// jsonKind names a Go kind the way a JSON user would.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "int64", "float64":
+		return "a number"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return kind
+}

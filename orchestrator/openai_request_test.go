@@ -1,0 +1,76 @@
+package orchestrator
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestDecodeChatCompletionRequest(t *testing.T) {
+	in, err := decodeChatCompletionRequest([]byte(`{"model":"evoclaw","max_tokens":10,"max_completion_tokens":20,
+	  "stream":true,"stream_options":{"include_usage":true},"conversation_id":"c1",
+	  "messages":[{"role":"system","content":[{"type":"text","text":"s1"},{"type":"text","text":"s2"}]},
+	              {"role":"user","content":"u1","name":"ann"},{"role":"assistant","content":null,"tool_calls":[]},
+	              {"role":"user","content":[{"type":"text","text":"last"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.MaxTokens != 20 || !in.Stream || !in.IncludeUsage || in.ConversationID != "c1" || in.System != "s1\ns2" || in.Text != "last" ||
+		roles(in.Seed) != "user:u1|assistant:|" {
+		t.Fatalf("decoded %+v", in)
+	}
+}
+
+// FuzzDecodeChatCompletionRequest: any body is decoded or refused with a
+// 400 or 404 that names a problem; a decoded one is usable.
+func FuzzDecodeChatCompletionRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"evoclaw","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"evoclaw","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"}]}],"stream":true}`,
+		`{"model":"evoclaw","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+		`{"model":"evoclaw","messages":[{"role":"assistant","tool_calls":[{}]},{"role":"user","content":"x"}],"tools":null}`,
+		`{"model":"gpt","messages":[]}`, `{"model":"evoclaw","n":2,"max_tokens":-1}`, `[1,2]`, `{"model":`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := decodeChatCompletionRequest(body)
+		if err != nil {
+			if (err.Status != 400 && err.Status != 404) || err.Message == "" || err.Type == "" {
+				t.Fatalf("refusal %+v", err)
+			}
+			return
+		}
+		if in.Model != ModelEvoclaw || strings.TrimSpace(in.Text) == "" || in.MaxTokens < 0 {
+			t.Fatalf("accepted %+v", in)
+		}
+		for _, m := range in.Seed {
+			if m.Role != "user" && m.Role != "assistant" {
+				t.Fatalf("seed role %q", m.Role)
+			}
+		}
+		if utf8.ValidString(string(body)) && !utf8.ValidString(in.Text) {
+			t.Fatalf("valid UTF-8 body gave invalid text %q", in.Text)
+		}
+	})
+}
+
+// FuzzDecodeChatRequest: POST /v1/chat bodies are decoded or refused,
+// never accepted without text.
+func FuzzDecodeChatRequest(f *testing.F) {
+	for _, s := range []string{`{"text":"hi"}`, `{"conversation_id":"c","text":"x","stream":true}`, `{"text":""}`, `{"text":1}`, `{} {}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeChatRequest(body)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if strings.TrimSpace(req.Text) == "" {
+			t.Fatalf("accepted %+v", req)
+		}
+	})
+}

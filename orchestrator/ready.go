@@ -1,0 +1,142 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+)
+
+// Readiness thresholds.
+const (
+	// MinAuditFreeBytes is the free space the audit database's file system
+	// must keep: below it the node is not ready and refuses chats, before
+	// a write fails half-way through a chat.
+	MinAuditFreeBytes = 16 << 20
+	// auditRetryAfter is how long chats are refused after an audit write
+	// failed; then one is let through, and its writes tell whether the
+	// store works again (nothing is written just to find out).
+	auditRetryAfter = 5 * time.Second
+)
+
+// Readiness check names.
+const (
+	CheckAudit  = "audit"
+	CheckBroker = "broker"
+	CheckLLM    = "llm"
+)
+
+// ErrNotReady refuses a chat the node cannot serve now (see Node.Ready).
+var ErrNotReady = errors.New("node not ready")
+
+// ReadyCheck is one condition of readiness.
+type ReadyCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Readiness is what GET /readyz answers.
+type Readiness struct {
+	Ready  bool         `json:"ready"`
+	Checks []ReadyCheck `json:"checks"`
+}
+
+// Ready tells whether the node can answer chats now: its audit trail can
+// write, its MQTT session to the agents is up, and at least one LLM link is
+// not cooling down. It reads state the node already has (plus one statfs);
+// it writes nothing.
+func (n *Node) Ready() Readiness {
+	checks := []ReadyCheck{n.auditCheck(), n.brokerCheck(), n.llmCheck()}
+	r := Readiness{Ready: true, Checks: checks}
+	for _, c := range checks {
+		r.Ready = r.Ready && c.OK
+	}
+	return r
+}
+
+func (n *Node) auditCheck() ReadyCheck {
+	c := ReadyCheck{Name: CheckAudit, OK: true}
+	if h := n.store.WriteHealth(); h.Failing() {
+		c.OK, c.Reason = false, fmt.Sprintf("last audit write failed at %s: %s", h.LastFailure.UTC().Format(time.RFC3339), h.LastError)
+		return c
+	}
+	if free, err := n.diskFree(n.cfg.DataDir); err == nil && free < MinAuditFreeBytes {
+		c.OK, c.Reason = false, fmt.Sprintf("disk nearly full: %d bytes free for the audit trail, need %d", free, MinAuditFreeBytes)
+	}
+	return c
+}
+
+func (n *Node) brokerCheck() ReadyCheck {
+	c := ReadyCheck{Name: CheckBroker, OK: n.client != nil && n.client.Connected()}
+	if !c.OK {
+		c.Reason = "the MQTT session to " + n.BrokerURL() + " is not connected: edge agents cannot be reached"
+	}
+	return c
+}
+
+func (n *Node) llmCheck() ReadyCheck {
+	c := ReadyCheck{Name: CheckLLM, OK: true}
+	links := n.llmHealth()
+	if len(links) == 0 {
+		return c
+	}
+	var soonest time.Time
+	for _, h := range links {
+		if h.CoolingUntil.IsZero() {
+			return c
+		}
+		if soonest.IsZero() || h.CoolingUntil.Before(soonest) {
+			soonest = h.CoolingUntil
+		}
+	}
+	c.OK = false
+	c.Reason = fmt.Sprintf("every LLM link is cooling down after failures (the first until %s); chats still try them",
+		soonest.UTC().Format(time.RFC3339))
+	return c
+}
+
+// llmHealth reports the provider chain's links; nil when the provider has
+// no links (the scripted player, an injected provider).
+func (n *Node) llmHealth() []resilient.Health {
+	if hp, ok := n.provider.(interface{ Health() []resilient.Health }); ok {
+		return hp.Health()
+	}
+	return nil
+}
+
+// auditGate refuses a chat fast when the audit trail cannot record it: the
+// disk is nearly full, or a write failed less than auditRetryAfter ago.
+func (n *Node) auditGate() error {
+	h := n.store.WriteHealth()
+	if h.Failing() && n.now().Sub(h.LastFailure) < auditRetryAfter {
+		return fmt.Errorf("%w: the audit trail cannot write (%s)", ErrNotReady, h.LastError)
+	}
+	if free, err := n.diskFree(n.cfg.DataDir); err == nil && free < MinAuditFreeBytes {
+		return fmt.Errorf("%w: disk nearly full (%d bytes free for the audit trail, need %d)", ErrNotReady, free, MinAuditFreeBytes)
+	}
+	return nil
+}
+
+// statfsFree returns the bytes an unprivileged writer may still use on the
+// file system holding path.
+func statfsFree(path string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return uint64(st.Bavail) * uint64(st.Bsize), nil //nolint:unconvert // field types differ by platform
+}
+
+// handleReady serves GET /readyz: 200 when ready, else 503; no token.
+func (n *Node) handleReady(w http.ResponseWriter, _ *http.Request) {
+	r := n.Ready()
+	code := http.StatusOK
+	if !r.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, r)
+}

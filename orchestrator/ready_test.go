@@ -1,0 +1,182 @@
+package orchestrator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+)
+
+func readyz(t *testing.T, base string) (int, Readiness) {
+	t.Helper()
+	resp := send(t, "GET", base+"/readyz", "", nil) // no token
+	var r Readiness
+	decodeBody(t, resp, &r)
+	return resp.StatusCode, r
+}
+
+func check(r Readiness, name string) ReadyCheck {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return ReadyCheck{Name: name, Reason: "missing"}
+}
+
+func TestReadyzBrokerGone(t *testing.T) {
+	node, base, _ := startAPI(t, nil, Options{Provider: mustScript(t, helloTranscript)})
+	code, r := readyz(t, base)
+	if code != 200 || !r.Ready || len(r.Checks) != 3 {
+		t.Fatalf("fresh node: %d %+v", code, r)
+	}
+	if err := node.broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "readyz notices the broker is gone", func() bool {
+		code, r = readyz(t, base)
+		return code == 503 && !check(r, CheckBroker).OK
+	})
+	if c := check(r, CheckBroker); !strings.Contains(c.Reason, "not connected") || !check(r, CheckAudit).OK {
+		t.Fatalf("checks %+v", r.Checks)
+	}
+}
+
+func TestReadyzLLMCooling(t *testing.T) {
+	down := failing(&llm.Error{Kind: llm.KindServer, Provider: "down", Status: 503, Message: "model offline"})
+	chain, err := resilient.New([]resilient.Link{{Provider: down, Model: "m1"}}, resilient.Options{FailureThreshold: 1, Cooldown: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, base, token := startAPI(t, nil, Options{Provider: chain})
+	if code, _ := readyz(t, base); code != 200 {
+		t.Fatalf("before any failure: %d", code)
+	}
+	resp := send(t, "POST", base+"/v1/chat/completions", token, completion("x"))
+	resp.Body.Close()
+	if resp.StatusCode != 502 {
+		t.Fatalf("chat on a failing model: %d", resp.StatusCode)
+	}
+	code, r := readyz(t, base)
+	if c := check(r, CheckLLM); code != 503 || c.OK || !strings.Contains(c.Reason, "cooling down") {
+		t.Fatalf("after the model failed: %d %+v", code, r)
+	}
+	st := node.Status()
+	if len(st.LLM.Links) != 1 || st.LLM.Links[0].State != "cooling" || st.LLM.Links[0].Model != "m1" || st.LLM.Links[0].CoolingUntil.IsZero() {
+		t.Fatalf("status llm %+v", st.LLM)
+	}
+}
+
+// TestReadyzDiskFull runs a node on a small tmpfs and fills it: readyz
+// says so without writing, chats are refused fast, and once space returns
+// a chat goes through and the node is ready again.
+func TestReadyzDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts a tmpfs")
+	}
+	dir := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=24m"); err != nil {
+		t.Skipf("SKIP: cannot mount a tmpfs here (%v); TestChatCompletionsStatuses covers the refusal through the free-space seam", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+
+	// The free-space probe is real until the test pretends there is room,
+	// so that a chat reaches the full disk and its write fails.
+	var pretend atomic.Bool
+	var skew atomic.Int64
+	o := Options{Provider: mustScript(t, helloTranscript),
+		diskFree: func(p string) (uint64, error) {
+			if pretend.Load() {
+				return 1 << 40, nil
+			}
+			return statfsFree(p)
+		},
+		now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}
+	node, base, token := startAPI(t, func(c *Config) { c.DataDir = filepath.Join(dir, "data") }, o)
+	if code, r := readyz(t, base); code != 200 {
+		t.Fatalf("fresh node on 24 MiB: %d %+v", code, r)
+	}
+	junk := filepath.Join(dir, "junk")
+	fill(t, junk)
+	code, r := readyz(t, base)
+	if c := check(r, CheckAudit); code != 503 || c.OK || !strings.Contains(c.Reason, "disk nearly full") {
+		t.Fatalf("full disk: %d %+v", code, r)
+	}
+	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{Text: "x"})
+	var f ChatFailure
+	decodeBody(t, resp, &f)
+	if resp.StatusCode != 503 || !strings.Contains(f.Error.Message, "disk nearly full") {
+		t.Fatalf("chat on a full disk: %d %+v", resp.StatusCode, f)
+	}
+
+	pretend.Store(true)
+	resp = send(t, "POST", base+"/v1/chat", token, ChatRequest{Text: "x"})
+	decodeBody(t, resp, &f)
+	if resp.StatusCode != 503 || f.Error.Type != ErrTypeNotReady {
+		t.Fatalf("chat whose writes fail: %d %+v", resp.StatusCode, f)
+	}
+	code, r = readyz(t, base)
+	if c := check(r, CheckAudit); code != 503 || !strings.Contains(c.Reason, "last audit write failed") {
+		t.Fatalf("after a failed write: %d %+v", code, r)
+	}
+	start := time.Now()
+	resp = send(t, "POST", base+"/v1/chat/completions", token, completion("x"))
+	var e errorBody
+	decodeBody(t, resp, &e)
+	if resp.StatusCode != 503 || !strings.Contains(e.Error.Message, "cannot write") || time.Since(start) > 2*time.Second {
+		t.Fatalf("chat right after a failed write: %d %+v after %s", resp.StatusCode, e, time.Since(start))
+	}
+
+	if err := os.Remove(junk); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(int64(auditRetryAfter + time.Second)) // the refusal window passed
+	resp = send(t, "POST", base+"/v1/chat", token, ChatRequest{Text: "bob"})
+	var c ChatResponse
+	decodeBody(t, resp, &c)
+	if resp.StatusCode != 200 || c.Text != "hello bob" {
+		t.Fatalf("chat after space returned: %d %+v", resp.StatusCode, c)
+	}
+	if code, r := readyz(t, base); code != 200 {
+		t.Fatalf("after a good write: %d %+v", code, r)
+	}
+	if st := node.Status(); st.AuditWrite.Failing || st.AuditWrite.LastFailure.IsZero() || st.AuditWrite.FreeBytes <= 0 {
+		t.Fatalf("status audit_write %+v", st.AuditWrite)
+	}
+}
+
+// fill writes path until the file system is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// The last blocks a page-sized write could not take.
+	small := make([]byte, 512)
+	for {
+		if _, err := f.Write(small); err != nil {
+			return
+		}
+	}
+}
