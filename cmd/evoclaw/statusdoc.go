@@ -182,7 +182,7 @@ func objectLine(m map[string]any, lead ...string) string {
 			parts = append(parts, k+"="+scalar(v))
 		}
 	}
-	return termLine(strings.Join(parts, "  "), maxProgressLine)
+	return termLine(strings.Join(parts, " "), maxProgressLine)
 }
 
 // scalar formats a JSON value short; times become relative.
