@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -69,7 +70,6 @@ func chatMain(ctx context.Context, args []string, cio chatIO) error {
 	}
 	s := &chatSession{client: client, io: cio, conv: *conv}
 	stdinTTY, stdoutTTY, stderrTTY := isTerminal(cio.stdin), isTerminal(cio.stdout), isTerminal(cio.stderr)
-	interactive := len(pos) == 0 && stdinTTY
 	s.view = &chatView{out: cio.stdout}
 	if !*quiet {
 		// progress goes beside the answer on a terminal, else to stderr
@@ -80,16 +80,15 @@ func chatMain(ctx context.Context, args []string, cio chatIO) error {
 		}
 		s.view.color = s.view.live && os.Getenv("NO_COLOR") == ""
 	}
-	if len(pos) == 0 && !stdinTTY {
-		// piped input: plain output, whatever the terminal
-		s.view.color, s.view.live = false, false
-	}
 	switch {
 	case len(pos) > 0:
 		return s.oneShot(ctx, strings.Join(pos, " "))
-	case interactive:
+	case stdinTTY && stdoutTTY:
 		return s.repl(ctx)
 	default:
+		// lines from a pipe (or typed with the output redirected): plain
+		// output, whatever the terminal
+		s.view.color, s.view.live = false, false
 		return s.piped(ctx)
 	}
 }
@@ -116,8 +115,8 @@ func (s *chatSession) piped(ctx context.Context) error {
 		}
 		quit, err := s.handle(ctx, line)
 		switch {
-		case errors.Is(err, errInterrupted), errors.Is(err, errNoNode), ctx.Err() != nil:
-			return err
+		case errors.Is(err, errInterrupted), errors.Is(err, errNoNode), isAuthError(err), ctx.Err() != nil:
+			return err // the next lines would fail the same way
 		case err != nil:
 			fmt.Fprintln(s.io.stderr, "evoclaw: chat:", err)
 			failed++
@@ -197,10 +196,19 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 		s.legacyNoted = true
 	}
 	s.view.onAnswer(ans)
+	if ans.Limit != "" {
+		s.view.note(s.io.stderr, "(the tool loop stopped at a limit: "+termLine(ans.Limit, 200)+")")
+	}
 	if ans.Error != "" {
 		return fmt.Errorf("the chat ended with an error: %s", termLine(ans.Error, 300))
 	}
 	return nil
+}
+
+// isAuthError reports a 401 from the node.
+func isAuthError(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == http.StatusUnauthorized
 }
 
 // drainSignals empties ch without blocking.

@@ -20,8 +20,12 @@ usage:
   evoclaw demo   [--data-dir DIR]           the whole system offline: broker, 2 edge agents, a scripted conversation, its audit trail
   evoclaw serve  [--config evoclaw.toml] [--data-dir DIR]   run an orchestrator node
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
-  evoclaw chat   [--data-dir DIR | --node URL] [--conversation ID] [--quiet] ["question ..."]   ask the node: one question, a REPL on a terminal, or one chat per piped line
-  evoclaw status [--data-dir DIR | --node URL] [--tools] [--json]   the running node: agents, tools, LLM links, audit tiers, broker clients
+  evoclaw chat   [--data-dir DIR | --node URL] [--conversation ID] [--quiet] ["question ..."]
+                 ask the node: one question and exit; with none, a REPL on a terminal (/new, /help, /quit) or one chat per piped line.
+                 Tool progress shows live; Ctrl-C cancels the running chat
+  evoclaw status [--data-dir DIR | --node URL] [--tools] [--json]   the running node: agents, their tools, LLM links, audit tiers, broker clients
+                 (chat and status find the node's API and token in DIR, as written by serve; --node URL or $EVOCLAW_NODE,
+                 --token-file FILE or $EVOCLAW_TOKEN override)
   evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
   evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
