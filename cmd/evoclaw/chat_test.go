@@ -155,3 +155,18 @@ func TestChatInterruptCancelsTheChat(t *testing.T) {
 	}
 	waitFor(t, "the node to see the chat cancelled", func() bool { _, c := f.counts(); return c == 1 })
 }
+
+// The prompt holds only characters the line editor accepts, whatever id
+// the node gave the conversation.
+func TestChatPrompt(t *testing.T) {
+	for conv, want := range map[string]string{
+		"":                       "evoclaw> ",
+		"c-1":                    "evoclaw [c-1]> ",
+		"a\u200bb\x1b[2Jc\u202e": "evoclaw [abc]> ",
+		strings.Repeat("x", 40):  "evoclaw [" + strings.Repeat("x", maxPromptID) + "…]> ",
+	} {
+		if got := (&chatSession{conv: conv}).prompt(); got != want {
+			t.Errorf("prompt for %q: %q, want %q", conv, got, want)
+		}
+	}
+}

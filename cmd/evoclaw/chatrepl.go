@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/peterh/liner"
 )
@@ -67,7 +68,13 @@ func (s *chatSession) prompt() string {
 	if s.conv == "" {
 		return "evoclaw> "
 	}
-	return "evoclaw [" + termLine(s.conv, maxPromptID) + "]> "
+	id := strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1 // liner refuses a prompt with any other character
+	}, termLine(s.conv, maxPromptID))
+	return "evoclaw [" + id + "]> "
 }
 
 // chatHistory keeps the REPL's history in a file; failures are reported
