@@ -20,6 +20,12 @@ usage:
   evoclaw demo   [--data-dir DIR]           the whole system offline: broker, 2 edge agents, a scripted conversation, its audit trail
   evoclaw serve  [--config evoclaw.toml] [--data-dir DIR]   run an orchestrator node
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
+  evoclaw chat   [--data-dir DIR | --node URL] [--conversation ID] [--quiet] ["question ..."]
+                 ask the node: one question and exit; with none, a REPL on a terminal (/new, /help, /quit) or one chat per piped line.
+                 Tool progress shows live; Ctrl-C cancels the running chat
+  evoclaw status [--data-dir DIR | --node URL] [--tools] [--json]   the running node: agents, their tools, LLM links, audit tiers, broker clients
+                 (chat and status find the node's API and token in DIR, as written by serve; --node URL or $EVOCLAW_NODE,
+                 --token-file FILE or $EVOCLAW_TOKEN override)
   evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
   evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
@@ -44,15 +50,24 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// errUsage marks errors that should print the usage text.
-var errUsage = errors.New("usage")
+var (
+	// errUsage marks errors that should print the usage text.
+	errUsage = errors.New("usage")
+	// errInterrupted ends a command the user interrupted: exit status 130,
+	// as a shell reports a command ended by SIGINT.
+	errInterrupted = errors.New("interrupted")
+)
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if args[0] == "chat" {
+		sigs = sigs[1:] // chat handles Ctrl-C itself: it cancels a chat, not the command
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	var err error
 	switch args[0] {
@@ -66,6 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case "agents":
 		err = cmdAgents(args[1:], stdout, stderr)
+	case "chat":
+		err = cmdChat(ctx, args[1:], stdout, stderr)
+	case "status":
+		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "logs":
 		err = cmdLogs(ctx, args[1:], stdout, stderr)
 	case "metrics":
@@ -98,6 +117,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "evoclaw:", err)
+	if errors.Is(err, errInterrupted) {
+		return 130
+	}
 	if errors.Is(err, errUsage) {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// e2eChatTranscript: the first question of a conversation asks pi1 for
+// sysinfo and quotes it, the second is answered from the conversation.
+const e2eChatTranscript = `{"name":"cli","turns":[
+  {"content":"","tool_calls":[{"id":"c1","name":"pi1__sysinfo","arguments":{}}],"expect_tools":["pi1__sysinfo"]},
+  {"content":"pi1 says: {{result c1}}"},
+  {"content":"The garage is quiet ({{user}})"}]}`
+
+// startProcess runs the evoclaw binary and returns once a line of its
+// stdout matches ready, with the submatches.
+func startProcess(t *testing.T, ready *regexp.Regexp, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(evoclawBinary(t), args...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan []string, 1)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case lines <- m:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-drained
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", args[0], stderr.String())
+		}
+	})
+	select {
+	case m := <-lines:
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatalf("evoclaw %s not ready; stderr:\n%s", args[0], stderr.String())
+		return nil
+	}
+}
+
+// runBinary runs the evoclaw binary with stdin and returns its exit code
+// and output.
+func runBinary(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(evoclawBinary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// TestChatAndStatusAgainstServe is the acceptance check of `evoclaw chat`
+// and `evoclaw status`: a real `evoclaw serve` (scripted LLM) and a real
+// `evoclaw edge` pi1 running the shipped demo skill, found from the data
+// directory alone.
+func TestChatAndStatusAgainstServe(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node")
+	if code, _, errOut := runBinary(t, "", "skills", "install", "demo", filepath.Join(dir, "skills")); code != 0 {
+		t.Fatalf("skills install: %s", errOut)
+	}
+	writeTestFile(t, filepath.Join(dir, "transcript.json"), e2eChatTranscript)
+	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), fmt.Sprintf(`node_id = "e2e"
+[broker]
+listen = "127.0.0.1:0"
+allow_anonymous = true
+[http]
+listen = "127.0.0.1:0"
+[llm]
+provider = "scripted"
+transcript = %q
+`, filepath.Join(dir, "transcript.json")))
+	m := startProcess(t, regexp.MustCompile(`ready: broker (\S+),`), "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
+	writeTestFile(t, filepath.Join(dir, "agent.toml"), fmt.Sprintf(`agent_id = "pi1"
+data_dir = %q
+heartbeat_interval = "1s"
+capabilities = "Raspberry Pi 4, kitchen"
+[mqtt]
+broker = %q
+[skills]
+dirs = [%q]
+`, filepath.Join(dir, "edge"), m[1], filepath.Join(dir, "skills")))
+	startProcess(t, regexp.MustCompile(`ready`), "edge", "--config", filepath.Join(dir, "agent.toml"))
+
+	var status string
+	waitFor(t, "status to show pi1 online with sysinfo", func() bool {
+		code, out, _ := runBinary(t, "", "status", "--tools", "--data-dir", data)
+		status = out
+		return code == 0 && regexp.MustCompile(`pi1 +online`).MatchString(out) && strings.Contains(out, "sysinfo")
+	})
+	if !strings.Contains(status, "Raspberry Pi 4, kitchen") || !strings.Contains(status, "node    e2e") {
+		t.Fatalf("status:\n%s", status)
+	}
+
+	code, out, oneShotErr := runBinary(t, "", "chat", "--data-dir", data, "How is pi1 doing?")
+	if code != 0 || !strings.HasPrefix(out, "pi1 says: hostname: ") || !strings.Contains(out, "load: ") {
+		t.Fatalf("one-shot: exit %d\nstdout: %s\nstderr: %s", code, out, oneShotErr)
+	}
+	code, out, errOut := runBinary(t, "How is pi1?\nAnd the garage?\n", "chat", "--data-dir", data)
+	if code != 0 || !strings.HasPrefix(out, "pi1 says: hostname: ") || !strings.HasSuffix(out, "The garage is quiet (And the garage?)\n") ||
+		strings.Contains(out+errOut, "\x1b") {
+		t.Fatalf("piped: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, out, _ = runBinary(t, "", "status", "--tools", "--data-dir", data)
+	if code != 0 || !regexp.MustCompile(`pi1 +sysinfo +2 +0 +0 `).MatchString(out) {
+		t.Fatalf("status after two calls: exit %d\n%s", code, out)
+	}
+
+	if strings.Contains(oneShotErr, "this node does not stream") {
+		// The node on this branch predates streaming chat (POST /v1/chat
+		// with "stream": true, the api branch); the client fell back to the
+		// plain answer, checked above. REMOVE THIS SKIP once the api branch
+		// is merged: from then on a node that does not stream is a bug.
+		t.Skip("!!! SKIPPED: evoclaw serve does not stream /v1/chat yet (api branch not merged); live progress unchecked !!!")
+	}
+	for _, want := range []string{"→ pi1 sysinfo\n", "✓ pi1 sysinfo "} {
+		if !strings.Contains(oneShotErr, want) {
+			t.Fatalf("one-shot progress lacks %q:\n%s", want, oneShotErr)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// ptyChat is `evoclaw chat` running in a pseudo-terminal.
+type ptyChat struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	tty  *os.File
+	out  *syncBuffer // everything the process wrote to the terminal
+	done chan error  // the process's exit
+	// mark is where in out the next expect looks from.
+	mark int
+}
+
+func startPTYChat(t *testing.T, cache string, args ...string) *ptyChat {
+	t.Helper()
+	cmd := exec.Command(evoclawBinary(t), append([]string{"chat"}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache, "HOME="+cache, "NO_COLOR=", "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyChat{t: t, cmd: cmd, tty: tty, out: &syncBuffer{}, done: make(chan error, 1)}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(p.out, tty) // ends with EIO when the process exits
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		tty.Close()
+		<-copied
+		if t.Failed() {
+			t.Logf("terminal:\n%q", p.out.String())
+		}
+	})
+	return p
+}
+
+// expect waits until s appears after the last expectation met.
+func (p *ptyChat) expect(s string) {
+	p.t.Helper()
+	waitFor(p.t, "the terminal to show "+strings.TrimSpace(s), func() bool {
+		i := strings.Index(p.out.String()[p.mark:], s)
+		if i < 0 {
+			return false
+		}
+		p.mark += i + len(s)
+		return true
+	})
+}
+
+func (p *ptyChat) typeText(s string) {
+	p.t.Helper()
+	if _, err := p.tty.WriteString(s); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// The REPL on a terminal: a question shows live progress and its answer,
+// the prompt names the conversation, Ctrl-C cancels a slow chat (the node
+// sees the request go) and returns to the prompt, Ctrl-C at the prompt
+// does not leave, /new forgets the conversation, Ctrl-D exits 0, and the
+// history file is private.
+func TestChatREPLInPTY(t *testing.T) {
+	f := newFakeNode(t)
+	cache := t.TempDir()
+	p := startPTYChat(t, cache, "--data-dir", f.dir)
+	p.expect("evoclaw> ")
+	p.typeText("How is pi1?\r")
+	p.expect("→ pi1 sysinfo {\"x\":1}")
+	p.expect("    reading /proc")
+	p.expect("✓\x1b[0m pi1 sysinfo 12 ms")
+	p.expect("answer 1: pi1 is fine (How is pi1?)")
+	p.expect("evoclaw [conv-1]> ")
+
+	p.typeText("slow one\r")
+	p.expect("→ pi1 hang")
+	waitFor(t, "the slow chat to reach the node", func() bool { r, _ := f.counts(); return r == 1 })
+	p.typeText("\x03") // Ctrl-C: SIGINT, the terminal is not in raw mode while a chat runs
+	p.expect("chat cancelled")
+	p.expect("evoclaw [conv-1]> ")
+	waitFor(t, "the node to see the chat cancelled", func() bool { _, c := f.counts(); return c == 1 })
+
+	p.typeText("\x03") // Ctrl-C at the prompt
+	p.expect("Ctrl-D or /quit to leave")
+	p.expect("evoclaw [conv-1]> ")
+	p.typeText("/new\r")
+	p.expect("evoclaw> ")
+	p.typeText("again\r")
+	p.expect("(again)")
+	if got := f.conversations(); len(got) != 3 || got[1] != "conv-1" || got[2] != "" {
+		t.Fatalf("conversations sent %q", got)
+	}
+	p.typeText("\x04") // Ctrl-D
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Ctrl-D did not end the REPL")
+	}
+	if !strings.Contains(p.out.String(), "\x1b[") {
+		t.Fatalf("no colours on a terminal")
+	}
+
+	path := filepath.Join(cache, chatHistoryFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || string(b) != "How is pi1?\nslow one\n/new\nagain\n" {
+		t.Fatalf("history %v %q", fi.Mode(), b)
+	}
+
+	// the next session has the history: arrow up recalls the last line
+	p = startPTYChat(t, cache, "--data-dir", f.dir, "--conversation", "kept")
+	p.expect("evoclaw [kept]> ")
+	p.typeText("\x1b[A\r")
+	p.expect("(again)")
+	p.typeText("/quit\r")
+	if err := <-p.done; err != nil {
+		t.Fatalf("/quit: %v", err)
+	}
+}
+
+// Ctrl-C during a one-shot chat ends it with exit status 130, after the
+// request is closed.
+func TestChatOneShotInterruptExits130(t *testing.T) {
+	f := newFakeNode(t)
+	cmd := exec.Command(evoclawBinary(t), "chat", "--data-dir", f.dir, "slow")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the slow chat to reach the node", func() bool { r, _ := f.counts(); return r == 1 })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stderr %q", err, stderr.String())
+	}
+	waitFor(t, "the node to see the chat cancelled", func() bool { _, c := f.counts(); return c == 1 })
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/peterh/liner"
+)
+
+// chatHistoryFile is the REPL's history in the user's cache directory,
+// at most liner.HistoryLimit lines, readable only by the user.
+const chatHistoryFile = "evoclaw/chat_history"
+
+// maxPromptID bounds the conversation id shown in the prompt.
+const maxPromptID = 24
+
+// repl reads questions with line editing and history until /quit or
+// Ctrl-D. Ctrl-C cancels the running chat, or at the prompt says how to
+// leave; neither ends the REPL.
+func (s *chatSession) repl(ctx context.Context) error {
+	ln := liner.NewLiner()
+	defer ln.Close()
+	ln.SetCtrlCAborts(true)
+	hist := newChatHistory(ln, s.io.stderr)
+	hist.load()
+	fmt.Fprintln(s.io.stdout, "evoclaw chat: /help for commands, Ctrl-D or /quit to leave")
+	for {
+		line, err := ln.Prompt(s.prompt())
+		switch {
+		case errors.Is(err, liner.ErrPromptAborted):
+			fmt.Fprintln(s.io.stdout, "(Ctrl-D or /quit to leave)")
+			continue
+		case errors.Is(err, io.EOF):
+			fmt.Fprintln(s.io.stdout)
+			return nil
+		case err != nil:
+			return fmt.Errorf("read input: %w", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		hist.add(line)
+		quit, err := s.handle(ctx, line)
+		switch {
+		case quit:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errInterrupted):
+			// the chat is cancelled; back to the prompt
+		case err != nil:
+			fmt.Fprintln(s.io.stderr, "evoclaw: chat:", err)
+		default:
+			fmt.Fprintln(s.io.stdout)
+		}
+	}
+}
+
+// prompt names the conversation, cut to maxPromptID runes.
+func (s *chatSession) prompt() string {
+	if s.conv == "" {
+		return "evoclaw> "
+	}
+	id := strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1 // liner refuses a prompt with any other character
+	}, termLine(s.conv, maxPromptID))
+	return "evoclaw [" + id + "]> "
+}
+
+// chatHistory keeps the REPL's history in a file; failures are reported
+// once and otherwise ignored: history is a convenience.
+type chatHistory struct {
+	ln     *liner.State
+	path   string // empty: no history file
+	stderr io.Writer
+	warned bool
+}
+
+func newChatHistory(ln *liner.State, stderr io.Writer) *chatHistory {
+	h := &chatHistory{ln: ln, stderr: stderr}
+	if dir, err := os.UserCacheDir(); err == nil {
+		h.path = filepath.Join(dir, chatHistoryFile)
+	}
+	return h
+}
+
+// load reads the history file, if any.
+func (h *chatHistory) load() {
+	if h.path == "" {
+		return
+	}
+	f, err := os.Open(h.path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			h.warn(err)
+		}
+		return
+	}
+	defer f.Close()
+	if _, err := h.ln.ReadHistory(f); err != nil {
+		h.warn(err)
+	}
+}
+
+// add appends line and saves the history: a new file replaces the old one,
+// so that a crash leaves one or the other.
+func (h *chatHistory) add(line string) {
+	h.ln.AppendHistory(line)
+	if h.path == "" {
+		return
+	}
+	if err := h.save(); err != nil {
+		h.warn(err)
+	}
+}
+
+func (h *chatHistory) save() error {
+	if err := os.MkdirAll(filepath.Dir(h.path), 0o700); err != nil {
+		return err
+	}
+	tmp := h.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := h.ln.WriteHistory(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, h.path)
+}
+
+func (h *chatHistory) warn(err error) {
+	if !h.warned {
+		fmt.Fprintf(h.stderr, "evoclaw: chat history %s: %v (history is not kept)\n", h.path, err)
+		h.warned = true
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/actors"
+)
+
+// ANSI styles of the chat view on a terminal.
+const (
+	ansiDim   = "\x1b[2m"
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiReset = "\x1b[0m"
+	// ansiClearLine returns to the start of the line and erases it.
+	ansiClearLine = "\r\x1b[K"
+)
+
+// chatView prints a chat: its progress as it happens and its answer. All
+// text from the node goes through termSafe. Not safe for concurrent use:
+// the chat's events arrive on one goroutine.
+type chatView struct {
+	// out receives answers.
+	out io.Writer
+	// progress receives tool progress; nil hides it (--quiet).
+	progress io.Writer
+	// color styles progress with ANSI codes.
+	color bool
+	// live shows a "thinking…" indicator, erased when the next line comes;
+	// only for a terminal.
+	live bool
+
+	thinking bool // the indicator is on screen
+}
+
+// style wraps s in an ANSI style when the view is coloured.
+func (v *chatView) style(code, s string) string {
+	if !v.color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+// line prints one progress line, erasing the indicator first.
+func (v *chatView) line(s string) {
+	if v.progress == nil {
+		return
+	}
+	v.settle()
+	fmt.Fprintln(v.progress, s)
+}
+
+// settle erases the "thinking…" indicator if it is shown.
+func (v *chatView) settle() {
+	if v.thinking {
+		fmt.Fprint(v.progress, ansiClearLine)
+		v.thinking = false
+	}
+}
+
+// onProgress shows one step of the chat.
+func (v *chatView) onProgress(p actors.Progress) {
+	if v.progress == nil {
+		return
+	}
+	who := termLine(p.Agent, 64) + " " + termLine(p.Tool, 64)
+	if p.Agent == "" {
+		who = termLine(p.Tool, 64)
+	}
+	switch p.Kind {
+	case actors.ProgressLLMStart:
+		if v.live && !v.thinking {
+			fmt.Fprint(v.progress, v.style(ansiDim, "thinking…"))
+			v.thinking = true
+		}
+	case actors.ProgressLLMEnd:
+		if p.Status == "error" {
+			v.line(v.style(ansiRed, "✗") + " " + termLine(fmt.Sprintf("LLM %s %d ms: %s", p.ErrorType, p.ElapsedMS, p.Error), maxProgressLine))
+		} else {
+			v.settle()
+		}
+	case actors.ProgressToolStart:
+		s := "→ " + who
+		if p.Args != "" && p.Args != "{}" {
+			s += " " + p.Args
+		}
+		v.line(v.style(ansiDim, termLine(s, maxProgressLine)))
+	case actors.ProgressToolOutput:
+		for _, l := range strings.Split(strings.TrimRight(p.Output, "\n"), "\n") {
+			v.line("    " + termLine(l, maxProgressLine))
+		}
+	case actors.ProgressToolEnd:
+		if p.Status == "error" {
+			s := fmt.Sprintf("%s %s %d ms", who, p.ErrorType, p.ElapsedMS)
+			if p.Error != "" {
+				s += ": " + p.Error
+			}
+			v.line(v.style(ansiRed, "✗") + " " + termLine(s, maxProgressLine))
+			return
+		}
+		v.line(v.style(ansiGreen, "✓") + " " + termLine(fmt.Sprintf("%s %d ms", who, p.ElapsedMS), maxProgressLine))
+	}
+}
+
+// onAnswer prints the answer's text.
+func (v *chatView) onAnswer(a *chatAnswer) {
+	if v.progress != nil {
+		v.settle()
+	}
+	text := strings.TrimRight(termSafe(a.Text, maxAnswerLine), "\n")
+	fmt.Fprintln(v.out, text)
+}
+
+// note prints a line of the client's own (not from the node) beside the
+// progress, even when progress is hidden.
+func (v *chatView) note(w io.Writer, s string) {
+	if v.progress != nil {
+		v.settle()
+	}
+	fmt.Fprintln(w, v.style(ansiDim, s))
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
+)
+
+// Environment variables of the node API's clients (chat, status).
+const (
+	envNode  = "EVOCLAW_NODE"  // the node's base URL, as --node
+	envToken = "EVOCLAW_TOKEN" // the bearer token itself
+	// envHTTPToken is the token variable `logs --node` reads; accepted too.
+	envHTTPToken = "EVOCLAW_HTTP_TOKEN"
+)
+
+// Bounds of a node API client.
+const (
+	// nodeDialTimeout bounds connecting to the node.
+	nodeDialTimeout = 5 * time.Second
+	// maxErrorBody bounds the error body read from a node.
+	maxErrorBody = 64 << 10
+)
+
+// errNoNode is returned when no node could be found or reached.
+var errNoNode = errors.New("no evoclaw node")
+
+// nodeFlags find a node's API: its address and bearer token come from the
+// data directory of `evoclaw serve`, unless given.
+type nodeFlags struct {
+	dataDir   string
+	node      string
+	tokenFile string
+}
+
+// register adds --data-dir, --node and --token-file to fs.
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.dataDir, "data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds its API address and token)")
+	fs.StringVar(&f.node, "node", "", "the node's API base URL, e.g. http://127.0.0.1:8787 (default: from --data-dir, or $"+envNode+")")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+envToken+", or the one in --data-dir)")
+}
+
+// client resolves the node's address and token.
+func (f *nodeFlags) client() (*nodeClient, error) {
+	base := f.node
+	if base == "" {
+		base = os.Getenv(envNode)
+	}
+	if base == "" {
+		path := filepath.Join(f.dataDir, orchestrator.HTTPAddrFile)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w: no API address in %s: start `evoclaw serve --data-dir %s`, or pass --data-dir DIR or --node URL", errNoNode, path, f.dataDir)
+			}
+			return nil, fmt.Errorf("read node address: %w", err)
+		}
+		base = strings.TrimSpace(string(b))
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: node address %q: want http://host:port", errUsage, base)
+	}
+	token, err := f.token()
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout}).DialContext
+	return &nodeClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}, nil
+}
+
+// token finds the bearer token: --token-file, the environment, the data
+// directory, in that order.
+func (f *nodeFlags) token() (string, error) {
+	path := f.tokenFile
+	if path == "" {
+		for _, env := range []string{envToken, envHTTPToken} {
+			if t := strings.TrimSpace(os.Getenv(env)); t != "" {
+				return t, nil
+			}
+		}
+		path = filepath.Join(f.dataDir, orchestrator.HTTPTokenFile)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%w: no API token in %s: pass the node's --data-dir, --token-file FILE or set $%s", errNoNode, path, envToken)
+		}
+		return "", fmt.Errorf("read API token: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("%w: the token file %s is empty", errNoNode, path)
+	}
+	return t, nil
+}
+
+// nodeClient calls one node's API.
+type nodeClient struct {
+	base  string // without a trailing slash
+	token string
+	http  *http.Client
+}
+
+// do sends a request with the token. A non-2xx answer is an *apiError and
+// its body is closed; a node that cannot be reached is errNoNode.
+func (c *nodeClient) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if isUnreachable(err) {
+			return nil, fmt.Errorf("%w answers at %s: start `evoclaw serve`, or pass --data-dir DIR or --node URL (%v)", errNoNode, c.base, unwrapNet(err))
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, c.base+path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
+	}
+	return resp, nil
+}
+
+// isUnreachable reports errors that mean nothing listens at the address.
+func isUnreachable(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// unwrapNet shortens a dial error to its cause ("connection refused").
+func unwrapNet(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err
+	}
+	return err
+}
+
+// apiError is an error answer of the node: its HTTP status, error type and
+// message (from {"error": {"message", "type"}}, or {"error": "message"}
+// from older nodes).
+type apiError struct {
+	Status  int
+	Type    string
+	Message string
+}
+
+// Error says what went wrong in terms of what the user can do about it.
+func (e *apiError) Error() string {
+	msg := termLine(e.Message, 300)
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		return "wrong token: is --data-dir the node's? (" + msg + ")"
+	case http.StatusBadRequest:
+		return "the node refused the request: " + msg
+	case http.StatusNotFound:
+		return "the node has no such endpoint (is it an older evoclaw?): " + msg
+	case http.StatusConflict:
+		return "conflict: " + msg
+	case http.StatusTooManyRequests:
+		return "the node is busy, try again shortly: " + msg
+	case http.StatusBadGateway:
+		return "the LLM failed: " + msg
+	case http.StatusServiceUnavailable:
+		return "the node is not ready: " + msg
+	case http.StatusGatewayTimeout:
+		return "no answer in time: " + msg
+	}
+	return fmt.Sprintf("the node answered %d %s: %s", e.Status, http.StatusText(e.Status), msg)
+}
+
+// errorBody is the error a node sends, in either of its shapes.
+type errorBody struct {
+	Error  json.RawMessage `json:"error"`
+	Status int             `json:"status"`
+}
+
+// apiErrorFrom decodes an error body; status is the HTTP status when the
+// body carries none.
+func apiErrorFrom(b []byte, status int) *apiError {
+	e := &apiError{Status: status}
+	var body errorBody
+	if json.Unmarshal(b, &body) != nil || len(body.Error) == 0 {
+		e.Message = strings.TrimSpace(string(b))
+		return e
+	}
+	if body.Status != 0 {
+		e.Status = body.Status
+	}
+	var obj struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(body.Error, &e.Message) != nil && json.Unmarshal(body.Error, &obj) == nil {
+		e.Message, e.Type = obj.Message, obj.Type
+	}
+	return e
+}
+
+func readAPIError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)) // a cut body still says something
+	return apiErrorFrom(b, resp.StatusCode)
+}

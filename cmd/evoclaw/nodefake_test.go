@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator"
+)
+
+// fakeToken is the bearer token of a fakeNode.
+const fakeToken = "fake-token-0123456789abcdef"
+
+// fakeNode is an HTTP server on a real socket that speaks the node API's
+// chat and status contract, with a data directory that points at it.
+// What a chat does depends on its text:
+//
+//	"slow..."     starts a tool and holds the stream until the client leaves
+//	"evil..."     streams tool output and an answer full of escape sequences
+//	"status NNN"  answers with HTTP status NNN and an error body
+//	"event-error" fails inside the stream with a 502 error event
+//	anything else streams a tool call of pi1 sysinfo and answers
+type fakeNode struct {
+	srv *httptest.Server
+	dir string
+	// status is what GET /v1/status answers.
+	status string
+
+	mu sync.Mutex // guards the fields below
+	// convs are the conversation ids the chats arrived with.
+	convs []string
+	// running counts chats in flight; cancelled those whose client left.
+	running, cancelled int
+}
+
+func newFakeNode(t *testing.T) *fakeNode {
+	t.Helper()
+	f := &fakeNode{dir: t.TempDir(), status: fmt.Sprintf(fakeStatus, time.Now().Add(-3*time.Second).Format(time.RFC3339Nano))}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat", f.chat)
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, f.status)
+	})
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+fakeToken {
+			fakeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong bearer token")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	writeTestFile(t, filepath.Join(f.dir, orchestrator.HTTPAddrFile), f.srv.URL+"\n")
+	writeTestFile(t, filepath.Join(f.dir, orchestrator.HTTPTokenFile), fakeToken+"\n")
+	return f
+}
+
+func writeTestFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fakeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+}
+
+// counts returns the chats in flight and those cancelled so far.
+func (f *fakeNode) counts() (running, cancelled int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.running, f.cancelled
+}
+
+func (f *fakeNode) conversations() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.convs...)
+}
+
+func (f *fakeNode) chat(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ConversationID string `json:"conversation_id"`
+		Text           string `json:"text"`
+		Stream         bool   `json:"stream"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Text == "" || !req.Stream {
+		fakeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("want a streaming chat, got %+v (%v)", req, err))
+		return
+	}
+	var code int
+	if _, err := fmt.Sscanf(req.Text, "status %d", &code); err == nil {
+		fakeError(w, code, "some_error", "the fake says "+strings.TrimPrefix(req.Text, "status "))
+		return
+	}
+	f.mu.Lock()
+	f.convs = append(f.convs, req.ConversationID)
+	n := len(f.convs)
+	f.mu.Unlock()
+	conv := req.ConversationID
+	if conv == "" {
+		conv = fmt.Sprintf("conv-%d", n)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		w.(http.Flusher).Flush()
+	}
+	progress := func(p actors.Progress) {
+		p.ConversationID, p.Time = conv, time.Now()
+		send(sseProgress, p)
+	}
+	fmt.Fprint(w, ": keep-alive\n\n")
+	send(sseConversation, map[string]string{"conversation_id": conv})
+	progress(actors.Progress{Kind: actors.ProgressLLMStart})
+	progress(actors.Progress{Kind: actors.ProgressLLMEnd, Status: "success", ElapsedMS: 3})
+	switch {
+	case strings.HasPrefix(req.Text, "slow"):
+		progress(actors.Progress{Kind: actors.ProgressToolStart, Agent: "pi1", Tool: "hang", Args: "{}"})
+		f.mu.Lock()
+		f.running++
+		f.mu.Unlock()
+		<-r.Context().Done() // the client closed the request
+		f.mu.Lock()
+		f.running--
+		f.cancelled++
+		f.mu.Unlock()
+		return
+	case req.Text == "event-error":
+		send(sseError, map[string]any{"error": map[string]any{"message": "model exploded", "type": "upstream_error"}, "status": 502})
+		return
+	case strings.HasPrefix(req.Text, "evil"):
+		progress(actors.Progress{Kind: actors.ProgressToolStart, Agent: "pi1\x1b[2J", Tool: "sysinfo", Args: `{"x":"\u001b]0;pwned\u0007"}`})
+		progress(actors.Progress{Kind: actors.ProgressToolOutput, Seq: 1, Output: "line one\x1b[31m red\r\x1b[2Kgone\nline two\u009b1;1H\n"})
+		progress(actors.Progress{Kind: actors.ProgressToolEnd, Agent: "pi1", Tool: "sysinfo", Status: "error", ErrorType: "timeout", ElapsedMS: 5003, Error: "took\x07 too long"})
+		send(sseAnswer, orchestrator.ChatResponse{ConversationID: conv, Text: "safe \x1b]52;c;cGFzdGU=\x07text\x1b[1A" + strings.Repeat("x", 5000)})
+		return
+	}
+	progress(actors.Progress{Kind: actors.ProgressToolStart, Agent: "pi1", Tool: "sysinfo", Args: `{"x":1}`})
+	progress(actors.Progress{Kind: actors.ProgressToolOutput, Seq: 1, Output: "reading /proc\n"})
+	progress(actors.Progress{Kind: actors.ProgressToolEnd, Agent: "pi1", Tool: "sysinfo", Status: "success", ElapsedMS: 12, Result: "load 0.1"})
+	progress(actors.Progress{Kind: actors.ProgressLLMStart, Iteration: 1})
+	fmt.Fprint(w, ": keep-alive\n\n")
+	send(sseAnswer, orchestrator.ChatResponse{ConversationID: conv, Text: fmt.Sprintf("answer %d: pi1 is fine (%s)", n, req.Text), Iterations: 2, ToolCalls: 1})
+}
+
+// fakeStatus is a status document with the fields of today's node and
+// newer ones; %s is pi1's last_seen.
+const fakeStatus = `{"node_id":"orch-1","broker":"tcp://127.0.0.1:1883",
+ "ready":{"ready":false,"reason":"audit disk full"},
+ "agents":[
+  {"id":"pi1","online":true,"capabilities":"Pi 4\u001b]0;owned\u0007 kitchen","tools":["sysinfo","disk_usage"],"last_seen":"%s"},
+  {"id":"garage","online":false,"capabilities":"Pi Zero","tools":[{"name":"door","calls":4,"errors":1,"timeouts":1,"total_ms":40,"max_ms":30}],"last_seen":"0001-01-01T00:00:00Z"}],
+ "metrics":{"Calls":3,"Tools":{"pi1__sysinfo":{"Calls":3,"Errors":0,"Timeouts":0,"TotalMs":36,"MaxMs":20}}},
+ "audit":{"Retention":{"LastRun":"0001-01-01T00:00:00Z","ChainStart":7},"Cold":{"ShippedSeq":90,"HeadSeq":100,"Lag":10,"LastError":"cold store gone","Failures":3}},
+ "llm":[{"name":"primary","model":"gpt-x","state":"cooling_down","cooldown_until":"2999-01-01T00:00:00Z"}],
+ "broker_clients":[{"id":"evoclaw-pi1","username":"pi1","remote":"127.0.0.1:5555"}]}`
+
+// waitFor polls cond until it holds, failing the test after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Bounds of `evoclaw status`.
+const (
+	// statusTimeout bounds the whole request.
+	statusTimeout = 10 * time.Second
+	// maxStatusBody bounds the status document read.
+	maxStatusBody = 16 << 20
+)
+
+// cmdStatus is `evoclaw status`: what the running node says about itself,
+// as a table or (--json) as the node's JSON.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", stderr)
+	var nf nodeFlags
+	nf.register(fs)
+	tools := fs.Bool("tools", false, "list each agent's tools with calls, errors, timeouts and latency")
+	asJSON := fs.Bool("json", false, "print the node's status JSON as it is (indented)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: status takes no arguments, got %q", errUsage, pos)
+	}
+	client, err := nf.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	resp, err := client.do(ctx, http.MethodGet, "/v1/status", nil)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
+	if err != nil {
+		return fmt.Errorf("status: read answer: %w", err)
+	}
+	if *asJSON {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, body, "", "  "); err != nil {
+			return fmt.Errorf("status: the node's answer is not JSON: %w", err)
+		}
+		buf.WriteByte('\n')
+		_, err := stdout.Write(buf.Bytes())
+		return err
+	}
+	var doc statusDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("status: decode answer: %w", err)
+	}
+	printStatus(stdout, &doc, *tools, time.Now())
+	return nil
+}
+
+// printStatus writes doc as a table; sections the node did not send are
+// left out.
+func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	node := termLine(d.NodeID, 80)
+	if known, ok, reason := d.readiness(); known {
+		if ok {
+			node += "\tready"
+		} else {
+			node += "\tNOT READY"
+			if reason != "" {
+				node += ": " + termLine(reason, 200)
+			}
+		}
+	}
+	fmt.Fprintf(tw, "node\t%s\n", node)
+	fmt.Fprintf(tw, "broker\t%s\n", termLine(d.Broker, 200))
+	tw.Flush()
+
+	agents := append([]agentStatus(nil), d.Agents...)
+	sort.Slice(agents, func(i, j int) bool { return agents[i].ID < agents[j].ID })
+	online := 0
+	for _, a := range agents {
+		if a.Online {
+			online++
+		}
+	}
+	fmt.Fprintf(w, "\nagents: %d online, %d offline\n", online, len(agents)-online)
+	for _, a := range agents {
+		state := "offline"
+		if a.Online {
+			state = "online"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\theard %s\t%s\n", termLine(a.ID, 64), state, ago(a.LastSeen, now), termLine(a.Capabilities, 120))
+		if tools {
+			continue
+		}
+		names := make([]string, len(a.Tools))
+		for i, t := range a.Tools {
+			names[i] = t.Name
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(tw, "  \ttools: %s\n", termLine(strings.Join(names, ", "), maxProgressLine))
+		}
+	}
+	tw.Flush()
+	if tools {
+		printTools(w, d, agents)
+	}
+
+	if d.LLM != nil {
+		fmt.Fprintf(w, "\nllm links: %d\n", len(d.LLM))
+		for _, l := range d.LLM {
+			fmt.Fprintln(w, "  "+objectLine(l, "name", "provider", "model", "state", "cooldown_until", "cooling_down"))
+		}
+	}
+
+	fmt.Fprintln(w, "\naudit")
+	if r := d.Audit.Retention; r != nil {
+		line := fmt.Sprintf("  warm\tchain from seq %d\tlast prune %s (%d deleted, %d in all)", r.ChainStart, ago(r.LastRun, now), r.LastDeleted, r.TotalDeleted)
+		if r.LastError != "" {
+			line += "\terror: " + termLine(r.LastError, 200)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if c := d.Audit.Cold; c != nil {
+		line := fmt.Sprintf("  cold\tlag %d records\tshipped to seq %d of %d, last %s", c.Lag, c.ShippedSeq, c.HeadSeq, ago(c.LastShip, now))
+		if c.LastError != "" {
+			line += fmt.Sprintf("\tfailing (%d): %s", c.Failures, termLine(c.LastError, 200))
+		}
+		fmt.Fprintln(tw, line)
+	} else {
+		fmt.Fprintln(tw, "  cold\toff")
+	}
+	tw.Flush()
+
+	if d.BrokerClients != nil {
+		fmt.Fprintf(w, "\nbroker clients: %d\n", len(d.BrokerClients))
+		for _, c := range d.BrokerClients {
+			fmt.Fprintln(w, "  "+objectLine(c, "id", "username", "remote"))
+		}
+	}
+}
+
+// printTools writes the table of each agent's tools and their counters.
+func printTools(w io.Writer, d *statusDoc, agents []agentStatus) {
+	fmt.Fprintln(w, "\ntools")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  agent\ttool\tcalls\terrors\ttimeouts\tavg ms\tmax ms")
+	for _, a := range agents {
+		for _, t := range a.Tools {
+			row := "  " + termLine(a.ID, 64) + "\t" + termLine(t.Name, 64) + "\t"
+			if s, ok := d.toolStatsOf(a, t); ok {
+				row += fmt.Sprintf("%d\t%d\t%d\t%.1f\t%d", s.Calls, s.Errors, s.Timeouts, s.avg(), s.maxMs())
+			} else {
+				row += "0\t0\t0\t-\t-"
+			}
+			fmt.Fprintln(tw, row)
+		}
+	}
+	tw.Flush()
+}

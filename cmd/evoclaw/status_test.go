@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatusCommand(t *testing.T) {
+	f := newFakeNode(t)
+	code, out, errOut := runArgs("status", "--tools", "--data-dir", f.dir)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`node +orch-1 +NOT READY: audit disk full`),
+		regexp.MustCompile(`agents: 1 online, 1 offline`),
+		regexp.MustCompile(`garage +offline +heard never +Pi Zero`),
+		regexp.MustCompile(`pi1 +online +heard [345]s ago +Pi 4 kitchen\n`),
+		// per-agent stats from the node's tool metrics, and from the agent
+		regexp.MustCompile(`pi1 +sysinfo +3 +0 +0 +12\.0 +20\n`),
+		regexp.MustCompile(`pi1 +disk_usage +0 +0 +0 +- +-\n`),
+		regexp.MustCompile(`garage +door +4 +1 +1 +10\.0 +30\n`),
+		regexp.MustCompile(`llm links: 1\n  primary model=gpt-x state=cooling_down cooldown_until=in \d+d\n`),
+		regexp.MustCompile(`warm +chain from seq 7 +last prune never`),
+		regexp.MustCompile(`cold +lag 10 records +shipped to seq 90 of 100, last never +failing \(3\): cold store gone`),
+		regexp.MustCompile(`broker clients: 1\n  evoclaw-pi1 username=pi1 remote=127.0.0.1:5555\n`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("status lacks %s", want)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("agent text not made safe: %q", out)
+	}
+	if t.Failed() {
+		t.Logf("status:\n%s", out)
+	}
+
+	// without --tools: names only
+	code, out, _ = runArgs("status", "--data-dir", f.dir)
+	if code != 0 || !strings.Contains(out, "tools: sysinfo, disk_usage") || strings.Contains(out, "avg ms") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+
+	// --json: the node's document, indented
+	code, out, _ = runArgs("status", "--json", "--data-dir", f.dir)
+	var want bytes.Buffer
+	if err := json.Indent(&want, []byte(f.status), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || out != want.String()+"\n" {
+		t.Fatalf("--json: exit %d\n%s", code, out)
+	}
+
+	if code, _, errOut := runArgs("status", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "start `evoclaw serve") {
+		t.Fatalf("no node: exit %d %s", code, errOut)
+	}
+	if code, _, _ := runArgs("status", "extra", "--data-dir", f.dir); code != 2 {
+		t.Fatalf("an argument: exit %d", code)
+	}
+}
+
+// A node of today's status API (no readiness, LLM links or broker clients;
+// tools as names) prints what it has and leaves the rest out.
+func TestStatusOfAnOlderNode(t *testing.T) {
+	f := newFakeNode(t)
+	f.status = `{"node_id":"n","broker":"tcp://b","agents":[{"id":"pi1","online":true,"capabilities":"","tools":["sysinfo"],"last_seen":"0001-01-01T00:00:00Z"}],
+	  "metrics":{"Calls":0,"Tools":{}},"audit":{"Retention":{"LastRun":"0001-01-01T00:00:00Z"},"Cold":null}}`
+	code, out, errOut := runArgs("status", "--tools", "--data-dir", f.dir)
+	if code != 0 || !strings.Contains(out, "pi1") || !strings.Contains(out, "online") || !strings.Contains(out, "sysinfo") ||
+		!strings.Contains(out, "cold  off") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, absent := range []string{"ready", "READY", "llm links", "broker clients"} {
+		if strings.Contains(out, absent) {
+			t.Fatalf("shows %q the node did not send:\n%s", absent, out)
+		}
+	}
+}
+
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s ago"}, {3 * time.Second, "3s ago"}, {90 * time.Second, "1m ago"}, {3 * time.Hour, "3h ago"},
+		{72 * time.Hour, "3d ago"}, {-20 * time.Second, "in 20s"},
+	} {
+		if got := ago(now.Add(-tc.d), now); got != tc.want {
+			t.Errorf("ago(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+	if got := ago(time.Time{}, now); got != "never" {
+		t.Errorf("zero time: %q", got)
+	}
+}
+
+// FuzzStatusAndErrors: whatever a node answers, decoding and printing it
+// do not panic, and the printed table carries no escape sequence.
+func FuzzStatusAndErrors(f *testing.F) {
+	f.Add(fakeStatus)
+	f.Add(`{"error":{"message":"x","type":"y"},"status":502}`)
+	f.Add(`{"error":"old style"}`)
+	f.Add(`{"agents":[{"id":"\u001b[2J","tools":[{"name":"t","calls":1}]}],"ready":true,"llm":[{"a":[1,{"b":null}]}]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		_ = apiErrorFrom([]byte(in), 500).Error()
+		var d statusDoc
+		if json.Unmarshal([]byte(in), &d) != nil {
+			return
+		}
+		var out strings.Builder
+		printStatus(&out, &d, true, time.Now())
+		if strings.ContainsRune(out.String(), 0x1b) {
+			t.Fatalf("escape in %q", out.String())
+		}
+	})
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds of text from a node shown on a terminal, in runes per line.
+const (
+	// maxAnswerLine bounds one line of an answer.
+	maxAnswerLine = 4000
+	// maxProgressLine bounds one line of tool progress.
+	maxProgressLine = 240
+)
+
+// termSafe makes text that came from a node (and so, maybe, from an agent's
+// tool) harmless on a terminal: escape sequences (CSI, OSC, DCS, ...) and
+// control characters are removed, tabs become spaces, invalid UTF-8 becomes
+// U+FFFD, and each line is cut at max runes (0: no bound) with "…".
+// Newlines are kept; a carriage return ends nothing and is dropped, so that
+// nothing can overwrite what is already on the screen.
+func termSafe(s string, max int) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	col := 0 // runes on the current line
+	cut := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			r = unicode.ReplacementChar
+		}
+		if r == 0x1b || r == 0x9b || r == 0x9d || r == 0x90 || r == 0x9f || r == 0x9e { // ESC, C1 CSI, OSC, DCS, APC, PM
+			i = skipEscape(s, i)
+			continue
+		}
+		i += size
+		switch {
+		case r == '\n':
+			b.WriteByte('\n')
+			col, cut = 0, false
+			continue
+		case r == '\t':
+			r = ' '
+		case unicode.IsControl(r) || isBidiControl(r):
+			continue
+		}
+		if cut {
+			continue
+		}
+		if max > 0 && col >= max {
+			b.WriteString("…")
+			cut = true
+			continue
+		}
+		b.WriteRune(r)
+		col++
+	}
+	return b.String()
+}
+
+// termLine is termSafe for text shown on one line: line breaks become
+// spaces, and surrounding space is trimmed.
+func termLine(s string, max int) string {
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)), " ")
+	return termSafe(s, max)
+}
+
+// skipEscape returns the index just after the escape sequence starting at
+// s[i] (ESC or a C1 introducer). Unterminated sequences run to the end.
+func skipEscape(s string, i int) int {
+	var kind byte // '[' CSI, ']' OSC, 'P' DCS, '_' APC, '^' PM, 'X' SOS
+	if s[i] == 0x1b {
+		i++
+		if i >= len(s) {
+			return i
+		}
+		kind = s[i]
+		i++
+		switch kind {
+		case '[', ']', 'P', '_', '^', 'X':
+		default:
+			return i // a two-byte escape (ESC 7, ESC c, ...)
+		}
+	} else {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		kind = map[rune]byte{0x9b: '[', 0x9d: ']', 0x90: 'P', 0x9f: '_', 0x9e: '^'}[r]
+	}
+	if kind == '[' {
+		// parameters and intermediates, then one final byte 0x40-0x7e
+		for i < len(s) {
+			c := s[i]
+			i++
+			if c >= 0x40 && c <= 0x7e || c < 0x20 || c > 0x7e {
+				return i // the final byte, or a broken sequence
+			}
+		}
+		return i
+	}
+	// string sequences end at BEL or ST (ESC \ or 0x9c)
+	for i < len(s) {
+		switch {
+		case s[i] == 0x07:
+			return i + 1
+		case s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\':
+			return i + 2
+		case strings.HasPrefix(s[i:], "\u009c"):
+			return i + len("\u009c")
+		}
+		i++
+	}
+	return i
+}
+
+// isBidiControl reports the invisible characters that reorder text, with
+// which shown text can differ from what it says.
+func isBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+}
