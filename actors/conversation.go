@@ -268,7 +268,8 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 	start := Progress{Kind: ProgressToolStart, ConversationID: c.id, Time: t.started[i], Iteration: t.m.Iterations(),
 		CallID: call.ID, Agent: p.agentID, Tool: call.Name, Args: truncate(call.ArgumentsText(), MaxProgressArgs)}
 	if p.spec != nil {
-		start.RequestID = p.spec.requestID
+		// The agent's own name for its tool: the agent is a field of its own.
+		start.RequestID, start.Tool = p.spec.requestID, p.spec.tool
 	}
 	t.progress.emit(start)
 	if p.immediate != nil {
@@ -350,7 +351,7 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 		Agent: t.calls[i].agentID, Tool: call.Name, Status: status, ErrorType: string(m.res.ErrorType()),
 		ElapsedMS: elapsed.Milliseconds()}
 	if s := t.calls[i].spec; s != nil {
-		end.RequestID = s.requestID
+		end.RequestID, end.Tool = s.requestID, s.tool
 	}
 	sum := CallSummary{Tool: call.Name, Success: ok}
 	if ok {

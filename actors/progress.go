@@ -39,8 +39,11 @@ type Progress struct {
 	// its command (empty for calls answered before anything ran).
 	CallID    string `json:"call_id,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
-	Agent     string `json:"agent,omitempty"`
-	Tool      string `json:"tool,omitempty"`
+	// Agent is the edge agent that runs the tool ("" for the node's own);
+	// Tool is the tool's name there (the name the model used when the call
+	// never reached a tool).
+	Agent string `json:"agent,omitempty"`
+	Tool  string `json:"tool,omitempty"`
 	// Args is the call's arguments as JSON, cut at MaxProgressArgs bytes.
 	Args string `json:"args,omitempty"`
 	// Status is "success" or "error" on the *_end kinds.

@@ -54,7 +54,7 @@ func TestProgressEventsOfAChat(t *testing.T) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}
 	start, end := evs[2], evs[3]
-	if start.Agent != "pi-1" || start.Tool != "pi-1__echo" || start.CallID != "c1" || !strings.Contains(start.Args, `"hi"`) || start.RequestID == "" {
+	if start.Agent != "pi-1" || start.Tool != "echo" || start.CallID != "c1" || !strings.Contains(start.Args, `"hi"`) || start.RequestID == "" {
 		t.Fatalf("tool_start %+v", start)
 	}
 	if end.Status != "success" || end.Result != "echo:hi" || end.RequestID != start.RequestID || end.Agent != "pi-1" {

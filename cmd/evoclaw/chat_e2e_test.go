@@ -138,13 +138,6 @@ dirs = [%q]
 		t.Fatalf("status after two calls: exit %d\n%s", code, out)
 	}
 
-	if strings.Contains(oneShotErr, "this node does not stream") {
-		// The node on this branch predates streaming chat (POST /v1/chat
-		// with "stream": true, the api branch); the client fell back to the
-		// plain answer, checked above. REMOVE THIS SKIP once the api branch
-		// is merged: from then on a node that does not stream is a bug.
-		t.Skip("!!! SKIPPED: evoclaw serve does not stream /v1/chat yet (api branch not merged); live progress unchecked !!!")
-	}
 	for _, want := range []string{"→ pi1 sysinfo\n", "✓ pi1 sysinfo "} {
 		if !strings.Contains(oneShotErr, want) {
 			t.Fatalf("one-shot progress lacks %q:\n%s", want, oneShotErr)

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/evoclaw/evoclaw/actors"
 )
@@ -58,15 +55,10 @@ type chatEvents struct {
 }
 
 // chat sends text to the conversation (empty: the node starts one) and
-// returns the answer, streaming progress to ev as it comes. A node too old
-// to stream is asked again without streaming. Cancelling ctx closes the
-// request, which cancels the chat on the node.
+// returns the answer, streaming progress to ev as it comes. Cancelling ctx
+// closes the request, which cancels the chat on the node.
 func (c *nodeClient) chat(ctx context.Context, conv, text string, ev chatEvents) (*chatAnswer, error) {
 	resp, err := c.do(ctx, http.MethodPost, "/v1/chat", chatRequest{ConversationID: conv, Text: text, Stream: true})
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && strings.Contains(ae.Message, `unknown field "stream"`) {
-		return c.chatLegacy(ctx, conv, text, ev)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -116,22 +108,6 @@ func (c *nodeClient) chat(ctx context.Context, conv, text string, ev chatEvents)
 			return nil, ae
 		}
 	}
-}
-
-// chatLegacy asks a node that does not stream; such a node also wants a
-// conversation id, so one is made up when there is none.
-func (c *nodeClient) chatLegacy(ctx context.Context, conv, text string, ev chatEvents) (*chatAnswer, error) {
-	if conv == "" {
-		b := make([]byte, 6)
-		_, _ = rand.Read(b) // never fails
-		conv = "cli-" + hex.EncodeToString(b)
-	}
-	resp, err := c.do(ctx, http.MethodPost, "/v1/chat", chatRequest{ConversationID: conv, Text: text})
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return decodeAnswer(ctx, resp.Body, ev)
 }
 
 // decodeAnswer reads a whole JSON answer.

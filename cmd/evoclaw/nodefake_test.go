@@ -14,6 +14,11 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+	"github.com/evoclaw/evoclaw/persistence/cold"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/persistence/tiers"
 )
 
 // fakeToken is the bearer token of a fakeNode.
@@ -43,7 +48,7 @@ type fakeNode struct {
 
 func newFakeNode(t *testing.T) *fakeNode {
 	t.Helper()
-	f := &fakeNode{dir: t.TempDir(), status: fmt.Sprintf(fakeStatus, time.Now().Add(-3*time.Second).Format(time.RFC3339Nano))}
+	f := &fakeNode{dir: t.TempDir(), status: fakeStatus(time.Now().Add(-3 * time.Second))}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat", f.chat)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
@@ -156,17 +161,33 @@ func (f *fakeNode) chat(w http.ResponseWriter, r *http.Request) {
 	send(sseAnswer, orchestrator.ChatResponse{ConversationID: conv, Text: fmt.Sprintf("answer %d: pi1 is fine (%s)", n, req.Text), Iterations: 2, ToolCalls: 1})
 }
 
-// fakeStatus is a status document with the fields of today's node and
-// newer ones; %s is pi1's last_seen.
-const fakeStatus = `{"node_id":"orch-1","broker":"tcp://127.0.0.1:1883",
- "ready":{"ready":false,"reason":"audit disk full"},
- "agents":[
-  {"id":"pi1","online":true,"capabilities":"Pi 4\u001b]0;owned\u0007 kitchen","tools":["sysinfo","disk_usage"],"last_seen":"%s"},
-  {"id":"garage","online":false,"capabilities":"Pi Zero","tools":[{"name":"door","calls":4,"errors":1,"timeouts":1,"total_ms":40,"max_ms":30}],"last_seen":"0001-01-01T00:00:00Z"}],
- "metrics":{"Calls":3,"Tools":{"pi1__sysinfo":{"Calls":3,"Errors":0,"Timeouts":0,"TotalMs":36,"MaxMs":20}}},
- "audit":{"Retention":{"LastRun":"0001-01-01T00:00:00Z","ChainStart":7},"Cold":{"ShippedSeq":90,"HeadSeq":100,"Lag":10,"LastError":"cold store gone","Failures":3}},
- "llm":[{"name":"primary","model":"gpt-x","state":"cooling_down","cooldown_until":"2999-01-01T00:00:00Z"}],
- "broker_clients":[{"id":"evoclaw-pi1","username":"pi1","remote":"127.0.0.1:5555"}]}`
+// fakeStatus is the status document of a node, written from the node's own
+// types so that it cannot drift from what evoclaw serve sends; pi1 was
+// heard at lastSeen.
+func fakeStatus(lastSeen time.Time) string {
+	cold := &cold.Status{ShippedSeq: 90, HeadSeq: 100, Lag: 10, LastError: "cold store gone", Failures: 3}
+	s := orchestrator.Status{NodeID: "orch-1", Broker: "tcp://127.0.0.1:1883",
+		Ready: orchestrator.Readiness{Ready: false, Checks: []orchestrator.ReadyCheck{{Name: "audit", Reason: "disk full"},
+			{Name: "broker", OK: true}}},
+		Agents: []orchestrator.AgentStatus{
+			{ID: "pi1", Online: true, Capabilities: "Pi 4\x1b]0;owned\x07 kitchen", Tools: []string{"sysinfo", "disk_usage"},
+				LastSeen: lastSeen, ToolStats: []orchestrator.ToolStatus{{Name: "sysinfo", Calls: 3, AvgMs: 12, MaxMs: 20}, {Name: "disk_usage"}}},
+			{ID: "garage", Capabilities: "Pi Zero", Tools: []string{"door"},
+				ToolStats: []orchestrator.ToolStatus{{Name: "door", Calls: 4, Errors: 1, Timeouts: 1, AvgMs: 10, MaxMs: 30}}}},
+		Metrics:    actors.MetricsSnapshot{Calls: 3, Tools: map[string]actors.ToolStats{"pi1__sysinfo": {Calls: 3, TotalMs: 36, MaxMs: 20}}},
+		Audit:      tiers.Status{Retention: sqlite.RetentionStatus{ChainStart: 7}, Cold: cold},
+		AuditWrite: orchestrator.AuditWriteStatus{FreeBytes: 5 << 20},
+		LLM: orchestrator.LLMStatus{Provider: "chain", Links: []orchestrator.LLMLink{{State: "cooling",
+			Health: resilient.Health{Provider: "openai", Model: "gpt-x", CoolingUntil: lastSeen.Add(72 * time.Hour)}}}},
+		MQTT: orchestrator.MQTTStatus{URL: "tcp://127.0.0.1:1883", Embedded: true, Connected: true, ClientCount: 1,
+			Clients: []broker.ClientInfo{{ID: "evoclaw-pi1", Username: "pi1", Remote: "127.0.0.1:5555"}}},
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // waitFor polls cond until it holds, failing the test after 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
 // Bounds of `evoclaw status`.
@@ -87,7 +89,7 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 	fmt.Fprintf(tw, "broker\t%s\n", termLine(d.Broker, 200))
 	tw.Flush()
 
-	agents := append([]agentStatus(nil), d.Agents...)
+	agents := append([]orchestrator.AgentStatus(nil), d.Agents...)
 	sort.Slice(agents, func(i, j int) bool { return agents[i].ID < agents[j].ID })
 	online := 0
 	for _, a := range agents {
@@ -102,15 +104,8 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 			state = "online"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\theard %s\t%s\n", termLine(a.ID, 64), state, ago(a.LastSeen, now), termLine(a.Capabilities, 120))
-		if tools {
-			continue
-		}
-		names := make([]string, len(a.Tools))
-		for i, t := range a.Tools {
-			names[i] = t.Name
-		}
-		if len(names) > 0 {
-			fmt.Fprintf(tw, "  \ttools: %s\n", termLine(strings.Join(names, ", "), maxProgressLine))
+		if !tools && len(a.Tools) > 0 {
+			fmt.Fprintf(tw, "  \ttools: %s\n", termLine(strings.Join(a.Tools, ", "), maxProgressLine))
 		}
 	}
 	tw.Flush()
@@ -118,21 +113,30 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 		printTools(w, d, agents)
 	}
 
-	if d.LLM != nil {
-		fmt.Fprintf(w, "\nllm links: %d\n", len(d.LLM))
-		for _, l := range d.LLM {
-			fmt.Fprintln(w, "  "+objectLine(l, "name", "provider", "model", "state", "cooldown_until", "cooling_down"))
+	if d.sent["llm"] {
+		fmt.Fprintf(w, "\nllm: %s, %d links\n", termLine(d.LLM.Provider, 80), len(d.LLM.Links))
+		for _, l := range d.LLM.Links {
+			fmt.Fprintln(w, "  "+llmLine(l, now))
 		}
 	}
 
 	fmt.Fprintln(w, "\naudit")
-	if r := d.Audit.Retention; r != nil {
-		line := fmt.Sprintf("  warm\tchain from seq %d\tlast prune %s (%d deleted, %d in all)", r.ChainStart, ago(r.LastRun, now), r.LastDeleted, r.TotalDeleted)
-		if r.LastError != "" {
-			line += "\terror: " + termLine(r.LastError, 200)
+	if d.sent["audit_write"] {
+		line := "  writes\tok"
+		if d.AuditWrite.Failing {
+			line = "  writes\tFAILING: " + termLine(d.AuditWrite.LastError, 200)
+		}
+		if d.AuditWrite.FreeBytes >= 0 {
+			line += fmt.Sprintf("\t%d MiB free", d.AuditWrite.FreeBytes>>20)
 		}
 		fmt.Fprintln(tw, line)
 	}
+	r := d.Audit.Retention
+	line := fmt.Sprintf("  warm\tchain from seq %d\tlast prune %s (%d deleted, %d in all)", r.ChainStart, ago(r.LastRun, now), r.LastDeleted, r.TotalDeleted)
+	if r.LastError != "" {
+		line += "\terror: " + termLine(r.LastError, 200)
+	}
+	fmt.Fprintln(tw, line)
 	if c := d.Audit.Cold; c != nil {
 		line := fmt.Sprintf("  cold\tlag %d records\tshipped to seq %d of %d, last %s", c.Lag, c.ShippedSeq, c.HeadSeq, ago(c.LastShip, now))
 		if c.LastError != "" {
@@ -144,24 +148,36 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 	}
 	tw.Flush()
 
-	if d.BrokerClients != nil {
-		fmt.Fprintf(w, "\nbroker clients: %d\n", len(d.BrokerClients))
-		for _, c := range d.BrokerClients {
-			fmt.Fprintln(w, "  "+objectLine(c, "id", "username", "remote"))
+	if d.sent["mqtt"] {
+		m := d.MQTT
+		state := "connected"
+		if !m.Connected {
+			state = "NOT CONNECTED"
+		}
+		kind := "external"
+		if m.Embedded {
+			kind = "embedded"
+		}
+		fmt.Fprintf(w, "\nmqtt: %s broker %s, %s\n", kind, termLine(m.URL, 200), state)
+		if m.ClientCount >= 0 {
+			fmt.Fprintf(w, "broker clients: %d\n", m.ClientCount)
+			for _, c := range m.Clients {
+				fmt.Fprintf(w, "  %s\n", termLine(strings.TrimSpace(c.ID+" username="+c.Username+" remote="+c.Remote), maxProgressLine))
+			}
 		}
 	}
 }
 
 // printTools writes the table of each agent's tools and their counters.
-func printTools(w io.Writer, d *statusDoc, agents []agentStatus) {
+func printTools(w io.Writer, d *statusDoc, agents []orchestrator.AgentStatus) {
 	fmt.Fprintln(w, "\ntools")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  agent\ttool\tcalls\terrors\ttimeouts\tavg ms\tmax ms")
 	for _, a := range agents {
-		for _, t := range a.Tools {
-			row := "  " + termLine(a.ID, 64) + "\t" + termLine(t.Name, 64) + "\t"
-			if s, ok := d.toolStatsOf(a, t); ok {
-				row += fmt.Sprintf("%d\t%d\t%d\t%.1f\t%d", s.Calls, s.Errors, s.Timeouts, s.avg(), s.maxMs())
+		for i, name := range a.Tools {
+			row := "  " + termLine(a.ID, 64) + "\t" + termLine(name, 64) + "\t"
+			if s, ok := d.toolStatsOf(a, i); ok {
+				row += fmt.Sprintf("%d\t%d\t%d\t%.1f\t%d", s.Calls, s.Errors, s.Timeouts, s.AvgMs, s.MaxMs)
 			} else {
 				row += "0\t0\t0\t-\t-"
 			}

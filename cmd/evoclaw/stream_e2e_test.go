@@ -19,19 +19,19 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
-// chatEvents records the Progress events of chats.
-type chatEvents struct {
+// progressRecorder records the Progress events of chats.
+type progressRecorder struct {
 	mu  sync.Mutex // guards evs
 	evs []actors.Progress
 }
 
-func (c *chatEvents) add(p actors.Progress) {
+func (c *progressRecorder) add(p actors.Progress) {
 	c.mu.Lock()
 	c.evs = append(c.evs, p)
 	c.mu.Unlock()
 }
 
-func (c *chatEvents) all() []actors.Progress {
+func (c *progressRecorder) all() []actors.Progress {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]actors.Progress(nil), c.evs...)
@@ -72,7 +72,7 @@ func TestToolOutputStreamsOverRealBrokers(t *testing.T) {
 			if err := node.WaitForAgents(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
-			var events chatEvents
+			var events progressRecorder
 			watched, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "watched", Text: "run it", Progress: events.add})
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +203,7 @@ func testFlood(t *testing.T, flood string) {
 		t.Fatal(err)
 	}
 	before := vmHWM(t, pid)
-	var events chatEvents
+	var events progressRecorder
 	start := time.Now()
 	ans, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "flood", Text: "flood", Progress: events.add})
 	if err != nil {
