@@ -300,7 +300,7 @@ func TestMosquittoExampleTLS(t *testing.T) {
 	}
 	var tlsPort int
 	sb.url, _ = mqtttest.StartMosquittoConf(t, func(port int) string {
-		tlsPort = mqtttest.FreePort(t)
+		tlsPort = testenv.FreePort(t)
 		conf := uncomment(string(example), "listener", "certfile", "keyfile", "cafile", "require_certificate", "use_identity_as_username")
 		conf = rewriteConf(t, conf, map[string]string{
 			"listener": fmt.Sprintf("%d 127.0.0.1", port), "password_file": passwd, "acl_file": acl, "persistence_location": dir + "/",
