@@ -15,6 +15,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
@@ -206,10 +207,10 @@ func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 		t.Fatal(err)
 	}
 	sys.Root.Send(edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
-	waitFor(t, 5*time.Second, "agent pi-1 online with tools", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		a, ok := edges.Catalog().Agents["pi-1"]
 		return ok && a.Online && len(a.Tools) == max(1, len(tools))
-	})
+	}, "agent pi-1 online with tools")
 	return h
 }
 
@@ -220,17 +221,6 @@ func (h *harness) chat(t *testing.T, text string) *Answer {
 		t.Fatalf("chat: %v", err)
 	}
 	return res.(*Answer)
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func echoReply(h *harness) func(wire.Command, wire.ToolPayload) {
@@ -330,9 +320,9 @@ func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
 	if ans.Err != nil || !strings.Contains(ans.Text, "Error (agent_offline)") {
 		t.Fatalf("answer %+v", ans)
 	}
-	waitFor(t, 5*time.Second, "presence audited", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		return strings.Join(h.events.kinds(), ",") == "agent_online,agent_offline"
-	})
+	}, "presence audited")
 }
 
 // TestToolsListAskedAgainOnOnlineStatus: an agent that reconnects is heard
@@ -347,7 +337,7 @@ func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
 	}
 	agent := func() AgentInfo { return h.edges.Catalog().Agents["pi-1"] }
 	status(wire.PresenceOffline) // its last will: the connection dropped
-	waitFor(t, 5*time.Second, "agent offline", func() bool { return !agent().Online })
+	testenv.Eventually(t, 5*time.Second, func() bool { return !agent().Online }, "agent offline")
 
 	h.edge.lostToolsLists.Store(1)
 	hb, err := wire.NewReport("pi-1", "monitor", wire.ReportHeartbeat, time.Now().Unix(), wire.Heartbeat{UptimeSec: 1})
@@ -355,11 +345,11 @@ func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sys.Root.Send(h.edges.PID, &ReportIn{AgentID: "pi-1", Report: hb})
-	waitFor(t, 5*time.Second, "agent online, its tools_list lost", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		return agent().Online && h.edge.lostToolsLists.Load() == 0
-	})
+	}, "agent online, its tools_list lost")
 	status(wire.PresenceOnline)
-	waitFor(t, 5*time.Second, "tools listed again", func() bool { return len(agent().Tools) == 1 })
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(agent().Tools) == 1 }, "tools listed again")
 }
 
 // TestPendingCommandResentOnOnlineStatus: a broker that restarts keeps no
@@ -406,13 +396,13 @@ func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
 	}
 	cmd := <-late
 	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "too late", RequestID: cmd.RequestID})
-	waitFor(t, 5*time.Second, "both drops logged", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		return strings.Count(h.logs.String(), "unknown or expired request_id") >= 2
-	})
+	}, "both drops logged")
 	// Audited, not only logged: an auditor sees the result that came late.
-	waitFor(t, 5*time.Second, "both drops audited", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 2
-	})
+	}, "both drops audited")
 	h.events.mu.Lock()
 	var lateEvents []string
 	for _, e := range h.events.evs {
@@ -525,7 +515,7 @@ func TestIdleConversationPassivatesAndComesBack(t *testing.T) {
 	if !alive() {
 		t.Fatal("conversation actor not found right after its chat")
 	}
-	waitFor(t, 5*time.Second, "conversation actor stopped", func() bool { return !alive() })
+	testenv.Eventually(t, 5*time.Second, func() bool { return !alive() }, "conversation actor stopped")
 	// A new actor takes the conversation and loads its history: the
 	// transcript's third turn is reached only with the first two in it.
 	if ans := h.chat(t, "two"); ans.Err != nil || ans.Text != "remembered: echo:hi" {

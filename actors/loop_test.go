@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
@@ -138,9 +139,9 @@ func TestCancelEndsTheChatAndTheNextOneWorks(t *testing.T) {
 	}
 	// The agent was told to forget the request: a late reply is dropped.
 	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "late", RequestID: cmd.RequestID})
-	waitFor(t, 5*time.Second, "late reply dropped", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		return strings.Contains(h.logs.String(), "unknown or expired request_id")
-	})
+	}, "late reply dropped")
 	// The history holds user, assistant(tool call); the transcript's next
 	// turn (index 1, "never") is skipped only if history advanced: the
 	// canceled turn's tool call has no result, so turn 1 answers.
@@ -381,7 +382,7 @@ func TestEdgeCallOfferedOnlyWithAgentsOnline(t *testing.T) {
 		t.Fatalf("edge_call description does not list the agent: %q", desc)
 	}
 	h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOffline}})
-	waitFor(t, 5*time.Second, "agent offline", func() bool { return len(names()) == 0 })
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(names()) == 0 }, "agent offline")
 }
 
 func TestCompactModeAndSelection(t *testing.T) {
@@ -483,10 +484,10 @@ func TestHistoryFaultsAreClearErrors(t *testing.T) {
 		store.mu.Unlock()
 		// The conversation stopped itself; the next chat loads again.
 		h.edge.onTool = echoReply(h)
-		waitFor(t, 5*time.Second, "conversation answers again", func() bool {
+		testenv.Eventually(t, 5*time.Second, func() bool {
 			res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "y"}, 5*time.Second)
 			return err == nil && res.(*Answer).Err == nil
-		})
+		}, "conversation answers again")
 	})
 	t.Run("store", func(t *testing.T) {
 		store := &memHistory{storeErr: boom}
@@ -647,10 +648,10 @@ func TestStaleIdleRequestDoesNotStopABusyConversation(t *testing.T) {
 	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) { <-release; echoReply(h)(cmd, p) }
 	wait := askLater(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "go"}, 20*time.Second)
 	child := actor.NewPID(h.sys.Address(), convPath("c"))
-	waitFor(t, 5*time.Second, "conversation started", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		_, ok := h.sys.ProcessRegistry.Get(child)
 		return ok
-	})
+	}, "conversation started")
 	// What an idle timer that fired just before the chat arrived sends.
 	h.sys.Root.Send(h.convs.PID, &passivate{id: "c", pid: child, received: 0})
 	close(release)
@@ -708,14 +709,14 @@ func TestToolOfAnAgentStillListingIsBusyNotMissing(t *testing.T) {
 		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: s}})
 	}
 	status(wire.PresenceOffline)
-	waitFor(t, 5*time.Second, "agent offline", func() bool { return !h.edges.Catalog().Agents["pi-1"].Online })
+	testenv.Eventually(t, 5*time.Second, func() bool { return !h.edges.Catalog().Agents["pi-1"].Online }, "agent offline")
 	// It comes back, but its tools_list is lost (it had not subscribed yet).
 	h.edge.lostToolsLists.Store(1)
 	status(wire.PresenceOnline)
-	waitFor(t, 5*time.Second, "agent online and listing", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		a := h.edges.Catalog().Agents["pi-1"]
 		return a.Online && a.Listing && len(a.Tools) == 0
-	})
+	}, "agent online and listing")
 	for i, want := range []string{"A=Error (busy)", "B=Error (busy)"} {
 		ans := h.chat(t, fmt.Sprint("call ", i))
 		if !strings.Contains(ans.Text, want) || !strings.Contains(ans.Text, "still listing its tools") {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -93,7 +94,7 @@ func (p *peer) send(raw string) {
 func (p *peer) await(id string) wire.Report {
 	p.t.Helper()
 	var r wire.Report
-	mqtttest.Eventually(p.t, 10*time.Second, func() bool {
+	testenv.Eventually(p.t, 10*time.Second, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if rs := p.reports[id]; len(rs) > 0 {
@@ -108,7 +109,7 @@ func (p *peer) await(id string) wire.Report {
 // awaitN waits until n reports for id arrived.
 func (p *peer) awaitN(id string, n int) {
 	p.t.Helper()
-	mqtttest.Eventually(p.t, 10*time.Second, func() bool {
+	testenv.Eventually(p.t, 10*time.Second, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.reports[id]) >= n

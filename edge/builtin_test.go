@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
@@ -70,7 +70,7 @@ func TestAgentBuiltinTools(t *testing.T) {
 	}
 	defer db.Close()
 	var typ string
-	mqtttest.Eventually(t, 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		return db.QueryRow(`SELECT coalesce(error_type, '') FROM tool_calls WHERE request_id = 'b2'`).Scan(&typ) == nil
 	}, "audit row of b2")
 	if typ != string(wire.ErrPermissionDenied) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -81,11 +82,11 @@ func TestReportKeptWhileTheBrokerIsDownIsDeliveredLater(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The tool is running: take the broker away.
-		mqtttest.Eventually(t, 10*time.Second, func() bool {
+		testenv.Eventually(t, 10*time.Second, func() bool {
 			return count(t, db, `SELECT count(*) FROM request_log WHERE request_id = 'kept-1'`) == "1"
 		}, "the command started")
 		b.Stop()
-		mqtttest.Eventually(t, 15*time.Second, func() bool {
+		testenv.Eventually(t, 15*time.Second, func() bool {
 			return count(t, db, `SELECT count(*) FROM outbox`) == "1"
 		}, "the report kept in the outbox")
 		if n := count(t, db, `SELECT count(*) FROM tool_calls WHERE request_id = 'kept-1' AND status = 'success'`); n != "1" {
@@ -94,10 +95,10 @@ func TestReportKeptWhileTheBrokerIsDownIsDeliveredLater(t *testing.T) {
 		stop() // the agent goes down too, with its report only on disk
 
 		b.Restart()
-		mqtttest.Eventually(t, 15*time.Second, orch.Connected, "orchestrator reconnected")
+		testenv.Eventually(t, 15*time.Second, orch.Connected, "orchestrator reconnected")
 		// A round trip through the broker shows the subscription is back.
 		probe := fmt.Sprintf(`{"agent_id":"pi-o","report_type":"result","payload":{"request_id":"probe"},"timestamp":%d}`, time.Now().Unix())
-		mqtttest.Eventually(t, 15*time.Second, func() bool {
+		testenv.Eventually(t, 15*time.Second, func() bool {
 			if orch.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic("pi-o"), Payload: []byte(probe), QoS: 1}) != nil {
 				return false
 			}
@@ -119,7 +120,7 @@ func TestReportKeptWhileTheBrokerIsDownIsDeliveredLater(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatal("the kept report never arrived")
 		}
-		mqtttest.Eventually(t, 10*time.Second, func() bool {
+		testenv.Eventually(t, 10*time.Second, func() bool {
 			return count(t, db, `SELECT count(*) FROM outbox`) == "0"
 		}, "the outbox emptied")
 	})

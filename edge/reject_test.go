@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
@@ -100,11 +100,11 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 	}
 	for i, tt := range tests {
 		send(tt.payload)
-		mqtttest.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), tt.log) }, tt.name+" logged")
+		testenv.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), tt.log) }, tt.name+" logged")
 		// Still alive and answering.
 		id := "alive-" + string(rune('a'+i))
 		send(`{"command":"ping","payload":{},"request_id":"` + id + `"}`)
-		mqtttest.Eventually(t, 10*time.Second, func() bool {
+		testenv.Eventually(t, 10*time.Second, func() bool {
 			for {
 				select {
 				case got := <-pongs:
@@ -119,7 +119,7 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 	}
 	// Audited on the agent, not only logged.
 	db := filepath.Join(dataDir, "audit.db")
-	mqtttest.Eventually(t, 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		return count(t, db, `SELECT count(*) FROM events WHERE kind = 'invalid_message' AND agent_id = 'pi-r'`) == "3"
 	}, "the three rejections audited as invalid_message events")
 	if n := count(t, db, `SELECT count(*) FROM events WHERE kind = 'invalid_message' AND json_extract(detail, '$.command') = 'launch'`); n != "1" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/skills/shipped"
@@ -118,13 +119,13 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	} {
 		mqtttest.RawPublish(t, bad, wire.ReportsTopic("pi-bad"), payload, false)
 	}
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return strings.Count(logs.String(), "dropping malformed message") >= 3 },
+	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Count(logs.String(), "dropping malformed message") >= 3 },
 		"three malformed reports logged and dropped")
 	mqtttest.RawPublish(t, bad, wire.ReportsTopic("pi-bad"), strings.Repeat("x", 128<<10), false)
 	if !mqtttest.RawClosed(bad, 5*time.Second) {
 		t.Fatal("oversized report did not end the sender's connection")
 	}
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "packet over the size limit") }, "oversized packet logged")
+	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "packet over the size limit") }, "oversized packet logged")
 
 	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -37,7 +37,7 @@ func TestNodeShipsItsAuditTrailToTheColdTier(t *testing.T) {
 	if err != nil || len(res.Rows) != 1 {
 		t.Fatal(err)
 	}
-	mqtttest.Eventually(t, 20*time.Second, func() bool {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		st := node.AuditStatus().Cold
 		return st != nil && st.Lag == 0 && st.Shipped >= 3 // node_start, user and assistant messages, llm call
 	}, "the cold tier caught up with the warm store")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
@@ -147,7 +147,7 @@ func TestMalformedMessagesAreAudited(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mqtttest.Eventually(t, 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT count(*) FROM events WHERE kind = 'invalid_message'`)
 		return err == nil && fmt.Sprint(res.Rows[0][0]) == "3"
 	}, "three invalid_message events")

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/skills/internal/peertest"
 	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
@@ -65,7 +65,7 @@ func TestExecuteSandboxed(t *testing.T) {
 		{SandboxFirejail, "firejail", "firejail"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			peertest.Find(t, tc.program, tc.pkg)
+			testenv.Find(t, tc.program, tc.pkg)
 			host := hostInterfaces(t)
 			for _, network := range []bool{false, true} {
 				var perms []string
@@ -115,7 +115,7 @@ func TestExecuteSandboxMissing(t *testing.T) {
 // TestExecuteSandboxTimeoutKillsAll checks that a timeout reaches the
 // processes inside the sandbox, not only the sandbox program.
 func TestExecuteSandboxTimeoutKillsAll(t *testing.T) {
-	peertest.Find(t, "bwrap", "bubblewrap")
+	testenv.Find(t, "bwrap", "bubblewrap")
 	tool := scriptTool(t, `sleep 61.4242 & wait`, 0o755)
 	tool.Sandboxing = SandboxBubblewrap
 	tool.TimeoutMS = 300

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )
@@ -93,7 +93,7 @@ func TestAgentsAddServeEdgeRemove(t *testing.T) {
 	}
 
 	runCLI(t, 0, "agents", "remove", "pi-sec", "--data-dir", dir)
-	mqtttest.Eventually(t, 15*time.Second, func() bool { return len(node.Catalog().Online()) == 0 },
+	testenv.Eventually(t, 15*time.Second, func() bool { return len(node.Catalog().Online()) == 0 },
 		"the removed agent's session ends and it is marked offline")
 }
 

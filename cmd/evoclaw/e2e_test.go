@@ -16,6 +16,7 @@ import (
 	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
@@ -282,7 +283,7 @@ func TestRedeliveredCommandRunsOnce(t *testing.T) {
 		}
 		// The second copy arrives after the first finished, as a
 		// redelivery after a lost ack would.
-		mqtttest.Eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(results) > i }, "reply")
+		testenv.Eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(results) > i }, "reply")
 	}
 	got, err := os.ReadFile(counter)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
@@ -124,7 +125,7 @@ func TestConnectRetriesUntilBrokerStarts(t *testing.T) {
 			c.Close()
 		}
 	})
-	mqtttest.Eventually(t, waitFor, func() bool { return failures.Load() >= 2 }, "Connect retries while no broker answers")
+	testenv.Eventually(t, waitFor, func() bool { return failures.Load() >= 2 }, "Connect retries while no broker answers")
 
 	stopRefusing()
 	b, err := broker.Start(broker.Options{Listen: addr, AllowAnonymous: true})
@@ -216,13 +217,13 @@ func TestContractSubscribeWhileDisconnected(t *testing.T) {
 		var connects atomic.Int32
 		sub := connect(t, b.URL, func(o *mqttc.Options) { o.OnConnect = func(*mqttc.Client) { connects.Add(1) } })
 		b.Stop()
-		mqtttest.Eventually(t, waitFor, func() bool { return !sub.Connected() }, "client notices the broker is gone")
+		testenv.Eventually(t, waitFor, func() bool { return !sub.Connected() }, "client notices the broker is gone")
 		var got inbox
 		if err := sub.Subscribe("evoclaw/agents/+/reports", 1, got.handle); err != nil {
 			t.Fatalf("Subscribe while disconnected = %v, want it recorded", err)
 		}
 		b.Restart()
-		mqtttest.Eventually(t, waitFor, func() bool { return connects.Load() >= 2 }, "client reconnects")
+		testenv.Eventually(t, waitFor, func() bool { return connects.Load() >= 2 }, "client reconnects")
 		pub := connect(t, b.URL, nil)
 		publish(t, pub, mqttc.Message{Topic: "evoclaw/agents/alex-eye/reports", Payload: []byte("hello"), QoS: 1})
 		got.await(t, "hello")
@@ -331,7 +332,7 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mqtttest.Eventually(t, waitFor, func() bool { return !c.Connected() }, "client notices the broker is gone")
+	testenv.Eventually(t, waitFor, func() bool { return !c.Connected() }, "client notices the broker is gone")
 	began := time.Now()
 	c.Close()
 	if d := time.Since(began); d > time.Second {

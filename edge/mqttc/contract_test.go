@@ -16,6 +16,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -34,7 +35,7 @@ func TestContractPublishSubscribeQoS1(t *testing.T) {
 		for i := range n {
 			publish(t, pub, mqttc.Message{Topic: wire.ReportsTopic("alex-eye"), Payload: fmt.Appendf(nil, "report %d", i), QoS: 1})
 		}
-		mqtttest.Eventually(t, waitFor, func() bool { return len(got.all()) >= n }, "all reports received")
+		testenv.Eventually(t, waitFor, func() bool { return len(got.all()) >= n }, "all reports received")
 		msgs := got.all()
 		if len(msgs) != n {
 			t.Fatalf("received %d messages, want %d", len(msgs), n)
@@ -147,7 +148,7 @@ func TestContractSubscriptionsSurviveRestart(t *testing.T) {
 		got.await(t, "before")
 
 		b.Stop()
-		mqtttest.Eventually(t, waitFor, func() bool { return !sub.Connected() && !pub.Connected() }, "clients notice the broker is gone")
+		testenv.Eventually(t, waitFor, func() bool { return !sub.Connected() && !pub.Connected() }, "clients notice the broker is gone")
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
 		if err := pub.Publish(ctx, mqttc.Message{Topic: topic, Payload: []byte("lost"), QoS: 1}); !errors.Is(err, mqttc.ErrNotConnected) {
@@ -155,7 +156,7 @@ func TestContractSubscriptionsSurviveRestart(t *testing.T) {
 		}
 
 		b.Restart()
-		mqtttest.Eventually(t, waitFor, func() bool { return subConnects.Load() >= 2 && pubConnects.Load() >= 2 },
+		testenv.Eventually(t, waitFor, func() bool { return subConnects.Load() >= 2 && pubConnects.Load() >= 2 },
 			"both clients reconnect and finish OnConnect")
 		publish(t, pub, mqttc.Message{Topic: topic, Payload: []byte("after"), QoS: 1})
 		got.await(t, "after")
@@ -271,7 +272,7 @@ func TestContractTakeoverEndsOnline(t *testing.T) {
 		if err := late.Subscribe(wire.StatusTopic(agent), 1, retained.handle); err != nil {
 			t.Fatal(err)
 		}
-		mqtttest.Eventually(t, waitFor, func() bool { return len(retained.all()) > 0 }, "retained status delivered")
+		testenv.Eventually(t, waitFor, func() bool { return len(retained.all()) > 0 }, "retained status delivered")
 		if got, want := string(retained.all()[0].Payload), statusPayload(agent, wire.PresenceOnline); got != want {
 			t.Fatalf("retained status after takeover = %s, want %s", got, want)
 		}

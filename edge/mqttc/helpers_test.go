@@ -10,6 +10,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // waitFor is how long tests wait for something that should happen at once.
@@ -96,7 +97,7 @@ func (b *inbox) find(match func(mqttc.Message) bool) (mqttc.Message, bool) {
 func (b *inbox) await(t *testing.T, payload string) mqttc.Message {
 	t.Helper()
 	var got mqttc.Message
-	mqtttest.Eventually(t, waitFor, func() bool {
+	testenv.Eventually(t, waitFor, func() bool {
 		var ok bool
 		got, ok = b.find(func(m mqttc.Message) bool { return string(m.Payload) == payload })
 		return ok

@@ -1,7 +1,6 @@
 // Package mqtttest starts MQTT brokers for tests: the embedded broker of
 // orchestrator/broker and, when installed, a mosquitto child process, so that
-// contract tests can run the same assertions against both. It also has small
-// helpers for free ports and polling with a deadline.
+// contract tests can run the same assertions against both.
 //
 // Contract tests use ForEachBroker, which runs a subtest per implementation
 // with a fresh broker that it can stop and restart on the same port.

@@ -4,22 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
-
-// RequirePeersEnv names the environment variable that, set to 1, makes a
-// missing peer broker fail tests instead of skipping them.
-const RequirePeersEnv = "EVOCLAW_REQUIRE_PEERS"
-
-// mosquittoPaths are checked when mosquitto is not on PATH: Debian installs
-// it in /usr/sbin, which is often missing from a non-root PATH.
-var mosquittoPaths = []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"}
 
 // StartMosquitto starts a mosquitto child process on a free loopback port,
 // anonymous and without persistence, and returns its URL. stop kills it with
@@ -28,12 +19,8 @@ var mosquittoPaths = []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"
 // installed the test is skipped, or fails when EVOCLAW_REQUIRE_PEERS=1.
 func StartMosquitto(t testing.TB) (url string, stop func(), restart func()) {
 	t.Helper()
-	path, ok := findMosquitto()
-	if !ok {
-		missingMosquitto(t, t.Skipf)
-	}
-	m := startMosquitto(t, path, anonymousConf)
-	return m.url(), m.stop, m.restart
+	m := startMosquitto(t, testenv.Find(t, "mosquitto", "mosquitto"), anonymousConf)
+	return mosquittoURL(m), m.Kill, m.Restart
 }
 
 // anonymousConf is the configuration of StartMosquitto.
@@ -48,171 +35,37 @@ func anonymousConf(port int) string {
 // EVOCLAW_REQUIRE_PEERS=1.
 func StartMosquittoConf(t testing.TB, conf func(port int) string) (url string, logs func() string) {
 	t.Helper()
-	path, ok := findMosquitto()
-	if !ok {
-		missingMosquitto(t, t.Skipf)
-	}
-	m := startMosquitto(t, path, conf)
-	return m.url(), func() string {
-		b, _ := os.ReadFile(m.logPath)
-		return string(b)
-	}
+	m := startMosquitto(t, testenv.Find(t, "mosquitto", "mosquitto"), conf)
+	return mosquittoURL(m), m.Log
 }
 
-func findMosquitto() (string, bool) {
-	if p, err := exec.LookPath("mosquitto"); err == nil {
-		return p, true
-	}
-	for _, p := range mosquittoPaths {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// missingMosquitto fails the test when peers are required, else reports
-// through skipOrLog, which is t.Skipf or t.Logf.
-func missingMosquitto(t testing.TB, skipOrLog func(string, ...any)) {
+// startMosquitto starts the mosquitto at path with the configuration
+// confFor returns for its port.
+func startMosquitto(t testing.TB, path string, confFor func(port int) string) *testenv.Process {
 	t.Helper()
-	if os.Getenv(RequirePeersEnv) == "1" {
-		t.Fatalf("mosquitto not installed but %s=1: install it (apt-get install mosquitto)", RequirePeersEnv)
-	}
-	skipOrLog("SKIP: mosquitto not installed; install it (apt-get install mosquitto) or set %s=1 to make this a failure; "+
-		"tests against mosquitto did NOT run", RequirePeersEnv)
-}
-
-// mosquitto is one mosquitto child process slot, restartable on its port.
-// Its methods are called from the test goroutine only.
-type mosquitto struct {
-	t       testing.TB
-	path    string
-	conf    string
-	logPath string
-	port    int
-
-	cmd    *exec.Cmd     // nil while stopped
-	exited chan struct{} // closed when the waiter goroutine has reaped cmd
-}
-
-func startMosquitto(t testing.TB, path string, confFor func(port int) string) *mosquitto {
-	t.Helper()
-	dir := t.TempDir()
-	m := &mosquitto{
-		t:       t,
-		path:    path,
-		conf:    filepath.Join(dir, "mosquitto.conf"),
-		logPath: filepath.Join(dir, "mosquitto.log"),
-	}
-	t.Cleanup(func() {
-		m.stop()
-		if t.Failed() {
-			if b, err := os.ReadFile(m.logPath); err == nil {
-				t.Logf("mosquitto log:\n%s", b)
+	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
+	return testenv.Start(t, testenv.Spec{
+		Name: "mosquitto",
+		Path: path,
+		Args: func(port int) []string {
+			if err := os.WriteFile(conf, []byte(confFor(port)), 0o600); err != nil {
+				t.Fatalf("write mosquitto config: %v", err)
 			}
-		}
-	})
-	// mosquitto cannot be told to pick a port itself, so a port from FreePort
-	// may be taken by the time it binds; try a few.
-	for try := 1; ; try++ {
-		m.port = FreePort(t)
-		if err := os.WriteFile(m.conf, []byte(confFor(m.port)), 0o600); err != nil {
-			t.Fatalf("write mosquitto config: %v", err)
-		}
-		err := m.start()
-		if err == nil {
-			return m
-		}
-		if !errors.Is(err, errPortTaken) || try == startTries {
-			t.Fatal(err)
-		}
-	}
-}
-
-// startTries is how many free ports startMosquitto tries.
-const startTries = 3
-
-// errPortTaken means mosquitto could not bind its port.
-var errPortTaken = errors.New("mosquitto port taken")
-
-func (m *mosquitto) url() string {
-	return "tcp://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(m.port))
-}
-
-// start launches mosquitto and waits until its port accepts connections.
-func (m *mosquitto) start() error {
-	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("open mosquitto log: %w", err)
-	}
-	var logStart int64 // where this run's output begins
-	if fi, err := logf.Stat(); err == nil {
-		logStart = fi.Size()
-	}
-	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(m.path, "-c", m.conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start mosquitto: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { // reaps the child; stop waits for it
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	m.cmd, m.exited = cmd, exited
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(m.port))
-	deadline := time.Now().Add(startTimeout)
-	for {
-		select {
-		case <-exited:
-			m.cmd = nil
-			log, _ := os.ReadFile(m.logPath)
-			log = log[min(logStart, int64(len(log))):]
-			if bytes.Contains(log, []byte("Address already in use")) {
-				return fmt.Errorf("%w: %s", errPortTaken, addr)
-			}
-			return fmt.Errorf("mosquitto exited during start-up on %s:\n%s", addr, log)
-		default:
-		}
+			return []string{"-c", conf}
+		},
 		// A dial alone could reach whoever took the port from us; mosquitto
 		// logs "running" once its listeners are open.
-		if log, _ := os.ReadFile(m.logPath); bytes.Contains(log[min(logStart, int64(len(log))):], []byte(" running")) {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err != nil {
-				m.stop()
-				return fmt.Errorf("mosquitto running but %s refuses connections: %w", addr, err)
+		Ready: func(addr string, log []byte) error {
+			if !bytes.Contains(log, []byte(" running")) {
+				return errors.New(`no "running" in its log yet`)
 			}
-			_ = c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			m.stop()
-			return fmt.Errorf("mosquitto not accepting connections on %s within %v", addr, startTimeout)
-		}
-		time.Sleep(pollInterval)
-	}
+			return testenv.Accepts(addr)
+		},
+		StartTimeout: startTimeout,
+	})
 }
 
-// stop kills mosquitto with SIGKILL, the way a crash would end it, and waits
-// until it has been reaped. It does nothing while stopped.
-func (m *mosquitto) stop() {
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Kill()
-	<-m.exited
-	m.cmd = nil
-}
-
-func (m *mosquitto) restart() {
-	m.t.Helper()
-	m.stop()
-	if err := m.start(); err != nil {
-		m.t.Fatalf("restart mosquitto: %v", err)
-	}
-}
+func mosquittoURL(m *testenv.Process) string { return "tcp://" + m.Addr() }
 
 // MosquittoPasswd adds user with password to the mosquitto password file
 // at file (created when missing) with mosquitto_passwd, which hashes it as
@@ -220,10 +73,7 @@ func (m *mosquitto) restart() {
 // skipped, or fails when EVOCLAW_REQUIRE_PEERS=1.
 func MosquittoPasswd(t testing.TB, file, user, password string) {
 	t.Helper()
-	path, err := exec.LookPath("mosquitto_passwd")
-	if err != nil {
-		missingMosquitto(t, t.Skipf)
-	}
+	path := testenv.Find(t, "mosquitto_passwd", "mosquitto")
 	args := []string{"-b", file, user, password}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		args = append([]string{"-c"}, args...)

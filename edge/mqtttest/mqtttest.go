@@ -1,15 +1,12 @@
 package mqtttest
 
 import (
-	"net"
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
-
-// pollInterval is how often Eventually and the readiness checks poll.
-const pollInterval = 10 * time.Millisecond
 
 // startTimeout bounds how long a broker may take to accept connections.
 const startTimeout = 10 * time.Second
@@ -72,13 +69,13 @@ func startKind(t testing.TB, kind string, skipOrLog func(string, ...any)) (Broke
 		e := startEmbedded(t, "127.0.0.1:0")
 		return Broker{Name: kind, URL: e.url, Stop: e.stop, Restart: e.restart}, true
 	case "mosquitto":
-		path, ok := findMosquitto()
+		path, ok := testenv.Lookup("mosquitto")
 		if !ok {
-			missingMosquitto(t, skipOrLog)
+			testenv.Missing(t, skipOrLog, "mosquitto", "apt-get install mosquitto")
 			return Broker{}, false
 		}
 		m := startMosquitto(t, path, anonymousConf)
-		return Broker{Name: kind, URL: m.url(), Stop: m.stop, Restart: m.restart}, true
+		return Broker{Name: kind, URL: mosquittoURL(m), Stop: m.Kill, Restart: m.Restart}, true
 	}
 	panic("mqtttest: unknown broker kind " + kind)
 }
@@ -88,33 +85,6 @@ func startKind(t testing.TB, kind string, skipOrLog func(string, ...any)) (Broke
 func StartEmbedded(t testing.TB) string {
 	t.Helper()
 	return startEmbedded(t, "127.0.0.1:0").url
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free when it was checked.
-// Another process may take it before the caller binds it (the kernel hands
-// the same range out for outgoing connections), so listen on port 0 instead
-// wherever the program under test allows it.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// Eventually polls cond until it returns true and fails the test with msg if
-// that does not happen within timeout. Call it from the test goroutine.
-func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, msg)
-		}
-		time.Sleep(pollInterval)
-	}
 }
 
 // embedded is a restartable embedded broker bound to one address.
@@ -150,7 +120,7 @@ func (e *embedded) restart() {
 	e.t.Helper()
 	e.stop()
 	var err error
-	Eventually(e.t, startTimeout, func() bool {
+	testenv.Eventually(e.t, startTimeout, func() bool {
 		e.b, err = broker.Start(broker.Options{Listen: e.addr, AllowAnonymous: true})
 		return err == nil
 	}, "restart embedded broker on "+e.addr)

@@ -1,28 +1,14 @@
 package mqtttest
 
 import (
-	"fmt"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-func TestFreePort(t *testing.T) {
-	t.Parallel()
-	p := FreePort(t)
-	if p <= 0 || p > 65535 {
-		t.Fatalf("FreePort() = %d", p)
-	}
-	// Not a guarantee, since another process may take the port meanwhile.
-	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err != nil {
-		t.Logf("port %d taken since FreePort returned it: %v", p, err)
-	} else {
-		l.Close()
-	}
-}
+	"github.com/evoclaw/evoclaw/edge/testenv"
+)
 
 func TestStartEmbedded(t *testing.T) {
 	t.Parallel()
@@ -41,7 +27,7 @@ func TestBrokersStopRestart(t *testing.T) {
 	if bs[0].Name != "embedded" {
 		t.Fatalf("first broker is %q, want embedded", bs[0].Name)
 	}
-	if _, ok := findMosquitto(); ok && (len(bs) != 2 || bs[1].Name != "mosquitto") {
+	if _, ok := testenv.Lookup("mosquitto"); ok && (len(bs) != 2 || bs[1].Name != "mosquitto") {
 		t.Fatalf("mosquitto installed but Brokers returned %+v", bs)
 	}
 	for _, b := range bs {
@@ -72,7 +58,7 @@ func TestForEachBroker(t *testing.T) {
 		})
 	})
 	want := 1
-	if _, ok := findMosquitto(); ok {
+	if _, ok := testenv.Lookup("mosquitto"); ok {
 		want = 2
 	}
 	if len(ran) != want {
@@ -99,76 +85,6 @@ func assertAccepts(t *testing.T, url string, want bool) {
 	if got := err == nil; got != want {
 		t.Fatalf("%s accepts connections: %v, want %v (%v)", url, got, want, err)
 	}
-}
-
-// fakeTB records what a helper reports; Fatalf and Skipf end the goroutine
-// like the real ones.
-type fakeTB struct {
-	testing.TB
-	mu     sync.Mutex // guards fatal, skip, logged
-	fatal  string
-	skip   string
-	logged string
-}
-
-func (f *fakeTB) Helper() {}
-func (f *fakeTB) Fatalf(format string, args ...any) {
-	f.mu.Lock()
-	f.fatal = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-func (f *fakeTB) Skipf(format string, args ...any) {
-	f.mu.Lock()
-	f.skip = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-func (f *fakeTB) Logf(format string, args ...any) {
-	f.mu.Lock()
-	f.logged = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-}
-
-// run calls fn with f on a goroutine of its own, as Goexit requires.
-func (f *fakeTB) run(fn func(*fakeTB)) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(f)
-	}()
-	<-done
-}
-
-func TestEventually(t *testing.T) {
-	t.Parallel()
-	n := 0
-	Eventually(t, time.Second, func() bool { n++; return n == 3 }, "third poll")
-
-	f := &fakeTB{TB: t}
-	f.run(func(f *fakeTB) { Eventually(f, 30*time.Millisecond, func() bool { return false }, "never true") })
-	if !strings.Contains(f.fatal, "never true") || !strings.Contains(f.fatal, "30ms") {
-		t.Fatalf("Eventually failure message = %q, want the message and the timeout", f.fatal)
-	}
-}
-
-func TestMissingMosquitto(t *testing.T) {
-	t.Run("skips loudly by default", func(t *testing.T) {
-		t.Setenv(RequirePeersEnv, "")
-		f := &fakeTB{TB: t}
-		f.run(func(f *fakeTB) { missingMosquitto(f, f.Skipf) })
-		if !strings.HasPrefix(f.skip, "SKIP: mosquitto not installed; install it (apt-get install mosquitto)") || f.fatal != "" {
-			t.Fatalf("skip = %q, fatal = %q", f.skip, f.fatal)
-		}
-	})
-	t.Run("fails when peers are required", func(t *testing.T) {
-		t.Setenv(RequirePeersEnv, "1")
-		f := &fakeTB{TB: t}
-		f.run(func(f *fakeTB) { missingMosquitto(f, f.Skipf) })
-		if !strings.Contains(f.fatal, "mosquitto not installed") || f.skip != "" {
-			t.Fatalf("skip = %q, fatal = %q", f.skip, f.fatal)
-		}
-	})
 }
 
 func TestDialRaw(t *testing.T) {

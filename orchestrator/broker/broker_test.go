@@ -15,6 +15,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
@@ -184,7 +185,7 @@ func TestCloseIsIdempotentAndDropsClients(t *testing.T) {
 		conn.Close()
 		t.Fatalf("%s still accepts connections after Close", b.Addr())
 	}
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return !c.Connected() }, "client notices the broker closed")
+	testenv.Eventually(t, 5*time.Second, func() bool { return !c.Connected() }, "client notices the broker closed")
 }
 
 // TestCloseLeavesNoGoroutines runs alone (no t.Parallel) so that the count
@@ -211,7 +212,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	conn.Close()
 	silent.Close()
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before },
+	testenv.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before },
 		"goroutines return to their count before Start")
 }
 
@@ -240,7 +241,7 @@ func TestMaxPacketBytes(t *testing.T) {
 
 	// QoS 0 so that paho does not resend it after the broker drops us.
 	_ = pub.Publish(ctx, mqttc.Message{Topic: "size/test", Payload: make([]byte, 2048)})
-	mqtttest.Eventually(t, 5*time.Second, func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		return pub.Publish(ctx, mqttc.Message{Topic: "size/test", Payload: []byte("small"), QoS: 1}) == nil
 	}, "small publish succeeds after the oversized one")
 	select {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
@@ -159,7 +160,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 				if err := alex.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic("alex-eye"), Payload: []byte(`{"pong":1}`), QoS: 1}); err != nil {
 					t.Fatal(err)
 				}
-				mqtttest.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("alex-eye") + ` {"pong":1}`) }, "orchestrator receives the report")
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("alex-eye") + ` {"pong":1}`) }, "orchestrator receives the report")
 			})
 
 			t.Run("connect refusals", func(t *testing.T) {
@@ -204,7 +205,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 				}
 				bob, _ := sb.raw(t, "bob", sb.pw["bob"], "")
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"report":"of bob"}`, false)
-				mqtttest.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"report":"of bob"}`) }, "bob's report")
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"report":"of bob"}`) }, "bob's report")
 				// What alex receives must be its own commands only: the one
 				// sent before bob's report, then one sent after it.
 				if err := orch.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic("alex-eye"), Payload: []byte(`{"for":"alex","n":2}`), QoS: 1}); err != nil {
@@ -227,7 +228,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 					marker := fmt.Sprintf(`{"marker":%d}`, i)
 					mqtttest.RawPublish(t, alex, topic, forged, false)
 					mqtttest.RawPublish(t, alex, wire.ReportsTopic("alex-eye"), marker, false) // same connection: ordered after
-					mqtttest.Eventually(t, 5*time.Second, func() bool {
+					testenv.Eventually(t, 5*time.Second, func() bool {
 						return seen.has(wire.ReportsTopic("alex-eye")+" "+marker) || mqtttest.RawClosed(alex, 10*time.Millisecond)
 					}, "the marker after the forged message arrives, or the broker closes the connection")
 					if seen.has(topic + " " + forged) {
@@ -246,7 +247,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 					t.Fatalf("CONNACK %d", rc)
 				}
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"after":"will"}`, false)
-				mqtttest.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"after":"will"}`) }, "bob's report")
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"after":"will"}`) }, "bob's report")
 				if seen.has(wire.StatusTopic("bob") + ` {"forged":"will"}`) {
 					t.Fatal("a will on another agent's status topic was delivered")
 				}
@@ -260,7 +261,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 				mqtttest.RawPublish(t, c, wire.ReportsTopic("bob"), `{"forged":"by orchestrator"}`, false)
 				bob, _ := sb.raw(t, "bob", sb.pw["bob"], "")
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"after":"orchestrator"}`, false)
-				mqtttest.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"after":"orchestrator"}`) }, "bob's report")
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"after":"orchestrator"}`) }, "bob's report")
 				if seen.has(wire.ReportsTopic("bob") + ` {"forged":"by orchestrator"}`) {
 					t.Fatal("report forged by the orchestrator delivered")
 				}
@@ -299,7 +300,7 @@ func TestMosquittoExampleTLS(t *testing.T) {
 	}
 	var tlsPort int
 	sb.url, _ = mqtttest.StartMosquittoConf(t, func(port int) string {
-		tlsPort = mqtttest.FreePort(t)
+		tlsPort = testenv.FreePort(t)
 		conf := uncomment(string(example), "listener", "certfile", "keyfile", "cafile", "require_certificate", "use_identity_as_username")
 		conf = rewriteConf(t, conf, map[string]string{
 			"listener": fmt.Sprintf("%d 127.0.0.1", port), "password_file": passwd, "acl_file": acl, "persistence_location": dir + "/",

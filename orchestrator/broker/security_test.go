@@ -17,6 +17,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
@@ -46,7 +47,7 @@ func (l *logBuffer) logger() *slog.Logger {
 // wantLog fails unless a log line contains every one of parts.
 func (l *logBuffer) wantLog(t *testing.T, parts ...string) {
 	t.Helper()
-	mqtttest.Eventually(t, 5*time.Second, func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		for _, line := range strings.Split(l.String(), "\n") {
 			all := true
 			for _, p := range parts {
@@ -193,7 +194,7 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 				marker := fmt.Sprintf(`{"marker":%d}`, i)
 				bob := agentConn(t, b, "bob", "bob-pw")
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), marker, false)
-				mqtttest.Eventually(t, 5*time.Second, func() bool { return reports.has(marker) }, "bob's own report delivered")
+				testenv.Eventually(t, 5*time.Second, func() bool { return reports.has(marker) }, "bob's own report delivered")
 				bob.Close()
 				if reports.has(forged) {
 					t.Fatalf("forged message on %s was delivered", tt.topic)
@@ -260,7 +261,7 @@ func TestUsersFileReload(t *testing.T) {
 			return rc == 0
 		}
 	}
-	mqtttest.Eventually(t, 5*time.Second, connects("bob", bobPW), "bob, added to the file, may connect")
+	testenv.Eventually(t, 5*time.Second, connects("bob", bobPW), "bob, added to the file, may connect")
 
 	if err := broker.RemoveUser(path, "alex-eye"); err != nil {
 		t.Fatal(err)
@@ -318,7 +319,7 @@ func TestOversizedPacketRefusedAndLogged(t *testing.T) {
 	logs.wantLog(t, "packet over the size limit", "user=alex-eye")
 	bob := agentConn(t, b, "bob", "bob-pw")
 	mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"small":1}`, false)
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return reports.has(`{"small":1}`) }, "a small report still flows")
+	testenv.Eventually(t, 5*time.Second, func() bool { return reports.has(`{"small":1}`) }, "a small report still flows")
 	if reports.has(big) {
 		t.Fatal("oversized report delivered")
 	}
@@ -371,7 +372,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs.wantLog(t, "reloading mqtt identities and certificate on signal")
-	mqtttest.Eventually(t, 5*time.Second, func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		c, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: pw})
 		c.Close()
 		return rc == 0

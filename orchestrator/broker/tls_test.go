@@ -12,6 +12,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
@@ -176,5 +177,5 @@ func TestTLSCertificateReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mqtttest.Eventually(t, 5*time.Second, func() bool { return serial() != before }, "new connections get the new certificate")
+	testenv.Eventually(t, 5*time.Second, func() bool { return serial() != before }, "new connections get the new certificate")
 }

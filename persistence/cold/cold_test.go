@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -45,7 +46,7 @@ func TestShipAllAndReshipChangesNothing(t *testing.T) {
 	fill(t, warm, 30) // 150 records, 3 batches of 50
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipper to catch up", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up")
 	checkSame(t, c, path, warm.ChainID())
 	if st := sh.Status(); st.Lag != 0 || st.Shipped != 150 || st.LastError != "" {
 		t.Fatalf("status %+v", st)
@@ -82,20 +83,20 @@ func TestServerDownThenBack(t *testing.T) {
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	fill(t, warm, 10)
-	waitFor(t, "first records shipped", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
 
 	srv.Kill()
 	fill(t, warm, 20) // written while the cold tier is unreachable
-	waitFor(t, "the shipper to notice the outage", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		sh.Kick()
 		st := sh.Status()
 		return st.Failures >= 2 && st.LastError != "" && st.Lag > 0
-	})
+	}, "the shipper to notice the outage")
 	if st := sh.Status(); st.RetryIn <= 0 || st.RetryIn > c.cfg.MaxBackoff {
 		t.Fatalf("backoff %v outside (0, %v]", st.RetryIn, c.cfg.MaxBackoff)
 	}
 	srv.Restart()
-	waitFor(t, "shipper to catch up after the outage", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up after the outage")
 	checkSame(t, c, path, warm.ChainID())
 	if st := sh.Status(); st.LastError != "" || st.Failures != 0 {
 		t.Fatalf("status after recovery %+v", st)
@@ -132,7 +133,7 @@ func TestAuthToken(t *testing.T) {
 	good := sqldtest.Token(t, priv, map[string]any{"a": "rw"})
 	c := openCold(t, srv.URL(), good)
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipping with the right token", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping with the right token")
 	checkSame(t, c, path, warm.ChainID())
 
 	// A read-only token reads but cannot write, refused by the server.
@@ -152,7 +153,7 @@ func TestQueryIsReadOnly(t *testing.T) {
 	fill(t, warm, 1)
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	for _, q := range []string{
 		"DELETE FROM tool_calls",
 		"UPDATE events SET kind = 'x'",
@@ -183,7 +184,7 @@ func TestShipAfterWarmPrune(t *testing.T) {
 	}
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	st, ok, err := c.Chain(context.Background(), warm.ChainID())
 	if err != nil || !ok || st.FirstSeq != 8 || st.ShippedSeq != 20 {
 		t.Fatalf("cold chain %+v %v %v", st, ok, err)
@@ -216,7 +217,7 @@ func TestShipperLifecycle(t *testing.T) {
 		t.Fatalf("second Start: %v", err)
 	}
 	fill(t, warm, 1)
-	waitFor(t, "a failure against a closed port", func() bool { sh2.Kick(); return sh2.Status().Failures > 0 })
+	testenv.Eventually(t, 60*time.Second, func() bool { sh2.Kick(); return sh2.Status().Failures > 0 }, "a failure against a closed port")
 	sh2.Close()
 	sh2.Close()
 }
@@ -265,7 +266,7 @@ func TestColdAheadOfWarm(t *testing.T) {
 	fill(t, warm, 1) // 10 records
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	sh.Close()
 
 	restored, err := sqlite.Open(backup, sqlite.Options{})
@@ -274,10 +275,10 @@ func TestColdAheadOfWarm(t *testing.T) {
 	}
 	defer restored.Close()
 	sh2 := startShipper(t, restored, c)
-	waitFor(t, "the shipper to refuse", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		sh2.Kick()
 		return strings.Contains(sh2.Status().LastError, ErrAhead.Error())
-	})
+	}, "the shipper to refuse")
 }
 
 // copyFile copies the database at src, consistently, to dst.

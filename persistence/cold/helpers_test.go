@@ -64,18 +64,6 @@ func fill(t testing.TB, s *sqlite.Store, n int) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not a wait for an outcome
-	}
-}
-
 // coldCount returns the rows of table in the cold tier.
 func coldCount(t testing.TB, c *Store, table string) int64 {
 	t.Helper()

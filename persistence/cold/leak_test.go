@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 )
 
@@ -49,7 +51,7 @@ func TestShipperLogsNoTokenAndLeavesNoGoroutine(t *testing.T) {
 	if err := sh.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a logged failure", func() bool { return strings.Contains(logs.String(), "cold shipping failed") })
+	testenv.Eventually(t, 60*time.Second, func() bool { return strings.Contains(logs.String(), "cold shipping failed") }, "a logged failure")
 	if err := sh.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +61,10 @@ func TestShipperLogsNoTokenAndLeavesNoGoroutine(t *testing.T) {
 	if !strings.Contains(logs.String(), "401") {
 		t.Errorf("the log does not say the server refused the token:\n%s", logs.String())
 	}
-	waitFor(t, "the shipper's goroutines to exit", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		// Idle keep-alive connections of the client library's HTTP
 		// client have goroutines of their own; they are not the shipper's.
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		return runtime.NumGoroutine() <= before
-	})
+	}, "the shipper's goroutines to exit")
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -21,7 +22,7 @@ func TestMergeTiers(t *testing.T) {
 	c := openCold(t, srv.URL(), "")
 	fill(t, warm, 10) // 50 records
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	sh.Close()
 	// Prune the first 20 from warm (they are shipped), then write 10 more
 	// that stay warm only.

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 )
 
@@ -114,16 +116,16 @@ func TestServerKilledMidBatch(t *testing.T) {
 	c.cfg.BatchSize = 400
 	fill(t, warm, 4)
 	sh := startShipper(t, warm, c)
-	waitFor(t, "first records shipped", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
 
 	fill(t, warm, 200) // 1000 records: the next batches are large requests
 	proxy.armed.Store(true)
 	sh.Kick()
 	<-proxy.tripped
 	srv.Kill()
-	waitFor(t, "the shipper to see the failure", func() bool { return sh.Status().Failures > 0 })
+	testenv.Eventually(t, 60*time.Second, func() bool { return sh.Status().Failures > 0 }, "the shipper to see the failure")
 	t.Logf("failure while the server was down: %s", sh.Status().LastError)
 	srv.Restart()
-	waitFor(t, "shipper to catch up after the restart", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up after the restart")
 	checkSame(t, c, path, warm.ChainID())
 }

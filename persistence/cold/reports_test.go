@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -18,7 +20,7 @@ func TestReportsAgreeAcrossTiers(t *testing.T) {
 	fill(t, warm, 12)
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
-	waitFor(t, "shipping", caughtUp(t, sh, warm))
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	merged, err := MergeTiers(context.Background(), path, c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -41,18 +41,6 @@ func openStoreWithCommit(t testing.TB, opts Options, commit commitFunc) (*Store,
 // realCommit is the production commit, for seams that wrap it.
 func realCommit(tx *sql.Tx, _ int) error { return tx.Commit() }
 
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // poll interval, not a wait for an outcome
-	}
-}
-
 // queued reports how many writes wait in s's queue.
 func queued(s *Store) int {
 	s.mu.RLock()

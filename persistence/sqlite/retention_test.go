@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -124,7 +125,7 @@ func TestRetainer(t *testing.T) {
 	if err := r.Start(context.Background()); !errors.Is(err, ErrRetainerStarted) {
 		t.Fatalf("second Start: %v", err)
 	}
-	waitFor(t, "the first prune pass", func() bool { return !r.Status().LastRun.IsZero() })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !r.Status().LastRun.IsZero() }, "the first prune pass")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -415,5 +416,5 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+	testenv.Eventually(t, 20*time.Second, func() bool { return runtime.NumGoroutine() <= before }, "goroutines to exit")
 }

@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -96,7 +98,7 @@ func TestGroupCommitBatches(t *testing.T) {
 	for i := range results {
 		results[i] = goRecord(s, sampleCall(i+1))
 	}
-	waitFor(t, "writes to queue up", func() bool { return queued(s) == waiting })
+	testenv.Eventually(t, 20*time.Second, func() bool { return queued(s) == waiting }, "writes to queue up")
 	g.open()
 
 	for i, ch := range append(results, first) {
@@ -120,7 +122,7 @@ func TestGroupCommitRespectsMaxBatch(t *testing.T) {
 	for i := range results {
 		results[i] = goRecord(s, sampleCall(i+1))
 	}
-	waitFor(t, "writes to queue up", func() bool { return queued(s) == len(results) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return queued(s) == len(results) }, "writes to queue up")
 	g.open()
 	for _, ch := range append(results, first) {
 		if err := <-ch; err != nil {
@@ -152,7 +154,7 @@ func TestQueueFull(t *testing.T) {
 	for i := range 3 {
 		results = append(results, goRecord(s, sampleCall(i+1)))
 	}
-	waitFor(t, "the queue to fill", func() bool { return queued(s) == 3 })
+	testenv.Eventually(t, 20*time.Second, func() bool { return queued(s) == 3 }, "the queue to fill")
 
 	err := s.RecordToolCall(context.Background(), sampleCall(99))
 	if !errors.Is(err, ErrQueueFull) {
@@ -197,7 +199,7 @@ func TestConstraintViolationFailsOnlyItsCaller(t *testing.T) {
 		}
 		results[i] = goRecord(s, calls[i])
 		// Enqueue in order, so that the bad write sits mid-batch.
-		waitFor(t, "the write to queue up", func() bool { return queued(s) == i+1 })
+		testenv.Eventually(t, 20*time.Second, func() bool { return queued(s) == i+1 }, "the write to queue up")
 	}
 	g.open()
 	if err := <-blocker; err != nil {
@@ -279,15 +281,15 @@ func TestCloseDrainsQueue(t *testing.T) {
 	for i := range 10 {
 		results = append(results, goRecord(s, sampleCall(i+1)))
 	}
-	waitFor(t, "writes to queue up", func() bool { return queued(s) == 10 })
+	testenv.Eventually(t, 20*time.Second, func() bool { return queued(s) == 10 }, "writes to queue up")
 
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
-	waitFor(t, "Close to start", func() bool {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		return s.closed
-	})
+	}, "Close to start")
 	// Close has stopped taking writes while the queued ones still wait.
 	if err := s.RecordToolCall(context.Background(), sampleCall(99)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("RecordToolCall while closing: got %v, want ErrClosed", err)
@@ -314,7 +316,7 @@ func TestCanceledWhileQueuedStillCommits(t *testing.T) {
 	c := sampleCall(1)
 	errCh := make(chan error, 1)
 	go func() { errCh <- s.RecordToolCall(ctx, c) }()
-	waitFor(t, "the write to queue up", func() bool { return queued(s) == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { return queued(s) == 1 }, "the write to queue up")
 	cancel()
 	if err := <-errCh; !errors.Is(err, context.Canceled) {
 		t.Fatalf("RecordToolCall after cancel: got %v, want context.Canceled", err)
@@ -323,7 +325,7 @@ func TestCanceledWhileQueuedStillCommits(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the abandoned write to commit", func() bool {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		return queryOne(t, path, "SELECT count(*) FROM tool_calls WHERE record_id = ?", c.RecordID) == int64(1)
-	})
+	}, "the abandoned write to commit")
 }

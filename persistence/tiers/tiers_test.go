@@ -6,23 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/hot"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
-	}
-}
 
 func record(t *testing.T, tr *Tiers, n int) {
 	t.Helper()
@@ -49,7 +39,7 @@ func TestWarmOnly(t *testing.T) {
 	if got := tr.Ring.After(0, hot.Filter{}, 0); len(got) != 3 || got[2].Seq != 5 {
 		t.Fatalf("ring %v", got)
 	}
-	waitFor(t, "a retention pass", func() bool { return !tr.Status().Retention.LastRun.IsZero() })
+	testenv.Eventually(t, 30*time.Second, func() bool { return !tr.Status().Retention.LastRun.IsZero() }, "a retention pass")
 	if st := tr.Status(); st.Cold != nil || st.Retention.TotalDeleted != 0 {
 		t.Fatalf("status %+v", st)
 	}
@@ -74,10 +64,10 @@ func TestWithColdTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	record(t, tr, 7)
-	waitFor(t, "the cold tier to catch up", func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		st := tr.Status()
 		return st.Cold != nil && st.Cold.ShippedSeq == 7 && st.Cold.Lag == 0
-	})
+	}, "the cold tier to catch up")
 	if st := tr.Status(); st.Cold.LastError != "" {
 		t.Fatalf("cold status %+v", st.Cold)
 	}

@@ -10,17 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/internal/peertest"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
 
 // TestBashSandboxed runs the bash tool inside bubblewrap: the workspace is
 // writable, nothing else is, and there is no network.
 func TestBashSandboxed(t *testing.T) {
-	peertest.Find(t, "bwrap", "bubblewrap")
+	testenv.Find(t, "bwrap", "bubblewrap")
 	ws, outside := t.TempDir(), t.TempDir()
 	tool, err := builtin.NewBash(builtin.Options{Dir: ws, Sandbox: sandbox.Bubblewrap})
 	if err != nil {
@@ -65,7 +65,7 @@ func TestBashSandboxMissing(t *testing.T) {
 // TestBashSandboxNetwork: with Network set, the sandboxed command sees the
 // host's interfaces, not only its own loopback.
 func TestBashSandboxNetwork(t *testing.T) {
-	peertest.Find(t, "bwrap", "bubblewrap")
+	testenv.Find(t, "bwrap", "bubblewrap")
 	host, err := os.ReadFile("/proc/net/dev")
 	if err != nil {
 		t.Fatal(err)

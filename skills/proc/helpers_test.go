@@ -13,27 +13,6 @@ import (
 	"time"
 )
 
-// poll checks cond until it holds or within has passed, and reports
-// whether it held.
-func poll(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
-// waitFor fails the test unless cond holds within the given time.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if !poll(within, cond) {
-		t.Fatalf("timed out after %v waiting for %s", within, what)
-	}
-}
-
 // gone reports whether pid no longer runs: it does not exist or is a zombie
 // waiting for init to reap it.
 func gone(pid int) bool {

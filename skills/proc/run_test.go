@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 func TestRunExit(t *testing.T) {
@@ -140,7 +142,7 @@ func TestRunTimeoutKillsGroup(t *testing.T) {
 		t.Errorf("Elapsed %v is shorter than the timeout %v", res.Elapsed, s.Timeout)
 	}
 	grandchild := firstPID(t, res.Stdout)
-	waitFor(t, 5*time.Second, "grandchild to die", func() bool { return gone(grandchild) })
+	testenv.Eventually(t, 5*time.Second, func() bool { return gone(grandchild) }, "grandchild to die")
 }
 
 // TestRunKillsLeftoversAfterExit checks that a background job of a tool that
@@ -160,7 +162,7 @@ func TestRunKillsLeftoversAfterExit(t *testing.T) {
 		t.Errorf("exit %d TimedOut %v, want 0 false", res.ExitCode, res.TimedOut)
 	}
 	leftover := firstPID(t, res.Stdout)
-	waitFor(t, 5*time.Second, "leftover to die", func() bool { return gone(leftover) })
+	testenv.Eventually(t, 5*time.Second, func() bool { return gone(leftover) }, "leftover to die")
 }
 
 // TestRunEscapedDescendant checks that a descendant in a session of its own,
@@ -196,20 +198,25 @@ func TestRunContext(t *testing.T) {
 		errStop := errors.New("agent stopping")
 		ctx, cancel := context.WithCancelCause(t.Context())
 		defer cancel(nil)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			// Cancel once the child is running; if it never shows up, the
-			// cancel still ends the test rather than a hang.
-			poll(10*time.Second, func() bool {
-				_, err := os.Stat(ready)
-				return err == nil
-			})
-			cancel(errStop)
-		}()
 		s := Spec{Path: "/bin/sh", Args: []string{"-c", `sleep 100 & echo $!; : > "$1"; sleep 100`, "sh", ready}, Timeout: time.Minute}
-		res, err := Run(ctx, s)
-		<-done
+		type outcome struct {
+			res Result
+			err error
+		}
+		ran := make(chan outcome, 1)
+		go func() {
+			res, err := Run(ctx, s)
+			ran <- outcome{res, err}
+		}()
+		// Cancel once the child is running; if it never shows up, the
+		// deferred cancel ends Run rather than a hang.
+		testenv.Eventually(t, 10*time.Second, func() bool {
+			_, err := os.Stat(ready)
+			return err == nil
+		}, "the child to start")
+		cancel(errStop)
+		o := <-ran
+		res, err := o.res, o.err
 		if !errors.Is(err, errStop) {
 			t.Fatalf("err = %v, want the cancel cause", err)
 		}
@@ -217,7 +224,7 @@ func TestRunContext(t *testing.T) {
 			t.Errorf("TimedOut %v signal %q, want false SIGKILL", res.TimedOut, res.Signal)
 		}
 		grandchild := firstPID(t, res.Stdout)
-		waitFor(t, 5*time.Second, "grandchild to die", func() bool { return gone(grandchild) })
+		testenv.Eventually(t, 5*time.Second, func() bool { return gone(grandchild) }, "grandchild to die")
 	})
 	t.Run("deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)

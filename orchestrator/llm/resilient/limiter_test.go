@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -27,7 +27,7 @@ func TestLimiterQueueAndCancel(t *testing.T) {
 		}
 		got <- err
 	}()
-	mqtttest.Eventually(t, 10*time.Second, func() bool { return l.Waiting() == 1 }, "second caller queued")
+	testenv.Eventually(t, 10*time.Second, func() bool { return l.Waiting() == 1 }, "second caller queued")
 	// A second waiter is refused at once.
 	if _, err := l.Acquire(context.Background()); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("queue full: %v", err)
@@ -80,7 +80,7 @@ func TestChainBoundsConcurrency(t *testing.T) {
 			errs <- err
 		}()
 	}
-	mqtttest.Eventually(t, 10*time.Second, func() bool { return lim.Waiting() == 4 && lim.InFlight() == 1 }, "one call in flight, four queued")
+	testenv.Eventually(t, 10*time.Second, func() bool { return lim.Waiting() == 4 && lim.InFlight() == 1 }, "one call in flight, four queued")
 	close(gate)
 	wg.Wait()
 	close(errs)

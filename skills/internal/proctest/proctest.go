@@ -5,9 +5,12 @@ package proctest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // Within is how long WaitGone polls.
@@ -19,13 +22,7 @@ const Within = 10 * time.Second
 func WaitGone(t testing.TB, args ...string) {
 	t.Helper()
 	want := strings.Join(args, "\x00") + "\x00"
-	deadline := time.Now().Add(Within)
-	for running(want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %q still running after %v", strings.Join(args, " "), Within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, Within, func() bool { return !running(want) }, "process "+strconv.Quote(strings.Join(args, " "))+" to end")
 }
 
 // running reports whether a live process has the raw command line want.

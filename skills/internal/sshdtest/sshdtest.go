@@ -5,23 +5,19 @@
 package sshdtest
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/evoclaw/evoclaw/skills/internal/peertest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // Server is a real OpenSSH server on a loopback port, configured entirely by
@@ -40,13 +36,31 @@ type Server struct {
 	User string
 }
 
+// configFormat is the whole sshd configuration: port, host key file,
+// authorized keys file, pid file, user and sftp server, in that order.
+const configFormat = `Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PidFile %s
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+AllowUsers %s
+Subsystem sftp %s
+LogLevel ERROR
+`
+
 // Start starts sshd for the current user on a free loopback port and
 // stops it when the test ends. A missing sshd skips the test loudly, or
-// fails it under EVOCLAW_REQUIRE_PEERS=1 (peertest.Find).
+// fails it under EVOCLAW_REQUIRE_PEERS=1 (testenv.Find).
 func Start(t *testing.T) *Server {
 	t.Helper()
-	bin := peertest.Find(t, "sshd", "openssh-server")
-	keygen := peertest.Find(t, "ssh-keygen", "openssh-client")
+	bin := testenv.Find(t, "sshd", "openssh-server")
+	keygen := testenv.Find(t, "ssh-keygen", "openssh-client")
 	u, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -83,74 +97,26 @@ func Start(t *testing.T) *Server {
 	if err := os.WriteFile(authKeys, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
 	conf := filepath.Join(dir, "sshd_config")
 	sftpServer := "internal-sftp"
-	err = os.WriteFile(conf, []byte(fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s
-AuthorizedKeysFile %s
-PidFile %s
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PermitRootLogin prohibit-password
-AllowUsers %s
-Subsystem sftp %s
-LogLevel ERROR
-`, port, hostKey, authKeys, filepath.Join(dir, "sshd.pid"), u.Username, sftpServer)), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	cmd := exec.Command(bin, "-D", "-e", "-f", conf)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sshd: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }() // reaped here; the cleanup waits for it
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
+	sshd := testenv.Start(t, testenv.Spec{
+		Name: "sshd",
+		Path: bin,
+		Args: func(port int) []string {
+			config := fmt.Sprintf(configFormat, port, hostKey, authKeys, filepath.Join(dir, "sshd.pid"), u.Username, sftpServer)
+			if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"-D", "-e", "-f", conf}
+		},
 	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("sshd exited: %s", log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not listen on %s: %s", addr, log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	pub, err := os.ReadFile(hostKey + ".pub")
 	if err != nil {
 		t.Fatal(err)
 	}
 	knownHosts := filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(knownHosts, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", port, pub)), 0o600); err != nil {
+	if err := os.WriteFile(knownHosts, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", sshd.Port(), pub)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &Server{Addr: addr, KnownHosts: knownHosts, Signer: signer, KeyFile: keyFile, User: u.Username}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return &Server{Addr: sshd.Addr(), KnownHosts: knownHosts, Signer: signer, KeyFile: keyFile, User: u.Username}
 }
