@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -46,7 +47,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 1, Output: "one "}) // redelivered
 		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 3, Output: "three "})
 		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 2, Output: "two "}) // overtaken: dropped
-		waitFor(t, 5*time.Second, "four reports routed", func() bool { return stats.Routed.Load() == 4 })
+		testenv.Eventually(t, 5*time.Second, func() bool { return stats.Routed.Load() == 4 }, "four reports routed")
 		h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: p.Tool, Result: "done", RequestID: id})
 		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 4, Output: "late "}) // after the result
 	}
@@ -65,7 +66,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 	if want := "llm_start,llm_end,tool_start,tool_output:one ,tool_output:three ,tool_end,llm_start,llm_end"; got != want {
 		t.Fatalf("progress\n got %s\nwant %s", got, want)
 	}
-	waitFor(t, 5*time.Second, "the late report dropped", func() bool { return stats.Unknown.Load() == 1 })
+	testenv.Eventually(t, 5*time.Second, func() bool { return stats.Unknown.Load() == 1 }, "the late report dropped")
 	// Dropped silently: no audit event, no warning.
 	if k := strings.Join(h.events.kinds(), ","); strings.Contains(k, EventLateResult) {
 		t.Fatalf("late progress audited: %s", k)
@@ -109,7 +110,7 @@ func TestMadeUpProgressIsDroppedSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sys.Root.Send(h.edges.PID, &ReportIn{AgentID: h.edge.id, Report: bad})
-	waitFor(t, 5*time.Second, "all dropped", func() bool { return stats.Unknown.Load() == 1000 && stats.Invalid.Load() == 1 })
+	testenv.Eventually(t, 5*time.Second, func() bool { return stats.Unknown.Load() == 1000 && stats.Invalid.Load() == 1 }, "all dropped")
 	if got := len(h.events.kinds()); got != before {
 		t.Fatalf("%d events audited for made-up progress", got-before)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
@@ -22,7 +22,7 @@ func (p *peer) awaitResult(id string) (wire.ToolResult, []wire.Progress) {
 	p.t.Helper()
 	var res wire.ToolResult
 	var progress []wire.Progress
-	mqtttest.Eventually(p.t, 20*time.Second, func() bool {
+	testenv.Eventually(p.t, 20*time.Second, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		progress = progress[:0]
@@ -95,7 +95,7 @@ func TestAgentStreamsWhenAsked(t *testing.T) {
 	if !strings.HasPrefix(want, text.String()) {
 		t.Fatalf("streamed before the result %q, want a prefix of %q", text.String(), want)
 	}
-	mqtttest.Eventually(t, 5*time.Second, func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		var all strings.Builder

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
@@ -137,16 +136,4 @@ func readSSE(t testing.TB, r io.Reader) []sseEvent {
 		}
 	}
 	return out
-}
-
-// eventually polls cond every 10 ms until it holds or wait passes.
-func eventually(t testing.TB, wait time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", wait, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -480,11 +481,12 @@ func TestClientDisconnectCancelsTheChat(t *testing.T) {
 				t.Fatal("the LLM call was not canceled after the client left")
 			}
 			conv := resp.Header.Get(ConversationHeader)
-			eventually(t, 10*time.Second, "the canceled LLM call is audited", func() bool {
+			testenv.Eventually(t, 10*time.Second, func() bool {
 				res, err := sqlite.QueryReadOnly(context.Background(), node.AuditPath(),
 					`SELECT count(*) FROM llm_calls WHERE conversation_id = ? AND status != 'success'`, conv)
 				return err == nil && fmt.Sprint(res.Rows[0][0]) == "1"
-			})
+			}, "the canceled LLM call is audited")
+
 		})
 	}
 }

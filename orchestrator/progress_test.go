@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
-	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -54,7 +54,7 @@ func TestProgressFloodFromAnAgentIsBounded(t *testing.T) {
 		}
 	}
 	st := node.ProgressStats()
-	mqtttest.Eventually(t, 10*time.Second, func() bool { return st.Unknown.Load()+st.RateLimited.Load() == sent }, "every report counted")
+	testenv.Eventually(t, 10*time.Second, func() bool { return st.Unknown.Load()+st.RateLimited.Load() == sent }, "every report counted")
 	elapsed := time.Since(start)
 	if passed, bound := st.Unknown.Load(), int64(ProgressReportsBurst+elapsed.Seconds()*ProgressReportsPerSecond+1); passed > bound || st.RateLimited.Load() == 0 {
 		t.Fatalf("%d of %d reports passed the bound in %v (at most %d), %d rate limited", passed, sent, elapsed, bound, st.RateLimited.Load())

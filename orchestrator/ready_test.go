@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 )
@@ -40,10 +41,11 @@ func TestReadyzBrokerGone(t *testing.T) {
 	if err := node.broker.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "readyz notices the broker is gone", func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		code, r = readyz(t, base)
 		return code == 503 && !check(r, CheckBroker).OK
-	})
+	}, "readyz notices the broker is gone")
+
 	if c := check(r, CheckBroker); !strings.Contains(c.Reason, "not connected") || !check(r, CheckAudit).OK {
 		t.Fatalf("checks %+v", r.Checks)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // e2eChatTranscript: the first question of a conversation asks pi1 for
@@ -115,11 +117,12 @@ dirs = [%q]
 	startProcess(t, regexp.MustCompile(`ready`), "edge", "--config", filepath.Join(dir, "agent.toml"))
 
 	var status string
-	waitFor(t, "status to show pi1 online with sysinfo", func() bool {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		code, out, _ := runBinary(t, "", "status", "--tools", "--data-dir", data)
 		status = out
 		return code == 0 && regexp.MustCompile(`pi1 +online`).MatchString(out) && strings.Contains(out, "sysinfo")
-	})
+	}, "status to show pi1 online with sysinfo")
+
 	if !strings.Contains(status, "Raspberry Pi 4, kitchen") || !strings.Contains(status, "node    e2e") {
 		t.Fatalf("status:\n%s", status)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // ptyChat is `evoclaw chat` running in a pseudo-terminal.
@@ -56,14 +58,15 @@ func startPTYChat(t *testing.T, cache string, args ...string) *ptyChat {
 // expect waits until s appears after the last expectation met.
 func (p *ptyChat) expect(s string) {
 	p.t.Helper()
-	waitFor(p.t, "the terminal to show "+strings.TrimSpace(s), func() bool {
+	testenv.Eventually(p.t, 20*time.Second, func() bool {
 		i := strings.Index(p.out.String()[p.mark:], s)
 		if i < 0 {
 			return false
 		}
 		p.mark += i + len(s)
 		return true
-	})
+	}, "the terminal to show "+strings.TrimSpace(s))
+
 }
 
 func (p *ptyChat) typeText(s string) {
@@ -92,11 +95,11 @@ func TestChatREPLInPTY(t *testing.T) {
 
 	p.typeText("slow one\r")
 	p.expect("→ pi1 hang")
-	waitFor(t, "the slow chat to reach the node", func() bool { r, _ := f.counts(); return r == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { r, _ := f.counts(); return r == 1 }, "the slow chat to reach the node")
 	p.typeText("\x03") // Ctrl-C: SIGINT, the terminal is not in raw mode while a chat runs
 	p.expect("chat cancelled")
 	p.expect("evoclaw [conv-1]> ")
-	waitFor(t, "the node to see the chat cancelled", func() bool { _, c := f.counts(); return c == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { _, c := f.counts(); return c == 1 }, "the node to see the chat cancelled")
 
 	p.typeText("\x03") // Ctrl-C at the prompt
 	p.expect("Ctrl-D or /quit to leave")
@@ -155,7 +158,7 @@ func TestChatOneShotInterruptExits130(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the slow chat to reach the node", func() bool { r, _ := f.counts(); return r == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { r, _ := f.counts(); return r == 1 }, "the slow chat to reach the node")
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +167,5 @@ func TestChatOneShotInterruptExits130(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit %v, want 130; stderr %q", err, stderr.String())
 	}
-	waitFor(t, "the node to see the chat cancelled", func() bool { _, c := f.counts(); return c == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { _, c := f.counts(); return c == 1 }, "the node to see the chat cancelled")
 }

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
@@ -148,12 +150,12 @@ func TestChatInterruptCancelsTheChat(t *testing.T) {
 		err, _, _ := chatIn(context.Background(), "", sig, "--data-dir", f.dir, "slow please")
 		done <- err
 	}()
-	waitFor(t, "the slow chat to start", func() bool { r, _ := f.counts(); return r == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { r, _ := f.counts(); return r == 1 }, "the slow chat to start")
 	sig <- os.Interrupt
 	if err := <-done; !errors.Is(err, errInterrupted) {
 		t.Fatalf("err %v, want errInterrupted", err)
 	}
-	waitFor(t, "the node to see the chat cancelled", func() bool { _, c := f.counts(); return c == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { _, c := f.counts(); return c == 1 }, "the node to see the chat cancelled")
 }
 
 // The prompt holds only characters the line editor accepts, whatever id

@@ -188,15 +188,3 @@ func fakeStatus(lastSeen time.Time) string {
 	}
 	return string(b)
 }
-
-// waitFor polls cond until it holds, failing the test after 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
-}

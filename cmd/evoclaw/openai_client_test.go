@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
@@ -95,7 +96,7 @@ chat_timeout = "3s"
 		t.Fatal(err)
 	}
 	startEdge(t, "edge-a", brokerURL)
-	waitForAgent(t, api, strings.TrimSpace(string(token)), "edge-a")
+	agentOnline(t, api, strings.TrimSpace(string(token)), "edge-a")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -232,24 +233,26 @@ func startServe(t *testing.T, conf string) (string, string) {
 	return "", ""
 }
 
-// waitForAgent polls /v1/status until agent is online with its tools.
-func waitForAgent(t *testing.T, api, token, agent string) {
+// agentOnline waits until /v1/status shows agent online with its tools.
+func agentOnline(t *testing.T, api, token, agent string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		req, _ := http.NewRequest("GET", api+"/v1/status", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			var st orchestrator.Status
-			err := json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			for _, a := range st.Agents {
-				if err == nil && a.ID == agent && a.Online && len(a.Tools) > 0 {
-					return
-				}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st orchestrator.Status
+		if json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return false
+		}
+		for _, a := range st.Agents {
+			if a.ID == agent && a.Online && len(a.Tools) > 0 {
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("agent %s not online with tools within 20s", agent)
+		return false
+	}, "agent "+agent+" online with tools")
 }
