@@ -71,6 +71,9 @@ func (e *BreakError) Error() string {
 	case BreakAnchor, BreakTruncated:
 		return fmt.Sprintf("%v: %s", ErrBroken, detail)
 	}
+	if e.RecordID == "" {
+		return fmt.Sprintf("%v: %s (chain_seq %d): %s", ErrBroken, table, e.Seq, detail)
+	}
 	return fmt.Sprintf("%v: %s %s (chain_seq %d): %s", ErrBroken, table, id, e.Seq, detail)
 }
 
