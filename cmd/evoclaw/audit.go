@@ -19,7 +19,7 @@ import (
 )
 
 const auditUsage = `evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
-       evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL]
+       evoclaw audit verify [--data-dir DIR] [--key FILE | --unkeyed] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
        evoclaw audit status [--data-dir DIR] [--json]
        evoclaw audit report NAME [ARG] [--data-dir DIR] [--tier warm|cold|all] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")`
 
@@ -206,6 +206,8 @@ var errChainBroken = errors.New("audit chain does not verify")
 func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit verify", stderr)
 	tf := addTierFlags(fs)
+	keyFile := fs.String("key", "", "the key that sealed the warm chain (default: audit.key in --data-dir)")
+	unkeyed := fs.Bool("unkeyed", false, "check only the warm chain's consistency, without the key (cannot detect a rewritten chain, a moved start or removed newest records)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -216,12 +218,15 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := tf.check(); err != nil {
 		return err
 	}
+	if *unkeyed && *keyFile != "" {
+		return fmt.Errorf("%w: --key and --unkeyed exclude each other", errUsage)
+	}
 	var (
 		broken  []error
 		warmRep *auditchain.Report
 	)
 	if *tf.tier != tierCold {
-		warmRep, err = sqlite.VerifyChain(ctx, tf.warmPath())
+		warmRep, err = sqlite.VerifyChainWith(ctx, tf.warmPath(), sqlite.VerifyOptions{KeyFile: *keyFile, Unkeyed: *unkeyed})
 		if err := printVerify(stdout, tierWarm, warmRep, err); err != nil {
 			if !errors.Is(err, errChainBroken) {
 				return err
@@ -285,7 +290,7 @@ func joinTiers(ctx context.Context, w io.Writer, warmPath string, c *cold.Store,
 		return fmt.Errorf("%w: %v", errChainBroken, err)
 	}
 	fmt.Fprintf(w, "all: chain %s: cold holds chain_seq %d..%d, warm %d..%d: the tiers join\n",
-		st.ChainID, st.FirstSeq, st.ShippedSeq, warmRep.StartSeq+1, warmRep.HeadSeq)
+		auditchain.Printable(st.ChainID), st.FirstSeq, st.ShippedSeq, warmRep.StartSeq+1, warmRep.HeadSeq)
 	return nil
 }
 
@@ -302,7 +307,7 @@ func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) er
 			from = fmt.Sprintf("checkpoint at chain_seq %d", rep.StartSeq)
 		}
 		fmt.Fprintf(w, "%s: chain %s: %d records verified from %s; head chain_seq %d hash %s\n",
-			tier, rep.ChainID, rep.Verified, from, rep.HeadSeq, rep.HeadHash)
+			tier, auditchain.Printable(rep.ChainID), rep.Verified, from, rep.HeadSeq, rep.HeadHash)
 		if rep.Unchained > 0 {
 			fmt.Fprintf(w, "%s: %d rows predate the hash chain (schema before v3) and cannot be verified\n", tier, rep.Unchained)
 		}
@@ -310,11 +315,19 @@ func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) er
 	if err != nil {
 		fmt.Fprintf(w, "%s: BROKEN: %v\n", tier, err)
 		if errors.As(err, &be) {
-			return fmt.Errorf("%w: %s tier, first broken record %s %s (chain_seq %d)", errChainBroken, tier, be.Table, be.RecordID, be.Seq)
+			return fmt.Errorf("%w: %s tier, first broken record %s %s (chain_seq %d)", errChainBroken, tier,
+				auditchain.Printable(be.Table), auditchain.Printable(be.RecordID), be.Seq)
 		}
 		return fmt.Errorf("%w: %s tier: %v", errChainBroken, tier, err)
 	}
-	fmt.Fprintf(w, "%s: ok\n", tier)
+	switch {
+	case rep != nil && rep.KeyID != "":
+		fmt.Fprintf(w, "%s: ok; its start and head are authenticated by key %s\n", tier, rep.KeyID)
+	case tier == tierWarm:
+		fmt.Fprintf(w, "%s: ok, consistency only: without the key its start and head are not authenticated\n", tier)
+	default:
+		fmt.Fprintf(w, "%s: ok\n", tier)
+	}
 	return nil
 }
 
@@ -347,7 +360,7 @@ func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer
 		})
 	}
 	fmt.Fprintf(stdout, "schema version  %d\n", st.SchemaVersion)
-	fmt.Fprintf(stdout, "chain           %s, head chain_seq %d\n", st.ChainID, st.HeadSeq)
+	fmt.Fprintf(stdout, "chain           %s, head chain_seq %d\n", auditchain.Printable(st.ChainID), st.HeadSeq)
 	fmt.Fprintf(stdout, "records         %d warm, oldest %s\n", st.Records, timeText(st.Oldest))
 	fmt.Fprintf(stdout, "retention       %d passes, records up to chain_seq %d deleted, last %s\n", st.Checkpoints, st.ChainStart, timeText(st.LastPrune))
 	fmt.Fprintf(stdout, "cold tier       shipped up to chain_seq %d, %d records waiting\n", st.ShippedSeq, st.Lag())

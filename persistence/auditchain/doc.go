@@ -10,10 +10,14 @@
 // retention deletes the oldest records, a checkpoint keeps the last deleted
 // chain_seq and its hash, and verification resumes from it.
 //
-// What the chain cannot show: that the newest records were removed (nothing
-// comes after them). `evoclaw audit verify` prints the head (last chain_seq
-// and hash) so an auditor can note it elsewhere, and the cold tier holds a
-// second copy.
+// The hashes are unkeyed, so anyone can check a chain's consistency, and
+// anyone able to write the store can recompute them. A [Key], kept outside
+// the store, authenticates the chain's anchors: the retention checkpoints
+// it starts from and the seal of its head. With them a copy of the store
+// cannot be forged without the key; [CheckCoverage] makes sure no row sits
+// outside the verified part of the chain. What neither can show is a
+// whole store rolled back to an older genuine copy: that needs an outside
+// record of the head (the cold tier, or a noted head).
 //
 // # Concurrency
 //

@@ -33,13 +33,18 @@ func (f Filter) and(cond string) string {
 	return "(" + f.Cond + ") AND " + cond
 }
 
+// isSeq holds for a row whose chain_seq is an integer. SQLite compares
+// values of different types without complaint (a BLOB is greater than any
+// number), so every query over chain_seq ranges checks the type first.
+const isSeq = "typeof(" + ColChainSeq + ") = 'integer'"
+
 // ReadWindow returns the records with lo < chain_seq <= hi from every
 // chained table, in chain_seq order.
 func ReadWindow(ctx context.Context, q Querier, f Filter, lo, hi int64) ([]Record, error) {
 	var out []Record
 	for _, t := range Tables {
 		query := fmt.Sprintf("SELECT %s, %s FROM %s WHERE %s ORDER BY %s",
-			strings.Join(t.Columns, ", "), ColHash, t.Name, f.and(ColChainSeq+" > ? AND "+ColChainSeq+" <= ?"), ColChainSeq)
+			strings.Join(t.Columns, ", "), ColHash, t.Name, f.and(isSeq+" AND "+ColChainSeq+" > ? AND "+ColChainSeq+" <= ?"), ColChainSeq)
 		args := append(append([]any(nil), f.Args...), lo, hi)
 		recs, err := readRecords(ctx, q, t, query, args)
 		if err != nil {
@@ -116,7 +121,7 @@ func normalize(vals []any) []any {
 func MaxSeq(ctx context.Context, q Querier, f Filter) (int64, error) {
 	var top int64
 	for _, t := range Tables {
-		rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT max(%s) FROM %s WHERE %s", ColChainSeq, t.Name, f.and(ColChainSeq+" IS NOT NULL")), f.Args...)
+		rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT max(%s) FROM %s WHERE %s", ColChainSeq, t.Name, f.and(isSeq)), f.Args...)
 		if err != nil {
 			return 0, fmt.Errorf("read chain head of %s: %w", t.Name, err)
 		}
@@ -147,6 +152,9 @@ type Report struct {
 	HeadSeq   int64  // chain_seq of the last record
 	HeadHash  string // its hash
 	Unchained int64  // rows written before the chain existed (no chain_seq), not verifiable
+	// KeyID names the key that authenticated the chain's start and head
+	// (see Key.ID); empty when they were not authenticated.
+	KeyID string
 }
 
 // VerifyRange verifies the chain from the record after startSeq (whose

@@ -23,6 +23,20 @@ const (
 	BreakMissing = "missing" // chain_seq numbers are missing (deleted rows)
 	BreakOrder   = "order"   // a chain_seq appears twice or goes backwards
 	BreakHash    = "hash"    // the stored hash is malformed
+	// BreakUnchained: a row of a chained table is not in the chain (its
+	// chain_seq is NULL, not an integer, or not after the chain's start).
+	BreakUnchained = "unchained"
+	// BreakSchema: a chained table lacks a hashed column or has one its
+	// schema version does not know, so its rows cannot all be covered.
+	BreakSchema = "schema"
+	// BreakAnchor: a checkpoint or the seal of the head is not
+	// authenticated by the key (forged or edited).
+	BreakAnchor = "anchor"
+	// BreakTruncated: the newest records the seal vouches for are missing.
+	BreakTruncated = "truncated"
+	// BreakUnsealed: records after the sealed head, written behind the
+	// node's back.
+	BreakUnsealed = "unsealed"
 )
 
 // BreakError names the first record at which a chain fails to verify.
@@ -36,16 +50,31 @@ type BreakError struct {
 }
 
 // Error names the break and the record.
+// Every value that comes from the database is passed through Printable,
+// so the message stays one bounded line whatever a forged row holds.
 func (e *BreakError) Error() string {
+	table, id, detail := Printable(e.Table), Printable(e.RecordID), Printable(e.Detail)
+	if len(e.Detail) <= 400 {
+		detail = e.Detail // built by this package from bounded parts
+	}
 	switch e.Kind {
 	case BreakMissing:
 		return fmt.Sprintf("%v: records with chain_seq %d..%d are missing (deleted?); next present is %s %s (chain_seq %d)",
-			ErrBroken, e.Expected, e.Seq-1, e.Table, e.RecordID, e.Seq)
+			ErrBroken, e.Expected, e.Seq-1, table, id, e.Seq)
 	case BreakOrder:
 		return fmt.Sprintf("%v: %s %s has chain_seq %d, expected %d (duplicated or reordered rows)",
-			ErrBroken, e.Table, e.RecordID, e.Seq, e.Expected)
+			ErrBroken, table, id, e.Seq, e.Expected)
+	case BreakSchema:
+		return fmt.Sprintf("%v: table %s: %s", ErrBroken, table, detail)
+	case BreakUnchained:
+		return fmt.Sprintf("%v: %s %s is not in the chain: %s", ErrBroken, table, id, detail)
+	case BreakAnchor, BreakTruncated:
+		return fmt.Sprintf("%v: %s", ErrBroken, detail)
 	}
-	return fmt.Sprintf("%v: %s %s (chain_seq %d): %s", ErrBroken, e.Table, e.RecordID, e.Seq, e.Detail)
+	if e.RecordID == "" {
+		return fmt.Sprintf("%v: %s (chain_seq %d): %s", ErrBroken, table, e.Seq, detail)
+	}
+	return fmt.Sprintf("%v: %s %s (chain_seq %d): %s", ErrBroken, table, id, e.Seq, detail)
 }
 
 // Unwrap makes errors.Is(err, ErrBroken) hold.

@@ -22,6 +22,12 @@ func (s *Store) VerifyChain(ctx context.Context, st ChainState) (*auditchain.Rep
 		return nil, fmt.Errorf("verify cold chain %s: start hash: %w", st.ChainID, err)
 	}
 	f := auditchain.Filter{Cond: "chain_id = ?", Args: []any{st.ChainID}}
+	// Every row of the chain must be in the verified range: one with a
+	// chain_seq before the first shipped, or not an integer, would be seen
+	// by queries without being verified.
+	if err := auditchain.CheckCoverage(ctx, s.db, f, st.FirstSeq-1, auditchain.Legacy{}); err != nil {
+		return &auditchain.Report{ChainID: st.ChainID}, fmt.Errorf("verify cold chain %s: %w", auditchain.Printable(st.ChainID), err)
+	}
 	rep, err := auditchain.VerifyRange(ctx, s.db, f, st.ChainID, st.FirstSeq-1, prev, 0)
 	if err != nil {
 		return rep, fmt.Errorf("verify cold chain %s: %w", st.ChainID, err)

@@ -92,7 +92,7 @@ func loadChain(ctx context.Context, q queryer, chainID string) (chainState, erro
 			seq  int64
 			hash string
 		)
-		err := q.QueryRowContext(ctx, fmt.Sprintf(`SELECT chain_seq, hash FROM %s WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1`, t.Name)).Scan(&seq, &hash)
+		err := q.QueryRowContext(ctx, fmt.Sprintf(`SELECT chain_seq, hash FROM %s WHERE typeof(chain_seq) = 'integer' ORDER BY chain_seq DESC LIMIT 1`, t.Name)).Scan(&seq, &hash)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}

@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -80,54 +77,6 @@ func QueryReadOnly(ctx context.Context, path string, query string, args ...any) 
 		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
 	}
 	return res, nil
-}
-
-// openReadOnly opens one locked-down read-only connection to the database
-// at path, which must exist; closeConn releases it.
-func openReadOnly(ctx context.Context, path string) (conn *sql.Conn, closeConn func(), err error) {
-	// SQLite's mode=ro never creates the file either (it fails with
-	// SQLITE_CANTOPEN); this check only gives the clearer message.
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("no database file at %s: %w", path, err)
-	} else if err != nil {
-		return nil, nil, err
-	}
-	dsn, err := readOnlyDSN(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	db.SetMaxOpenConns(1)
-	conn, err = db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("open %s read-only: %w", path, err)
-	}
-	if err := lockDown(conn); err != nil {
-		conn.Close()
-		db.Close()
-		return nil, nil, fmt.Errorf("open %s read-only: %w", path, err)
-	}
-	return conn, func() { conn.Close(); db.Close() }, nil
-}
-
-// readOnlyDSN builds the DSN of a QueryReadOnly connection. It must be a
-// "file:" URI: the driver hands only those to SQLite whole, so that SQLite
-// applies mode=ro (open read-only, never create). query_only(1) is a second
-// guard that makes even the temp database refuse writes.
-func readOnlyDSN(path string) (string, error) {
-	uri, err := fileURI(path)
-	if err != nil {
-		return "", err
-	}
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", readBusyTimeoutMs))
-	q.Add("_pragma", "query_only(1)")
-	return uri + "?" + q.Encode(), nil
 }
 
 // lockDown closes the one write path mode=ro leaves open, and checks that

@@ -96,8 +96,12 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 			}
 			res.Deleted += n
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chain_checkpoints (chain_seq, hash, ts, deleted, reason) VALUES (?, ?, ?, ?, ?)`,
-			upTo, hash, now.UTC().Format(tsLayout), res.Deleted, reason); err != nil {
+		mac, err := s.checkpointMAC(upTo, hash)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chain_checkpoints (chain_seq, hash, ts, deleted, reason, mac) VALUES (?, ?, ?, ?, ?, ?)`,
+			upTo, hash, now.UTC().Format(tsLayout), res.Deleted, reason, mac); err != nil {
 			return fmt.Errorf("store chain checkpoint: %w", err)
 		}
 		res.UpToSeq, res.Reason = upTo, reason

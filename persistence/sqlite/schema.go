@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
 )
 
 // migrations holds the schema steps: migrations[i] takes a database from
@@ -141,13 +143,33 @@ var migrations = []string{
 		payload BLOB NOT NULL,
 		queued_ms INTEGER NOT NULL
 	);`,
+	// v5: authenticated anchors (see seal.go): a MAC on every retention
+	// checkpoint and the seal of the chain's head, under a key kept outside
+	// the database. migrationHooks[5] fills them in the same transaction.
+	`ALTER TABLE chain_checkpoints ADD COLUMN mac TEXT;
+	CREATE TABLE chain_seal (
+		id INTEGER PRIMARY KEY CHECK(id = 1),
+		chain_seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		mac TEXT NOT NULL
+	);`,
 }
+
+// migrationHooks holds, by the version a migration takes the database to,
+// Go code run after that migration's SQL in its transaction, for steps SQL
+// cannot do (the key never enters the database).
+var migrationHooks = map[int]func(ctx context.Context, tx *sql.Tx, key auditchain.Key) error{
+	sealVersion: adoptV5,
+}
+
+// SchemaVersion is the schema version this build migrates databases to.
+var SchemaVersion = len(migrations)
 
 // migrate brings db to the newest version, len(migrations), one transaction per step, and refuses a
 // database whose version is newer than this build knows.
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 	for {
-		done, err := migrateStep(ctx, db)
+		done, err := migrateStep(ctx, db, key)
 		if err != nil || done {
 			return err
 		}
@@ -158,7 +180,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // The version is read inside the transaction (which holds the write lock,
 // see _txlock in writerDSN), so two processes opening a fresh file cannot
 // both apply the same step.
-func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
+func migrateStep(ctx context.Context, db *sql.DB, key auditchain.Key) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("begin migration: %w", err)
@@ -177,6 +199,11 @@ func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
 	}
 	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
 		return false, fmt.Errorf("migrate schema to version %d: %w", version+1, err)
+	}
+	if hook := migrationHooks[version+1]; hook != nil {
+		if err := hook(ctx, tx, key); err != nil {
+			return false, fmt.Errorf("migrate schema to version %d: %w", version+1, err)
+		}
 	}
 	// PRAGMA takes no bound parameters; version is an int we computed.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version+1)); err != nil {

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/hot"
 )
 
@@ -89,6 +90,12 @@ type Options struct {
 	QueueLen int
 	// Logger receives the store's diagnostics. Nil means they are discarded.
 	Logger *slog.Logger
+	// KeyFile is the file holding the key that authenticates the hash
+	// chain's checkpoints and head (created, mode 0600, for a new or
+	// upgraded database). Empty means DefaultKeyFile: audit.key beside the
+	// database. Keep it, or a copy, where whoever can change the database
+	// cannot: see docs/AUDIT.md.
+	KeyFile string
 	// Ring, when set, receives every chained record (tool calls, LLM
 	// calls, messages, events) once it is committed: the hot tier.
 	Ring *hot.Ring
@@ -134,10 +141,11 @@ type Store struct {
 	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
 
-	chainID string      // this database's hash chain id
-	chain   chainState  // writer goroutine only: the last chained record
-	pending []hot.Entry // writer goroutine only: entries for Ring once the transaction commits
-	health  writeHealth // what the writer last saw, for WriteHealth
+	key     auditchain.Key // authenticates the chain's anchors (seal.go)
+	chainID string         // this database's hash chain id
+	chain   chainState     // writer goroutine only: the last chained record
+	pending []hot.Entry    // writer goroutine only: entries for Ring once the transaction commits
+	health  writeHealth    // what the writer last saw, for WriteHealth
 
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.
@@ -193,16 +201,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	if err := migrate(context.Background(), db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open audit store %s: %w", path, err)
-	}
-	chainID, err := readChainID(context.Background(), db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open audit store %s: %w", path, err)
-	}
-	chain, err := loadChain(context.Background(), db, chainID)
+	key, chainID, chain, err := openChain(context.Background(), db, path, opts.KeyFile)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
@@ -218,6 +217,7 @@ func Open(path string, opts Options) (*Store, error) {
 		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
 		db:         db,
 		rdb:        rdb,
+		key:        key,
 		chainID:    chainID,
 		chain:      chain,
 		commit:     commitHook,

@@ -140,6 +140,13 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 			return i, err
 		}
 	}
+	if s.chain != saved {
+		if err := s.writeSeal(ctx, tx); err != nil {
+			s.rollback(tx)
+			s.chain = saved
+			return -1, err
+		}
+	}
 	if err := s.commit(tx, len(ops)); err != nil {
 		s.rollback(tx)
 		s.chain = saved

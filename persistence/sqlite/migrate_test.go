@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence/auditchain"
+)
+
+// fixture copies testdata/name, an audit database written by an earlier
+// evoclaw, into a fresh directory and returns the copy's path.
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "audit.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Databases written by schema v4 (testdata, made by the evoclaw before
+// authenticated anchors) upgrade to v5 keeping every record verifiable:
+// the upgrade creates the key, authenticates the existing checkpoint,
+// bounds the rows that predate the chain and seals the head.
+func TestMigrateV4ToSealed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fixture             string
+		start, verified, v2 int64
+	}{
+		{"v4.db", 1, 15, 0},         // one retention checkpoint
+		{"v4-from-v2.db", 0, 16, 3}, // three rows from before the chain
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
+			path := fixture(t, tt.fixture)
+			if _, err := VerifyChain(ctx, path); !errors.Is(err, ErrUnauthenticated) {
+				t.Fatalf("v4 with a key: got %v, want ErrUnauthenticated", err)
+			}
+			rep, err := VerifyChainWith(ctx, path, VerifyOptions{Unkeyed: true})
+			if err != nil || rep.StartSeq != tt.start || rep.Verified != tt.verified || rep.Unchained != tt.v2 {
+				t.Fatalf("v4 unkeyed: %+v, %v", rep, err)
+			}
+
+			s, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillMixed(t, s, 1)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if v := queryOne(t, path, "PRAGMA user_version"); v != int64(SchemaVersion) {
+				t.Fatalf("schema version %v after Open", v)
+			}
+			fi, err := os.Stat(DefaultKeyFile(path))
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("key file: %v %v", fi, err)
+			}
+			rep, err = VerifyChain(ctx, path)
+			if err != nil || rep.StartSeq != tt.start || rep.Verified != tt.verified+5 || rep.Unchained != tt.v2 || rep.KeyID == "" {
+				t.Fatalf("after the upgrade: %+v, %v", rep, err)
+			}
+			// A row without chain_seq written after the upgrade is not one
+			// of those that predate the chain.
+			forgedToolCall(t, path, "forged-late", "NULL")
+			if _, err := VerifyChain(ctx, path); !errors.Is(err, auditchain.ErrBroken) {
+				t.Fatalf("NULL row after the upgrade: %v", err)
+			}
+		})
+	}
+}
+
+// The key belongs to its database: opening or verifying without it, or
+// with another, fails and says so.
+func TestSealedDatabaseNeedsItsKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := writeMixed(t, 1)
+	keyFile := DefaultKeyFile(path)
+	other := filepath.Join(t.TempDir(), "other.key")
+	if _, err := loadOrCreateKey(other, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyChainWith(ctx, path, VerifyOptions{KeyFile: other}); !errors.Is(err, ErrKeyMismatch) {
+		t.Fatalf("verify with another key: %v", err)
+	}
+	if _, err := Open(path, Options{KeyFile: other}); !errors.Is(err, ErrKeyMismatch) {
+		t.Fatalf("open with another key: %v", err)
+	}
+	moved := filepath.Join(t.TempDir(), "moved.key")
+	if err := os.Rename(keyFile, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyChain(ctx, path); !errors.Is(err, ErrUnauthenticated) || !errors.Is(err, ErrKeyMissing) {
+		t.Fatalf("verify without the key: %v", err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrKeyMissing) {
+		t.Fatalf("open without the key: %v", err)
+	}
+	if _, err := os.Stat(keyFile); err == nil {
+		t.Fatal("Open made a new key for a sealed database")
+	}
+	rep, err := VerifyChainWith(ctx, path, VerifyOptions{KeyFile: moved})
+	if err != nil || rep.KeyID == "" {
+		t.Fatalf("verify with the key moved elsewhere: %+v %v", rep, err)
+	}
+	rep, err = VerifyChainWith(ctx, path, VerifyOptions{Unkeyed: true})
+	if err != nil || rep.KeyID != "" || rep.Verified != 5 {
+		t.Fatalf("verify unkeyed: %+v %v", rep, err)
+	}
+}
+
+// Tampering with the anchors themselves is found by verify, and a Store
+// refuses to continue (and so re-seal) a chain whose head is not sealed.
+func TestAnchorsResistTampering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		do         func(t *testing.T, path string)
+		openRefuse bool
+	}{
+		{"seal deleted", func(t *testing.T, p string) { tamper(t, p, "DELETE FROM chain_seal") }, true},
+		{"seal moved back with the newest record deleted", func(t *testing.T, p string) {
+			tamper(t, p, "DELETE FROM events WHERE chain_seq = 10")
+			tamper(t, p, "UPDATE chain_seal SET chain_seq = 9, hash = (SELECT hash FROM messages WHERE chain_seq = 9)")
+		}, true},
+		{"seal mac replaced by an older one", func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE chain_seal SET mac = ?", auditchain.Genesis("x").String())
+		}, true},
+		{"record appended with a correct hash", appendForged, true},
+		{"checkpoint mac edited", func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE chain_checkpoints SET mac = NULL")
+		}, false},
+		{"bound of pre-chain rows raised", func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE audit_meta SET value = 'tool_calls=99,llm_calls=0,messages=0,events=0' WHERE key = ?", metaLegacy)
+		}, false},
+		{"key id edited", func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE audit_meta SET value = 'ffffffffffffffff' WHERE key = ?", metaKeyID)
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, path := openStore(t, Options{})
+			fillMixed(t, s, 2)
+			if _, err := s.Prune(ctx, Retention{MaxAge: time.Nanosecond, Batch: 2}, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := VerifyChain(ctx, path); err != nil {
+				t.Fatalf("before tampering: %v", err)
+			}
+			tt.do(t, path)
+			if _, err := VerifyChain(ctx, path); !errors.Is(err, auditchain.ErrBroken) && !errors.Is(err, ErrKeyMismatch) {
+				t.Fatalf("verify after tampering: %v", err)
+			}
+			s2, err := Open(path, Options{})
+			if err == nil {
+				s2.Close()
+			}
+			if tt.openRefuse && err == nil {
+				t.Fatal("Open continued a tampered chain")
+			}
+		})
+	}
+}
+
+// Retention deletes old records behind an authenticated checkpoint; the
+// rest still verifies with the key, down to an empty chain.
+func TestRetentionKeepsChainVerifiable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, path := openStore(t, Options{})
+	fillMixed(t, s, 3)
+	for _, batch := range []int{4, 100} {
+		if _, err := s.Prune(ctx, Retention{MaxAge: time.Nanosecond, Batch: batch}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := VerifyChain(ctx, path)
+		if err != nil || rep.KeyID == "" || rep.HeadSeq != 15 {
+			t.Fatalf("after pruning %d: %+v %v", batch, rep, err)
+		}
+	}
+	fillMixed(t, s, 1) // the chain continues after an empty warm store
+	rep, err := VerifyChain(ctx, path)
+	if err != nil || rep.StartSeq != 15 || rep.Verified != 5 {
+		t.Fatalf("after writing again: %+v %v", rep, err)
+	}
+}
