@@ -150,7 +150,7 @@ chat_timeout = "3s"
 	}
 	s := out.Stream
 	if s.Role != "assistant" || s.Content != "count is 2" || s.Finish != "stop" || s.Usage == nil ||
-		!slices.Contains(s.Progress, "tool_start:edge-a__count") || !slices.Contains(s.Progress, "tool_end:edge-a__count") {
+		!slices.Contains(s.Progress, "tool_start:count") || !slices.Contains(s.Progress, "tool_end:count") {
 		t.Errorf("stream %+v", s)
 	}
 	for name, want := range map[string]struct {

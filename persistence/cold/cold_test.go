@@ -269,7 +269,8 @@ func TestColdAheadOfWarm(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	sh.Close()
 
-	restored, err := sqlite.Open(backup, sqlite.Options{})
+	// The backup's anchors are sealed with the node's key, kept apart from it.
+	restored, err := sqlite.Open(backup, sqlite.Options{KeyFile: sqlite.DefaultKeyFile(path)})
 	if err != nil {
 		t.Fatal(err)
 	}
