@@ -6,8 +6,11 @@
 // Wrap a handler with New: every string, error and Stringer attribute (and
 // the message) is cut to MaxValueBytes with its original length noted, byte
 // slices are replaced by their length, other values by their type, and
-// records pass only while the shared ratelimit.Window admits them; the next
-// record that passes carries a "suppressed" count. One Limiter per process,
+// records at Info and above pass only while the shared ratelimit.Window
+// admits them; the next record that passes carries a "suppressed" count.
+// Debug records are cut but not counted: debug output is asked for on
+// purpose, to diagnose, and must not use up the budget of the lines an
+// operator sees by default. One Limiter per process,
 // shared by every path that logs outside input, keeps the total bounded.
 //
 // # Concurrency
@@ -88,7 +91,7 @@ func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool { return h.nex
 // Handle passes a bounded copy of r on, if the limiter admits it.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	suppressed := 0
-	if h.lim != nil {
+	if h.lim != nil && r.Level >= slog.LevelInfo {
 		s, ok := h.lim.Allow(h.now())
 		if !ok {
 			return nil
