@@ -12,6 +12,8 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/internal/boundlog"
+	"github.com/evoclaw/evoclaw/internal/ratelimit"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -65,8 +67,17 @@ type EdgeOptions struct {
 	// Progress counts streamed tool output routed and dropped; nil means
 	// counters of the registry's own.
 	Progress *ProgressStats
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// EventQuota bounds the events each agent can make Events store, per
+	// agent and kind (keys from EventQuotaKey). Nil means NewEventQuota(0, 0).
+	EventQuota *ratelimit.Quota
+	// ExcerptBytes bounds a late result's excerpt in its event. Zero means
+	// DefaultEventExcerptBytes.
+	ExcerptBytes int
+	Now          func() time.Time
+	// Logger gets the registry's lines, which quote what agents send: they
+	// are cut and rate-limited through LogLimiter (nil: one of its own).
+	Logger     *slog.Logger
+	LogLimiter *boundlog.Limiter
 }
 
 // EventLateResult is the event kind of a report whose request_id no
@@ -98,6 +109,16 @@ func (o *EdgeOptions) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LogLimiter == nil {
+		o.LogLimiter = boundlog.NewLimiter()
+	}
+	o.Logger = boundlog.Logger(o.Logger, o.LogLimiter)
+	if o.EventQuota == nil {
+		o.EventQuota = NewEventQuota(0, 0)
+	}
+	if o.ExcerptBytes <= 0 {
+		o.ExcerptBytes = DefaultEventExcerptBytes
 	}
 }
 
@@ -323,27 +344,6 @@ func (e *edgeActor) resendPending(ctx actor.Context, now time.Time) {
 	}
 }
 
-// event audits something about this agent off the mailbox.
-func (e *edgeActor) event(kind string, detail map[string]any) {
-	if e.opts.Events == nil {
-		return
-	}
-	b, err := json.Marshal(detail)
-	if err != nil {
-		e.log.Error("encode event", "kind", kind, "err", err)
-		return
-	}
-	ev := persistence.Event{Time: e.opts.Now().UTC(), Node: e.opts.Node, AgentID: e.info.ID, Kind: kind, Detail: b}
-	events, log := e.opts.Events, e.log
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), DefaultAuditTimeout)
-		defer cancel()
-		if err := events.RecordEvent(ctx, ev); err != nil {
-			log.Error("audit event", "kind", kind, "err", err)
-		}
-	}()
-}
-
 func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 	for id, p := range e.pending {
 		if p.replyTo != nil {
@@ -420,13 +420,7 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 	}
 	p, ok := e.pending[id]
 	if !ok {
-		e.log.Warn("dropping report for unknown or expired request_id", "request_id", id, "report_type", r.ReportType)
-		detail := map[string]any{"request_id": id, "report_type": r.ReportType}
-		if res, err := wire.DecodeToolResult(r); err == nil && r.ReportType != wire.ReportHeartbeat {
-			detail["tool"], detail["status"], detail["error_type"] = res.Tool, res.Status, res.ErrorType
-			detail["result_excerpt"] = persistence.Excerpt(res.Result)
-		}
-		e.event(EventLateResult, detail)
+		e.lateResult(id, r)
 		return
 	}
 	delete(e.pending, id)

@@ -32,6 +32,8 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/internal/boundlog"
+	"github.com/evoclaw/evoclaw/internal/ratelimit"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -43,10 +45,16 @@ import (
 
 // Agent is a configured edge agent. Build it with New, start it with Run.
 type Agent struct {
-	cfg   Config
-	log   *slog.Logger
-	box   *toolbox.Box    // owns the MCP sessions of tools
-	tools *skills.Toolset // box.Tools
+	cfg Config
+	log *slog.Logger
+	// cmdLog logs what commands carry: values cut, lines rate-limited
+	// (internal/boundlog), so a flood of commands cannot fill the disk.
+	cmdLog *slog.Logger
+	// invalidEvents bounds the invalid_message events malformed commands
+	// can make the agent store (DefaultInvalidEventsPerWindow).
+	invalidEvents *ratelimit.Window
+	box           *toolbox.Box    // owns the MCP sessions of tools
+	tools         *skills.Toolset // box.Tools
 	// Ready, if set, is called once the agent is connected and advertised.
 	Ready func()
 	// Provider is the agent's own model for prompt commands; nil refuses
@@ -90,7 +98,8 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: log, box: box, tools: box.Tools, inflight: map[string]struct{}{}, outboxKick: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
+		invalidEvents: ratelimit.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]struct{}{}, outboxKick: make(chan struct{}, 1)}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
@@ -280,14 +289,29 @@ func memoryBytes() uint64 {
 	return ms.Sys - ms.HeapReleased
 }
 
+// Bounds on what malformed commands can make the agent store.
+const (
+	// DefaultInvalidEventsPerWindow is how many invalid_message events the
+	// agent stores per DefaultInvalidEventWindow; the rest are only counted
+	// (the next stored one carries suppressed_before).
+	DefaultInvalidEventsPerWindow = 20
+	// DefaultInvalidEventWindow is the window of DefaultInvalidEventsPerWindow.
+	DefaultInvalidEventWindow = time.Hour
+	// invalidExcerptBytes bounds the excerpt of a malformed command kept.
+	invalidExcerptBytes = 256
+)
+
 // onMessage runs on the MQTT client's goroutine: decode, then hand off.
 func (a *Agent) onMessage(m mqttc.Message) {
 	cmd, err := wire.DecodeCommand(m.Payload)
 	if err != nil {
-		a.log.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
+		a.cmdLog.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
 		a.failed.Add(1)
-		go a.audit(persistence.EventInvalidMessage, map[string]any{"topic": m.Topic, "bytes": len(m.Payload), "error": err.Error(),
-			"excerpt": persistence.Excerpt(string(m.Payload[:min(len(m.Payload), 512)]))})
+		if suppressed, ok := a.invalidEvents.Allow(time.Now()); ok {
+			go a.audit(persistence.EventInvalidMessage, map[string]any{"topic": boundlog.String(m.Topic), "bytes": len(m.Payload),
+				"error": boundlog.String(err.Error()), "suppressed_before": suppressed,
+				"excerpt": boundlog.Cut(persistence.Excerpt(string(m.Payload[:min(len(m.Payload), 512)])), invalidExcerptBytes)})
+		}
 		if id := salvageRequestID(m.Payload); id != "" {
 			a.replyError(context.Background(), id, wire.ErrInvalidCommand, err.Error())
 		}
@@ -297,7 +321,7 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	case a.queue <- queued{cmd: cmd, received: time.Now()}:
 	default:
 		a.failed.Add(1)
-		a.log.Warn("refusing command: queue full", "request_id", cmd.RequestID, "queued", cap(a.queue))
+		a.cmdLog.Warn("refusing command: queue full", "request_id", cmd.RequestID, "queued", cap(a.queue))
 		go a.audit(EventCommandRefused, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command, "error_type": wire.ErrBusy})
 		a.replyError(context.Background(), cmd.RequestID, wire.ErrBusy,
 			fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue)))
@@ -375,14 +399,14 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 		a.handleTool(ctx, cmd)
 	case wire.CmdShutdown:
 		a.succeeded.Add(1)
-		a.log.Info("shutdown requested by the orchestrator", "request_id", cmd.RequestID)
+		a.cmdLog.Info("shutdown requested by the orchestrator", "request_id", cmd.RequestID)
 		a.reply(ctx, wire.ReportResult, map[string]any{"status": wire.StatusSuccess, "request_id": cmd.RequestID, "result": "shutting down"})
 		a.stop()
 	case wire.CmdPrompt:
 		a.handlePrompt(ctx, cmd)
 	default:
 		a.failed.Add(1)
-		a.log.Warn("rejecting unknown command", "command", cmd.Command, "request_id", cmd.RequestID)
+		a.cmdLog.Warn("rejecting unknown command", "command", cmd.Command, "request_id", cmd.RequestID)
 		a.audit(persistence.EventInvalidMessage, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command, "error": "unknown command"})
 		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)
 	}

@@ -32,7 +32,7 @@ type queued struct {
 func (a *Agent) expired(q queued, now time.Time) (string, bool) {
 	why, expired, unset := commandExpired(q.cmd, q.received, now)
 	if unset {
-		a.log.Warn("local clock is not set (before "+clockFloor.Format(time.DateOnly)+"): command expiry judged by ttl_ms from arrival only",
+		a.cmdLog.Warn("local clock is not set (before "+clockFloor.Format(time.DateOnly)+"): command expiry judged by ttl_ms from arrival only",
 			"request_id", q.cmd.RequestID, "clock", now.UTC().Format(time.RFC3339))
 	}
 	return why, expired
@@ -72,7 +72,7 @@ func commandExpired(cmd wire.Command, received, now time.Time) (why string, expi
 // command gets an error report and a log line.
 func (a *Agent) rejectExpired(ctx context.Context, cmd wire.Command, why string) {
 	a.failed.Add(1)
-	a.log.Warn("refusing expired command", "command", cmd.Command, "request_id", cmd.RequestID, "reason", why)
+	a.cmdLog.Warn("refusing expired command", "command", cmd.Command, "request_id", cmd.RequestID, "reason", why)
 	if cmd.Command != wire.CmdTool {
 		a.replyError(ctx, cmd.RequestID, wire.ErrExpired, why)
 		return

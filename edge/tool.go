@@ -26,7 +26,7 @@ func (a *Agent) claim(requestID string) (release func(), ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, busy := a.inflight[requestID]; busy {
-		a.log.Info("ignoring duplicate of a running request", "request_id", requestID)
+		a.cmdLog.Info("ignoring duplicate of a running request", "request_id", requestID)
 		return nil, false
 	}
 	a.inflight[requestID] = struct{}{}
@@ -57,7 +57,7 @@ func (a *Agent) begin(ctx context.Context, requestID string) int {
 	case persistence.RequestNew:
 		return beginRun
 	case persistence.RequestDone:
-		a.log.Info("replaying stored result of a redelivered request", "request_id", requestID)
+		a.cmdLog.Info("replaying stored result of a redelivered request", "request_id", requestID)
 		if err := a.publishReport(ctx, stored); err != nil {
 			a.log.Error("replay report", "request_id", requestID, "err", err)
 		}

@@ -44,6 +44,8 @@ type Config struct {
 	// Audit configures the audit trail's hot ring, warm retention and cold
 	// tier (docs/AUDIT.md).
 	Audit tiers.Config `toml:"audit"`
+	// Inbound bounds what agents' messages may cost the node (inbound.go).
+	Inbound InboundConf `toml:"inbound"`
 	// Version is the binary's version, recorded in the node_start event;
 	// set by the command, not the file.
 	Version string `toml:"-"`
@@ -234,6 +236,9 @@ func (c *Config) Validate() error {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
 		}
+	}
+	if err := c.Inbound.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Loop.ChatTimeout.Duration <= 0 {
 		c.Loop.ChatTimeout.Duration = DefaultChatTimeout

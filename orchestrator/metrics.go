@@ -92,6 +92,6 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 // Prometheus text format, from a registry of its own (no global state).
 func (n *Node) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newNodeCollector(n), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(newNodeCollector(n), newInboundCollector(n), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

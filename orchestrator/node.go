@@ -79,6 +79,8 @@ type Node struct {
 	now func() time.Time
 	// started is when Start began.
 	started time.Time
+	// in bounds what agents' messages cost: rate, stored events, log lines.
+	in *inbound
 
 	closeOnce sync.Once
 	closeErr  error
@@ -106,7 +108,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: log, diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, started: time.Now(),
+	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents)}
 	if n.now == nil {
 		n.now = time.Now
@@ -157,6 +159,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		if err != nil {
 			return nil, err
 		}
+		bo.LogLimiter = n.in.logLim
 		if n.broker, err = broker.Start(bo); err != nil {
 			return nil, fmt.Errorf("start embedded broker: %w", err)
 		}
@@ -175,6 +178,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return n.client.Publish(ctx, mqttc.Message{Topic: topic, Payload: payload, QoS: 1})
 	})
 	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
+		LogLimiter: n.in.logLim, EventQuota: n.in.events, ExcerptBytes: n.in.excerpt,
 		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
 		return nil, err
@@ -253,7 +257,10 @@ func (n *Node) Catalog() *actors.Catalog { return n.edges.Catalog() }
 func (n *Node) onMessage(m mqttc.Message) {
 	agentID, kind, err := wire.ParseTopic(m.Topic)
 	if err != nil {
-		n.log.Warn("dropping message on unexpected topic", "topic", m.Topic, "err", err)
+		n.in.log.Warn("dropping message on unexpected topic", "topic", m.Topic, "err", err)
+		return
+	}
+	if !n.in.admit(agentID, len(m.Payload)) {
 		return
 	}
 	var msg any
@@ -297,14 +304,14 @@ func (n *Node) onMessage(m mqttc.Message) {
 	n.system.Root.Send(n.edges.PID, msg)
 }
 
-// dropped logs and audits a malformed message from an agent; it never
-// reaches the actors.
+// dropped logs and audits a malformed message from an agent, within its
+// quota (inbound.go); it never reaches the actors.
 func (n *Node) dropped(agentID, kind string, payload []byte, err error) {
-	n.log.Warn("dropping malformed message", "agent", agentID, "topic_kind", kind, "bytes", len(payload), "err", err)
-	detail, _ := json.Marshal(map[string]any{"topic_kind": kind, "bytes": len(payload), "error": err.Error(),
-		"excerpt": persistence.Excerpt(string(payload[:min(len(payload), 512)]))})
-	ev := persistence.Event{Node: n.cfg.NodeID, AgentID: agentID, Kind: persistence.EventInvalidMessage, Detail: detail}
-	go n.recordEvent(ev) // off the MQTT client's goroutine
+	ev, ok := n.in.invalidMessage(n.cfg.NodeID, agentID, kind, payload, err)
+	if !ok {
+		return
+	}
+	go n.recordEvent(ev) // off the MQTT client's goroutine; the quota bounds how many
 }
 
 // event records a node event now.

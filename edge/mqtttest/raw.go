@@ -22,6 +22,8 @@ type RawConnect struct {
 	WillPayload string
 	// WillRetain makes the will retained.
 	WillRetain bool
+	// V5 speaks MQTT 5 instead of 3.1.1 (empty property lists).
+	V5 bool
 }
 
 // Encode returns the CONNECT packet, with a 60 s keepalive and clean session.
@@ -40,9 +42,16 @@ func (c RawConnect) Encode() []byte {
 		flags |= 0x40
 	}
 	body := rawString(nil, "MQTT")
-	body = append(body, 4, flags, 0, 60)
+	if c.V5 {
+		body = append(body, 5, flags, 0, 60, 0) // no properties
+	} else {
+		body = append(body, 4, flags, 0, 60)
+	}
 	body = rawString(body, c.ClientID)
 	if c.WillTopic != "" {
+		if c.V5 {
+			body = append(body, 0) // no will properties
+		}
 		body = rawString(rawString(body, c.WillTopic), c.WillPayload)
 	}
 	if c.Username != "" {
@@ -71,17 +80,17 @@ func DialRaw(t testing.TB, addr string, c RawConnect) (net.Conn, byte) {
 	if _, err := conn.Write(c.Encode()); err != nil {
 		t.Fatalf("write CONNECT to %s: %v", addr, err)
 	}
-	ack := make([]byte, 4)
-	if _, err := io.ReadFull(conn, ack); err != nil {
+	typ, ack, err := readPacket(conn)
+	if err != nil {
 		t.Fatalf("read CONNACK from %s: %v", addr, err)
 	}
-	if ack[0] != 0x20 || ack[1] != 2 {
-		t.Fatalf("CONNACK from %s = % x, want 20 02 ..", addr, ack)
+	if typ != 0x20 || len(ack) < 2 || !c.V5 && len(ack) != 2 {
+		t.Fatalf("CONNACK from %s = %x % x, want 20 with 2 bytes (3.1.1) or more (5)", addr, typ, ack)
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	return conn, ack[3]
+	return conn, ack[1]
 }
 
 // rawPacket frames an MQTT control packet: type byte, variable-length
@@ -118,6 +127,60 @@ func RawPublish(t testing.TB, conn net.Conn, topic, payload string, retain bool)
 	if _, err := conn.Write(rawPacket(typ, append(rawString(nil, topic), payload...))); err != nil {
 		t.Fatalf("write PUBLISH to %s: %v", topic, err)
 	}
+}
+
+// RawPublishQoS1 writes a QoS 1 PUBLISH of payload on topic to conn (from
+// DialRaw), with packet id 1; v5 adds the empty property list MQTT 5 wants.
+// Read the answer with RawAnswer.
+func RawPublishQoS1(t testing.TB, conn net.Conn, topic string, payload []byte, v5 bool) {
+	t.Helper()
+	body := append(rawString(nil, topic), 0, 1)
+	if v5 {
+		body = append(body, 0)
+	}
+	if _, err := conn.Write(rawPacket(0x32, append(body, payload...))); err != nil {
+		t.Fatalf("write PUBLISH to %s: %v", topic, err)
+	}
+}
+
+// Answer is what the broker sent back to a packet (see RawAnswer).
+type Answer struct {
+	// Type is the first byte of the first packet that came back (0x40
+	// PUBACK, 0xe0 DISCONNECT), 0 when none did.
+	Type byte
+	// Reason is its reason code (MQTT 5), 0 when it has none.
+	Reason byte
+	// Closed is true when the broker closed the connection.
+	Closed bool
+}
+
+// RawAnswer waits up to timeout for conn's next packet and then for the
+// connection to close (which RawClosed-style waiting cannot tell from
+// silence any faster). It reports the packet, if any, and whether the broker
+// closed the connection.
+func RawAnswer(conn net.Conn, timeout time.Duration) Answer {
+	var a Answer
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return Answer{Closed: true}
+	}
+	typ, body, err := readPacket(conn)
+	if err == nil {
+		a.Type = typ
+		switch {
+		case typ>>4 == 4 && len(body) >= 3: // PUBACK with a reason code
+			a.Reason = body[2]
+		case typ>>4 == 14 && len(body) >= 1: // DISCONNECT with a reason code
+			a.Reason = body[0]
+		}
+	} else {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			a.Closed = true
+			return a
+		}
+	}
+	a.Closed = RawClosed(conn, timeout)
+	return a
 }
 
 // RawSubscribe sends one SUBSCRIBE for filter at QoS 1 on conn (from

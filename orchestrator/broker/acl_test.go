@@ -3,7 +3,6 @@ package broker
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
@@ -67,26 +66,6 @@ func TestACL(t *testing.T) {
 		if got != tt.ok {
 			t.Errorf("%s %q %s %q = %v, want %v", tt.id.role, tt.id.name, op, tt.topic, got, tt.ok)
 		}
-	}
-}
-
-func TestRefusalLimiter(t *testing.T) {
-	t.Parallel()
-	var l refusalLimiter
-	now := time.Unix(1_000_000, 0)
-	for i := range refusalBurst {
-		if _, ok := l.allow(now); !ok {
-			t.Fatalf("refusal %d of the burst not logged", i)
-		}
-	}
-	for range 5 {
-		if _, ok := l.allow(now); ok {
-			t.Fatal("refusal beyond the burst logged")
-		}
-	}
-	suppressed, ok := l.allow(now.Add(refusalWindow + 1))
-	if !ok || suppressed != 5 {
-		t.Fatalf("next window: logged %v with %d suppressed, want true and 5", ok, suppressed)
 	}
 }
 

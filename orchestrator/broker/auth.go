@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -29,17 +28,16 @@ type session struct {
 }
 
 // authHook decides who may connect and what each client may publish and
-// subscribe to (acl.go). Every refusal is logged, at most refusalBurst per
-// refusalWindow; the rest are counted and summarised.
+// subscribe to (acl.go). Every refusal is logged through log, which bounds
+// each line and rate-limits them (internal/boundlog).
 type authHook struct {
 	mqtt.HookBase
 	server    *mqtt.Server
 	accts     atomic.Pointer[accounts]
 	anonymous bool // clients without credentials get roleAnonymous
 	verify    *verifier
-	sessions  sync.Map // *mqtt.Client → *session, from authentication to disconnect
-	log       *slog.Logger
-	limit     refusalLimiter
+	sessions  sync.Map     // *mqtt.Client → *session, from authentication to disconnect
+	log       *slog.Logger // bounded and rate-limited: lines quote client input
 }
 
 // ID names the hook in mochi's logs.
@@ -47,7 +45,7 @@ func (h *authHook) ID() string { return "evoclaw-auth" }
 
 // Provides tells mochi which hook methods this hook implements.
 func (h *authHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
 }
 
 // OnConnectAuthenticate authenticates the client (certificate, password or,
@@ -136,9 +134,34 @@ func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	}
 	h.refuse("mqtt access denied", cl, string(cl.Properties.Username), logKeyOp, op, logKeyTopic, topic)
 	if write {
-		cl.Stop(errRevoked)
+		h.revoke(cl)
 	}
 	return false
+}
+
+// OnPacketRead refuses a PUBLISH on a topic no client may publish on: under
+// $SYS/ or with a wildcard. mochi drops those before asking OnACLCheck,
+// without an answer or a log line; here they are treated like any publish
+// outside the client's topics.
+func (h *authHook) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Type != packets.Publish || pk.TopicName == "" || mqtt.IsValidFilter(pk.TopicName, true) {
+		return pk, nil
+	}
+	h.refuse("mqtt access denied", cl, string(cl.Properties.Username), logKeyOp, "publish", logKeyTopic, pk.TopicName,
+		logKeyReason, "topic reserved for the broker or not a topic name")
+	h.revoke(cl)
+	return pk, packets.ErrRejectPacket
+}
+
+// revoke ends the session of a client that published outside its topics:
+// an MQTT 5 client is told why (DISCONNECT 0x87, not authorized), a 3.1.1
+// client, which has no way to hear it, is disconnected.
+func (h *authHook) revoke(cl *mqtt.Client) {
+	if h.server != nil && cl.Properties.ProtocolVersion == 5 {
+		_ = h.server.DisconnectClient(cl, packets.ErrNotAuthorized) // it stops the client whatever the write did
+		return
+	}
+	cl.Stop(errRevoked)
 }
 
 // OnDisconnect forgets the client's session unless the broker keeps it for
@@ -205,15 +228,8 @@ func (h *authHook) setAccounts(accts accounts) {
 	})
 }
 
-// refuse logs a refusal through the limiter.
+// refuse logs a refusal; h.log bounds and rate-limits it.
 func (h *authHook) refuse(msg string, cl *mqtt.Client, user string, attrs ...any) {
-	suppressed, ok := h.limit.allow(time.Now())
-	if !ok {
-		return
-	}
 	attrs = append([]any{logKeyRemote, cl.Net.Remote, logKeyClient, cl.ID, logKeyUser, user}, attrs...)
-	if suppressed > 0 {
-		attrs = append(attrs, logKeySuppressed, suppressed)
-	}
 	h.log.Warn(msg, attrs...)
 }

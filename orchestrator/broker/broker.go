@@ -20,6 +20,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/internal/boundlog"
 )
 
 // Defaults applied by Start to zero-valued Options fields.
@@ -93,6 +94,10 @@ type Options struct {
 	// Logger receives the broker's logs. Nil discards them. The broker's own
 	// informational chatter is logged at debug level.
 	Logger *slog.Logger
+	// LogLimiter rate-limits every log line built from what clients send
+	// (refusals, mochi's packet errors); share one per process. Nil means a
+	// limiter of the broker's own (boundlog.NewLimiter).
+	LogLimiter *boundlog.Limiter
 }
 
 // Broker is a running embedded MQTT broker.
@@ -137,12 +142,18 @@ func Start(o Options) (_ *Broker, err error) {
 	// that asks for a persistent one forever by default; cap it.
 	caps.MaximumSessionExpiryInterval = maxSessionExpirySeconds
 
+	lim := o.LogLimiter
+	if lim == nil {
+		lim = boundlog.NewLimiter()
+	}
+	// Lines about clients quote what they sent: bounded and rate-limited.
+	inputLog := boundlog.Logger(log, lim)
 	server := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
-		Logger:       slog.New(demoteInfo{log.Handler()}),
+		Logger:       mochiLogger(log, lim),
 	})
 	b := &Broker{opts: o, server: server, log: log}
-	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: log}
+	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog}
 	accts, _ := buildAccounts(o.Users, nil)
 	b.hook.accts.Store(&accts)
 	if err := b.Reload(); err != nil {
@@ -161,7 +172,7 @@ func Start(o Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.Listen, err)
 	}
-	b.ln = newListener(listenerID, nl, log)
+	b.ln = newListener(listenerID, nl, inputLog)
 	if o.TLS.Listen != "" {
 		cfg, err := o.TLS.serverTLS(&b.cert)
 		if err != nil {
@@ -171,7 +182,7 @@ func Start(o Options) (_ *Broker, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.TLS.Listen, err)
 		}
-		b.tlsLn = newListener(tlsListenerID, tls.NewListener(tl, cfg), log)
+		b.tlsLn = newListener(tlsListenerID, tls.NewListener(tl, cfg), inputLog)
 	}
 	for _, ln := range b.listeners() {
 		if err := server.AddListener(ln); err != nil {

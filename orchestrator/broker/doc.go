@@ -26,8 +26,11 @@
 // ending sessions it no longer allows. A TLS client certificate signed by
 // Options.TLS.ClientCAFile authenticates the identity named by its common
 // name. No identity may take over a client id another one holds. A client
-// that publishes outside its topics is disconnected; refused subscriptions
-// get SUBACK 0x80. Every refusal is logged (rate-limited).
+// that publishes outside its topics, to $SYS/ or to a wildcard topic is
+// disconnected (an MQTT 5 client first gets DISCONNECT 0x87); refused
+// subscriptions get SUBACK 0x80. Every refusal is logged; every line that
+// quotes a client, mochi's included, is cut and rate-limited
+// (internal/boundlog) through Options.LogLimiter.
 //
 // Anonymous clients are refused unless Options.AllowAnonymous is set, which
 // Start accepts only when every listener is on a loopback address

@@ -13,10 +13,11 @@ import (
 
 // Defaults for the zero fields of Retention.
 const (
-	DefaultWarmWindow      = 7 * 24 * time.Hour // records younger than this stay warm
-	DefaultPruneInterval   = time.Hour          // how often a Retainer prunes
-	DefaultPruneBatch      = 5000               // records deleted per transaction
-	sizePruneFractionDenom = 10                 // a size prune removes 1/10 of the records at a time
+	DefaultWarmWindow      = 7 * 24 * time.Hour  // records younger than this stay warm
+	DefaultPruneInterval   = time.Hour           // how often a Retainer prunes
+	DefaultPruneBatch      = 5000                // records deleted per transaction
+	DefaultEventMaxAge     = 30 * 24 * time.Hour // without a cold tier, old events at the start of the chain go
+	sizePruneFractionDenom = 10                  // a size prune removes 1/10 of the records at a time
 )
 
 // Retention says which records the warm store may delete. Deletion always
@@ -36,6 +37,12 @@ type Retention struct {
 	// MaxBytes, without a cold tier, deletes the oldest records while the
 	// database's used pages exceed this many bytes. Zero means no budget.
 	MaxBytes int64 `toml:"max_bytes"`
+	// EventMaxAge, without a cold tier, deletes events older than this
+	// while they are the oldest records of the chain: deletion stays a
+	// prefix of the chain, so it stops at the oldest tool call, LLM call or
+	// message, which only MaxAge, MaxBytes or shipping delete. Zero means
+	// DefaultEventMaxAge (30 days); negative means never.
+	EventMaxAge time.Duration `toml:"event_max_age"`
 	// Batch is the most records deleted per transaction, so that pruning
 	// never holds the writer for long. Zero means DefaultPruneBatch.
 	Batch int `toml:"batch"`
@@ -50,6 +57,9 @@ func (r Retention) withDefaults() (Retention, error) {
 	}
 	if r.Batch == 0 {
 		r.Batch = DefaultPruneBatch
+	}
+	if r.EventMaxAge == 0 {
+		r.EventMaxAge = DefaultEventMaxAge
 	}
 	return r, nil
 }
@@ -133,12 +143,21 @@ func pruneBound(ctx context.Context, tx *sql.Tx, r Retention, now time.Time) (in
 	}
 	var bound int64
 	reason := ""
-	if r.MaxAge > 0 {
-		if bound, err = olderPrefix(ctx, tx, now.Add(-r.MaxAge), head); err != nil {
+	if r.EventMaxAge > 0 {
+		if bound, err = oldEventsPrefix(ctx, tx, now.Add(-r.EventMaxAge), head); err != nil {
 			return 0, "", err
 		}
 		if bound > 0 {
-			reason = "older than max age"
+			reason = ReasonOldEvents
+		}
+	}
+	if r.MaxAge > 0 {
+		aged, err := olderPrefix(ctx, tx, now.Add(-r.MaxAge), head)
+		if err != nil {
+			return 0, "", err
+		}
+		if aged > bound {
+			bound, reason = aged, "older than max age"
 		}
 	}
 	if r.MaxBytes > 0 {
@@ -175,6 +194,32 @@ func olderPrefix(ctx context.Context, tx *sql.Tx, cutoff time.Time, head int64) 
 	var first sql.NullInt64
 	if err := tx.QueryRowContext(ctx, "SELECT min(m) FROM ("+strings.Join(parts, " UNION ALL ")+")", args...).Scan(&first); err != nil {
 		return 0, fmt.Errorf("find records newer than %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	if !first.Valid {
+		return head, nil
+	}
+	return first.Int64 - 1, nil
+}
+
+// ReasonOldEvents is the checkpoint reason of events deleted by EventMaxAge.
+const ReasonOldEvents = "events older than the event max age"
+
+// oldEventsPrefix returns the largest S such that every record with
+// chain_seq <= S is an event older than cutoff.
+func oldEventsPrefix(ctx context.Context, tx *sql.Tx, cutoff time.Time, head int64) (int64, error) {
+	parts := make([]string, 0, len(auditchain.Tables))
+	args := make([]any, 0, 1)
+	for _, t := range auditchain.Tables {
+		if t.Name == "events" {
+			parts = append(parts, "SELECT min(chain_seq) AS m FROM events WHERE ts_ms >= ?")
+			args = append(args, cutoff.UnixMilli())
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("SELECT min(chain_seq) AS m FROM %s", t.Name))
+	}
+	var first sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT min(m) FROM ("+strings.Join(parts, " UNION ALL ")+")", args...).Scan(&first); err != nil {
+		return 0, fmt.Errorf("find the first record that is not an event older than %s: %w", cutoff.Format(time.RFC3339), err)
 	}
 	if !first.Valid {
 		return head, nil

@@ -138,3 +138,78 @@ func TestRetainer(t *testing.T) {
 		t.Fatalf("%d rows left, want 1", n)
 	}
 }
+
+// TestPruneOldEventsByDefault: without a cold tier or a budget, events
+// older than the event max age go while they are the oldest records; the
+// first tool call stops the deletion (a tool call is deleted only once
+// shipped, or by a budget the operator set), and the chain still verifies.
+func TestPruneOldEventsByDefault(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	old, recent := now.Add(-(DefaultEventMaxAge + time.Hour)), now.Add(-time.Hour)
+	tests := []struct {
+		name       string
+		policy     Retention
+		records    string // e: old event, E: recent event, t: old tool call
+		wantUpTo   int64
+		wantEvents int64
+		wantCalls  int64
+	}{
+		{"old events before a tool call", Retention{}, "eeeteeE", 3, 3, 1},
+		{"only events", Retention{}, "eeeeE", 4, 1, 0},
+		{"a tool call first", Retention{}, "teeeE", 0, 4, 1},
+		{"turned off", Retention{EventMaxAge: -1}, "eeeteeE", 0, 6, 1},
+		{"max age still takes tool calls", Retention{MaxAge: 24 * time.Hour}, "eeeteeE", 6, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, path := openStore(t, Options{})
+			ctx := context.Background()
+			for i, c := range tt.records {
+				var err error
+				switch c {
+				case 'e', 'E':
+					at := old
+					if c == 'E' {
+						at = recent
+					}
+					err = s.RecordEvent(ctx, persistence.Event{Time: at, Node: "n", AgentID: "pi-flood", Kind: "late_result"})
+				case 't':
+					call := sampleCall(i)
+					call.Time = old
+					err = s.RecordToolCall(ctx, call)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := s.Prune(ctx, tt.policy, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.UpToSeq != tt.wantUpTo {
+				t.Fatalf("prune %+v, want up to %d", res, tt.wantUpTo)
+			}
+			if tt.wantUpTo > 0 && tt.policy.MaxAge == 0 && res.Reason != ReasonOldEvents {
+				t.Fatalf("reason %q", res.Reason)
+			}
+			if n := countTable(t, path, "events"); n != tt.wantEvents {
+				t.Errorf("%d events left, want %d", n, tt.wantEvents)
+			}
+			if n := countTable(t, path, "tool_calls"); n != tt.wantCalls {
+				t.Errorf("%d tool calls left, want %d", n, tt.wantCalls)
+			}
+			if _, err := VerifyChain(ctx, path); err != nil {
+				t.Fatalf("verify after pruning: %v", err)
+			}
+		})
+	}
+}
+
+func countTable(t testing.TB, path, table string) int64 {
+	t.Helper()
+	n, ok := queryOne(t, path, "SELECT count(*) FROM "+table).(int64)
+	if !ok {
+		t.Fatal("count(*) is not an integer")
+	}
+	return n
+}

@@ -38,6 +38,11 @@ type Config struct {
 	// Cold configures the cold tier; an empty URL means none. Its token
 	// is read from the environment (cold.TokenEnv) by Open.
 	Cold cold.Config `toml:"cold"`
+	// DiskBudgetMB is the most the warm database's files should take on
+	// disk, in MiB. Over it, OverBudget reports true and an ERROR line is
+	// logged every 10 minutes; nothing is deleted for it. Zero means
+	// DefaultDiskBudgetMB; negative means no budget.
+	DiskBudgetMB int `toml:"disk_budget_mb"`
 }
 
 // Status is what `status` reports about the audit trail.
@@ -46,6 +51,8 @@ type Status struct {
 	Retention sqlite.RetentionStatus
 	// Cold is nil without a cold tier.
 	Cold *cold.Status
+	// Budget is the warm database's size against its disk budget.
+	Budget BudgetStatus
 }
 
 // Tiers is a node's audit trail.
@@ -56,6 +63,7 @@ type Tiers struct {
 	Ring *hot.Ring
 
 	retainer *sqlite.Retainer
+	budget   *budget
 	coldDB   *cold.Store   // nil without a cold tier
 	shipper  *cold.Shipper // nil without a cold tier
 }
@@ -90,6 +98,7 @@ func Open(path string, warm sqlite.Options, cfg Config, log *slog.Logger) (*Tier
 	}
 	t.Warm = st
 	t.retainer = sqlite.NewRetainer(st, cfg.Retention, cfg.RetentionInterval, nil, log)
+	t.budget = newBudget(path, cfg.DiskBudgetMB, log)
 	if coldDB != nil {
 		t.coldDB = coldDB
 		t.shipper = cold.NewShipper(st, coldDB, log)
@@ -103,6 +112,7 @@ func (t *Tiers) Start(ctx context.Context) error {
 	if err := t.retainer.Start(ctx); err != nil {
 		return fmt.Errorf("start audit retention: %w", err)
 	}
+	t.budget.start(ctx)
 	if t.shipper != nil {
 		if err := t.shipper.Start(ctx); err != nil {
 			return fmt.Errorf("start cold shipper: %w", err)
@@ -113,12 +123,23 @@ func (t *Tiers) Start(ctx context.Context) error {
 
 // Status returns the retention and shipping status.
 func (t *Tiers) Status() Status {
-	s := Status{Retention: t.retainer.Status()}
+	s := Status{Retention: t.retainer.Status(), Budget: t.budget.snapshot()}
 	if t.shipper != nil {
 		cs := t.shipper.Status()
 		s.Cold = &cs
 	}
 	return s
+}
+
+// OverBudget reports whether the warm database's files exceed the disk
+// budget ([audit] disk_budget_mb), with a sentence saying by how much, for
+// readiness checks. It reads the last measurement (every 10 s).
+func (t *Tiers) OverBudget() (bool, string) {
+	b := t.budget.snapshot()
+	if !b.Over {
+		return false, ""
+	}
+	return true, fmt.Sprintf("audit database takes %d MiB, over its disk budget of %d MiB", b.UsedBytes>>20, b.LimitBytes>>20)
 }
 
 // Close stops the shipper and retention, then closes the stores. Call it
@@ -128,6 +149,7 @@ func (t *Tiers) Close() error {
 	if t.shipper != nil {
 		errs = append(errs, t.shipper.Close())
 	}
+	t.budget.stop()
 	errs = append(errs, t.retainer.Close())
 	if t.coldDB != nil {
 		errs = append(errs, t.coldDB.Close())
