@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/anthropic"
@@ -25,6 +26,10 @@ const (
 	logEnv       = "env"
 	logBaseURL   = "base_url"
 )
+
+// LocalColdAfter is how long a local model may sit idle before the next
+// call allows for loading it again: Ollama's default keep_alive.
+const LocalColdAfter = 5 * time.Minute
 
 // Options are seams for tests and embedders; the zero value is ready.
 type Options struct {
@@ -99,8 +104,12 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 			t := newTuner(e, model, apiKey, p, o.Client, logger)
 			t.link, t.warmup = len(links), e.Warmup && j == 0
 			tuners = append(tuners, t)
-			links = append(links, resilient.Link{Provider: t.provider, Model: model, Timeout: e.Timeout.Duration, LoadTimeout: e.LoadTimeout.Duration,
-				Retries: *e.Retries, Limiter: limiters[k], OnWarm: func() { t.reprobe(chain) }})
+			link := resilient.Link{Provider: t.provider, Model: model, Timeout: e.Timeout.Duration, LoadTimeout: e.LoadTimeout.Duration,
+				Retries: *e.Retries, Limiter: limiters[k], OnWarm: func() { t.reprobe(chain) }}
+			if llm.IsLocalURL(e.BaseURL) {
+				link.ColdAfter = LocalColdAfter
+			}
+			links = append(links, link)
 		}
 	}
 	co := o.Chain

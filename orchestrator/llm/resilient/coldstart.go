@@ -15,7 +15,8 @@ import (
 // refused or reset: the server went away, and the model it comes back with
 // must load again; every link sharing the failed link's Limiter, that is
 // the same server, turns cold). An attempt on a cold link is bounded by
-// Link.LoadTimeout instead of Link.Timeout.
+// Link.LoadTimeout instead of Link.Timeout. With Link.ColdAfter, a link
+// idle for that long is cold again (the server may have unloaded it).
 
 // Log keys of cold starts.
 const (
@@ -24,8 +25,12 @@ const (
 )
 
 // attemptTimeout is the bound of the next attempt on l.
-func (l *link) attemptTimeout() (time.Duration, bool) {
-	if l.warm.Load() || l.LoadTimeout <= l.Timeout {
+func (l *link) attemptTimeout(now time.Time) (time.Duration, bool) {
+	if l.LoadTimeout <= l.Timeout {
+		return l.Timeout, false
+	}
+	idle := l.ColdAfter > 0 && now.Sub(time.Unix(0, l.lastOK.Load())) > l.ColdAfter
+	if l.warm.Load() && !idle {
 		return l.Timeout, false
 	}
 	return l.LoadTimeout, true
@@ -36,6 +41,7 @@ func (l *link) attemptTimeout() (time.Duration, bool) {
 // failure cools every link of its server.
 func (c *Chain) warmth(l *link, err error) {
 	if err == nil {
+		l.lastOK.Store(c.o.Now().UnixNano())
 		if !l.warm.Swap(true) && l.restarted.Swap(false) && l.OnWarm != nil {
 			l.OnWarm()
 		}

@@ -162,3 +162,32 @@ func TestBackgroundOwned(t *testing.T) {
 		t.Fatal("Go ran after Close")
 	}
 }
+
+// A model idle for longer than ColdAfter may have been unloaded: the next
+// attempt gets the load timeout again.
+func TestIdleLinkTurnsCold(t *testing.T) {
+	clk := newClock()
+	f := &fake{name: "p", fn: func(ctx context.Context, r llm.Request) (llm.Response, error) {
+		dl, _ := ctx.Deadline()
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprint(time.Until(dl) > time.Minute)}}, nil
+	}}
+	c, _ := New([]Link{{Provider: f, Model: "m", Timeout: time.Minute, LoadTimeout: time.Hour, ColdAfter: 5 * time.Minute}}, Options{Now: clk.Now})
+	got := func() string {
+		r, err := c.Complete(context.Background(), req())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Message.Content
+	}
+	if got() != "true" || got() != "false" {
+		t.Fatal("cold then warm expected")
+	}
+	clk.advance(4 * time.Minute)
+	if got() != "false" {
+		t.Fatal("cold again within ColdAfter")
+	}
+	clk.advance(6 * time.Minute)
+	if got() != "true" {
+		t.Fatal("still warm after ColdAfter idle")
+	}
+}

@@ -82,6 +82,10 @@ type Link struct {
 	// first success and after a network failure of its server (see
 	// coldstart.go). Zero or less than Timeout means Timeout.
 	LoadTimeout time.Duration
+	// ColdAfter, when positive, makes the link cold again after that long
+	// without a successful attempt: Ollama unloads an idle model after its
+	// keep_alive (5 minutes by default).
+	ColdAfter time.Duration
 	// OnWarm, when set, is called from the calling goroutine when a link
 	// that went cold because its server failed answers again (a reconnect);
 	// it must return quickly.
@@ -152,6 +156,7 @@ type link struct {
 	lastErr     string
 	// warm and restarted are the cold-start state (coldstart.go).
 	warm, restarted atomic.Bool
+	lastOK          atomic.Int64 // unix nanoseconds of the last success
 }
 
 // New builds a chain of at least one link.
@@ -315,7 +320,7 @@ func (c *Chain) attempt(ctx context.Context, l *link, req llm.Request) (resp llm
 		return llm.Response{}, false, &llm.Error{Kind: kind, Provider: l.Provider.Name(), Model: req.Model, Message: "waiting for a free call slot", Err: err}
 	}
 	defer release()
-	timeout, cold := l.attemptTimeout()
+	timeout, cold := l.attemptTimeout(c.o.Now())
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err = l.Provider.Complete(actx, req)
