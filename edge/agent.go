@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -55,6 +56,9 @@ type Agent struct {
 	invalidEvents *ratelimit.Window
 	box           *toolbox.Box    // owns the MCP sessions of tools
 	tools         *skills.Toolset // box.Tools
+	// llm stops the background work of the provider New built; nil when
+	// there is none.
+	llm io.Closer
 	// Ready, if set, is called once the agent is connected and advertised.
 	Ready func()
 	// Provider is the agent's own model for prompt commands; nil refuses
@@ -106,6 +110,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 			return nil, fmt.Errorf("edge agent llm: %w", err)
 		}
 		a.Provider = p
+		a.llm, _ = p.(io.Closer)
 	}
 	return a, nil
 }
@@ -126,6 +131,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.store = trail.Warm
 	defer trail.Close()
+	if a.llm != nil {
+		// Stops the provider's capability probes and warm-up.
+		defer a.llm.Close()
+	}
 	if err := trail.Start(ctx); err != nil {
 		return fmt.Errorf("start edge audit trail: %w", err)
 	}

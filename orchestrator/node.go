@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,6 +62,9 @@ type Node struct {
 	convs  *actors.Conversations
 	box    *toolbox.Box // the node's own tools and their MCP sessions
 	http   *httpAPI     // nil when [http] is off
+	// llm stops the background work (capability probes, warm-up) of a
+	// provider the node built; nil when it was given one.
+	llm io.Closer
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 	// progress counts streamed tool output; progressLim bounds it per agent.
@@ -130,6 +134,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		if provider, err = providers.New(cfg.LLM, log); err != nil {
 			return nil, err
 		}
+		n.llm, _ = provider.(io.Closer)
 	}
 	n.provider = provider
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -452,6 +457,9 @@ func (n *Node) Close() error {
 		}
 		if n.box != nil {
 			errs = append(errs, n.box.Close())
+		}
+		if n.llm != nil {
+			errs = append(errs, n.llm.Close())
 		}
 		if n.tiers != nil {
 			n.recordEvent(persistence.Event{Node: n.cfg.NodeID, Kind: persistence.EventNodeStop})

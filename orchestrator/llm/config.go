@@ -43,6 +43,26 @@ const (
 	DefaultMaxRetryAfter       = time.Minute
 	DefaultFailureThreshold    = 3
 	DefaultCooldown            = time.Minute
+	// DefaultLocalLoadTimeout bounds a call to a local model that is cold
+	// (the first call, and the first after its server was unreachable):
+	// loading a few GB of weights from an SD card comes on top of the
+	// prompt's evaluation. Hosted endpoints default to their timeout.
+	DefaultLocalLoadTimeout = 15 * time.Minute
+	// DefaultProbeTimeout bounds capability probing of one model, all
+	// probe requests together.
+	DefaultProbeTimeout = 10 * time.Second
+)
+
+// Values of Endpoint.TextToolCalls, Endpoint.Probe and Endpoint.ToolMode.
+const (
+	Auto = "auto"
+	On   = "on"
+	Off  = "off"
+	// ToolModeNative offers tools in the API's tools field.
+	ToolModeNative = "native"
+	// ToolModePrompt describes tools in the system prompt instead, for
+	// models without native tool support.
+	ToolModePrompt = "prompt"
 )
 
 // Duration is a time.Duration written as a Go duration string ("90s") in
@@ -102,6 +122,35 @@ type Endpoint struct {
 	// AnthropicVersion is the anthropic-version header (default
 	// 2023-06-01).
 	AnthropicVersion string `toml:"anthropic_version"`
+	// TextToolCalls is "auto" (default), "on" or "off": whether tool calls
+	// a model wrote as text in its answer are recovered as tool calls.
+	// Auto is on for OpenAI-compatible endpoints with a local base URL or
+	// without an API key, off otherwise.
+	TextToolCalls string `toml:"text_tool_calls"`
+	// ToolMode is "auto" (default), "native" or "prompt": how tools are
+	// offered. Native uses the API's tools field; prompt describes them in
+	// the system prompt for models without tool support. Auto is native
+	// unless probing finds that the model has no tool support.
+	ToolMode string `toml:"tool_mode"`
+	// ContextTokens is the model's context window in tokens; requests are
+	// trimmed to fit it. 0 (default) takes it from probing, or does not
+	// trim when the server does not say.
+	ContextTokens int `toml:"context_tokens"`
+	// LoadTimeout bounds a call while the model is cold: the first call,
+	// and the first after its server was unreachable (default 15m for a
+	// local base URL, else Timeout). Never shorter than Timeout.
+	LoadTimeout Duration `toml:"load_timeout"`
+	// Warmup sends a one-token request to the endpoint's first model at
+	// start, in the background, so that the model is loaded before the
+	// first real call.
+	Warmup bool `toml:"warmup"`
+	// Probe is "auto" (default), "on" or "off": whether to ask the server
+	// what the model supports (context size, tool support) at start and
+	// after it was unreachable. Auto probes OpenAI-compatible endpoints
+	// with a local base URL.
+	Probe string `toml:"probe"`
+	// ProbeTimeout bounds probing one model (default 10s).
+	ProbeTimeout Duration `toml:"probe_timeout"`
 }
 
 // Config is the [llm] section: the primary endpoint, chain-wide
@@ -254,7 +303,72 @@ func (e *Endpoint) validate(key string) []error {
 	if e.MaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("%s.max_tokens: %d is negative", key, e.MaxTokens))
 	}
+	return append(errs, e.validateLocal(key, local)...)
+}
+
+// validateLocal fills and checks the settings for local models.
+func (e *Endpoint) validateLocal(key string, local bool) []error {
+	var errs []error
+	oneOf := func(name string, v *string, allowed ...string) {
+		if *v == "" {
+			*v = Auto
+		}
+		for _, a := range allowed {
+			if *v == a {
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s.%s: %q, want one of %q", key, name, *v, allowed))
+	}
+	oneOf("text_tool_calls", &e.TextToolCalls, Auto, On, Off)
+	oneOf("tool_mode", &e.ToolMode, Auto, ToolModeNative, ToolModePrompt)
+	oneOf("probe", &e.Probe, Auto, On, Off)
+	if e.ContextTokens < 0 {
+		errs = append(errs, fmt.Errorf("%s.context_tokens: %d is negative", key, e.ContextTokens))
+	}
+	switch {
+	case e.LoadTimeout.Duration < 0:
+		errs = append(errs, fmt.Errorf("%s.load_timeout: %s is negative", key, e.LoadTimeout.Duration))
+	case e.LoadTimeout.Duration == 0:
+		e.LoadTimeout.Duration = e.Timeout.Duration
+		if local {
+			e.LoadTimeout.Duration = max(DefaultLocalLoadTimeout, e.Timeout.Duration)
+		}
+	case e.LoadTimeout.Duration < e.Timeout.Duration:
+		errs = append(errs, fmt.Errorf("%s.load_timeout: %s is shorter than timeout %s (a cold model needs longer, not shorter)", key, e.LoadTimeout.Duration, e.Timeout.Duration))
+	}
+	if e.ProbeTimeout.Duration < 0 {
+		errs = append(errs, fmt.Errorf("%s.probe_timeout: %s is negative", key, e.ProbeTimeout.Duration))
+	} else if e.ProbeTimeout.Duration == 0 {
+		e.ProbeTimeout.Duration = DefaultProbeTimeout
+	}
 	return errs
+}
+
+// RecoverTextCalls reports whether tool calls written as text are
+// recovered for this endpoint: text_tool_calls "on", or "auto" for an
+// OpenAI-compatible endpoint that is local or has no API key (a server the
+// user runs, whose chat template may not parse the model's calls).
+func (e *Endpoint) RecoverTextCalls(hasKey bool) bool {
+	switch e.TextToolCalls {
+	case On:
+		return true
+	case Off:
+		return false
+	}
+	return e.Provider == ProviderOpenAI && (IsLocalURL(e.BaseURL) || !hasKey)
+}
+
+// Probes reports whether the server is asked what the model supports:
+// probe "on", or "auto" for a local OpenAI-compatible endpoint.
+func (e *Endpoint) Probes() bool {
+	switch e.Probe {
+	case On:
+		return e.Provider == ProviderOpenAI
+	case Off:
+		return false
+	}
+	return e.Provider == ProviderOpenAI && IsLocalURL(e.BaseURL)
 }
 
 // IsLocalURL reports whether a base URL points at this machine or the LAN:

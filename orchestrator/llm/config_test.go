@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,53 @@ func TestParseArguments(t *testing.T) {
 		c := ToolCall{Arguments: args, ArgumentsError: errText}
 		if string(args) != tt.args || (errText != "") != tt.bad || c.ArgumentsText() != tt.text {
 			t.Errorf("ParseArguments(%q) = %s, %q; text %q", tt.in, args, errText, c.ArgumentsText())
+		}
+	}
+}
+
+func TestLocalModelSettings(t *testing.T) {
+	c := decode(t, `
+[llm]
+provider = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+model = "qwen2.5:1.5b"
+timeout = "2m"
+text_tool_calls = "off"
+tool_mode = "prompt"
+context_tokens = 8192
+load_timeout = "5m"
+warmup = true
+probe = "off"
+probe_timeout = "3s"
+`)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.TextToolCalls != Off || c.ToolMode != ToolModePrompt || c.ContextTokens != 8192 || c.LoadTimeout.Duration != 5*time.Minute ||
+		!c.Warmup || c.Probe != Off || c.ProbeTimeout.Duration != 3*time.Second || c.RecoverTextCalls(false) || c.Probes() {
+		t.Fatalf("settings = %+v", c.Endpoint)
+	}
+	local := decode(t, "[llm]\nprovider = \"openai\"\nbase_url = \"http://pi.local:8080/v1\"\nmodel = \"m\"\n")
+	hosted := decode(t, "[llm]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\ntimeout = \"30s\"\n")
+	if err := errors.Join(local.Validate(), hosted.Validate()); err != nil {
+		t.Fatal(err)
+	}
+	if local.TextToolCalls != Auto || local.ToolMode != Auto || local.Probe != Auto || local.LoadTimeout.Duration != DefaultLocalLoadTimeout ||
+		local.ProbeTimeout.Duration != DefaultProbeTimeout || !local.RecoverTextCalls(true) || !local.Probes() {
+		t.Fatalf("local defaults = %+v", local.Endpoint)
+	}
+	if hosted.LoadTimeout.Duration != 30*time.Second || hosted.RecoverTextCalls(true) || !hosted.RecoverTextCalls(false) || hosted.Probes() {
+		t.Fatalf("hosted defaults = %+v (recover with key %v)", hosted.Endpoint, hosted.RecoverTextCalls(true))
+	}
+	for src, want := range map[string]string{
+		`text_tool_calls = "yes"`:                 `llm.text_tool_calls: "yes", want one of`,
+		`tool_mode = "xml"`:                       `llm.tool_mode: "xml"`,
+		`context_tokens = -1`:                     "llm.context_tokens: -1 is negative",
+		"timeout = \"5m\"\nload_timeout = \"1m\"": "llm.load_timeout: 1m0s is shorter than timeout 5m0s",
+	} {
+		c := decode(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n"+src+"\n")
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", src, err, want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/anthropic"
@@ -26,6 +27,10 @@ const (
 	logBaseURL   = "base_url"
 )
 
+// LocalColdAfter is how long a local model may sit idle before the next
+// call allows for loading it again: Ollama's default keep_alive.
+const LocalColdAfter = 5 * time.Minute
+
 // Options are seams for tests and embedders; the zero value is ready.
 type Options struct {
 	// Getenv reads API keys (default os.Getenv).
@@ -39,7 +44,13 @@ type Options struct {
 
 // New validates a copy of cfg and builds its provider. For "openai" and
 // "anthropic" the result is a *resilient.Chain (its Health method reports
-// each model); for "scripted" it is a *scripted.Provider. logger may be nil.
+// each model; its Close stops capability probes and warm-ups still
+// running); for "scripted" it is a *scripted.Provider. logger may be nil.
+//
+// Each model of the chain is wrapped in a budget.Provider (context window)
+// around a textcalls.Provider (tool calls written as text, tools in the
+// prompt). Probing and warm-up run in the background, owned by the chain:
+// New never waits for them.
 func New(cfg llm.Config, logger *slog.Logger) (llm.Provider, error) {
 	return NewWith(cfg, logger, Options{})
 }
@@ -76,6 +87,8 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 		}
 	}
 	var links []resilient.Link
+	var tuners []*tuner
+	var chain *resilient.Chain
 	for i, e := range endpoints {
 		key := "llm"
 		if i > 0 {
@@ -85,9 +98,18 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 		if limiters[k] == nil {
 			limiters[k] = resilient.NewLimiter(limits[k], cfg.MaxQueued)
 		}
-		p := build(e, o, logger, key)
-		for _, model := range append([]string{e.Model}, e.FallbackModels...) {
-			links = append(links, resilient.Link{Provider: p, Model: model, Timeout: e.Timeout.Duration, Retries: *e.Retries, Limiter: limiters[k]})
+		apiKey := o.Getenv(e.APIKeyEnv)
+		p := build(e, apiKey, o, logger, key)
+		for j, model := range append([]string{e.Model}, e.FallbackModels...) {
+			t := newTuner(e, model, apiKey, p, o.Client, logger)
+			t.link, t.warmup = len(links), e.Warmup && j == 0
+			tuners = append(tuners, t)
+			link := resilient.Link{Provider: t.provider, Model: model, Timeout: e.Timeout.Duration, LoadTimeout: e.LoadTimeout.Duration,
+				Retries: *e.Retries, Limiter: limiters[k], OnWarm: func() { t.reprobe(chain) }}
+			if llm.IsLocalURL(e.BaseURL) {
+				link.ColdAfter = LocalColdAfter
+			}
+			links = append(links, link)
 		}
 	}
 	co := o.Chain
@@ -99,14 +121,16 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 		return nil, fmt.Errorf("llm config: %w", err)
 	}
 	logger.Info("llm providers", logChain, chain.Name())
+	for _, t := range tuners {
+		t.start(chain)
+	}
 	return chain, nil
 }
 
 // build makes one endpoint's provider. A missing key is only a warning: a
 // local server needs none, and a hosted one answers with an auth error
 // that names the problem.
-func build(e llm.Endpoint, o Options, logger *slog.Logger, key string) llm.Provider {
-	apiKey := o.Getenv(e.APIKeyEnv)
+func build(e llm.Endpoint, apiKey string, o Options, logger *slog.Logger, key string) llm.Provider {
 	if apiKey == "" && !llm.IsLocalURL(e.BaseURL) {
 		logger.Warn("no API key for a remote LLM endpoint", logKey, key, logEnv, e.APIKeyEnv, logBaseURL, e.BaseURL)
 	}

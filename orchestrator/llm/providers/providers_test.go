@@ -31,6 +31,13 @@ func config(t *testing.T, src string) llm.Config {
 	return v.LLM
 }
 
+// closeLater stops the chain's background probes at the end of the test.
+func closeLater(t *testing.T, p llm.Provider) {
+	if c, ok := p.(*resilient.Chain); ok {
+		t.Cleanup(func() { c.Close() })
+	}
+}
+
 func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
@@ -79,6 +86,7 @@ model = "claude-haiku-4-5"
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeLater(t, p)
 	chain, ok := p.(*resilient.Chain)
 	if !ok {
 		t.Fatalf("got %T", p)
@@ -99,6 +107,7 @@ func TestFallbackAcrossProviders(t *testing.T) {
 provider = "openai"
 model = "qwen2.5-1.5b"
 retries = 1
+probe = "off"
 [[llm.fallback]]
 provider = "anthropic"
 model = "claude-sonnet-4-5"
@@ -119,6 +128,7 @@ api_key_env = "TEST_ANTHROPIC_KEY"
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeLater(t, p)
 	req := llm.Request{Model: "from-loop", System: "You run tools on Raspberry Pis.", Tools: []llm.ToolDef{
 		{Name: "pi-1__read_file", Description: "Read a file", Parameters: map[string]any{
 			"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}},
@@ -143,9 +153,11 @@ func TestMissingKeyWarnsOnlyForRemote(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	cfg := config(t, "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n"+
 		"[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\n")
-	if _, err := NewWith(cfg, logger, Options{Getenv: env(nil)}); err != nil {
+	p, err := NewWith(cfg, logger, Options{Getenv: env(nil)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	p.(*resilient.Chain).Close()
 	out := logs.String()
 	if strings.Count(out, "no API key") != 1 || !strings.Contains(out, "key=llm.fallback[0]") || !strings.Contains(out, "env=OPENAI_API_KEY") {
 		t.Fatalf("logs:\n%s", out)

@@ -38,6 +38,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -77,6 +78,18 @@ type Link struct {
 	// Limiter bounds calls in flight; links on one server share one. nil
 	// means unbounded.
 	Limiter *Limiter
+	// LoadTimeout bounds an attempt while the link is cold: before its
+	// first success and after a network failure of its server (see
+	// coldstart.go). Zero or less than Timeout means Timeout.
+	LoadTimeout time.Duration
+	// ColdAfter, when positive, makes the link cold again after that long
+	// without a successful attempt: Ollama unloads an idle model after its
+	// keep_alive (5 minutes by default).
+	ColdAfter time.Duration
+	// OnWarm, when set, is called from the calling goroutine when a link
+	// that went cold because its server failed answers again (a reconnect);
+	// it must return quickly.
+	OnWarm func()
 }
 
 // Options tune a Chain. The zero value is ready for use.
@@ -128,6 +141,7 @@ type Attempt struct {
 type Chain struct {
 	o     Options
 	links []*link
+	bg    background
 }
 
 var _ llm.Provider = (*Chain)(nil)
@@ -140,6 +154,9 @@ type link struct {
 	coolUntil   time.Time
 	lastKind    llm.ErrorKind
 	lastErr     string
+	// warm and restarted are the cold-start state (coldstart.go).
+	warm, restarted atomic.Bool
+	lastOK          atomic.Int64 // unix nanoseconds of the last success
 }
 
 // New builds a chain of at least one link.
@@ -303,11 +320,15 @@ func (c *Chain) attempt(ctx context.Context, l *link, req llm.Request) (resp llm
 		return llm.Response{}, false, &llm.Error{Kind: kind, Provider: l.Provider.Name(), Model: req.Model, Message: "waiting for a free call slot", Err: err}
 	}
 	defer release()
-	actx, cancel := context.WithTimeout(ctx, l.Timeout)
+	timeout, cold := l.attemptTimeout(c.o.Now())
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err = l.Provider.Complete(actx, req)
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-		err = &llm.Error{Kind: llm.KindTimeout, Provider: l.Provider.Name(), Model: req.Model, Message: fmt.Sprintf("no answer within the per-call timeout %s", l.Timeout), Err: err}
+		err = timeoutError(l, req.Model, timeout, cold, err)
+	}
+	if ctx.Err() == nil {
+		c.warmth(l, err)
 	}
 	if err == nil && resp.Provider == "" {
 		resp.Provider = l.Provider.Name()

@@ -13,8 +13,15 @@
 // The n-th assistant message of a conversation is turn n. A turn's
 // expect_tools must all be offered in the request, or the call fails with a
 // clear error instead of replaying nonsense. In content, {{result ID}} is
-// replaced by the tool message answering call ID and {{user}} by the latest
-// user message.
+// replaced by the tool message answering call ID, {{last_result}} by the
+// latest tool message and {{user}} by the latest user message.
+//
+// With "text_tool_calls": true at the top level, a turn's content may
+// write tool calls as text, as local models do
+// (<tool_call>{"name": ..., "arguments": {...}}</tool_call>, or any format
+// of package textcalls); they are recovered exactly as for a real
+// OpenAI-compatible server, with generated ids (use {{last_result}} to
+// quote their results).
 package scripted
 
 import (
@@ -28,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
 )
 
 // Label is how the provider names itself.
@@ -56,6 +64,8 @@ type TurnToolCall struct {
 type Transcript struct {
 	Name  string `json:"name"`
 	Turns []Turn `json:"turns"`
+	// TextToolCalls recovers tool calls written in a turn's content.
+	TextToolCalls bool `json:"text_tool_calls,omitempty"`
 }
 
 // Provider replays a Transcript. It is safe for concurrent use: it keeps no
@@ -99,7 +109,7 @@ func Parse(b []byte) (*Provider, error) {
 // Name reports the provider label.
 func (p *Provider) Name() string { return Label }
 
-var placeholder = regexp.MustCompile(`\{\{\s*(result\s+([^\s}]+)|user)\s*\}\}`)
+var placeholder = regexp.MustCompile(`\{\{\s*(result\s+([^\s}]+)|user|last_result)\s*\}\}`)
 
 // Complete returns the turn that matches the number of assistant messages
 // already in the conversation.
@@ -108,7 +118,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 		return llm.Response{}, err
 	}
 	n := 0
-	var lastUser string
+	var lastUser, lastResult string
 	results := map[string]string{}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -118,6 +128,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 			lastUser = m.Content
 		case llm.RoleTool:
 			results[m.ToolCallID] = m.Content
+			lastResult = m.Content
 		}
 	}
 	if n >= len(p.t.Turns) {
@@ -139,8 +150,11 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	}
 	content := placeholder.ReplaceAllStringFunc(turn.Content, func(s string) string {
 		m := placeholder.FindStringSubmatch(s)
-		if m[1] == "user" {
+		switch m[1] {
+		case "user":
 			return lastUser
+		case "last_result":
+			return strings.TrimSpace(lastResult)
 		}
 		if r, ok := results[m[2]]; ok {
 			return strings.TrimSpace(r)
@@ -159,10 +173,14 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 		}
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
 	}
-	return llm.Response{Message: msg, Model: "scripted:" + p.t.Name, Usage: llm.Usage{
+	resp := llm.Response{Message: msg, Model: "scripted:" + p.t.Name, Usage: llm.Usage{
 		InputTokens:  int64(approxTokens(req)),
 		OutputTokens: int64(len(content)/4 + 1),
-	}}, nil
+	}}
+	if p.t.TextToolCalls {
+		resp, _ = textcalls.Recover(resp, req)
+	}
+	return resp, nil
 }
 
 // approxTokens estimates the request size the way a rough tokenizer would

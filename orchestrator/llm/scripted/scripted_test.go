@@ -73,3 +73,26 @@ func TestBuiltinDemoParses(t *testing.T) {
 		t.Fatal("unknown built-in accepted")
 	}
 }
+
+func TestTextToolCalls(t *testing.T) {
+	p, err := Parse([]byte(`{"name": "text", "text_tool_calls": true, "turns": [
+	  {"content": "Reading.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}\n</tool_call>", "expect_tools": ["read"]},
+	  {"content": "It says: {{last_result}}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := llm.Request{Tools: []llm.ToolDef{{Name: "read"}}, Messages: []llm.Message{{Role: llm.RoleUser, Content: "note?"}}}
+	r1, err := p.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := r1.Message.ToolCalls
+	if len(calls) != 1 || calls[0].Name != "read" || string(calls[0].Arguments) != `{"path":"notes.txt"}` || r1.Message.Content != "Reading." {
+		t.Fatalf("turn 1: %+v", r1.Message)
+	}
+	req.Messages = append(req.Messages, r1.Message, llm.Message{Role: llm.RoleTool, ToolCallID: calls[0].ID, Content: "pump at night\n"})
+	r2, err := p.Complete(context.Background(), req)
+	if err != nil || r2.Message.Content != "It says: pump at night" {
+		t.Fatalf("turn 2: %+v %v", r2.Message, err)
+	}
+}

@@ -1,0 +1,113 @@
+package providers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/budget"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/probe"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
+)
+
+// Log keys of probing and tuning.
+const (
+	logModel          = "model"
+	logServer         = "server"
+	logListed         = "listed"
+	logContextTokens  = "context_tokens"
+	logTrainedContext = "trained_context"
+	logTools          = "tools"
+	logSources        = "sources"
+	logToolMode       = "tool_mode"
+	logTextToolCalls  = "text_tool_calls"
+	logErr            = "err"
+)
+
+// tuner holds one model's local-model settings: what the configuration
+// says, and what probing the server adds where the configuration is
+// silent. An explicit setting always wins.
+type tuner struct {
+	e        llm.Endpoint
+	model    string
+	apiKey   string
+	client   *http.Client
+	log      *slog.Logger
+	text     *textcalls.Provider
+	budget   *budget.Provider
+	provider llm.Provider
+	// link is the model's index in the chain; warmup asks for a warm-up
+	// request at start.
+	link   int
+	warmup bool
+}
+
+func newTuner(e llm.Endpoint, model, apiKey string, p llm.Provider, client *http.Client, logger *slog.Logger) *tuner {
+	t := &tuner{e: e, model: model, apiKey: apiKey, client: client, log: logger.With(logModel, model)}
+	t.text = textcalls.Wrap(p, textcalls.Settings{})
+	t.budget = budget.Wrap(t.text, e.ContextTokens, t.log)
+	t.provider = t.budget
+	t.apply(nil)
+	return t
+}
+
+// apply sets the tool mode and context window from the configuration and,
+// when not nil, what the server said.
+func (t *tuner) apply(caps *probe.Capabilities) {
+	s := textcalls.Settings{Recover: t.e.RecoverTextCalls(t.apiKey != "")}
+	switch t.e.ToolMode {
+	case llm.ToolModePrompt:
+		s.Prompt = true
+	case llm.Auto:
+		s.Prompt = caps != nil && caps.Tools == probe.ToolsNone
+	}
+	t.text.Set(s)
+	if t.e.ContextTokens == 0 && caps != nil && caps.ContextTokens > 0 {
+		t.budget.SetContextTokens(caps.ContextTokens)
+	}
+	if caps != nil || s.Recover || s.Prompt || t.e.ContextTokens > 0 {
+		mode := llm.ToolModeNative
+		if s.Prompt {
+			mode = llm.ToolModePrompt
+		}
+		t.log.Info("llm tool settings", logToolMode, mode, logTextToolCalls, s.Recover || s.Prompt, logContextTokens, t.budget.ContextTokens())
+	}
+}
+
+// start launches probing and warm-up in the chain's background.
+func (t *tuner) start(chain *resilient.Chain) {
+	if t.e.Probes() {
+		chain.Go(t.probe)
+	}
+	if t.warmup {
+		chain.Go(func(ctx context.Context) {
+			if err := chain.WarmUp(ctx, t.link); err != nil && ctx.Err() == nil {
+				t.log.Warn("llm warm-up failed", logErr, err)
+			}
+		})
+	}
+}
+
+// reprobe probes again after the server came back (resilient.Link.OnWarm).
+func (t *tuner) reprobe(chain *resilient.Chain) {
+	if chain != nil && t.e.Probes() {
+		chain.Go(t.probe)
+	}
+}
+
+// probe asks the server about the model, bounded by probe_timeout, and
+// applies the answer. A server that answers nothing changes nothing.
+func (t *tuner) probe(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, t.e.ProbeTimeout.Duration)
+	defer cancel()
+	caps, err := probe.Probe(ctx, probe.Options{BaseURL: t.e.BaseURL, Model: t.model, APIKey: t.apiKey, Client: t.client})
+	if err != nil {
+		t.log.Info("llm capability probe got no answer; keeping the configured settings", logErr, err)
+		return
+	}
+	t.log.Info("llm capabilities", logServer, caps.Server, logListed, caps.Listed, logContextTokens, caps.ContextTokens,
+		logTrainedContext, caps.TrainedContext, logTools, caps.Tools, logSources, caps.Sources)
+	t.apply(&caps)
+}
