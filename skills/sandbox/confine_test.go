@@ -360,3 +360,29 @@ func TestConfinedShell(t *testing.T) {
 		})
 	}
 }
+
+// TestProbe: a working sandbox passes, a missing one is ErrUnavailable, a
+// broken one (here a fake bwrap that fails like one without user
+// namespaces) is an error carrying its message.
+func TestProbe(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.kind, func(t *testing.T) {
+			peertest.Find(t, e.program, e.pkg)
+			if err := Probe(context.Background(), e.kind, nil); err != nil {
+				t.Fatalf("probe of a working %s: %v", e.kind, err)
+			}
+		})
+	}
+	missing := func(string) (string, error) { return "", errors.New("not in PATH") }
+	if err := Probe(context.Background(), Bubblewrap, missing); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("missing bwrap: %v", err)
+	}
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := Probe(context.Background(), Bubblewrap, func(string) (string, error) { return fake, nil })
+	if err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "new namespace") {
+		t.Errorf("broken bwrap: %v", err)
+	}
+}
