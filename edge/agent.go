@@ -14,7 +14,7 @@
 //
 // The MQTT handler only enqueues into a bounded queue (a full queue is
 // answered at once with an error report); MaxConcurrent workers run the
-// commands. Run owns every goroutine it starts and returns after all ended.
+// commands, of which one tool's calls may hold all but one (edge/lanes.go). Run owns every goroutine it starts and returns after all ended.
 package edge
 
 import (
@@ -68,6 +68,7 @@ type Agent struct {
 	client *mqttc.Client
 	store  *sqlite.Store
 	queue  chan queued
+	lanes  *lanes // per-tool caps on the workers (edge/lanes.go)
 	start  time.Time
 	stop   context.CancelFunc
 
@@ -184,6 +185,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return client.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(a.cfg.AgentID), Payload: b})
 	}, a.log.With("component", "progress"))
 	a.queue = make(chan queued, a.cfg.Tools.QueueLen)
+	a.lanes = newLanes(a.cfg.Tools.MaxConcurrent, a.cfg.Tools.QueueLen)
 	if err := client.Subscribe(wire.CommandsTopic(a.cfg.AgentID), 1, a.onMessage); err != nil {
 		return fmt.Errorf("subscribe to commands: %w", err)
 	}
@@ -380,13 +382,52 @@ func (a *Agent) worker(ctx context.Context) {
 			return
 		case q := <-a.queue:
 			a.total.Add(1)
-			if why, expired := a.expired(q, time.Now()); expired {
-				a.rejectExpired(ctx, q.cmd, why)
-				continue
-			}
-			a.handle(ctx, q.cmd)
+			a.dispatch(ctx, q)
 		}
 	}
+}
+
+// dispatch runs q, unless it is a call of a tool that already holds its
+// share of the workers (edge/lanes.go): then it is parked for the worker
+// that finishes a call of that tool, and this worker is free for others.
+func (a *Agent) dispatch(ctx context.Context, q queued) {
+	tool := ""
+	if q.cmd.Command == wire.CmdTool {
+		if p, err := wire.DecodeToolPayload(q.cmd.Payload); err == nil {
+			tool = p.Tool
+		}
+	}
+	if tool == "" {
+		a.runQueued(ctx, q)
+		return
+	}
+	switch run, parked := a.lanes.take(tool, q); {
+	case parked:
+		return
+	case !run:
+		a.failed.Add(1)
+		a.log.Warn("refusing command: too many calls of one tool waiting", "request_id", q.cmd.RequestID, "tool", tool)
+		a.replyError(ctx, q.cmd.RequestID, wire.ErrBusy,
+			fmt.Sprintf("edge agent %q is saturated: %d commands wait for busy tools", a.cfg.AgentID, a.lanes.maxParked))
+		return
+	}
+	for {
+		a.runQueued(ctx, q)
+		next, more := a.lanes.done(tool)
+		if !more || ctx.Err() != nil {
+			return
+		}
+		q = next
+	}
+}
+
+// runQueued runs one command taken from the queue, unless it expired.
+func (a *Agent) runQueued(ctx context.Context, q queued) {
+	if why, expired := a.expired(q, time.Now()); expired {
+		a.rejectExpired(ctx, q.cmd, why)
+		return
+	}
+	a.handle(ctx, q.cmd)
 }
 
 func (a *Agent) handle(ctx context.Context, cmd wire.Command) {

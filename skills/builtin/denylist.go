@@ -15,11 +15,11 @@ type denyRule struct {
 // whitespace collapsed. They aim at the catastrophic, not the clever: see
 // the package documentation.
 var denyRules = []denyRule{
-	{"recursive rm of / or home", cmd(`rm\s+(?:-[a-z-]*\s+)*-[a-z]*r[a-z]*\s+(?:-[a-z-]*\s+)*(?:/|/\*|~/?|\$home/?|\$\{home\}/?)(?:\s|;|&|\||$)`)},
+	{"recursive rm of / or home", cmd(`rm\s+(?:-[a-z-]*\s+)*-[a-z]*r[a-z]*\s+(?:-[a-z-]*\s+)*(?:/[/.]*\*?|~/?|\$home/?|\$\{home\}/?)(?:\s|;|&|\||$)`)},
 	{"rm --no-preserve-root", cmd(`rm\b.*--no-preserve-root`)},
 	{"sudo", cmd(`(?:sudo|doas)\b`)},
 	{"su to another user", cmd(`su(?:\s+-\w*)*(?:\s+root)?\s*(?:$|[;&|)])`)},
-	{"mkfs", cmd(`mkfs(?:\.\w+)?\b`)},
+	{"mkfs", cmd(`(?:mkfs(?:\.\w+)?|mke2fs|mkswap|mkdosfs|mkntfs|wipefs)\b`)},
 	{"dd if=", cmd(`dd\s+(?:[^;&|]*\s)?if=`)},
 	{"fork bomb", regexp.MustCompile(`:\(\)\{:\|:&\};:`)},
 	{"shutdown", cmd(`(?:shutdown|poweroff|halt)\b`)},
@@ -27,7 +27,7 @@ var denyRules = []denyRule{
 	{"init runlevel 0/6", cmd(`(?:init|telinit)\s+[06]\b`)},
 	{"systemctl power", cmd(`systemctl\s+(?:\S+\s+)*(?:poweroff|reboot|halt|kexec)\b`)},
 	{"write to a block device", regexp.MustCompile(`>\s*/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|mtdblock)`)},
-	{"chmod/chown of /", cmd(`ch(?:mod|own)\s+(?:-\S+\s+)*\S+\s+/(?:\s|$)`)},
+	{"chmod/chown of /", cmd(`ch(?:mod|own)\s+(?:-\S+\s+)*\S+\s+/[/.]*(?:\s|$)`)},
 }
 
 // commandPosition matches where a shell expects a command name: the start,
@@ -38,8 +38,22 @@ const commandPosition = `(?:^|[;&|(\x60]\s*|\$\(\s*|\b(?:exec|nohup|xargs|env|ti
 // cmd compiles a rule for a command name in command position.
 func cmd(re string) *regexp.Regexp { return regexp.MustCompile(commandPosition + re) }
 
-// denied returns the name of the first rule cmd matches, or "".
+// unquote drops the quotes and backslashes a shell removes before it runs
+// a word, so s""udo and \rm are seen as sudo and rm. A cheap
+// normalisation for a speed bump, not a shell parser.
+var unquote = strings.NewReplacer(`"`, "", "'", "", `\`, "")
+
+// denied returns the name of the first rule cmd matches, or "". It is a
+// speed bump against mistakes, never a security boundary: see the package
+// documentation.
 func denied(cmd string) string {
+	if rule := deniedAs(cmd); rule != "" {
+		return rule
+	}
+	return deniedAs(unquote.Replace(cmd))
+}
+
+func deniedAs(cmd string) string {
 	norm := strings.ToLower(strings.Join(strings.Fields(cmd), " "))
 	// Fork bombs hide in whitespace; look at them without any.
 	dense := strings.Join(strings.Fields(norm), "")

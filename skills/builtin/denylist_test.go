@@ -11,11 +11,15 @@ func TestDenied(t *testing.T) {
 		"shutdown -h now", "/sbin/shutdown now", "poweroff", "reboot", "sync; reboot", "halt", "init 0", "telinit 6",
 		"systemctl reboot", "systemctl --force poweroff", "echo x > /dev/sda", "cat img > /dev/mmcblk0",
 		"chmod -R 777 /", "chown -R pi /",
+		// cheap classes the attack round found: quotes, root spellings, the mkfs family
+		`s""udo id`, `'sudo' id`, `\sudo id`, `r"m" -rf /`, "rm -rf //", "rm -rf /.", "rm -rf /./", "rm -rf ///*", "chmod -R 777 //",
+		"mke2fs /dev/sda1", "mkswap /dev/sda2", "wipefs -a /dev/sda", "mkfs.vfat /dev/sdb1", `"mkfs.ext4" /dev/sda1`,
 	}
 	allowed := []string{
 		"rm -rf ./build", "rm -rf /tmp/work/x", "rm -r build/", "ls /", "echo sudoku", "grep -r reboot logs/",
 		"cat shutdown.log", "echo 'rebooted' > status", "dd_helper --x", "ps aux | grep init", "make mkfsx",
 		"chmod 644 file", "echo hi > /dev/null", "git commit -m 'fix sudo docs'",
+		"rm -rf /.cache/x", "rm -rf ./.", "echo 'mke2fs is a tool'", "ls //", "cat 'su'do.txt",
 	}
 	for _, c := range refused {
 		if denied(c) == "" {

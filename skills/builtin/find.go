@@ -29,7 +29,7 @@ func NewFind(o Options) (skills.GoTool, error) {
 				"type", skills.TypeString, "file, dir or any (default any)"),
 			Permissions: o.Permissions,
 		},
-		Run: o.find,
+		Run: o.guarded("find", o.find),
 	}, nil
 }
 
@@ -48,7 +48,7 @@ func (o Options) find(ctx context.Context, args map[string]any) skills.Output {
 	}
 	var found []string
 	full := false
-	err := o.walk(ctx, start, func(name string, isDir bool) error {
+	skipped, err := o.walk(ctx, start, func(name string, isDir bool) error {
 		if name == start || !matchBase(glob, name) || (kind == "file" && isDir) || (kind == "dir" && !isDir) {
 			return nil
 		}
@@ -75,5 +75,6 @@ func (o Options) find(ctx context.Context, args map[string]any) skills.Output {
 	if errors.Is(err, errWalkLimit) {
 		text += "\n[search stopped: " + err.Error() + "]"
 	}
+	text += skippedNote(skipped)
 	return skills.Output{Content: []skills.Block{skills.TextBlock(text)}, Truncated: full || err != nil}
 }

@@ -42,7 +42,7 @@ func NewGrep(o Options) (skills.GoTool, error) {
 				"ignore_case", skills.TypeBoolean, "Match case-insensitively (default false)"),
 			Permissions: o.Permissions,
 		},
-		Run: o.grep,
+		Run: o.guarded("grep", o.grep),
 	}, nil
 }
 
@@ -64,12 +64,16 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 		return *fail
 	}
 	var lines []string
-	full := false
-	err = o.walk(ctx, start, func(name string, isDir bool) error {
+	full, refused := false, 0
+	skipped, err := o.walk(ctx, start, func(name string, isDir bool) error {
 		if isDir || (glob != "" && !matchBase(glob, name)) {
 			return nil
 		}
-		full = o.grepFile(ctx, re, name, &lines)
+		var special bool
+		full, special = o.grepFile(ctx, re, name, &lines)
+		if special {
+			refused++
+		}
 		if full {
 			return errStopWalk
 		}
@@ -88,26 +92,28 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 	if errors.Is(err, errWalkLimit) {
 		text += "\n[search stopped: " + err.Error() + "]"
 	}
+	text += skippedNote(skipped + refused)
 	return skills.Output{Content: []skills.Block{skills.TextBlock(text)}, Truncated: full || err != nil}
 }
 
 // grepFile appends the matches in one file and reports whether the match
-// limit was reached. Files that cannot be opened or are binary are skipped.
-func (o Options) grepFile(ctx context.Context, re *regexp.Regexp, name string, lines *[]string) bool {
+// limit was reached, and whether name was refused as a special file (a
+// symlink to a FIFO). Files that cannot be opened or are binary are skipped.
+func (o Options) grepFile(ctx context.Context, re *regexp.Regexp, name string, lines *[]string) (full, special bool) {
 	rc, _, err := o.Files.Open(ctx, name)
 	if err != nil {
-		return false
+		return false, errors.Is(err, ErrNotRegular)
 	}
 	defer rc.Close() // read-only
 	br := bufio.NewReader(rc)
 	if head, _ := br.Peek(sniffLen); bytes.IndexByte(head, 0) >= 0 {
-		return false
+		return false, false
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64<<10), maxGrepLine)
 	for n := 1; sc.Scan(); n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
-			return false
+			return false, false
 		}
 		line := sc.Bytes()
 		if !re.Match(line) {
@@ -119,10 +125,10 @@ func (o Options) grepFile(ctx context.Context, re *regexp.Regexp, name string, l
 		}
 		*lines = append(*lines, fmt.Sprintf("%s:%d: %s", name, n, shown))
 		if len(*lines) >= o.MaxResults {
-			return true
+			return true, false
 		}
 	}
-	return false
+	return false, false
 }
 
 // matchBase matches glob against the last element of name.

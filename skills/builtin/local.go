@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/evoclaw/evoclaw/skills/proc"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
@@ -43,27 +44,61 @@ func (l Local) root() (*os.Root, error) {
 	return r, nil
 }
 
-// Open opens a regular file for reading.
+// Open opens a regular file for reading. A FIFO, socket or device is
+// refused with ErrNotRegular before it is opened; should one be swapped in
+// between, O_NONBLOCK keeps the open from waiting for a writer and fstat
+// refuses it before any read.
 func (l Local) Open(_ context.Context, name string) (io.ReadCloser, fs.FileInfo, error) {
 	r, err := l.root()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer r.Close() // an open file outlives its Root
-	f, err := r.Open(name)
+	if fi, err := r.Stat(name); err != nil {
+		return nil, nil, jailErr(err)
+	} else if err := regular(name, fi); err != nil {
+		return nil, nil, err
+	}
+	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, nil, jailErr(err)
 	}
 	fi, err := f.Stat()
+	if err == nil {
+		err = regular(name, fi)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file", name)
-	}
 	return f, fi, nil
+}
+
+// regular returns ErrNotRegular, naming the type, unless fi is a regular file.
+func regular(name string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s is a %s: %w", name, fileType(fi.Mode()), ErrNotRegular)
+}
+
+// fileType names the type of a file mode for a message.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO (named pipe)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "special file"
 }
 
 // WriteFile writes data to a temporary file beside name, syncs it and

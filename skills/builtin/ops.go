@@ -15,13 +15,19 @@ import (
 // permission_denied.
 var ErrOutsideWorkspace = errors.New("path is outside the workspace")
 
+// ErrNotRegular means a path names a FIFO, socket, device or other file
+// that is not a regular file: opening or reading it could block forever or
+// have side effects, so file tools refuse it (invalid_params).
+var ErrNotRegular = errors.New("not a regular file")
+
 // FileOps is how file tools reach files. Names are slash-separated paths
 // relative to the workspace root ("." is the root), already checked to stay
 // inside it lexically; an implementation must still refuse symlinks
 // leading out (ErrOutsideWorkspace). Errors wrap fs.ErrNotExist,
 // fs.ErrPermission or ErrOutsideWorkspace where they apply.
 type FileOps interface {
-	// Open opens a regular file for reading and returns its info.
+	// Open opens a regular file for reading and returns its info. Any
+	// other type of file is refused with ErrNotRegular without blocking.
 	Open(ctx context.Context, name string) (io.ReadCloser, fs.FileInfo, error)
 	// WriteFile replaces name with data atomically, creating missing
 	// parent directories.

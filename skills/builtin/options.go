@@ -29,6 +29,12 @@ const (
 	DefaultMaxResults = 200
 	// DefaultMaxEditBytes is the largest file write and edit handle.
 	DefaultMaxEditBytes = 4 << 20
+	// DefaultFileTimeout bounds one call of read, write, edit, grep or find.
+	DefaultFileTimeout = 10 * time.Second
+	// DefaultMaxFileCalls is how many calls of one file tool may run at
+	// once, counting calls abandoned at their deadline that are still stuck
+	// in the kernel.
+	DefaultMaxFileCalls = 4
 )
 
 // maxWalkEntries bounds how many directory entries one grep or find
@@ -65,6 +71,14 @@ type Options struct {
 	MaxResults int
 	// MaxEditBytes is the largest file write and edit handle (default 4 MiB).
 	MaxEditBytes int
+	// FileTimeout bounds each call of read, write, edit, grep and find
+	// (default 10 s); the caller's deadline wins when earlier. At the
+	// deadline the call answers timeout even if the file system does not.
+	FileTimeout time.Duration
+	// MaxFileCalls is how many calls of each file tool may run at once,
+	// abandoned ones still stuck included (default 4); a call finding none
+	// free by its deadline answers busy.
+	MaxFileCalls int
 	// Env is the environment of bash commands; nil means a minimal one.
 	Env []string
 	// Permissions are required of every tool made with these options; a
@@ -103,6 +117,10 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.MaxOutput, DefaultMaxOutput)
 	def(&o.MaxResults, DefaultMaxResults)
 	def(&o.MaxEditBytes, DefaultMaxEditBytes)
+	def(&o.MaxFileCalls, DefaultMaxFileCalls)
+	if o.FileTimeout <= 0 {
+		o.FileTimeout = DefaultFileTimeout
+	}
 	if o.BashTimeout <= 0 {
 		o.BashTimeout = DefaultBashTimeout
 	}
@@ -138,6 +156,8 @@ func fileFailure(ctx context.Context, tool, p string, err error) skills.Output {
 	case errors.Is(err, ErrOutsideWorkspace):
 		code = wire.ErrPermissionDenied
 		return skills.Failed(code, fmt.Sprintf("%s: %q resolves outside the workspace (through a symlink); access denied", tool, p))
+	case errors.Is(err, ErrNotRegular):
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("%s %q: %v; only regular files can be read or edited", tool, p, err))
 	case errors.Is(err, fs.ErrNotExist):
 		code = wire.ErrNotFound
 	case errors.Is(err, fs.ErrPermission):

@@ -38,7 +38,7 @@ func NewRead(o Options) (skills.GoTool, error) {
 				"limit", skills.TypeInteger, fmt.Sprintf("Most lines to return (default and maximum %d)", o.MaxReadLines)),
 			Permissions: o.Permissions,
 		},
-		Run: o.read,
+		Run: o.guarded("read", o.read),
 	}, nil
 }
 

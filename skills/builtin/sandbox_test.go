@@ -79,3 +79,35 @@ func TestBashSandboxNetwork(t *testing.T) {
 		t.Fatalf("sandboxed bash with network sees %s lines of /proc/net/dev, the host %d", got, want)
 	}
 }
+
+// TestBashSandboxEscape replays the attack on the bash tool: remount the
+// read-only root writable, write outside the workspace, read secrets.
+func TestBashSandboxEscape(t *testing.T) {
+	for _, e := range []struct{ kind, program, pkg string }{{sandbox.Bubblewrap, "bwrap", "bubblewrap"}, {sandbox.Firejail, "firejail", "firejail"}} {
+		t.Run(e.kind, func(t *testing.T) {
+			peertest.Find(t, e.program, e.pkg)
+			ws, outside := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "http-token"), []byte("SECRET-TOKEN\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tool, err := builtin.NewBash(builtin.Options{Dir: ws, Sandbox: e.kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := "mount -o remount,rw / 2>&1; mount -o remount,rw " + outside + " 2>&1; touch " + outside + "/planted 2>&1; " +
+				"cat " + outside + "/http-token /etc/shadow 2>&1; ls -A /root /run 2>&1; echo end"
+			out := tool.Run(context.Background(), map[string]any{"command": cmd})
+			if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil {
+				t.Errorf("wrote outside the workspace:\n%s", out.Text())
+			}
+			for _, leak := range []string{"SECRET-TOKEN", "root:*:", "root:$", "root:!", "dbus", "systemd"} {
+				if strings.Contains(out.Text(), leak) {
+					t.Errorf("sandboxed bash saw %q:\n%s", leak, out.Text())
+				}
+			}
+			if !strings.Contains(out.Text(), "end") {
+				t.Errorf("command did not run: %+v", out)
+			}
+		})
+	}
+}

@@ -24,13 +24,18 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".hg": true, 
 // walk calls fn for start and, when it is a directory, for everything
 // under it in name order, through FileOps so the jail applies. Symlinked
 // directories are reported but not entered, so a link cycle cannot loop.
-func (o Options) walk(ctx context.Context, start string, fn func(name string, isDir bool) error) error {
+// FIFOs, sockets and devices are not reported, only counted in skipped:
+// opening one could block or have side effects.
+func (o Options) walk(ctx context.Context, start string, fn func(name string, isDir bool) error) (skipped int, err error) {
 	fi, err := o.Files.Stat(ctx, start)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !fi.IsDir() {
-		return ignoreStop(fn(start, false))
+		if special(fi.Mode()) {
+			return 1, nil
+		}
+		return 0, ignoreStop(fn(start, false))
 	}
 	visited := 0
 	var visit func(dir string, depth int) error
@@ -49,6 +54,10 @@ func (o Options) walk(ctx context.Context, start string, fn func(name string, is
 			if visited++; visited > maxWalkEntries {
 				return errWalkLimit
 			}
+			if special(e.Type()) {
+				skipped++
+				continue
+			}
 			name := path.Join(dir, e.Name())
 			isDir := e.IsDir()
 			if err := fn(name, isDir); err != nil {
@@ -62,7 +71,20 @@ func (o Options) walk(ctx context.Context, start string, fn func(name string, is
 		}
 		return nil
 	}
-	return ignoreStop(visit(start, 0))
+	return skipped, ignoreStop(visit(start, 0))
+}
+
+// special reports a FIFO, socket or device (not a file, directory or symlink).
+func special(m fs.FileMode) bool {
+	return m&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0
+}
+
+// skippedNote is the line grep and find add when they skipped special files.
+func skippedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n[skipped %d FIFOs, sockets or devices: they are not searched]", n)
 }
 
 func ignoreStop(err error) error {

@@ -28,7 +28,7 @@ func NewWrite(o Options) (skills.GoTool, error) {
 				"content", skills.TypeString, "The complete new content of the file"),
 			Permissions: o.Permissions,
 		},
-		Run: o.write,
+		Run: o.guarded("write", o.write),
 	}, nil
 }
 
@@ -77,7 +77,7 @@ func NewEdit(o Options) (skills.GoTool, error) {
 			"replace_all", skills.TypeBoolean, "Replace every occurrence instead of exactly one (default false)"),
 		Permissions: o.Permissions,
 	}
-	return skills.GoTool{Tool: t, Run: o.edit}, nil
+	return skills.GoTool{Tool: t, Run: o.guarded("edit", o.edit)}, nil
 }
 
 func (o Options) edit(ctx context.Context, args map[string]any) skills.Output {

@@ -2,16 +2,23 @@
 // sandbox: bubblewrap or firejail. The sandbox is the security boundary of
 // tool execution; path jails and the shell denylist only catch mistakes.
 //
-// Inside, the whole file system is read-only, only the policy's writable
-// directories can be written, and there is no network unless the policy
-// allows it. Under bubblewrap /tmp is a private empty tmpfs; under
-// firejail it is read-only like the rest. A sandbox that is asked for but
-// not installed is an error (ErrUnavailable), never a silent fallback to
-// running unsandboxed.
+// Both engines give the same view (see SystemDirs and EtcFiles): the
+// system's programs and libraries and a minimal /etc read-only, the
+// policy's ReadOnly directories read-only, its Writable directories
+// read-write, a private /tmp, a fresh /proc and a minimal /dev. Homes,
+// /root, /run, /var, /srv, /opt, /mnt, /sys, the secrets of /etc and
+// evoclaw's data directories are not there, and with them every host
+// Unix socket on the file system. The command holds no capability (not
+// even when the agent runs as root), runs with no_new_privs (setuid and
+// file capabilities gain nothing), in its own pid, ipc and uts
+// namespaces, and without the network unless the policy allows it. A
+// sandbox that is asked for but not installed is an error
+// (ErrUnavailable), never a silent fallback to running unsandboxed.
 //
-// The sandbox process stays in the caller's process group (no new session),
-// so killing the group at a timeout kills the sandbox and everything in it;
-// bubblewrap also gets --die-with-parent.
+// The sandbox process stays in the caller's process group, so killing the
+// group at a timeout kills the sandbox; the command inside lives in the
+// sandbox's pid namespace, which ends with it (bubblewrap:
+// --die-with-parent).
 package sandbox
 
 import (
@@ -40,14 +47,16 @@ var (
 type Policy struct {
 	// Kind is None, Bubblewrap or Firejail; empty means None.
 	Kind string
-	// Writable are absolute directories the command may write (the
-	// workspace); everything else is read-only.
+	// Writable are existing absolute directories the command may read and
+	// write (the workspace); nothing else outside /tmp is writable.
 	Writable []string
-	// ReadOnly are absolute directories made visible read-only even where
-	// bubblewrap's private /tmp would hide them (a skill directory under /tmp).
+	// ReadOnly are existing absolute directories the command may read
+	// (its skill directory); beyond them it sees only the system.
 	ReadOnly []string
-	// Network allows network access; false gives the command only a
-	// loopback interface of its own (bubblewrap) or none (firejail).
+	// Network allows network access (and with it the host's abstract
+	// Unix sockets, which live in the network namespace); false gives the
+	// command only a loopback interface of its own (bubblewrap) or none
+	// (firejail).
 	Network bool
 	// LookPath finds the sandbox binary; nil means exec.LookPath. Tests
 	// replace it to simulate a machine without the sandbox.
@@ -76,58 +85,61 @@ func Wrap(p Policy, path string, args []string, dir string) (string, []string, e
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: sandboxing %q needs %s, which was not found (%v); install it or change the tool's sandboxing", ErrUnavailable, p.Kind, bin, err)
 	}
-	for _, d := range append(append([]string{}, p.Writable...), p.ReadOnly...) {
-		if !filepath.IsAbs(d) {
-			return "", nil, fmt.Errorf("sandbox directory %q is not absolute", d)
-		}
+	own, err := binds(p)
+	if err != nil {
+		return "", nil, err
 	}
 	var argv []string
 	switch p.Kind {
 	case Bubblewrap:
-		argv = bwrapArgs(p, dir)
+		argv = bwrapArgs(p, dir, own)
 	case Firejail:
-		argv = firejailArgs(p)
+		argv = firejailArgs(p, own)
 	}
 	argv = append(argv, "--", path)
 	return prog, append(argv, args...), nil
 }
 
-// bwrapArgs confines with bubblewrap: read-only root, fresh /dev, /proc
-// and /tmp, every namespace unshared, the listed directories bound on top.
-func bwrapArgs(p Policy, dir string) []string {
-	a := []string{
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-		"--tmpfs", "/tmp",
-		"--unshare-all",
-		"--die-with-parent",
-	}
-	if p.Network {
-		a = append(a, "--share-net")
-	}
-	// Binds come after the tmpfs, so a directory under /tmp shows through.
-	for _, d := range p.ReadOnly {
-		a = append(a, "--ro-bind", d, d)
-	}
-	for _, d := range p.Writable {
-		a = append(a, "--bind", d, d)
-	}
-	if dir != "" {
-		a = append(a, "--chdir", dir)
-	}
-	return a
+// bind is one of the policy's own directories: src (symlinks resolved)
+// shown at dst, writable when rw.
+type bind struct {
+	src, dst string
+	rw       bool
 }
 
-// firejailArgs confines with firejail: no profile (the policy says
-// everything), read-only root (/tmp included), writable directories.
-func firejailArgs(p Policy) []string {
-	a := []string{"--quiet", "--noprofile", "--read-only=/"}
+// binds lists the policy's directories, each at the path given and, when
+// that path goes through a symlink, also at its real path, so the command
+// finds it under either name. A missing directory is an error: the tool
+// would otherwise run without its workspace.
+func binds(p Policy) ([]bind, error) {
+	var out []bind
+	add := func(d string, rw bool) error {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("sandbox directory %q is not absolute", d)
+		}
+		d = filepath.Clean(d)
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return fmt.Errorf("sandbox directory: %w", err)
+		}
+		if d == "/" || real == "/" {
+			return fmt.Errorf("sandbox directory %q is the root directory", d)
+		}
+		out = append(out, bind{src: real, dst: d, rw: rw})
+		if real != d {
+			out = append(out, bind{src: real, dst: real, rw: rw})
+		}
+		return nil
+	}
+	for _, d := range p.ReadOnly {
+		if err := add(d, false); err != nil {
+			return nil, err
+		}
+	}
 	for _, d := range p.Writable {
-		a = append(a, "--read-write="+d)
+		if err := add(d, true); err != nil {
+			return nil, err
+		}
 	}
-	if !p.Network {
-		a = append(a, "--net=none")
-	}
-	return a
+	return out, nil
 }

@@ -14,29 +14,37 @@ func TestWrap(t *testing.T) {
 	if err != nil || prog != "/bin/tool" || !reflect.DeepEqual(args, []string{"--a", "1"}) {
 		t.Fatalf("none: %s %v %v", prog, args, err)
 	}
-	prog, args, err = Wrap(Policy{Kind: Bubblewrap, Writable: []string{"/ws"}, ReadOnly: []string{"/tmp/skill"}, LookPath: found}, "/tmp/skill/bin/t", []string{"x"}, "/tmp/skill")
+	skill, ws := t.TempDir(), t.TempDir()
+	prog, args, err = Wrap(Policy{Kind: Bubblewrap, Writable: []string{ws}, ReadOnly: []string{skill}, LookPath: found}, skill+"/bin/t", []string{"x"}, skill)
 	if err != nil || prog != "/usr/bin/bwrap" {
 		t.Fatalf("bubblewrap: %s %v", prog, err)
 	}
 	joined := strings.Join(args, " ")
-	for _, want := range []string{"--ro-bind / /", "--unshare-all", "--die-with-parent", "--tmpfs /tmp", "--ro-bind /tmp/skill /tmp/skill", "--bind /ws /ws", "--chdir /tmp/skill", "-- /tmp/skill/bin/t x"} {
+	for _, want := range []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop ALL", "--ro-bind /usr /usr",
+		"--tmpfs /tmp", "--ro-bind " + skill + " " + skill, "--bind " + ws + " " + ws, "--remount-ro /", "--chdir " + skill, "-- " + skill + "/bin/t x"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("bwrap args %q lack %q", joined, want)
 		}
 	}
-	if strings.Contains(joined, "--share-net") || strings.Contains(joined, "--new-session") {
-		t.Errorf("bwrap args %q: network shared or new session", joined)
+	for _, bad := range []string{"--share-net", "--ro-bind / /", "/etc/shadow", "/run", "/home"} {
+		if strings.Contains(joined, bad) {
+			t.Errorf("bwrap args %q contain %q", joined, bad)
+		}
 	}
-	if strings.Index(joined, "--tmpfs /tmp") > strings.Index(joined, "--bind /ws") {
+	if strings.Index(joined, "--tmpfs /tmp") > strings.Index(joined, "--bind "+ws) {
 		t.Errorf("binds must come after the tmpfs: %q", joined)
 	}
 	_, args, _ = Wrap(Policy{Kind: Bubblewrap, Network: true, LookPath: found}, "/t", nil, "")
 	if !strings.Contains(strings.Join(args, " "), "--share-net") {
 		t.Errorf("network policy without --share-net: %v", args)
 	}
-	_, args, _ = Wrap(Policy{Kind: Firejail, Writable: []string{"/ws"}, LookPath: found}, "/t", nil, "")
-	if got := strings.Join(args, " "); got != "--quiet --noprofile --read-only=/ --read-write=/ws --net=none -- /t" {
-		t.Errorf("firejail args = %q", got)
+	_, args, _ = Wrap(Policy{Kind: Firejail, Writable: []string{ws}, LookPath: found}, "/t", nil, "")
+	joined = strings.Join(args, " ")
+	for _, want := range []string{"--noprofile", "--caps.drop=all", "--nonewprivs", "--noroot", "--seccomp", "--private-dev",
+		"--read-only=/", "--whitelist=/etc/passwd", "--whitelist=" + ws, "--read-write=" + ws, "--net=none", "-- /t"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("firejail args %q lack %q", joined, want)
+		}
 	}
 }
 
@@ -48,7 +56,9 @@ func TestWrapErrors(t *testing.T) {
 	if _, _, err := Wrap(Policy{Kind: "docker", LookPath: found}, "/t", nil, ""); !errors.Is(err, ErrUnknown) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if _, _, err := Wrap(Policy{Kind: Bubblewrap, Writable: []string{"rel"}, LookPath: found}, "/t", nil, ""); err == nil {
-		t.Error("relative writable dir accepted")
+	for _, d := range []string{"rel", "/", "/nonexistent/evoclaw/ws"} {
+		if _, _, err := Wrap(Policy{Kind: Bubblewrap, Writable: []string{d}, LookPath: found}, "/t", nil, ""); err == nil {
+			t.Errorf("writable dir %q accepted", d)
+		}
 	}
 }

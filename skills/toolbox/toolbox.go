@@ -38,9 +38,11 @@ type Builtin struct {
 	// in; required with Groups, absolute, must exist. Skill tools with
 	// sandboxing may write it too (and nothing else).
 	Workspace string `toml:"workspace"`
-	// Sandbox confines the bash tool: "none" (default), "bubblewrap" or
-	// "firejail". A sandbox that is not installed fails each bash call
-	// with execution_failed; it never silently runs unconfined.
+	// Sandbox confines the bash tool: "auto" (default: bubblewrap when a
+	// trial run at start works, else none with a warning), "bubblewrap",
+	// "firejail" or "none". An explicit sandbox that is not installed or
+	// does not work fails each bash call with execution_failed; it never
+	// silently runs unconfined.
 	Sandbox string `toml:"sandbox"`
 	// Network lets sandboxed bash commands reach the network (default
 	// false: a sandboxed command has none).
@@ -101,10 +103,10 @@ func (b *Builtin) Validate(prefix string) []error {
 	}
 	switch b.Sandbox {
 	case "":
-		b.Sandbox = sandbox.None
-	case sandbox.None, sandbox.Bubblewrap, sandbox.Firejail:
+		b.Sandbox = sandbox.Auto
+	case sandbox.Auto, sandbox.None, sandbox.Bubblewrap, sandbox.Firejail:
 	default:
-		errs = append(errs, fmt.Errorf("%s.sandbox: %q, want none, bubblewrap or firejail", prefix, b.Sandbox))
+		errs = append(errs, fmt.Errorf("%s.sandbox: %q, want auto, none, bubblewrap or firejail", prefix, b.Sandbox))
 	}
 	return errs
 }
@@ -122,6 +124,9 @@ type Config struct {
 	// DefaultTimeout and MaxTimeout bound tool runs; zero means the
 	// defaults of package skills.
 	DefaultTimeout, MaxTimeout time.Duration
+	// LookPath finds sandbox programs; nil means exec.LookPath. Tests set
+	// it to simulate a machine without them.
+	LookPath func(file string) (string, error)
 }
 
 // Box is a node's toolset and the MCP sessions behind it.
@@ -138,7 +143,9 @@ type Box struct {
 }
 
 // New builds the toolset of cfg's skills and built-ins, logging broken
-// skills and tools left out; it starts no process. log may be nil.
+// skills and tools left out. When bash is offered it resolves the sandbox
+// (see Builtin.Sandbox), running the sandbox once on a trivial command,
+// and it warns about every tool that will run unconfined. log may be nil.
 func New(cfg Config, log *slog.Logger) (*Box, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -161,7 +168,8 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 		if fi, err := os.Stat(b.Workspace); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("builtin.workspace %s is not a directory: %v", b.Workspace, err)
 		}
-		o := builtin.Options{Dir: b.Workspace, Sandbox: b.Sandbox, Network: b.Network, BashTimeout: cfg.DefaultTimeout, MaxBashTimeout: cfg.MaxTimeout}
+		o := builtin.Options{Dir: b.Workspace, Sandbox: confine(b, cfg.LookPath, log), Network: b.Network,
+			BashTimeout: cfg.DefaultTimeout, MaxBashTimeout: cfg.MaxTimeout}
 		for _, g := range b.Groups {
 			tools, err := builtin.Group(g, o)
 			if err != nil {
@@ -180,6 +188,7 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 			log.Info("tool not offered: permissions not granted", "tool", l.Def.Name, "skill", l.Def.Evoclaw.Skill, "missing", l.Missing)
 		}
 	}
+	warnUnconfined(ts, log)
 	return &Box{Tools: ts, cfg: cfg, log: log}, nil
 }
 
@@ -219,6 +228,12 @@ func (b *Box) Connect(ctx context.Context) {
 func (b *Box) ConnectMCP(ctx context.Context) {
 	if len(b.cfg.MCPServers) == 0 {
 		return
+	}
+	for name, s := range b.cfg.MCPServers {
+		if s.Command != "" {
+			b.log.Warn("MCP server runs UNCONFINED, with the agent's own rights (MCP servers are never sandboxed)",
+				"server", name, "command", s.Command, "uid", os.Geteuid())
+		}
 	}
 	set, errs := mcptools.Connect(ctx, b.cfg.MCPServers, b.log)
 	for _, err := range errs {

@@ -62,11 +62,19 @@ func (c *Client) resolve(name string) (string, error) {
 	return cur, nil
 }
 
-// Open opens a regular file for reading.
+// Open opens a regular file for reading. Anything else is refused with
+// builtin.ErrNotRegular before it is opened: the SFTP server's open of a
+// FIFO would wait for a writer. (A swap between the stat and the open is
+// not caught here; the tool's deadline still bounds the call.)
 func (f *Files) Open(_ context.Context, name string) (io.ReadCloser, fs.FileInfo, error) {
 	p, err := f.c.resolve(name)
 	if err != nil {
 		return nil, nil, err
+	}
+	if fi, err := f.c.sftp.Stat(p); err != nil {
+		return nil, nil, mapErr(err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s: %w", name, builtin.ErrNotRegular)
 	}
 	fh, err := f.c.sftp.Open(p)
 	if err != nil {
@@ -79,7 +87,7 @@ func (f *Files) Open(_ context.Context, name string) (io.ReadCloser, fs.FileInfo
 	}
 	if !fi.Mode().IsRegular() {
 		fh.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file", name)
+		return nil, nil, fmt.Errorf("%s: %w", name, builtin.ErrNotRegular)
 	}
 	return fh, fi, nil
 }
