@@ -69,7 +69,7 @@ func toolCommand(id, command string, stream bool) string {
 // is the same either way.
 func TestAgentStreamsWhenAsked(t *testing.T) {
 	p := startAgent(t, withBash(t))
-	const slow = `for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.2; done; echo oops >&2`
+	const slow = `for i in 1 2 3 4 5 6 7 8 9 10; do echo "line $i"; sleep 0.2; done; echo oops >&2`
 	p.send(toolCommand("s-1", slow, true))
 	streamed, progress := p.awaitResult("s-1")
 	p.send(toolCommand("s-2", slow, false))
@@ -79,9 +79,9 @@ func TestAgentStreamsWhenAsked(t *testing.T) {
 		t.Fatalf("%d progress reports without stream_output", len(none))
 	}
 	if len(progress) < 3 {
-		t.Fatalf("only %d progress reports over 1.2 s", len(progress))
+		t.Fatalf("only %d progress reports over 2 s", len(progress))
 	}
-	const want = "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\noops\n"
+	const want = "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\noops\n"
 	var text strings.Builder
 	for _, pr := range progress {
 		text.WriteString(pr.Output)

@@ -85,7 +85,7 @@ func TestBashSandboxNetwork(t *testing.T) {
 func TestBashSandboxEscape(t *testing.T) {
 	for _, e := range []struct{ kind, program, pkg string }{{sandbox.Bubblewrap, "bwrap", "bubblewrap"}, {sandbox.Firejail, "firejail", "firejail"}} {
 		t.Run(e.kind, func(t *testing.T) {
-			peertest.Find(t, e.program, e.pkg)
+			testenv.Find(t, e.program, e.pkg)
 			ws, outside := t.TempDir(), t.TempDir()
 			if err := os.WriteFile(filepath.Join(outside, "http-token"), []byte("SECRET-TOKEN\n"), 0o600); err != nil {
 				t.Fatal(err)

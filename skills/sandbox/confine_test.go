@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/evoclaw/evoclaw/skills/internal/peertest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // probeEnv makes the test binary act as the probe: a tool that tries, from
@@ -268,7 +268,7 @@ var engines = []struct{ kind, program, pkg string }{
 func TestConfinedPrivileges(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.kind, func(t *testing.T) {
-			peertest.Find(t, e.program, e.pkg)
+			testenv.Find(t, e.program, e.pkg)
 			w := newWorld(t)
 			mine := filepath.Join(w.ws, "mine.txt")
 			got := w.run(t, e.kind, "caps:", "remount:/", "remount:"+w.ws, "bindmount:"+w.ws, "mknod:"+filepath.Join(w.ws, "null2"),
@@ -299,7 +299,7 @@ func TestConfinedPrivileges(t *testing.T) {
 func TestConfinedVisibility(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.kind, func(t *testing.T) {
-			peertest.Find(t, e.program, e.pkg)
+			testenv.Find(t, e.program, e.pkg)
 			w := newWorld(t)
 			hidden := []string{
 				"read:/etc/shadow", "read:/etc/gshadow", "list:/root", "list:/home", "list:/var/run", "list:/var/lib",
@@ -337,7 +337,7 @@ func TestConfinedVisibility(t *testing.T) {
 func TestConfinedShell(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.kind, func(t *testing.T) {
-			peertest.Find(t, e.program, e.pkg)
+			testenv.Find(t, e.program, e.pkg)
 			ws := t.TempDir()
 			if err := os.WriteFile(filepath.Join(ws, "in.txt"), []byte("hello\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -367,7 +367,7 @@ func TestConfinedShell(t *testing.T) {
 func TestProbe(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.kind, func(t *testing.T) {
-			peertest.Find(t, e.program, e.pkg)
+			testenv.Find(t, e.program, e.pkg)
 			if err := Probe(context.Background(), e.kind, nil); err != nil {
 				t.Fatalf("probe of a working %s: %v", e.kind, err)
 			}

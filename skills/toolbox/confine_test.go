@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evoclaw/evoclaw/skills/internal/peertest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // newLogged builds a Box with cfg and returns what it logged.
@@ -54,7 +54,7 @@ func TestSandboxAuto(t *testing.T) {
 		}
 	})
 	t.Run("bubblewrap", func(t *testing.T) {
-		peertest.Find(t, "bwrap", "bubblewrap")
+		testenv.Find(t, "bwrap", "bubblewrap")
 		box, logged := newLogged(t, Config{Builtin: b})
 		if strings.Contains(logged, "UNCONFINED") {
 			t.Errorf("warned although bubblewrap works:\n%s", logged)
