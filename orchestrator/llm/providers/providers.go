@@ -45,7 +45,10 @@ type Options struct {
 // New validates a copy of cfg and builds its provider. For "openai" and
 // "anthropic" the result is a *resilient.Chain (its Health method reports
 // each model; its Close stops capability probes and warm-ups still
-// running); for "scripted" it is a *scripted.Provider. logger may be nil.
+// running); for "scripted" it is a *scripted.Provider playing the
+// configured transcript, or without one scripted.Offline, which answers
+// every chat with a fixed reply saying no model is configured. logger may
+// be nil.
 //
 // Each model of the chain is wrapped in a budget.Provider (context window)
 // around a textcalls.Provider (tool calls written as text, tools in the
@@ -72,8 +75,8 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 	}
 	if cfg.Provider == llm.ProviderScripted {
 		if cfg.Transcript == "" {
-			logger.Warn("no LLM configured: using the built-in demo transcript (scripted, not a language model)")
-			return scripted.Builtin("demo")
+			logger.Warn("no LLM configured: chats get a fixed reply that says so; configure [llm] (docs/LLM.md)")
+			return scripted.Offline{}, nil
 		}
 		return scripted.Load(cfg.Transcript)
 	}

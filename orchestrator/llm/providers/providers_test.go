@@ -47,8 +47,8 @@ func TestScripted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.(*scripted.Provider); !ok || p.Name() != scripted.Label {
-		t.Fatalf("zero config gave %T %q", p, p.Name())
+	if _, ok := p.(scripted.Offline); !ok || p.Name() != scripted.OfflineLabel {
+		t.Fatalf("zero config gave %T %q, want the offline fixed reply", p, p.Name())
 	}
 	if _, err := New(llm.Config{Transcript: "../../../testdata/transcripts/two-turns.json"}, nil); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -94,5 +95,38 @@ func TestTextToolCalls(t *testing.T) {
 	r2, err := p.Complete(context.Background(), req)
 	if err != nil || r2.Message.Content != "It says: pump at night" {
 		t.Fatalf("turn 2: %+v %v", r2.Message, err)
+	}
+}
+
+func TestOfflineSaysSo(t *testing.T) {
+	tests := []struct {
+		name  string
+		tools []string
+		want  string
+	}{
+		{"no tools", nil, "Tools it could use for you now: none"},
+		{"tools sorted", []string{"pi-2__b", "pi-1__a"}, "Tools it could use for you now: pi-1__a, pi-2__b."},
+		{"many tools bounded", func() []string {
+			var n []string
+			for i := range 30 {
+				n = append(n, fmt.Sprintf("t%02d", i))
+			}
+			return n
+		}(), "t19 and 10 more."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var defs []llm.ToolDef
+			for _, n := range tt.tools {
+				defs = append(defs, llm.ToolDef{Name: n})
+			}
+			// Any number of turns: the reply never runs out or calls a tool.
+			msgs := []llm.Message{{Role: llm.RoleUser, Content: "a"}, {Role: llm.RoleAssistant, Content: "b"}, {Role: llm.RoleUser, Content: "c"}}
+			r, err := Offline{}.Complete(context.Background(), llm.Request{Messages: msgs, Tools: defs})
+			if err != nil || len(r.Message.ToolCalls) != 0 || !strings.Contains(r.Message.Content, tt.want) ||
+				!strings.Contains(r.Message.Content, "no language model configured") {
+				t.Fatalf("%+v %v", r, err)
+			}
+		})
 	}
 }
