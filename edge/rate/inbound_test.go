@@ -68,3 +68,20 @@ func TestInboundBoundsItsKeys(t *testing.T) {
 		t.Fatalf("%d keys tracked", len(in.keys.m))
 	}
 }
+
+// A limit that is off must not keep a key from being forgotten: its bucket
+// is never taken from and stays full, however much time passes.
+func TestInboundForgetsKeysWithOneLimitOff(t *testing.T) {
+	in := NewInbound(InboundLimits{MessagesPerSecond: -1, BytesPerSecond: 1000, ByteBurst: 1000})
+	for i := 0; i < DefaultMaxKeys; i++ {
+		if !in.Allow(fmt.Sprint(i), 10, t0) {
+			t.Fatalf("key %d refused", i)
+		}
+	}
+	if in.Allow("busy", 10, t0) {
+		t.Fatal("a key beyond DefaultMaxKeys was tracked while all others are busy")
+	}
+	if !in.Allow("later", 10, t0.Add(time.Hour)) {
+		t.Fatal("keys idle for an hour were not forgotten")
+	}
+}
