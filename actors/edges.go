@@ -10,10 +10,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
 
+	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/boundlog"
-	"github.com/evoclaw/evoclaw/internal/ratelimit"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -69,7 +68,7 @@ type EdgeOptions struct {
 	Progress *ProgressStats
 	// EventQuota bounds the events each agent can make Events store, per
 	// agent and kind (keys from EventQuotaKey). Nil means NewEventQuota(0, 0).
-	EventQuota *ratelimit.Quota
+	EventQuota *rate.Quota
 	// ExcerptBytes bounds a late result's excerpt in its event. Zero means
 	// DefaultEventExcerptBytes.
 	ExcerptBytes int

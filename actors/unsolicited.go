@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/boundlog"
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/boundlog"
-	"github.com/evoclaw/evoclaw/internal/ratelimit"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -31,14 +31,14 @@ const detailKeySuppressed = "suppressed_before"
 // NewEventQuota returns the quota EdgeOptions.EventQuota means by default;
 // a node shares one with its other paths that audit what agents send.
 // Zero arguments take the defaults.
-func NewEventQuota(perWindow int, window time.Duration) *ratelimit.Quota {
+func NewEventQuota(perWindow int, window time.Duration) *rate.Quota {
 	if perWindow <= 0 {
 		perWindow = DefaultEventsPerWindow
 	}
 	if window <= 0 {
 		window = DefaultEventWindow
 	}
-	return ratelimit.NewQuota(perWindow, window)
+	return rate.NewQuota(perWindow, window)
 }
 
 // EventQuotaKey is the key of an agent's events of one kind in a quota.

@@ -31,10 +31,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/boundlog"
-	"github.com/evoclaw/evoclaw/internal/ratelimit"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -49,11 +49,11 @@ type Agent struct {
 	cfg Config
 	log *slog.Logger
 	// cmdLog logs what commands carry: values cut, lines rate-limited
-	// (internal/boundlog), so a flood of commands cannot fill the disk.
+	// (edge/boundlog), so a flood of commands cannot fill the disk.
 	cmdLog *slog.Logger
 	// invalidEvents bounds the invalid_message events malformed commands
 	// can make the agent store (DefaultInvalidEventsPerWindow).
-	invalidEvents *ratelimit.Window
+	invalidEvents *rate.Window
 	box           *toolbox.Box    // owns the MCP sessions of tools
 	tools         *skills.Toolset // box.Tools
 	// llm stops the background work of the provider New built; nil when
@@ -104,7 +104,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
-		invalidEvents: ratelimit.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]struct{}{}, outboxKick: make(chan struct{}, 1)}
+		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]struct{}{}, outboxKick: make(chan struct{}, 1)}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
-	"github.com/evoclaw/evoclaw/internal/boundlog"
-	"github.com/evoclaw/evoclaw/internal/ratelimit"
+	"github.com/evoclaw/evoclaw/edge/boundlog"
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -21,7 +21,7 @@ type InboundConf struct {
 	// over it are dropped before they are decoded, counted in
 	// evoclaw_inbound_dropped_messages_total, and logged at most once per
 	// agent per 10 s.
-	ratelimit.InboundLimits
+	rate.InboundLimits
 	// EventsPerWindow is how many events of one kind an agent can make the
 	// node store per EventWindow: late or unknown-id results, malformed
 	// messages, presence changes. The rest are counted
@@ -51,9 +51,9 @@ const inboundOverLogEvery = 10 * time.Second
 // the quota of events they can make it store, and the bounded logger for
 // lines that quote them.
 type inbound struct {
-	limits  *ratelimit.Inbound
-	events  *ratelimit.Quota // shared with the edge registry
-	overLog *ratelimit.Quota // one "over the limit" line per agent per inboundOverLogEvery
+	limits  *rate.Inbound
+	events  *rate.Quota // shared with the edge registry
+	overLog *rate.Quota // one "over the limit" line per agent per inboundOverLogEvery
 	excerpt int
 	logLim  *boundlog.Limiter // shared by every path that logs what clients send
 	log     *slog.Logger      // bounded and rate-limited through logLim
@@ -67,9 +67,9 @@ func newInbound(c InboundConf, log *slog.Logger) *inbound {
 		excerpt = actors.DefaultEventExcerptBytes
 	}
 	return &inbound{
-		limits:  ratelimit.NewInbound(c.InboundLimits),
+		limits:  rate.NewInbound(c.InboundLimits),
 		events:  actors.NewEventQuota(c.EventsPerWindow, c.EventWindow.Duration),
-		overLog: ratelimit.NewQuota(1, inboundOverLogEvery),
+		overLog: rate.NewQuota(1, inboundOverLogEvery),
 		excerpt: excerpt, logLim: lim, log: boundlog.Logger(log, lim), now: time.Now,
 	}
 }

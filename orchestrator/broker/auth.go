@@ -29,7 +29,7 @@ type session struct {
 
 // authHook decides who may connect and what each client may publish and
 // subscribe to (acl.go). Every refusal is logged through log, which bounds
-// each line and rate-limits them (internal/boundlog).
+// each line and rate-limits them (edge/boundlog).
 type authHook struct {
 	mqtt.HookBase
 	server    *mqtt.Server

@@ -19,8 +19,8 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 
+	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/boundlog"
 )
 
 // Defaults applied by Start to zero-valued Options fields.

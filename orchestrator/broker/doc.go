@@ -30,7 +30,7 @@
 // disconnected (an MQTT 5 client first gets DISCONNECT 0x87); refused
 // subscriptions get SUBACK 0x80. Every refusal is logged; every line that
 // quotes a client, mochi's included, is cut and rate-limited
-// (internal/boundlog) through Options.LogLimiter.
+// (edge/boundlog) through Options.LogLimiter.
 //
 // Anonymous clients are refused unless Options.AllowAnonymous is set, which
 // Start accepts only when every listener is on a loopback address

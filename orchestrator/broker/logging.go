@@ -8,7 +8,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
-	"github.com/evoclaw/evoclaw/internal/boundlog"
+	"github.com/evoclaw/evoclaw/edge/boundlog"
 )
 
 // Log keys used by this package.

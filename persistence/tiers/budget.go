@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/ratelimit"
+	"github.com/evoclaw/evoclaw/edge/rate"
 )
 
 // Defaults of the audit disk budget.
@@ -50,7 +50,7 @@ type budget struct {
 	now      func() time.Time
 	size     func(path string) (int64, error) // fault seam: the files' size
 	log      *slog.Logger
-	alarm    *ratelimit.Window
+	alarm    *rate.Window
 
 	mu     sync.Mutex // guards status
 	status BudgetStatus
@@ -68,7 +68,7 @@ func newBudget(path string, mb int, log *slog.Logger) *budget {
 		limit = int64(mb) << 20
 	}
 	return &budget{path: path, limit: limit, interval: DefaultBudgetInterval, now: time.Now, size: databaseSize,
-		log: log, alarm: ratelimit.NewWindow(1, budgetAlarmEvery)}
+		log: log, alarm: rate.NewWindow(1, budgetAlarmEvery)}
 }
 
 // databaseSize sums the sizes of an SQLite database and its WAL and

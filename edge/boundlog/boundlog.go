@@ -1,21 +1,23 @@
-// Package boundlog bounds log lines built from outside input (MQTT
-// payloads, topics, client ids, usernames, error strings that quote them)
-// in length and in rate, so that a hostile client cannot fill a Pi's disk
-// through the log.
+// Package boundlog provides a slog handler that bounds log lines built
+// from outside input (MQTT payloads, topics, client ids, usernames, error
+// strings that quote them) in length and in rate, so that a hostile client
+// cannot fill a Pi's disk through the log, and the helpers (Cut, String,
+// Attr) that bound such values where they go elsewhere, into audit rows.
 //
 // Wrap a handler with New: every string, error and Stringer attribute (and
 // the message) is cut to MaxValueBytes with its original length noted, byte
 // slices are replaced by their length, other values by their type, and
-// records at Info and above pass only while the shared ratelimit.Window
-// admits them; the next record that passes carries a "suppressed" count.
-// Debug records are cut but not counted: debug output is asked for on
-// purpose, to diagnose, and must not use up the budget of the lines an
-// operator sees by default. One Limiter per process,
-// shared by every path that logs outside input, keeps the total bounded.
+// records at Info and above pass only while the shared Limiter (a
+// rate.Window) admits them; the next record that passes carries a
+// "suppressed" count. Debug records are cut but not counted: debug output is
+// asked for on purpose, to diagnose, and must not use up the budget of the
+// lines an operator sees by default. One Limiter per process, shared by
+// every path that logs outside input, keeps the total bounded.
 //
 // # Concurrency
 //
-// A Handler and a Limiter are safe for concurrent use.
+// A Handler and a Limiter are safe for concurrent use; handlers derived
+// with WithAttrs and WithGroup share their parent's Limiter.
 package boundlog
 
 import (
@@ -26,7 +28,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/evoclaw/evoclaw/internal/ratelimit"
+	"github.com/evoclaw/evoclaw/edge/rate"
 )
 
 // Defaults of the shared limiter and of the cut.
@@ -42,11 +44,11 @@ const (
 )
 
 // Limiter is the rate limit shared by the handlers of one process.
-type Limiter = ratelimit.Window
+type Limiter = rate.Window
 
 // NewLimiter returns a Limiter letting DefaultBurst lines through per
 // DefaultWindow.
-func NewLimiter() *Limiter { return ratelimit.NewWindow(DefaultBurst, DefaultWindow) }
+func NewLimiter() *Limiter { return rate.NewWindow(DefaultBurst, DefaultWindow) }
 
 // Cut returns s when it is at most n bytes, else its first n bytes (cut on a
 // rune boundary) followed by "…(N bytes)" giving the original length.

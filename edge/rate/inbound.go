@@ -1,4 +1,4 @@
-package ratelimit
+package rate
 
 import (
 	"sync"
@@ -16,8 +16,6 @@ const (
 	// DefaultByteBurst is how many payload bytes a key may send at once
 	// (2 MiB: one maximum-size packet plus room).
 	DefaultByteBurst = 2 << 20
-	// DefaultMaxKeys bounds the keys Inbound and Quota track.
-	DefaultMaxKeys = 4096
 )
 
 // InboundLimits configure Inbound. The zero value is ready: every zero
@@ -59,17 +57,17 @@ func (l InboundLimits) withDefaults() InboundLimits {
 type Inbound struct {
 	limits InboundLimits
 
-	mu      sync.Mutex // guards keys and dropped
-	keys    map[string]*inboundKey
+	mu      sync.Mutex // guards keys, dropped and total
+	keys    keySet[inboundKey]
 	dropped map[string]uint64 // messages refused per key since start
 	total   uint64            // messages refused since start
 }
 
-type inboundKey struct{ msgs, bytes *Bucket }
+type inboundKey struct{ msgs, bytes *Limiter }
 
 // NewInbound returns an Inbound applying l.
 func NewInbound(l InboundLimits) *Inbound {
-	return &Inbound{limits: l.withDefaults(), keys: map[string]*inboundKey{}, dropped: map[string]uint64{}}
+	return &Inbound{limits: l.withDefaults(), keys: newKeySet[inboundKey](DefaultMaxKeys), dropped: map[string]uint64{}}
 }
 
 // Allow reports whether key may deliver a message of size bytes at now,
@@ -77,22 +75,19 @@ func NewInbound(l InboundLimits) *Inbound {
 func (in *Inbound) Allow(key string, size int, now time.Time) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	k := in.keys[key]
-	if k == nil {
-		if len(in.keys) >= DefaultMaxKeys {
-			in.forgetIdle(now)
-		}
-		if len(in.keys) >= DefaultMaxKeys {
-			in.refuse(key)
-			return false
-		}
-		k = &inboundKey{msgs: NewBucket(in.limits.MessagesPerSecond, float64(in.limits.MessageBurst)),
-			bytes: NewBucket(in.limits.BytesPerSecond, float64(in.limits.ByteBurst))}
-		in.keys[key] = k
+	k, ok := in.keys.get(key,
+		func(k inboundKey) bool { return k.msgs.Full(now) && k.bytes.Full(now) },
+		func() inboundKey {
+			return inboundKey{msgs: New(in.limits.MessagesPerSecond, in.limits.MessageBurst),
+				bytes: New(in.limits.BytesPerSecond, in.limits.ByteBurst)}
+		})
+	if !ok {
+		in.refuse(key)
+		return false
 	}
 	limitMsgs, limitBytes := in.limits.MessagesPerSecond > 0, in.limits.BytesPerSecond > 0
 	// Check both before taking from either, so a refusal costs nothing.
-	if limitMsgs && !k.msgs.Has(now, 1) || limitBytes && !k.bytes.Has(now, float64(size)) {
+	if limitMsgs && !k.msgs.Has(now, 1) || limitBytes && !k.bytes.Has(now, size) {
 		in.refuse(key)
 		return false
 	}
@@ -100,7 +95,7 @@ func (in *Inbound) Allow(key string, size int, now time.Time) bool {
 		k.msgs.Take(now, 1)
 	}
 	if limitBytes {
-		k.bytes.Take(now, float64(size))
+		k.bytes.Take(now, size)
 	}
 	return true
 }
@@ -109,15 +104,6 @@ func (in *Inbound) refuse(key string) {
 	in.total++
 	if _, ok := in.dropped[key]; ok || len(in.dropped) < DefaultMaxKeys {
 		in.dropped[key]++
-	}
-}
-
-// forgetIdle drops the keys whose buckets are full again.
-func (in *Inbound) forgetIdle(now time.Time) {
-	for key, k := range in.keys {
-		if k.msgs.full(now) && k.bytes.full(now) {
-			delete(in.keys, key)
-		}
 	}
 }
 
