@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
@@ -34,18 +35,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// eventually polls cond until it holds or wait passes.
-func eventually(t *testing.T, wait time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // fakeOllama serves the recorded probe answers of an Ollama model without
@@ -104,7 +93,7 @@ func TestProbeChoosesPromptMode(t *testing.T) {
 	}
 	chain := p.(*resilient.Chain)
 	defer chain.Close()
-	eventually(t, 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(logs.String(), "tool_mode=prompt") && len(chats()) == 1
 	}, "the probe result and the warm-up")
 	out := logs.String()
@@ -144,7 +133,7 @@ func TestExplicitSettingsWin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.(*resilient.Chain).Close()
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "llm capabilities") }, "the probe")
+	testenv.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "llm capabilities") }, "the probe")
 	p.(*resilient.Chain).Close() // the probe has been applied
 	r, err := p.Complete(context.Background(), llm.Request{Tools: []llm.ToolDef{{Name: "pi-1__sysinfo"}},
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "temperature?"}}})
