@@ -38,7 +38,10 @@ type callSpec struct {
 	// chunk is not shown twice.
 	outputSeq int64
 
-	attempts    atomic.Int32
+	attempts atomic.Int32
+	// finished is set once the call has its result: the one "done" of a
+	// call, read by every incarnation of its actor and by the
+	// conversation when the supervisor gives up on the actor.
 	finished    atomic.Bool
 	lastFailure atomic.Value // string
 }
@@ -52,7 +55,6 @@ func (t transientFault) String() string { return "transient: " + t.msg }
 // enforces the deadline and reports exactly one callDone to its parent.
 type toolCall struct {
 	s      *callSpec
-	done   bool
 	cancel []scheduler.CancelFunc
 	stop   context.CancelFunc // ends a local run
 }
@@ -67,6 +69,9 @@ func (c *toolCall) Receive(ctx actor.Context) {
 	s := c.s
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		if s.finished.Load() {
+			return // a restart after the result: nothing left to do
+		}
 		n := int(s.attempts.Add(1))
 		if s.o.fault != nil {
 			s.o.fault(s.call, n)
@@ -93,25 +98,25 @@ func (c *toolCall) Receive(ctx actor.Context) {
 			c.stop = nil
 		}
 	case *localDone:
-		if !c.done {
+		if !s.finished.Load() {
 			c.finish(ctx, m.res)
 		}
 	case *callRedeliver:
 		c.dispatch(ctx)
 	case *ToolOutput:
-		if c.done || m.RequestID != s.requestID || m.Seq <= s.outputSeq {
+		if s.finished.Load() || m.RequestID != s.requestID || m.Seq <= s.outputSeq {
 			return
 		}
 		s.outputSeq = m.Seq
 		s.progress.emit(Progress{Kind: ProgressToolOutput, ConversationID: s.convID, Time: s.o.Now(), CallID: s.call.ID,
 			RequestID: s.requestID, Agent: s.agentID, Tool: s.tool, Seq: m.Seq, Output: m.Output})
 	case *Reply:
-		if c.done || m.RequestID != s.requestID {
+		if s.finished.Load() || m.RequestID != s.requestID {
 			return
 		}
 		c.finish(ctx, decodeReply(s, m.Report))
 	case *DispatchFailed:
-		if c.done || m.RequestID != s.requestID {
+		if s.finished.Load() || m.RequestID != s.requestID {
 			return
 		}
 		if m.Transient && s.o.Now().Before(s.deadline) {
@@ -119,7 +124,7 @@ func (c *toolCall) Receive(ctx actor.Context) {
 		}
 		c.finish(ctx, skills.Failed(m.Type, m.Err))
 	case *callTimeout:
-		if c.done {
+		if s.finished.Load() {
 			return
 		}
 		if s.target.Local == nil {
@@ -236,11 +241,9 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 
 // finish audits the outcome off the mailbox, then tells the parent and stops.
 func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
-	if c.done {
+	if !c.s.finished.CompareAndSwap(false, true) {
 		return
 	}
-	c.done = true
-	c.s.finished.Store(true)
 	for _, f := range c.cancel {
 		f()
 	}
