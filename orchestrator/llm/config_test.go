@@ -185,6 +185,20 @@ func TestParseArguments(t *testing.T) {
 	}
 }
 
+func TestArgumentText(t *testing.T) {
+	for in, want := range map[string]string{
+		``:                       ``,
+		` null `:                 ``,
+		`"{\"path\": \"/etc\"}"`: `{"path": "/etc"}`,
+		` {"path": "/etc"} `:     `{"path": "/etc"}`,
+		`"broken`:                `"broken`,
+	} {
+		if got := string(ArgumentText([]byte(in))); got != want {
+			t.Errorf("ArgumentText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestLocalModelSettings(t *testing.T) {
 	c := decode(t, `
 [llm]

@@ -148,7 +148,7 @@ func (a *assembler) addCall(tc respToolCall) {
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 	case raw[0] == '"':
-		sc.args.Write(argumentBytes(raw))
+		sc.args.Write(llm.ArgumentText(raw))
 	default:
 		// A whole JSON value in one delta (servers that send objects).
 		sc.args.Reset()
