@@ -2,11 +2,13 @@ package httpc
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 // Codec is what differs between providers in one exchange.
@@ -82,4 +84,32 @@ func (c *Call) streamed(ctx context.Context, idle time.Duration, codec Codec) (l
 		return llm.Response{}, c.Errorf(llm.KindTimeout, 0, ErrIdle, "the server sent nothing for %s (idle_timeout)", idle)
 	}
 	return resp, err
+}
+
+// Events reads the events of a streamed answer for a codec's ReadStream.
+type Events struct {
+	ctx  context.Context
+	call *Call
+	r    *sse.Reader
+}
+
+// Events reads the server-sent events of r, a streamed answer to c.
+func (c *Call) Events(ctx context.Context, r io.Reader) *Events {
+	return &Events{ctx: ctx, call: c, r: sse.NewReader(r)}
+}
+
+// Next returns the next event with data; ok is false at the end of the
+// stream. An event over sse.MaxEvent makes a malformed answer, any other
+// read error a transport failure of the call.
+func (e *Events) Next() (ev sse.Event, ok bool, err error) {
+	ev, err = e.r.Next()
+	switch {
+	case err == nil:
+		return ev, true, nil
+	case errors.Is(err, io.EOF):
+		return sse.Event{}, false, nil
+	case errors.Is(err, sse.ErrTooLong):
+		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
+	}
+	return sse.Event{}, false, e.call.Transport(e.ctx, err)
 }
