@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -23,12 +24,21 @@ type Codec struct {
 
 // Exchange sends call and turns the answer into a response: whole with
 // Parse, or, when stream is set, with ReadStream while the server never
-// stays silent longer than idle (a stall is a timeout error). A server that
-// ignores stream and answers in one JSON piece is parsed whole. The
-// response gets its latency, provider and model (the call's when the
-// answer names none).
+// stays silent longer than idle (a stall is a timeout error). It asks for
+// JSON or an event stream accordingly; a server that ignores stream and
+// answers in one JSON piece is parsed whole. The response gets its latency,
+// provider and model (the call's when the answer names none).
 func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, codec Codec) (llm.Response, error) {
-	start := c.Now()
+	start := c.now()
+	if c.Header.Get("Accept") == "" {
+		if c.Header == nil {
+			c.Header = http.Header{}
+		}
+		c.Header.Set("Accept", "application/json")
+		if stream {
+			c.Header.Set("Accept", "text/event-stream")
+		}
+	}
 	var resp llm.Response
 	var err error
 	if stream {
@@ -39,7 +49,7 @@ func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, co
 	if err != nil {
 		return llm.Response{}, err
 	}
-	resp.Latency = c.Now().Sub(start)
+	resp.Latency = c.now().Sub(start)
 	resp.Provider = c.Provider
 	resp.Attempts = 1
 	if resp.Model == "" {
