@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
@@ -129,20 +127,7 @@ type Duration = llm.Duration
 // LoadConfig reads and validates evoclaw.toml.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	md, err := toml.DecodeFile(path, &c)
-	if err != nil {
-		return Config{}, fmt.Errorf("load %s: %w", path, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return Config{}, fmt.Errorf("load %s: unknown keys: %s", path, strings.Join(keys, ", "))
-	}
-	// Relative paths in the file are relative to the file: a relative
-	// --config must not leave them relative to the working directory.
-	base, err := filepath.Abs(filepath.Dir(path))
+	base, err := tomlconf.DecodeFile(path, &c)
 	if err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
@@ -159,12 +144,7 @@ func LoadConfig(path string) (Config, error) {
 			c.Skills.Dirs[i] = filepath.Join(base, d)
 		}
 	}
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
-	}
+	abs := func(p string) string { return tomlconf.Resolve(base, p) }
 	c.Builtin.Workspace = abs(c.Builtin.Workspace)
 	if r := c.Builtin.Remote; r != nil {
 		r.KeyFile, r.KnownHosts = abs(r.KeyFile), abs(r.KnownHosts)
