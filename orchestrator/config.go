@@ -131,20 +131,16 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
-	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
-		c.DataDir = filepath.Join(base, c.DataDir)
-	}
+	abs := func(p string) string { return tomlconf.Resolve(base, p) }
+	c.DataDir = abs(c.DataDir)
 	c.Broker.TLSFiles = c.Broker.TLSFiles.Resolve(base)
 	c.Broker.BrokerSecurity = c.Broker.BrokerSecurity.resolve(base)
-	if c.LLM.Transcript != "" && !filepath.IsAbs(c.LLM.Transcript) {
-		c.LLM.Transcript = filepath.Join(base, c.LLM.Transcript)
-	}
+	c.LLM.Transcript = abs(c.LLM.Transcript)
 	for i, d := range c.Skills.Dirs {
-		if !filepath.IsAbs(d) {
+		if !filepath.IsAbs(d) { // an empty entry names the file's directory
 			c.Skills.Dirs[i] = filepath.Join(base, d)
 		}
 	}
-	abs := func(p string) string { return tomlconf.Resolve(base, p) }
 	c.Builtin.Workspace = abs(c.Builtin.Workspace)
 	if r := c.Builtin.Remote; r != nil {
 		r.KeyFile, r.KnownHosts = abs(r.KeyFile), abs(r.KnownHosts)

@@ -17,18 +17,31 @@ import (
 // directory of the file, for Resolve. A key that v has no field for is an
 // error naming every such key.
 func DecodeFile(path string, v any) (dir string, err error) {
-	md, err := toml.DecodeFile(path, v)
-	if err != nil {
+	if err := strict(toml.DecodeFile(path, v)); err != nil {
 		return "", err
+	}
+	return filepath.Abs(filepath.Dir(path))
+}
+
+// Decode decodes the TOML text src into v as DecodeFile does a file: a key
+// that v has no field for is an error.
+func Decode(src string, v any) error {
+	return strict(toml.Decode(src, v))
+}
+
+// strict turns the keys a decode left unused into an error naming them.
+func strict(md toml.MetaData, err error) error {
+	if err != nil {
+		return err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return "", fmt.Errorf("unknown keys: %s", strings.Join(keys, ", "))
+		return fmt.Errorf("unknown keys: %s", strings.Join(keys, ", "))
 	}
-	return filepath.Abs(filepath.Dir(path))
+	return nil
 }
 
 // Resolve returns p joined to dir when p is relative, and an empty or

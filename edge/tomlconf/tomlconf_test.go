@@ -49,6 +49,16 @@ func TestDecodeFileRefusesUnknownKeys(t *testing.T) {
 	}
 }
 
+func TestDecode(t *testing.T) {
+	var c conf
+	if err := Decode("[sect]\nn = 2\n", &c); err != nil || c.Sect.N != 2 {
+		t.Fatalf("Decode: %v %+v", err, c)
+	}
+	if err := Decode("[sect]\nm = 2\n", &c); err == nil || err.Error() != "unknown keys: sect.m" {
+		t.Fatalf("err = %v, want the unknown key named", err)
+	}
+}
+
 func TestResolve(t *testing.T) {
 	for p, want := range map[string]string{"": "", "/abs/f": "/abs/f", "rel/f": "/base/rel/f", "../up": "/up"} {
 		if got := Resolve("/base", p); got != want {

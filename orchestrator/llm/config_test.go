@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 )
 
 // decode reads an [llm] section the way a node's config loader does:
@@ -16,12 +16,8 @@ func decode(t *testing.T, src string) Config {
 	var v struct {
 		LLM Config `toml:"llm"`
 	}
-	md, err := toml.Decode(src, &v)
-	if err != nil {
+	if err := tomlconf.Decode(src, &v); err != nil {
 		t.Fatal(err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		t.Fatalf("undecoded keys: %v", und)
 	}
 	return v.LLM
 }
@@ -119,7 +115,7 @@ func TestValidateMessages(t *testing.T) {
 	var v struct {
 		LLM Config `toml:"llm"`
 	}
-	if _, err := toml.Decode("[llm]\ntimeout = \"ten minutes\"\n", &v); err == nil || !strings.Contains(err.Error(), "want a duration like") {
+	if err := tomlconf.Decode("[llm]\ntimeout = \"ten minutes\"\n", &v); err == nil || !strings.Contains(err.Error(), "want a duration like") {
 		t.Errorf("bad duration: %v", err)
 	}
 }
