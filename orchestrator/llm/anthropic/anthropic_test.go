@@ -114,22 +114,8 @@ func TestStreamToolUse(t *testing.T) {
 	}
 }
 
-func TestStreamIdleTimeout(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: 100 * time.Millisecond}, "stream_stall.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := p.Complete(ctx, turn1())
-	if llm.KindOf(err) != llm.KindTimeout || !strings.Contains(err.Error(), "idle_timeout") || ctx.Err() != nil {
-		t.Fatalf("err = %v, want the idle timeout", err)
-	}
-}
-
-func TestCancel(t *testing.T) {
-	p, _ := serve(t, Options{}, "stream_stall.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := p.Complete(ctx, turn1())
-	if llm.KindOf(err) != llm.KindCanceled {
-		t.Fatalf("err = %v, want canceled", err)
-	}
+func TestTransportContract(t *testing.T) {
+	llmtest.Contract(t, Name, func(url string, stream bool, idle time.Duration) llm.Provider {
+		return New(Options{BaseURL: url, Stream: stream, IdleTimeout: idle})
+	}, turn1())
 }

@@ -191,58 +191,10 @@ func TestStreamFallsBackToJSON(t *testing.T) {
 	}
 }
 
-func TestStreamIdleTimeout(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: 100 * time.Millisecond}, "stream_stall.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := p.Complete(ctx, turn1())
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindTimeout || !strings.Contains(err.Error(), "idle_timeout") {
-		t.Fatalf("err = %v, want an idle timeout", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("the idle timeout did not fire before the outer deadline")
-	}
-}
-
-func TestContextCancelled(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: -1}, "stream_stall.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := p.Complete(ctx, turn1())
-		done <- err
-	}()
-	cancel()
-	select {
-	case err := <-done:
-		if llm.KindOf(err) != llm.KindCanceled {
-			t.Fatalf("err = %v (kind %s), want canceled", err, llm.KindOf(err))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Complete did not return after cancel")
-	}
-}
-
-func TestDeadlineIsTimeout(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: -1}, "stream_stall.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := p.Complete(ctx, turn1())
-	if llm.KindOf(err) != llm.KindTimeout {
-		t.Fatalf("err = %v, want timeout", err)
-	}
-}
-
-func TestNetworkError(t *testing.T) {
-	s := llmtest.Serve(t)
-	url := s.URL
-	s.Close()
-	_, err := New(Options{BaseURL: url}).Complete(context.Background(), turn1())
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindNetwork || !e.Retryable() {
-		t.Fatalf("err = %v, want network", err)
-	}
+func TestTransportContract(t *testing.T) {
+	llmtest.Contract(t, Name, func(url string, stream bool, idle time.Duration) llm.Provider {
+		return New(Options{BaseURL: url + "/v1", Stream: stream, IdleTimeout: idle})
+	}, turn1())
 }
 
 func sameCall(a, b llm.ToolCall) bool {
