@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,24 +110,6 @@ func (a *recordingAudit) records() []persistence.ToolCall {
 	return append([]persistence.ToolCall(nil), a.recs...)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // recordingEvents is an EventLog in memory.
 type recordingEvents struct {
 	mu  sync.Mutex
@@ -159,7 +140,7 @@ type harness struct {
 	edges  *Edges
 	convs  *Conversations
 	audit  *recordingAudit
-	logs   *syncBuffer
+	logs   *testenv.Buffer
 }
 
 const echoTranscript = `{"name":"t","turns":[
@@ -180,8 +161,8 @@ func newHarnessTools(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 // newHarnessEdges is newHarnessTools with edge options tuned too.
 func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tuneEdges func(*EdgeOptions), tune func(*ConvOptions)) *harness {
 	t.Helper()
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &testenv.Buffer{}
+	log := logs.Logger(slog.LevelDebug)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	t.Cleanup(sys.Shutdown)
 	h := &harness{sys: sys, audit: &recordingAudit{}, logs: logs, events: &recordingEvents{}}

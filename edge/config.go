@@ -4,13 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
@@ -126,29 +123,11 @@ type Duration = llm.Duration
 // LoadConfig reads and validates agent.toml.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	md, err := toml.DecodeFile(path, &c)
+	base, err := tomlconf.DecodeFile(path, &c)
 	if err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return Config{}, fmt.Errorf("load %s: unknown keys: %s", path, strings.Join(keys, ", "))
-	}
-	// Relative paths in the file are relative to the file: a relative
-	// --config must not leave them relative to the working directory.
-	base, err := filepath.Abs(filepath.Dir(path))
-	if err != nil {
-		return Config{}, fmt.Errorf("load %s: %w", path, err)
-	}
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
-	}
+	abs := func(p string) string { return tomlconf.Resolve(base, p) }
 	c.DataDir = abs(c.DataDir)
 	c.LLM.Transcript = abs(c.LLM.Transcript)
 	c.MQTT.TLSFiles = c.MQTT.TLSFiles.Resolve(base)

@@ -1,13 +1,11 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
-
-// syncBuffer is a log destination safe for the agent's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestAgentRejectsBadMessagesAndLogs sends what no orchestrator should:
 // garbage, a command over the decoder's size limit (through a broker that
@@ -50,10 +30,10 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testenv.Buffer
 	dataDir := t.TempDir()
 	a, err := New(Config{AgentID: "pi-r", DataDir: dataDir, MQTT: MQTTConf{Broker: b.URL()}, Skills: SkillConf{Dirs: []string{skills}}},
-		slog.New(slog.NewTextHandler(&logs, nil)))
+		logs.Logger(slog.LevelInfo))
 	if err != nil {
 		t.Fatal(err)
 	}

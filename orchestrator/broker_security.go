@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
@@ -36,12 +37,7 @@ type BrokerSecurity struct {
 
 // resolve makes relative paths relative to base.
 func (s BrokerSecurity) resolve(base string) BrokerSecurity {
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
-	}
+	abs := func(p string) string { return tomlconf.Resolve(base, p) }
 	s.UsersFile, s.TLSCertFile, s.TLSKeyFile, s.TLSClientCAFile = abs(s.UsersFile), abs(s.TLSCertFile), abs(s.TLSKeyFile), abs(s.TLSClientCAFile)
 	return s
 }

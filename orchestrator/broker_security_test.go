@@ -1,13 +1,11 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,23 +60,6 @@ func TestBrokerSecurityConfig(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestNodeSurvivesAHostileAgent: an authenticated agent sends garbage,
 // reports for another agent, an unknown report type and an oversized
 // packet. The node logs and drops each and keeps serving a good agent,
@@ -97,8 +78,8 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
-	node, err := Start(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var logs testenv.Buffer
+	node, err := Start(context.Background(), cfg, Options{Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
@@ -129,41 +127,19 @@ type Duration = llm.Duration
 // LoadConfig reads and validates evoclaw.toml.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	md, err := toml.DecodeFile(path, &c)
+	base, err := tomlconf.DecodeFile(path, &c)
 	if err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return Config{}, fmt.Errorf("load %s: unknown keys: %s", path, strings.Join(keys, ", "))
-	}
-	// Relative paths in the file are relative to the file: a relative
-	// --config must not leave them relative to the working directory.
-	base, err := filepath.Abs(filepath.Dir(path))
-	if err != nil {
-		return Config{}, fmt.Errorf("load %s: %w", path, err)
-	}
-	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
-		c.DataDir = filepath.Join(base, c.DataDir)
-	}
+	abs := func(p string) string { return tomlconf.Resolve(base, p) }
+	c.DataDir = abs(c.DataDir)
 	c.Broker.TLSFiles = c.Broker.TLSFiles.Resolve(base)
 	c.Broker.BrokerSecurity = c.Broker.BrokerSecurity.resolve(base)
-	if c.LLM.Transcript != "" && !filepath.IsAbs(c.LLM.Transcript) {
-		c.LLM.Transcript = filepath.Join(base, c.LLM.Transcript)
-	}
+	c.LLM.Transcript = abs(c.LLM.Transcript)
 	for i, d := range c.Skills.Dirs {
-		if !filepath.IsAbs(d) {
+		if !filepath.IsAbs(d) { // an empty entry names the file's directory
 			c.Skills.Dirs[i] = filepath.Join(base, d)
 		}
-	}
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
 	}
 	c.Builtin.Workspace = abs(c.Builtin.Workspace)
 	if r := c.Builtin.Remote; r != nil {

@@ -81,8 +81,8 @@ func TestAFloodingAgentCostsBoundedDiskAndLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
-	node, err := Start(context.Background(), cfg, Options{Provider: p, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var logs testenv.Buffer
+	node, err := Start(context.Background(), cfg, Options{Provider: p, Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}

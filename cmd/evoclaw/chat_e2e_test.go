@@ -26,7 +26,7 @@ const e2eChatTranscript = `{"name":"cli","turns":[
 func startProcess(t *testing.T, ready *regexp.Regexp, args ...string) []string {
 	t.Helper()
 	cmd := exec.Command(evoclawBinary(t), args...)
-	var stderr syncBuffer
+	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -23,8 +23,8 @@ type ptyChat struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	tty  *os.File
-	out  *syncBuffer // everything the process wrote to the terminal
-	done chan error  // the process's exit
+	out  *testenv.Buffer // everything the process wrote to the terminal
+	done chan error      // the process's exit
 	// mark is where in out the next expect looks from.
 	mark int
 }
@@ -37,7 +37,7 @@ func startPTYChat(t *testing.T, cache string, args ...string) *ptyChat {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &ptyChat{t: t, cmd: cmd, tty: tty, out: &syncBuffer{}, done: make(chan error, 1)}
+	p := &ptyChat{t: t, cmd: cmd, tty: tty, out: &testenv.Buffer{}, done: make(chan error, 1)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -153,7 +153,7 @@ func TestChatREPLInPTY(t *testing.T) {
 func TestChatOneShotInterruptExits130(t *testing.T) {
 	f := newFakeNode(t)
 	cmd := exec.Command(evoclawBinary(t), "chat", "--data-dir", f.dir, "slow")
-	var stderr syncBuffer
+	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 // chatIn runs chatMain in-process with stdin and an interrupt channel.
 func chatIn(ctx context.Context, stdin string, interrupts <-chan os.Signal, args ...string) (err error, stdout, stderr string) {
-	var out, errb syncBuffer
+	var out, errb testenv.Buffer
 	err = chatMain(ctx, args, chatIO{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, interrupts: interrupts})
 	return err, out.String(), errb.String()
 }

@@ -5,7 +5,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 )
 
 // TLSFiles names the files of a client's TLS settings, as they appear in
@@ -33,13 +34,7 @@ func (f TLSFiles) IsZero() bool { return f == TLSFiles{} }
 // Resolve returns f with relative paths made relative to dir (the directory
 // of the configuration file that named them).
 func (f TLSFiles) Resolve(dir string) TLSFiles {
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	f.CAFile, f.CertFile, f.KeyFile = abs(f.CAFile), abs(f.CertFile), abs(f.KeyFile)
+	f.CAFile, f.CertFile, f.KeyFile = tomlconf.Resolve(dir, f.CAFile), tomlconf.Resolve(dir, f.CertFile), tomlconf.Resolve(dir, f.KeyFile)
 	return f
 }
 

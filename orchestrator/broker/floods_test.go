@@ -21,8 +21,8 @@ import (
 // logged, for both protocol versions.
 func TestInvalidPublishTopicsAreRefused(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: logs.logger()})
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: logs.Logger(slog.LevelDebug)})
 	for _, v5 := range []bool{false, true} {
 		for _, topic := range []string{"$SYS/broker/clients/connected", "$sys/x", "evoclaw/agents/+/reports", "evoclaw/agents/alex-eye/#"} {
 			t.Run(fmt.Sprintf("v5=%v/%s", v5, topic), func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestInvalidPublishTopicsAreRefused(t *testing.T) {
 				if !v5 && a.Type != 0 {
 					t.Errorf("MQTT 3.1.1 publish to %q: answer %+v, want no packet", topic, a)
 				}
-				logs.wantLog(t, "mqtt access denied", "op=publish", "topic="+topic)
+				wantLog(t, &logs, "mqtt access denied", "op=publish", "topic="+topic)
 			})
 		}
 	}
@@ -55,8 +55,8 @@ func TestInvalidPublishTopicsAreRefused(t *testing.T) {
 // counted).
 func TestDeniedPublishesDoNotFloodTheLog(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var logs testenv.Buffer
+	log := logs.Logger(slog.LevelInfo)
 	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: log, MaxPacketBytes: 2 << 20})
 	big := bytes.Repeat([]byte("A"), 1<<20)
 	longTopic := wire.ReportsTopic("bob") + "/" + strings.Repeat("t", 4000)

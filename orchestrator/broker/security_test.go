@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,33 +21,11 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
-// logBuffer is a slog destination tests can search.
-type logBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// wantLog fails unless a log line contains every one of parts.
-func (l *logBuffer) wantLog(t *testing.T, parts ...string) {
+// wantLog fails unless a line of logs contains every one of parts.
+func wantLog(t *testing.T, logs *testenv.Buffer, parts ...string) {
 	t.Helper()
 	testenv.Eventually(t, 5*time.Second, func() bool {
-		for _, line := range strings.Split(l.String(), "\n") {
+		for _, line := range strings.Split(logs.String(), "\n") {
 			all := true
 			for _, p := range parts {
 				all = all && strings.Contains(line, p)
@@ -120,8 +97,8 @@ func watch(t *testing.T, b *broker.Broker, filter string) *collector {
 // the same client's legitimate traffic flows.
 func TestImpersonationRefusedAndLogged(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: logs.logger()})
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: logs.Logger(slog.LevelDebug)})
 
 	t.Run("connect", func(t *testing.T) {
 		tests := []struct {
@@ -142,7 +119,7 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 				if _, rc := mqtttest.DialRaw(t, b.Addr(), tt.c); rc != 5 {
 					t.Fatalf("CONNACK return code %d, want 5 (not authorized)", rc)
 				}
-				logs.wantLog(t, "mqtt client refused", "client="+tt.c.ClientID, tt.log)
+				wantLog(t, &logs, "mqtt client refused", "client="+tt.c.ClientID, tt.log)
 			})
 		}
 	})
@@ -165,7 +142,7 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 				t.Errorf("alex-eye SUBSCRIBE %s: SUBACK %#x, want %#x", tt.filter, code, tt.code)
 			}
 			if tt.code == 0x80 {
-				logs.wantLog(t, "mqtt access denied", "user=alex-eye", "topic="+tt.filter)
+				wantLog(t, &logs, "mqtt access denied", "user=alex-eye", "topic="+tt.filter)
 			}
 		}
 	})
@@ -188,7 +165,7 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 				if !mqtttest.RawClosed(c, 5*time.Second) {
 					t.Fatal("the broker kept the connection of a client that published outside its topics")
 				}
-				logs.wantLog(t, "mqtt access denied", "user="+tt.as, "op=publish", "topic="+tt.topic)
+				wantLog(t, &logs, "mqtt access denied", "user="+tt.as, "op=publish", "topic="+tt.topic)
 				// Legitimate traffic after the refusal arrives; the forged
 				// message, processed before the connection closed, did not.
 				marker := fmt.Sprintf(`{"marker":%d}`, i)
@@ -223,7 +200,7 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 		if _, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "ops2", Password: "ops2-pw"}); rc != 5 {
 			t.Fatalf("another identity taking over evoclaw-alex-eye: rc %d, want 5", rc)
 		}
-		logs.wantLog(t, "mqtt client refused", "in use by another identity")
+		wantLog(t, &logs, "mqtt client refused", "in use by another identity")
 		if mqtttest.RawClosed(alex, 200*time.Millisecond) {
 			t.Fatal("the refused takeover still closed the agent's session")
 		}
@@ -238,13 +215,13 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 // take effect on a running broker, and end sessions they no longer allow.
 func TestUsersFileReload(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
+	var logs testenv.Buffer
 	path := filepath.Join(t.TempDir(), broker.UsersFileName)
 	alexPW, err := broker.AddUser(path, "alex-eye", broker.RoleAgent, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: 20 * time.Millisecond, Logger: logs.logger()})
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: 20 * time.Millisecond, Logger: logs.Logger(slog.LevelDebug)})
 	alex := agentConn(t, b, "alex-eye", alexPW)
 	// A second connection with the same password is checked from the cache.
 	agentConn(t, b, "alex-eye", alexPW)
@@ -269,7 +246,7 @@ func TestUsersFileReload(t *testing.T) {
 	if !mqtttest.RawClosed(alex, 5*time.Second) {
 		t.Fatal("the session of a removed identity was not ended")
 	}
-	logs.wantLog(t, "mqtt session ended", "user=alex-eye", "identity removed")
+	wantLog(t, &logs, "mqtt session ended", "user=alex-eye", "identity removed")
 	if connects("alex-eye", alexPW)() {
 		t.Fatal("a removed identity could connect again")
 	}
@@ -293,7 +270,7 @@ func TestUsersFileReload(t *testing.T) {
 	if err := writeFile(path, "bob agent not-a-hash 2026-01-01T00:00:00Z\n"); err != nil {
 		t.Fatal(err)
 	}
-	logs.wantLog(t, "kept its previous identities", "bcrypt-hash")
+	wantLog(t, &logs, "kept its previous identities", "bcrypt-hash")
 	if !connects("bob", newPW)() {
 		t.Fatal("a broken users file locked bob out")
 	}
@@ -307,8 +284,8 @@ func writeFile(path, content string) error {
 // the sender's connection, is not delivered, and is logged with who sent it.
 func TestOversizedPacketRefusedAndLogged(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPacketBytes: 1024, Logger: logs.logger()})
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPacketBytes: 1024, Logger: logs.Logger(slog.LevelDebug)})
 	reports := watch(t, b, wire.AllAgents(wire.KindReports))
 	alex := agentConn(t, b, "alex-eye", "alex-pw")
 	big := `{"big":"` + strings.Repeat("x", 2048) + `"}`
@@ -316,7 +293,7 @@ func TestOversizedPacketRefusedAndLogged(t *testing.T) {
 	if !mqtttest.RawClosed(alex, 5*time.Second) {
 		t.Fatal("connection kept after an oversized packet")
 	}
-	logs.wantLog(t, "packet over the size limit", "user=alex-eye")
+	wantLog(t, &logs, "packet over the size limit", "user=alex-eye")
 	bob := agentConn(t, b, "bob", "bob-pw")
 	mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"small":1}`, false)
 	testenv.Eventually(t, 5*time.Second, func() bool { return reports.has(`{"small":1}`) }, "a small report still flows")
@@ -327,7 +304,7 @@ func TestOversizedPacketRefusedAndLogged(t *testing.T) {
 
 func TestUsersFileReadableByOthersWarns(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
+	var logs testenv.Buffer
 	path := filepath.Join(t.TempDir(), broker.UsersFileName)
 	if _, err := broker.AddUser(path, "alex-eye", broker.RoleAgent, 4, false); err != nil {
 		t.Fatal(err)
@@ -335,8 +312,8 @@ func TestUsersFileReadableByOthersWarns(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, Logger: logs.logger()})
-	logs.wantLog(t, "level=WARN", "readable by other users", "file="+path)
+	start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, Logger: logs.Logger(slog.LevelDebug)})
+	wantLog(t, &logs, "level=WARN", "readable by other users", "file="+path)
 }
 
 func TestBrokenUsersFileFailsStart(t *testing.T) {
@@ -358,9 +335,9 @@ func TestBrokenUsersFileFailsStart(t *testing.T) {
 // TestReloadOnSIGHUP runs alone: it signals the test process itself, which
 // only the broker's handler keeps alive.
 func TestReloadOnSIGHUP(t *testing.T) {
-	var logs logBuffer
+	var logs testenv.Buffer
 	path := filepath.Join(t.TempDir(), broker.UsersFileName)
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: -1, ReloadOnSIGHUP: true, Logger: logs.logger()})
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: -1, ReloadOnSIGHUP: true, Logger: logs.Logger(slog.LevelDebug)})
 	pw, err := broker.AddUser(path, "alex-eye", broker.RoleAgent, 4, false)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +348,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	logs.wantLog(t, "reloading mqtt identities and certificate on signal")
+	wantLog(t, &logs, "reloading mqtt identities and certificate on signal")
 	testenv.Eventually(t, 5*time.Second, func() bool {
 		c, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: pw})
 		c.Close()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ const (
 	untilRetried = time.Second
 )
 
-func tlsConnect(t *testing.T, url string, files mqttc.TLSFiles, clientID, user, pw string, log *logBuffer, timeout time.Duration) (*mqttc.Client, error) {
+func tlsConnect(t *testing.T, url string, files mqttc.TLSFiles, clientID, user, pw string, log *testenv.Buffer, timeout time.Duration) (*mqttc.Client, error) {
 	t.Helper()
 	conf, err := files.Config()
 	if err != nil {
@@ -35,7 +36,7 @@ func tlsConnect(t *testing.T, url string, files mqttc.TLSFiles, clientID, user, 
 	defer cancel()
 	o := mqttc.Options{BrokerURL: url, ClientID: clientID, Username: user, Password: pw, TLSConfig: conf, MaxReconnectInterval: 100 * time.Millisecond}
 	if log != nil {
-		o.Logger = log.logger()
+		o.Logger = log.Logger(slog.LevelDebug)
 	}
 	c, err := mqttc.Connect(ctx, o)
 	if err == nil {
@@ -119,11 +120,11 @@ func TestTLSListener(t *testing.T) {
 	}
 
 	t.Run("insecure_skip_verify connects and warns", func(t *testing.T) {
-		var logs logBuffer
+		var logs testenv.Buffer
 		if _, err := tlsConnect(t, b.TLSURL(), mqttc.TLSFiles{InsecureSkipVerify: true}, "evoclaw-alex-eye", "alex-eye", "alex-pw", &logs, oneAttempt); err != nil {
 			t.Fatal(err)
 		}
-		logs.wantLog(t, "level=WARN", "verification of the mqtt broker is OFF")
+		wantLog(t, &logs, "level=WARN", "verification of the mqtt broker is OFF")
 	})
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 )
 
 // decode reads an [llm] section the way a node's config loader does:
@@ -16,12 +16,8 @@ func decode(t *testing.T, src string) Config {
 	var v struct {
 		LLM Config `toml:"llm"`
 	}
-	md, err := toml.Decode(src, &v)
-	if err != nil {
+	if err := tomlconf.Decode(src, &v); err != nil {
 		t.Fatal(err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		t.Fatalf("undecoded keys: %v", und)
 	}
 	return v.LLM
 }
@@ -119,7 +115,7 @@ func TestValidateMessages(t *testing.T) {
 	var v struct {
 		LLM Config `toml:"llm"`
 	}
-	if _, err := toml.Decode("[llm]\ntimeout = \"ten minutes\"\n", &v); err == nil || !strings.Contains(err.Error(), "want a duration like") {
+	if err := tomlconf.Decode("[llm]\ntimeout = \"ten minutes\"\n", &v); err == nil || !strings.Contains(err.Error(), "want a duration like") {
 		t.Errorf("bad duration: %v", err)
 	}
 }
@@ -181,6 +177,20 @@ func TestParseArguments(t *testing.T) {
 		c := ToolCall{Arguments: args, ArgumentsError: errText}
 		if string(args) != tt.args || (errText != "") != tt.bad || c.ArgumentsText() != tt.text {
 			t.Errorf("ParseArguments(%q) = %s, %q; text %q", tt.in, args, errText, c.ArgumentsText())
+		}
+	}
+}
+
+func TestArgumentText(t *testing.T) {
+	for in, want := range map[string]string{
+		``:                       ``,
+		` null `:                 ``,
+		`"{\"path\": \"/etc\"}"`: `{"path": "/etc"}`,
+		` {"path": "/etc"} `:     `{"path": "/etc"}`,
+		`"broken`:                `"broken`,
+	} {
+		if got := string(ArgumentText([]byte(in))); got != want {
+			t.Errorf("ArgumentText(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -129,6 +129,24 @@ func ParseArguments(text []byte) (json.RawMessage, string) {
 	return buf.Bytes(), ""
 }
 
+// ArgumentText is the argument text a server sent as a JSON value: the
+// contents of a string (the OpenAI wire form, arguments encoded as a JSON
+// string), else the JSON itself, as some servers and models write an
+// object; nil for null or nothing. Feed it to ParseArguments.
+func ArgumentText(raw json.RawMessage) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return []byte(s)
+		}
+	}
+	return raw
+}
+
 // ArgumentsText is the text the model produced for the call: the JSON of its
 // arguments, or the original text when it was not JSON (see ToolCall).
 func (c ToolCall) ArgumentsText() string {

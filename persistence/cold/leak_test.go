@@ -1,38 +1,17 @@
 package cold
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the shipper's goroutine and the
-// test's.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A refused token is logged as a failure, and the token itself appears in
 // no log line; Close leaves no goroutine of the shipper behind.
@@ -46,8 +25,8 @@ func TestShipperLogsNoTokenAndLeavesNoGoroutine(t *testing.T) {
 	c := openCold(t, srv.URL(), token)
 
 	before := runtime.NumGoroutine()
-	var logs lockedBuffer
-	sh := NewShipper(warm, c, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	var logs testenv.Buffer
+	sh := NewShipper(warm, c, logs.Logger(slog.LevelDebug))
 	if err := sh.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,8 @@ type Options struct {
 	// from the response headers (default DefaultIdleTimeout; negative
 	// disables). Ignored without Stream.
 	IdleTimeout time.Duration
-	// Client sends the requests (default: a client without its own timeout).
+	// Client sends the requests (default: http.DefaultClient, which has no
+	// timeout of its own; the caller's context bounds each call).
 	Client *http.Client
 	// Now is the clock for latency and Retry-After (default time.Now).
 	Now func() time.Time
@@ -90,12 +91,6 @@ func New(o Options) *Provider {
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	return &Provider{o: o}
 }
 
@@ -113,10 +108,6 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	}
 	h := http.Header{}
 	h.Set("anthropic-version", p.o.Version)
-	h.Set("Accept", "application/json")
-	if p.o.Stream {
-		h.Set("Accept", "text/event-stream")
-	}
 	if p.o.APIKey != "" {
 		h.Set("x-api-key", p.o.APIKey)
 	}

@@ -12,25 +12,14 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 )
 
-var tools = []llm.ToolDef{
-	{Name: "pi-1__read_file", Description: "Read a file", Parameters: map[string]any{
-		"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}},
-	{Name: "pi-1__sysinfo", Description: "Report CPU temperature and load", Parameters: map[string]any{
-		"type": "object", "properties": map[string]any{"verbose": map[string]any{"type": "boolean"}}}},
-}
-
 func turn1() llm.Request {
-	return llm.Request{Model: "claude-sonnet-4-5", System: "You run tools on Raspberry Pis.", MaxTokens: 512, Tools: tools,
+	return llm.Request{Model: "claude-sonnet-4-5", System: "You run tools on Raspberry Pis.", MaxTokens: 512, Tools: llmtest.Tools(),
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Check the CPU temperature"}}}
 }
 
 func serve(t *testing.T, o Options, pairs ...string) (*Provider, *llmtest.Server) {
 	t.Helper()
-	var ps []llmtest.Pair
-	for _, name := range pairs {
-		ps = append(ps, llmtest.Load(t, "anthropic/"+name))
-	}
-	s := llmtest.Serve(t, ps...)
+	s := llmtest.ServeFiles(t, "anthropic", pairs...)
 	o.BaseURL = s.URL
 	return New(o), s
 }
@@ -95,13 +84,7 @@ func TestFailuresAreTyped(t *testing.T) {
 		t.Run(tt.pair, func(t *testing.T) {
 			p, _ := serve(t, Options{Stream: strings.HasPrefix(tt.pair, "stream")}, tt.pair)
 			_, err := p.Complete(context.Background(), turn1())
-			var e *llm.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *llm.Error", err)
-			}
-			if e.Kind != tt.kind || e.Status != tt.status || !strings.Contains(err.Error(), tt.msg) || e.Provider != "anthropic" {
-				t.Fatalf("err = %v, want kind %s status %d containing %q", err, tt.kind, tt.status, tt.msg)
-			}
+			llmtest.WantError(t, err, Name, tt.kind, tt.status, tt.msg)
 		})
 	}
 }
@@ -131,22 +114,8 @@ func TestStreamToolUse(t *testing.T) {
 	}
 }
 
-func TestStreamIdleTimeout(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: 100 * time.Millisecond}, "stream_stall.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := p.Complete(ctx, turn1())
-	if llm.KindOf(err) != llm.KindTimeout || !strings.Contains(err.Error(), "idle_timeout") || ctx.Err() != nil {
-		t.Fatalf("err = %v, want the idle timeout", err)
-	}
-}
-
-func TestCancel(t *testing.T) {
-	p, _ := serve(t, Options{}, "stream_stall.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := p.Complete(ctx, turn1())
-	if llm.KindOf(err) != llm.KindCanceled {
-		t.Fatalf("err = %v, want canceled", err)
-	}
+func TestTransportContract(t *testing.T) {
+	llmtest.Contract(t, Name, func(url string, stream bool, idle time.Duration) llm.Provider {
+		return New(Options{BaseURL: url, Stream: stream, IdleTimeout: idle})
+	}, turn1())
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 // streamEvent is any event of a Messages stream; fields by event type.
@@ -40,17 +38,14 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		u       usage
 		done    bool
 	)
-	sr := sse.NewReader(r)
+	events := call.Events(ctx, r)
 	for !done {
-		ev, err := sr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, sse.ErrTooLong) {
-			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream")
-		}
+		ev, ok, err := events.Next()
 		if err != nil {
-			return llm.Response{}, call.Transport(ctx, err)
+			return llm.Response{}, err
+		}
+		if !ok {
+			break
 		}
 		var e streamEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {

@@ -58,8 +58,8 @@ type Options struct {
 	// MaxTokens is sent as max_tokens when a request sets none; 0 leaves it
 	// to the server.
 	MaxTokens int
-	// Client sends the requests (default: a client without its own timeout;
-	// the caller's context bounds each call).
+	// Client sends the requests (default: http.DefaultClient, which has no
+	// timeout of its own; the caller's context bounds each call).
 	Client *http.Client
 	// Now is the clock for latency and Retry-After (default time.Now).
 	Now func() time.Time
@@ -81,12 +81,6 @@ func New(o Options) *Provider {
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	return &Provider{o: o}
 }
 
@@ -104,10 +98,6 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	}
 	body := encodeRequest(model, req, p.o.Stream)
 	h := http.Header{}
-	h.Set("Accept", "application/json")
-	if p.o.Stream {
-		h.Set("Accept", "text/event-stream")
-	}
 	if p.o.APIKey != "" {
 		h.Set("Authorization", "Bearer "+p.o.APIKey)
 	}

@@ -12,15 +12,8 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 )
 
-var tools = []llm.ToolDef{
-	{Name: "pi-1__read_file", Description: "Read a file", Parameters: map[string]any{
-		"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}},
-	{Name: "pi-1__sysinfo", Description: "Report CPU temperature and load", Parameters: map[string]any{
-		"type": "object", "properties": map[string]any{"verbose": map[string]any{"type": "boolean"}}}},
-}
-
 func turn1() llm.Request {
-	return llm.Request{Model: "gpt-4o-mini", System: "You run tools on Raspberry Pis.", MaxTokens: 512, Tools: tools,
+	return llm.Request{Model: "gpt-4o-mini", System: "You run tools on Raspberry Pis.", MaxTokens: 512, Tools: llmtest.Tools(),
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Check the CPU temperature"}}}
 }
 
@@ -39,11 +32,7 @@ func turn2() llm.Request {
 
 func serve(t *testing.T, o Options, pairs ...string) (*Provider, *llmtest.Server) {
 	t.Helper()
-	var ps []llmtest.Pair
-	for _, name := range pairs {
-		ps = append(ps, llmtest.Load(t, "openai/"+name))
-	}
-	s := llmtest.Serve(t, ps...)
+	s := llmtest.ServeFiles(t, "openai", pairs...)
 	o.BaseURL = s.URL + "/v1"
 	return New(o), s
 }
@@ -78,7 +67,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 
 func TestLocalServerQuirks(t *testing.T) {
 	p, _ := serve(t, Options{Model: "qwen2.5:1.5b"}, "local_quirks.json", "local_quirks.json")
-	r, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "load?"}}, Tools: tools})
+	r, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "load?"}}, Tools: llmtest.Tools()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +82,7 @@ func TestLocalServerQuirks(t *testing.T) {
 	if r.FinishReason != llm.FinishToolCalls {
 		t.Fatalf("finish %q, want tool_calls", r.FinishReason)
 	}
-	again, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "load?"}}, Tools: tools})
+	again, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "load?"}}, Tools: llmtest.Tools()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +137,8 @@ func TestFailuresAreTyped(t *testing.T) {
 		t.Run(tt.pair, func(t *testing.T) {
 			p, _ := serve(t, Options{Stream: strings.HasPrefix(tt.pair, "stream")}, tt.pair)
 			_, err := p.Complete(context.Background(), turn1())
-			var e *llm.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *llm.Error", err)
-			}
-			if e.Kind != tt.kind || e.Status != tt.status || !strings.Contains(err.Error(), tt.msg) || e.Provider != "openai" || e.Model != "gpt-4o-mini" {
-				t.Fatalf("err = %#v (%v), want kind %s status %d containing %q", e, err, tt.kind, tt.status, tt.msg)
+			if e := llmtest.WantError(t, err, Name, tt.kind, tt.status, tt.msg); e.Model != "gpt-4o-mini" {
+				t.Fatalf("err = %#v, want model gpt-4o-mini", e)
 			}
 		})
 	}
@@ -206,58 +191,10 @@ func TestStreamFallsBackToJSON(t *testing.T) {
 	}
 }
 
-func TestStreamIdleTimeout(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: 100 * time.Millisecond}, "stream_stall.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := p.Complete(ctx, turn1())
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindTimeout || !strings.Contains(err.Error(), "idle_timeout") {
-		t.Fatalf("err = %v, want an idle timeout", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("the idle timeout did not fire before the outer deadline")
-	}
-}
-
-func TestContextCancelled(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: -1}, "stream_stall.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := p.Complete(ctx, turn1())
-		done <- err
-	}()
-	cancel()
-	select {
-	case err := <-done:
-		if llm.KindOf(err) != llm.KindCanceled {
-			t.Fatalf("err = %v (kind %s), want canceled", err, llm.KindOf(err))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Complete did not return after cancel")
-	}
-}
-
-func TestDeadlineIsTimeout(t *testing.T) {
-	p, _ := serve(t, Options{Stream: true, IdleTimeout: -1}, "stream_stall.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := p.Complete(ctx, turn1())
-	if llm.KindOf(err) != llm.KindTimeout {
-		t.Fatalf("err = %v, want timeout", err)
-	}
-}
-
-func TestNetworkError(t *testing.T) {
-	s := llmtest.Serve(t)
-	url := s.URL
-	s.Close()
-	_, err := New(Options{BaseURL: url}).Complete(context.Background(), turn1())
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindNetwork || !e.Retryable() {
-		t.Fatalf("err = %v, want network", err)
-	}
+func TestTransportContract(t *testing.T) {
+	llmtest.Contract(t, Name, func(url string, stream bool, idle time.Duration) llm.Provider {
+		return New(Options{BaseURL: url + "/v1", Stream: stream, IdleTimeout: idle})
+	}, turn1())
 }
 
 func sameCall(a, b llm.ToolCall) bool {

@@ -69,10 +69,10 @@ func parseResponse(call *httpc.Call, b []byte) (llm.Response, error) {
 	}
 	var calls []pendingCall
 	for _, c := range m.ToolCalls {
-		calls = append(calls, pendingCall{id: string(c.ID), name: c.Function.Name, args: argumentBytes(c.Function.Arguments)})
+		calls = append(calls, pendingCall{id: string(c.ID), name: c.Function.Name, args: llm.ArgumentText(c.Function.Arguments)})
 	}
 	if m.FunctionCall != nil && len(calls) == 0 {
-		calls = append(calls, pendingCall{name: m.FunctionCall.Name, args: argumentBytes(m.FunctionCall.Arguments)})
+		calls = append(calls, pendingCall{name: m.FunctionCall.Name, args: llm.ArgumentText(m.FunctionCall.Arguments)})
 	}
 	return finish(call, r.ID, r.Model, content, calls, finishReason(r.Choices[0].FinishReason), r.Usage)
 }
@@ -158,22 +158,6 @@ func contentText(raw json.RawMessage) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// argumentBytes returns the model's argument text: the contents of a JSON
-// string (the standard), or the raw JSON of an object some servers send.
-func argumentBytes(raw json.RawMessage) []byte {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return []byte(s)
-		}
-	}
-	return raw
 }
 
 // finishReason reads finish_reason, which may be null or absent.

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 // streamCall is a tool call being assembled from deltas.
@@ -35,18 +33,15 @@ type assembler struct {
 // no [DONE] is accepted, as some servers never send it.
 func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
 	a := &assembler{byIndex: map[int]*streamCall{}}
-	sr := sse.NewReader(r)
+	events := call.Events(ctx, r)
 	done := false
 	for !done {
-		ev, err := sr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, sse.ErrTooLong) {
-			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream")
-		}
+		ev, ok, err := events.Next()
 		if err != nil {
-			return llm.Response{}, call.Transport(ctx, err)
+			return llm.Response{}, err
+		}
+		if !ok {
+			break
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if string(data) == "[DONE]" {
@@ -148,7 +143,7 @@ func (a *assembler) addCall(tc respToolCall) {
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 	case raw[0] == '"':
-		sc.args.Write(argumentBytes(raw))
+		sc.args.Write(llm.ArgumentText(raw))
 	default:
 		// A whole JSON value in one delta (servers that send objects).
 		sc.args.Reset()

@@ -33,11 +33,7 @@ func TestRecordedServers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var pairs []llmtest.Pair
-			for _, p := range tt.pairs {
-				pairs = append(pairs, llmtest.Load(t, "probe/"+p))
-			}
-			s := llmtest.Serve(t, pairs...)
+			s := llmtest.ServeFiles(t, "probe", tt.pairs...)
 			got, err := Probe(context.Background(), Options{BaseURL: s.URL + "/v1", Model: tt.model})
 			if err != nil {
 				t.Fatal(err)

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
@@ -21,12 +20,8 @@ func config(t *testing.T, src string) llm.Config {
 	var v struct {
 		LLM llm.Config `toml:"llm"`
 	}
-	md, err := toml.Decode(src, &v)
-	if err != nil {
+	if err := tomlconf.Decode(src, &v); err != nil {
 		t.Fatal(err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		t.Fatalf("undecoded: %v", und)
 	}
 	return v.LLM
 }

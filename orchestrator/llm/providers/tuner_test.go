@@ -1,7 +1,6 @@
 package providers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,24 +17,6 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 )
-
-// syncBuffer is a log sink safe for the chain's background goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fakeOllama serves the recorded probe answers of an Ollama model without
 // tool support and answers chats with a Hermes call written as text, then
@@ -84,10 +65,10 @@ func fakeOllama(t *testing.T) (*httptest.Server, func() []map[string]any) {
 // comes from Ollama's default. The warm-up request arrives first.
 func TestProbeChoosesPromptMode(t *testing.T) {
 	s, chats := fakeOllama(t)
-	var logs syncBuffer
+	var logs testenv.Buffer
 	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"gemma2:2b\"\nwarmup = true\n")
 	cfg.BaseURL = s.URL + "/v1"
-	p, err := NewWith(cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{Getenv: env(nil)})
+	p, err := NewWith(cfg, logs.Logger(slog.LevelInfo), Options{Getenv: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +106,10 @@ func TestProbeChoosesPromptMode(t *testing.T) {
 // An explicit setting wins over what the server says.
 func TestExplicitSettingsWin(t *testing.T) {
 	s, chats := fakeOllama(t)
-	var logs syncBuffer
+	var logs testenv.Buffer
 	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"gemma2:2b\"\ntool_mode = \"native\"\ntext_tool_calls = \"off\"\ncontext_tokens = 100000\n")
 	cfg.BaseURL = s.URL + "/v1"
-	p, err := NewWith(cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{Getenv: env(nil)})
+	p, err := NewWith(cfg, logs.Logger(slog.LevelInfo), Options{Getenv: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

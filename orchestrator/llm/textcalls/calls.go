@@ -74,28 +74,11 @@ func (p *parser) callsOf(raw []byte, strict bool) ([]Call, bool) {
 	c := Call{Name: name}
 	for _, k := range argKeys {
 		if a, ok := m[k]; ok {
-			c.Arguments = argumentText(a)
+			c.Arguments = llm.ArgumentText(a)
 			break
 		}
 	}
 	return []Call{c}, true
-}
-
-// argumentText is the argument text of a JSON value: the contents of a
-// string (arguments encoded as a JSON string, as the OpenAI API does), else
-// the JSON itself; null means none.
-func argumentText(raw json.RawMessage) []byte {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return []byte(s)
-		}
-	}
-	return raw
 }
 
 // Recover returns resp with the tool calls written in its text turned into

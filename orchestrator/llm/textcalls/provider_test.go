@@ -11,15 +11,8 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/openai"
 )
 
-var tools = []llm.ToolDef{
-	{Name: "pi-1__read_file", Description: "Read a file", Parameters: map[string]any{
-		"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}},
-	{Name: "pi-1__sysinfo", Description: "Report CPU temperature and load", Parameters: map[string]any{
-		"type": "object", "properties": map[string]any{"verbose": map[string]any{"type": "boolean"}}}},
-}
-
 func request() llm.Request {
-	return llm.Request{Model: "local", Tools: tools, Messages: []llm.Message{{Role: llm.RoleUser, Content: "How is pi-1?"}}}
+	return llm.Request{Model: "local", Tools: llmtest.Tools(), Messages: []llm.Message{{Role: llm.RoleUser, Content: "How is pi-1?"}}}
 }
 
 // serve answers with one recorded pair through the OpenAI provider wrapped

@@ -2,11 +2,14 @@ package httpc
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 // Codec is what differs between providers in one exchange.
@@ -21,12 +24,21 @@ type Codec struct {
 
 // Exchange sends call and turns the answer into a response: whole with
 // Parse, or, when stream is set, with ReadStream while the server never
-// stays silent longer than idle (a stall is a timeout error). A server that
-// ignores stream and answers in one JSON piece is parsed whole. The
-// response gets its latency, provider and model (the call's when the
-// answer names none).
+// stays silent longer than idle (a stall is a timeout error). It asks for
+// JSON or an event stream accordingly; a server that ignores stream and
+// answers in one JSON piece is parsed whole. The response gets its latency,
+// provider and model (the call's when the answer names none).
 func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, codec Codec) (llm.Response, error) {
-	start := c.Now()
+	start := c.now()
+	if c.Header.Get("Accept") == "" {
+		if c.Header == nil {
+			c.Header = http.Header{}
+		}
+		c.Header.Set("Accept", "application/json")
+		if stream {
+			c.Header.Set("Accept", "text/event-stream")
+		}
+	}
 	var resp llm.Response
 	var err error
 	if stream {
@@ -37,7 +49,7 @@ func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, co
 	if err != nil {
 		return llm.Response{}, err
 	}
-	resp.Latency = c.Now().Sub(start)
+	resp.Latency = c.now().Sub(start)
 	resp.Provider = c.Provider
 	resp.Attempts = 1
 	if resp.Model == "" {
@@ -82,4 +94,32 @@ func (c *Call) streamed(ctx context.Context, idle time.Duration, codec Codec) (l
 		return llm.Response{}, c.Errorf(llm.KindTimeout, 0, ErrIdle, "the server sent nothing for %s (idle_timeout)", idle)
 	}
 	return resp, err
+}
+
+// Events reads the events of a streamed answer for a codec's ReadStream.
+type Events struct {
+	ctx  context.Context
+	call *Call
+	r    *sse.Reader
+}
+
+// Events reads the server-sent events of r, a streamed answer to c.
+func (c *Call) Events(ctx context.Context, r io.Reader) *Events {
+	return &Events{ctx: ctx, call: c, r: sse.NewReader(r)}
+}
+
+// Next returns the next event with data; ok is false at the end of the
+// stream. An event over sse.MaxEvent makes a malformed answer, any other
+// read error a transport failure of the call.
+func (e *Events) Next() (ev sse.Event, ok bool, err error) {
+	ev, err = e.r.Next()
+	switch {
+	case err == nil:
+		return ev, true, nil
+	case errors.Is(err, io.EOF):
+		return sse.Event{}, false, nil
+	case errors.Is(err, sse.ErrTooLong):
+		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
+	}
+	return sse.Event{}, false, e.call.Transport(e.ctx, err)
 }

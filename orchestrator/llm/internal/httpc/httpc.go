@@ -31,11 +31,22 @@ type Call struct {
 	Provider string // for errors: "openai", "anthropic"
 	Model    string
 	URL      string
-	Header   http.Header
-	Body     any // marshalled as JSON
-	Client   *http.Client
-	// Now is the clock for Retry-After dates; nil means time.Now.
+	// Header is sent with the call; Exchange adds the Accept header of the
+	// answer it reads unless Header has one.
+	Header http.Header
+	Body   any // marshalled as JSON
+	// Client sends the call; nil means http.DefaultClient.
+	Client *http.Client
+	// Now is the clock for latency and Retry-After dates; nil means
+	// time.Now.
 	Now func() time.Time
+}
+
+func (c *Call) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
 }
 
 // Errorf builds an *llm.Error of this call.
@@ -83,11 +94,7 @@ func (c *Call) Post(ctx context.Context, errMsg func([]byte) string) (*http.Resp
 		msg = "reading error body: " + rerr.Error()
 	}
 	e := c.Errorf(llm.KindForStatus(resp.StatusCode), resp.StatusCode, nil, "%s", llm.Excerpt(msg, llm.MaxErrorExcerpt))
-	now := time.Now
-	if c.Now != nil {
-		now = c.Now
-	}
-	e.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), now())
+	e.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), c.now())
 	return nil, e
 }
 

@@ -7,9 +7,11 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -81,5 +83,24 @@ func TestIdleBodyFires(t *testing.T) {
 	_, err := io.ReadAll(body)
 	if !errors.Is(err, ErrIdle) || !body.Fired() {
 		t.Fatalf("err = %v fired %v", err, body.Fired())
+	}
+}
+
+func TestEventsClassifiesReadErrors(t *testing.T) {
+	c := &Call{Provider: "openai", Model: "m"}
+	ev := c.Events(context.Background(), strings.NewReader("data: a\n\n"))
+	if e, ok, err := ev.Next(); !ok || err != nil || string(e.Data) != "a" {
+		t.Fatalf("first event: %q %v %v", e.Data, ok, err)
+	}
+	if _, ok, err := ev.Next(); ok || err != nil {
+		t.Fatalf("end of stream: ok %v err %v, want neither", ok, err)
+	}
+	long := "data: " + strings.Repeat("x", sse.MaxEvent+1) + "\n\n"
+	if _, _, err := c.Events(context.Background(), strings.NewReader(long)).Next(); llm.KindOf(err) != llm.KindMalformed {
+		t.Fatalf("event too long: %v, want malformed", err)
+	}
+	broken := io.MultiReader(strings.NewReader("data: a"), iotest.ErrReader(errors.New("connection reset by peer")))
+	if _, _, err := c.Events(context.Background(), broken).Next(); llm.KindOf(err) != llm.KindNetwork {
+		t.Fatalf("read error: %v, want network", err)
 	}
 }

@@ -1,6 +1,9 @@
 // Package llmtest serves recorded request/response pairs (testdata/llm/) on
 // a loopback httptest server and asserts that the requests the providers
-// send match the recorded ones.
+// send match the recorded ones. It also holds what the providers' tests
+// share: the tools the recordings offer, the check of a typed failure, the
+// Contract every HTTP provider passes when the server stalls or is gone, and
+// the seeds and invariants of their parsers' fuzz targets.
 //
 // A pair file is JSON:
 //

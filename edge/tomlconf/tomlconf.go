@@ -1,0 +1,54 @@
+// Package tomlconf reads the TOML configuration files of evoclaw's
+// programs (agent.toml, evoclaw.toml) the one way they are all read: a key
+// the program does not know is an error, not silently ignored, and a
+// relative path in the file is relative to the file's directory, so that a
+// relative --config does not leave it relative to the working directory.
+package tomlconf
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DecodeFile decodes the TOML file at path into v and returns the absolute
+// directory of the file, for Resolve. A key that v has no field for is an
+// error naming every such key.
+func DecodeFile(path string, v any) (dir string, err error) {
+	if err := strict(toml.DecodeFile(path, v)); err != nil {
+		return "", err
+	}
+	return filepath.Abs(filepath.Dir(path))
+}
+
+// Decode decodes the TOML text src into v as DecodeFile does a file: a key
+// that v has no field for is an error.
+func Decode(src string, v any) error {
+	return strict(toml.Decode(src, v))
+}
+
+// strict turns the keys a decode left unused into an error naming them.
+func strict(md toml.MetaData, err error) error {
+	if err != nil {
+		return err
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("unknown keys: %s", strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+// Resolve returns p joined to dir when p is relative, and an empty or
+// absolute p unchanged.
+func Resolve(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
