@@ -139,6 +139,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := trail.Start(ctx); err != nil {
 		return fmt.Errorf("start edge audit trail: %w", err)
 	}
+	if err := a.auditInterrupted(ctx); err != nil {
+		return fmt.Errorf("audit runs cut by the last stop: %w", err)
+	}
 	// Deferred before the workers start, so the sessions close only after
 	// Run has waited for every worker.
 	a.box.Connect(ctx)
