@@ -7,8 +7,10 @@
 //
 // Commands arrive at least once (MQTT QoS 1). A tool command's request_id is
 // recorded durably before the tool runs; a redelivered command gets the
-// stored report again, and a command that was running when the agent died is
-// answered with an "interrupted" error instead of running twice.
+// stored report again. A run the agent's death cut is audited as
+// "interrupted" when the agent starts again, before it takes commands
+// (edge/interrupted.go), and a redelivery of its command gets that error
+// instead of running twice.
 //
 // # Concurrency
 //
