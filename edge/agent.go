@@ -7,8 +7,10 @@
 //
 // Commands arrive at least once (MQTT QoS 1). A tool command's request_id is
 // recorded durably before the tool runs; a redelivered command gets the
-// stored report again, and a command that was running when the agent died is
-// answered with an "interrupted" error instead of running twice.
+// stored report again. A run the agent's death cut is audited as
+// "interrupted" when the agent starts again, before it takes commands
+// (edge/interrupted.go), and a redelivery of its command gets that error
+// instead of running twice.
 //
 // # Concurrency
 //
@@ -138,6 +140,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err := trail.Start(ctx); err != nil {
 		return fmt.Errorf("start edge audit trail: %w", err)
+	}
+	if err := a.auditInterrupted(ctx); err != nil {
+		return fmt.Errorf("audit runs cut by the last stop: %w", err)
 	}
 	// Deferred before the workers start, so the sessions close only after
 	// Run has waited for every worker.

@@ -90,7 +90,8 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 		return
 	}
 	defer release()
-	switch a.begin(ctx, cmd.RequestID) {
+	params, _ := json.Marshal(p) // a struct of plain fields always marshals
+	switch a.begin(ctx, cmd.RequestID, persistence.Run{Tool: wire.CmdPrompt, Params: params}) {
 	case beginAnswered:
 		return
 	case beginInterrupted:

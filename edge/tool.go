@@ -13,6 +13,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/proc"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
@@ -46,8 +47,8 @@ const (
 
 // begin records requestID as started in the durable request log, which
 // makes a command run at most once across redeliveries and restarts.
-func (a *Agent) begin(ctx context.Context, requestID string) int {
-	state, stored, err := a.store.BeginRequest(ctx, requestID)
+func (a *Agent) begin(ctx context.Context, requestID string, run persistence.Run) int {
+	state, stored, err := a.store.BeginRun(ctx, requestID, run)
 	if err != nil {
 		a.failed.Add(1)
 		a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
@@ -86,7 +87,7 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 		a.finishTool(ctx, cmd, "", "", nil, skills.Failed(wire.ErrInvalidParams, err.Error()), false)
 		return
 	}
-	switch a.begin(ctx, cmd.RequestID) {
+	switch a.begin(ctx, cmd.RequestID, persistence.Run{Tool: p.Tool, Params: p.Parameters, ConversationID: p.ConversationID}) {
 	case beginAnswered:
 		return
 	case beginInterrupted:
@@ -98,7 +99,7 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 
 	// Streaming only watches: the result below is the same with or without.
 	s := a.startStream(cmd.RequestID, p.StreamOutput)
-	out := a.runTool(s.context(ctx), p)
+	out := a.runTool(proc.WithOnStart(s.context(ctx), a.noteProcess(ctx, cmd.RequestID)), p)
 	s.finish()
 	if out.Succeeded() {
 		a.succeeded.Add(1)

@@ -2,7 +2,9 @@ package persistence
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // RequestState is where a request_id stands in a RequestLog. The zero value
@@ -44,4 +46,40 @@ type RequestLog interface {
 	// FinishRequest marks requestID as done and stores report, the reply
 	// bytes to send again if the request is repeated.
 	FinishRequest(ctx context.Context, requestID string, report []byte) error
+}
+
+// Run is what an edge agent records of a tool request when it begins it:
+// enough to audit the request should the agent die before it ends.
+type Run struct {
+	// Tool is the tool called; empty when not known.
+	Tool string
+	// Params are its arguments as JSON; empty means none.
+	Params json.RawMessage
+	// ConversationID is the conversation of the call; may be empty.
+	ConversationID string
+}
+
+// RunProcess identifies the process group a request's tool runs in, so
+// that an agent started after a crash can tell whether what it finds under
+// that id is still the same group.
+type RunProcess struct {
+	// Pgid is the id of the group: the pid of the tool's first process.
+	Pgid int
+	// StartTicks is when that first process started, in clock ticks since
+	// boot (field 22 of /proc/{pid}/stat).
+	StartTicks uint64
+	// BootID is the kernel's boot id at the time; a group of another boot
+	// is long gone.
+	BootID string
+}
+
+// InterruptedRun is a request an agent began and never finished.
+type InterruptedRun struct {
+	RequestID string
+	Run
+	// Started is when the request was begun.
+	Started time.Time
+	// Process is the group its tool ran in; nil when none was recorded (no
+	// process started, or an agent older than this record wrote the row).
+	Process *RunProcess
 }

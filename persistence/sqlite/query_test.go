@@ -25,7 +25,7 @@ var writeStatements = []struct {
 	{"insert", `INSERT INTO tool_calls (record_id, ts, ts_ms, node, side, tool, status, elapsed_ms, result_bytes)
 		VALUES ('x', '2025-01-01T00:00:00Z', 0, 'n', 'edge', 't', 'success', 0, 0)`},
 	{"insert returning", `INSERT INTO request_log (request_id, state, started_ms) VALUES ('r', 'running', 0) RETURNING request_id`},
-	{"replace", `REPLACE INTO request_log VALUES ('r', 'done', NULL, 1, 1)`},
+	{"replace", `REPLACE INTO request_log (request_id, state, started_ms) VALUES ('r', 'done', 1)`},
 	{"update", `UPDATE tool_calls SET tool = 'forged'`},
 	{"delete", `DELETE FROM tool_calls`},
 	{"cte delete", `WITH old AS (SELECT id FROM tool_calls) DELETE FROM tool_calls WHERE id IN old`},

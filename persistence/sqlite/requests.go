@@ -20,6 +20,11 @@ const (
 // the stored report when it finished. Like every write it goes through the
 // writer and returns after the commit.
 func (s *Store) BeginRequest(ctx context.Context, requestID string) (persistence.RequestState, []byte, error) {
+	return s.beginRequest(ctx, requestID, persistence.Run{})
+}
+
+// beginRequest is BeginRequest and BeginRun.
+func (s *Store) beginRequest(ctx context.Context, requestID string, run persistence.Run) (persistence.RequestState, []byte, error) {
 	if requestID == "" {
 		return 0, nil, fmt.Errorf("begin request: %w", errEmptyRequestID)
 	}
@@ -28,11 +33,21 @@ func (s *Store) BeginRequest(ctx context.Context, requestID string) (persistence
 		report []byte
 	)
 	now := time.Now().UnixMilli()
+	var params, tool, conv any // NULL when not known
+	if len(run.Params) > 0 {
+		params = string(run.Params)
+	}
+	if run.Tool != "" {
+		tool = run.Tool
+	}
+	if run.ConversationID != "" {
+		conv = run.ConversationID
+	}
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		state, report = 0, nil
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO request_log (request_id, state, started_ms) VALUES (?, ?, ?)
-			 ON CONFLICT (request_id) DO NOTHING`, requestID, stateRunning, now)
+			`INSERT INTO request_log (request_id, state, started_ms, tool, params, conversation_id) VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (request_id) DO NOTHING`, requestID, stateRunning, now, tool, params, conv)
 		if err != nil {
 			return fmt.Errorf("insert request: %w", err)
 		}

@@ -153,6 +153,16 @@ var migrations = []string{
 		hash TEXT NOT NULL,
 		mac TEXT NOT NULL
 	);`,
+	// v6: what an edge agent knows of a request while it runs (its tool,
+	// parameters and conversation, and the process group its tool runs
+	// in), so that an agent started after a crash can audit the run it cut
+	// and kill what is left of it (see interrupted.go).
+	`ALTER TABLE request_log ADD COLUMN tool TEXT;
+	ALTER TABLE request_log ADD COLUMN params TEXT;
+	ALTER TABLE request_log ADD COLUMN conversation_id TEXT;
+	ALTER TABLE request_log ADD COLUMN pgid INTEGER;
+	ALTER TABLE request_log ADD COLUMN pgid_start INTEGER;
+	ALTER TABLE request_log ADD COLUMN boot_id TEXT;`,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,

@@ -150,8 +150,8 @@ func TestMigrateFromEmptyFile(t *testing.T) {
 			t.Errorf("index %s missing", idx)
 		}
 	}
-	if n := queryOne(t, path, "SELECT count(*) FROM pragma_table_info('request_log')"); n != int64(5) {
-		t.Errorf("request_log has %v columns, want 5", n)
+	if n := queryOne(t, path, "SELECT count(*) FROM pragma_table_info('request_log')"); n != int64(11) {
+		t.Errorf("request_log has %v columns, want 11", n)
 	}
 }
 

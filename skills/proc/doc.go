@@ -13,6 +13,16 @@
 // not killed; if it still holds the output pipes, Run closes them after
 // [Spec.WaitDelay] and returns.
 //
+// # Death of the agent
+//
+// On Linux every child gets SIGKILL when the process that ran Run dies,
+// however it dies: it is started with the parent-death signal, from one OS
+// thread that lives as long as the process (the signal follows the thread
+// that forked, and Go retires threads). What the child started in its
+// group is not reached; [Group.KillLeftovers] kills it from the next start
+// of the agent, which finds the group through [GroupOf] recorded at start
+// (see [WithOnStart]).
+//
 // # Output
 //
 // Stdout and stderr are each kept up to [Spec.MaxOutput] bytes. The rest is

@@ -105,7 +105,7 @@ func start(s Spec) (*child, error) {
 	}
 
 	c.started = time.Now()
-	err = cmd.Start()
+	err = startTied(cmd)
 	closeAll(inChild)
 	if err != nil {
 		closeAll(parent)
@@ -134,6 +134,9 @@ func (c *child) wait(ctx context.Context, s Spec) (Result, error) {
 
 	reaped := make(chan error, 1)
 	go func() { reaped <- c.cmd.Wait() }() // always received below
+	if f := onStart(ctx); f != nil {
+		f(pgid)
+	}
 
 	timer := time.NewTimer(s.Timeout)
 	defer timer.Stop()

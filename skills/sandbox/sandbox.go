@@ -18,7 +18,9 @@
 // The sandbox process stays in the caller's process group, so killing the
 // group at a timeout kills the sandbox; the command inside lives in the
 // sandbox's pid namespace, which ends with it (bubblewrap:
-// --die-with-parent).
+// --die-with-parent). When the agent dies, the parent-death signal
+// skills/proc gives every child ends the sandbox process, and with it the
+// namespace (firejail's sandbox process dies with firejail the same way).
 package sandbox
 
 import (

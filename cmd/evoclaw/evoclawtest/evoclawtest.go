@@ -41,8 +41,14 @@ func Binary(t testing.TB) string {
 // Main runs the tests and removes the built binary; call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the built binary; call it after m.Run in a TestMain
+// that does more than Main.
+func Cleanup() {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
-	os.Exit(code)
 }
