@@ -153,6 +153,12 @@ var migrations = []string{
 		hash TEXT NOT NULL,
 		mac TEXT NOT NULL
 	);`,
+	// v6: reserved for tool_calls.agent_elapsed_ms, which another branch
+	// adds; a no-op here so that v7 keeps its number when both merge (the
+	// merge replaces this line with that migration).
+	`SELECT 1;`,
+	// v7: scheduled jobs, their runs, and pending approvals (schema_v7.go).
+	migrationV7,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,
