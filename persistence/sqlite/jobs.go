@@ -255,7 +255,7 @@ func (s *Store) JobRuns(ctx context.Context, jobID string, limit int) ([]persist
 		q += ` WHERE job_id = ?`
 		args = append(args, jobID)
 	}
-	q += ` ORDER BY scheduled_ms DESC, agent_id LIMIT ?`
+	q += ` ORDER BY scheduled_ms DESC, agent_id DESC, id DESC LIMIT ?`
 	return s.scanRuns(ctx, q, append(args, limit)...)
 }
 
