@@ -115,11 +115,15 @@ func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
 }
 
 // Pause stops a job from running until Resume. A running run goes on.
-func (s *Scheduler) Pause(ctx context.Context, id, by string) error { return s.setPaused(ctx, id, true, by) }
+func (s *Scheduler) Pause(ctx context.Context, id, by string) error {
+	return s.setPaused(ctx, id, true, by)
+}
 
 // Resume schedules a paused job again from now: the instants that passed
 // while it was paused are neither run nor recorded as missed.
-func (s *Scheduler) Resume(ctx context.Context, id, by string) error { return s.setPaused(ctx, id, false, by) }
+func (s *Scheduler) Resume(ctx context.Context, id, by string) error {
+	return s.setPaused(ctx, id, false, by)
+}
 
 func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by string) error {
 	s.opMu.Lock()

@@ -246,7 +246,7 @@ func TestClockJumps(t *testing.T) {
 	want = append(want, "03-02T12:00  succeeded catch_up")
 	equal(t, "after the forward jump", h.outcomes("hourly"), want)
 
-	h.tick(t6.Add(3 * time.Hour))              // set back
+	h.tick(t6.Add(3 * time.Hour))               // set back
 	h.tick(t6.Add(3*time.Hour + 2*time.Minute)) // 09:00 again: decided already
 	h.tick(t6.Add(6*time.Hour + 30*time.Minute))
 	equal(t, "after the backward jump", h.outcomes("hourly"), want)
