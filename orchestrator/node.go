@@ -234,7 +234,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
 		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
 		Toolbox: n.toolbox, Approvals: gate,
-		Node:    cfg.NodeID, System: cfg.LLM.SystemPrompt,
+		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt,
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
 		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
 		// [llm] timeout bounds one attempt inside the provider chain; a
