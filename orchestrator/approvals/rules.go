@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -42,8 +43,9 @@ type Rule struct {
 	// Permissions match the node's own tools that declare any of them in
 	// skill.toml; the wire does not carry an agent tool's permissions.
 	Permissions []string `toml:"permissions" json:"permissions,omitempty"`
-	// Args maps a parameter name to a path.Match pattern on its value (a
-	// string as it is, anything else as JSON text); every entry must match.
+	// Args maps a parameter name to a glob on its value (a string as it
+	// is, anything else as JSON text): '*' matches any text, '/' included,
+	// '?' one character. Every entry must match.
 	Args map[string]string `toml:"args" json:"args,omitempty"`
 }
 
@@ -57,9 +59,9 @@ func (r Rule) validate() error {
 			return fmt.Errorf("pattern %q: %v", p, err)
 		}
 	}
-	for k, p := range r.Args {
-		if _, err := path.Match(p, ""); err != nil || k == "" {
-			return fmt.Errorf("args.%s = %q: bad pattern", k, p)
+	for k := range r.Args {
+		if k == "" {
+			return errors.New("args: empty parameter name")
 		}
 	}
 	return nil
@@ -125,7 +127,7 @@ func (r Rule) matches(c call) bool {
 			b, _ := json.Marshal(v)
 			s = string(b)
 		}
-		if m, _ := path.Match(p, s); !m {
+		if !glob(p, s) {
 			return false
 		}
 	}
@@ -220,4 +222,24 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// glob reports whether s matches pattern, where '*' is any text (slashes
+// included: arguments are paths and command lines) and '?' one character.
+func glob(pattern, s string) bool {
+	var b strings.Builder
+	b.WriteString("(?s)^")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	return err == nil && re.MatchString(s)
 }
