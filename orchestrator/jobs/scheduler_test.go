@@ -287,6 +287,14 @@ func TestAgentOffline(t *testing.T) {
 			t.Fatalf("reason %q", r.Error)
 		}
 	}
+	rep, _ := sqlite.ReportByName("job-runs")
+	res, err := sqlite.QueryReadOnly(context.Background(), h.path, rep.Query, "morning")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows); got != `[[2026-03-02 pi-1 succeeded 1 ] [2026-03-02 pi-2 failed 0 edge agent "pi-2" is offline]]` {
+		t.Fatalf("job-runs report: %s", got)
+	}
 	started := h.started()
 	if len(started) != 1 || started[0].AgentID != "pi-1" || started[0].Tools[0] != "pi-1__read_temp" {
 		t.Fatalf("conversations: %+v", started)
