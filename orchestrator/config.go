@@ -283,7 +283,7 @@ func (c *Config) Validate() error {
 	if err := c.Approvals.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Approvals.Timeout.Duration >= c.Loop.ChatTimeout.Duration {
+	if len(c.Approvals.Rules) > 0 && c.Approvals.Timeout.Duration >= c.Loop.ChatTimeout.Duration {
 		// The chat would give up first: every approval would end canceled.
 		errs = append(errs, fmt.Errorf("approvals.timeout %s must be shorter than loop.chat_timeout %s",
 			c.Approvals.Timeout.Duration, c.Loop.ChatTimeout.Duration))
