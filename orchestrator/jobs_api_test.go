@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,21 @@ func FuzzDecodeDecision(f *testing.F) {
 			t.Fatalf("accepted %q", b)
 		}
 	})
+}
+
+// With [scheduler] model_tool the model creates a job with schedule_task;
+// it is listed with source "model".
+func TestScheduleTaskTool(t *testing.T) {
+	p := mustScript(t, `{"name":"m","turns":[
+	 {"content":"","tool_calls":[{"id":"c1","name":"schedule_task","arguments":{"id":"water","schedule":"0 7 * * *","prompt":"water the plants"}}]},
+	 {"content":"R={{result c1}}"}]}`)
+	node, _, _ := startAPI(t, func(c *Config) { c.Scheduler.ModelTool = true }, Options{Provider: p})
+	ans, err := node.Chat(t.Context(), "m", "water the plants every morning")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := node.sched.Get("water")
+	if err != nil || in.Source != jobs.SourceModel || !strings.Contains(ans.Text, `scheduled "water"`) {
+		t.Fatalf("answer %q, job %+v, %v", ans.Text, in, err)
+	}
 }
