@@ -13,6 +13,7 @@ require (
 	github.com/peterh/liner v1.2.3
 	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.17.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/tursodatabase/libsql-client-go v0.0.0-20260528064733-9d5d30a29a60
 	github.com/twmb/murmur3 v1.1.8
 	golang.org/x/crypto v0.58.0

@@ -51,6 +51,11 @@ type turn struct {
 	started   []time.Time
 	batchAt   time.Time
 	specs     map[string]*callSpec // by child actor id
+	// approvals cancel the calls of this turn that wait for approval, by
+	// call index.
+	approvals map[int]context.CancelFunc
+	// toolbox is the chat's toolbox: Chat.Toolbox or ConvOptions.Toolbox.
+	toolbox Toolbox
 }
 
 // plannedCall is one tool call of the current turn: either a spec to run or a
@@ -115,6 +120,8 @@ func (c *conversation) Receive(ctx actor.Context) {
 		c.onLLM(ctx, m)
 	case *callDone:
 		c.onCall(ctx, m)
+	case *approvalDone:
+		c.onApproval(ctx, m)
 	case *finished:
 		c.onFinished(ctx, m)
 	case *actor.Terminated:
@@ -124,6 +131,7 @@ func (c *conversation) Receive(ctx actor.Context) {
 			if c.cur.cancel != nil {
 				c.cur.cancel()
 			}
+			c.cur.cancelApprovals()
 			if c.cur.sender != nil {
 				ctx.Send(c.cur.sender, &Answer{ConversationID: c.id, Err: ErrStopped})
 			}
@@ -194,7 +202,10 @@ func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
 		system = c.o.System
 	}
 	c.cur = &turn{chat: m, sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{},
-		progress: m.Progress, m: loop.New(c.o.rules())}
+		progress: m.Progress, m: loop.New(c.o.rules()), toolbox: c.o.Toolbox}
+	if m.Toolbox != nil {
+		c.cur.toolbox = m.Toolbox
+	}
 	c.add(m.Seed...)
 	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
 	c.apply(ctx, c.cur.m.Start())
@@ -276,7 +287,20 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 		c.immediate(ctx, i, call, p.agentID, *p.immediate)
 		return
 	}
-	s := p.spec
+	if c.o.Approvals != nil {
+		// The gate sees every call that would run, whichever toolbox
+		// resolved it: the node's tools, agent tools, edge_call.
+		if why := c.o.Approvals.Gate(p.spec.target, call.Name); why != "" {
+			c.awaitApproval(ctx, i, call, p.spec, why)
+			return
+		}
+	}
+	c.spawn(ctx, i, call, p.spec)
+}
+
+// spawn starts the tool-call actor of call i.
+func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *callSpec) {
+	t := c.cur
 	s.index, s.gen, s.progress = i, t.gen, t.progress
 	s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
@@ -290,7 +314,7 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 
 // prepare resolves one call and checks its arguments.
 func (c *conversation) prepare(call llm.ToolCall) plannedCall {
-	target, bad := c.o.Toolbox.Resolve(call)
+	target, bad := c.cur.toolbox.Resolve(call)
 	if bad != nil {
 		return plannedCall{immediate: bad, agentID: target.AgentID}
 	}
@@ -418,6 +442,7 @@ func (c *conversation) onCancel(ctx actor.Context, m *Cancel) {
 		ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 	}
 	t.specs = map[string]*callSpec{}
+	t.cancelApprovals()
 	c.apply(ctx, t.m.Cancel())
 }
 
@@ -428,6 +453,7 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 	if t.cancel != nil {
 		t.cancel()
 	}
+	t.cancelApprovals()
 	t.gen = -1 // results still on their way belong to no turn
 	c.seq++    // and neither does an LLM answer
 	ans := &Answer{ConversationID: c.id, Text: f.Text, Err: f.Err, Iterations: t.m.Iterations(), ToolCalls: t.m.ToolCalls(),

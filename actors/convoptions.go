@@ -80,7 +80,10 @@ type ConvOptions struct {
 	// Toolbox offers tools and resolves calls; nil means an EdgeToolbox
 	// over Edges in ToolsDirect mode.
 	Toolbox Toolbox
-	Audit   AuditLog
+	// Approvals, when set, gates every tool call: a call it names waits
+	// for a person's decision before it runs (approval.go).
+	Approvals Approver
+	Audit     AuditLog
 	// History, when set, stores every step of every conversation and
 	// reloads it when a conversation actor starts again.
 	History HistoryStore

@@ -53,7 +53,7 @@ func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 			run := l.Run
 			name := d.Name
 			return Target{Tool: name, Category: Category(d.Evoclaw.Metadata["category"], name), OwnTimeoutMS: d.Evoclaw.TimeoutMS,
-				Schema: d.Parameters, Args: call.Arguments,
+				Schema: d.Parameters, Args: call.Arguments, Permissions: d.Evoclaw.Permissions,
 				Local: func(ctx context.Context, args json.RawMessage) skills.Output {
 					// The loop's context carries the call's timeout.
 					return run(ctx, name, args, 0)

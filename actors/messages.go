@@ -82,6 +82,9 @@ type Chat struct {
 	Seed []llm.Message
 	// Progress, when set, receives the chat's steps as they happen.
 	Progress ProgressFunc
+	// Toolbox, when set, replaces ConvOptions.Toolbox for this chat (a
+	// scheduled job's Filter). The approval gate applies all the same.
+	Toolbox Toolbox
 }
 
 // Cancel abandons the chat a conversation is answering: its sender gets an
@@ -144,6 +147,12 @@ type (
 	}
 	finished struct {
 		ans *Answer
+	}
+	// approvalDone is the decision on a call that waited for approval.
+	approvalDone struct {
+		gen      int
+		index    int
+		decision ApprovalDecision
 	}
 	callTimeout   struct{}
 	callRedeliver struct{}

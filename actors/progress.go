@@ -18,6 +18,10 @@ const (
 	ProgressToolOutput = "tool_output"
 	// ProgressToolEnd: a tool call ended (Status, ErrorType, ElapsedMS).
 	ProgressToolEnd = "tool_end"
+	// ProgressApprovalWait: a tool call (between its ProgressToolStart and
+	// ProgressToolEnd) waits for a person's approval (ApprovalID, Error
+	// says why it is gated).
+	ProgressApprovalWait = "approval_wait"
 )
 
 // MaxProgressArgs bounds Progress.Args; ProgressResultExcerpt bounds the
@@ -57,6 +61,9 @@ type Progress struct {
 	// the text of one.
 	Seq    int64  `json:"seq,omitempty"`
 	Output string `json:"output,omitempty"`
+	// ApprovalID names the pending approval of a ProgressApprovalWait
+	// (POST /v1/approvals/{id}/approve).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // ProgressFunc receives the Progress events of one chat. It is called from

@@ -32,6 +32,9 @@ type Target struct {
 	Prompt *wire.PromptPayload
 	// Local, when set, runs the tool in this process instead of sending it.
 	Local func(ctx context.Context, args json.RawMessage) skills.Output
+	// Permissions are the permissions a local tool declares (skill.toml);
+	// the wire does not carry an agent tool's.
+	Permissions []string
 }
 
 // Toolbox is what a conversation offers the model and how it resolves the

@@ -11,6 +11,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/approvals"
+	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
@@ -23,6 +25,7 @@ const (
 	DefaultDataDir      = "evoclaw-data"
 	DefaultBrokerListen = "127.0.0.1:1883"
 	DefaultChatTimeout  = 10 * time.Minute
+	DefaultAgentWait    = 30 * time.Second
 )
 
 // Config is a node's configuration, read from evoclaw.toml. The zero value
@@ -52,6 +55,24 @@ type Config struct {
 	Skills  SkillsConf      `toml:"skills"`
 	Builtin toolbox.Builtin `toml:"builtin"`
 	Tools   ToolsConf       `toml:"tools"`
+	// Jobs are the scheduled tasks declared in the file ([[jobs]]).
+	Jobs []jobs.Spec `toml:"jobs"`
+	// Scheduler tunes the scheduler of jobs.
+	Scheduler SchedulerConf `toml:"scheduler"`
+	// Approvals names the tool calls that wait for a person's decision.
+	Approvals approvals.Config `toml:"approvals"`
+}
+
+// SchedulerConf is the [scheduler] section.
+type SchedulerConf struct {
+	// ModelTool offers the model a schedule_task tool that creates jobs
+	// (source "model"). Off by default: a job runs later, unattended.
+	ModelTool bool `toml:"model_tool"`
+	// MaxRunning bounds job runs at once (default jobs.DefaultMaxRunning).
+	MaxRunning int `toml:"max_running"`
+	// AgentWait is how long a run waits for its agent to come online
+	// before it fails (default 30s): after a restart, agents reconnect.
+	AgentWait Duration `toml:"agent_wait"`
 }
 
 // BrokerConf selects the embedded broker or an external one.
@@ -218,6 +239,30 @@ func (c *Config) Validate() error {
 	}
 	if c.Loop.ChatTimeout.Duration <= 0 {
 		c.Loop.ChatTimeout.Duration = DefaultChatTimeout
+	}
+	ids := map[string]bool{}
+	for i, j := range c.Jobs {
+		if _, err := jobs.Compile(j); err != nil {
+			errs = append(errs, fmt.Errorf("jobs[%d]: %w", i, err))
+		}
+		if ids[j.ID] {
+			errs = append(errs, fmt.Errorf("jobs[%d]: id %q declared twice", i, j.ID))
+		}
+		ids[j.ID] = true
+	}
+	if c.Scheduler.MaxRunning < 0 || c.Scheduler.AgentWait.Duration < 0 {
+		errs = append(errs, errors.New("scheduler: max_running and agent_wait must not be negative"))
+	}
+	if c.Scheduler.AgentWait.Duration == 0 {
+		c.Scheduler.AgentWait.Duration = DefaultAgentWait
+	}
+	if err := c.Approvals.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(c.Approvals.Rules) > 0 && c.Approvals.Timeout.Duration >= c.Loop.ChatTimeout.Duration {
+		// The chat would give up first: every approval would end canceled.
+		errs = append(errs, fmt.Errorf("approvals.timeout %s must be shorter than loop.chat_timeout %s",
+			c.Approvals.Timeout.Duration, c.Loop.ChatTimeout.Duration))
 	}
 	return errors.Join(errs...)
 }

@@ -22,7 +22,9 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -85,6 +87,15 @@ type Node struct {
 	started time.Time
 	// in bounds what agents' messages cost: rate, stored events, log lines.
 	in *inbound
+	// toolbox is what conversations offer: the node's tools, the
+	// scheduler's tool when enabled, the agents'.
+	toolbox actors.Toolbox
+	// gate holds tool calls that need approval; sched runs the jobs.
+	gate  *approvals.Gate
+	sched *jobs.Scheduler
+	// sweepStop ends the approval sweeper; sweepDone is closed when it
+	// has returned (nil when it never started).
+	sweepStop, sweepDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -199,15 +210,31 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 			return tools.CallJSONTimeout(ctx, name, args, timeoutMS)
 		}}
+	if n.gate, err = approvals.New(cfg.Approvals, approvals.Options{Store: n.store, Node: cfg.NodeID, Now: n.now,
+		Tools: n.agentTools, Publish: n.publishRetained, Logger: log.With("component", "approvals")}); err != nil {
+		return nil, err
+	}
+	if err := n.gate.Open(ctx); err != nil {
+		return nil, err
+	}
+	boxes := actors.Toolboxes{local}
+	if cfg.Scheduler.ModelTool {
+		boxes = append(boxes, n.scheduleTool())
+	}
+	// The node's own tools first; a name no local tool has goes to the agents.
+	n.toolbox = append(boxes, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select})
+	var gate actors.Approver
+	if n.gate.Enabled() {
+		gate = n.gate
+	}
 	rules := map[string]actors.TimeoutRule{}
 	for cat, tc := range cfg.Loop.Timeouts {
 		rules[cat] = actors.TimeoutRule{Default: tc.Default.Duration, Max: tc.Max.Duration}
 	}
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
 		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
-		// The node's own tools first; a name no local tool has goes to the agents.
-		Toolbox: actors.Toolboxes{local, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select}},
-		Node:    cfg.NodeID, System: cfg.LLM.SystemPrompt,
+		Toolbox: n.toolbox, Approvals: gate,
+		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt,
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
 		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
 		// [llm] timeout bounds one attempt inside the provider chain; a
@@ -216,6 +243,10 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := n.startScheduler(ctx); err != nil {
+		return nil, err
+	}
+	n.startSweeper()
 	if cfg.HTTP.enabled() {
 		if err := n.startHTTP(); err != nil {
 			return nil, err
@@ -360,6 +391,9 @@ type ChatInput struct {
 	MaxTokens int
 	// Progress receives the chat's steps as they happen; it must not block.
 	Progress actors.ProgressFunc
+	// Toolbox, when set, replaces the node's toolbox for this chat (a
+	// job's filter of it); the approval gate applies all the same.
+	Toolbox actors.Toolbox
 }
 
 // ErrConversationID is a missing or malformed conversation id.
@@ -389,7 +423,7 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	// Cancels name this chat: a conversation may run another client's chat
 	// while this one waits in its queue.
 	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
-		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress}
+		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox}
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
 	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()
@@ -439,6 +473,13 @@ func (n *Node) Close() error {
 		var errs []error
 		if n.http != nil {
 			errs = append(errs, n.http.close())
+		}
+		if n.sched != nil {
+			n.sched.Stop() // its runs are chats: before the conversations stop
+		}
+		if n.sweepDone != nil {
+			close(n.sweepStop)
+			<-n.sweepDone
 		}
 		if n.system != nil {
 			if n.convs != nil {

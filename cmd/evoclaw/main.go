@@ -26,6 +26,10 @@ usage:
   evoclaw status [--data-dir DIR | --node URL] [--tools] [--json]   the running node: agents, their tools, LLM links, audit tiers, broker clients
                  (chat and status find the node's API and token in DIR, as written by serve; --node URL or $EVOCLAW_NODE,
                  --token-file FILE or $EVOCLAW_TOKEN override)
+  evoclaw jobs list | add ID --schedule "0 6 * * *" --prompt TEXT [--agents a,b] [--tools x,y] [--timeout 10m] [--missed catch_up|skip] [--catch-up-window 1h]
+               | remove ID | pause ID | resume ID | run-now ID | history [ID] [--limit N]   scheduled tasks of the running node
+  evoclaw approvals list [--state pending|all|...] | approve ID | deny ID [--by NAME] [--note TEXT]   tool calls waiting for a person
+                 (jobs and approvals find the node like chat; changes and decisions are recorded --by NAME, default $USER)
   evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
   evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
@@ -87,6 +91,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "logs":
 		err = cmdLogs(ctx, args[1:], stdout, stderr)
+	case "jobs":
+		err = cmdJobs(ctx, args[1:], stdout, stderr)
+	case "approvals":
+		err = cmdApprovals(ctx, args[1:], stdout, stderr)
 	case "metrics":
 		err = cmdMetrics(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -16,8 +16,12 @@ const (
 	// subscribe only to evoclaw/agents/{name}/commands.
 	RoleAgent Role = "agent"
 	// RoleOrchestrator may publish commands to any agent
-	// (evoclaw/agents/{id}/commands) and subscribe to any filter under
-	// evoclaw/agents/, including shared subscriptions ($share/{group}/...).
+	// (evoclaw/agents/{id}/commands) and the queue of pending approvals
+	// (evoclaw/approvals/{id}, retained), and subscribe to any filter under
+	// evoclaw/agents/ or evoclaw/approvals/, including shared
+	// subscriptions ($share/{group}/...). Agents can do neither with
+	// approvals: a forged pending approval or a cleared one would mislead
+	// the people who decide.
 	RoleOrchestrator Role = "orchestrator"
 	// roleAnonymous is a client without credentials on a broker that allows
 	// them (loopback only): it may do anything.
@@ -42,6 +46,9 @@ func (id identity) mayPublish(topic string) bool {
 	case RoleAgent:
 		return topic == wire.ReportsTopic(id.name) || topic == wire.CapabilitiesTopic(id.name) || topic == wire.StatusTopic(id.name)
 	case RoleOrchestrator:
+		if isApprovalTopic(topic) {
+			return true
+		}
 		_, kind, err := wire.ParseTopic(topic)
 		return err == nil && kind == wire.KindCommands
 	}
@@ -58,7 +65,8 @@ func (id identity) mayRead(filter string) bool {
 	case RoleAgent:
 		return filter == wire.CommandsTopic(id.name)
 	case RoleOrchestrator:
-		return underAgents(stripShare(filter))
+		f := stripShare(filter)
+		return underAgents(f) || underApprovals(f)
 	}
 	return false
 }
@@ -80,5 +88,23 @@ func stripShare(filter string) string {
 // evoclaw/agents/: the first two levels must be literal.
 func underAgents(filter string) bool {
 	rest, ok := strings.CutPrefix(filter, wire.TopicPrefix)
+	return ok && rest != ""
+}
+
+// ApprovalsPrefix is the topic level of pending approvals,
+// evoclaw/approvals/{id} (orchestrator/approvals.TopicPrefix).
+const ApprovalsPrefix = "evoclaw/approvals/"
+
+// isApprovalTopic reports whether topic is exactly evoclaw/approvals/{id},
+// with an id of one level and no wildcard.
+func isApprovalTopic(topic string) bool {
+	id, ok := strings.CutPrefix(topic, ApprovalsPrefix)
+	return ok && id != "" && !strings.ContainsAny(id, "/+#")
+}
+
+// underApprovals reports whether every topic filter matches lies under
+// evoclaw/approvals/.
+func underApprovals(filter string) bool {
+	rest, ok := strings.CutPrefix(filter, ApprovalsPrefix)
 	return ok && rest != ""
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -18,6 +19,13 @@ func TestReportsAgreeAcrossTiers(t *testing.T) {
 	srv := sqldtest.Start(t, sqldtest.Options{})
 	warm, path := openWarm(t)
 	fill(t, warm, 12)
+	for i := range 3 { // runs of a scheduled job, as the scheduler records them (the job-runs report)
+		run := fmt.Sprintf(`{"job":"j1","scheduled":"2026-11-%02dT06:00:00Z","outcome":"succeeded"}`, 1+i)
+		if err := warm.RecordEvent(context.Background(), persistence.Event{Node: "n1", AgentID: "edge-1",
+			Kind: persistence.EventJobRun, Detail: []byte(run)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
@@ -28,7 +36,11 @@ func TestReportsAgreeAcrossTiers(t *testing.T) {
 	str := func(rows [][]any) string { return fmt.Sprint(rows) }
 	for _, r := range sqlite.Reports {
 		var args []any
-		if r.Arg != "" {
+		switch r.Arg {
+		case "":
+		case "job":
+			args = append(args, "j1")
+		default:
 			args = append(args, "c1")
 		}
 		w, err := sqlite.QueryReadOnly(context.Background(), path, r.Query, args...)

@@ -42,6 +42,15 @@ ORDER BY total_tokens DESC, conversation`},
 FROM llm_calls
 GROUP BY day, provider, model
 ORDER BY day, provider, model`},
+	{Name: "job-runs", Doc: "did a scheduled job run on every agent, day by day", Arg: "job", Query: `SELECT substr(json_extract(detail, '$.scheduled'), 1, 10) AS day, coalesce(agent_id, '') AS agent,
+  group_concat(json_extract(detail, '$.outcome')) AS outcomes,
+  sum(json_extract(detail, '$.outcome') = 'succeeded') AS succeeded,
+  coalesce(group_concat(CASE WHEN json_extract(detail, '$.outcome') <> 'succeeded'
+    THEN json_extract(detail, '$.error') END, ' | '), '') AS problems
+FROM events
+WHERE kind = 'job_run' AND json_extract(detail, '$.job') = ?1
+GROUP BY day, agent
+ORDER BY day, agent`},
 	{Name: "conversation", Doc: "everything one conversation did, in order", Arg: "conversation_id", Query: `SELECT ts, 'message' AS kind, role AS name,
   coalesce(json_extract(body, '$.content'), '') AS detail, chain_seq
 FROM messages WHERE conversation_id = ?1

@@ -163,6 +163,8 @@ var migrations = []string{
 	ALTER TABLE request_log ADD COLUMN pgid INTEGER;
 	ALTER TABLE request_log ADD COLUMN pgid_start INTEGER;
 	ALTER TABLE request_log ADD COLUMN boot_id TEXT;`,
+	// v7: scheduled jobs, their runs, and pending approvals (schema_v7.go).
+	migrationV7,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,

@@ -1,0 +1,329 @@
+package approvals
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout    = 5 * time.Minute
+	DefaultMaxPending = 64
+	// MaxPendingLimit bounds Config.MaxPending.
+	MaxPendingLimit = 4096
+	// storeTimeout bounds one write of the queue.
+	storeTimeout = 10 * time.Second
+	// publishTimeout bounds one MQTT publish of the queue.
+	publishTimeout = 5 * time.Second
+	// maxParams bounds the arguments kept with an approval, in bytes.
+	maxParams = 4 << 10
+)
+
+// Who decides when no person does.
+const (
+	ByTimeout  = "timeout"
+	ByRestart  = "restart"
+	ByCanceled = "canceled"
+)
+
+// TopicPrefix is where pending approvals are published, retained, one
+// topic per approval (evoclaw/approvals/{id}); a decision clears it.
+const TopicPrefix = "evoclaw/approvals/"
+
+// Errors of the gate.
+var (
+	// ErrNoDecider refuses a decision that names no one.
+	ErrNoDecider = errors.New("a decision must name who decided")
+)
+
+// Config is the [approvals] section of evoclaw.toml. The zero value gates
+// nothing.
+type Config struct {
+	// Timeout is how long a call waits for a decision; then it is denied
+	// (default 5 min). It must be shorter than [loop] chat_timeout.
+	Timeout llm.Duration `toml:"timeout"`
+	// MaxPending bounds the pending approvals (default 64); a call beyond
+	// it is refused at once, not queued.
+	MaxPending int    `toml:"max_pending"`
+	Rules      []Rule `toml:"rules"`
+}
+
+// Validate checks the rules and fills defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	for i, r := range c.Rules {
+		if err := r.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("approvals.rules[%d]: %w", i, err))
+		}
+	}
+	if c.Timeout.Duration < 0 || c.MaxPending < 0 || c.MaxPending > MaxPendingLimit {
+		errs = append(errs, fmt.Errorf("approvals: timeout must not be negative, max_pending between 0 and %d", MaxPendingLimit))
+	}
+	if c.Timeout.Duration == 0 {
+		c.Timeout.Duration = DefaultTimeout
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	return errors.Join(errs...)
+}
+
+// Store is the durable queue (persistence/sqlite).
+type Store interface {
+	CreateApproval(ctx context.Context, a persistence.Approval, maxPending int) error
+	DecideApproval(ctx context.Context, id, state, by, note, node string, at time.Time) (persistence.Approval, error)
+	Approvals(ctx context.Context, state string, limit int) ([]persistence.Approval, error)
+	Approval(ctx context.Context, id string) (persistence.Approval, error)
+}
+
+// Options configure a Gate. Store is required.
+type Options struct {
+	Store Store
+	Node  string
+	// Now is the clock of requests and expiry; nil means time.Now.
+	Now func() time.Time
+	// Tools lists an agent's tools and whether they are listed, for
+	// edge_call queries; nil means no agent has any.
+	Tools func(agentID string) (tools []wire.ToolInfo, listed bool)
+	// Publish, when set, sends a retained MQTT message: the pending
+	// approval as JSON, or an empty payload when it is decided.
+	Publish func(ctx context.Context, topic string, payload []byte) error
+	Logger  *slog.Logger
+}
+
+// Gate is the node's approval gate (actors.Approver).
+type Gate struct {
+	cfg Config
+	o   Options
+	log *slog.Logger
+
+	mu      sync.Mutex // guards waiters
+	waiters map[string]chan actors.ApprovalDecision
+}
+
+var _ actors.Approver = (*Gate)(nil)
+
+// New returns a gate for cfg (validated).
+func New(cfg Config, o Options) (*Gate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Store == nil {
+		return nil, errors.New("new approval gate: a store is required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Gate{cfg: cfg, o: o, log: o.Logger, waiters: map[string]chan actors.ApprovalDecision{}}, nil
+}
+
+// Enabled reports whether any rule gates calls.
+func (g *Gate) Enabled() bool { return len(g.cfg.Rules) > 0 }
+
+// Open denies every approval a previous process left pending (by
+// "restart"): the chat that waited is gone with that process, and running
+// the call later, with nobody waiting for its result, is what approval is
+// there to prevent.
+func (g *Gate) Open(ctx context.Context) error {
+	left, err := g.o.Store.Approvals(ctx, persistence.ApprovalPending, 0)
+	if err != nil {
+		return fmt.Errorf("open approval gate: %w", err)
+	}
+	for _, a := range left {
+		if _, err := g.decide(ctx, a.ID, persistence.ApprovalDenied, ByRestart,
+			"the node restarted while the call waited; its chat ended, so the call was not run"); err != nil {
+			return fmt.Errorf("open approval gate: %w", err)
+		}
+	}
+	return nil
+}
+
+// Gate implements actors.Approver.
+func (g *Gate) Gate(t actors.Target, _ string) string {
+	if len(g.cfg.Rules) == 0 {
+		return ""
+	}
+	var (
+		tools  []wire.ToolInfo
+		listed = true
+	)
+	if t.Prompt != nil && g.o.Tools != nil {
+		tools, listed = g.o.Tools(t.AgentID)
+	}
+	return gate(g.cfg.Rules, t, tools, listed)
+}
+
+// Await implements actors.Approver.
+func (g *Gate) Await(ctx context.Context, req actors.ApprovalRequest, pending func(id string)) actors.ApprovalDecision {
+	id, err := newID()
+	if err != nil {
+		return actors.ApprovalDecision{Err: err}
+	}
+	now := g.o.Now()
+	tool := req.Tool
+	if req.AgentID != "" && !req.Prompt {
+		tool = req.AgentID + actors.ToolSep + req.Tool
+	}
+	a := persistence.Approval{ID: id, State: persistence.ApprovalPending, ConversationID: req.ConversationID, RequestID: req.RequestID,
+		AgentID: req.AgentID, Tool: tool, Params: cut(string(req.Args), maxParams), Reason: req.Reason,
+		Requested: now, Expires: now.Add(g.cfg.Timeout.Duration), Node: g.o.Node}
+	w := make(chan actors.ApprovalDecision, 1)
+	g.mu.Lock()
+	g.waiters[id] = w
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.waiters, id)
+		g.mu.Unlock()
+	}()
+	sctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	err = g.o.Store.CreateApproval(sctx, a, g.cfg.MaxPending)
+	cancel()
+	if err != nil {
+		g.log.Warn("approval not queued; the call is refused", "tool", tool, "err", err)
+		return actors.ApprovalDecision{Err: err}
+	}
+	g.publish(id, a)
+	if pending != nil {
+		pending(id)
+	}
+	select {
+	case d := <-w:
+		return d
+	case <-ctx.Done():
+	}
+	// The chat ended first: the approval is decided as canceled, unless a
+	// decision won the race, which is then what the store says.
+	sctx, cancel = context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	d, err := g.decide(sctx, id, persistence.ApprovalCanceled, ByCanceled, "the chat ended before a decision")
+	if err != nil {
+		select {
+		case d := <-w:
+			d.Approved = false // nobody waits for the result any more: it is not run
+			return d
+		default:
+		}
+		return actors.ApprovalDecision{ID: id, State: persistence.ApprovalCanceled, By: ByCanceled, Err: err}
+	}
+	return d
+}
+
+// Decide approves or denies pending approval id, naming by; the waiting
+// call runs or gets the denial at once.
+func (g *Gate) Decide(ctx context.Context, id string, approve bool, by, note string) (persistence.Approval, error) {
+	if by == "" {
+		return persistence.Approval{}, ErrNoDecider
+	}
+	state := persistence.ApprovalDenied
+	if approve {
+		state = persistence.ApprovalApproved
+	}
+	d, err := g.decide(ctx, id, state, by, note)
+	if err != nil {
+		return persistence.Approval{}, err
+	}
+	return g.o.Store.Approval(ctx, d.ID)
+}
+
+// Sweep denies, as timed out, every pending approval whose time is up.
+// The node calls it every second; tests call it after moving the clock.
+func (g *Gate) Sweep(ctx context.Context) error {
+	pending, err := g.o.Store.Approvals(ctx, persistence.ApprovalPending, 0)
+	if err != nil {
+		return fmt.Errorf("sweep approvals: %w", err)
+	}
+	now := g.o.Now()
+	var errs []error
+	for _, a := range pending {
+		if now.Before(a.Expires) {
+			continue
+		}
+		if _, err := g.decide(ctx, a.ID, persistence.ApprovalTimedOut, ByTimeout,
+			fmt.Sprintf("nobody decided within %s", a.Expires.Sub(a.Requested).Round(time.Second))); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// List returns approvals in state (all when empty), newest first.
+func (g *Gate) List(ctx context.Context, state string, limit int) ([]persistence.Approval, error) {
+	return g.o.Store.Approvals(ctx, state, limit)
+}
+
+// Get returns approval id.
+func (g *Gate) Get(ctx context.Context, id string) (persistence.Approval, error) {
+	return g.o.Store.Approval(ctx, id)
+}
+
+// decide stores the decision, wakes the waiting call and clears the
+// retained topic.
+func (g *Gate) decide(ctx context.Context, id, state, by, note string) (actors.ApprovalDecision, error) {
+	a, err := g.o.Store.DecideApproval(ctx, id, state, by, note, g.o.Node, g.o.Now())
+	if err != nil {
+		return actors.ApprovalDecision{}, err
+	}
+	d := actors.ApprovalDecision{Approved: state == persistence.ApprovalApproved, ID: id, State: state, By: by, Note: note}
+	g.mu.Lock()
+	w := g.waiters[id]
+	g.mu.Unlock()
+	if w != nil {
+		select {
+		case w <- d:
+		default: // decided once: the store refuses a second decision
+		}
+	}
+	g.publish(id, a)
+	g.log.Info("approval decided", "approval", id, "tool", a.Tool, "state", state, "by", by)
+	return d, nil
+}
+
+// publish shows a pending approval on its retained topic, or clears it.
+func (g *Gate) publish(id string, a persistence.Approval) {
+	if g.o.Publish == nil {
+		return
+	}
+	var payload []byte
+	if a.State == persistence.ApprovalPending {
+		payload, _ = json.Marshal(a) // plain fields: cannot fail
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := g.o.Publish(ctx, TopicPrefix+id, payload); err != nil {
+		// The queue is in SQLite and the API; MQTT is a view of it.
+		g.log.Warn("publish approval", "approval", id, "err", err)
+	}
+}
+
+// newID returns "apr-" and 16 random hex digits.
+func newID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("approval id: %w", err)
+	}
+	return "apr-" + hex.EncodeToString(b), nil
+}
+
+// cut bounds s to n bytes.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,130 @@
+package orchestrator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// maxDecisionBody bounds a decision body.
+const maxDecisionBody = 8 << 10
+
+// ApprovalsPage is what GET /v1/approvals answers.
+type ApprovalsPage struct {
+	Approvals []persistence.Approval `json:"approvals"`
+}
+
+// DecisionRequest is the body of POST /v1/approvals/{id}/approve|deny.
+type DecisionRequest struct {
+	// By names who decides; required (the API has one token, so the name
+	// is the caller's word: see docs/API.md).
+	By string `json:"by"`
+	// Note is shown to the model with a denial and kept in the audit.
+	Note string `json:"note,omitempty"`
+}
+
+// decodeDecision parses a decision body: one object, by required, unknown
+// fields refused.
+func decodeDecision(body []byte) (DecisionRequest, error) {
+	var d DecisionRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return d, fmt.Errorf("body: want {\"by\": \"NAME\", \"note\": optional}: %w", err)
+	}
+	if dec.More() {
+		return d, errors.New("body: trailing data after the JSON object")
+	}
+	d.By, d.Note = strings.TrimSpace(d.By), strings.TrimSpace(d.Note)
+	switch {
+	case d.By == "":
+		return d, errors.New("by: required: who decides")
+	case len(d.By) > 64 || strings.ContainsAny(d.By, "\x00\n\r"):
+		return d, errors.New("by: at most 64 bytes on one line")
+	case len(d.Note) > 1024:
+		return d, errors.New("note: at most 1024 bytes")
+	}
+	return d, nil
+}
+
+// handleApprovals lists approvals: ?state=pending (default), approved,
+// denied, timed_out, canceled or all; &limit=N (default 100).
+func (n *Node) handleApprovals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state := q.Get("state")
+	switch state {
+	case "":
+		state = persistence.ApprovalPending
+	case "all":
+		state = ""
+	case persistence.ApprovalPending, persistence.ApprovalApproved, persistence.ApprovalDenied, persistence.ApprovalTimedOut,
+		persistence.ApprovalCanceled:
+	default:
+		httpError(w, http.StatusBadRequest, "state: want pending, approved, denied, timed_out, canceled or all")
+		return
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > sqlite.DefaultApprovalsKept*2 {
+			httpError(w, http.StatusBadRequest, "limit: want a number from 1")
+			return
+		}
+	}
+	list, err := n.gate.List(r.Context(), state, limit)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if list == nil {
+		list = []persistence.Approval{}
+	}
+	writeJSON(w, http.StatusOK, ApprovalsPage{Approvals: list})
+}
+
+func (n *Node) handleApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := n.gate.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		approvalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (n *Node) handleDecide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, ok := readBody(w, r, maxDecisionBody)
+		if !ok {
+			return
+		}
+		d, err := decodeDecision(body)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		a, err := n.gate.Decide(r.Context(), r.PathValue("id"), approve, d.By, d.Note)
+		if err != nil {
+			approvalError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a)
+	}
+}
+
+func approvalError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, sqlite.ErrNoApproval):
+		httpError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, sqlite.ErrDecided):
+		httpError(w, http.StatusConflict, err.Error())
+	default:
+		httpError(w, http.StatusInternalServerError, err.Error())
+	}
+}

@@ -1,0 +1,229 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// Info is a job as listed: its definition and scheduling state.
+type Info struct {
+	Spec
+	Source string `json:"source"`
+	Paused bool   `json:"paused"`
+	// Next is the next instant that will run (zero while paused).
+	Next time.Time `json:"next,omitzero"`
+	// Watermark is the newest instant already decided.
+	Watermark time.Time `json:"watermark,omitzero"`
+	// Running counts the job's runs in progress.
+	Running int `json:"running"`
+}
+
+// List returns every job, by id.
+func (s *Scheduler) List() []Info {
+	now := s.o.Clock.Now()
+	var out []Info
+	for _, e := range s.snapshot() {
+		s.mu.Lock()
+		in := Info{Spec: e.job.Spec, Source: e.rec.Source, Paused: e.rec.Paused, Watermark: e.rec.Watermark}
+		for k := range s.running {
+			if k.job == e.rec.ID {
+				in.Running++
+			}
+		}
+		s.mu.Unlock()
+		if !in.Paused {
+			in.Next = e.job.Next(latest(e.rec.Watermark, now))
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Get returns job id.
+func (s *Scheduler) Get(id string) (Info, error) {
+	for _, in := range s.List() {
+		if in.ID == id {
+			return in, nil
+		}
+	}
+	return Info{}, fmt.Errorf("%w: %q", ErrNoJob, id)
+}
+
+// Add stores and schedules a new job from the API or the model. Its first
+// instant is the first after now.
+func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	_, taken := s.jobs[job.ID]
+	s.mu.Unlock()
+	if taken {
+		return fmt.Errorf("%w: %q", ErrExists, job.ID)
+	}
+	b, err := json.Marshal(job.Spec)
+	if err != nil {
+		return fmt.Errorf("add job %q: %w", job.ID, err)
+	}
+	now := s.o.Clock.Now()
+	rec := persistence.JobRecord{ID: job.ID, Source: source, Spec: b, Paused: job.Paused, Created: now, Updated: now, Watermark: now}
+	added, err := s.o.Store.PutJob(ctx, rec, s.o.Node, by)
+	if err != nil {
+		return fmt.Errorf("add job %q: %w", job.ID, err)
+	}
+	if !added {
+		return fmt.Errorf("%w: %q (stored, not loaded: its definition cannot be scheduled by this build)", ErrExists, job.ID)
+	}
+	s.mu.Lock()
+	s.jobs[job.ID] = &entry{job: job, rec: rec}
+	s.mu.Unlock()
+	return nil
+}
+
+// Remove deletes a job made over the API or by the model. Its history
+// stays.
+func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	if e.rec.Source == SourceConfig {
+		return fmt.Errorf("%w: %q: remove it from evoclaw.toml", ErrConfigJob, id)
+	}
+	if err := s.o.Store.DeleteJob(ctx, id, s.o.Node, by); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.jobs, id)
+	s.mu.Unlock()
+	return nil
+}
+
+// Pause stops a job from running until Resume. A running run goes on.
+func (s *Scheduler) Pause(ctx context.Context, id, by string) error {
+	return s.setPaused(ctx, id, true, by)
+}
+
+// Resume schedules a paused job again from now: the instants that passed
+// while it was paused are neither run nor recorded as missed.
+func (s *Scheduler) Resume(ctx context.Context, id, by string) error {
+	return s.setPaused(ctx, id, false, by)
+}
+
+func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by string) error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	if e.rec.Paused == paused {
+		return nil
+	}
+	now := s.o.Clock.Now()
+	if err := s.o.Store.SetJobPaused(ctx, id, paused, now, s.o.Node, by); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	e.rec.Paused = paused
+	if !paused && now.After(e.rec.Watermark) {
+		e.rec.Watermark = now
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// RunNow claims and starts a run of job id at the clock's time, for each
+// of its agents, paused or not; the schedule is unchanged. It returns the
+// runs as recorded: started, or skipped when one is still running.
+func (s *Scheduler) RunNow(ctx context.Context, id string) ([]persistence.JobRun, error) {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	e, err := s.entry(id)
+	if err != nil {
+		return nil, err
+	}
+	now := s.o.Clock.Now()
+	agents := e.job.Agents
+	if len(agents) == 0 {
+		agents = []string{""}
+	}
+	var runs []persistence.JobRun
+	var start []int
+	for _, a := range agents {
+		r, ok := s.reserve(e, a, now, persistence.TriggerRunNow, now)
+		if ok {
+			start = append(start, len(runs))
+		}
+		runs = append(runs, r)
+	}
+	claimed, err := s.o.Store.RecordJobRuns(ctx, id, time.Time{}, runs)
+	if err != nil {
+		for _, i := range start {
+			s.release(id, runs[i].AgentID)
+		}
+		return nil, fmt.Errorf("run job %q now: %w", id, err)
+	}
+	for _, i := range start {
+		if !claimed[i] {
+			s.release(id, runs[i].AgentID)
+			runs[i].Outcome, runs[i].Error = persistence.OutcomeSkipped, "skipped: a run of this instant exists already"
+			continue
+		}
+		s.launch(e.job, runs[i])
+	}
+	return runs, nil
+}
+
+// History returns the runs of job id (every job when empty), newest
+// first, at most limit.
+func (s *Scheduler) History(ctx context.Context, id string, limit int) ([]persistence.JobRun, error) {
+	if id != "" {
+		if _, err := s.entry(id); err != nil {
+			// A removed job's history is still asked for by id.
+			runs, herr := s.o.Store.JobRuns(ctx, id, limit)
+			if herr != nil || len(runs) == 0 {
+				return nil, err
+			}
+			return runs, nil
+		}
+	}
+	return s.o.Store.JobRuns(ctx, id, limit)
+}
+
+func (s *Scheduler) entry(id string) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	return e, nil
+}
+
+func (s *Scheduler) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	return nil
+}

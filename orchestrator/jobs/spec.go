@@ -1,0 +1,244 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Missed-run policies of a job.
+const (
+	// MissedCatchUp runs the latest instant that passed while the node was
+	// down (or the clock jumped) if it is at most CatchUpWindow old; every
+	// other passed instant is recorded as missed.
+	MissedCatchUp = "catch_up"
+	// MissedSkip runs an instant only within SkipGrace of it; a later one
+	// is recorded as missed.
+	MissedSkip = "skip"
+)
+
+// Defaults and bounds of a Spec.
+const (
+	DefaultTimeout       = 10 * time.Minute
+	MaxTimeout           = 24 * time.Hour
+	DefaultCatchUpWindow = time.Hour
+	// SkipGrace is how late a run of a MissedSkip job may still start: a
+	// slow tick or a busy node is not a missed run.
+	SkipGrace = time.Minute
+	// MinInterval is the shortest schedule: cron's resolution is a minute,
+	// and an interval below it would be a busy loop on a Pi.
+	MinInterval = time.Minute
+	// MaxAgents bounds the agents of one job (one run each per instant).
+	MaxAgents = 64
+	// MaxTools bounds a job's tool allowlist.
+	MaxTools = 64
+	// MaxPrompt bounds a job's prompt, in bytes.
+	MaxPrompt = 16 << 10
+	// maxSpecBytes bounds an encoded Spec (API bodies).
+	maxSpecBytes = 64 << 10
+)
+
+// ErrInvalidSpec reports a job definition that cannot be scheduled.
+var ErrInvalidSpec = errors.New("invalid job")
+
+// Spec is a job as declared: in evoclaw.toml ([[jobs]]), over the API, or
+// by the model's schedule_task tool. Stored as JSON.
+type Spec struct {
+	// ID names the job: letters, digits, '-' and '_', at most 40.
+	ID string `json:"id" toml:"id"`
+	// Schedule is a cron expression of five fields ("0 6 * * *"), a
+	// descriptor (@hourly, @daily, @weekly, @monthly), or "@every 15m".
+	// A "CRON_TZ=Europe/Berlin " prefix picks the time zone; the default
+	// is the node's local time.
+	Schedule string `json:"schedule" toml:"schedule"`
+	// Prompt is what the run asks the model.
+	Prompt string `json:"prompt" toml:"prompt"`
+	// Agents are the edge agents the job concerns: each instant runs once
+	// per agent, in its own conversation, offered that agent's tools only.
+	// Empty: one run, with every tool.
+	Agents []string `json:"agents,omitempty" toml:"agents"`
+	// Tools, when set, is the only tools the run's model sees and may
+	// call: model-visible names or patterns (path.Match: "*__read_temp";
+	// "{agent}" stands for the run's agent: "{agent}__read_temp").
+	Tools []string `json:"tools,omitempty" toml:"tools"`
+	// Timeout bounds one run ("10m"; default DefaultTimeout).
+	Timeout string `json:"timeout,omitempty" toml:"timeout"`
+	// Missed is MissedCatchUp (default) or MissedSkip.
+	Missed string `json:"missed,omitempty" toml:"missed"`
+	// CatchUpWindow is how late a MissedCatchUp run may start ("1h",
+	// default DefaultCatchUpWindow).
+	CatchUpWindow string `json:"catch_up_window,omitempty" toml:"catch_up_window"`
+	// Paused, in the config file, declares the job paused when it is first
+	// stored; afterwards pause and resume are the operators'.
+	Paused bool `json:"paused,omitempty" toml:"paused"`
+}
+
+// Job is a validated Spec with its schedule parsed.
+type Job struct {
+	Spec
+	sched   cron.Schedule
+	timeout time.Duration
+	window  time.Duration
+}
+
+// Timeout is the bound of one run.
+func (j *Job) Timeout() time.Duration { return j.timeout }
+
+// Window is how late a run may start before it counts as missed.
+func (j *Job) Window() time.Duration { return j.window }
+
+// Next is the first scheduled instant after t.
+func (j *Job) Next(t time.Time) time.Time { return j.sched.Next(t) }
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+// agentPattern is wire's agent id rule, repeated to keep this package
+// free of the wire protocol.
+var agentPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,48}$`)
+
+// parser reads standard five-field cron expressions and descriptors.
+var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseSchedule parses a job's schedule (see Spec.Schedule).
+func ParseSchedule(s string) (cron.Schedule, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("%w: schedule: required", ErrInvalidSpec)
+	}
+	if len(s) > 200 {
+		return nil, fmt.Errorf("%w: schedule: longer than 200 bytes", ErrInvalidSpec)
+	}
+	if rest, ok := strings.CutPrefix(s, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, fmt.Errorf("%w: schedule %q: %v", ErrInvalidSpec, s, err)
+		}
+		if d < MinInterval || d%time.Second != 0 {
+			return nil, fmt.Errorf("%w: schedule %q: the interval must be whole seconds and at least %s", ErrInvalidSpec, s, MinInterval)
+		}
+		return every{d}, nil
+	}
+	sched, err := parseCron(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: %v (want 5 fields \"MIN HOUR DOM MON DOW\", @daily, or \"@every 15m\")", ErrInvalidSpec, s, err)
+	}
+	// An expression no date satisfies (30 2 31 2 *) yields a zero Next.
+	if sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
+		return nil, fmt.Errorf("%w: schedule %q never fires", ErrInvalidSpec, s)
+	}
+	return sched, nil
+}
+
+// parseCron calls the library's parser, turning a panic on input it did
+// not expect into an error: the schedule comes from outside.
+func parseCron(s string) (sched cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("unparseable: %v", r)
+		}
+	}()
+	return parser.Parse(s)
+}
+
+// every fires at whole multiples of d since Go's zero time, so that its
+// instants do not depend on when the node started or the job was stored:
+// a restart or a clock jump finds the same instants again.
+type every struct{ d time.Duration }
+
+func (e every) Next(t time.Time) time.Time {
+	n := t.Truncate(e.d).Add(e.d)
+	return n.In(t.Location())
+}
+
+// Compile validates s and parses its schedule.
+func Compile(s Spec) (*Job, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !idPattern.MatchString(s.ID) {
+		bad("id %.60q: use letters, digits, '-' and '_', at most 40", s.ID)
+	}
+	sched, err := ParseSchedule(s.Schedule)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if strings.TrimSpace(s.Prompt) == "" {
+		bad("prompt: required")
+	} else if len(s.Prompt) > MaxPrompt {
+		bad("prompt: longer than %d bytes", MaxPrompt)
+	}
+	if len(s.Agents) > MaxAgents {
+		bad("agents: more than %d", MaxAgents)
+	}
+	seen := map[string]bool{}
+	for _, a := range s.Agents {
+		if !agentPattern.MatchString(a) {
+			bad("agents: %.60q is not an agent id", a)
+		}
+		if seen[a] {
+			bad("agents: %q twice", a)
+		}
+		seen[a] = true
+	}
+	if len(s.Tools) > MaxTools {
+		bad("tools: more than %d", MaxTools)
+	}
+	for _, t := range s.Tools {
+		if t == "" || len(t) > 200 {
+			bad("tools: empty or longer than 200 bytes")
+		}
+	}
+	j := &Job{Spec: s, sched: sched, timeout: DefaultTimeout, window: DefaultCatchUpWindow}
+	if s.Timeout != "" {
+		if d, err := time.ParseDuration(s.Timeout); err != nil || d <= 0 || d > MaxTimeout {
+			bad("timeout %.40q: want a duration such as 10m, at most %s", s.Timeout, MaxTimeout)
+		} else {
+			j.timeout = d
+		}
+	}
+	switch s.Missed {
+	case "", MissedCatchUp:
+		j.Missed = MissedCatchUp
+		if s.CatchUpWindow != "" {
+			if d, err := time.ParseDuration(s.CatchUpWindow); err != nil || d < 0 {
+				bad("catch_up_window %.40q: want a duration such as 1h", s.CatchUpWindow)
+			} else {
+				j.window = max(d, SkipGrace)
+			}
+		}
+	case MissedSkip:
+		if s.CatchUpWindow != "" {
+			bad("catch_up_window: only with missed = %q", MissedCatchUp)
+		}
+		j.window = SkipGrace
+	default:
+		bad("missed %.40q: want %q or %q", s.Missed, MissedCatchUp, MissedSkip)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidSpec, s.ID, err)
+	}
+	return j, nil
+}
+
+// DecodeSpec parses a job definition sent over the API or by the model:
+// one JSON object, unknown fields refused.
+func DecodeSpec(b []byte) (*Job, error) {
+	if len(b) > maxSpecBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidSpec, maxSpecBytes)
+	}
+	var s Spec
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: want {\"id\", \"schedule\", \"prompt\", \"agents\", \"tools\", \"timeout\", \"missed\", \"catch_up_window\"}: %v", ErrInvalidSpec, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidSpec)
+	}
+	return Compile(s)
+}

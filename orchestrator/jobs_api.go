@@ -1,0 +1,167 @@
+package orchestrator
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/jobs"
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// maxJobBody bounds a POST /v1/jobs body.
+const maxJobBody = 64 << 10
+
+// JobsPage is what GET /v1/jobs answers.
+type JobsPage struct {
+	Jobs []jobs.Info `json:"jobs"`
+}
+
+// RunView is one job run as the API shows it.
+type RunView struct {
+	Job            string    `json:"job"`
+	Scheduled      time.Time `json:"scheduled"`
+	Agent          string    `json:"agent,omitempty"`
+	Trigger        string    `json:"trigger"`
+	Outcome        string    `json:"outcome,omitempty"` // empty while it runs
+	ConversationID string    `json:"conversation_id,omitempty"`
+	Started        time.Time `json:"started,omitzero"`
+	Finished       time.Time `json:"finished,omitzero"`
+	Error          string    `json:"error,omitempty"`
+	MissedBefore   int64     `json:"missed_before,omitempty"`
+}
+
+// RunsPage is what GET /v1/runs and POST /v1/jobs/{id}/run answer.
+type RunsPage struct {
+	Runs []RunView `json:"runs"`
+}
+
+func runViews(runs []persistence.JobRun) RunsPage {
+	out := RunsPage{Runs: []RunView{}}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, RunView{Job: r.JobID, Scheduled: r.Scheduled.UTC(), Agent: r.AgentID, Trigger: r.Trigger,
+			Outcome: r.Outcome, ConversationID: r.ConversationID, Started: r.Started.UTC(), Finished: r.Finished.UTC(),
+			Error: r.Error, MissedBefore: r.Missed})
+	}
+	return out
+}
+
+// jobError answers a scheduler error with its status.
+func jobError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, jobs.ErrNoJob), errors.Is(err, sqlite.ErrNoJob):
+		httpError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, jobs.ErrInvalidSpec):
+		httpError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, jobs.ErrExists), errors.Is(err, jobs.ErrConfigJob), errors.Is(err, sqlite.ErrTooManyJobs):
+		httpError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, jobs.ErrStopped):
+		httpError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		httpError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+func (n *Node) handleJobs(w http.ResponseWriter, _ *http.Request) {
+	page := JobsPage{Jobs: n.sched.List()}
+	if page.Jobs == nil {
+		page.Jobs = []jobs.Info{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (n *Node) handleJob(w http.ResponseWriter, r *http.Request) {
+	in, err := n.sched.Get(r.PathValue("id"))
+	if err != nil {
+		jobError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, in)
+}
+
+// handleAddJob creates a job from a Spec body; ?by= names who (default
+// "api").
+func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxJobBody)
+	if !ok {
+		return
+	}
+	j, err := jobs.DecodeSpec(body)
+	if err != nil {
+		jobError(w, err)
+		return
+	}
+	if err := n.sched.Add(r.Context(), j, jobs.SourceAPI, byOf(r)); err != nil {
+		jobError(w, err)
+		return
+	}
+	in, err := n.sched.Get(j.ID)
+	if err != nil {
+		jobError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, in)
+}
+
+func (n *Node) handleRemoveJob(w http.ResponseWriter, r *http.Request) {
+	if err := n.sched.Remove(r.Context(), r.PathValue("id"), byOf(r)); err != nil {
+		jobError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (n *Node) handlePauseJob(pause bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		var err error
+		if pause {
+			err = n.sched.Pause(r.Context(), id, byOf(r))
+		} else {
+			err = n.sched.Resume(r.Context(), id, byOf(r))
+		}
+		if err != nil {
+			jobError(w, err)
+			return
+		}
+		n.handleJob(w, r)
+	}
+}
+
+func (n *Node) handleRunJob(w http.ResponseWriter, r *http.Request) {
+	runs, err := n.sched.RunNow(r.Context(), r.PathValue("id"))
+	if err != nil {
+		jobError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, runViews(runs))
+}
+
+// handleRuns serves the run history: ?job=ID&limit=N (default 50).
+func (n *Node) handleRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > sqlite.DefaultJobRunsKept*sqlite.MaxJobs {
+			httpError(w, http.StatusBadRequest, "limit: want a number from 1")
+			return
+		}
+	}
+	runs, err := n.sched.History(r.Context(), q.Get("job"), limit)
+	if err != nil {
+		jobError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runViews(runs))
+}
+
+// byOf is who a job change is recorded as: ?by=NAME, else "api".
+func byOf(r *http.Request) string {
+	if by := r.URL.Query().Get("by"); by != "" && len(by) <= 64 {
+		return by
+	}
+	return "api"
+}

@@ -1,0 +1,98 @@
+package orchestrator
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/jobs"
+)
+
+// Jobs over the HTTP API: add, list, run now (a conversation), history,
+// pause, resume, remove; a config job cannot be removed.
+func TestJobsAPI(t *testing.T) {
+	p := mustScript(t, `{"name":"j","turns":[{"content":"all fine"}]}`)
+	_, base, token := startAPI(t, func(c *Config) {
+		c.Jobs = []jobs.Spec{{ID: "declared", Schedule: "0 6 * * *", Prompt: "check"}}
+	}, Options{Provider: p})
+	resp := send(t, http.MethodPost, base+"/v1/jobs?by=alice", token, `{"id":"nightly","schedule":"@every 1h","prompt":"read the meter"}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("add: %d", resp.StatusCode)
+	}
+	resp = send(t, http.MethodPost, base+"/v1/jobs", token, `{"id":"bad","schedule":"61 * * * *","prompt":"x"}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad schedule: %d", resp.StatusCode)
+	}
+	var list JobsPage
+	decodeBody(t, send(t, http.MethodGet, base+"/v1/jobs", token, nil), &list)
+	if len(list.Jobs) != 2 || list.Jobs[0].ID != "declared" || list.Jobs[1].Source != jobs.SourceAPI {
+		t.Fatalf("list %+v", list)
+	}
+	var started RunsPage
+	decodeBody(t, send(t, http.MethodPost, base+"/v1/jobs/nightly/run", token, nil), &started)
+	if len(started.Runs) != 1 || started.Runs[0].Trigger != "run_now" {
+		t.Fatalf("run now %+v", started)
+	}
+	var hist RunsPage
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		decodeBody(t, send(t, http.MethodGet, base+"/v1/runs?job=nightly", token, nil), &hist)
+		return len(hist.Runs) == 1 && hist.Runs[0].Outcome != ""
+	}, "the run ended")
+	if hist.Runs[0].Outcome != "succeeded" || hist.Runs[0].ConversationID == "" {
+		t.Fatalf("history %+v", hist)
+	}
+	var in jobs.Info
+	decodeBody(t, send(t, http.MethodPost, base+"/v1/jobs/nightly/pause", token, nil), &in)
+	if !in.Paused {
+		t.Fatalf("pause %+v", in)
+	}
+	decodeBody(t, send(t, http.MethodPost, base+"/v1/jobs/nightly/resume", token, nil), &in)
+	if in.Paused || in.Next.IsZero() {
+		t.Fatalf("resume %+v", in)
+	}
+	for _, c := range []struct {
+		path string
+		code int
+	}{{"/v1/jobs/declared", http.StatusConflict}, {"/v1/jobs/nightly", http.StatusNoContent}, {"/v1/jobs/nightly", http.StatusNotFound}} {
+		resp := send(t, http.MethodDelete, base+c.path, token, nil)
+		resp.Body.Close()
+		if resp.StatusCode != c.code {
+			t.Fatalf("DELETE %s: %d, want %d", c.path, resp.StatusCode, c.code)
+		}
+	}
+}
+
+// Decision bodies come from the network: never a panic, and what decodes
+// names a decider.
+func FuzzDecodeDecision(f *testing.F) {
+	f.Add([]byte(`{"by":"alice","note":"ok"}`))
+	f.Add([]byte(`{"by":""}`))
+	f.Add([]byte(`{"by":"a"} x`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := decodeDecision(b)
+		if err == nil && (d.By == "" || len(d.By) > 64) {
+			t.Fatalf("accepted %q", b)
+		}
+	})
+}
+
+// With [scheduler] model_tool the model creates a job with schedule_task;
+// it is listed with source "model".
+func TestScheduleTaskTool(t *testing.T) {
+	p := mustScript(t, `{"name":"m","turns":[
+	 {"content":"","tool_calls":[{"id":"c1","name":"schedule_task","arguments":{"id":"water","schedule":"0 7 * * *","prompt":"water the plants"}}]},
+	 {"content":"R={{result c1}}"}]}`)
+	node, _, _ := startAPI(t, func(c *Config) { c.Scheduler.ModelTool = true }, Options{Provider: p})
+	ans, err := node.Chat(t.Context(), "m", "water the plants every morning")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := node.sched.Get("water")
+	if err != nil || in.Source != jobs.SourceModel || !strings.Contains(ans.Text, `scheduled "water"`) {
+		t.Fatalf("answer %q, job %+v, %v", ans.Text, in, err)
+	}
+}
