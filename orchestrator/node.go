@@ -85,6 +85,9 @@ type Node struct {
 	started time.Time
 	// in bounds what agents' messages cost: rate, stored events, log lines.
 	in *inbound
+	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
+	// last result.
+	verify *verifier
 
 	closeOnce sync.Once
 	closeErr  error
@@ -117,6 +120,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if n.now == nil {
 		n.now = time.Now
 	}
+	n.verify = newVerifier(n.verifyWarm)
 	if n.diskFree == nil {
 		n.diskFree = statfsFree
 	}
@@ -440,6 +444,7 @@ func (n *Node) Close() error {
 		if n.http != nil {
 			errs = append(errs, n.http.close())
 		}
+		n.verify.close()
 		if n.system != nil {
 			if n.convs != nil {
 				_ = actors.StopAndWait(n.system.Root, n.convs.PID, stopTimeout)
