@@ -210,7 +210,8 @@ function finishRow(row, status, text, ms) {
   setText(row.status, status === "success" ? "ok" : status);
   row.status.className = "pill " + (status === "success" ? "ok" : "bad");
   if (ms !== null && ms !== undefined) setText(row.elapsed, (ms / 1000).toFixed(1) + " s");
-  setText(row.result, text);
+  // A result that streamed is already on screen: only a failure adds to it.
+  if (row.output.hidden || status !== "success") setText(row.result, text);
 }
 
 function tick(r) {

@@ -78,6 +78,9 @@ function chart(title, keys, seriesOf) {
   series.forEach((s, i) => {
     if (!s.pts.length) return;
     g.append(svg("polyline", { points: s.pts.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" "), class: "line c" + i }));
+    // The newest point as a dot: a series of one point has no line.
+    const [t, v] = s.pts[s.pts.length - 1];
+    g.append(svg("circle", { cx: x(t).toFixed(1), cy: y(v).toFixed(1), r: 3, class: "dot c" + i }));
   });
   const legend = el("ul", { class: "legend" }, ...series.map((s, i) => el("li", { class: "c" + i, text: s.key })));
   return el("figure", { class: "panel" }, el("figcaption", { text: title }), g, legend);
