@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -125,9 +124,9 @@ func (o *EdgeOptions) fill() {
 
 // Edges is the handle of a spawned edge registry.
 type Edges struct {
-	PID      *actor.PID
-	cat      *catalogRef
-	inflight *inflight
+	PID    *actor.PID
+	cat    *catalogRef
+	gauges *gauges
 }
 
 // Catalog returns the current snapshot of known agents.
@@ -140,21 +139,21 @@ func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
 	}
 	o.fill()
 	cat := &catalogRef{}
-	gauges := &inflight{}
+	gs := &gauges{}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &registry{opts: &o, cat: cat, inflight: gauges, children: map[string]*actor.PID{}}
+		return &registry{opts: &o, cat: cat, gauges: gs, children: map[string]*actor.PID{}}
 	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)))
 	pid, err := root.SpawnNamed(props, safeName("", "edges"))
 	if err != nil {
 		return nil, fmt.Errorf("spawn edge registry: %w", err)
 	}
-	return &Edges{PID: pid, cat: cat, inflight: gauges}, nil
+	return &Edges{PID: pid, cat: cat, gauges: gs}, nil
 }
 
 type registry struct {
 	opts     *EdgeOptions
 	cat      *catalogRef
-	inflight *inflight
+	gauges   *gauges
 	children map[string]*actor.PID
 }
 
@@ -198,7 +197,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{},
-				inflight: r.inflight.gauge(id)}
+				gauges: r.gauges.of(id)}
 		}, actor.WithMailbox(actor.Bounded(r.opts.MailboxSize)))
 		var err error
 		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
@@ -231,13 +230,14 @@ type edgeActor struct {
 	log        *slog.Logger
 	// dropLog bounds the log lines about dropped progress reports.
 	dropLog *rate.Limiter
-	// inflight publishes how many of pending belong to the tool loop.
-	inflight *atomic.Int64
+	// gauges publish how many of pending belong to the tool loop, and
+	// when the agent was last heard from.
+	gauges *agentGauges
 }
 
 func (e *edgeActor) Receive(ctx actor.Context) {
 	now := e.opts.Now()
-	defer e.countInFlight()
+	defer e.publishGauges()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		e.log = e.opts.Logger.With("agent", e.info.ID)

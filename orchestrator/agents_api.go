@@ -55,7 +55,7 @@ func (n *Node) Agents() AgentList {
 	cat := n.Catalog()
 	out := AgentList{Agents: make([]AgentDetail, 0, len(cat.Agents))}
 	for _, a := range cat.Agents {
-		d := AgentDetail{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, LastSeen: a.LastSeen, Listing: a.Listing,
+		d := AgentDetail{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, LastSeen: n.lastSeen(a), Listing: a.Listing,
 			InFlight: n.edges.InFlight(a.ID), Tools: make([]ToolDetail, 0, len(a.Tools))}
 		for _, t := range a.Tools {
 			td := ToolDetail{Name: t.Name, Description: t.Description, Parameters: t.Parameters, TimeoutMS: t.TimeoutMS,
@@ -70,6 +70,15 @@ func (n *Node) Agents() AgentList {
 	}
 	sort.Slice(out.Agents, func(i, j int) bool { return out.Agents[i].ID < out.Agents[j].ID })
 	return out
+}
+
+// lastSeen is when a was last heard from: the edge actor's gauge, which
+// moves with every heartbeat, or the catalog's time when that is newer.
+func (n *Node) lastSeen(a actors.AgentInfo) time.Time {
+	if t := n.edges.LastSeen(a.ID); t.After(a.LastSeen) {
+		return t
+	}
+	return a.LastSeen
 }
 
 // handleAgents answers the agent list with an ETag, and 304 when the

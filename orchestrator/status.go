@@ -105,7 +105,7 @@ func (n *Node) Status() Status {
 		NodeTools: []ToolStatus{}, Ready: n.Ready()}
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
-		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: a.LastSeen,
+		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a),
 			InFlight: n.edges.InFlight(a.ID), ToolStats: []ToolStatus{}}
 		for _, t := range a.Tools {
 			as.Tools = append(as.Tools, t.Name)
