@@ -177,7 +177,11 @@ workspace = %q
 	if n := b.eval(t, `document.querySelectorAll('#charts svg').length`); n != 4.0 {
 		t.Fatalf("%v charts, want 4", n)
 	}
-	b.waitText(t, "#metrics-table", "bash")
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		calls := b.eval(t, `(() => { const r = [...document.querySelectorAll('#metrics-table tbody tr')].find((r) => r.cells[1].textContent === 'bash');
+			return r ? Number(r.cells[2].textContent) : 0; })()`)
+		return calls.(float64) >= 1
+	}, "the metrics table to count pi1's bash call")
 	shot("metrics")
 
 	// Kill the agent: the fleet shows it offline.

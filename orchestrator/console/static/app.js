@@ -40,7 +40,7 @@ async function signIn(t) {
   onStatus(st);
   const first = location.hash.slice(1);
   select(views[first] ? first : "fleet");
-  pollStatus();
+  statusTimer = setTimeout(pollStatus, STATUS_EVERY_MS);
 }
 
 function select(name) {
@@ -57,6 +57,8 @@ function select(name) {
   $("view-" + name).hidden = false;
   history.replaceState(null, "", "#" + name);
   views[name].show();
+  // The metrics page starts from a fresh sample rather than one up to 3 s old.
+  if (name === "metrics") pollStatus();
 }
 
 function onStatus(st) {
@@ -71,15 +73,24 @@ function onStatus(st) {
   audit.status(st);
 }
 
+// pollStatus samples /v1/status now and schedules the next sample; one
+// poll runs at a time.
+let statusBusy = false;
 async function pollStatus() {
+  clearTimeout(statusTimer);
+  statusTimer = 0;
+  if (statusBusy) return; // the poll in flight schedules the next
+  statusBusy = true;
   try {
     onStatus(await json("/v1/status"));
   } catch (err) {
     if (err instanceof APIError && err.status === 401) return;
     setText($("node-ready"), "unreachable");
     $("node-ready").className = "pill bad";
+  } finally {
+    statusBusy = false;
   }
-  if (token.get()) statusTimer = setTimeout(pollStatus, STATUS_EVERY_MS);
+  if (token.get() && !statusTimer) statusTimer = setTimeout(pollStatus, STATUS_EVERY_MS);
 }
 
 function start() {
