@@ -123,8 +123,9 @@ func (o *EdgeOptions) fill() {
 
 // Edges is the handle of a spawned edge registry.
 type Edges struct {
-	PID *actor.PID
-	cat *catalogRef
+	PID    *actor.PID
+	cat    *catalogRef
+	gauges *gauges
 }
 
 // Catalog returns the current snapshot of known agents.
@@ -137,19 +138,21 @@ func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
 	}
 	o.fill()
 	cat := &catalogRef{}
+	gs := &gauges{}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &registry{opts: &o, cat: cat, children: map[string]*actor.PID{}}
+		return &registry{opts: &o, cat: cat, gauges: gs, children: map[string]*actor.PID{}}
 	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)))
 	pid, err := root.SpawnNamed(props, safeName("", "edges"))
 	if err != nil {
 		return nil, fmt.Errorf("spawn edge registry: %w", err)
 	}
-	return &Edges{PID: pid, cat: cat}, nil
+	return &Edges{PID: pid, cat: cat, gauges: gs}, nil
 }
 
 type registry struct {
 	opts     *EdgeOptions
 	cat      *catalogRef
+	gauges   *gauges
 	children map[string]*actor.PID
 }
 
@@ -192,7 +195,8 @@ func (r *registry) Receive(ctx actor.Context) {
 			return
 		}
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{}}
+			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{},
+				gauges: r.gauges.of(id)}
 		}, actor.WithMailbox(actor.Bounded(r.opts.MailboxSize)))
 		var err error
 		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
@@ -225,10 +229,14 @@ type edgeActor struct {
 	log        *slog.Logger
 	// dropLog bounds the log lines about dropped progress reports.
 	dropLog *rate.Limiter
+	// gauges publish how many of pending belong to the tool loop, and
+	// when the agent was last heard from.
+	gauges *agentGauges
 }
 
 func (e *edgeActor) Receive(ctx actor.Context) {
 	now := e.opts.Now()
+	defer e.publishGauges()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		e.log = e.opts.Logger.With("agent", e.info.ID)

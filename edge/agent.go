@@ -471,7 +471,7 @@ func (a *Agent) toolsList(requestID string) wire.ToolsList {
 	l := wire.ToolsList{RequestID: requestID, Tools: []wire.ToolInfo{}}
 	for _, d := range a.tools.Defs() {
 		l.Tools = append(l.Tools, wire.ToolInfo{Name: d.Name, Description: d.Description, Parameters: d.Parameters, TimeoutMS: d.Evoclaw.TimeoutMS,
-			Category: d.Evoclaw.Metadata["category"]})
+			Category: d.Evoclaw.Metadata["category"], Permissions: d.Evoclaw.Permissions, Sandboxing: d.Evoclaw.Sandboxing})
 	}
 	return l
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evoclaw/evoclaw/orchestrator/console"
 	"github.com/evoclaw/evoclaw/persistence/hot"
 )
 
@@ -120,6 +121,19 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /v1/approvals/{id}", api.auth(n.handleApproval))
 	mux.HandleFunc("POST /v1/approvals/{id}/approve", api.auth(n.handleDecide(true)))
 	mux.HandleFunc("POST /v1/approvals/{id}/deny", api.auth(n.handleDecide(false)))
+	mux.HandleFunc("GET /v1/agents", api.auth(n.handleAgents))
+	mux.HandleFunc("GET /v1/conversations", api.auth(n.handleConversations))
+	mux.HandleFunc("GET /v1/conversations/{id}/messages", api.auth(n.handleMessages))
+	mux.HandleFunc("POST /v1/audit/sql", api.auth(n.handleAuditSQL))
+	mux.HandleFunc("GET /v1/audit/reports", api.auth(n.handleAuditReports))
+	mux.HandleFunc("GET /v1/audit/status", api.auth(n.handleAuditStatus))
+	mux.HandleFunc("GET /v1/audit/verify", api.auth(n.handleVerify))
+	mux.HandleFunc("POST /v1/audit/verify", api.auth(n.handleVerify))
+	// The web console: static files without the token (they hold no
+	// data); every /v1 call the page makes carries it.
+	ui := console.New()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("GET "+console.Prefix, ui)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s (see docs/API.md)", r.Method, r.URL.Path))
 	})
@@ -216,7 +230,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // LogsPage is what GET /v1/logs answers: entries oldest first, and the Seq
-// to ask after next time.
+// to ask after next time (the newest the ring held, matching or not, so
+// that a filtered long poll is not woken again by what it skipped).
 type LogsPage struct {
 	Entries []hot.Entry `json:"entries"`
 	Head    int64       `json:"head"`
@@ -259,12 +274,10 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 		_ = n.tiers.Ring.Wait(ctx, after) // a timeout answers with no entries
 		cancel()
 	}
-	page := LogsPage{Entries: n.tiers.Ring.After(after, f, limit), Head: after}
+	var page LogsPage
+	page.Entries, page.Head = n.tiers.Ring.Page(after, f, limit)
 	if page.Entries == nil {
 		page.Entries = []hot.Entry{}
-	}
-	if k := len(page.Entries); k > 0 {
-		page.Head = page.Entries[k-1].Seq
 	}
 	writeJSON(w, http.StatusOK, page)
 }

@@ -96,6 +96,9 @@ type Node struct {
 	// sweepStop ends the approval sweeper; sweepDone is closed when it
 	// has returned (nil when it never started).
 	sweepStop, sweepDone chan struct{}
+	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
+	// last result.
+	verify *verifier
 
 	closeOnce sync.Once
 	closeErr  error
@@ -128,6 +131,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if n.now == nil {
 		n.now = time.Now
 	}
+	n.verify = newVerifier(n.verifyWarm)
 	if n.diskFree == nil {
 		n.diskFree = statfsFree
 	}
@@ -481,6 +485,7 @@ func (n *Node) Close() error {
 			close(n.sweepStop)
 			<-n.sweepDone
 		}
+		n.verify.close()
 		if n.system != nil {
 			if n.convs != nil {
 				_ = actors.StopAndWait(n.system.Root, n.convs.PID, stopTimeout)

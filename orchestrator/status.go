@@ -38,6 +38,9 @@ type AgentStatus struct {
 	Capabilities string    `json:"capabilities"`
 	Tools        []string  `json:"tools"`
 	LastSeen     time.Time `json:"last_seen"`
+	// InFlight is how many tool calls and prompts of the node wait on the
+	// agent now.
+	InFlight int64 `json:"in_flight"`
 	// ToolStats has one entry per tool in Tools, in the same order, with
 	// the counters of calls the model made by the name AGENT__TOOL.
 	ToolStats []ToolStatus `json:"tool_stats"`
@@ -102,8 +105,8 @@ func (n *Node) Status() Status {
 		NodeTools: []ToolStatus{}, Ready: n.Ready()}
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
-		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: a.LastSeen,
-			ToolStats: []ToolStatus{}}
+		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a),
+			InFlight: n.edges.InFlight(a.ID), ToolStats: []ToolStatus{}}
 		for _, t := range a.Tools {
 			as.Tools = append(as.Tools, t.Name)
 			key := a.ID + "__" + t.Name

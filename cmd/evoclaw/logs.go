@@ -112,7 +112,7 @@ func logsFromNode(ctx context.Context, stdout io.Writer, base, dataDir string, f
 	}
 	client := &http.Client{Timeout: 90 * time.Second}
 	var after *int64
-	for first := true; ; first = false {
+	for {
 		q := url.Values{}
 		if f.Kind != "" {
 			q.Set("kind", f.Kind)
@@ -154,9 +154,8 @@ func logsFromNode(ctx context.Context, stdout io.Writer, base, dataDir string, f
 		if !follow {
 			return nil
 		}
-		if first || len(page.Entries) > 0 {
-			head := page.Head
-			after = &head
-		}
+		// Head is past everything the node looked at, matching or not.
+		head := page.Head
+		after = &head
 	}
 }

@@ -87,6 +87,12 @@ type ToolInfo struct {
 	// "exec", "web", "git", ...); it picks the caller's timeout rule. An
 	// evoclaw extension: empty when the agent does not say.
 	Category string `json:"category,omitempty"`
+	// Permissions are what the tool needs granted on its agent, and
+	// Sandboxing its OS sandbox (none, bubblewrap, firejail): evoclaw
+	// extensions for operators (the console shows them), never sent to
+	// the model; empty when the agent does not say.
+	Permissions []string `json:"permissions,omitempty"`
+	Sandboxing  string   `json:"sandboxing,omitempty"`
 }
 
 // ToolsList is the payload answering "tools_list".

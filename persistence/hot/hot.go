@@ -111,9 +111,18 @@ func (r *Ring) Add(entries ...Entry) {
 // After returns, oldest first, the entries with Seq > after that match f,
 // at most limit of the newest of them (all when limit <= 0).
 func (r *Ring) After(after int64, f Filter, limit int) []Entry {
+	out, _ := r.Page(after, f, limit)
+	return out
+}
+
+// Page is After plus the Seq to ask after next time: the newest Seq the
+// ring held (matching f or not), or after when that is newer. A filtered
+// reader that asks after head skips what did not match instead of being
+// woken by it again.
+func (r *Ring) Page(after int64, f Filter, limit int) (out []Entry, head int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Entry
+	head = after
 	n := r.next
 	start := 0
 	if r.full {
@@ -124,11 +133,12 @@ func (r *Ring) After(after int64, f Filter, limit int) []Entry {
 		if e.Seq > after && f.Match(e) {
 			out = append(out, e)
 		}
+		head = max(head, e.Seq)
 	}
 	if limit > 0 && len(out) > limit {
 		out = out[len(out)-limit:]
 	}
-	return out
+	return out, head
 }
 
 // Wait blocks until the ring holds an entry with Seq > after, or ctx ends

@@ -2,6 +2,7 @@ package hot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -90,5 +91,37 @@ func TestEntryString(t *testing.T) {
 	}
 	if s := (Entry{Kind: KindEvent, Name: "node_start"}).String(); !strings.Contains(s, "event   node_start") {
 		t.Fatalf("%q", s)
+	}
+}
+
+// TestRingPage: the head moves past entries the filter skipped, so a
+// filtered long poll is not woken by them again.
+func TestRingPage(t *testing.T) {
+	r := NewRing(4)
+	r.Add(entry(1, KindTool, "a"), entry(2, KindLLM, ""), entry(3, KindTool, "b"), entry(4, KindEvent, ""), entry(5, KindLLM, ""))
+	for _, tc := range []struct {
+		name  string
+		after int64
+		f     Filter
+		limit int
+		want  string
+		head  int64
+	}{
+		{"all", 0, Filter{}, 0, "[2 3 4 5]", 5},
+		{"tools", 0, Filter{Kind: KindTool}, 0, "[3]", 5},
+		{"nothing new", 5, Filter{Kind: KindTool}, 0, "[]", 5},
+		{"after the head", 9, Filter{}, 0, "[]", 9},
+		{"limit keeps the newest", 0, Filter{}, 2, "[4 5]", 5},
+		{"agent", 0, Filter{AgentID: "b"}, 0, "[3]", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, head := r.Page(tc.after, tc.f, tc.limit)
+			if s := fmt.Sprint(seqs(got)); s != tc.want || head != tc.head {
+				t.Fatalf("entries %s, head %d; want %s, %d", s, head, tc.want, tc.head)
+			}
+		})
+	}
+	if _, head := NewRing(2).Page(-7, Filter{}, 0); head != -7 {
+		t.Fatalf("empty ring: head %d, want the after given", head)
 	}
 }

@@ -162,3 +162,98 @@ func (s *Store) Conversations(ctx context.Context, limit int) ([]persistence.Con
 	}
 	return out, nil
 }
+
+// ConversationCursor is where a page of ConversationsPage starts: after
+// the conversation with this last activity (Unix milliseconds) and id, in
+// the page order (most recent first, then by id). The zero cursor starts
+// at the most recent.
+type ConversationCursor struct {
+	LastMs int64
+	ID     string
+}
+
+// ConversationsPage returns at most limit conversations after cur, most
+// recently active first, and the cursor of the next page: nil when no more
+// follow. limit must be positive.
+func (s *Store) ConversationsPage(ctx context.Context, cur ConversationCursor, limit int) ([]persistence.ConversationInfo, *ConversationCursor, error) {
+	if limit <= 0 {
+		return nil, nil, fmt.Errorf("list conversations: limit %d, want > 0", limit)
+	}
+	q := `SELECT conversation_id, first_ts, last_ts, message_count, last_ms FROM conversations`
+	args := []any{}
+	if cur.ID != "" {
+		q += ` WHERE last_ms < ?1 OR (last_ms = ?1 AND conversation_id > ?2)`
+		args = append(args, cur.LastMs, cur.ID)
+	}
+	q += fmt.Sprintf(` ORDER BY last_ms DESC, conversation_id LIMIT %d`, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	out := []persistence.ConversationInfo{}
+	var lastMss []int64
+	for rows.Next() {
+		var (
+			c           persistence.ConversationInfo
+			first, last string
+			lastMs      int64
+		)
+		if err := rows.Scan(&c.ID, &first, &last, &c.MessageCount, &lastMs); err != nil {
+			return nil, nil, fmt.Errorf("list conversations: %w", err)
+		}
+		if c.FirstTime, err = time.Parse(time.RFC3339Nano, first); err != nil {
+			return nil, nil, fmt.Errorf("list conversations: %q: bad first_ts %q: %w", c.ID, first, err)
+		}
+		if c.LastTime, err = time.Parse(time.RFC3339Nano, last); err != nil {
+			return nil, nil, fmt.Errorf("list conversations: %q: bad last_ts %q: %w", c.ID, last, err)
+		}
+		out = append(out, c)
+		lastMss = append(lastMss, lastMs)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("list conversations: %w", err)
+	}
+	if len(out) <= limit {
+		return out, nil, nil
+	}
+	out = out[:limit]
+	return out, &ConversationCursor{LastMs: lastMss[limit-1], ID: out[limit-1].ID}, nil
+}
+
+// RecentMessages returns the newest limit stored messages of
+// conversationID in Seq order (all when it has fewer), and none for an
+// unknown conversation. limit must be positive.
+func (s *Store) RecentMessages(ctx context.Context, conversationID string, limit int) ([]persistence.Message, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("load messages of %q: limit %d, want > 0", conversationID, limit)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, ts, role, body FROM (
+		SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
+		conversationID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+	}
+	defer rows.Close()
+	out := []persistence.Message{}
+	for rows.Next() {
+		var (
+			m      persistence.Message
+			ts     string
+			bodyTx string
+		)
+		if err := rows.Scan(&m.Seq, &ts, &m.Role, &bodyTx); err != nil {
+			return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+		}
+		if m.Time, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+			return nil, fmt.Errorf("load messages of %q: seq %d: bad ts %q: %w", conversationID, m.Seq, ts, err)
+		}
+		m.ConversationID = conversationID
+		m.Body = []byte(bodyTx)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+	}
+	return out, nil
+}

@@ -28,6 +28,9 @@ type Result struct {
 	// string or []byte. The driver reads a zero-length BLOB as nil too;
 	// select typeof(col) where the difference matters.
 	Rows [][]any
+	// Truncated is set by QueryLimited when it stopped at its Limits: the
+	// statement had more rows than Rows holds.
+	Truncated bool
 }
 
 // QueryReadOnly runs one SQL statement against the audit database at path
@@ -38,6 +41,32 @@ type Result struct {
 // from SQLite, not from inspecting the SQL. A query producing more than
 // MaxQueryRows rows fails with ErrTooManyRows.
 func QueryReadOnly(ctx context.Context, path string, query string, args ...any) (*Result, error) {
+	return queryReadOnly(ctx, path, Limits{}, true, query, args...)
+}
+
+// Limits bound what QueryLimited reads. The zero value is MaxQueryRows
+// rows and no bound on bytes.
+type Limits struct {
+	// Rows is the most rows read; 0 means MaxQueryRows.
+	Rows int
+	// Bytes bounds the values read, counted as the length of text and
+	// blobs plus 8 per number or NULL; 0 means no bound. The row that
+	// crosses the bound is dropped.
+	Bytes int64
+}
+
+// QueryLimited is QueryReadOnly for callers that show a page of a result
+// (the node's HTTP API): it stops reading at lim and sets the Result's
+// Truncated instead of failing. It runs through the same read-only
+// connection, so writes are refused alike (ErrReadOnly).
+func QueryLimited(ctx context.Context, path string, lim Limits, query string, args ...any) (*Result, error) {
+	return queryReadOnly(ctx, path, lim, false, query, args...)
+}
+
+func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool, query string, args ...any) (*Result, error) {
+	if lim.Rows <= 0 || lim.Rows > MaxQueryRows {
+		lim.Rows = MaxQueryRows
+	}
 	if err := checkOneStatement(query); err != nil {
 		return nil, fmt.Errorf("query audit database: %w", err)
 	}
@@ -57,9 +86,14 @@ func QueryReadOnly(ctx context.Context, path string, query string, args ...any) 
 		return nil, fmt.Errorf("read result columns: %w", err)
 	}
 	res := &Result{Columns: cols, Rows: [][]any{}}
+	var size int64
 	for rows.Next() {
-		if len(res.Rows) == MaxQueryRows {
-			return nil, fmt.Errorf("query audit database: %w: more than %d rows; narrow it with WHERE or LIMIT", ErrTooManyRows, MaxQueryRows)
+		if len(res.Rows) == lim.Rows {
+			if failBeyond {
+				return nil, fmt.Errorf("query audit database: %w: more than %d rows; narrow it with WHERE or LIMIT", ErrTooManyRows, lim.Rows)
+			}
+			res.Truncated = true
+			break
 		}
 		row := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -71,12 +105,34 @@ func QueryReadOnly(ctx context.Context, path string, query string, args ...any) 
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, fmt.Errorf("read result row: %w", err)
 		}
+		if lim.Bytes > 0 {
+			if size += rowBytes(row); size > lim.Bytes {
+				res.Truncated = true
+				break
+			}
+		}
 		res.Rows = append(res.Rows, row)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
 	}
 	return res, nil
+}
+
+// rowBytes is what one row counts against Limits.Bytes.
+func rowBytes(row []any) int64 {
+	var n int64
+	for _, v := range row {
+		switch v := v.(type) {
+		case string:
+			n += int64(len(v))
+		case []byte:
+			n += int64(len(v))
+		default:
+			n += 8
+		}
+	}
+	return n
 }
 
 // lockDown closes the one write path mode=ro leaves open, and checks that

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator"
+)
+
+// hostileCaps is the capability line of the console test's agent: markup
+// that would run script if the page ever parsed it as HTML.
+const hostileCaps = `Pi 4 <script>window.__pwned="script"</script><img src=x onerror="window.__pwned='img'">`
+
+// consoleTranscript: the first chat runs a bash loop that streams its
+// output (and prints markup), the answer carries markup too; the second
+// chat runs a long command, which the test cancels.
+const consoleTranscript = `{"name":"console","turns":[
+  {"content":"","tool_calls":[{"id":"c1","name":"pi1__bash","arguments":{"command":"for i in 1 2 3; do echo step $i; sleep 0.3; done; echo '<script>window.__pwned=\"tool\"</script>'","timeout_ms":20000}}]},
+  {"content":"<b>bold?</b> pi1 said: {{result c1}}"},
+  {"content":"","tool_calls":[{"id":"c2","name":"pi1__bash","arguments":{"command":"echo waiting; sleep 20","timeout_ms":30000}}]},
+  {"content":"never reached"}]}`
+
+// TestConsoleInBrowser drives the web console in headless Chromium against
+// a real `evoclaw serve` (scripted LLM) and a real `evoclaw edge`: sign in,
+// the agent online with its tools, a streamed chat, a canceled chat, the
+// audit page (verify, live feed, a report, a refused write), the metrics
+// charts, then the agent killed and shown offline; injected markup stays
+// text throughout. Screenshots go to $EVOCLAW_ARTIFACTS (else a temp dir).
+func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: not in -short")
+	}
+	chromium := testenv.Find(t, "chromium", "chromium")
+	shots := os.Getenv("EVOCLAW_ARTIFACTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node")
+	if code, _, errOut := runBinary(t, "", "skills", "install", "demo", filepath.Join(dir, "skills")); code != 0 {
+		t.Fatalf("skills install: %s", errOut)
+	}
+	writeTestFile(t, filepath.Join(dir, "transcript.json"), consoleTranscript)
+	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), fmt.Sprintf(`node_id = "console-test"
+[broker]
+listen = "127.0.0.1:0"
+allow_anonymous = true
+[http]
+listen = "127.0.0.1:0"
+[llm]
+provider = "scripted"
+transcript = %q
+`, filepath.Join(dir, "transcript.json")))
+	m := startProcess(t, regexp.MustCompile(`ready: broker (\S+),`), "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
+	writeTestFile(t, filepath.Join(dir, "agent.toml"), fmt.Sprintf(`agent_id = "pi1"
+data_dir = %q
+heartbeat_interval = "1s"
+capabilities = %q
+[mqtt]
+broker = %q
+[skills]
+dirs = [%q]
+permissions = ["fs_read"]
+[builtin]
+groups = ["coding"]
+workspace = %q
+`, filepath.Join(dir, "edge"), hostileCaps, m[1], filepath.Join(dir, "skills"), t.TempDir()))
+	agent := startKillable(t, "edge", "--config", filepath.Join(dir, "agent.toml"))
+
+	base := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPAddrFile)))
+	token := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPTokenFile)))
+
+	b := newBrowser(t, chromium)
+	shot := func(name string) {
+		t.Helper()
+		var png []byte
+		b.run(t, "screenshot "+name, chromedp.FullScreenshot(&png, 100))
+		if err := os.WriteFile(filepath.Join(shots, "console-"+name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Sign in: a wrong token is refused, the right one opens the fleet.
+	b.run(t, "open", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID))
+	b.run(t, "wrong token", chromedp.SendKeys("#token", "not-the-token-0000", chromedp.ByID), chromedp.Click("#login-submit", chromedp.ByID))
+	b.waitText(t, "#login-error", "Wrong token")
+	b.setValue(t, "#token", "")
+	b.run(t, "sign in", chromedp.SendKeys("#token", token, chromedp.ByID),
+		chromedp.Click("#login-submit", chromedp.ByID), chromedp.WaitVisible("#view-fleet", chromedp.ByID))
+	if b.eval(t, `location.href`).(string) != base+"/#fleet" {
+		t.Fatal("the token went into the URL or the page did not open the fleet")
+	}
+
+	// Fleet: pi1 online, its tools with schema, permissions and timeout;
+	// the hostile capability line is text.
+	b.run(t, "agent online", chromedp.WaitVisible(`[data-agent="pi1"][data-online="true"] [data-tool="disk_usage"]`))
+	if caps := b.eval(t, `document.querySelector('[data-agent="pi1"] .caps').textContent`); caps != hostileCaps {
+		t.Fatalf("capability line shown as %q, want the raw text %q", caps, hostileCaps)
+	}
+	du := b.eval(t, `document.querySelector('[data-agent="pi1"] [data-tool="disk_usage"]').textContent`).(string)
+	for _, want := range []string{"fs_read", "5000 ms", `"required": [`, `"path"`} {
+		if !strings.Contains(du, want) {
+			t.Errorf("disk_usage details lack %q: %s", want, du)
+		}
+	}
+	b.run(t, "open a tool", chromedp.Click(`[data-agent="pi1"] [data-tool="disk_usage"] summary`))
+	shot("fleet")
+
+	// Chat: the tool's streamed output, then the answer, markup as text.
+	b.run(t, "chat tab", chromedp.Click(`#tabs [data-view="chat"]`), chromedp.WaitVisible("#chat-text", chromedp.ByID),
+		chromedp.SendKeys("#chat-text", "How is pi1?", chromedp.ByID), chromedp.Click("#chat-send", chromedp.ByID))
+	b.waitText(t, `#chat-log .step.tool .output`, "step 1")
+	b.run(t, "answer", chromedp.WaitVisible(`#chat-log .msg.answer`))
+	answer := b.eval(t, `document.querySelector('#chat-log .msg.answer p').textContent`).(string)
+	if !strings.HasPrefix(answer, "<b>bold?</b> pi1 said: step 1\nstep 2\nstep 3\n<script>") {
+		t.Fatalf("answer shown as %q", answer)
+	}
+	step := b.eval(t, `document.querySelector('#chat-log .step.tool').textContent`).(string)
+	for _, want := range []string{"ok", "pi1", "bash", "step 3"} {
+		if !strings.Contains(step, want) {
+			t.Errorf("tool step lacks %q: %q", want, step)
+		}
+	}
+	conv := b.eval(t, `document.getElementById('chat-title').textContent`).(string)
+	b.run(t, "listed", chromedp.WaitVisible(fmt.Sprintf(`#chat-list [data-conv=%q]`, conv)))
+	shot("chat")
+
+	// Cancel a running chat: the page says so and the node lets go of the
+	// agent's call.
+	b.run(t, "long chat", chromedp.SendKeys("#chat-text", "Wait for it", chromedp.ByID), chromedp.Click("#chat-send", chromedp.ByID))
+	b.waitText(t, `#chat-log .step.tool:last-of-type .output`, "waiting")
+	if n := inFlight(t, base, token, "pi1"); n != 1 {
+		t.Fatalf("pi1 has %d calls in flight during the long chat, want 1", n)
+	}
+	b.run(t, "cancel", chromedp.Click("#chat-cancel", chromedp.ByID), chromedp.WaitVisible(`#chat-log .msg.canceled`))
+	testenv.Eventually(t, 10*time.Second, func() bool { return inFlight(t, base, token, "pi1") == 0 }, "the canceled call to leave pi1")
+
+	// Audit: verification, the live feed and its filter, a report, a
+	// refused write.
+	b.run(t, "audit tab", chromedp.Click(`#tabs [data-view="audit"]`))
+	b.waitText(t, "#verify-result", "intact")
+	b.run(t, "feed", chromedp.WaitVisible(`#feed tbody tr`))
+	b.run(t, "filter", chromedp.SendKeys("#feed-tool", "no-such-tool", chromedp.ByID))
+	if n := b.eval(t, `document.querySelectorAll('#feed tbody tr').length`); n != 0.0 {
+		t.Fatalf("filter left %v rows", n)
+	}
+	b.setValue(t, "#feed-tool", "")
+	b.setValue(t, "#sql-text", "DELETE FROM tool_calls")
+	b.run(t, "write refused", chromedp.Click("#sql-run", chromedp.ByID), chromedp.WaitVisible("#sql-state.refused"))
+	b.waitText(t, "#sql-state", "Refused")
+	b.setValue(t, "#sql-report", "tools")
+	b.run(t, "report", chromedp.Click("#sql-run", chromedp.ByID), chromedp.WaitVisible(`#sql-result tbody tr`))
+	b.waitText(t, "#sql-result tbody", "bash")
+	shot("audit")
+
+	// Metrics: charts drawn from samples of /v1/status.
+	b.run(t, "metrics tab", chromedp.Click(`#tabs [data-view="metrics"]`), chromedp.WaitVisible(`#charts svg polyline`))
+	if n := b.eval(t, `document.querySelectorAll('#charts svg').length`); n != 4.0 {
+		t.Fatalf("%v charts, want 4", n)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		calls := b.eval(t, `(() => { const r = [...document.querySelectorAll('#metrics-table tbody tr')].find((r) => r.cells[1].textContent === 'bash');
+			return r ? Number(r.cells[2].textContent) : 0; })()`)
+		return calls.(float64) >= 1
+	}, "the metrics table to count pi1's bash call")
+	shot("metrics")
+
+	// Kill the agent: the fleet shows it offline.
+	b.run(t, "fleet tab", chromedp.Click(`#tabs [data-view="fleet"]`), chromedp.WaitVisible(`[data-agent="pi1"][data-online="true"]`))
+	killed := time.Now()
+	agent.kill()
+	b.run(t, "agent offline", chromedp.WaitVisible(`[data-agent="pi1"][data-online="false"]`))
+	t.Logf("offline shown %s after the kill", time.Since(killed).Round(time.Millisecond))
+	if took := time.Since(killed); took > 5*time.Second {
+		t.Errorf("offline shown %s after the kill", took)
+	}
+	shot("fleet-offline")
+
+	// A 360-pixel-wide screen: nothing overflows sideways.
+	b.run(t, "narrow", emulation.SetDeviceMetricsOverride(360, 740, 2, true))
+	for _, view := range []string{"fleet", "chat", "audit", "metrics"} {
+		b.run(t, view, chromedp.Click(fmt.Sprintf(`#tabs [data-view=%q]`, view)), chromedp.Sleep(200*time.Millisecond))
+		if w := b.eval(t, `document.documentElement.scrollWidth`); w.(float64) > 360 {
+			t.Errorf("%s is %v px wide on a 360 px screen", view, w)
+		}
+	}
+	b.run(t, "fleet narrow", chromedp.Click(`#tabs [data-view="fleet"]`))
+	shot("fleet-360")
+
+	if p := b.eval(t, `window.__pwned === undefined ? "" : String(window.__pwned)`); p != "" {
+		t.Fatalf("injected markup ran: window.__pwned = %v", p)
+	}
+	b.checkClean(t)
+	t.Logf("screenshots in %s", shots)
+}
+
+// inFlight reads pi1's in-flight count from GET /v1/agents.
+func inFlight(t *testing.T, base, token, agent string) int64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l orchestrator.AgentList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range l.Agents {
+		if a.ID == agent {
+			return a.InFlight
+		}
+	}
+	return -1
+}
+
+// browser is one headless Chromium with a fresh profile, and what its pages
+// reported: exceptions and console or CSP errors.
+type browser struct {
+	ctx context.Context
+
+	mu       sync.Mutex // guards problems
+	problems []string
+}
+
+func newBrowser(t *testing.T, chromium string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	b := &browser{ctx: ctx}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		var p string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			p = "exception: " + ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				p += " " + ev.ExceptionDetails.Exception.Description
+			}
+		case *cdplog.EventEntryAdded:
+			// CSP violations and failed loads are reported here. The
+			// 401 of the wrong token and 403 of the refused write are the
+			// test's own doing.
+			if ev.Entry.Level == cdplog.LevelError && !strings.Contains(ev.Entry.Text, "401") && !strings.Contains(ev.Entry.Text, "403") {
+				p = "log: " + ev.Entry.Text + " " + ev.Entry.URL
+			}
+		}
+		if p != "" {
+			b.mu.Lock()
+			b.problems = append(b.problems, p)
+			b.mu.Unlock()
+		}
+	})
+	// The first Run starts the browser, which lives as long as the context
+	// it runs on: this one, not a timeout derived from it.
+	if err := chromedp.Run(ctx, cdplog.Enable(), runtime.Enable()); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return b
+}
+
+// run runs actions, failing the test after 20 s.
+func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		var html string
+		_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+		t.Fatalf("%s: %v\nproblems: %v\npage:\n%.4000s", what, err, b.problems, html)
+	}
+}
+
+// eval evaluates a JavaScript expression and returns its value.
+func (b *browser) eval(t *testing.T, expr string) any {
+	t.Helper()
+	var v any
+	b.run(t, "evaluate "+expr, chromedp.Evaluate(expr, &v))
+	return v
+}
+
+// setValue sets the value of the form field matching sel as typing or
+// picking would, with its input and change events.
+func (b *browser) setValue(t *testing.T, sel, value string) {
+	t.Helper()
+	v, _ := json.Marshal(value)
+	b.eval(t, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.value = %s;
+		e.dispatchEvent(new Event('input')); e.dispatchEvent(new Event('change')); return true; })()`, sel, v))
+}
+
+// waitText waits until the text of the first element matching sel contains
+// want.
+func (b *browser) waitText(t *testing.T, sel, want string) {
+	t.Helper()
+	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.textContent : ""; })()`, sel)
+	var got string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, _ = b.eval(t, expr).(string); strings.Contains(got, want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: text %q, want it to contain %q; problems: %v", sel, got, want, b.problems)
+}
+
+// checkClean fails the test on any exception or error the page logged.
+func (b *browser) checkClean(t *testing.T) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		t.Errorf("browser reported %s", p)
+	}
+}
+
+// killable is an evoclaw process the test kills on purpose.
+type killable struct {
+	cmd  *exec.Cmd
+	once sync.Once
+	done chan struct{}
+}
+
+// startKillable runs the evoclaw binary with args until it prints "ready".
+func startKillable(t *testing.T, args ...string) *killable {
+	t.Helper()
+	k := &killable{cmd: exec.Command(evoclawBinary(t), args...), done: make(chan struct{})}
+	var stderr testenv.Buffer
+	k.cmd.Stderr = &stderr
+	out, err := k.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		defer close(k.done)
+		sc := bufio.NewScanner(out)
+		signalled := false
+		for sc.Scan() {
+			if !signalled && strings.Contains(sc.Text(), "ready") {
+				close(ready)
+				signalled = true
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		k.kill()
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", args[0], stderr.String())
+		}
+	})
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("evoclaw %s not ready; stderr:\n%s", args[0], stderr.String())
+	}
+	return k
+}
+
+// kill SIGKILLs the process and waits for it; later calls do nothing.
+func (k *killable) kill() {
+	k.once.Do(func() {
+		_ = k.cmd.Process.Kill()
+		<-k.done
+		_ = k.cmd.Wait()
+	})
+}
+
+func readTestFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

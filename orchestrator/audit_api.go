@@ -1,0 +1,253 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// Bounds of POST /v1/audit/sql.
+const (
+	// maxAuditSQLBody bounds the request body.
+	maxAuditSQLBody = 64 << 10
+	// DefaultAuditSQLRows and MaxAuditSQLRows bound the rows answered; a
+	// result with more is cut and says so ("truncated").
+	DefaultAuditSQLRows = 500
+	MaxAuditSQLRows     = 5000
+	// MaxAuditSQLBytes bounds the values answered (text and blob bytes, 8
+	// per number), cut like rows.
+	MaxAuditSQLBytes = 2 << 20
+	// AuditSQLTimeout bounds one query's run.
+	AuditSQLTimeout = 10 * time.Second
+)
+
+// ErrTypePermission is the error type of a refused write (403).
+const ErrTypePermission = "permission_error"
+
+// AuditSQLRequest is the body of POST /v1/audit/sql: either SQL, or a
+// ready-made report by name (with its argument when it takes one).
+type AuditSQLRequest struct {
+	SQL    string `json:"sql,omitempty"`
+	Report string `json:"report,omitempty"`
+	Arg    string `json:"arg,omitempty"`
+	// MaxRows bounds the rows answered; 0 means DefaultAuditSQLRows, at
+	// most MaxAuditSQLRows.
+	MaxRows int `json:"max_rows,omitempty"`
+}
+
+// AuditSQLResult is the answer of POST /v1/audit/sql.
+type AuditSQLResult struct {
+	Columns []string `json:"columns"`
+	// Rows hold one value per column: null, a number or a string (a blob
+	// that is not UTF-8 as x'hex').
+	Rows [][]any `json:"rows"`
+	// Truncated is true when the statement had more rows than answered.
+	Truncated bool  `json:"truncated"`
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
+// ReportInfo is one ready-made report of GET /v1/audit/reports.
+type ReportInfo struct {
+	Name string `json:"name"`
+	Doc  string `json:"doc"`
+	// Arg names the report's one parameter; absent when it takes none.
+	Arg   string `json:"arg,omitempty"`
+	Query string `json:"query"`
+}
+
+// auditQuery is a decoded AuditSQLRequest: the statement to run.
+type auditQuery struct {
+	sql     string
+	args    []any
+	maxRows int
+}
+
+// decodeAuditSQLRequest parses a POST /v1/audit/sql body; the error names
+// the field at fault as param.
+func decodeAuditSQLRequest(body []byte) (q auditQuery, param string, err error) {
+	var req AuditSQLRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return q, "", fmt.Errorf(`body: want {"sql": "SELECT ..."} or {"report": NAME, "arg": optional}: %w`, err)
+	}
+	if dec.More() {
+		return q, "", errors.New("body: trailing data after the JSON object")
+	}
+	switch {
+	case req.MaxRows < 0 || req.MaxRows > MaxAuditSQLRows:
+		return q, "max_rows", fmt.Errorf("max_rows: want 1 to %d (0: %d)", MaxAuditSQLRows, DefaultAuditSQLRows)
+	case req.MaxRows == 0:
+		req.MaxRows = DefaultAuditSQLRows
+	}
+	q.maxRows = req.MaxRows
+	switch {
+	case req.SQL != "" && req.Report != "":
+		return q, "report", errors.New("sql and report exclude each other")
+	case req.Report != "":
+		r, ok := sqlite.ReportByName(req.Report)
+		if !ok {
+			return q, "report", fmt.Errorf("no report %.60q (GET /v1/audit/reports lists them)", req.Report)
+		}
+		switch {
+		case r.Arg != "" && req.Arg == "":
+			return q, "arg", fmt.Errorf("report %s needs its %s", r.Name, r.Arg)
+		case r.Arg == "" && req.Arg != "":
+			return q, "arg", fmt.Errorf("report %s takes no argument", r.Name)
+		case r.Arg != "":
+			q.args = []any{req.Arg}
+		}
+		q.sql = r.Query
+	case strings.TrimSpace(req.SQL) == "":
+		return q, "sql", errors.New("sql: required (or report)")
+	case req.Arg != "":
+		return q, "arg", errors.New("arg: only with report")
+	default:
+		q.sql = req.SQL
+	}
+	return q, "", nil
+}
+
+func (n *Node) handleAuditSQL(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxAuditSQLBody)
+	if !ok {
+		return
+	}
+	q, param, err := decodeAuditSQLRequest(body)
+	if err != nil {
+		writeAPIErrorParam(w, http.StatusBadRequest, param, err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), AuditSQLTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := sqlite.QueryLimited(ctx, n.AuditPath(), sqlite.Limits{Rows: q.maxRows, Bytes: MaxAuditSQLBytes}, q.sql, q.args...)
+	if err != nil {
+		code, typ := auditSQLErrorStatus(ctx, err)
+		writeJSON(w, code, errorBody{Error: apiErrorf(typ, "sql", "%s", err.Error())})
+		return
+	}
+	out := AuditSQLResult{Columns: res.Columns, Rows: make([][]any, len(res.Rows)), Truncated: res.Truncated,
+		ElapsedMS: time.Since(start).Milliseconds()}
+	if out.Columns == nil {
+		out.Columns = []string{}
+	}
+	for i, row := range res.Rows {
+		out.Rows[i] = make([]any, len(row))
+		for j, v := range row {
+			out.Rows[i][j] = jsonCell(v)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// auditSQLErrorStatus maps a failed query to its status and error type:
+// a refused write is 403, a statement SQLite rejects 400, the time bound
+// 504, anything else (the database cannot be read) 503.
+func auditSQLErrorStatus(ctx context.Context, err error) (int, string) {
+	var se *msqlite.Error
+	switch {
+	case errors.Is(err, sqlite.ErrReadOnly):
+		return http.StatusForbidden, ErrTypePermission
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, ErrTypeTimeout
+	case errors.Is(err, sqlite.ErrNotOneStatement):
+		return http.StatusBadRequest, ErrTypeInvalidRequest
+	case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR:
+		return http.StatusBadRequest, ErrTypeInvalidRequest // syntax, no such table or column...
+	}
+	return http.StatusServiceUnavailable, ErrTypeNotReady
+}
+
+// jsonCell maps a value of a query row to what JSON can hold.
+func jsonCell(v any) any {
+	switch v := v.(type) {
+	case []byte:
+		if utf8.Valid(v) {
+			return string(v)
+		}
+		return "x'" + hex.EncodeToString(v) + "'"
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return strconv.FormatFloat(v, 'g', -1, 64)
+		}
+	}
+	return v
+}
+
+func (n *Node) handleAuditReports(w http.ResponseWriter, _ *http.Request) {
+	out := struct {
+		Reports []ReportInfo `json:"reports"`
+	}{Reports: make([]ReportInfo, 0, len(sqlite.Reports))}
+	for _, r := range sqlite.Reports {
+		out.Reports = append(out.Reports, ReportInfo{Name: r.Name, Doc: r.Doc, Arg: r.Arg, Query: r.Query})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// AuditTierStatus is what GET /v1/audit/status answers: the warm
+// database at rest (what `evoclaw audit status --json` prints), and the
+// retention policy that bounds its window.
+type AuditTierStatus struct {
+	SchemaVersion int    `json:"schema_version"`
+	ChainID       string `json:"chain_id"`
+	HeadSeq       int64  `json:"head_seq"`
+	ChainStart    int64  `json:"chain_start"`
+	Records       int64  `json:"records"`
+	// Oldest is the time of the oldest warm record: the warm window runs
+	// from it to now. Absent when the store is empty.
+	Oldest     *time.Time `json:"oldest"`
+	ShippedSeq int64      `json:"shipped_seq"`
+	// Unshipped counts records not yet in the cold tier.
+	Unshipped   int64      `json:"unshipped"`
+	PrunePasses int64      `json:"prune_passes"`
+	LastPrune   *time.Time `json:"last_prune"`
+	UsedBytes   int64      `json:"used_bytes"`
+	// ColdTier is true when a cold tier is configured; WarmWindowS is how
+	// long records stay warm then, MaxAgeS and MaxBytes bound the warm
+	// store without one (0: no bound), in seconds and bytes.
+	ColdTier    bool    `json:"cold_tier"`
+	WarmWindowS float64 `json:"warm_window_s"`
+	MaxAgeS     float64 `json:"max_age_s"`
+	MaxBytes    int64   `json:"max_bytes"`
+}
+
+func (n *Node) handleAuditStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), AuditSQLTimeout)
+	defer cancel()
+	st, err := sqlite.ReadStatus(ctx, n.AuditPath())
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	pol := n.cfg.Audit.Retention
+	out := AuditTierStatus{SchemaVersion: st.SchemaVersion, ChainID: st.ChainID, HeadSeq: st.HeadSeq, ChainStart: st.ChainStart,
+		Records: st.Records, Oldest: timePtr(st.Oldest), ShippedSeq: st.ShippedSeq, Unshipped: st.Lag(), PrunePasses: st.Checkpoints,
+		LastPrune: timePtr(st.LastPrune), UsedBytes: st.UsedBytes, ColdTier: n.cfg.Audit.Cold.Enabled(),
+		WarmWindowS: pol.WarmWindow.Seconds(), MaxAgeS: pol.MaxAge.Seconds(), MaxBytes: pol.MaxBytes}
+	if out.ColdTier && pol.WarmWindow == 0 {
+		out.WarmWindowS = sqlite.DefaultWarmWindow.Seconds()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,222 @@
+// Chat: the node's stored conversations, and a chat streamed from
+// POST /v1/chat ("stream": true) read with fetch, each LLM turn and tool
+// call shown as it happens. Cancel aborts the fetch; the node cancels the
+// chat when its client goes away.
+import { $, el, setText, clear, ago, cut } from "./dom.js";
+import { call, json } from "./api.js";
+import { readEvents } from "./sse.js";
+
+const PAGE = 30;
+const MAX_OUTPUT = 64 * 1024; // streamed output kept per tool call, in characters
+let convId = "";
+let cursor = "";
+let running = null; // {controller, rows: Map(call_id -> row), ticker}
+
+export function init() {
+  $("chat-new").addEventListener("click", () => open(""));
+  $("chat-more").addEventListener("click", () => loadList(true));
+  $("chat-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    send();
+  });
+  $("chat-text").addEventListener("keydown", (ev) => {
+    // Enter sends, Shift+Enter makes a new line.
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      send();
+    }
+  });
+  $("chat-cancel").addEventListener("click", () => running && running.controller.abort());
+}
+
+export function show() {
+  loadList(false);
+}
+
+export function hide() {}
+
+async function loadList(more) {
+  const list = $("chat-list");
+  try {
+    const q = `/v1/conversations?limit=${PAGE}` + (more && cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+    const page = await json(q);
+    if (!more) clear(list);
+    for (const c of page.conversations) {
+      const b = el("button", { type: "button", class: "conv", "data-conv": c.id, "aria-current": c.id === convId ? "true" : "false",
+        onclick: () => open(c.id) },
+        el("span", { class: "conv-id", text: c.id }),
+        el("span", { class: "muted", text: `${c.message_count} messages · ${ago(c.last_time)}` }));
+      list.append(el("li", {}, b));
+    }
+    if (!list.firstChild) list.append(el("li", { class: "muted", text: "No conversation yet." }));
+    cursor = page.next_cursor || "";
+    $("chat-more").hidden = !cursor;
+  } catch (err) {
+    clear(list);
+    list.append(el("li", { class: "error", text: "Cannot list conversations: " + err.message }));
+  }
+}
+
+function markCurrent() {
+  for (const b of document.querySelectorAll("#chat-list button.conv")) {
+    b.setAttribute("aria-current", b.dataset.conv === convId ? "true" : "false");
+  }
+}
+
+async function open(id) {
+  if (running) running.controller.abort();
+  convId = id;
+  setText($("chat-title"), id || "New conversation");
+  markCurrent();
+  const log = $("chat-log");
+  clear(log);
+  $("chat-text").focus();
+  if (!id) return;
+  try {
+    const page = await json(`/v1/conversations/${encodeURIComponent(id)}/messages?limit=100`);
+    if (page.more) log.append(el("p", { class: "muted", text: "Older messages are not shown (evoclaw audit report conversation " + id + ")." }));
+    for (const m of page.messages) log.append(messageNode(m));
+    log.scrollTop = log.scrollHeight;
+  } catch (err) {
+    log.append(el("p", { class: "error", text: "Cannot load the conversation: " + err.message }));
+  }
+}
+
+// messageNode renders one stored message.
+function messageNode(m) {
+  switch (m.role) {
+    case "user":
+      return el("div", { class: "msg user" }, el("span", { class: "who", text: "you" }), el("p", { text: m.content }));
+    case "assistant": {
+      const d = el("div", { class: "msg assistant" }, el("span", { class: "who", text: "evoclaw" }));
+      if (m.content) d.append(el("p", { text: m.content }));
+      for (const c of m.tool_calls || []) d.append(el("p", { class: "muted", text: "→ " + c.name + " " + cut(c.arguments, 200) }));
+      return d;
+    }
+    case "tool":
+      return el("details", { class: "msg tool" + (m.is_error ? " failed" : "") },
+        el("summary", { text: (m.is_error ? "✗ " : "✓ ") + (m.name || "tool") }),
+        el("pre", { text: m.content }));
+  }
+  return el("div", { class: "msg muted" }, el("span", { class: "who", text: m.role }), el("p", { text: m.content }));
+}
+
+function setRunning(on) {
+  $("chat-send").disabled = on;
+  $("chat-cancel").disabled = !on;
+}
+
+async function send() {
+  const text = $("chat-text").value.trim();
+  if (!text || running) return;
+  $("chat-text").value = "";
+  const log = $("chat-log");
+  log.append(el("div", { class: "msg user" }, el("span", { class: "who", text: "you" }), el("p", { text })));
+  const steps = el("ol", { class: "steps", "aria-label": "progress" });
+  log.append(steps);
+  const r = { controller: new AbortController(), rows: new Map(), steps, llm: null };
+  r.ticker = setInterval(() => tick(r), 250);
+  running = r;
+  setRunning(true);
+  const body = { text, stream: true };
+  if (convId) body.conversation_id = convId;
+  try {
+    const resp = await call("/v1/chat", { method: "POST", body, signal: r.controller.signal, headers: { Accept: "text/event-stream" } });
+    await readEvents(resp, (name, data) => onEvent(r, name, JSON.parse(data)));
+  } catch (err) {
+    for (const row of r.rows.values()) if (!row.ended) finishRow(row, "canceled", "", null);
+    const canceled = err.name === "AbortError";
+    log.append(el("div", { class: "msg error" + (canceled ? " canceled" : "") },
+      el("p", { text: canceled ? "Canceled: the node stops this chat's model and tool calls." : "Chat failed: " + err.message })));
+  } finally {
+    clearInterval(r.ticker);
+    running = null;
+    setRunning(false);
+    log.scrollTop = log.scrollHeight;
+    loadList(false);
+  }
+}
+
+function onEvent(r, name, d) {
+  const log = $("chat-log");
+  switch (name) {
+    case "conversation":
+      convId = d.conversation_id;
+      setText($("chat-title"), convId);
+      break;
+    case "progress":
+      progress(r, d);
+      break;
+    case "answer": {
+      const m = el("div", { class: "msg assistant answer" }, el("span", { class: "who", text: "evoclaw" }), el("p", { text: d.text }));
+      if (d.limit) m.append(el("p", { class: "muted", text: "tool use stopped early: " + d.limit }));
+      log.append(m);
+      break;
+    }
+    case "error":
+      log.append(el("div", { class: "msg error" },
+        el("p", { text: `${d.error.type} (${d.status}): ${d.error.message}` })));
+      break;
+  }
+  log.scrollTop = log.scrollHeight;
+}
+
+function progress(r, p) {
+  switch (p.kind) {
+    case "llm_start":
+      r.llm = el("li", { class: "step llm", text: `asking the model (turn ${p.iteration + 1})…` });
+      r.steps.append(r.llm);
+      break;
+    case "llm_end":
+      if (r.llm) setText(r.llm, `model answered in ${p.elapsed_ms || 0} ms` + (p.status === "error" ? ": " + (p.error || "error") : ""));
+      break;
+    case "tool_start": {
+      const row = {
+        start: performance.now(), ended: false,
+        status: el("span", { class: "pill run", text: "running" }),
+        elapsed: el("span", { class: "elapsed", text: "0.0 s" }),
+        output: el("pre", { class: "output", hidden: true }),
+        result: el("p", { class: "result" }),
+      };
+      row.node = el("li", { class: "step tool", "data-call": p.call_id },
+        el("div", { class: "row" }, row.status, el("strong", { text: p.agent || "node" }), el("span", { text: p.tool }), row.elapsed),
+        p.args ? el("p", { class: "muted args", text: p.args }) : null,
+        row.output, row.result);
+      r.rows.set(p.call_id, row);
+      r.steps.append(row.node);
+      break;
+    }
+    case "tool_output": {
+      const row = r.rows.get(p.call_id);
+      if (!row) break;
+      row.output.hidden = false;
+      if (row.output.textContent.length < MAX_OUTPUT) row.output.append(document.createTextNode(p.output));
+      row.output.scrollTop = row.output.scrollHeight;
+      break;
+    }
+    case "tool_end": {
+      const row = r.rows.get(p.call_id);
+      if (row) finishRow(row, p.status, p.error_type ? `${p.error_type}: ${p.error || ""}` : p.result || "", p.elapsed_ms || 0);
+      break;
+    }
+    case "dropped":
+      r.steps.append(el("li", { class: "step muted", text: `the node dropped ${p.dropped_output_bytes} bytes of output and ${p.dropped_events} events: this page read too slowly` }));
+      break;
+  }
+}
+
+function finishRow(row, status, text, ms) {
+  row.ended = true;
+  setText(row.status, status === "success" ? "ok" : status);
+  row.status.className = "pill " + (status === "success" ? "ok" : "bad");
+  if (ms !== null && ms !== undefined) setText(row.elapsed, (ms / 1000).toFixed(1) + " s");
+  // A result that streamed is already on screen: only a failure adds to it.
+  if (row.output.hidden || status !== "success") setText(row.result, text);
+}
+
+function tick(r) {
+  const now = performance.now();
+  for (const row of r.rows.values()) {
+    if (!row.ended) setText(row.elapsed, ((now - row.start) / 1000).toFixed(1) + " s");
+  }
+}
