@@ -1,0 +1,118 @@
+package orchestrator
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// actionTranscript calls edge_call in structured mode on agent pub-1.
+func actionTranscript(action string) string {
+	return `{"name":"action","turns":[
+ {"content":"","tool_calls":[{"id":"c1","name":"edge_call","arguments":{"agent_id":"pub-1","action":"` + action + `","params":{}}}]},
+ {"content":"{{result c1}}"}]}`
+}
+
+// TestPublicAgentWithoutToolsListIsCalledByAction: an agent in the public
+// format that does not answer tools_list (or answers it with an error) is
+// still called in structured mode: the orchestrator sends the tool command
+// and the agent answers, with its own error for an action it lacks.
+func TestPublicAgentWithoutToolsListIsCalledByAction(t *testing.T) {
+	for _, mode := range []string{"ignore", "error"} {
+		t.Run("tools_list="+mode, func(t *testing.T) {
+			url, _, _ := mqtttest.StartMosquitto(t)
+			for _, tc := range []struct{ action, want string }{
+				{"cpu_temp", "41.5C"},
+				{"nope", "unknown tool: nope"},
+			} {
+				node := startExternalNode(t, url, t.TempDir(), actionTranscript(tc.action))
+				agent := startPublicAgent(t, url, "pub-1", "--caps", "Pi sensor node: cpu_temp", "--tools-list", mode,
+					"--action", "cpu_temp=41.5C", "--heartbeat", "0.3")
+				testenv.Eventually(t, 10*time.Second, func() bool { return node.Catalog().Agents["pub-1"].Online }, "agent online")
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ans, err := node.Chat(ctx, "c-"+tc.action, "temperature?")
+				cancel()
+				if err != nil || !strings.Contains(ans.Text, tc.want) {
+					t.Fatalf("action %s: answer %+v, err %v; want %q", tc.action, ans, err, tc.want)
+				}
+				if n := len(agent.commands(wire.CmdTool)); n != 1 {
+					t.Fatalf("agent got %d tool commands, want 1", n)
+				}
+				agent.stop()
+				node.Close()
+			}
+		})
+	}
+}
+
+// TestPublicAgentCallableRightAfterRestart: the public agent publishes no
+// status, only its capabilities (retained) and heartbeats. After an
+// orchestrator restart the retained capabilities arrive at once; a call made
+// then must be tried, not refused as offline until the next heartbeat.
+func TestPublicAgentCallableRightAfterRestart(t *testing.T) {
+	url, _, _ := mqtttest.StartMosquitto(t)
+	dir := t.TempDir()
+	first := startExternalNode(t, url, dir, actionTranscript("cpu_temp"))
+	startPublicAgent(t, url, "pub-1", "--caps", "Pi sensor node: cpu_temp", "--action", "cpu_temp=41.5C", "--heartbeat", "25")
+	testenv.Eventually(t, 10*time.Second, func() bool { return known(first, "pub-1") }, "capabilities")
+	first.Close()
+
+	node := startExternalNode(t, url, dir, actionTranscript("cpu_temp"))
+	testenv.Eventually(t, 10*time.Second, func() bool { return known(node, "pub-1") }, "retained capabilities after restart")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "after-restart", "temperature?")
+	if err != nil || !strings.Contains(ans.Text, "41.5C") {
+		t.Fatalf("answer %+v, err %v", ans, err)
+	}
+	if !node.Catalog().Agents["pub-1"].Online {
+		t.Fatal("the agent answered but still counts as offline")
+	}
+}
+
+// TestToolsListSentOnceOnConnect: an agent that connects (the public format
+// with a retained online status, as evoclaw agents send) is asked for its
+// tools once, and no late_result is audited for it.
+func TestToolsListSentOnceOnConnect(t *testing.T) {
+	url, _, _ := mqtttest.StartMosquitto(t)
+	for _, order := range []string{"agent first", "node first", "report first"} {
+		t.Run(order, func(t *testing.T) {
+			dir := t.TempDir()
+			var node *Node
+			var agent *publicAgent
+			id := "pub-" + strings.ReplaceAll(order, " ", "-")
+			args := []string{"--status", "--tools-list", "answer", "--action", "cpu_temp=41.5C", "--heartbeat", "0.2"}
+			if order == "report first" {
+				args = append(args, "--early-report")
+			}
+			if order == "agent first" {
+				agent = startPublicAgent(t, url, id, args...)
+				node = startExternalNode(t, url, dir, actionTranscript("cpu_temp"))
+			} else {
+				node = startExternalNode(t, url, dir, actionTranscript("cpu_temp"))
+				agent = startPublicAgent(t, url, id, args...)
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool { return len(node.Catalog().Agents[id].Tools) == 1 }, "tools listed")
+			// Heartbeats and any retained replays pass; nothing more is asked.
+			time.Sleep(time.Second) // a window for a duplicate to show, not a wait for an outcome
+			if n := len(agent.commands(wire.CmdToolsList)); n != 1 {
+				t.Fatalf("agent was sent %d tools_list commands, want 1", n)
+			}
+			node.Close()
+			res, err := sqlite.QueryReadOnly(context.Background(), filepath.Join(dir, AuditFile), `SELECT count(*) FROM events WHERE kind = 'late_result'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := res.Rows[0][0]; n != int64(0) {
+				t.Fatalf("%v late_result events", n)
+			}
+		})
+	}
+}
