@@ -10,6 +10,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -114,5 +115,75 @@ func TestToolsListSentOnceOnConnect(t *testing.T) {
 				t.Fatalf("%v late_result events", n)
 			}
 		})
+	}
+}
+
+// TestAuditedElapsedIsTheRoundTrip: the orchestrator's row of a call holds
+// the round trip it observed (a timeout included), with the agent's own
+// figure beside it, so `audit report slowest` ranks a timeout above a
+// quick success. The agent (public format) reports 2 ms for everything.
+func TestAuditedElapsedIsTheRoundTrip(t *testing.T) {
+	url, _, _ := mqtttest.StartMosquitto(t)
+	transcript := `{"name":"slow","turns":[
+ {"content":"","tool_calls":[
+   {"id":"c1","name":"edge_call","arguments":{"agent_id":"pub-1","action":"cpu_temp","params":{}}},
+   {"id":"c2","name":"edge_call","arguments":{"agent_id":"pub-1","action":"slow","params":{"sleep_ms":700}}},
+   {"id":"c3","name":"edge_call","arguments":{"agent_id":"pub-1","action":"slow","params":{"sleep_ms":5000}}}]},
+ {"content":"{{result c1}} {{result c2}} {{result c3}}"}]}`
+	p, err := scripted.Parse([]byte(transcript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var short Duration
+	short.Duration = 1500 * time.Millisecond
+	node, err := Start(context.Background(), Config{DataDir: dir, Broker: BrokerConf{URL: url},
+		Loop: LoopConf{Timeouts: map[string]TimeoutConf{"other": {Default: short, Max: short}}}}, Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	startPublicAgent(t, url, "pub-1", "--caps", "Pi sensor node: cpu_temp, slow", "--action", "cpu_temp=41.5C", "--action", "slow=done",
+		"--elapsed", "2", "--heartbeat", "0.3")
+	testenv.Eventually(t, 10*time.Second, func() bool { return node.Catalog().Agents["pub-1"].Online }, "agent online")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "slow", "go")
+	if err != nil || !strings.Contains(ans.Text, "41.5C done") || !strings.Contains(ans.Text, "timed out") {
+		t.Fatalf("answer %+v, %v", ans, err)
+	}
+	node.Close()
+	path := filepath.Join(dir, AuditFile)
+	res, err := sqlite.QueryReadOnly(context.Background(), path,
+		`SELECT call_id, status, coalesce(error_type, ''), elapsed_ms, agent_elapsed_ms FROM tool_calls WHERE side = 'orchestrator' ORDER BY call_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 {
+		t.Fatalf("rows %v", res.Rows)
+	}
+	quick, slow, timedOut := res.Rows[0], res.Rows[1], res.Rows[2]
+	if quick[1] != "success" || quick[3].(int64) > 1000 || quick[4] != int64(2) {
+		t.Errorf("quick call row %v", quick)
+	}
+	if slow[1] != "success" || slow[3].(int64) < 700 || slow[4] != int64(2) {
+		t.Errorf("slow call row %v: want the observed round trip >= 700 ms and the agent's 2 ms", slow)
+	}
+	if timedOut[2] != "timeout" || timedOut[3].(int64) < 1500 || timedOut[4] != nil {
+		t.Errorf("timed-out call row %v: want the observed wait >= 1500 ms, no agent figure", timedOut)
+	}
+	rep, ok := sqlite.ReportByName("slowest")
+	if !ok {
+		t.Fatal("no slowest report")
+	}
+	top, err := sqlite.QueryReadOnly(context.Background(), path, rep.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Rows) == 0 || top.Rows[0][4] != "error" {
+		t.Fatalf("slowest report: %v; want the timeout first", top.Rows)
+	}
+	if _, err := sqlite.VerifyChain(context.Background(), path); err != nil {
+		t.Fatalf("verify: %v", err)
 	}
 }
