@@ -12,6 +12,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills/mcptools"
+	"github.com/evoclaw/evoclaw/skills/mcptools/mcptest"
 )
 
 // actionTranscript calls edge_call in structured mode on agent pub-1.
@@ -185,5 +187,49 @@ func TestAuditedElapsedIsTheRoundTrip(t *testing.T) {
 	}
 	if _, err := sqlite.VerifyChain(context.Background(), path); err != nil {
 		t.Fatalf("verify: %v", err)
+	}
+}
+
+// TestOfficialMCPServerAsNodeTool: the official "everything" MCP server
+// (npm) as one of the orchestrator's own tool servers: the model calls its
+// tools by {server}__{tool}, results and errors come back, a long-running
+// operation is cut at the server's timeout_ms, and every call is audited.
+func TestOfficialMCPServerAsNodeTool(t *testing.T) {
+	cfg := mcptest.Config(t, mcptest.Everything, 1500, "stdio")
+	p, err := scripted.Parse([]byte(`{"name":"mcp","turns":[
+ {"content":"","tool_calls":[
+   {"id":"c1","name":"every__get-sum","arguments":{"a":2,"b":40}},
+   {"id":"c2","name":"every__trigger-long-running-operation","arguments":{"duration":20,"steps":2}},
+   {"id":"c3","name":"every__get-tiny-image","arguments":{}}]},
+ {"content":"{{result c1}} | {{result c2}} | {{result c3}}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	node, err := Start(context.Background(), Config{DataDir: dir, HTTP: HTTPConf{Listen: "off"},
+		Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}},
+		Tools:  ToolsConf{MCPServers: map[string]mcptools.ServerConfig{"every": cfg}}}, Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "mcp", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(ans.Text, " | ")
+	if len(parts) != 3 || !strings.Contains(parts[0], "is 42") || !strings.Contains(parts[1], "Error (timeout)") || parts[2] == "" {
+		t.Fatalf("answer %q", ans.Text)
+	}
+	node.Close()
+	res, err := sqlite.QueryReadOnly(context.Background(), filepath.Join(dir, AuditFile),
+		`SELECT tool, status, coalesce(error_type, ''), elapsed_ms FROM tool_calls ORDER BY call_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 || res.Rows[0][1] != "success" || res.Rows[1][2] != "timeout" || res.Rows[1][3].(int64) < 1400 {
+		t.Fatalf("audited %v", res.Rows)
 	}
 }
