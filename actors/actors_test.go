@@ -36,12 +36,18 @@ type fakeEdge struct {
 	// lostToolsLists is how many tools_list commands to lose, as a broker
 	// does for an agent that has not subscribed yet.
 	lostToolsLists atomic.Int32
+	// others, when set, lets commands to other agents pass unanswered
+	// (agents that never answer tools_list).
+	others atomic.Bool
 }
 
 func (f *fakeEdge) Publish(_ context.Context, topic string, payload []byte) error {
 	cmd, err := wire.DecodeCommand(payload)
 	if err != nil {
 		f.t.Errorf("orchestrator sent a malformed command on %s: %v", topic, err)
+		return nil
+	}
+	if topic != wire.CommandsTopic(f.id) && f.others.Load() {
 		return nil
 	}
 	if topic != wire.CommandsTopic(f.id) {
@@ -309,10 +315,10 @@ func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
 // TestToolsListAskedAgainOnOnlineStatus: an agent that reconnects is heard
 // first from a report sent before it re-subscribed to its commands, so the
 // tools_list that brings it back online is lost; the online status it sends
-// once subscribed must bring a new tools_list, or it stays online with no
-// tools and every call of its tools is refused as not_found.
+// once subscribed must bring a new tools_list once the lost one is left
+// unanswered, or it stays online with no tools.
 func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
-	h := newHarness(t, echoTranscript, nil)
+	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) { o.ToolsListTimeout = 200 * time.Millisecond }, nil)
 	status := func(s string) {
 		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: s}})
 	}

@@ -23,6 +23,14 @@ type CallRef struct {
 	Tool string
 	// Params are the call's arguments, kept when they are valid JSON.
 	Params json.RawMessage
+	// Elapsed is how long the call took as the writer observed it (the
+	// orchestrator: from dispatching the command to the result or the
+	// timeout). Zero means the result's own Elapsed is the writer's
+	// figure (the edge side, which ran the tool).
+	Elapsed time.Duration
+	// AgentReported says the result is an edge agent's answer: its Elapsed
+	// is the agent's own figure, kept beside the observed one.
+	AgentReported bool
 }
 
 // AuditRow is the audit record of a call that ended with res at time at.
@@ -46,6 +54,13 @@ func AuditRow(ref CallRef, res skills.Output, at time.Time) persistence.ToolCall
 		ElapsedMs:      max(res.Elapsed.Milliseconds(), 0),
 		ResultExcerpt:  persistence.Excerpt(text),
 		ResultBytes:    max(int64(len(text)), res.ResultBytes),
+	}
+	if ref.Elapsed > 0 {
+		rec.ElapsedMs = ref.Elapsed.Milliseconds()
+	}
+	if ref.AgentReported {
+		ms := max(res.Elapsed.Milliseconds(), 0)
+		rec.AgentElapsedMs = &ms
 	}
 	if rec.Tool == "" {
 		rec.Tool = "(unknown)"

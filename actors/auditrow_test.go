@@ -59,6 +59,20 @@ func TestAuditRow(t *testing.T) {
 					t.Fatal(err)
 				}
 			}},
+		{"an agent's answer: the observed round trip, and the agent's own figure", CallRef{Tool: "t", Elapsed: 1500 * time.Millisecond, AgentReported: true},
+			wire.ToolResult{Status: "success", ElapsedMS: 2},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.ElapsedMs != 1500 || r.AgentElapsedMs == nil || *r.AgentElapsedMs != 2 {
+					t.Fatalf("row %+v", r)
+				}
+			}},
+		{"a timeout: the observed wait, no agent figure", CallRef{Tool: "t", Elapsed: 5 * time.Second},
+			wire.ToolResult{Status: "error", ErrorType: wire.ErrTimeout},
+			func(t *testing.T, r persistence.ToolCall) {
+				if r.ElapsedMs != 5000 || r.AgentElapsedMs != nil {
+					t.Fatalf("row %+v", r)
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, AuditRow(tt.ref, skills.FromWire(tt.res), at)) })

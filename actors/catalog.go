@@ -24,7 +24,24 @@ type AgentInfo struct {
 	// connected or reconnected) is unanswered: a tool missing from Tools may
 	// only not be listed yet.
 	Listing bool
+	// Listed is true once the agent answered tools_list with a list, so
+	// Tools is what it offers. An agent that never did (the public agent
+	// may not know tools_list) is still called by action name: the
+	// orchestrator sends the tool command and the agent answers, with its
+	// own error for an action it lacks.
+	Listed bool
+	// PresenceUnknown is true when the agent's retained capabilities
+	// arrived but nothing else was heard since this orchestrator started
+	// (the public agent publishes no status, and its next heartbeat may be
+	// 30 s away). Such an agent is offered and called as if online; the
+	// first answer makes it Online, and with nothing heard for the
+	// heartbeat timeout it is offline.
+	PresenceUnknown bool
 }
+
+// Callable reports whether calls to a are sent: it is online, or its
+// presence is unknown.
+func (a AgentInfo) Callable() bool { return a.Online || a.PresenceUnknown }
 
 // Catalog is an immutable snapshot of the known agents.
 type Catalog struct {
@@ -39,6 +56,22 @@ func (c *Catalog) Online() []AgentInfo {
 	var out []AgentInfo
 	for _, a := range c.Agents {
 		if a.Online {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Callable lists the agents calls are sent to (online, or presence
+// unknown), sorted by id.
+func (c *Catalog) Callable() []AgentInfo {
+	if c == nil {
+		return nil
+	}
+	var out []AgentInfo
+	for _, a := range c.Agents {
+		if a.Callable() {
 			out = append(out, a)
 		}
 	}

@@ -302,7 +302,8 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *callSpec) {
 	t := c.cur
 	s.index, s.gen, s.progress = i, t.gen, t.progress
-	s.deadline = c.o.Now().Add(s.timeout + c.o.ReplySlack)
+	s.started = c.o.Now()
+	s.deadline = s.started.Add(s.timeout + c.o.ReplySlack)
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
 		safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
 	if err != nil {
@@ -355,7 +356,7 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res skills.Output) {
 	self, root, o, convID, gen, origin := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen, c.cur.origin
 	go func() {
-		msg, aerr := completeCall(o, convID, call, agentID, origin, res)
+		msg, aerr := completeCall(o, convID, call, agentID, origin, res, 0, false)
 		root.Send(self, &callDone{gen: gen, index: i, res: res, result: msg, audit: aerr})
 	}()
 }
@@ -412,7 +413,7 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	res := skills.Failed(code, fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason))
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
-		msg, aerr := completeCall(o, s.convID, s.call, s.agentID, s.requestID, res)
+		msg, aerr := completeCall(o, s.convID, s.call, s.agentID, s.requestID, res, o.Now().Sub(s.started), false)
 		root.Send(self, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 	}()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -23,6 +24,8 @@ const (
 	DefaultPublishTimeout   = 10 * time.Second
 	DefaultMailboxSize      = 1024
 	DefaultMaxInFlight      = 64 // requests waiting on one agent
+	// DefaultToolsListTimeout bounds the wait for an answer to tools_list.
+	DefaultToolsListTimeout = 10 * time.Second
 	// pendingGrace is how long a pending request outlives its deadline
 	// before the edge actor forgets it (its caller has timed out by then).
 	pendingGrace = 5 * time.Second
@@ -58,6 +61,12 @@ type EdgeOptions struct {
 	// one more is refused at once with error type "busy", so a saturated
 	// agent pushes back on the tool loop instead of queueing without bound.
 	MaxInFlight int
+	// ToolsListTimeout is how long an agent has to answer tools_list
+	// (default 10 s). At most one tools_list per agent is outstanding; one
+	// unanswered by then counts as not listed (the agent is still called
+	// by action name) and is asked again only if the agent said it
+	// (re)connected meanwhile.
+	ToolsListTimeout time.Duration
 	// Events, when set, records presence changes and late or unknown
 	// results (a reply for a request that already timed out), so they are
 	// audited rather than only logged. Node names this node in them.
@@ -99,6 +108,9 @@ func (o *EdgeOptions) fill() {
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.ToolsListTimeout <= 0 {
+		o.ToolsListTimeout = DefaultToolsListTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -219,14 +231,23 @@ type pending struct {
 
 // edgeActor tracks one agent: presence, tools, and commands awaiting replies.
 type edgeActor struct {
-	opts       *EdgeOptions
-	cat        *catalogRef
-	info       AgentInfo
-	pending    map[string]*pending
+	opts    *EdgeOptions
+	cat     *catalogRef
+	info    AgentInfo
+	pending map[string]*pending
+	// toolsReqID is the one outstanding tools_list ("" when none); relist
+	// asks for another once it is settled, because the agent said it
+	// (re)connected while it was outstanding.
 	toolsReqID string
-	seq        int
-	stopTick   scheduler.CancelFunc
-	log        *slog.Logger
+	relist     bool
+	// saidOffline: the last status heard said offline, so retained
+	// capabilities do not make the agent's presence unknown.
+	saidOffline bool
+	// unknownSince is when retained capabilities made presence unknown.
+	unknownSince time.Time
+	seq          int
+	stopTick     scheduler.CancelFunc
+	log          *slog.Logger
 	// dropLog bounds the log lines about dropped progress reports.
 	dropLog *rate.Limiter
 	// gauges publish how many of pending belong to the tool loop, and
@@ -251,17 +272,33 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 	case *StatusIn:
 		e.info.LastSeen = now
 		online := m.Status.Status == wire.PresenceOnline
+		e.saidOffline = !online
 		if online && e.info.Online {
 			// An agent sends online after each (re)connect, once it is
 			// subscribed. Heard from before that (a report that overtook
-			// it), it was asked for tools_list while it could not receive
-			// it; or it restarted with other tools. Ask again.
-			e.requestTools(ctx)
+			// it), it may have been asked for tools_list while it could
+			// not receive it; or it restarted with other tools. Ask
+			// again, once the outstanding tools_list (if any) is settled.
+			e.requestTools(ctx, true)
 			e.resendPending(ctx, now)
+		}
+		if !online && e.info.PresenceUnknown {
+			e.info.PresenceUnknown = false
+			e.publishInfo()
 		}
 		e.setOnline(ctx, online, "agent reported "+m.Status.Status)
 	case *CapabilitiesIn:
 		e.info.Capabilities = m.Capabilities
+		if !e.info.Online && !e.saidOffline {
+			// Retained capabilities, and no status says offline: the
+			// agent is known but nothing says whether it is there (the
+			// public agent publishes no status; its next heartbeat may be
+			// 30 s away). Calls are tried; tools_list probes it, and any
+			// answer makes it online.
+			e.info.PresenceUnknown = true
+			e.unknownSince = now
+			e.requestTools(ctx, false)
+		}
 		e.publishInfo()
 	case *ReportIn:
 		e.info.LastSeen = now
@@ -287,17 +324,40 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		if e.info.Online && now.Sub(e.info.LastSeen) > e.opts.HeartbeatTimeout {
 			e.setOnline(ctx, false, fmt.Sprintf("nothing heard for %s", now.Sub(e.info.LastSeen).Round(time.Second)))
 		}
+		if e.info.PresenceUnknown && now.Sub(e.unknownSince) > e.opts.HeartbeatTimeout {
+			e.info.PresenceUnknown = false
+			e.log.Info("edge agent presence", "online", false, "why", "nothing heard since its retained capabilities")
+			e.failAll(ctx, wire.ErrAgentOffline, fmt.Sprintf("edge agent %q is offline: nothing heard from it for %s", e.info.ID, e.opts.HeartbeatTimeout))
+			e.publishInfo()
+		}
 		for id, p := range e.pending {
+			if id == e.toolsReqID && now.After(p.deadline) {
+				// Not answered in time: the agent may not know tools_list
+				// (it is still called by action name).
+				delete(e.pending, id)
+				e.toolsSettled(ctx, false)
+				continue
+			}
 			if now.After(p.deadline.Add(pendingGrace)) {
 				delete(e.pending, id)
-				if id == e.toolsReqID {
-					e.toolsReqID = ""
-					e.info.Listing = false
-					e.publishInfo()
-				}
 			}
 		}
 	}
+}
+
+// toolsSettled ends the outstanding tools_list. An answer (a list or an
+// error) is at least as new as any (re)connect the agent announced before
+// it; one left unanswered may have been sent while the agent could not
+// receive it, so it is asked again if the agent announced a (re)connect
+// meanwhile.
+func (e *edgeActor) toolsSettled(ctx actor.Context, answered bool) {
+	e.toolsReqID = ""
+	e.info.Listing = false
+	e.publishInfo()
+	if !answered && e.relist && e.info.Callable() {
+		e.requestTools(ctx, false)
+	}
+	e.relist = false
 }
 
 func (e *edgeActor) publishInfo() {
@@ -321,6 +381,7 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 		return
 	}
 	e.info.Online = online
+	e.info.PresenceUnknown = false
 	e.log.Info("edge agent presence", "online", online, "why", why)
 	kind := persistence.EventAgentOffline
 	if online {
@@ -328,7 +389,7 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 	}
 	e.event(kind, map[string]any{"why": why})
 	if online {
-		e.requestTools(ctx)
+		e.requestTools(ctx, false)
 	} else {
 		e.info.Tools = nil
 		e.failAll(ctx, wire.ErrAgentOffline, fmt.Sprintf("edge agent %q went offline (%s)", e.info.ID, why))
@@ -359,26 +420,39 @@ func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 		delete(e.pending, id)
 	}
 	e.toolsReqID = ""
+	e.relist = false
 	e.info.Listing = false
 }
 
-func (e *edgeActor) requestTools(ctx actor.Context) {
+// toolsIDPrefix starts the request_id of every tools_list this
+// orchestrator sends to agentID: a reply to one no longer awaited (a
+// duplicate delivery, a superseded or timed-out one, or one from before a
+// restart of the orchestrator) is recognised and ignored quietly.
+func toolsIDPrefix(agentID string) string { return "tools-" + agentID + "-" }
+
+// requestTools asks the agent for its tools unless a tools_list is
+// outstanding (at most one is, per agent). reconnected says the agent
+// announced a (re)connect: then an outstanding one left unanswered is
+// followed by another.
+func (e *edgeActor) requestTools(ctx actor.Context, reconnected bool) {
 	if e.toolsReqID != "" {
-		delete(e.pending, e.toolsReqID) // superseded: a late answer is dropped
+		e.relist = e.relist || reconnected
+		return
 	}
 	e.seq++
-	id := fmt.Sprintf("tools-%s-%d-%d", e.info.ID, e.opts.Now().UnixNano(), e.seq)
+	now := e.opts.Now()
+	id := fmt.Sprintf("%s%d-%d", toolsIDPrefix(e.info.ID), now.UnixNano(), e.seq)
 	cmd := wire.Command{Command: wire.CmdToolsList, Payload: json.RawMessage(`{}`), RequestID: id}
-	cmd.SetExpiry(e.opts.Now(), e.opts.PublishTimeout+30*time.Second, 0)
+	cmd.SetExpiry(now, e.opts.ToolsListTimeout, 0)
 	e.toolsReqID = id
-	e.pending[id] = &pending{command: cmd.Command, deadline: e.opts.Now().Add(e.opts.PublishTimeout + 30*time.Second), sent: e.opts.Now()}
+	e.pending[id] = &pending{command: cmd.Command, deadline: now.Add(e.opts.ToolsListTimeout), sent: now}
 	e.info.Listing = true
 	e.publishInfo()
 	e.publish(ctx, cmd)
 }
 
 func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
-	if !e.info.Online {
+	if !e.info.Online && !e.info.PresenceUnknown {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
 			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID)})
 		return
@@ -427,21 +501,25 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 	}
 	p, ok := e.pending[id]
 	if !ok {
+		if strings.HasPrefix(id, toolsIDPrefix(e.info.ID)) {
+			// A tools_list reply no longer awaited: nothing to audit.
+			e.log.Debug("ignoring a tools_list reply no longer awaited", "request_id", id)
+			return
+		}
 		e.lateResult(id, r)
 		return
 	}
 	delete(e.pending, id)
 	if id == e.toolsReqID {
-		e.toolsReqID = ""
-		e.info.Listing = false
 		l, err := wire.DecodeToolsList(r)
 		if err != nil {
-			e.log.Warn("agent did not list its tools", "err", err)
-			e.publishInfo()
-			return
+			// The public agent may not know tools_list: it is called by
+			// action name instead (toolbox.go).
+			e.log.Info("agent did not list its tools; calls go to it by action name", "err", err)
+		} else {
+			e.info.Tools, e.info.Listed = l.Tools, true
 		}
-		e.info.Tools = l.Tools
-		e.publishInfo()
+		e.toolsSettled(ctx, true)
 		return
 	}
 	ctx.Send(p.replyTo, &Reply{RequestID: id, Report: r})

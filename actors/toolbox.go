@@ -92,13 +92,13 @@ func (b *EdgeToolbox) selected(agent, tool string) bool {
 
 // Defs implements Toolbox.
 func (b *EdgeToolbox) Defs() []llm.ToolDef {
-	online := b.Edges.Catalog().Online()
-	if len(online) == 0 {
+	callable := b.Edges.Catalog().Callable()
+	if len(callable) == 0 {
 		return nil // no agent, no edge tools: never offer a dead tool
 	}
 	var defs []llm.ToolDef
 	if b.Mode != ToolsCompact {
-		for _, a := range online {
+		for _, a := range callable {
 			for _, t := range a.Tools {
 				if !b.selected(a.ID, t.Name) {
 					continue
@@ -116,21 +116,34 @@ func (b *EdgeToolbox) Defs() []llm.ToolDef {
 		}
 		sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	}
-	return append(defs, b.edgeCallDef(online))
+	return append(defs, b.edgeCallDef(callable))
 }
 
-// edgeCallDef builds the edge_call tool from the online agents.
-func (b *EdgeToolbox) edgeCallDef(online []AgentInfo) llm.ToolDef {
+// notListed is what edge_call's description says of an agent that never
+// listed its tools: its capability line is all the model knows of them.
+const notListed = " [actions not listed: name one its description mentions; the agent says if it has no such action]"
+
+// presenceUnknown marks an agent known only from its retained capabilities.
+const presenceUnknown = " (not heard from since this orchestrator started; it may be offline)"
+
+// edgeCallDef builds the edge_call tool from the callable agents.
+func (b *EdgeToolbox) edgeCallDef(callable []AgentInfo) llm.ToolDef {
 	var sb strings.Builder
 	sb.WriteString("Ask an edge agent to do something. Give agent_id and either query (natural language, answered by the agent's own model and tools) or action with params (runs that tool of the agent directly). Online edge agents:")
 	var ids []any
-	for _, a := range online {
+	for _, a := range callable {
 		ids = append(ids, a.ID)
 		caps := a.Capabilities
 		if caps == "" {
 			caps = "edge agent"
 		}
 		fmt.Fprintf(&sb, "\n  - %s: %s", a.ID, caps)
+		if a.PresenceUnknown {
+			sb.WriteString(presenceUnknown)
+		}
+		if !a.Listed && !a.Listing {
+			sb.WriteString(notListed)
+		}
 		if b.Mode == ToolsCompact {
 			var actions []string
 			for _, t := range a.Tools {
@@ -174,8 +187,14 @@ func (b *EdgeToolbox) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 	if ok && !b.selected(agent.ID, info.Name) {
 		ok = false
 	}
-	if agent.ID != "" && !agent.Online {
+	if agent.ID != "" && !agent.Callable() {
 		return Target{}, toolError(wire.ErrAgentOffline, fmt.Sprintf("tool %q: edge agent %q is offline. %s", call.Name, agent.ID, b.available()))
+	}
+	if !ok && agent.ID != "" && !agent.Listed && b.Mode != ToolsCompact {
+		// An agent that never listed its tools is called by name.
+		if _, tool, _ := strings.Cut(call.Name, ToolSep); tool != "" && b.selected(agent.ID, tool) {
+			return unlistedTarget(agent.ID, tool, call.Arguments), nil
+		}
 	}
 	if !ok && agent.Online && agent.Listing {
 		return Target{}, listingError(agent.ID)
@@ -204,7 +223,7 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 		return Target{}, toolError(wire.ErrInvalidParams, fmt.Sprintf("Invalid parameters for %q: give agent_id and either query or action. Required: [agent_id]. Optional: [action, params, query].", EdgeCallTool))
 	}
 	agent, known := cat.Agents[a.AgentID]
-	if !known || !agent.Online {
+	if !known || !agent.Callable() {
 		state := "unknown"
 		if known {
 			state = "offline"
@@ -226,6 +245,11 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 				OwnTimeoutMS: t.TimeoutMS, Schema: t.Parameters, Args: args}, nil
 		}
 	}
+	if !agent.Listed && b.selected(agent.ID, a.Action) {
+		// It never listed its tools (the public agent may not know
+		// tools_list): send the action and let the agent answer for it.
+		return unlistedTarget(agent.ID, a.Action, a.Params), nil
+	}
 	if agent.Listing {
 		return Target{}, listingError(agent.ID)
 	}
@@ -236,6 +260,15 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 		}
 	}
 	return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("edge agent %q has no action %q. Its actions: %s", agent.ID, a.Action, listOrNone(names)))
+}
+
+// unlistedTarget calls tool of an agent that never listed its tools: no
+// schema to check, the category from the name, the category's timeout.
+func unlistedTarget(agentID, tool string, params json.RawMessage) Target {
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	return Target{AgentID: agentID, Tool: tool, Category: Category("", tool), Args: params}
 }
 
 // listingError answers a call of a tool an agent has not listed yet while
@@ -259,7 +292,7 @@ func (b *EdgeToolbox) available() string {
 
 func onlineIDs(cat *Catalog) string {
 	var ids []string
-	for _, a := range cat.Online() {
+	for _, a := range cat.Callable() {
 		ids = append(ids, a.ID)
 	}
 	return listOrNone(ids)

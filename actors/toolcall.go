@@ -29,9 +29,12 @@ type callSpec struct {
 	tool      string
 	requestID string
 	timeout   time.Duration
-	deadline  time.Time
-	edges     *actor.PID
-	o         *ConvOptions
+	// started is when the call was first dispatched: its audit row's
+	// elapsed_ms is the round trip observed from then.
+	started  time.Time
+	deadline time.Time
+	edges    *actor.PID
+	o        *ConvOptions
 	// progress receives the call's streamed output (nil: nobody watches).
 	progress ProgressFunc
 	// outputSeq is the last streamed Seq passed on, so a redelivered
@@ -54,7 +57,10 @@ func (t transientFault) String() string { return "transient: " + t.msg }
 // toolCall runs one callSpec: it dispatches the command to the edge actor,
 // enforces the deadline and reports exactly one callDone to its parent.
 type toolCall struct {
-	s      *callSpec
+	s *callSpec
+	// remote: the result is an edge agent's answer, whose elapsed time is
+	// the agent's own figure.
+	remote bool
 	cancel []scheduler.CancelFunc
 	stop   context.CancelFunc // ends a local run
 }
@@ -114,6 +120,7 @@ func (c *toolCall) Receive(ctx actor.Context) {
 		if s.finished.Load() || m.RequestID != s.requestID {
 			return
 		}
+		c.remote = true
 		c.finish(ctx, decodeReply(s, m.Report))
 	case *DispatchFailed:
 		if s.finished.Load() || m.RequestID != s.requestID {
@@ -248,9 +255,10 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		f()
 	}
 	c.cancel = nil
-	s, self, parent, root := c.s, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+	s, self, parent, root, remote := c.s, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, c.remote
+	observed := s.o.Now().Sub(s.started)
 	go func() {
-		msg, aerr := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res)
+		msg, aerr := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res, observed, remote)
 		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
 	}()
@@ -258,10 +266,12 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 
 // completeCall records the outcome of a tool call in the audit trail and
 // turns it into the tool message the model sees; the error is the audit
-// write's.
-func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res skills.Output) (llm.Message, error) {
+// write's. observed is the round trip this side saw (zero for a call that
+// never started); remote says res is an edge agent's answer.
+func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res skills.Output,
+	observed time.Duration, remote bool) (llm.Message, error) {
 	rec := AuditRow(CallRef{Node: o.Node, Side: o.Side, ConversationID: convID, RequestID: requestID, CallID: call.ID,
-		AgentID: agentID, Tool: call.Name, Params: call.Arguments}, res, o.Now())
+		AgentID: agentID, Tool: call.Name, Params: call.Arguments, Elapsed: observed, AgentReported: remote}, res, o.Now())
 	var aerr error
 	if o.Audit != nil {
 		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)

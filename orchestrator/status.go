@@ -41,6 +41,12 @@ type AgentStatus struct {
 	// InFlight is how many tool calls and prompts of the node wait on the
 	// agent now.
 	InFlight int64 `json:"in_flight"`
+	// PresenceUnknown: known from its retained capabilities only, not
+	// heard from since the node started; calls to it are tried.
+	PresenceUnknown bool `json:"presence_unknown,omitempty"`
+	// ToolsListed: it answered tools_list; false: it is called by action
+	// name (docs/WIRE.md).
+	ToolsListed bool `json:"tools_listed"`
 	// ToolStats has one entry per tool in Tools, in the same order, with
 	// the counters of calls the model made by the name AGENT__TOOL.
 	ToolStats []ToolStatus `json:"tool_stats"`
@@ -106,7 +112,7 @@ func (n *Node) Status() Status {
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
 		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a),
-			InFlight: n.edges.InFlight(a.ID), ToolStats: []ToolStatus{}}
+			InFlight: n.edges.InFlight(a.ID), PresenceUnknown: a.PresenceUnknown, ToolsListed: a.Listed, ToolStats: []ToolStatus{}}
 		for _, t := range a.Tools {
 			as.Tools = append(as.Tools, t.Name)
 			key := a.ID + "__" + t.Name

@@ -63,8 +63,15 @@ type ToolCall struct {
 	Error string
 	// ExitCode is the process exit code when a process ran; nil when none ran.
 	ExitCode *int
-	// ElapsedMs is how long the call took, in milliseconds; never negative.
+	// ElapsedMs is how long the call took as the writer observed it, in
+	// milliseconds; never negative. On the orchestrator's rows it is the
+	// round trip from sending the command to the result or the timeout.
 	ElapsedMs int64
+	// AgentElapsedMs is the elapsed time the edge agent reported in its
+	// result, in milliseconds, on rows of calls an agent answered; nil
+	// when none was reported (timeouts, local tools, the edge's own rows,
+	// whose ElapsedMs is its own figure).
+	AgentElapsedMs *int64
 	// ResultExcerpt is the start of the result: at most MaxExcerptBytes of
 	// valid UTF-8. Stores pass longer or invalid values through Excerpt.
 	ResultExcerpt string
@@ -90,6 +97,8 @@ func (c *ToolCall) Validate() error {
 		problem = "params is not valid JSON"
 	case c.ElapsedMs < 0:
 		problem = fmt.Sprintf("elapsed_ms %d is negative", c.ElapsedMs)
+	case c.AgentElapsedMs != nil && *c.AgentElapsedMs < 0:
+		problem = fmt.Sprintf("agent_elapsed_ms %d is negative", *c.AgentElapsedMs)
 	case c.ResultBytes < 0:
 		problem = fmt.Sprintf("result_bytes %d is negative", c.ResultBytes)
 	default:

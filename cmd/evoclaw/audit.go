@@ -18,10 +18,11 @@ import (
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-const auditUsage = `evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
-       evoclaw audit verify [--data-dir DIR] [--key FILE | --unkeyed] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
-       evoclaw audit status [--data-dir DIR] [--json]
-       evoclaw audit report NAME [ARG] [--data-dir DIR] [--tier warm|cold|all] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")`
+const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
+       evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
+       evoclaw audit status [--config FILE] [--data-dir DIR] [--json]
+       evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
+(--config: the node's evoclaw.toml gives data_dir and [audit.cold] url; flags win)`
 
 // coldURLEnv is read when --cold-url is not given. The token always comes
 // from cold.TokenEnv.
@@ -54,20 +55,28 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // tierFlags are the flags every audit command shares.
 type tierFlags struct {
 	dataDir, tier, coldURL *string
+	config                 *configFlag
+	fs                     *flag.FlagSet
 }
 
 func addTierFlags(fs *flag.FlagSet) tierFlags {
-	return tierFlags{
+	tf := tierFlags{
 		dataDir: fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)"),
 		tier:    fs.String("tier", tierWarm, "warm (this node's SQLite), cold (the libSQL tier) or all (both, without duplicates)"),
-		coldURL: fs.String("cold-url", os.Getenv(coldURLEnv), "URL of the cold tier (default $"+coldURLEnv+"); its token comes from $"+cold.TokenEnv),
+		coldURL: fs.String("cold-url", coldURLDefault(), "URL of the cold tier (default: [audit.cold] url of --config, else $"+coldURLEnv+"); its token comes from $"+cold.TokenEnv),
+		config:  &configFlag{}, fs: fs,
 	}
+	tf.config.register(fs)
+	return tf
 }
 
 func (f tierFlags) warmPath() string { return filepath.Join(*f.dataDir, orchestrator.AuditFile) }
 
-// check validates --tier.
+// check applies --config and validates --tier; call it after parsing.
 func (f tierFlags) check() error {
+	if err := f.config.apply(f.fs, f.dataDir, f.coldURL); err != nil {
+		return err
+	}
 	switch *f.tier {
 	case tierWarm, tierCold, tierAll:
 		return nil
@@ -337,9 +346,14 @@ func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) er
 func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit status", stderr)
 	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	var conf configFlag
+	conf.register(fs)
 	asJSON := fs.Bool("json", false, "print as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := conf.apply(fs, dataDir, nil); err != nil {
 		return err
 	}
 	if len(pos) != 0 {

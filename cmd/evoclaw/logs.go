@@ -35,6 +35,8 @@ var logFilters = map[string]string{
 func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("logs", stderr)
 	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	var conf configFlag
+	conf.register(fs)
 	filter := fs.String("filter", "", "only this kind of record: tool, llm, message or event")
 	agent := fs.String("agent", "", "only records about this edge agent")
 	follow := fs.Bool("follow", false, "keep printing new records until interrupted")
@@ -47,6 +49,9 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: logs takes no arguments, got %q", errUsage, pos)
+	}
+	if err := conf.apply(fs, dataDir, nil); err != nil {
+		return err
 	}
 	kind, ok := logFilters[*filter]
 	if !ok {

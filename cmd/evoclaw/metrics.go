@@ -16,6 +16,8 @@ import (
 func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("metrics", stderr)
 	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	var conf configFlag
+	conf.register(fs)
 	tools := fs.Bool("tools", false, "calls, errors and latency per tool and agent")
 	asJSON := fs.Bool("json", false, "print rows as a JSON array")
 	asCSV := fs.Bool("csv", false, "print rows as CSV")
@@ -24,7 +26,10 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) != 0 || !*tools {
-		return fmt.Errorf("%w: evoclaw metrics --tools [--data-dir DIR] [--json|--csv]", errUsage)
+		return fmt.Errorf("%w: evoclaw metrics --tools [--config FILE] [--data-dir DIR] [--json|--csv]", errUsage)
+	}
+	if err := conf.apply(fs, dataDir, nil); err != nil {
+		return err
 	}
 	r, _ := sqlite.ReportByName("tools")
 	res, err := sqlite.QueryReadOnly(ctx, filepath.Join(*dataDir, orchestrator.AuditFile), r.Query)

@@ -45,10 +45,14 @@ type nodeFlags struct {
 	dataDir   string
 	node      string
 	tokenFile string
+	config    configFlag
+	fs        *flag.FlagSet
 }
 
-// register adds --data-dir, --node and --token-file to fs.
+// register adds --data-dir, --config, --node and --token-file to fs.
 func (f *nodeFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
+	f.config.register(fs)
 	fs.StringVar(&f.dataDir, "data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds its API address and token)")
 	fs.StringVar(&f.node, "node", "", "the node's API base URL, e.g. http://127.0.0.1:8787 (default: from --data-dir, or $"+envNode+")")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+envToken+", or the one in --data-dir)")
@@ -56,6 +60,11 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 
 // client resolves the node's address and token.
 func (f *nodeFlags) client() (*nodeClient, error) {
+	if f.fs != nil {
+		if err := f.config.apply(f.fs, &f.dataDir, nil); err != nil {
+			return nil, err
+		}
+	}
 	base := f.node
 	if base == "" {
 		base = os.Getenv(envNode)

@@ -220,6 +220,17 @@ func DecodeToolResult(r Report) (ToolResult, error) {
 
 // DecodeToolsList parses a tools_list result.
 func DecodeToolsList(r Report) (ToolsList, error) {
+	if r.ReportType == ReportError {
+		// The public agent answers a command it does not know this way.
+		return ToolsList{}, &DecodeError{What: "tools list", Field: "report_type", Msg: "an error report, not a tools list"}
+	}
+	var keys map[string]json.RawMessage
+	if err := decodeObject("tools list", r.Payload, &keys); err != nil {
+		return ToolsList{}, err
+	}
+	if _, ok := keys["tools"]; !ok {
+		return ToolsList{}, &DecodeError{What: "tools list", Field: "tools", Msg: "required"}
+	}
 	var l ToolsList
 	if err := decodeObject("tools list", r.Payload, &l); err != nil {
 		return ToolsList{}, err

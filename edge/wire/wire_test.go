@@ -302,3 +302,23 @@ func TestParseTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeToolsListRefusesNonLists: the public agent answers a command
+// it does not know with an error report; neither that nor a result without
+// "tools" is a (empty) tool list.
+func TestDecodeToolsListRefusesNonLists(t *testing.T) {
+	for _, tc := range []struct {
+		typ, payload string
+		ok           bool
+	}{
+		{ReportError, `{"error":"unknown command: tools_list","request_id":"t1"}`, false},
+		{ReportResult, `{"status":"error","error":"no","request_id":"t1"}`, false},
+		{ReportResult, `{"tools":[],"request_id":"t1"}`, true},
+		{ReportResult, `{"tools":null,"request_id":"t1"}`, true},
+	} {
+		_, err := DecodeToolsList(Report{ReportType: tc.typ, Payload: []byte(tc.payload)})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %s: err %v, want ok=%v", tc.typ, tc.payload, err, tc.ok)
+		}
+	}
+}

@@ -53,7 +53,13 @@ func Genesis(chainID string) Digest {
 // order of the table's Columns, are vals, chained to prev. Values are
 // encoded by type, so 1 and "1" differ: nil (NULL), int64 (and the other
 // integer kinds), float64, string, []byte. Any other type is an error.
+// The table's Optional columns are covered only when not NULL
+// (Table.HashedValues); the count of values is part of the encoding, so a
+// row with such a value never hashes like one without.
 func Hash(prev Digest, table string, vals []any) (Digest, error) {
+	if t, ok := TableByName(table); ok {
+		vals = t.HashedValues(vals)
+	}
 	h := sha256.New()
 	buf := make([]byte, 0, 256)
 	buf = append(buf, hashDomain...)

@@ -43,8 +43,12 @@ const isSeq = "typeof(" + ColChainSeq + ") = 'integer'"
 func ReadWindow(ctx context.Context, q Querier, f Filter, lo, hi int64) ([]Record, error) {
 	var out []Record
 	for _, t := range Tables {
+		cols, err := SelectList(ctx, q, t, t.Name)
+		if err != nil {
+			return nil, err
+		}
 		query := fmt.Sprintf("SELECT %s, %s FROM %s WHERE %s ORDER BY %s",
-			strings.Join(t.Columns, ", "), ColHash, t.Name, f.and(isSeq+" AND "+ColChainSeq+" > ? AND "+ColChainSeq+" <= ?"), ColChainSeq)
+			strings.Join(cols, ", "), ColHash, t.Name, f.and(isSeq+" AND "+ColChainSeq+" > ? AND "+ColChainSeq+" <= ?"), ColChainSeq)
 		args := append(append([]any(nil), f.Args...), lo, hi)
 		recs, err := readRecords(ctx, q, t, query, args)
 		if err != nil {
@@ -61,6 +65,34 @@ func ReadWindow(ctx context.Context, q Querier, f Filter, lo, hi int64) ([]Recor
 		}
 		return 0
 	})
+	return out, nil
+}
+
+// SelectList returns the select expressions of t's Columns for reading
+// from, the table as named in a query ("tool_calls", "warm.tool_calls"):
+// an Optional column the table lacks (a database from before it was added,
+// read as it is) reads as NULL, which is what such a row hashes as.
+func SelectList(ctx context.Context, q Querier, t Table, from string) ([]string, error) {
+	cols := t.Columns
+	if len(t.Optional) == 0 {
+		return cols, nil
+	}
+	rows, err := q.QueryContext(ctx, "SELECT * FROM "+from+" LIMIT 0")
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s: %w", t.Name, err)
+	}
+	have, err := rows.Columns()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s: %w", t.Name, err)
+	}
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c
+		if t.optional(c) && !slices.Contains(have, c) {
+			out[i] = "NULL AS " + c
+		}
+	}
 	return out, nil
 }
 

@@ -84,8 +84,13 @@ func copyWarm(ctx context.Context, db *sql.DB, warmPath string) error {
 	}
 	for _, t := range auditchain.Tables {
 		cols := strings.Join(append(append([]string(nil), t.Columns...), auditchain.ColHash), ", ")
-		q := fmt.Sprintf("INSERT OR IGNORE INTO main.%s (%s, chain_id) SELECT %s, (SELECT value FROM warm.audit_meta WHERE key = 'chain_id') FROM warm.%s",
-			t.Name, cols, cols, t.Name)
+		// A warm copy from before an optional column existed reads it as NULL.
+		from, err := auditchain.SelectList(ctx, conn, t, "warm."+t.Name)
+		if err != nil {
+			return err
+		}
+		q := fmt.Sprintf("INSERT OR IGNORE INTO main.%s (%s, chain_id) SELECT %s, %s, (SELECT value FROM warm.audit_meta WHERE key = 'chain_id') FROM warm.%s",
+			t.Name, cols, strings.Join(from, ", "), auditchain.ColHash, t.Name)
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("copy %s: %w", t.Name, err)
 		}

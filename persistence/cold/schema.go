@@ -9,8 +9,16 @@ import (
 )
 
 // schemaVersion is the cold schema this build writes, kept in the cold
-// database's schema_meta table.
-const schemaVersion = 1
+// database's schema_meta table: 1 plus the steps in upgrades.
+const schemaVersion = 2
+
+// upgrades take a cold database from version i+1 to i+2; they are only
+// ever appended.
+var upgrades = []string{
+	// v2: the elapsed time an edge agent reported, beside the one the
+	// writer observed (warm schema v8).
+	`ALTER TABLE tool_calls ADD COLUMN agent_elapsed_ms INTEGER`,
+}
 
 // schema creates the cold tables. They hold the warm tables' chained
 // columns (see persistence/auditchain) plus chain_id, which tells the nodes
@@ -115,6 +123,9 @@ var schema = []string{
 	`INSERT INTO schema_meta (key, value) VALUES ('version', '1') ON CONFLICT (key) DO NOTHING`,
 }
 
+// fullSchema is schema with every upgrade: the current cold schema.
+var fullSchema = append(append([]string(nil), schema...), upgrades...)
+
 // ensureSchema creates the cold tables when missing, in one transaction, and
 // refuses a database whose cold schema is newer than this build.
 func ensureSchema(ctx context.Context, db *sql.DB) error {
@@ -144,6 +155,19 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("create cold schema: %w", err)
 		}
+	}
+	// Read again inside the transaction: another node may have upgraded
+	// the database meanwhile.
+	if err := tx.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version); err != nil {
+		return fmt.Errorf("read cold schema version: %w", err)
+	}
+	for v := version; v < schemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, upgrades[v-1]); err != nil {
+			return fmt.Errorf("upgrade cold schema to version %d: %w", v+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_meta SET value = ? WHERE key = 'version'`, fmt.Sprint(schemaVersion)); err != nil {
+		return fmt.Errorf("upgrade cold schema: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("create cold schema: %w", err)

@@ -50,9 +50,11 @@ const (
 // Status is a snapshot of a Shipper's progress.
 type Status struct {
 	// ShippedSeq is the chain_seq up to which the cold tier holds every
-	// record (as far as the shipper knows); HeadSeq the newest warm record.
+	// record (as far as the shipper knows); HeadSeq the chain's head in
+	// the warm store, read when the status is taken.
 	ShippedSeq, HeadSeq int64
-	// Lag is HeadSeq - ShippedSeq: records waiting to be shipped.
+	// Lag is HeadSeq - ShippedSeq: records waiting to be shipped, current
+	// also while the cold tier is unreachable.
 	Lag int64
 	// Shipped counts records shipped since Start (re-shipped ones too).
 	Shipped int64
@@ -139,11 +141,24 @@ func (sh *Shipper) Kick() {
 }
 
 // Status returns a snapshot of the shipper's progress.
+//
+// It reads the warm head (bounded by statusReadTimeout), so the lag counts
+// records written since the shipper's last step: during an outage that
+// step may be minutes ago. If the read fails it keeps the last figure.
 func (sh *Shipper) Status() Status {
+	ctx, cancel := context.WithTimeout(context.Background(), statusReadTimeout)
+	head, err := sh.src.HeadSeq(ctx)
+	cancel()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if err == nil && head >= sh.status.HeadSeq {
+		sh.status.HeadSeq, sh.status.Lag = head, max(head-sh.status.ShippedSeq, 0)
+	}
 	return sh.status
 }
+
+// statusReadTimeout bounds Status's read of the warm head.
+const statusReadTimeout = time.Second
 
 // position is where the cold copy of the chain ends.
 type position struct {
@@ -202,6 +217,7 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 		return 0, err
 	}
 	if *pos == nil {
+		sh.seedProgress(ctx)
 		st, ok, err := sh.dst.Chain(ctx, chainID)
 		if err != nil {
 			return 0, err
@@ -268,6 +284,28 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 		return len(recs), fmt.Errorf("record shipped mark: %w", err)
 	}
 	return len(recs), nil
+}
+
+// seedProgress takes the shipped mark from the warm store while the
+// shipper knows none (before its first step reached the cold tier), so its
+// lag is right during an outage that began before it started.
+func (sh *Shipper) seedProgress(ctx context.Context) {
+	m, ok := sh.src.(interface {
+		ShippedSeq(ctx context.Context) (int64, error)
+	})
+	if !ok {
+		return
+	}
+	seq, err := m.ShippedSeq(ctx)
+	if err != nil {
+		return
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if seq > sh.status.ShippedSeq {
+		sh.status.ShippedSeq = seq
+		sh.status.Lag = max(sh.status.HeadSeq-seq, 0)
+	}
 }
 
 func (sh *Shipper) setProgress(shipped, head int64) {

@@ -61,7 +61,7 @@ func (s *Store) RecordHash(ctx context.Context, chainID string, seq int64) (stri
 // that is rolled back. For isolation enforced by the server too, give
 // auditors a read-only token (a JWT with "a": "ro").
 func (s *Store) Query(ctx context.Context, query string, args ...any) (columns []string, rows [][]any, err error) {
-	if err := sqlite.CheckReadOnly(ctx, schema, query, args...); err != nil {
+	if err := sqlite.CheckReadOnly(ctx, fullSchema, query, args...); err != nil {
 		if errors.Is(err, sqlite.ErrReadOnly) {
 			return nil, nil, fmt.Errorf("query cold tier: %w: %w", ErrReadOnly, err)
 		}

@@ -50,11 +50,15 @@ func toolCallArgs(c *persistence.ToolCall) []any {
 	if c.ExitCode != nil {
 		exitCode = int64(*c.ExitCode)
 	}
+	var agentElapsed any // a nil any, NULL: hashed as absent
+	if c.AgentElapsedMs != nil {
+		agentElapsed = *c.AgentElapsedMs
+	}
 	return []any{
 		c.RecordID, t.Format(tsLayout), t.UnixMilli(), c.Node, c.Side,
 		nullIfEmpty(c.ConversationID), nullIfEmpty(c.RequestID), nullIfEmpty(c.CallID), nullIfEmpty(c.AgentID),
 		c.Tool, params, c.Status, nullIfEmpty(c.ErrorType), nullIfEmpty(c.Error), exitCode,
-		c.ElapsedMs, nullIfEmpty(persistence.Excerpt(c.ResultExcerpt)), c.ResultBytes,
+		c.ElapsedMs, nullIfEmpty(persistence.Excerpt(c.ResultExcerpt)), c.ResultBytes, agentElapsed,
 	}
 }
 

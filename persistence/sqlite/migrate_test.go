@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 )
 
@@ -199,5 +200,73 @@ func TestRetentionKeepsChainVerifiable(t *testing.T) {
 	rep, err := VerifyChain(ctx, path)
 	if err != nil || rep.StartSeq != 15 || rep.Verified != 5 {
 		t.Fatalf("after writing again: %+v %v", rep, err)
+	}
+}
+
+// A database of schema v5 (testdata/v5.db, with its key, made by the
+// evoclaw before agent_elapsed_ms) verifies as it is, read-only, with this
+// build; it upgrades to v6 keeping every record verifiable, and the new
+// column is covered by the hash of the rows that have a value, while no old
+// row can gain one.
+func TestMigrateV5AddsAgentElapsed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := fixture(t, "v5.db")
+	key, err := os.ReadFile(filepath.Join("testdata", "v5.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(DefaultKeyFile(path), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyChain(ctx, path)
+	if err != nil || rep.Verified != 15 || rep.KeyID == "" {
+		t.Fatalf("v5 as it is: %+v, %v", rep, err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAgent := sampleCall(100)
+	withAgent.Side, withAgent.ElapsedMs, withAgent.AgentElapsedMs = "orchestrator", 5012, new(int64)
+	*withAgent.AgentElapsedMs = 7
+	timedOut := sampleCall(101)
+	timedOut.Side, timedOut.ElapsedMs, timedOut.Status, timedOut.ErrorType = "orchestrator", 5000, "error", "timeout"
+	for _, c := range []persistence.ToolCall{withAgent, timedOut} {
+		if err := s.RecordToolCall(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := queryOne(t, path, "PRAGMA user_version"); v != int64(len(migrations)) {
+		t.Fatalf("schema version %v", v)
+	}
+	rep, err = VerifyChain(ctx, path)
+	if err != nil || rep.Verified != 17 || rep.HeadSeq != 17 {
+		t.Fatalf("after the upgrade: %+v, %v", rep, err)
+	}
+	if v := queryOne(t, path, "SELECT agent_elapsed_ms FROM tool_calls WHERE record_id = ?", withAgent.RecordID); v != int64(7) {
+		t.Fatalf("agent_elapsed_ms %v", v)
+	}
+	for _, tc := range []struct{ name, set, undo string }{
+		{"an old row gains a value", "UPDATE tool_calls SET agent_elapsed_ms = 1 WHERE chain_seq = 1", "UPDATE tool_calls SET agent_elapsed_ms = NULL WHERE chain_seq = 1"},
+		{"a new row loses its value", "UPDATE tool_calls SET agent_elapsed_ms = NULL WHERE record_id = '" + withAgent.RecordID + "'",
+			"UPDATE tool_calls SET agent_elapsed_ms = 7 WHERE record_id = '" + withAgent.RecordID + "'"},
+		{"a new row's value edited", "UPDATE tool_calls SET agent_elapsed_ms = 8 WHERE record_id = '" + withAgent.RecordID + "'",
+			"UPDATE tool_calls SET agent_elapsed_ms = 7 WHERE record_id = '" + withAgent.RecordID + "'"},
+		{"a timeout gains a value", "UPDATE tool_calls SET agent_elapsed_ms = 0 WHERE record_id = '" + timedOut.RecordID + "'",
+			"UPDATE tool_calls SET agent_elapsed_ms = NULL WHERE record_id = '" + timedOut.RecordID + "'"},
+	} {
+		tamper(t, path, tc.set)
+		var be *auditchain.BreakError
+		if _, err := VerifyChain(ctx, path); !errors.As(err, &be) || be.Kind != auditchain.BreakEdited {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		tamper(t, path, tc.undo)
+	}
+	if _, err := VerifyChain(ctx, path); err != nil {
+		t.Fatalf("restored: %v", err)
 	}
 }

@@ -165,6 +165,11 @@ var migrations = []string{
 	ALTER TABLE request_log ADD COLUMN boot_id TEXT;`,
 	// v7: scheduled jobs, their runs, and pending approvals (schema_v7.go).
 	migrationV7,
+	// v8: the elapsed time an edge agent reported for a call, beside
+	// elapsed_ms, now the round trip the writer observed. Hashed only when
+	// not NULL (auditchain.Table.Optional), so every older row keeps its
+	// hash and the chain verifies across the upgrade.
+	`ALTER TABLE tool_calls ADD COLUMN agent_elapsed_ms INTEGER CHECK(agent_elapsed_ms IS NULL OR agent_elapsed_ms >= 0);`,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,

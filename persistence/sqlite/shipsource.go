@@ -41,13 +41,19 @@ func (s *Store) ReadChain(ctx context.Context, after, upTo int64) ([]auditchain.
 	return recs, nil
 }
 
-// HeadSeq returns the chain_seq of the newest chained record (0 for none).
+// HeadSeq returns the chain_seq of the chain's head: the newest chained
+// record, or, when retention has deleted every record, the last one
+// deleted (0 for a chain with no record yet).
 func (s *Store) HeadSeq(ctx context.Context) (int64, error) {
 	n, err := auditchain.MaxSeq(ctx, s.rdb, auditchain.Filter{})
 	if err != nil {
 		return 0, fmt.Errorf("read chain head: %w", err)
 	}
-	return n, nil
+	start, _, err := newestCheckpoint(ctx, s.rdb, s.chainID)
+	if err != nil {
+		return 0, fmt.Errorf("read chain head: %w", err)
+	}
+	return max(n, start), nil
 }
 
 // MarkShipped records durably, through the writer, that the cold tier holds

@@ -16,7 +16,7 @@ import (
 type WarmStatus struct {
 	SchemaVersion int
 	ChainID       string
-	HeadSeq       int64     // newest chain_seq
+	HeadSeq       int64     // the chain's head: newest chain_seq, or the last deleted when retention deleted every record
 	ChainStart    int64     // records up to this chain_seq were deleted by retention
 	Records       int64     // chained records held
 	Oldest        time.Time // time of the oldest record held; zero when none
@@ -58,6 +58,8 @@ func ReadStatus(ctx context.Context, path string) (*WarmStatus, error) {
 	if lastTS.Valid {
 		st.LastPrune, _ = time.Parse(time.RFC3339Nano, lastTS.String)
 	}
+	// With every record deleted, the head is the last one deleted.
+	st.HeadSeq = max(st.HeadSeq, st.ChainStart)
 	counts := make([]string, 0, len(auditchain.Tables))
 	oldest := make([]string, 0, len(auditchain.Tables))
 	for _, t := range auditchain.Tables {

@@ -133,7 +133,7 @@ func TestMigrateFromEmptyFile(t *testing.T) {
 	}
 	want := []string{"id", "record_id", "ts", "ts_ms", "node", "side", "conversation_id", "request_id", "call_id",
 		"agent_id", "tool", "params", "status", "error_type", "error", "exit_code", "elapsed_ms", "result_excerpt", "result_bytes",
-		"chain_seq", "hash"}
+		"chain_seq", "hash", "agent_elapsed_ms"}
 	if !slices.Equal(cols, want) {
 		t.Errorf("tool_calls columns:\n got %v\nwant %v", cols, want)
 	}

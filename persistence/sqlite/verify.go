@@ -128,12 +128,22 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, o VerifyOptions) (*a
 	return rep, nil
 }
 
+// columnSince is the schema version that added each optional hashed
+// column (auditchain.Table.Optional).
+var columnSince = map[string]int{auditchain.ColAgentElapsedMs: 8}
+
 // chainedColumns returns the columns a chained table has at schema
-// version: the row id, the hashed columns and the hash. Versions 3 to 5
-// share them; a version that changes them adds a case here and a new hash
-// format in auditchain.
+// version: the row id, the hashed columns the version has and the hash.
+// A version that adds one records it in columnSince and as Optional in
+// auditchain.
 func chainedColumns(version int, t auditchain.Table) []string {
-	return slices.Concat([]string{"id"}, t.Columns, []string{auditchain.ColHash})
+	cols := []string{"id"}
+	for _, c := range t.Columns {
+		if since, ok := columnSince[c]; !ok || version >= since {
+			cols = append(cols, c)
+		}
+	}
+	return append(cols, auditchain.ColHash)
 }
 
 // checkChainedColumns fails with a BreakSchema BreakError when a chained

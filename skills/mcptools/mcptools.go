@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +46,10 @@ const (
 	DefaultTimeout = 30 * time.Second
 	// DefaultConnectTimeout bounds starting a server and listing its tools.
 	DefaultConnectTimeout = 15 * time.Second
+	// DefaultStopGrace is how long Close gives a stdio server to exit after
+	// its standard input is closed before sending SIGTERM (then SIGKILL).
+	// Some servers (the official "everything" server) only stop on a signal.
+	DefaultStopGrace = 2 * time.Second
 )
 
 // Separator joins server and tool names.
@@ -113,7 +118,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 	case cfg.Command != "":
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Env = append(slices.Clone(cfg.Env), "PATH="+envPath())
-		t = &mcp.CommandTransport{Command: cmd}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopGrace}
 	case cfg.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true}
 	default:
@@ -159,18 +164,42 @@ func (s *Set) Tools() ([]skills.GoTool, []error) {
 	return out, errs
 }
 
-// Close ends every session; it is idempotent.
+// Close ends every session, all at once, and waits for them; it is
+// idempotent. A stdio server that had to be stopped with the signal Close
+// sends after the grace period did stop as asked: that is no error.
 func (s *Set) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var errs []error
+	errs := make([]error, 0, len(s.sessions))
+	var (
+		mu sync.Mutex // guards errs
+		wg sync.WaitGroup
+	)
 	for name, srv := range s.sessions {
-		if err := srv.session.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close mcp server %q: %w", name, err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.session.Close(); err != nil && !stoppedBySignal(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("close mcp server %q: %w", name, err))
+				mu.Unlock()
+			}
+		}()
 		delete(s.sessions, name)
 	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// stoppedBySignal reports whether err is the exit of a process ended by
+// SIGTERM or SIGKILL, the signals Close sends a server slow to stop.
+func stoppedBySignal(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && (ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGKILL)
 }
 
 // goTool wraps one MCP tool.

@@ -123,12 +123,18 @@ func TestKillLeftovers(t *testing.T) {
 	leftover, _ := strconv.Atoi(strings.TrimSpace(line))
 	t.Cleanup(func() { syscall.Kill(-g.Pgid, syscall.SIGKILL) })
 
+	// The leftover may start a clock tick after the shell: a recorded start
+	// after the leftover's own is the one that must look reused.
+	st, err := readStat(leftover)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name string
 		g    Group
 		want error
 	}{
-		{"leader started later (id reused)", Group{Pgid: g.Pgid, StartTicks: g.StartTicks + 1, BootID: g.BootID}, ErrGroupReused},
+		{"a member older than the recorded start (id reused)", Group{Pgid: g.Pgid, StartTicks: st.start + 1, BootID: g.BootID}, ErrGroupReused},
 		{"members older than the leader", Group{Pgid: g.Pgid, StartTicks: g.StartTicks + 1_000_000, BootID: g.BootID}, ErrGroupReused},
 		{"another boot", Group{Pgid: g.Pgid, StartTicks: g.StartTicks, BootID: "another"}, nil},
 		{"the agent's own group", Group{Pgid: syscall.Getpgrp(), StartTicks: 0, BootID: g.BootID}, ErrGroupReused},
