@@ -37,7 +37,7 @@ type CallRef struct {
 // It is the one place a tool call's row is built, on either side, so both
 // sides record the same fields the same way.
 func AuditRow(ref CallRef, res skills.Output, at time.Time) persistence.ToolCall {
-	text := res.Text()
+	text := auditText(res) // images as type, size and hash
 	rec := persistence.ToolCall{
 		Time:           at.UTC(),
 		Node:           ref.Node,

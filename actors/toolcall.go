@@ -280,8 +280,7 @@ func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, req
 		}
 		cancel()
 	}
-	return llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: toolContent(call.Name, res),
-		IsError: !res.Succeeded()}, aerr
+	return toolMessage(call, res), aerr
 }
 
 // statusOf is wire.StatusSuccess or wire.StatusError.

@@ -151,6 +151,18 @@ type Endpoint struct {
 	Probe string `toml:"probe"`
 	// ProbeTimeout bounds probing one model (default 10s).
 	ProbeTimeout Duration `toml:"probe_timeout"`
+	// Images is "auto" (default), "on" or "off": whether images in tool
+	// results reach the model, or a text note stands in for each. Auto is
+	// on for a hosted base URL, and for a local one only when probing
+	// says the model takes images.
+	Images string `toml:"images"`
+	// MaxImageBytes is the largest image sent, in base64 bytes (default
+	// DefaultMaxImageBytes, 1 MiB); a larger one is replaced by a note.
+	MaxImageBytes int `toml:"max_image_bytes"`
+	// MaxRequestImageBytes bounds all images of one request together, in
+	// base64 bytes (default DefaultMaxRequestImageBytes, 4 MiB); the
+	// newest are kept, older ones replaced by notes.
+	MaxRequestImageBytes int `toml:"max_request_image_bytes"`
 }
 
 // Config is the [llm] section: the primary endpoint, chain-wide
@@ -323,6 +335,19 @@ func (e *Endpoint) validateLocal(key string, local bool) []error {
 	oneOf("text_tool_calls", &e.TextToolCalls, Auto, On, Off)
 	oneOf("tool_mode", &e.ToolMode, Auto, ToolModeNative, ToolModePrompt)
 	oneOf("probe", &e.Probe, Auto, On, Off)
+	oneOf("images", &e.Images, Auto, On, Off)
+	switch {
+	case e.MaxImageBytes < 0:
+		errs = append(errs, fmt.Errorf("%s.max_image_bytes: %d is negative", key, e.MaxImageBytes))
+	case e.MaxImageBytes == 0:
+		e.MaxImageBytes = DefaultMaxImageBytes
+	}
+	switch {
+	case e.MaxRequestImageBytes < 0:
+		errs = append(errs, fmt.Errorf("%s.max_request_image_bytes: %d is negative", key, e.MaxRequestImageBytes))
+	case e.MaxRequestImageBytes == 0:
+		e.MaxRequestImageBytes = max(DefaultMaxRequestImageBytes, e.MaxImageBytes)
+	}
 	if e.ContextTokens < 0 {
 		errs = append(errs, fmt.Errorf("%s.context_tokens: %d is negative", key, e.ContextTokens))
 	}
@@ -357,6 +382,27 @@ func (e *Endpoint) RecoverTextCalls(hasKey bool) bool {
 		return false
 	}
 	return e.Provider == ProviderOpenAI && (IsLocalURL(e.BaseURL) || !hasKey)
+}
+
+// SendsImages reports whether images reach the model: images "on", or
+// "auto" for a hosted base URL, or for a local one when vision is set
+// (probing found that the model takes images). A local server without a
+// vision model refuses a request with an image (llama.cpp without an
+// mmproj file answers with an error), so a local model is text-only until
+// its server says otherwise.
+func (e *Endpoint) SendsImages(vision bool) bool {
+	switch e.Images {
+	case On:
+		return true
+	case Off:
+		return false
+	}
+	return !IsLocalURL(e.BaseURL) || vision
+}
+
+// ImageLimits are the endpoint's bounds on images.
+func (e *Endpoint) ImageLimits() ImageLimits {
+	return ImageLimits{PerImage: e.MaxImageBytes, PerRequest: e.MaxRequestImageBytes}
 }
 
 // Probes reports whether the server is asked what the model supports:

@@ -241,3 +241,33 @@ probe_timeout = "3s"
 		}
 	}
 }
+
+func TestImageSettings(t *testing.T) {
+	local := decode(t, "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n")
+	hosted := decode(t, "[llm]\nprovider = \"anthropic\"\nmodel = \"claude-haiku-4-5\"\n")
+	set := decode(t, "[llm]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\nimages = \"off\"\nmax_image_bytes = 2048\nmax_request_image_bytes = 4096\n\n"+
+		"[[llm.fallback]]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"llava\"\nimages = \"on\"\n")
+	if err := errors.Join(local.Validate(), hosted.Validate(), set.Validate()); err != nil {
+		t.Fatal(err)
+	}
+	if local.Images != Auto || local.SendsImages(false) || !local.SendsImages(true) ||
+		local.ImageLimits() != (ImageLimits{PerImage: DefaultMaxImageBytes, PerRequest: DefaultMaxRequestImageBytes}) {
+		t.Fatalf("local = %+v", local.Endpoint)
+	}
+	if !hosted.SendsImages(false) {
+		t.Fatal("a hosted endpoint does not send images by default")
+	}
+	if set.SendsImages(true) || set.ImageLimits() != (ImageLimits{PerImage: 2048, PerRequest: 4096}) || !set.Fallback[0].SendsImages(false) {
+		t.Fatalf("explicit = %+v, fallback %+v", set.Endpoint, set.Fallback[0])
+	}
+	for src, want := range map[string]string{
+		`images = "maybe"`:             `llm.images: "maybe", want one of`,
+		`max_image_bytes = -1`:         "llm.max_image_bytes: -1 is negative",
+		`max_request_image_bytes = -5`: "llm.max_request_image_bytes: -5 is negative",
+	} {
+		c := decode(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n"+src+"\n")
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", src, err, want)
+		}
+	}
+}

@@ -20,9 +20,18 @@ const (
 
 // Message is one chat message. An assistant message may carry tool calls; a
 // tool message answers one of them by ToolCallID.
+//
+// Content is always the whole message as text. A message that holds images
+// (a tool result of a camera or of reading a PNG) also has Parts: its
+// content in order, text and images; Content then describes each image in
+// words, and is what a provider configured as text-only sends. Messages
+// without images have no Parts.
 type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	// Parts is the content with its images, in order; nil when the message
+	// is text only (see Message).
+	Parts      []Part     `json:"parts,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	// Name is the tool's name on tool messages.

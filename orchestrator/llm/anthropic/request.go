@@ -30,8 +30,17 @@ type (
 		Name      string          `json:"name,omitempty"`
 		Input     json.RawMessage `json:"input,omitempty"`
 		ToolUseID string          `json:"tool_use_id,omitempty"`
-		Content   *string         `json:"content,omitempty"`
-		IsError   bool            `json:"is_error,omitempty"`
+		// Content of a tool_result: a string, or []block of text and
+		// images; nil when empty.
+		Content any          `json:"content,omitempty"`
+		IsError bool         `json:"is_error,omitempty"`
+		Source  *imageSource `json:"source,omitempty"`
+	}
+	// imageSource is the data of an image block.
+	imageSource struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
 	}
 	tool struct {
 		Name        string         `json:"name"`
@@ -60,9 +69,12 @@ func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
 			system = append(system, m.Content)
 		case llm.RoleTool:
 			b := block{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
-			if m.Content != "" {
-				content := m.Content
-				b.Content = &content
+			switch {
+			case m.HasImages():
+				// The API takes text and image blocks inside a tool_result.
+				b.Content = blocks(m.Parts)
+			case m.Content != "":
+				b.Content = m.Content
 			}
 			add(llm.RoleUser, b)
 		case llm.RoleAssistant:
@@ -73,7 +85,11 @@ func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
 				add(llm.RoleAssistant, block{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c)})
 			}
 		default:
-			if m.Content != "" {
+			if m.HasImages() {
+				for _, b := range blocks(m.Parts) {
+					add(llm.RoleUser, b)
+				}
+			} else if m.Content != "" {
 				add(llm.RoleUser, block{Type: "text", Text: m.Content})
 			}
 		}
@@ -101,4 +117,19 @@ func toolInput(c llm.ToolCall) json.RawMessage {
 	}
 	b, _ := json.Marshal(map[string]string{"_invalid_arguments": c.ArgumentsText()})
 	return b
+}
+
+// blocks are text and image blocks of parts; empty text parts are left
+// out, as the API refuses empty text blocks.
+func blocks(parts []llm.Part) []block {
+	out := make([]block, 0, len(parts))
+	for _, p := range parts {
+		switch {
+		case p.Type == llm.PartImage:
+			out = append(out, block{Type: "image", Source: &imageSource{Type: "base64", MediaType: p.MIMEType, Data: p.Data}})
+		case p.Text != "":
+			out = append(out, block{Type: "text", Text: p.Text})
+		}
+	}
+	return out
 }

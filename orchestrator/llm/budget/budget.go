@@ -9,9 +9,18 @@
 // BPE tokenizers average 3.5 to 4.5 bytes per token on English and JSON,
 // so the estimate errs on the large side.
 //
+// An image counts PerImage tokens plus one per ImageBytesPerToken bytes of
+// its base64. What an image really costs depends on the model, not on its
+// bytes: Anthropic charges at most about 1,600 tokens, OpenAI about 1,100
+// in high detail, Gemma 3 256, LLaVA 576 to 2,880, and Qwen2.5-VL grows
+// with the resolution (about 1,300 for 1024×1024). The size term makes a
+// large image, which is likely of a high resolution, count more.
+//
 // When a request does not fit, Fit changes it in this order, stopping as
 // soon as it fits:
 //
+//  0. Drop images, oldest first: each becomes a note in its message's
+//     text. Images go before any text does.
 //  1. Drop the oldest exchanges of the history (a user message and the
 //     answers, tool calls and tool results that follow it, so that a call
 //     is never separated from its result). The system prompt, system
@@ -45,6 +54,10 @@ const (
 	// PerRequest covers the chat template's fixed text and, in prompt tool
 	// mode, the instructions around the tool list.
 	PerRequest = 200
+	// PerImage and ImageBytesPerToken estimate an image (see the package
+	// documentation).
+	PerImage           = 1600
+	ImageBytesPerToken = 256
 	// MaxReserve caps the tokens kept free for the answer when the request
 	// sets no MaxTokens (a quarter of the context, at most this).
 	MaxReserve = 1024
@@ -58,6 +71,7 @@ const (
 	logDropped   = "dropped_messages"
 	logShortened = "tools_shortened"
 	logCut       = "results_cut"
+	logImages    = "images_dropped"
 	logModel     = "model"
 )
 
@@ -78,7 +92,14 @@ func messageTokens(m llm.Message) int {
 	for _, c := range m.ToolCalls {
 		b += len(c.ID) + len(c.Name) + len(c.Arguments) + 16
 	}
-	return PerMessage + b/BytesPerToken
+	n := PerMessage + b/BytesPerToken
+	for _, p := range m.Parts {
+		// Content already holds the text of the parts.
+		if p.Type == llm.PartImage {
+			n += PerImage + len(p.Data)/ImageBytesPerToken
+		}
+	}
+	return n
 }
 
 func toolTokens(t llm.ToolDef) int {
@@ -136,7 +157,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	}
 	if rep.Changed() {
 		p.log.Info("llm request trimmed to fit the context window", logModel, req.Model, logContext, n, logBefore, rep.Before, logAfter, rep.After,
-			logDropped, rep.DroppedMessages, logShortened, rep.ToolsShortened, logCut, rep.ResultsCut)
+			logImages, rep.ImagesDropped, logDropped, rep.DroppedMessages, logShortened, rep.ToolsShortened, logCut, rep.ResultsCut)
 	}
 	return p.next.Complete(ctx, fitted)
 }
@@ -145,6 +166,8 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 type Report struct {
 	// Before and After are the estimates in tokens.
 	Before, After int
+	// ImagesDropped counts images replaced by notes.
+	ImagesDropped int
 	// DroppedMessages counts history messages left out.
 	DroppedMessages int
 	// ToolsShortened is 1 when descriptions were shortened, 2 when dropped.
@@ -155,7 +178,7 @@ type Report struct {
 
 // Changed reports whether Fit changed the request.
 func (r Report) Changed() bool {
-	return r.DroppedMessages > 0 || r.ToolsShortened > 0 || r.ResultsCut > 0
+	return r.ImagesDropped > 0 || r.DroppedMessages > 0 || r.ToolsShortened > 0 || r.ResultsCut > 0
 }
 
 // Limit is the prompt budget of a request in a window of contextTokens:
@@ -180,7 +203,17 @@ func Fit(req llm.Request, contextTokens int) (llm.Request, Report, error) {
 		return req, rep, nil
 	}
 	out := req
-	out.Messages, rep.DroppedMessages = dropHistory(req.Messages, func(msgs []llm.Message) bool {
+	fits := func(msgs []llm.Message) bool {
+		r := out
+		r.Messages = msgs
+		return Estimate(r) <= limit
+	}
+	out.Messages, rep.ImagesDropped = dropImages(out.Messages, fits)
+	if fits(out.Messages) {
+		rep.After = Estimate(out)
+		return out, rep, nil
+	}
+	out.Messages, rep.DroppedMessages = dropHistory(out.Messages, func(msgs []llm.Message) bool {
 		r := out
 		r.Messages = msgs
 		return Estimate(r) <= limit

@@ -138,3 +138,36 @@ func (f providerFunc) Name() string { return "func" }
 func (f providerFunc) Complete(ctx context.Context, r llm.Request) (llm.Response, error) {
 	return f(ctx, r)
 }
+
+// Images count PerImage tokens and more for their size, and go before any
+// text: the oldest first, each leaving a note in its message's text.
+func TestFitDropsImagesFirst(t *testing.T) {
+	img := func(id string, n int) llm.Message {
+		m := result(id, "photo "+id)
+		m.Parts = []llm.Part{llm.TextPart("photo " + id), llm.ImagePart("image/png", strings.Repeat("A", n))}
+		return m
+	}
+	req := llm.Request{Messages: []llm.Message{user("look"), call("id1"), img("id1", 25600), user("again"), call("id2"), img("id2", 256)}}
+	base := Estimate(llm.TextOnly(req))
+	if got := Estimate(req); got != base+2*PerImage+100+1 {
+		t.Fatalf("estimate %d, want %d", got, base+2*PerImage+101)
+	}
+	// Room for the newer image only: the older one goes, no text does.
+	ctx := base + PerImage + 1 + MaxReserve + 10
+	out, rep, err := Fit(req, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ImagesDropped != 1 || rep.DroppedMessages != 0 || rep.ResultsCut != 0 || !rep.Changed() {
+		t.Fatalf("report %+v", rep)
+	}
+	if out.Messages[2].Parts != nil || !strings.HasSuffix(out.Messages[2].Content, "not sent: left out to fit the model's context window]") ||
+		!out.Messages[5].HasImages() || !req.Messages[2].HasImages() {
+		t.Fatalf("messages %+v", out.Messages)
+	}
+	// No room for any image: both go before any text.
+	out, rep, err = Fit(req, base+MaxReserve+10)
+	if err != nil || rep.ImagesDropped != 2 || rep.DroppedMessages != 0 || out.Messages[5].HasImages() {
+		t.Fatalf("report %+v err %v", rep, err)
+	}
+}

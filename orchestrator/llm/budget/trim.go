@@ -59,6 +59,35 @@ func dropHistory(msgs []llm.Message, fits func([]llm.Message) bool) ([]llm.Messa
 	return msgs, 0
 }
 
+// dropImages replaces the images of msgs by notes, oldest message first,
+// until fits reports true or none is left. It returns the messages (copied
+// when changed) and how many images it replaced.
+func dropImages(msgs []llm.Message, fits func([]llm.Message) bool) ([]llm.Message, int) {
+	var out []llm.Message
+	dropped := 0
+	for i, m := range msgs {
+		if !m.HasImages() {
+			continue
+		}
+		if fits(msgs) {
+			break
+		}
+		if out == nil {
+			out = append([]llm.Message(nil), msgs...)
+			msgs = out
+		}
+		var notes []string
+		for _, p := range m.Parts {
+			if p.Type == llm.PartImage {
+				notes = append(notes, llm.ImageNote(p, "left out to fit the model's context window"))
+			}
+		}
+		out[i] = llm.WithoutImages(m, notes...)
+		dropped += len(notes)
+	}
+	return msgs, dropped
+}
+
 // shortenTools returns copies of tools with descriptions cut to their
 // first sentence (all of them dropped when drop is set) and the
 // descriptions inside parameter schemas removed.

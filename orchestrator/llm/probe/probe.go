@@ -6,11 +6,12 @@
 //     enforces).
 //   - POST {root}/api/show {"model": ...}, Ollama's model details: the
 //     capabilities list ("tools" when the model's template supports tool
-//     calls) and the context: num_ctx from the model's parameters, else
+//     calls, "vision" when it takes images) and the context: num_ctx from the model's parameters, else
 //     OllamaDefaultContext, never above the model's trained length.
 //   - GET {root}/props, llama.cpp's server settings: the slot context
 //     n_ctx, the chat template (tool support when it handles tools, or
-//     chat_template_caps when the server reports it).
+//     chat_template_caps when the server reports it), and modalities.vision
+//     (started with a multimodal projector).
 //
 // {root} is the base URL without its /v1. An endpoint that is missing,
 // refuses or answers something else is skipped; Probe fails only when
@@ -66,6 +67,10 @@ type Capabilities struct {
 	// TrainedContext is the model's trained context length, for the log.
 	TrainedContext int
 	Tools          ToolSupport
+	// Vision reports that the server says the model takes images (Ollama's
+	// "vision" capability, llama.cpp's modalities.vision); false when it
+	// says not or does not say.
+	Vision bool
 	// Sources are the endpoints that answered.
 	Sources []string
 }
@@ -185,8 +190,11 @@ func (o Options) ollama(ctx context.Context, root string, caps *Capabilities) er
 	if v.Capabilities != nil {
 		caps.Tools = ToolsNone
 		for _, c := range v.Capabilities {
-			if c == "tools" {
+			switch c {
+			case "tools":
 				caps.Tools = ToolsNative
+			case "vision":
+				caps.Vision = true
 			}
 		}
 	}
@@ -204,6 +212,9 @@ func (o Options) llamaCpp(ctx context.Context, root string, caps *Capabilities) 
 		TemplateCaps *struct {
 			SupportsToolCalls *bool `json:"supports_tool_calls"`
 		} `json:"chat_template_caps"`
+		Modalities *struct {
+			Vision bool `json:"vision"`
+		} `json:"modalities"`
 	}
 	if err := o.get(ctx, http.MethodGet, root+"/props", nil, &v); err != nil {
 		return err
@@ -218,6 +229,7 @@ func (o Options) llamaCpp(ctx context.Context, root string, caps *Capabilities) 
 	case v.NCtx > 0:
 		caps.ContextTokens = v.NCtx
 	}
+	caps.Vision = v.Modalities != nil && v.Modalities.Vision
 	switch {
 	case v.TemplateCaps != nil && v.TemplateCaps.SupportsToolCalls != nil:
 		caps.Tools = ToolsNone

@@ -26,6 +26,10 @@ func TestRecordedServers(t *testing.T) {
 			Capabilities{Server: ServerLlamaCpp, ContextTokens: 4096, TrainedContext: 32768, Tools: ToolsNative, Sources: []string{"/models", "/props"}}},
 		{"llama.cpp template without tools", "tinyllama", []string{"llamacpp_models.json", "llamacpp_props_no_tools.json"},
 			Capabilities{Server: ServerLlamaCpp, ContextTokens: 2048, TrainedContext: 32768, Tools: ToolsNone, Sources: []string{"/models", "/props"}}},
+		{"ollama vision model", "gemma3:4b", []string{"ollama_models.json", "ollama_show_vision.json"},
+			Capabilities{Server: ServerOllama, Listed: true, ContextTokens: 8192, TrainedContext: 131072, Tools: ToolsNone, Vision: true, Sources: []string{"/models", "/api/show"}}},
+		{"llama.cpp with a projector", "whatever", []string{"llamacpp_models.json", "llamacpp_props_vision.json"},
+			Capabilities{Server: ServerLlamaCpp, ContextTokens: 8192, TrainedContext: 32768, Tools: ToolsNative, Vision: true, Sources: []string{"/models", "/props"}}},
 		{"vllm", "Qwen/Qwen2.5-1.5B-Instruct", []string{"vllm_models.json"},
 			Capabilities{Server: ServerVLLM, Listed: true, ContextTokens: 16384, Tools: ToolsUnknown, Sources: []string{"/models"}}},
 		{"lm studio", "qwen2.5-7b-instruct", []string{"lmstudio_models.json", "not_found.json", "not_found.json"},
@@ -39,7 +43,7 @@ func TestRecordedServers(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Server != tt.want.Server || got.Listed != tt.want.Listed || got.ContextTokens != tt.want.ContextTokens ||
-				got.TrainedContext != tt.want.TrainedContext || got.Tools != tt.want.Tools || !slices.Equal(got.Sources, tt.want.Sources) {
+				got.TrainedContext != tt.want.TrainedContext || got.Tools != tt.want.Tools || got.Vision != tt.want.Vision || !slices.Equal(got.Sources, tt.want.Sources) {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
 			}
 			if s.Requests() != len(tt.pairs) {

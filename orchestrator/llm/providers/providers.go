@@ -50,9 +50,10 @@ type Options struct {
 // every chat with a fixed reply saying no model is configured. logger may
 // be nil.
 //
-// Each model of the chain is wrapped in a budget.Provider (context window)
-// around a textcalls.Provider (tool calls written as text, tools in the
-// prompt). Probing and warm-up run in the background, owned by the chain:
+// Each model of the chain is wrapped in an images.Provider (whether images
+// reach the model, and their limits) around a budget.Provider (context
+// window) around a textcalls.Provider (tool calls written as text, tools in
+// the prompt). Probing and warm-up run in the background, owned by the chain:
 // New never waits for them.
 func New(cfg llm.Config, logger *slog.Logger) (llm.Provider, error) {
 	return NewWith(cfg, logger, Options{})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/budget"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/images"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/probe"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
@@ -23,6 +24,8 @@ const (
 	logSources        = "sources"
 	logToolMode       = "tool_mode"
 	logTextToolCalls  = "text_tool_calls"
+	logVision         = "vision"
+	logImages         = "images"
 	logErr            = "err"
 )
 
@@ -37,6 +40,7 @@ type tuner struct {
 	log      *slog.Logger
 	text     *textcalls.Provider
 	budget   *budget.Provider
+	images   *images.Provider
 	provider llm.Provider
 	// link is the model's index in the chain; warmup asks for a warm-up
 	// request at start.
@@ -48,7 +52,10 @@ func newTuner(e llm.Endpoint, model, apiKey string, p llm.Provider, client *http
 	t := &tuner{e: e, model: model, apiKey: apiKey, client: client, log: logger.With(logModel, model)}
 	t.text = textcalls.Wrap(p, textcalls.Settings{})
 	t.budget = budget.Wrap(t.text, e.ContextTokens, t.log)
-	t.provider = t.budget
+	// Images are decided first, so that the budget counts only the images
+	// that are sent.
+	t.images = images.Wrap(t.budget, images.Settings{}, t.log)
+	t.provider = t.images
 	t.apply(nil)
 	return t
 }
@@ -64,6 +71,9 @@ func (t *tuner) apply(caps *probe.Capabilities) {
 		s.Prompt = caps != nil && caps.Tools == probe.ToolsNone
 	}
 	t.text.Set(s)
+	vision := caps != nil && caps.Vision
+	sendImages := t.e.SendsImages(vision)
+	t.images.Set(images.Settings{Send: sendImages, Limits: t.e.ImageLimits()})
 	if t.e.ContextTokens == 0 && caps != nil && caps.ContextTokens > 0 {
 		t.budget.SetContextTokens(caps.ContextTokens)
 	}
@@ -72,7 +82,8 @@ func (t *tuner) apply(caps *probe.Capabilities) {
 		if s.Prompt {
 			mode = llm.ToolModePrompt
 		}
-		t.log.Info("llm tool settings", logToolMode, mode, logTextToolCalls, s.Recover || s.Prompt, logContextTokens, t.budget.ContextTokens())
+		t.log.Info("llm tool settings", logToolMode, mode, logTextToolCalls, s.Recover || s.Prompt, logContextTokens, t.budget.ContextTokens(),
+			logImages, sendImages)
 	}
 }
 
@@ -108,6 +119,6 @@ func (t *tuner) probe(ctx context.Context) {
 		return
 	}
 	t.log.Info("llm capabilities", logServer, caps.Server, logListed, caps.Listed, logContextTokens, caps.ContextTokens,
-		logTrainedContext, caps.TrainedContext, logTools, caps.Tools, logSources, caps.Sources)
+		logTrainedContext, caps.TrainedContext, logTools, caps.Tools, logVision, caps.Vision, logSources, caps.Sources)
 	t.apply(&caps)
 }

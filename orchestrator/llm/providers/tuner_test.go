@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +23,14 @@ import (
 // tool support and answers chats with a Hermes call written as text, then
 // with a text answer quoting the tool result. It records chat bodies.
 func fakeOllama(t *testing.T) (*httptest.Server, func() []map[string]any) {
+	return fakeOllamaShow(t, "probe/ollama_show_no_tools.json")
+}
+
+// fakeOllamaShow is fakeOllama answering /api/show with the recorded pair
+// show.
+func fakeOllamaShow(t *testing.T, show string) (*httptest.Server, func() []map[string]any) {
 	models := llmtest.Load(t, "probe/ollama_models.json").Response
-	show := llmtest.Load(t, "probe/ollama_show_no_tools.json").Response
+	shown := llmtest.Load(t, show).Response
 	var mu sync.Mutex
 	var chats []map[string]any
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +39,7 @@ func fakeOllama(t *testing.T) (*httptest.Server, func() []map[string]any) {
 		case "/v1/models":
 			w.Write(models)
 		case "/api/show":
-			w.Write(show)
+			w.Write(shown)
 		case "/v1/chat/completions":
 			b, _ := io.ReadAll(r.Body)
 			var req map[string]any
@@ -154,5 +161,41 @@ func TestProbeNeverBlocksStart(t *testing.T) {
 	p.(*resilient.Chain).Close()
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("New and Close took %s with a silent server", d)
+	}
+}
+
+// A local model is text-only until probing says it takes images: then the
+// request carries the image of a tool result (in prompt tool mode, inside
+// the user message of <tool_response>s, as Ollama's model has no tools).
+func TestProbeTurnsImagesOn(t *testing.T) {
+	for _, tt := range []struct {
+		show, model string
+		images      bool
+	}{
+		{"probe/ollama_show_vision.json", "gemma3:4b", true},
+		{"probe/ollama_show_no_tools.json", "gemma2:2b", false},
+	} {
+		t.Run(tt.model, func(t *testing.T) {
+			s, chats := fakeOllamaShow(t, tt.show)
+			var logs testenv.Buffer
+			cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \""+tt.model+"\"\n")
+			cfg.BaseURL = s.URL + "/v1"
+			p, err := NewWith(cfg, logs.Logger(slog.LevelInfo), Options{Getenv: env(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.(*resilient.Chain).Close()
+			testenv.Eventually(t, 10*time.Second, func() bool { return strings.Count(logs.String(), "llm tool settings") == 2 }, "the probe applied")
+			if !strings.Contains(logs.String(), "vision="+strconv.FormatBool(tt.images)) {
+				t.Fatalf("logs:\n%s", logs.String())
+			}
+			if _, err := p.Complete(context.Background(), llmtest.ImageRequest(tt.model, "c_")); err != nil {
+				t.Fatal(err)
+			}
+			msgs, _ := json.Marshal(chats()[0]["messages"])
+			if got := strings.Contains(string(msgs), `"image_url":{"url":"data:image/png;base64,`+llmtest.PNG); got != tt.images {
+				t.Fatalf("image sent %v, want %v: %s", got, tt.images, msgs)
+			}
+		})
 	}
 }

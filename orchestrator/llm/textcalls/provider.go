@@ -74,6 +74,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 // assistant message's calls become <tool_call> text and tool results
 // become user messages in <tool_response> tags, the convention of the
 // Hermes and Qwen chat templates that many small models were trained on.
+// A result's images stay in its tags: the user message gets Parts.
 func PromptRequest(req llm.Request) llm.Request {
 	var b strings.Builder
 	b.WriteString(req.System)
@@ -122,12 +123,34 @@ func PromptRequest(req llm.Request) llm.Request {
 			out.Messages = append(out.Messages, llm.Message{Role: llm.RoleAssistant, Content: t.String()})
 		case m.Role == llm.RoleTool:
 			text := "<tool_response>\n" + m.Content + "\n</tool_response>"
+			var parts []llm.Part
+			if m.HasImages() {
+				// The images stay inside the tags, where the text would be.
+				parts = appendText(nil, "<tool_response>\n")
+				for _, p := range m.Parts {
+					parts = appendPart(parts, p)
+				}
+				parts = appendText(parts, "\n</tool_response>")
+			}
 			if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == llm.RoleUser && strings.HasSuffix(out.Messages[n-1].Content, "</tool_response>") {
 				// Results of one turn travel together, as the templates do.
-				out.Messages[n-1].Content += "\n" + text
+				prev := &out.Messages[n-1]
+				if parts != nil || prev.Parts != nil {
+					if prev.Parts == nil {
+						prev.Parts = appendText(nil, prev.Content)
+					}
+					if parts == nil {
+						parts = appendText(nil, text)
+					}
+					prev.Parts = appendText(prev.Parts, "\n")
+					for _, p := range parts {
+						prev.Parts = appendPart(prev.Parts, p)
+					}
+				}
+				prev.Content += "\n" + text
 				continue
 			}
-			out.Messages = append(out.Messages, llm.Message{Role: llm.RoleUser, Content: text})
+			out.Messages = append(out.Messages, llm.Message{Role: llm.RoleUser, Content: text, Parts: parts})
 		default:
 			out.Messages = append(out.Messages, m)
 		}
@@ -142,4 +165,21 @@ func rawOrText(c llm.ToolCall) any {
 		return c.ArgumentsText()
 	}
 	return json.RawMessage(c.Arguments)
+}
+
+// appendPart appends p to parts, joining it to a text part before it.
+func appendPart(parts []llm.Part, p llm.Part) []llm.Part {
+	if p.Type != llm.PartImage {
+		return appendText(parts, p.Text)
+	}
+	return append(parts, p)
+}
+
+// appendText appends text to parts, joined to a text part before it.
+func appendText(parts []llm.Part, text string) []llm.Part {
+	if n := len(parts); n > 0 && parts[n-1].Type == llm.PartText {
+		parts[n-1].Text += text
+		return parts
+	}
+	return append(parts, llm.TextPart(text))
 }

@@ -133,3 +133,40 @@ func (f providerFunc) Name() string { return "func" }
 func (f providerFunc) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	return f(ctx, req)
 }
+
+// In prompt mode a result's image stays inside its <tool_response> tags,
+// in a user message with parts; the text of the merged message is the
+// same as without images.
+func TestPromptModeImages(t *testing.T) {
+	var sent llm.Request
+	next := providerFunc(func(_ context.Context, req llm.Request) (llm.Response, error) {
+		sent = req
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "A green pixel."}}, nil
+	})
+	req := llmtest.ImageRequest("local", "c_")
+	req.Messages[2], req.Messages[3] = req.Messages[3], req.Messages[2] // the text result first
+	if _, err := Wrap(next, Settings{Prompt: true}).Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	m := sent.Messages[len(sent.Messages)-1]
+	wantText := "<tool_response>\ntemp=45.6'C load=0.12\n</tool_response>\n<tool_response>\ngreenhouse.png, 1x1 pixels\n[image image/png, 96 base64 bytes]\n</tool_response>"
+	if len(sent.Messages) != 3 || m.Role != llm.RoleUser || m.Content != wantText {
+		t.Fatalf("messages %+v", sent.Messages)
+	}
+	want := []llm.Part{
+		llm.TextPart("<tool_response>\ntemp=45.6'C load=0.12\n</tool_response>\n<tool_response>\ngreenhouse.png, 1x1 pixels"),
+		llm.ImagePart("image/png", llmtest.PNG),
+		llm.TextPart("\n</tool_response>"),
+	}
+	if len(m.Parts) != len(want) {
+		t.Fatalf("parts %+v", m.Parts)
+	}
+	for i := range want {
+		if m.Parts[i] != want[i] {
+			t.Fatalf("part %d = %+v, want %+v", i, m.Parts[i], want[i])
+		}
+	}
+	if req.Messages[2].Parts != nil || len(req.Messages[3].Parts) != 2 {
+		t.Fatal("the request given was modified")
+	}
+}

@@ -1,0 +1,76 @@
+// Package images decides what a model gets of the images in a request
+// (llm.Message.Parts): for a model that takes images, each image within
+// the endpoint's limits, and a text note instead of each image over them;
+// for a text-only model, every message as its text (llm.Message.Content),
+// so no image ever reaches a server that would refuse the request.
+package images
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// Log keys.
+const (
+	logModel    = "model"
+	logReplaced = "images_replaced"
+)
+
+// Settings say what a Provider sends. The zero value sends no images.
+type Settings struct {
+	// Send passes images on, bounded by Limits; false sends every message
+	// as its text.
+	Send bool
+	// Limits bound the images sent (zero fields: the llm defaults).
+	Limits llm.ImageLimits
+}
+
+// Provider wraps an llm.Provider with Settings, which may change while it
+// runs (probing learns whether a local model takes images).
+//
+// # Concurrency
+//
+// Safe for concurrent use when the wrapped provider is; Set may be called
+// at any time and applies to calls that start afterwards.
+type Provider struct {
+	next llm.Provider
+	s    atomic.Pointer[Settings]
+	log  *slog.Logger
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// Wrap returns next with settings s. logger may be nil.
+func Wrap(next llm.Provider, s Settings, logger *slog.Logger) *Provider {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Provider{next: next, log: logger}
+	p.Set(s)
+	return p
+}
+
+// Set replaces the settings for later calls.
+func (p *Provider) Set(s Settings) { p.s.Store(&s) }
+
+// Settings reports the current settings.
+func (p *Provider) Settings() Settings { return *p.s.Load() }
+
+// Name is the wrapped provider's name.
+func (p *Provider) Name() string { return p.next.Name() }
+
+// Complete passes req on with its images as the settings say.
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	s := p.Settings()
+	if !s.Send {
+		return p.next.Complete(ctx, llm.TextOnly(req))
+	}
+	out, n := llm.LimitImages(req, s.Limits)
+	if n > 0 {
+		p.log.Info("llm request images replaced by notes", logModel, req.Model, logReplaced, n)
+	}
+	return p.next.Complete(ctx, out)
+}
