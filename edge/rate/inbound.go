@@ -7,15 +7,18 @@ import (
 
 // Defaults of InboundLimits.
 const (
-	// DefaultMessagesPerSecond is the sustained message rate allowed per key.
-	DefaultMessagesPerSecond = 50
+	// DefaultMessagesPerSecond is the sustained message rate allowed per key:
+	// far above what an agent answering its commands sends (its reports
+	// are bounded by the commands it gets; progress by its own limit),
+	// since a result dropped here reaches its caller as a timeout.
+	DefaultMessagesPerSecond = 1000
 	// DefaultMessageBurst is how many messages a key may send at once.
-	DefaultMessageBurst = 200
-	// DefaultBytesPerSecond is the sustained payload rate allowed per key (256 KiB/s).
-	DefaultBytesPerSecond = 256 << 10
+	DefaultMessageBurst = 2000
+	// DefaultBytesPerSecond is the sustained payload rate allowed per key (8 MiB/s).
+	DefaultBytesPerSecond = 8 << 20
 	// DefaultByteBurst is how many payload bytes a key may send at once
-	// (2 MiB: one maximum-size packet plus room).
-	DefaultByteBurst = 2 << 20
+	// (16 MiB: many maximum-size packets).
+	DefaultByteBurst = 16 << 20
 )
 
 // InboundLimits configure Inbound. The zero value is ready: every zero
