@@ -125,6 +125,9 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 }
 
 func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
+	if denied := a.tools.Denied(p.Tool); denied != nil {
+		return *denied // known, but its permissions are not granted
+	}
 	if !slices.Contains(a.tools.Names(), p.Tool) {
 		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
 	}

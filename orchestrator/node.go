@@ -195,7 +195,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 	n.box.Connect(ctx)
 	tools := n.box.Tools
-	local := &actors.LocalTools{List: tools.Defs,
+	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied,
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 			return tools.CallJSONTimeout(ctx, name, args, timeoutMS)
 		}}
