@@ -117,6 +117,7 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 	return toolbox.New(toolbox.Config{
 		SkillDirs:      cfg.Skills.Dirs,
 		Permissions:    cfg.Skills.Permissions,
+		DataDir:        cfg.DataDir,
 		Builtin:        cfg.Builtin,
 		MCPServers:     cfg.Tools.MCPServers,
 		DefaultTimeout: cfg.Tools.DefaultTimeout.Duration,
@@ -132,6 +133,7 @@ func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
 		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
 	}
 	// The caller's timeout wins over the tool's default, within the clamp.
+	ctx = skills.WithCall(ctx, skills.Call{ConversationID: p.ConversationID})
 	return a.tools.CallJSONTimeout(ctx, p.Tool, p.Parameters, p.TimeoutMS)
 }
 
