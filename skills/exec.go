@@ -131,7 +131,20 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	if out.Truncated {
 		out.ResultBytes = res.StdoutBytes
 	}
-	if stdout != "" {
+	switch {
+	case t.Output == OutputContent && err == nil && !res.TimedOut && res.ExitCode == 0 && !out.Truncated:
+		blocks, perr := ParseContent(res.Stdout)
+		if perr != nil {
+			out.Content = append(out.Content, ErrorBlock(wire.ErrExecutionFailed, fmt.Sprintf("tool %q printed no valid content envelope: %v", t.Name, perr)))
+			return out
+		}
+		out.Content = blocks
+		return out
+	case t.Output == OutputContent && out.Truncated && err == nil && !res.TimedOut && res.ExitCode == 0:
+		out.Content = append(out.Content, ErrorBlock(wire.ErrExecutionFailed,
+			fmt.Sprintf("tool %q printed %d bytes, more than the output limit: its content envelope was cut", t.Name, res.StdoutBytes)))
+		return out
+	case stdout != "":
 		out.Content = append(out.Content, TextBlock(stdout))
 	}
 	var code wire.ErrorType

@@ -105,7 +105,7 @@ func TestToolsetRunsSkillTool(t *testing.T) {
 
 func TestOutputWireImage(t *testing.T) {
 	o := Output{Content: []Block{TextBlock("a"), ImageBlock("image/png", "AAAA")}}
-	if got := o.Wire("read").Result; got != "a\n[image image/png, 4 base64 bytes]" {
+	if got := o.Wire("read").Result; got != "a\n[image image/png, 3 bytes, sha256 709e80c88487a2411e1ee4dfb9f22a861492d20c4765150c0c794abd70f8147c]" {
 		t.Fatalf("legacy result = %q", got)
 	}
 }
