@@ -24,6 +24,22 @@ type LocalTools struct {
 	Run func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output
 	// Off, when set, is the reason given for every call (tools disabled).
 	Off string
+	// Denied, when set, answers a call of a tool this node knows but may
+	// not run for lack of permissions (skills.Toolset.Denied); nil: none.
+	Denied func(name string) *skills.Output
+}
+
+// deny implements denier.
+func (l *LocalTools) deny(name string) *skills.Output {
+	if l.Denied == nil || l.Off != "" {
+		return nil
+	}
+	return l.Denied(name)
+}
+
+// denier is a toolbox that can refuse a tool it knows but does not offer.
+type denier interface {
+	deny(name string) *skills.Output
 }
 
 var _ Toolbox = (*LocalTools)(nil)
@@ -60,6 +76,9 @@ func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 				}}, nil
 		}
 	}
+	if out := l.deny(call.Name); out != nil {
+		return Target{}, out
+	}
 	return Target{}, toolError(wire.ErrNotFound, fmt.Sprintf("tool %q not found. Available tools: %s.", call.Name, defNames(l.Defs())))
 }
 
@@ -94,6 +113,15 @@ func (t Toolboxes) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 		for _, d := range b.Defs() {
 			if d.Name == call.Name {
 				return b.Resolve(call)
+			}
+		}
+	}
+	// No toolbox offers it: a toolbox that knows it but lacks the
+	// permissions says so, in the design's words.
+	for _, b := range t {
+		if d, ok := b.(denier); ok {
+			if out := d.deny(call.Name); out != nil {
+				return Target{}, out
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func Category(declared, name string) string {
 	}
 	n := strings.ToLower(name)
 	switch {
-	case n == "read" || n == "write" || n == "edit" || n == "find" || n == "grep" || n == "glob" || n == "ls":
+	case n == "read" || n == "write" || n == "edit" || n == "find" || n == "grep" || n == "glob" || n == "ls" || n == "apply_patch":
 		return CategoryFile
 	case n == "bash" || n == "exec" || n == "shell":
 		return CategoryExec

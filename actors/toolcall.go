@@ -220,7 +220,7 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 // the actor cancels it, and its result comes back as a message.
 func (c *toolCall) runLocal(ctx actor.Context) {
 	s := c.s
-	lctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	lctx, cancel := context.WithTimeout(skills.WithCall(context.Background(), skills.Call{ConversationID: s.convID}), s.timeout)
 	c.stop = cancel
 	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
 	go func() {

@@ -262,7 +262,7 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 }
 
 func (a *Agent) advertise(ctx context.Context) error {
-	caps, err := json.Marshal(wire.Capabilities{AgentID: a.cfg.AgentID, Capabilities: a.cfg.Capabilities})
+	caps, err := json.Marshal(wire.Capabilities{AgentID: a.cfg.AgentID, Capabilities: a.capabilities()})
 	if err != nil {
 		return err
 	}

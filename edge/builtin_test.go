@@ -25,6 +25,7 @@ func TestAgentBuiltinTools(t *testing.T) {
 	var dataDir string
 	p := startAgent(t, func(c *Config) {
 		c.Builtin = toolbox.Builtin{Groups: []string{"read-only"}, Workspace: ws}
+		c.Skills.Permissions = []string{"file_read"}
 		dataDir = c.DataDir
 	})
 

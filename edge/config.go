@@ -34,7 +34,8 @@ type Config struct {
 	AgentID   string `toml:"agent_id"`
 	AgentType string `toml:"agent_type"`
 	// Capabilities is the one-line summary shown to the orchestrator's LLM;
-	// empty means a default derived from AgentType.
+	// empty means one built from AgentType and the tools the agent offers
+	// (CapabilityLine).
 	Capabilities string `toml:"capabilities"`
 	// DataDir holds the agent's audit database (default ./evoclaw-edge-{id}).
 	DataDir string    `toml:"data_dir"`
@@ -153,9 +154,6 @@ func (c *Config) Validate() error {
 	if c.AgentType == "" {
 		c.AgentType = "monitor"
 	}
-	if c.Capabilities == "" {
-		c.Capabilities = DefaultCapabilities(c.AgentID, c.AgentType)
-	}
 	if len(c.Capabilities) > wire.MaxCapabilitiesLen {
 		errs = append(errs, fmt.Errorf("capabilities: %d bytes, at most %d", len(c.Capabilities), wire.MaxCapabilitiesLen))
 	}
@@ -223,17 +221,4 @@ func (c *Config) Validate() error {
 		l.MaxToolIterations = DefaultPromptIterations
 	}
 	return errors.Join(errs...)
-}
-
-// DefaultCapabilities is the capability line of an agent that states none.
-func DefaultCapabilities(id, agentType string) string {
-	switch agentType {
-	case "sensor", "monitor":
-		return id + " sensor node — temperature, CPU/memory/disk stats, process monitoring, camera snapshot"
-	case "trader":
-		return id + " trading agent — market data, order execution, position management"
-	case "governance":
-		return id + " governance agent — on-chain voting, proposal management"
-	}
-	return id + " edge agent"
 }

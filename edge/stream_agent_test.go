@@ -56,6 +56,7 @@ func withBash(t *testing.T) func(*Config) {
 	ws := t.TempDir()
 	return func(c *Config) {
 		c.Builtin = toolbox.Builtin{Groups: []string{"coding"}, Workspace: ws}
+		c.Skills.Permissions = []string{"shell"}
 	}
 }
 

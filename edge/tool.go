@@ -118,6 +118,7 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 	return toolbox.New(toolbox.Config{
 		SkillDirs:      cfg.Skills.Dirs,
 		Permissions:    cfg.Skills.Permissions,
+		DataDir:        cfg.DataDir,
 		Builtin:        cfg.Builtin,
 		MCPServers:     cfg.Tools.MCPServers,
 		DefaultTimeout: cfg.Tools.DefaultTimeout.Duration,
@@ -126,10 +127,14 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 }
 
 func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
+	if denied := a.tools.Denied(p.Tool); denied != nil {
+		return *denied // known, but its permissions are not granted
+	}
 	if !slices.Contains(a.tools.Names(), p.Tool) {
 		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
 	}
 	// The caller's timeout wins over the tool's default, within the clamp.
+	ctx = skills.WithCall(ctx, skills.Call{ConversationID: p.ConversationID})
 	return a.tools.CallJSONTimeout(ctx, p.Tool, p.Parameters, p.TimeoutMS)
 }
 

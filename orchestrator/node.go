@@ -203,14 +203,14 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
 		return nil, err
 	}
-	if n.box, err = toolbox.New(toolbox.Config{SkillDirs: cfg.Skills.Dirs, Permissions: cfg.Skills.Permissions, Builtin: cfg.Builtin,
+	if n.box, err = toolbox.New(toolbox.Config{SkillDirs: cfg.Skills.Dirs, Permissions: cfg.Skills.Permissions, Builtin: cfg.Builtin, DataDir: cfg.DataDir,
 		MCPServers: cfg.Tools.MCPServers, DefaultTimeout: cfg.Tools.DefaultTimeout.Duration, MaxTimeout: cfg.Tools.MaxTimeout.Duration},
 		log.With("component", "tools")); err != nil {
 		return nil, fmt.Errorf("orchestrator tools: %w", err)
 	}
 	n.box.Connect(ctx)
 	tools := n.box.Tools
-	local := &actors.LocalTools{List: tools.Defs,
+	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied,
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 			return tools.CallJSONTimeout(ctx, name, args, timeoutMS)
 		}}

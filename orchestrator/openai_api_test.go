@@ -308,6 +308,7 @@ func workspace(t testing.TB) func(*Config) {
 	}
 	return func(c *Config) {
 		c.Builtin.Groups, c.Builtin.Workspace = []string{"read-only"}, ws
+		c.Skills.Permissions = []string{"file_read"}
 	}
 }
 

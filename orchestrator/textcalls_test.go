@@ -29,7 +29,7 @@ func TestToolCallsWrittenAsText(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "evoclaw.toml")
-	body := fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[builtin]\ngroups = [\"read-only\"]\nworkspace = %q\n", ws)
+	body := fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"file_read\"]\n[builtin]\ngroups = [\"read-only\"]\nworkspace = %q\n", ws)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 package skills
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -84,7 +87,8 @@ func (o Output) ErrorType() wire.ErrorType {
 }
 
 // Text concatenates the text blocks, one per line; images are described by
-// their MIME type and size, since the flat result carries no binary data.
+// their MIME type, size and SHA-256, since the flat result (and the audit
+// row built from it) carries no binary data.
 func (o Output) Text() string {
 	var parts []string
 	for _, b := range o.Content {
@@ -92,7 +96,7 @@ func (o Output) Text() string {
 		case KindText:
 			parts = append(parts, b.Text)
 		case KindImage:
-			parts = append(parts, fmt.Sprintf("[image %s, %d base64 bytes]", b.MIMEType, len(b.Data)))
+			parts = append(parts, b.describeImage())
 		}
 	}
 	return strings.Join(parts, "\n")
@@ -156,4 +160,16 @@ func FromWire(r wire.ToolResult) Output {
 		o.Content = append(o.Content, ErrorBlock(code, msg))
 	}
 	return o
+}
+
+// describeImage names an image block without its data: MIME type, decoded
+// size and the SHA-256 of the decoded bytes, which identify the picture in
+// an audit row. Data that is not valid base64 is described by its length.
+func (b Block) describeImage() string {
+	raw, err := base64.StdEncoding.DecodeString(b.Data)
+	if err != nil {
+		return fmt.Sprintf("[image %s, %d base64 bytes, not valid base64]", b.MIMEType, len(b.Data))
+	}
+	sum := sha256.Sum256(raw)
+	return fmt.Sprintf("[image %s, %d bytes, sha256 %s]", b.MIMEType, len(raw), hex.EncodeToString(sum[:]))
 }

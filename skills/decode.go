@@ -198,7 +198,7 @@ func buildSkill(doc map[string]any) (Skill, *keyErr) {
 
 // buildTool checks one [[tools]] entry.
 func buildTool(n node) (Tool, *keyErr) {
-	if ke := n.only("name", "binary", "description", "timeout_ms", "permissions", "sandboxing", "parameters", "metadata"); ke != nil {
+	if ke := n.only("name", "binary", "description", "timeout_ms", "permissions", "sandboxing", "output", "parameters", "metadata"); ke != nil {
 		return Tool{}, ke
 	}
 	var (
@@ -243,6 +243,16 @@ func buildTool(n node) (Tool, *keyErr) {
 	case SandboxNone, SandboxBubblewrap, SandboxFirejail:
 	default:
 		return Tool{}, &keyErr{n.at.child("sandboxing"), fmt.Sprintf("unknown value %q (allowed: none, bubblewrap, firejail)", t.Sandboxing)}
+	}
+	if t.Output, ke = n.str("output", false); ke != nil {
+		return Tool{}, ke
+	}
+	switch t.Output {
+	case "":
+		t.Output = OutputText
+	case OutputText, OutputContent:
+	default:
+		return Tool{}, &keyErr{n.at.child("output"), fmt.Sprintf("unknown value %q (allowed: text, content)", t.Output)}
 	}
 	if t.Parameters, ke = buildParameters(n); ke != nil {
 		return Tool{}, ke

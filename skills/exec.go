@@ -58,10 +58,6 @@ type ExecOptions struct {
 	LookPath func(file string) (string, error)
 }
 
-// PermissionNetwork is the permission that lets a sandboxed tool use the
-// network; without it a sandboxed tool has none.
-const PermissionNetwork = "network"
-
 // Execute runs one call of t with args and never returns a Go error: every
 // failure is an Output with an error block (a wire.ErrorType and a message
 // for the LLM). The tool's stdout, valid UTF-8, is its text block, kept
@@ -89,9 +85,7 @@ func Execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 
 func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Output {
 	if ok, missing := Allowed(t, o.Granted); !ok {
-		return Failed(wire.ErrPermissionDenied, fmt.Sprintf(
-			"permission denied for tool %q (requires: %s; not granted: %s). This agent may not use it; explain that to the user.",
-			t.Name, strings.Join(t.Permissions, ", "), strings.Join(missing, ", ")))
+		return Denied(t.Name, missing)
 	}
 	if err := t.Validate(args); err != nil {
 		return Failed(wire.ErrInvalidParams, err.Error())
@@ -137,7 +131,20 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 	if out.Truncated {
 		out.ResultBytes = res.StdoutBytes
 	}
-	if stdout != "" {
+	switch {
+	case t.Output == OutputContent && err == nil && !res.TimedOut && res.ExitCode == 0 && !out.Truncated:
+		blocks, perr := ParseContent(res.Stdout)
+		if perr != nil {
+			out.Content = append(out.Content, ErrorBlock(wire.ErrExecutionFailed, fmt.Sprintf("tool %q printed no valid content envelope: %v", t.Name, perr)))
+			return out
+		}
+		out.Content = blocks
+		return out
+	case t.Output == OutputContent && out.Truncated && err == nil && !res.TimedOut && res.ExitCode == 0:
+		out.Content = append(out.Content, ErrorBlock(wire.ErrExecutionFailed,
+			fmt.Sprintf("tool %q printed %d bytes, more than the output limit: its content envelope was cut", t.Name, res.StdoutBytes)))
+		return out
+	case stdout != "":
 		out.Content = append(out.Content, TextBlock(stdout))
 	}
 	var code wire.ErrorType
@@ -166,7 +173,7 @@ func execute(ctx context.Context, t Tool, args map[string]any, o ExecOptions) Ou
 // workspace writable, its skill directory visible, and the network only
 // with the network permission.
 func (o ExecOptions) sandboxPolicy(t Tool, dir string) sandbox.Policy {
-	p := sandbox.Policy{Kind: t.Sandboxing, ReadOnly: []string{dir}, Network: slices.Contains(t.Permissions, PermissionNetwork), LookPath: o.LookPath}
+	p := sandbox.Policy{Kind: t.Sandboxing, ReadOnly: []string{dir}, Network: slices.ContainsFunc(t.Permissions, func(p string) bool { return CanonicalPermission(p) == PermNetwork }), LookPath: o.LookPath}
 	if o.Workspace != "" {
 		p.Writable = []string{o.Workspace}
 	}

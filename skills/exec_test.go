@@ -127,9 +127,9 @@ func TestExecuteErrors(t *testing.T) {
 		exit   *int
 	}{
 		{name: "permission not granted", tool: demoTool(t, "sysinfo"),
-			typ: wire.ErrPermissionDenied, errHas: `permission denied for tool "sysinfo" (requires: sys_read; not granted: sys_read)`},
+			typ: wire.ErrPermissionDenied, errHas: "Permission denied for tool 'sysinfo' (requires: sys_read)."},
 		{name: "wrong permission granted", tool: demoTool(t, "sysinfo"), opts: ExecOptions{Granted: []string{"shell"}},
-			typ: wire.ErrPermissionDenied, errHas: "not granted: sys_read"},
+			typ: wire.ErrPermissionDenied, errHas: "(requires: sys_read)"},
 		{name: "missing parameter", tool: demoTool(t, "echo_args"), args: map[string]any{"count": 2.0},
 			typ: wire.ErrInvalidParams, errHas: `invalid parameters for "echo_args": missing "message". Required: [message]. Optional: [count, loud, ratio, tags]`},
 		{name: "wrong type", tool: demoTool(t, "sleepy"), args: map[string]any{"seconds": "ten"},

@@ -58,7 +58,7 @@ binary = "./bin/uptime"
 		Name: "system", Version: "1.0.0", Description: "Linux / Raspberry Pi health", Dir: dir,
 		Tools: []Tool{{
 			Name: "cpu_temp", Binary: "bin/cpu_temp", Description: "CPU temperature in °C",
-			Sandboxing: SandboxBubblewrap, TimeoutMS: 5000, Permissions: []string{"hw_read"},
+			Sandboxing: SandboxBubblewrap, Output: OutputText, TimeoutMS: 5000, Permissions: []string{"hw_read"},
 			Parameters: Parameters{
 				Properties: map[string]Param{
 					"zone":    {Type: TypeInteger, Description: "thermal zone index", Default: int64(0)},
@@ -69,7 +69,7 @@ binary = "./bin/uptime"
 			Metadata: map[string]string{"category": "hardware"},
 			Skill:    "system", Dir: dir,
 		}, {
-			Name: "uptime", Binary: "./bin/uptime", Sandboxing: SandboxNone,
+			Name: "uptime", Binary: "./bin/uptime", Sandboxing: SandboxNone, Output: OutputText,
 			Parameters: Parameters{Properties: map[string]Param{}},
 			Skill:      "system", Dir: dir,
 		}},
@@ -222,7 +222,7 @@ func TestLoadDirFixtures(t *testing.T) {
 	for dir, want := range map[string]string{
 		"broken-escape":      `:6: tools[0].binary: must stay inside the skill directory (no "..")`,
 		"broken-syntax":      ":3: strings cannot contain newlines",
-		"broken-unknown-key": `:11: tools[1].timeout: unknown key "timeout" (allowed: name, binary, description, timeout_ms, permissions, sandboxing, parameters, metadata)`,
+		"broken-unknown-key": `:11: tools[1].timeout: unknown key "timeout" (allowed: name, binary, description, timeout_ms, permissions, sandboxing, output, parameters, metadata)`,
 	} {
 		if want = filepath.Join(root, dir, FileName) + want; got[dir] != want {
 			t.Errorf("error for %s = %q, want %q", dir, got[dir], want)

@@ -23,6 +23,17 @@ const (
 	SandboxFirejail   = "firejail"
 )
 
+// Output values of a tool.
+const (
+	// OutputText: stdout is the result, as text.
+	OutputText = "text"
+	// OutputContent: stdout is a JSON envelope of content blocks,
+	// {"content":[{"kind":"text","text":"..."},{"kind":"image",
+	// "mime_type":"image/png","data":"<base64>"}]}, so a tool can return
+	// images (see ParseContent).
+	OutputContent = "content"
+)
+
 // maxNameLen is the longest skill, tool or parameter name.
 const maxNameLen = 64
 
@@ -58,6 +69,9 @@ type Tool struct {
 	TimeoutMS int64
 	// Permissions must all be granted for the tool to run.
 	Permissions []string
+	// Output is how the binary's stdout is read: OutputText (default) or
+	// OutputContent.
+	Output string
 	// Parameters describe the arguments.
 	Parameters Parameters
 	// Metadata is free-form text for catalogues ("category": "hardware").

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,14 +199,14 @@ func (s *Toolset) call(ctx context.Context, name string, args map[string]any, ti
 			return Execute(ctx, t, args, s.opts)
 		}
 	}
-	return Failed(wire.ErrNotFound, fmt.Sprintf("unknown tool %q; available tools: %v", name, s.Names()))
+	return Failed(wire.ErrNotFound, fmt.Sprintf("Tool '%s' not found. Available tools: %s.", name, listOrNone(s.Names())))
 }
 
 // runGo checks and runs a Go tool; a panic in it becomes an internal error
 // rather than taking the agent down.
 func (s *Toolset) runGo(ctx context.Context, g GoTool, args map[string]any) (out Output) {
 	if ok, missing := Allowed(g.Tool, s.opts.Granted); !ok {
-		return Failed(wire.ErrPermissionDenied, fmt.Sprintf("permission denied for tool %q (not granted: %v)", g.Tool.Name, missing))
+		return Denied(g.Tool.Name, missing)
 	}
 	if g.Schema == nil {
 		if err := g.Tool.Validate(args); err != nil {
@@ -219,6 +220,41 @@ func (s *Toolset) runGo(ctx context.Context, g GoTool, args map[string]any) (out
 		}
 	}()
 	return g.Run(ctx, args)
+}
+
+// Lookup returns the listing of the tool called name as the agent would
+// run it (a Go tool before a skill tool it replaces), offered or not.
+func (s *Toolset) Lookup(name string) (Listing, bool) {
+	if g, ok := s.goTool(name); ok {
+		ok, missing := Allowed(g.Tool, s.opts.Granted)
+		return Listing{Def: g.def(), Offered: ok, Missing: missing}, true
+	}
+	if s.catalog != nil {
+		if t, ok := s.catalog.Tool(name); ok {
+			ok, missing := Allowed(t, s.opts.Granted)
+			return Listing{Def: t.Def(), Offered: ok, Missing: missing}, true
+		}
+	}
+	return Listing{}, false
+}
+
+// Denied returns the permission_denied answer for a call of name when the
+// toolset knows the tool but does not offer it for lack of permissions,
+// else nil.
+func (s *Toolset) Denied(name string) *Output {
+	l, ok := s.Lookup(name)
+	if !ok || l.Offered {
+		return nil
+	}
+	out := Denied(name, l.Missing)
+	return &out
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func (s *Toolset) goTool(name string) (GoTool, bool) {

@@ -105,7 +105,7 @@ func TestToolsetRunsSkillTool(t *testing.T) {
 
 func TestOutputWireImage(t *testing.T) {
 	o := Output{Content: []Block{TextBlock("a"), ImageBlock("image/png", "AAAA")}}
-	if got := o.Wire("read").Result; got != "a\n[image image/png, 4 base64 bytes]" {
+	if got := o.Wire("read").Result; got != "a\n[image image/png, 3 bytes, sha256 709e80c88487a2411e1ee4dfb9f22a861492d20c4765150c0c794abd70f8147c]" {
 		t.Fatalf("legacy result = %q", got)
 	}
 }
@@ -128,5 +128,46 @@ func TestToolsetCapsGoTools(t *testing.T) {
 	ts.CallTimeout(context.Background(), "blocks", nil, 30)
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("caller's 30 ms timeout took %v", el)
+	}
+}
+
+// TestPermissionAliases: the older names (fs_read, net, ...) grant and
+// require the design's names they stand for, and a tool not offered for
+// lack of a permission is denied in the design's words.
+func TestPermissionAliases(t *testing.T) {
+	for _, tc := range []struct {
+		needs, granted []string
+		ok             bool
+		missing        string
+	}{
+		{[]string{"fs_read"}, []string{"file_read"}, true, ""},
+		{[]string{"file_read"}, []string{"fs_read"}, true, ""},
+		{[]string{"net", "shell"}, []string{"network"}, false, "shell"},
+		{[]string{"hw_read"}, []string{"fs_read"}, false, "hw_read"},
+		{[]string{"fs_write"}, nil, false, "file_write"},
+	} {
+		ok, missing := Allowed(Tool{Permissions: tc.needs}, tc.granted)
+		if ok != tc.ok || strings.Join(missing, ",") != tc.missing {
+			t.Errorf("Allowed(%v, %v) = %v %v, want %v %q", tc.needs, tc.granted, ok, missing, tc.ok, tc.missing)
+		}
+	}
+	ts := NewToolset(nil, ExecOptions{Granted: []string{"fs_read"}})
+	run := func(context.Context, map[string]any) Output { return Output{Content: []Block{TextBlock("ran")}} }
+	if err := ts.Add(GoTool{Tool: Tool{Name: "bash", Permissions: []string{PermShell}}, Run: run},
+		GoTool{Tool: Tool{Name: "read", Permissions: []string{PermFileRead}}, Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ts.Names(), ","); got != "read" {
+		t.Fatalf("offered %s", got)
+	}
+	out := ts.Call(context.Background(), "bash", nil)
+	if out.ErrorType() != wire.ErrPermissionDenied || !strings.HasPrefix(out.ErrorText(), "Permission denied for tool 'bash' (requires: shell).") {
+		t.Fatalf("bash = %+v", out)
+	}
+	if d := ts.Denied("bash"); d == nil || d.ErrorText() != out.ErrorText() {
+		t.Fatalf("Denied(bash) = %v", d)
+	}
+	if ts.Denied("read") != nil || ts.Denied("nope") != nil {
+		t.Fatal("Denied answers for an offered or unknown tool")
 	}
 }

@@ -79,7 +79,7 @@ capabilities = %q
 broker = %q
 [skills]
 dirs = [%q]
-permissions = ["fs_read"]
+permissions = ["file_read", "shell"]
 [builtin]
 groups = ["coding"]
 workspace = %q
@@ -117,7 +117,7 @@ workspace = %q
 		t.Fatalf("capability line shown as %q, want the raw text %q", caps, hostileCaps)
 	}
 	du := b.eval(t, `document.querySelector('[data-agent="pi1"] [data-tool="disk_usage"]').textContent`).(string)
-	for _, want := range []string{"fs_read", "5000 ms", `"required": [`, `"path"`} {
+	for _, want := range []string{"file_read", "5000 ms", `"required": [`, `"path"`} {
 		if !strings.Contains(du, want) {
 			t.Errorf("disk_usage details lack %q: %s", want, du)
 		}

@@ -24,7 +24,7 @@ type demoAgent struct {
 }
 
 var demoFleet = []demoAgent{
-	{id: "pi-kitchen", caps: "Raspberry Pi in the kitchen — host health and disk usage", permissions: []string{"fs_read"}},
+	{id: "pi-kitchen", caps: "Raspberry Pi in the kitchen — host health and disk usage", permissions: []string{"file_read"}},
 	{id: "pi-garage", caps: "Raspberry Pi in the garage — host health only (no file-system permission)"},
 }
 

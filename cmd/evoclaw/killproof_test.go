@@ -46,7 +46,7 @@ func TestToolsDieWithTheAgent(t *testing.T) {
 			ws := t.TempDir()
 			e := evoclawtest.StartEdge(t, evoclawtest.EdgeSpec{
 				ID: "killproof-" + sb.kind, BrokerURL: brokerURL, SkillDirs: []string{evoclawtest.LoopSkill(t, sb.kind)},
-				Extra: fmt.Sprintf("[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = %q\n", ws, sb.kind),
+				Extra: fmt.Sprintf("permissions = [\"shell\", \"file_read\", \"file_write\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = %q\n", ws, sb.kind),
 			})
 			bg := sb.kind == "none" // background jobs of a sandboxed tool die with its sandbox
 			runs := []killedRun{

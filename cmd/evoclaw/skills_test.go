@@ -77,4 +77,10 @@ func TestSkillsListConfig(t *testing.T) {
 	if strings.Contains(out.String(), "missing permissions: shell") {
 		t.Errorf("granted permissions from agent.toml were ignored:\n%s", out.String())
 	}
+	// Built-ins are gated like skills: read needs file_read, not granted.
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "read ") && (!strings.Contains(line, " no ") || !strings.Contains(line, "missing permissions: file_read")) {
+			t.Errorf("read line %q, want not offered for lack of file_read", line)
+		}
+	}
 }

@@ -52,7 +52,7 @@ func bashTranscript(agent, command string, chats int) string {
 // startBashEdge runs `evoclaw edge` with the built-in coding tools.
 func startBashEdge(t *testing.T, id, brokerURL string) (edgeDB string, pid int) {
 	t.Helper()
-	cmd := startEdgeWith(t, id, brokerURL, fmt.Sprintf("[builtin]\ngroups = [\"coding\"]\nworkspace = %q\n", t.TempDir()))
+	cmd := startEdgeWith(t, id, brokerURL, fmt.Sprintf("permissions = [\"shell\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\n", t.TempDir()))
 	return filepath.Join(filepath.Dir(cmd.Args[3]), "data", "audit.db"), cmd.Process.Pid
 }
 

@@ -31,7 +31,7 @@ func NewBash(o Options) (skills.GoTool, error) {
 			Parameters: params([]string{"command"},
 				"command", skills.TypeString, "The command line",
 				"timeout_ms", skills.TypeInteger, "Timeout in milliseconds (optional)"),
-			Permissions: o.Permissions,
+			Permissions: o.perms(skills.PermShell),
 		},
 		Run: o.bash,
 	}, nil

@@ -1,7 +1,9 @@
 // Package builtin provides the tools every agent can offer without a skill
-// directory: read, write, edit, bash, grep and find. Each is made by a
-// factory from Options and returned as a skills.GoTool, ready for
-// skills.Toolset.Add; groups (Coding, ReadOnly, All) bundle them.
+// directory: read, write, edit, bash, grep, find, glob and apply_patch.
+// Each is made by a factory from Options and returned as a skills.GoTool,
+// ready for skills.Toolset.Add; groups (Coding, ReadOnly, All) bundle
+// them. Each tool requires its permission of the design's table
+// (file_read, file_write or shell).
 //
 // # Backends
 //

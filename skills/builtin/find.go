@@ -27,7 +27,7 @@ func NewFind(o Options) (skills.GoTool, error) {
 				"pattern", skills.TypeString, "Glob matched against each name, e.g. *.toml",
 				"path", skills.TypeString, "Directory to search (default: the workspace)",
 				"type", skills.TypeString, "file, dir or any (default any)"),
-			Permissions: o.Permissions,
+			Permissions: o.perms(skills.PermFileRead),
 		},
 		Run: o.guarded("find", o.find),
 	}, nil

@@ -40,7 +40,7 @@ func NewGrep(o Options) (skills.GoTool, error) {
 				"path", skills.TypeString, "File or directory to search (default: the workspace)",
 				"glob", skills.TypeString, "Only files whose name matches this pattern, e.g. *.go",
 				"ignore_case", skills.TypeBoolean, "Match case-insensitively (default false)"),
-			Permissions: o.Permissions,
+			Permissions: o.perms(skills.PermFileRead),
 		},
 		Run: o.guarded("grep", o.grep),
 	}, nil

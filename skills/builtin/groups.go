@@ -9,28 +9,30 @@ import (
 
 // Tool group names, as agent.toml's builtin.groups takes them.
 const (
-	// GroupCoding is read, write, edit and bash.
+	// GroupCoding is read, write, edit, bash, glob and apply_patch.
 	GroupCoding = "coding"
-	// GroupReadOnly is read, grep and find: nothing that changes a file
-	// or runs a command.
+	// GroupReadOnly is read, grep, find and glob: nothing that changes a
+	// file or runs a command.
 	GroupReadOnly = "read-only"
-	// GroupAll is all six tools.
+	// GroupAll is every tool of this package.
 	GroupAll = "all"
-	// GroupRemote is all six tools on a remote backend: the caller sets
-	// Options.Files and Options.Exec (package sshops).
+	// GroupRemote is read, write, edit, bash, grep and find on a remote
+	// backend: the caller sets Options.Files and Options.Exec (package
+	// sshops).
 	GroupRemote = "remote"
 )
 
 // factories maps tool names to their factories.
 var factories = map[string]func(Options) (skills.GoTool, error){
 	"read": NewRead, "write": NewWrite, "edit": NewEdit, "bash": NewBash, "grep": NewGrep, "find": NewFind,
+	"glob": NewGlob, "apply_patch": NewApplyPatch,
 }
 
 // groupTools lists the tools of each group.
 var groupTools = map[string][]string{
-	GroupCoding:   {"read", "write", "edit", "bash"},
-	GroupReadOnly: {"read", "grep", "find"},
-	GroupAll:      {"read", "write", "edit", "bash", "grep", "find"},
+	GroupCoding:   {"read", "write", "edit", "bash", "glob", "apply_patch"},
+	GroupReadOnly: {"read", "grep", "find", "glob"},
+	GroupAll:      {"read", "write", "edit", "bash", "grep", "find", "glob", "apply_patch"},
 	GroupRemote:   {"read", "write", "edit", "bash", "grep", "find"},
 }
 
@@ -72,11 +74,11 @@ func Tools(o Options, names ...string) ([]skills.GoTool, error) {
 	return out, nil
 }
 
-// Coding returns read, write, edit and bash in the workspace dir.
+// Coding returns the coding group's tools in the workspace dir.
 func Coding(dir string) ([]skills.GoTool, error) { return Group(GroupCoding, Options{Dir: dir}) }
 
-// ReadOnly returns read, grep and find in the workspace dir.
+// ReadOnly returns the read-only group's tools in the workspace dir.
 func ReadOnly(dir string) ([]skills.GoTool, error) { return Group(GroupReadOnly, Options{Dir: dir}) }
 
-// All returns all six tools in the workspace dir.
+// All returns every tool of this package in the workspace dir.
 func All(dir string) ([]skills.GoTool, error) { return Group(GroupAll, Options{Dir: dir}) }

@@ -27,6 +27,10 @@ import (
 type Local struct {
 	// Dir is the workspace directory.
 	Dir string
+
+	// commitFault, when set, runs before step i of Commit; an error fails
+	// the commit there (a fault seam for tests of the rollback).
+	commitFault func(i int) error
 }
 
 var _ FileOps = Local{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -81,8 +82,11 @@ type Options struct {
 	MaxFileCalls int
 	// Env is the environment of bash commands; nil means a minimal one.
 	Env []string
-	// Permissions are required of every tool made with these options; a
-	// toolset offers them only to agents granted all of them.
+	// Permissions are required of every tool made with these options, on
+	// top of the tool's own from the design's table (file_read for read,
+	// grep, find and glob; file_write for write, edit and apply_patch;
+	// shell for bash; git for git_*); a toolset offers a tool only to
+	// agents granted all of them.
 	Permissions []string
 
 	// realDir is Dir with symlinks resolved, for a local workspace reached
@@ -168,6 +172,18 @@ func fileFailure(ctx context.Context, tool, p string, err error) skills.Output {
 		code = wire.ErrInterrupted
 	}
 	return skills.Failed(code, fmt.Sprintf("%s %q: %v", tool, p, err))
+}
+
+// perms returns the permissions of a tool that needs own: own first, then
+// Options.Permissions, without repeats.
+func (o Options) perms(own ...string) []string {
+	out := slices.Clone(own)
+	for _, p := range o.Permissions {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // str returns a string argument; Validate has checked the type.

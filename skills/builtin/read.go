@@ -36,7 +36,7 @@ func NewRead(o Options) (skills.GoTool, error) {
 				"path", skills.TypeString, "File to read, relative to the workspace (or absolute inside it)",
 				"offset", skills.TypeInteger, "First line to return, counting from 1 (default 1)",
 				"limit", skills.TypeInteger, fmt.Sprintf("Most lines to return (default and maximum %d)", o.MaxReadLines)),
-			Permissions: o.Permissions,
+			Permissions: o.perms(skills.PermFileRead),
 		},
 		Run: o.guarded("read", o.read),
 	}, nil

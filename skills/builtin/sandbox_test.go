@@ -26,7 +26,7 @@ func TestBashSandboxed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := skills.NewToolset(nil, skills.ExecOptions{})
+	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
 	if err := ts.Add(tool); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestBashSandboxMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := skills.NewToolset(nil, skills.ExecOptions{})
+	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
 	ts.Add(tool)
 	out := ts.Call(context.Background(), "bash", map[string]any{"command": "touch ran"})
 	if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Wire("bash").Error, "firejail") {

@@ -75,7 +75,7 @@ func fileTools(t *testing.T, o builtin.Options) *skills.Toolset {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := skills.NewToolset(nil, skills.ExecOptions{})
+	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
 	if err := ts.Add(tools...); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func NewWrite(o Options) (skills.GoTool, error) {
 			Parameters: params([]string{"path", "content"},
 				"path", skills.TypeString, "File to write, relative to the workspace (or absolute inside it)",
 				"content", skills.TypeString, "The complete new content of the file"),
-			Permissions: o.Permissions,
+			Permissions: o.perms(skills.PermFileWrite),
 		},
 		Run: o.guarded("write", o.write),
 	}, nil
@@ -75,7 +75,7 @@ func NewEdit(o Options) (skills.GoTool, error) {
 			"old_text", skills.TypeString, "The exact text to replace, whitespace included",
 			"new_text", skills.TypeString, "The text to put in its place",
 			"replace_all", skills.TypeBoolean, "Replace every occurrence instead of exactly one (default false)"),
-		Permissions: o.Permissions,
+		Permissions: o.perms(skills.PermFileWrite),
 	}
 	return skills.GoTool{Tool: t, Run: o.guarded("edit", o.edit)}, nil
 }

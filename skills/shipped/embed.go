@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 )
 
-//go:embed all:demo all:bench all:system
+//go:embed all:demo all:bench all:system all:camera
 var files embed.FS
 
 // Names lists the shipped skills.
-func Names() []string { return []string{"bench", "demo", "system"} }
+func Names() []string { return []string{"bench", "camera", "demo", "system"} }
 
 // Install writes skill name into dir/name, keeping executable bits for
 // files under bin/. Existing files are replaced.

@@ -37,7 +37,7 @@ func TestSandboxAuto(t *testing.T) {
 	}
 
 	t.Run("missing", func(t *testing.T) {
-		box, logged := newLogged(t, Config{Builtin: b, LookPath: func(string) (string, error) { return "", errors.New("not in PATH") }})
+		box, logged := newLogged(t, Config{Permissions: []string{"shell"}, Builtin: b, LookPath: func(string) (string, error) { return "", errors.New("not in PATH") }})
 		if !strings.Contains(logged, "level=WARN") || !strings.Contains(logged, "bash runs UNCONFINED") || !strings.Contains(logged, "not in PATH") {
 			t.Errorf("no loud warning:\n%s", logged)
 		}
@@ -48,7 +48,7 @@ func TestSandboxAuto(t *testing.T) {
 	t.Run("broken", func(t *testing.T) {
 		fake := filepath.Join(t.TempDir(), "bwrap")
 		os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755)
-		_, logged := newLogged(t, Config{Builtin: b, LookPath: func(string) (string, error) { return fake, nil }})
+		_, logged := newLogged(t, Config{Permissions: []string{"shell"}, Builtin: b, LookPath: func(string) (string, error) { return fake, nil }})
 		if !strings.Contains(logged, "bash runs UNCONFINED") || !strings.Contains(logged, "uid map") {
 			t.Errorf("no loud warning naming the failure:\n%s", logged)
 		}

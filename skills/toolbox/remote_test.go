@@ -61,7 +61,7 @@ func TestRemoteGroupOverSSH(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "plan.txt"), []byte("water the tomatoes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	box, err := New(Config{Builtin: Builtin{Groups: []string{builtin.GroupRemote},
+	box, err := New(Config{Permissions: []string{"file_read", "file_write", "shell"}, Builtin: Builtin{Groups: []string{builtin.GroupRemote},
 		Remote: &Remote{Addr: srv.Addr, User: srv.User, KeyFile: srv.KeyFile, KnownHosts: srv.KnownHosts, Dir: ws}}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestRemoteHostDownLeavesTheRestServing(t *testing.T) {
 	if err := os.WriteFile(kh, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	box, err := New(Config{Builtin: Builtin{Groups: []string{builtin.GroupRemote},
+	box, err := New(Config{Permissions: []string{"file_read", "file_write", "shell"}, Builtin: Builtin{Groups: []string{builtin.GroupRemote},
 		Remote: &Remote{Addr: "127.0.0.1:1", User: "nobody", KeyFile: filepath.Join(dir, "none"), KnownHosts: kh, Dir: "/srv"}}}, nil)
 	if err != nil {
 		t.Fatal(err)

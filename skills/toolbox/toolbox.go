@@ -25,17 +25,25 @@ import (
 	"github.com/evoclaw/evoclaw/skills/builtin"
 	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
+	"github.com/evoclaw/evoclaw/skills/memory"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
+	"github.com/evoclaw/evoclaw/skills/webtools"
 )
 
 // Builtin is the [builtin] table of a node's configuration.
 type Builtin struct {
-	// Groups to offer: "coding" (read, write, edit, bash), "read-only"
-	// (read, grep, find), "all", or "remote" (all six on the SSH host of
-	// Remote, alone). Empty offers none.
+	// Groups to offer: "coding" (read, write, edit, bash, glob,
+	// apply_patch), "read-only" (read, grep, find, glob), "all" (every file
+	// tool and bash), "remote" (read, write, edit, bash, grep, find on the
+	// SSH host of Remote, without the local file groups), "git" (git_*),
+	// "web" (webfetch, and websearch with Web.SearchURL), "memory"
+	// (memory_write, memory_read) and "todo" (todowrite, todoread). Empty
+	// offers none. Each tool is offered only when [skills] permissions
+	// grant what it needs (docs/SKILLS.md).
 	Groups []string `toml:"groups"`
-	// Workspace is the directory the file tools cannot leave and bash runs
-	// in; required with Groups, absolute, must exist. Skill tools with
+	// Workspace is the directory the file and git tools cannot leave and
+	// bash runs in; required with the file groups and git, absolute, must
+	// exist. Skill tools with
 	// sandboxing may write it too (and nothing else).
 	Workspace string `toml:"workspace"`
 	// Sandbox confines the bash tool: "auto" (default: bubblewrap when a
@@ -50,6 +58,36 @@ type Builtin struct {
 	// Remote is the SSH host of the "remote" group: its six tools work in
 	// a directory of that host instead of the local workspace.
 	Remote *Remote `toml:"remote"`
+	// Web configures the web group: allowed hosts and networks, limits,
+	// the search endpoint.
+	Web webtools.Config `toml:"web"`
+}
+
+// Group names of this package beyond those of package builtin.
+const (
+	// GroupGit is git_status, git_diff, git_log, git_branch, git_commit.
+	GroupGit = "git"
+	// GroupWeb is webfetch and, with a search endpoint, websearch.
+	GroupWeb = "web"
+	// GroupMemory is memory_write and memory_read.
+	GroupMemory = "memory"
+	// GroupTodo is todowrite and todoread.
+	GroupTodo = "todo"
+)
+
+// needsWorkspace reports a group that works in the local workspace.
+func needsWorkspace(g string) bool {
+	switch g {
+	case builtin.GroupCoding, builtin.GroupReadOnly, builtin.GroupAll, GroupGit:
+		return true
+	}
+	return false
+}
+
+// localFiles reports a group of local file tools, named like the remote
+// group's.
+func localFiles(g string) bool {
+	return g == builtin.GroupCoding || g == builtin.GroupReadOnly || g == builtin.GroupAll
 }
 
 // Remote is the [builtin.remote] table: an SSH host for the remote group.
@@ -73,17 +111,16 @@ func (b *Builtin) Validate(prefix string) []error {
 	var errs []error
 	for _, g := range b.Groups {
 		switch g {
-		case builtin.GroupCoding, builtin.GroupReadOnly, builtin.GroupAll, builtin.GroupRemote:
+		case builtin.GroupCoding, builtin.GroupReadOnly, builtin.GroupAll, builtin.GroupRemote, GroupGit, GroupWeb, GroupMemory, GroupTodo:
 		default:
-			errs = append(errs, fmt.Errorf("%s.groups: unknown group %q, want coding, read-only, all or remote", prefix, g))
+			errs = append(errs, fmt.Errorf("%s.groups: unknown group %q, want coding, read-only, all, remote, git, web, memory or todo", prefix, g))
 		}
 	}
 	remote := slices.Contains(b.Groups, builtin.GroupRemote)
-	local := len(b.Groups) > 0 && !(remote && len(b.Groups) == 1)
-	if local && !filepath.IsAbs(b.Workspace) {
+	if slices.ContainsFunc(b.Groups, needsWorkspace) && !filepath.IsAbs(b.Workspace) {
 		errs = append(errs, fmt.Errorf("%s.workspace: an absolute directory is required with %s.groups, got %q", prefix, prefix, b.Workspace))
 	}
-	if remote && local {
+	if remote && slices.ContainsFunc(b.Groups, localFiles) {
 		errs = append(errs, fmt.Errorf("%s.groups: %q offers the same six tool names as the local groups; use it alone", prefix, builtin.GroupRemote))
 	}
 	switch r := b.Remote; {
@@ -101,6 +138,7 @@ func (b *Builtin) Validate(prefix string) []error {
 			errs = append(errs, fmt.Errorf("%s.remote.dir: an absolute remote directory is required, got %q", prefix, r.Dir))
 		}
 	}
+	errs = append(errs, b.Web.Validate(prefix+".web")...)
 	switch b.Sandbox {
 	case "":
 		b.Sandbox = sandbox.Auto
@@ -117,6 +155,9 @@ type Config struct {
 	SkillDirs []string
 	// Permissions granted; a tool is offered only with all of its own.
 	Permissions []string
+	// DataDir is the node's data directory; the memory and todo groups
+	// keep their files there (memory.db, todos/). Required with them.
+	DataDir string
 	// Builtin enables built-in groups.
 	Builtin Builtin
 	// MCPServers are connected by ConnectMCP.
@@ -137,9 +178,10 @@ type Box struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex     // guards mcp and remote
+	mu     sync.Mutex     // guards mcp, remote and memory
 	mcp    *mcptools.Set  // nil until ConnectMCP
 	remote *sshops.Client // nil until Connect, or without a remote group
+	memory *memory.Store  // nil without the memory group
 }
 
 // New builds the toolset of cfg's skills and built-ins, logging broken
@@ -164,21 +206,10 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 		Granted:        cfg.Permissions,
 		Workspace:      cfg.Builtin.Workspace,
 	})
-	if b := cfg.Builtin; len(b.Groups) > 0 && !slices.Contains(b.Groups, builtin.GroupRemote) {
-		if fi, err := os.Stat(b.Workspace); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("builtin.workspace %s is not a directory: %v", b.Workspace, err)
-		}
-		o := builtin.Options{Dir: b.Workspace, Sandbox: confine(b, cfg.LookPath, log), Network: b.Network,
-			BashTimeout: cfg.DefaultTimeout, MaxBashTimeout: cfg.MaxTimeout}
-		for _, g := range b.Groups {
-			tools, err := builtin.Group(g, o)
-			if err != nil {
-				return nil, err
-			}
-			if err := ts.Add(tools...); err != nil {
-				return nil, err
-			}
-		}
+	box := &Box{Tools: ts, cfg: cfg, log: log}
+	if err := box.addGroups(); err != nil {
+		box.Close()
+		return nil, err
 	}
 	for _, l := range ts.List() {
 		switch {
@@ -189,7 +220,7 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 		}
 	}
 	warnUnconfined(ts, log)
-	return &Box{Tools: ts, cfg: cfg, log: log}, nil
+	return box, nil
 }
 
 // Connect connects what needs the network: the MCP servers (ConnectMCP) and
@@ -267,6 +298,10 @@ func (b *Box) Close() error {
 	if b.remote != nil {
 		errs = append(errs, b.remote.Close())
 		b.remote = nil
+	}
+	if b.memory != nil {
+		errs = append(errs, b.memory.Close())
+		b.memory = nil
 	}
 	return errors.Join(errs...)
 }

@@ -17,13 +17,13 @@ func TestNew(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
 	os.WriteFile(filepath.Join(dir, skills.FileName), []byte("[skill]\nname = \"clash\"\n[[tools]]\nname = \"read\"\nbinary = \"bin/read\"\n[[tools]]\nname = \"probe\"\nbinary = \"bin/read\"\npermissions = [\"net\"]\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("from the workspace"), 0o644)
-	box, err := New(Config{SkillDirs: []string{skillsDir}, Builtin: Builtin{Groups: []string{"read-only", "coding"}, Workspace: ws}}, nil)
+	box, err := New(Config{SkillDirs: []string{skillsDir}, Permissions: []string{"file_read", "file_write", "shell"}, Builtin: Builtin{Groups: []string{"read-only", "coding"}, Workspace: ws}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer box.Close()
 	box.ConnectMCP(context.Background()) // none configured: nothing to do
-	if got := strings.Join(box.Tools.Names(), ","); got != "bash,edit,find,grep,read,write" {
+	if got := strings.Join(box.Tools.Names(), ","); got != "apply_patch,bash,edit,find,glob,grep,read,write" {
 		t.Fatalf("offered %s", got)
 	}
 	if out := box.Tools.Call(context.Background(), "read", map[string]any{"path": "a.txt"}); out.Text() != "from the workspace" {

@@ -31,7 +31,7 @@ func orphanTools(t *testing.T, b *board) {
 		ws := t.TempDir()
 		e := evoclawtest.StartEdge(t, evoclawtest.EdgeSpec{ID: "attack-" + kind, BrokerURL: brokerURL,
 			SkillDirs: []string{evoclawtest.LoopSkill(t, kind)},
-			Extra:     fmt.Sprintf("[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = %q\n", ws, kind)})
+			Extra:     fmt.Sprintf("permissions = [\"shell\", \"file_read\", \"file_write\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = %q\n", ws, kind)})
 		runs := map[string]string{"skill-" + kind: filepath.Join(ws, "skill.m"), "bash-" + kind: filepath.Join(ws, "bash.m")}
 		e.SendTool("skill-"+kind, "loop_"+kind, map[string]any{"marker": runs["skill-"+kind]})
 		e.SendTool("bash-"+kind, "bash", map[string]any{"command": evoclawtest.BashLoop(runs["bash-"+kind], false), "timeout_ms": 60000})
