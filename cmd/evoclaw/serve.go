@@ -27,7 +27,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
 	}
-	cfg.Version = version
+	cfg.Version = currentBuild().Version
 	if cfg.HTTP.Listen == "" {
 		cfg.HTTP.Listen = orchestrator.DefaultHTTPListen
 	}
