@@ -101,7 +101,7 @@ func TestReadOnlyRoot(t *testing.T) {
 	out = roRun("sh", "-c", `set -e
 wait_for() { # file pattern pid: poll with a 30 s deadline
 	i=0
-	until grep -q "$2" "$1"; do
+	until grep -q "$2" "$1" 2>/dev/null; do
 		i=$((i+1))
 		if [ $i -gt 300 ] || ! kill -0 "$3" 2>/dev/null; then echo "no \"$2\" in $1"; cat "$DATA"/*.err; exit 1; fi
 		sleep 0.1
