@@ -25,6 +25,11 @@ const (
 	streamQueueLen = 32
 	// streamPublishTimeout bounds one progress publish.
 	streamPublishTimeout = 2 * time.Second
+	// streamDrainWait bounds how long a finished call waits for its last
+	// chunk to leave before its result is published, so that the chunk is
+	// not overtaken by the result (and dropped by the orchestrator, which
+	// no longer waits for the call). Only a call that streamed waits.
+	streamDrainWait = 100 * time.Millisecond
 )
 
 // progressOut sends the progress reports of every call of an agent: it
@@ -34,7 +39,7 @@ const (
 // to go out later or be counted as not streamed.
 type progressOut struct {
 	lim     *rate.Limiter
-	queue   chan []byte
+	queue   chan queuedReport
 	publish func(ctx context.Context, b []byte) error
 	log     *slog.Logger
 	logLim  *rate.Limiter // one log line per 10 s about failed publishes
@@ -46,7 +51,7 @@ type progressOut struct {
 func newProgressOut(publish func(context.Context, []byte) error, log *slog.Logger) *progressOut {
 	return &progressOut{
 		lim:     rate.New(StreamReportsPerSecond, StreamReportsBurst),
-		queue:   make(chan []byte, streamQueueLen),
+		queue:   make(chan queuedReport, streamQueueLen),
 		publish: publish,
 		log:     log,
 		logLim:  rate.New(0.1, 1),
@@ -54,15 +59,22 @@ func newProgressOut(publish func(context.Context, []byte) error, log *slog.Logge
 	}
 }
 
+// queuedReport is one encoded progress report; sent, when set, is closed
+// once it was published (or failed to be).
+type queuedReport struct {
+	b    []byte
+	sent chan struct{}
+}
+
 // offer queues one encoded progress report without waiting; false means it
-// will not be sent.
-func (o *progressOut) offer(b []byte, now time.Time) bool {
+// will not be sent. sent, when not nil, is closed once it left.
+func (o *progressOut) offer(b []byte, now time.Time, sent chan struct{}) bool {
 	if len(o.queue) == cap(o.queue) || !o.lim.Allow(now) {
 		o.refused.Add(1)
 		return false
 	}
 	select {
-	case o.queue <- b:
+	case o.queue <- queuedReport{b: b, sent: sent}:
 		return true
 	default:
 		o.refused.Add(1)
@@ -76,10 +88,13 @@ func (o *progressOut) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case b := <-o.queue:
+		case q := <-o.queue:
 			pctx, cancel := context.WithTimeout(ctx, streamPublishTimeout)
-			err := o.publish(pctx, b)
+			err := o.publish(pctx, q.b)
 			cancel()
+			if q.sent != nil {
+				close(q.sent)
+			}
 			if err == nil {
 				o.sent.Add(1)
 				continue
@@ -164,31 +179,45 @@ func (s *callStream) run(interval time.Duration) {
 	}
 }
 
-// flush sends the chunk that is due, if any.
-func (s *callStream) flush(final bool) {
+// flush sends the chunk that is due, if any. The channel it returns, when
+// not nil, is closed once that chunk left.
+func (s *callStream) flush(final bool) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	c, ok := s.ch.next(now, final)
 	if !ok {
-		return
+		return nil
 	}
 	c.p.RequestID = s.requestID
 	b, err := s.encode(c.p)
-	if err != nil || !s.out.offer(b, now) {
-		return // stays pending, or is counted as omitted by a later chunk
+	var sent chan struct{}
+	if final {
+		sent = make(chan struct{})
+	}
+	if err != nil || !s.out.offer(b, now, sent) {
+		return nil // stays pending, or is counted as omitted by a later chunk
 	}
 	s.ch.commit(c, now)
+	return sent
 }
 
-// finish stops the call's goroutine and sends the final chunk, without
-// waiting for it to be published. The tool has ended: nothing writes any
-// more. Safe on a nil *callStream.
+// finish stops the call's goroutine and sends the final chunk, waiting at
+// most streamDrainWait for it to leave, so that the result published next
+// does not overtake it. The tool has ended: nothing writes any more. Safe
+// on a nil *callStream.
 func (s *callStream) finish() {
 	if s == nil {
 		return
 	}
 	close(s.stop)
 	<-s.done
-	s.flush(true)
+	if sent := s.flush(true); sent != nil {
+		t := time.NewTimer(streamDrainWait)
+		defer t.Stop()
+		select {
+		case <-sent:
+		case <-t.C:
+		}
+	}
 }

@@ -56,6 +56,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	// The agents' processes inherit it.
+	if err := useDataTempDir(dir); err != nil {
+		return err
+	}
 	skillsDir := filepath.Join(dir, "skills")
 	if _, err := shipped.Install("demo", skillsDir); err != nil {
 		return err

@@ -47,7 +47,8 @@ usage:
   evoclaw version
 `
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..." (see
+// cmd/release); "dev" otherwise, and `evoclaw version` then names the commit.
 var version = "dev"
 
 func main() {
@@ -112,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "skills":
 		err = cmdSkills(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "evoclaw", version)
+		fmt.Fprintln(stdout, currentBuild())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -27,7 +27,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
 	}
-	cfg.Version = version
+	cfg.Version = currentBuild().Version
+	if cfg.DataDir == "" {
+		cfg.DataDir = orchestrator.DefaultDataDir
+	}
+	if err := useDataTempDir(cfg.DataDir); err != nil {
+		return err
+	}
 	if cfg.HTTP.Listen == "" {
 		cfg.HTTP.Listen = orchestrator.DefaultHTTPListen
 	}
@@ -60,6 +66,10 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
+	}
+	// Before edge.New, whose sandbox probe makes a scratch directory.
+	if err := useDataTempDir(cfg.DataDir); err != nil {
+		return err
 	}
 	log := logger(stderr, slog.LevelInfo)
 	a, err := edge.New(cfg, log)

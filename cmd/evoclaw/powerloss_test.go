@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// TestServeKilledWithFullSync is the process-level half of the power-cut
+// promise of audit_sync = "full" (docs/CONFIG.md): a node configured so
+// is SIGKILLed while chats are being written; afterwards the database
+// opens, `evoclaw audit verify` passes and every chat the API acknowledged
+// is stored with its answer. persistence/sqlite's crash test does the same
+// for every record kind at the store; this one checks that the setting of
+// the file reaches the store and that the command an operator runs agrees.
+// A SIGKILL keeps the page cache: that fsync really reaches the medium is
+// SQLite's synchronous=FULL, not something a test on one machine can show.
+func TestServeKilledWithFullSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs and kills a node process")
+	}
+	bin := evoclawBinary(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node")
+	writeFile(t, filepath.Join(dir, "evoclaw.toml"), "audit_sync = \"full\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n")
+	node := exec.Command(bin, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
+	var stderr strings.Builder
+	node.Stderr = &stderr
+	stdout, err := node.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Process.Kill(); node.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "orchestrator ready") {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("node exited before ready:\n%s", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node not ready in 30s:\n%s", stderr.String())
+	}
+	client, err := (&nodeFlags{dataDir: data}).client()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Four writers chat until the node dies; the test kills it once 40
+	// chats were acknowledged, with more in flight.
+	const want = 40
+	var (
+		mu    sync.Mutex // guards acked
+		acked []string
+	)
+	enough := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				a, err := client.chat(ctx, "", "How is the fleet?", chatEvents{})
+				if err != nil {
+					return // the node is gone
+				}
+				mu.Lock()
+				acked = append(acked, a.ConversationID)
+				if len(acked) >= want {
+					once.Do(func() { close(enough) })
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	select {
+	case <-enough:
+	case <-ctx.Done():
+		t.Fatalf("fewer than %d chats acknowledged in a minute:\n%s", want, stderr.String())
+	}
+	if err := node.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	node.Wait()
+	wg.Wait()
+
+	out, err := exec.Command(bin, "audit", "verify", "--data-dir", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit verify after SIGKILL: %v\n%s", err, out)
+	}
+	res, err := sqlite.QueryReadOnly(context.Background(), filepath.Join(data, "audit.db"),
+		"SELECT conversation_id FROM messages GROUP BY conversation_id HAVING sum(role = 'user') >= 1 AND sum(role = 'assistant') >= 1")
+	if err != nil {
+		t.Fatalf("query after SIGKILL: %v", err)
+	}
+	stored := map[string]bool{}
+	for _, r := range res.Rows {
+		stored[r[0].(string)] = true
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range acked {
+		if !stored[c] {
+			t.Errorf("acknowledged chat %s has no stored question and answer after SIGKILL", c)
+		}
+	}
+	t.Logf("%d chats acknowledged, %d conversations stored with their answer; %s", len(acked), len(stored), strings.TrimSpace(string(out)))
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// buildInfo is what `evoclaw version` reports about the binary.
+type buildInfo struct {
+	// Version is the release (a git tag such as "v1.2.0") stamped with
+	// -ldflags "-X main.version=..."; "dev" for a plain go build.
+	Version string
+	// Commit is the VCS revision the binary was built from; empty when the
+	// build carried no VCS information (go run, go test, -buildvcs=false).
+	Commit string
+	// Date is the commit's time, RFC 3339 in UTC: the build date of a
+	// reproducible build, which never reads the clock. Empty with Commit.
+	Date string
+	// Modified reports uncommitted changes in the tree that was built.
+	Modified bool
+	// Go is the toolchain version; Platform is GOOS/GOARCH (with GOARM).
+	Go, Platform string
+}
+
+// Set at build time by cmd/release with -ldflags "-X main.commit=...": the
+// Go toolchain records no VCS information in a linked git worktree
+// (golang/go#58218), so a release names its commit itself. Empty in a
+// plain go build, which falls back to what the toolchain recorded.
+var (
+	commit   string // full revision
+	date     string // commit time, RFC 3339 UTC
+	modified string // "true" when the tree had uncommitted changes
+)
+
+// stamp is what -ldflags set: version, commit, date and modified.
+type stamp struct{ version, commit, date, modified string }
+
+// readBuildInfo combines the stamped values with the VCS settings the Go
+// toolchain records (-buildvcs); stamped values win.
+func readBuildInfo(st stamp, bi *debug.BuildInfo, ok bool) buildInfo {
+	info := buildInfo{Version: st.version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info.Version == "" {
+		info.Version = "dev"
+	}
+	if ok && bi != nil {
+		info.Go = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				info.Commit = s.Value
+			case "vcs.time":
+				info.Date = s.Value
+			case "vcs.modified":
+				info.Modified = s.Value == "true"
+			case "GOARM":
+				info.Platform += "v" + strings.TrimSuffix(s.Value, ",softfloat")
+			}
+		}
+	}
+	if st.commit != "" {
+		info.Commit, info.Date, info.Modified = st.commit, st.date, st.modified == "true"
+	}
+	// A plain go build of a checkout names its commit, so that two "dev"
+	// binaries can be told apart.
+	if info.Version == "dev" && info.Commit != "" {
+		info.Version = "dev-" + shortCommit(info.Commit)
+	}
+	return info
+}
+
+// shortCommit is the first 12 characters of a revision.
+func shortCommit(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+// String is the one line `evoclaw version` prints, for example
+// "evoclaw v1.2.0 commit 0123456789ab date 2026-11-22T10:00:00Z go1.26.8 linux/arm64".
+func (b buildInfo) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "evoclaw %s", b.Version)
+	if b.Commit != "" {
+		fmt.Fprintf(&s, " commit %s", shortCommit(b.Commit))
+		if b.Modified {
+			s.WriteString("+modified")
+		}
+		fmt.Fprintf(&s, " date %s", b.Date)
+	}
+	fmt.Fprintf(&s, " %s %s", b.Go, b.Platform)
+	return s.String()
+}
+
+// currentBuild is this binary's buildInfo.
+func currentBuild() buildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	return readBuildInfo(stamp{version, commit, date, modified}, bi, ok)
+}

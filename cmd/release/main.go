@@ -1,0 +1,112 @@
+// Command release builds an evoclaw release: static, CGO-free binaries for
+// linux amd64, arm64, armv7 and armv6 stamped with the version, commit and
+// commit date; a .deb package per architecture (nfpm, from packaging/);
+// and SHA256SUMS over all of them.
+//
+//	go run ./cmd/release --out dist/
+//
+// The version is the git tag on HEAD, else git describe after the last
+// tag, else a pseudo-version from the commit (version.go). Builds are
+// reproducible: the same commit gives the same bytes (-trimpath, no build
+// id, no toolchain VCS stamp, file times from the commit).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "release:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "dist", "output directory (created; existing artefacts of the same version are replaced)")
+	only := fs.String("targets", "", "comma-separated subset of "+strings.Join(targetNames(), ",")+" (default: all)")
+	noDeb := fs.Bool("no-deb", false, "build binaries and checksums only")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	tgts, err := selectTargets(*only)
+	if err != nil {
+		return err
+	}
+	root, err := git(ctx, ".", "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fmt.Errorf("find the repository: %w", err)
+	}
+	src, err := readSource(ctx, root)
+	if err != nil {
+		return err
+	}
+	ver, err := releaseVersion(src)
+	if err != nil {
+		return err
+	}
+	deb, err := debVersion(ver)
+	if err != nil {
+		return err
+	}
+	if src.Modified {
+		fmt.Fprintln(stderr, "release: warning: the tree has uncommitted changes; the binaries say so (+modified)")
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	fmt.Fprintf(stderr, "release: %s (deb %s) from %s of %s\n", ver, deb, src.Commit, src.Time.UTC().Format("2006-01-02T15:04:05Z"))
+
+	b := builder{root: root, out: outDir, version: ver, debVersion: deb, src: src, log: stderr}
+	var artefacts []string
+	for _, t := range tgts {
+		name, err := b.binary(ctx, t)
+		if err != nil {
+			return err
+		}
+		artefacts = append(artefacts, name)
+	}
+	if !*noDeb {
+		nfpm, cleanup, err := installNFPM(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		for _, t := range tgts {
+			name, err := b.deb(ctx, nfpm, t)
+			if err != nil {
+				return err
+			}
+			artefacts = append(artefacts, name)
+		}
+	}
+	if err := writeChecksums(outDir, artefacts); err != nil {
+		return err
+	}
+	for _, a := range append(artefacts, ChecksumsFile) {
+		fmt.Fprintln(stdout, filepath.Join(*out, a))
+	}
+	return nil
+}
