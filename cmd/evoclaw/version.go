@@ -62,12 +62,32 @@ func readBuildInfo(st stamp, bi *debug.BuildInfo, ok bool) buildInfo {
 	if st.commit != "" {
 		info.Commit, info.Date, info.Modified = st.commit, st.date, st.modified == "true"
 	}
-	// A plain go build of a checkout names its commit, so that two "dev"
-	// binaries can be told apart.
-	if info.Version == "dev" && info.Commit != "" {
-		info.Version = "dev-" + shortCommit(info.Commit)
+	// A plain go build of a checkout has a version too: the one the Go
+	// toolchain derived from the tag or commit (Go 1.24 and later), else a
+	// pseudo-version of the commit and its time, as the release names it.
+	if info.Version == "dev" && ok && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		info.Version = bi.Main.Version
+	} else if info.Version == "dev" && info.Commit != "" {
+		info.Version = pseudoVersion(info.Commit, info.Date, info.Modified)
 	}
 	return info
+}
+
+// pseudoVersion is a Go-style pseudo-version of a commit:
+// v0.0.0-YYYYMMDDHHMMSS-COMMIT12, with "+dirty" for a modified tree.
+func pseudoVersion(rev, date string, dirty bool) string {
+	ts := strings.NewReplacer("-", "", ":", "", "T", "", "Z", "").Replace(date)
+	if len(ts) > 14 {
+		ts = ts[:14]
+	}
+	if len(ts) != 14 {
+		ts = "00000000000000"
+	}
+	v := "v0.0.0-" + ts + "-" + shortCommit(rev)
+	if dirty {
+		v += "+dirty"
+	}
+	return v
 }
 
 // shortCommit is the first 12 characters of a revision.

@@ -22,7 +22,9 @@ func TestBuildInfo(t *testing.T) {
 	}{
 		{"no build info", stamp{}, nil, "evoclaw dev "},
 		{"plain go build of a checkout", stamp{version: "dev"}, vcs,
-			"evoclaw dev-0123456789ab commit 0123456789ab+modified date 2026-11-22T10:00:00Z go1.26.8 linux/"},
+			"evoclaw v0.0.0-20261122100000-0123456789ab+dirty commit 0123456789ab+modified date 2026-11-22T10:00:00Z go1.26.8 linux/"},
+		{"the toolchain's own version of the module", stamp{version: "dev"},
+			&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.3.0"}}, "evoclaw v1.3.0 "},
 		{"release stamped by cmd/release", stamp{"v1.2.0", "fedcba9876543210fedcba9876543210fedcba98", "2026-11-23T08:30:00Z", "false"}, vcs,
 			"evoclaw v1.2.0 commit fedcba987654 date 2026-11-23T08:30:00Z go1.26.8 linux/"},
 		{"untagged release", stamp{"v0.0.0-20261123083000-fedcba987654", "fedcba9876543210fedcba9876543210fedcba98", "2026-11-23T08:30:00Z", "true"}, nil,
