@@ -1,14 +1,18 @@
 package orchestrator
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -200,5 +204,71 @@ func TestSpawnCancelledWithParent(t *testing.T) {
 	}
 	if err := <-errc; err == nil {
 		t.Fatal("cancelled chat answered")
+	}
+}
+
+// TestQuestionOverHTTP asks the person of a streamed chat: the question
+// arrives as a progress event, the reply posted to its endpoint becomes
+// the tool's result, and a second reply finds no question.
+func TestQuestionOverHTTP(t *testing.T) {
+	play := playbook{"fill the tank": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("filling {{last}}")}}
+	_, base, token := startAPI(t, func(c *Config) { c.Loop.QuestionTool = true }, Options{Provider: play.provider()})
+	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{ConversationID: "q1", Text: "fill the tank", Stream: true})
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var answer string
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var p actors.Progress
+		if json.Unmarshal([]byte(data), &p) == nil && p.Kind == actors.ProgressQuestion {
+			if p.Question != "which tank?" || p.QuestionID == "" {
+				t.Fatalf("question event %s", data)
+			}
+			for _, c := range []struct {
+				token, body string
+				want        int
+			}{
+				{"", `{"answer":"x"}`, http.StatusUnauthorized},
+				{token, `{"answer":` + strconv.Quote(strings.Repeat("x", MaxQuestionText+1)) + `}`, http.StatusBadRequest},
+				{token, `{"answer":"the blue one"}`, http.StatusNoContent},
+				{token, `{"answer":"again"}`, http.StatusNotFound},
+			} {
+				r := send(t, "POST", base+"/v1/chat/questions/"+p.QuestionID, c.token, c.body)
+				r.Body.Close()
+				if r.StatusCode != c.want {
+					t.Fatalf("answer %.40s: status %d, want %d", c.body, r.StatusCode, c.want)
+				}
+			}
+		}
+		var a ChatResponse
+		if json.Unmarshal([]byte(data), &a) == nil && a.Text != "" {
+			answer = a.Text
+		}
+	}
+	if answer != "filling the blue one" {
+		t.Fatalf("answer %q", answer)
+	}
+}
+
+// TestQuestionTimeout: nobody replies within question_timeout, and the
+// model gets a timeout error.
+func TestQuestionTimeout(t *testing.T) {
+	play := playbook{"fill": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("gave up: {{last}}")}}
+	node := sessionNode(t, play.provider(), func(c *Config) { c.Loop.QuestionTimeout.Duration = 200 * time.Millisecond })
+	asked := make(chan string, 1)
+	ans, err := node.Converse(context.Background(), ChatInput{ConversationID: "qt", Text: "fill", Person: true,
+		Progress: func(p actors.Progress) {
+			if p.Kind == actors.ProgressQuestion {
+				asked <- p.QuestionID
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !strings.Contains(ans.Text, "Error (timeout)") || !strings.Contains(ans.Text, "nobody answered") {
+		t.Fatalf("asked %d, answer %q", len(asked), ans.Text)
 	}
 }
