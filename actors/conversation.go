@@ -113,6 +113,8 @@ func (c *conversation) Receive(ctx actor.Context) {
 		c.begin(ctx, m, ctx.Sender())
 	case *Cancel:
 		c.onCancel(ctx, m)
+	case *StateQuery:
+		c.onStateQuery(ctx)
 	case *llmDone:
 		if c.cur == nil || m.seq != c.cur.seq {
 			return
@@ -202,7 +204,7 @@ func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
 		system = c.o.System
 	}
 	c.cur = &turn{chat: m, sender: sender, origin: m.RequestID, system: system, maxTokens: m.MaxTokens, specs: map[string]*callSpec{},
-		progress: m.Progress, m: loop.New(c.o.rules()), toolbox: c.o.Toolbox}
+		progress: m.Progress, m: loop.New(c.o.rules(m.MaxIterations)), toolbox: c.o.Toolbox}
 	if m.Toolbox != nil {
 		c.cur.toolbox = m.Toolbox
 	}
@@ -344,7 +346,7 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 		requestID = c.cur.origin
 	}
 	s := &callSpec{convID: c.id, call: call, target: target, agentID: target.AgentID, tool: target.Tool,
-		requestID: requestID, timeout: timeout, o: c.o}
+		requestID: requestID, timeout: timeout, o: c.o, caller: c.caller()}
 	if c.o.Edges != nil {
 		s.edges = c.o.Edges.PID
 	}

@@ -65,6 +65,8 @@ func (m *manager) Receive(ctx actor.Context) {
 		}
 		m.forwarded[msg.ConversationID]++
 		ctx.Forward(pid)
+	case *StateQuery:
+		m.onStateQuery(ctx, msg)
 	case *Cancel:
 		if pid, ok := m.children[msg.ConversationID]; ok {
 			ctx.Forward(pid)

@@ -193,8 +193,12 @@ func (o *ConvOptions) fill() {
 	o.schemas = &schemaCache{}
 }
 
-// rules are the loop's limits of every chat.
-func (o *ConvOptions) rules() loop.Rules {
-	return loop.Rules{MaxIterations: o.MaxIterations, ToolErrorLimit: o.ToolErrorLimit,
+// rules are the loop's limits of a chat; maxIter, when positive and lower,
+// replaces MaxIterations (a sub-agent's budget).
+func (o *ConvOptions) rules(maxIter int) loop.Rules {
+	if maxIter <= 0 || maxIter > o.MaxIterations {
+		maxIter = o.MaxIterations
+	}
+	return loop.Rules{MaxIterations: maxIter, ToolErrorLimit: o.ToolErrorLimit,
 		MaxIdenticalCalls: o.MaxIdenticalCalls, MaxParallel: o.MaxParallel, OnLimit: o.OnLimit}
 }

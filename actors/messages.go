@@ -85,6 +85,16 @@ type Chat struct {
 	// Toolbox, when set, replaces ConvOptions.Toolbox for this chat (a
 	// scheduled job's Filter). The approval gate applies all the same.
 	Toolbox Toolbox
+	// Person is true when a person reads this chat live and can answer a
+	// question tool (the chat API's stream, the terminal client).
+	Person bool
+	// MaxIterations, when positive and below ConvOptions.MaxIterations,
+	// bounds this chat's tool turns (a sub-agent's budget).
+	MaxIterations int
+	// Parent is the conversation that spawned this one (a sub-agent), and
+	// Depth how many spawns deep it is (0: not spawned).
+	Parent string
+	Depth  int
 }
 
 // Cancel abandons the chat a conversation is answering: its sender gets an

@@ -22,6 +22,10 @@ const (
 	// ProgressToolEnd) waits for a person's approval (ApprovalID, Error
 	// says why it is gated).
 	ProgressApprovalWait = "approval_wait"
+	// ProgressQuestion: a question tool call (between its ProgressToolStart
+	// and ProgressToolEnd) asks the person (QuestionID, Question); the
+	// reply is posted to POST /v1/chat/questions/{id}.
+	ProgressQuestion = "question"
 )
 
 // MaxProgressArgs bounds Progress.Args; ProgressResultExcerpt bounds the
@@ -64,6 +68,9 @@ type Progress struct {
 	// ApprovalID names the pending approval of a ProgressApprovalWait
 	// (POST /v1/approvals/{id}/approve).
 	ApprovalID string `json:"approval_id,omitempty"`
+	// QuestionID and Question are those of a ProgressQuestion.
+	QuestionID string `json:"question_id,omitempty"`
+	Question   string `json:"question,omitempty"`
 }
 
 // ProgressFunc receives the Progress events of one chat. It is called from

@@ -37,6 +37,8 @@ type callSpec struct {
 	o        *ConvOptions
 	// progress receives the call's streamed output (nil: nobody watches).
 	progress ProgressFunc
+	// caller is the chat the call runs for, given to local tools.
+	caller Caller
 	// outputSeq is the last streamed Seq passed on, so a redelivered
 	// chunk is not shown twice.
 	outputSeq int64
@@ -220,7 +222,7 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 // the actor cancels it, and its result comes back as a message.
 func (c *toolCall) runLocal(ctx actor.Context) {
 	s := c.s
-	lctx, cancel := context.WithTimeout(skills.WithCall(context.Background(), skills.Call{ConversationID: s.convID}), s.timeout)
+	lctx, cancel := context.WithTimeout(WithCaller(skills.WithCall(context.Background(), skills.Call{ConversationID: s.convID}), s.caller), s.timeout)
 	c.stop = cancel
 	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
 	go func() {

@@ -152,6 +152,8 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := newSSEWriter(w)
 	sw.event(EventConversation, map[string]string{"conversation_id": req.ConversationID})
+	// A streamed chat is read live: its questions can be answered.
+	in.Person = true
 	ans, err := n.streamChat(r.Context(), in, sw, chatStream{
 		progress: func(p actors.Progress) { sw.event(EventProgress, p) },
 		dropped:  func(d DroppedNote) { sw.event(EventProgress, d) },

@@ -133,6 +133,17 @@ type LoopConf struct {
 	Timeouts         map[string]TimeoutConf `toml:"timeouts"`
 	ChatTimeout      Duration               `toml:"chat_timeout"`
 	HeartbeatTimeout Duration               `toml:"heartbeat_timeout"`
+	// SessionTools offers the session tools (agents_list, sessions_*,
+	// session_status); off by default. MaxSpawnDepth (default 2) bounds
+	// how deep sub-agents and sends nest; MaxChildren (default 4) the
+	// sub-agents one conversation runs at once.
+	SessionTools  bool `toml:"session_tools"`
+	MaxSpawnDepth int  `toml:"max_spawn_depth"`
+	MaxChildren   int  `toml:"max_children"`
+	// QuestionTool offers the question tool (ask the person); off by
+	// default. QuestionTimeout bounds the wait for a reply (default 5 min).
+	QuestionTool    bool     `toml:"question_tool"`
+	QuestionTimeout Duration `toml:"question_timeout"`
 }
 
 // TimeoutConf is one tool category's timeouts.
@@ -229,7 +240,8 @@ func (c *Config) Validate() error {
 		key string
 		v   int
 	}{{"max_tool_iterations", c.Loop.MaxToolIterations}, {"tool_error_limit", c.Loop.ToolErrorLimit},
-		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools}} {
+		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools},
+		{"max_spawn_depth", c.Loop.MaxSpawnDepth}, {"max_children", c.Loop.MaxChildren}} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
 		}

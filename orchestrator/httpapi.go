@@ -105,6 +105,7 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /v1/status", api.auth(n.handleStatus))
 	mux.HandleFunc("GET /v1/logs", api.auth(n.handleLogs))
 	mux.HandleFunc("POST /v1/chat", api.auth(n.handleChat))
+	mux.HandleFunc("POST /v1/chat/questions/{id}", api.auth(n.handleAnswer))
 	mux.HandleFunc("GET /v1/models", api.auth(n.handleModels))
 	mux.HandleFunc("GET /v1/models/{model}", api.auth(n.handleModel))
 	mux.HandleFunc("POST /v1/chat/completions", api.auth(n.handleChatCompletions))

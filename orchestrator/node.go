@@ -96,6 +96,8 @@ type Node struct {
 	// sweepStop ends the approval sweeper; sweepDone is closed when it
 	// has returned (nil when it never started).
 	sweepStop, sweepDone chan struct{}
+	// questions wait for a person's reply; nil when the question tool is off.
+	questions *questions
 	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
 	// last result.
 	verify *verifier
@@ -225,6 +227,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if cfg.Scheduler.ModelTool {
 		boxes = append(boxes, n.scheduleTool())
 	}
+	boxes = n.sessionBoxes(boxes)
 	// The node's own tools first; a name no local tool has goes to the agents.
 	n.toolbox = append(boxes, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select})
 	var gate actors.Approver
@@ -398,6 +401,11 @@ type ChatInput struct {
 	// Toolbox, when set, replaces the node's toolbox for this chat (a
 	// job's filter of it); the approval gate applies all the same.
 	Toolbox actors.Toolbox
+	// Person, MaxIterations, Parent and Depth are those of actors.Chat.
+	Person        bool
+	MaxIterations int
+	Parent        string
+	Depth         int
 }
 
 // ErrConversationID is a missing or malformed conversation id.
@@ -427,7 +435,8 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	// Cancels name this chat: a conversation may run another client's chat
 	// while this one waits in its queue.
 	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
-		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox}
+		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox,
+		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth}
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
 	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()

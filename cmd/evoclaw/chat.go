@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/evoclaw/evoclaw/actors"
 )
 
 // maxChatLine bounds one line of piped input (a chat body is at most 1 MiB).
@@ -52,6 +54,9 @@ type chatSession struct {
 	conv string
 	// legacyNoted is set once the user was told the node does not stream.
 	legacyNoted bool
+	// readLine reads the person's reply to a question; nil when there is
+	// no input to read it from.
+	readLine lineReader
 }
 
 func chatMain(ctx context.Context, args []string, cio chatIO) error {
@@ -98,6 +103,9 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("%w: the question is empty", errUsage)
 	}
+	if isTerminal(s.io.stdin) {
+		s.readLine = scannerLines(bufio.NewScanner(s.io.stdin))
+	}
 	return s.ask(ctx, text)
 }
 
@@ -107,6 +115,8 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 func (s *chatSession) piped(ctx context.Context) error {
 	sc := bufio.NewScanner(s.io.stdin)
 	sc.Buffer(make([]byte, 64<<10), maxChatLine)
+	// A question's reply is the next line of input.
+	s.readLine = scannerLines(sc)
 	failed := 0
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -174,7 +184,13 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 	}()
 	ans, err := s.client.chat(cctx, s.conv, text, chatEvents{
 		conversation: func(id string) { s.conv = id },
-		progress:     s.view.onProgress,
+		progress: func(p actors.Progress) {
+			if p.Kind == actors.ProgressQuestion {
+				s.onQuestion(cctx, p)
+				return
+			}
+			s.view.onProgress(p)
+		},
 	})
 	close(stop)
 	<-done

@@ -29,6 +29,7 @@ func (s *chatSession) repl(ctx context.Context) error {
 	ln.SetCtrlCAborts(true)
 	hist := newChatHistory(ln, s.io.stderr)
 	hist.load()
+	s.readLine = func(prompt string) (string, error) { return ln.Prompt(prompt) }
 	fmt.Fprintln(s.io.stdout, "evoclaw chat: /help for commands, Ctrl-D or /quit to leave")
 	for {
 		line, err := ln.Prompt(s.prompt())

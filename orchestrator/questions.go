@@ -1,0 +1,170 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// ToolQuestion is the tool a model calls to ask the person in the chat.
+const ToolQuestion = "question"
+
+// Bounds of questions.
+const (
+	DefaultQuestionTimeout = 5 * time.Minute
+	// MaxPendingQuestions bounds questions waiting for a reply on a node;
+	// one more is refused with ErrTooManyQuestions.
+	MaxPendingQuestions = 64
+	// MaxQuestionText bounds a question and a reply, in bytes.
+	MaxQuestionText = 4 << 10
+	// maxAnswerBody bounds the body of POST /v1/chat/questions/{id}.
+	maxAnswerBody = 16 << 10
+)
+
+// ErrNoPerson is the tool error of a question in a chat nobody reads live
+// (the OpenAI-compatible endpoint, a scheduled job, a sub-agent's send).
+const ErrNoPerson = "no person is attached to this chat"
+
+// Errors of answering a question.
+var (
+	ErrQuestionUnknown  = errors.New("no such question waits for a reply (answered, timed out or never asked)")
+	ErrTooManyQuestions = errors.New("too many questions wait for a reply")
+)
+
+// questions holds the questions waiting for a person's reply.
+type questions struct {
+	timeout time.Duration
+	mu      sync.Mutex             // guards pending
+	pending map[string]chan string // by question id; buffered, one reply
+}
+
+var _ actors.Toolbox = (*questions)(nil)
+
+func newQuestions(timeout time.Duration) *questions {
+	if timeout <= 0 {
+		timeout = DefaultQuestionTimeout
+	}
+	return &questions{timeout: timeout, pending: map[string]chan string{}}
+}
+
+var questionDef = llm.ToolDef{Name: ToolQuestion,
+	Description: "Ask the person you are chatting with a question and wait for the reply. Use it only when you cannot go on without them.",
+	Parameters: map[string]any{"type": "object", "additionalProperties": false, "required": []string{"question"},
+		"properties": map[string]any{"question": map[string]any{"type": "string", "maxLength": MaxQuestionText}}}}
+
+// Defs implements actors.Toolbox.
+func (q *questions) Defs() []llm.ToolDef { return []llm.ToolDef{questionDef} }
+
+// Resolve implements actors.Toolbox.
+func (q *questions) Resolve(call llm.ToolCall) (actors.Target, *skills.Output) {
+	if call.Name != ToolQuestion {
+		out := skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q not found", call.Name))
+		return actors.Target{}, &out
+	}
+	return actors.Target{Tool: ToolQuestion, Category: actors.CategoryEdgeCall, OwnTimeoutMS: q.timeout.Milliseconds(),
+		Schema: questionDef.Parameters, Args: call.Arguments,
+		Local: func(ctx context.Context, args json.RawMessage) skills.Output {
+			var a struct {
+				Question string `json:"question"`
+			}
+			if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Question) == "" {
+				return skills.Failed(wire.ErrInvalidParams, "question: required")
+			}
+			c, _ := actors.CallerFrom(ctx)
+			reply, err := q.ask(ctx, c, a.Question)
+			if err != nil {
+				code := wire.ErrExecutionFailed
+				if errors.Is(err, context.DeadlineExceeded) {
+					code = wire.ErrTimeout
+				}
+				return skills.Failed(code, err.Error())
+			}
+			return skills.Output{Content: []skills.Block{skills.TextBlock(reply)}}
+		}}, nil
+}
+
+// ask shows text to the person in c's chat and waits for the reply.
+func (q *questions) ask(ctx context.Context, c actors.Caller, text string) (string, error) {
+	if !c.Person || c.Progress == nil {
+		return "", errors.New(ErrNoPerson)
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	id := "q-" + hex.EncodeToString(b)
+	ch := make(chan string, 1)
+	q.mu.Lock()
+	if len(q.pending) >= MaxPendingQuestions {
+		q.mu.Unlock()
+		return "", ErrTooManyQuestions
+	}
+	q.pending[id] = ch
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		delete(q.pending, id)
+	}()
+	c.Progress(actors.Progress{Kind: actors.ProgressQuestion, ConversationID: c.ConversationID, Time: time.Now(),
+		QuestionID: id, Question: text})
+	select {
+	case reply := <-ch:
+		return reply, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("nobody answered the question: %w", ctx.Err())
+	}
+}
+
+// answer delivers the reply to question id.
+func (q *questions) answer(id, reply string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ch, ok := q.pending[id]
+	if !ok {
+		return ErrQuestionUnknown
+	}
+	delete(q.pending, id) // one reply: a second one finds nothing
+	ch <- reply
+	return nil
+}
+
+// AnswerRequest is the body of POST /v1/chat/questions/{id}.
+type AnswerRequest struct {
+	Answer string `json:"answer"`
+}
+
+func (n *Node) handleAnswer(w http.ResponseWriter, r *http.Request) {
+	if n.questions == nil {
+		httpError(w, http.StatusNotFound, "the question tool is off ([loop] question_tool)")
+		return
+	}
+	body, ok := readBody(w, r, maxAnswerBody)
+	if !ok {
+		return
+	}
+	var req AnswerRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeAPIErrorParam(w, http.StatusBadRequest, "answer", "body: want {\"answer\": \"...\"}: "+err.Error())
+		return
+	}
+	if len(req.Answer) > MaxQuestionText {
+		writeAPIErrorParam(w, http.StatusBadRequest, "answer", fmt.Sprintf("answer: at most %d bytes", MaxQuestionText))
+		return
+	}
+	if err := n.questions.answer(r.PathValue("id"), req.Answer); err != nil {
+		httpError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

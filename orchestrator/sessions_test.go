@@ -1,0 +1,274 @@
+package orchestrator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// playbook is a provider that plays several conversations at once: it
+// picks the turns by the chat's user message (the newest one), and the
+// turn by the assistant messages since. "{{last}}" in content is the
+// newest tool message. A chat it has no turns for fails.
+type playbook map[string][]llm.Message
+
+func toolTurn(id, name, args string) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: name, Arguments: json.RawMessage(args)}}}
+}
+
+func say(text string) llm.Message { return llm.Message{Role: llm.RoleAssistant, Content: text} }
+
+func (p playbook) provider() funcProvider {
+	return func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		user, turn, last := -1, 0, ""
+		for i, m := range req.Messages {
+			switch m.Role {
+			case llm.RoleUser:
+				user, turn = i, 0
+			case llm.RoleAssistant:
+				turn++
+			case llm.RoleTool:
+				last = m.Content
+			}
+		}
+		if user < 0 {
+			return llm.Response{}, fmt.Errorf("playbook: no user message")
+		}
+		turns, ok := p[req.Messages[user].Content]
+		if strings.HasPrefix(req.Messages[user].Content, "[evoclaw] Stop using tools") {
+			turns, ok = []llm.Message{say("out of budget")}, true
+		}
+		if !ok || turn >= len(turns) {
+			return llm.Response{}, fmt.Errorf("playbook: no turn %d for %q", turn, req.Messages[user].Content)
+		}
+		m := turns[turn]
+		m.Content = strings.ReplaceAll(m.Content, "{{last}}", last)
+		return llm.Response{Message: m}, nil
+	}
+}
+
+func sessionNode(t *testing.T, p llm.Provider, mod func(*Config)) *Node {
+	t.Helper()
+	node, _, _ := startAPI(t, func(c *Config) {
+		c.Loop.SessionTools, c.Loop.QuestionTool = true, true
+		if mod != nil {
+			mod(c)
+		}
+	}, Options{Provider: p})
+	return node
+}
+
+func TestSessionTools(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		play  playbook
+		mod   func(*Config)
+		first string // a chat run before, in conversation "other"
+		want  []string
+	}{
+		{name: "spawn a sub-agent with a narrower tool set", play: playbook{
+			"boss":         {toolTurn("a", ToolSessionsSpawn, `{"task":"count agents","tools":["agents_list","question"],"max_iterations":2}`), say("boss: {{last}}")},
+			"count agents": {toolTurn("b", ToolAgentsList, `{}`), toolTurn("c", ToolSessionsList, `{}`), say("child: {{last}}")},
+		}, want: []string{`"answer":"child: Error (not_found)`, `tool \"sessions_list\" is not available to this task`}},
+		{name: "a sub-agent's budget ends its loop", play: playbook{
+			"boss": {toolTurn("a", ToolSessionsSpawn, `{"task":"loop","tools":["agents_list"],"max_iterations":1}`), say("boss: {{last}}")},
+			"loop": {toolTurn("b", ToolAgentsList, `{}`), toolTurn("c", ToolAgentsList, `{"x":1}`), say("never")},
+		}, want: []string{`"answer":"out of budget","iterations":1`}},
+		{name: "spawn depth is bounded", mod: func(c *Config) { c.Loop.MaxSpawnDepth = 1 }, play: playbook{
+			"boss":   {toolTurn("a", ToolSessionsSpawn, `{"task":"deeper","tools":["sessions_*"]}`), say("boss: {{last}}")},
+			"deeper": {toolTurn("b", ToolSessionsSpawn, `{"task":"deepest","tools":["sessions_*"]}`), say("child: {{last}}")},
+		}, want: []string{`depth 2 would pass max_spawn_depth 1`}},
+		{name: "send to oneself is refused", play: playbook{
+			"boss": {toolTurn("a", ToolSessionsSend, `{"session_id":"boss-conv","message":"hi"}`), say("boss: {{last}}")},
+		}, want: []string{"Error (invalid_params)", "that is this conversation"}},
+		{name: "send to another session returns its answer", first: "hello", play: playbook{
+			"hello": {say("other here")},
+			"boss":  {toolTurn("a", ToolSessionsSend, `{"session_id":"other","message":"ping"}`), say("boss: {{last}}")},
+			"ping":  {say("pong from other")},
+		}, want: []string{`"answer":"pong from other"`}},
+		{name: "a send back to the waiting session is refused", first: "hello", play: playbook{
+			"hello": {say("other here")},
+			"boss":  {toolTurn("a", ToolSessionsSend, `{"session_id":"other","message":"ping"}`), say("boss: {{last}}")},
+			"ping":  {toolTurn("b", ToolSessionsSend, `{"session_id":"boss-conv","message":"back"}`), say("other: {{last}}")},
+		}, want: []string{"would wait on itself"}},
+		{name: "list, history and status of a session", first: "hello", play: playbook{
+			"hello": {say("other here")},
+			"boss": {toolTurn("a", ToolSessionsList, `{"limit":5}`), toolTurn("b", ToolSessionsHistory, `{"session_id":"other","limit":2}`),
+				toolTurn("c", ToolSessionStatus, `{"session_id":"other"}`), say("boss: {{last}}")},
+		}, want: []string{`"state":"idle"`, `"queued":0`, `"message_count":2`}},
+		{name: "a question without a person fails at once", play: playbook{
+			"boss": {toolTurn("a", ToolQuestion, `{"question":"which pump?"}`), say("boss: {{last}}")},
+		}, want: []string{"no person is attached to this chat"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := sessionNode(t, tc.play.provider(), tc.mod)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tc.first != "" {
+				if _, err := node.Chat(ctx, "other", tc.first); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ans, err := node.Chat(ctx, "boss-conv", "boss")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(ans.Text, w) {
+					t.Errorf("answer lacks %q:\n%s", w, ans.Text)
+				}
+			}
+		})
+	}
+}
+
+// TestSpawnAuditTree draws the tree of sub-agents with the query of
+// docs/AUDIT.md.
+func TestSpawnAuditTree(t *testing.T) {
+	play := playbook{
+		"boss": {toolTurn("a", ToolSessionsSpawn, `{"task":"mid","tools":["sessions_spawn"]}`), say("boss: {{last}}")},
+		"mid":  {toolTurn("b", ToolSessionsSpawn, `{"task":"leaf"}`), say("mid: {{last}}")},
+		"leaf": {say("leaf done")},
+	}
+	node := sessionNode(t, play.provider(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "root", "boss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ans.Text, "leaf done") {
+		t.Fatalf("answer %q", ans.Text)
+	}
+	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `WITH RECURSIVE tree(conv, depth) AS (
+	    SELECT 'root', 0
+	    UNION ALL
+	    SELECT json_extract(e.detail, '$.child'), json_extract(e.detail, '$.depth')
+	    FROM events e JOIN tree ON e.kind = 'session_spawned' AND json_extract(e.detail, '$.parent') = tree.conv)
+	  SELECT depth FROM tree ORDER BY depth`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows); got != "[[0] [1] [2]]" {
+		t.Fatalf("tree %s", got)
+	}
+}
+
+// TestSpawnCancelledWithParent cancels a chat while its sub-agent's model
+// is thinking: the sub-agent's completion is cancelled too.
+func TestSpawnCancelledWithParent(t *testing.T) {
+	childStarted := make(chan struct{})
+	childDone := make(chan error, 1)
+	var once sync.Once
+	play := playbook{"boss": {toolTurn("a", ToolSessionsSpawn, `{"task":"slow"}`), say("boss: {{last}}")}}.provider()
+	p := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if req.Messages[len(req.Messages)-1].Content == "slow" {
+			once.Do(func() { close(childStarted) })
+			<-ctx.Done()
+			childDone <- ctx.Err()
+			return llm.Response{}, ctx.Err()
+		}
+		return play(ctx, req)
+	})
+	node := sessionNode(t, p, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := node.Chat(ctx, "boss-conv", "boss")
+		errc <- err
+	}()
+	select {
+	case <-childStarted:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sub-agent never asked its model")
+	}
+	cancel()
+	select {
+	case err := <-childDone:
+		if err == nil {
+			t.Fatal("child context not cancelled")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("cancelling the parent did not reach the sub-agent")
+	}
+	if err := <-errc; err == nil {
+		t.Fatal("cancelled chat answered")
+	}
+}
+
+// TestQuestionOverHTTP asks the person of a streamed chat: the question
+// arrives as a progress event, the reply posted to its endpoint becomes
+// the tool's result, and a second reply finds no question.
+func TestQuestionOverHTTP(t *testing.T) {
+	play := playbook{"fill the tank": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("filling {{last}}")}}
+	_, base, token := startAPI(t, func(c *Config) { c.Loop.QuestionTool = true }, Options{Provider: play.provider()})
+	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{ConversationID: "q1", Text: "fill the tank", Stream: true})
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var answer string
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var p actors.Progress
+		if json.Unmarshal([]byte(data), &p) == nil && p.Kind == actors.ProgressQuestion {
+			if p.Question != "which tank?" || p.QuestionID == "" {
+				t.Fatalf("question event %s", data)
+			}
+			for _, c := range []struct {
+				token, body string
+				want        int
+			}{
+				{"", `{"answer":"x"}`, http.StatusUnauthorized},
+				{token, `{"answer":` + strconv.Quote(strings.Repeat("x", MaxQuestionText+1)) + `}`, http.StatusBadRequest},
+				{token, `{"answer":"the blue one"}`, http.StatusNoContent},
+				{token, `{"answer":"again"}`, http.StatusNotFound},
+			} {
+				r := send(t, "POST", base+"/v1/chat/questions/"+p.QuestionID, c.token, c.body)
+				r.Body.Close()
+				if r.StatusCode != c.want {
+					t.Fatalf("answer %.40s: status %d, want %d", c.body, r.StatusCode, c.want)
+				}
+			}
+		}
+		var a ChatResponse
+		if json.Unmarshal([]byte(data), &a) == nil && a.Text != "" {
+			answer = a.Text
+		}
+	}
+	if answer != "filling the blue one" {
+		t.Fatalf("answer %q", answer)
+	}
+}
+
+// TestQuestionTimeout: nobody replies within question_timeout, and the
+// model gets a timeout error.
+func TestQuestionTimeout(t *testing.T) {
+	play := playbook{"fill": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("gave up: {{last}}")}}
+	node := sessionNode(t, play.provider(), func(c *Config) { c.Loop.QuestionTimeout.Duration = 200 * time.Millisecond })
+	asked := make(chan string, 1)
+	ans, err := node.Converse(context.Background(), ChatInput{ConversationID: "qt", Text: "fill", Person: true,
+		Progress: func(p actors.Progress) {
+			if p.Kind == actors.ProgressQuestion {
+				asked <- p.QuestionID
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !strings.Contains(ans.Text, "Error (timeout)") || !strings.Contains(ans.Text, "nobody answered") {
+		t.Fatalf("asked %d, answer %q", len(asked), ans.Text)
+	}
+}
