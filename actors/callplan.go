@@ -1,0 +1,56 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// plannedCall is one tool call of the current turn: either a spec to run or a
+// result known at once (refused before anything was sent).
+type plannedCall struct {
+	spec      *callSpec
+	immediate *skills.Output
+	agentID   string
+}
+
+// prepare resolves one call and checks its arguments.
+func (c *conversation) prepare(call llm.ToolCall) plannedCall {
+	target, bad := c.cur.toolbox.Resolve(call)
+	if bad != nil {
+		return plannedCall{immediate: bad, agentID: target.AgentID}
+	}
+	if call.ArgumentsError != "" && target.Prompt == nil && string(target.Args) == string(call.Arguments) {
+		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+			"Invalid parameters for %q: the arguments are not valid JSON (%s): %s. %s", call.Name, call.ArgumentsError,
+			truncate(call.ArgumentsText(), 200), paramLists(target.Schema)))}
+	}
+	var args map[string]any
+	if err := json.Unmarshal(target.Args, &args); err != nil || args == nil {
+		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+			"Invalid parameters for %q: arguments are not a JSON object: %s. %s", call.Name, truncate(string(target.Args), 200), paramLists(target.Schema)))}
+	}
+	if msg := c.o.schemas.validateArgs(call.Name, target.Schema, args); msg != "" {
+		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, msg)}
+	}
+	timeout := toolTimeout(c.o.TimeoutRules, target.Category, target.OwnTimeoutMS)
+	prefix := "tool"
+	if target.Prompt != nil {
+		prefix = "prompt"
+	}
+	requestID := fmt.Sprintf("%s-%d-%d", prefix, c.o.Now().UnixNano(), requestSeq.Add(1))
+	if target.Local != nil && c.cur.origin != "" {
+		// Nothing goes on the wire: audit the run under the request that
+		// started the chat, which links it to the caller's record.
+		requestID = c.cur.origin
+	}
+	s := &callSpec{convID: c.id, call: call, target: target, agentID: target.AgentID, tool: target.Tool,
+		requestID: requestID, timeout: timeout, o: c.o, caller: c.caller()}
+	if c.o.Edges != nil {
+		s.edges = c.o.Edges.PID
+	}
+	return plannedCall{spec: s, agentID: target.AgentID}
+}
