@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +113,7 @@ func TestAgentStreamsWhenAsked(t *testing.T) {
 		t.Fatalf("exit codes %v %v", streamed.ExitCode, plain.ExitCode)
 	}
 	streamed.ExitCode, plain.ExitCode = nil, nil
-	if streamed != plain || streamed.Status != wire.StatusSuccess {
+	if !reflect.DeepEqual(streamed, plain) || streamed.Status != wire.StatusSuccess {
 		t.Fatalf("result with streaming %+v\nwithout %+v", streamed, plain)
 	}
 }

@@ -154,6 +154,11 @@ func (a *Agent) wireResult(tool, requestID string, out skills.Output) wire.ToolR
 	if !res.Truncated {
 		res.ResultBytes = 0
 	}
+	if wire.CheckContent(res.Content) != nil {
+		// Over the wire's bounds (or cut): the images stay described in
+		// Result, which is what every peer reads anyway.
+		res.Content = nil
+	}
 	return res
 }
 

@@ -131,22 +131,43 @@ func (o Output) Wire(tool string) wire.ToolResult {
 		Status: wire.StatusSuccess, Tool: tool, Result: o.Text(), Stderr: o.Stderr, ExitCode: o.ExitCode,
 		ElapsedMS: o.Elapsed.Milliseconds(), ResultBytes: o.ResultBytes, Truncated: o.Truncated,
 	}
+	images := false
 	for _, b := range o.Content {
-		if b.Kind == KindError {
+		if b.Kind == KindError && r.Status == wire.StatusSuccess {
 			r.Status, r.ErrorType, r.Error = wire.StatusError, b.Code, b.Text
-			break
+		}
+		images = images || b.Kind == KindImage
+	}
+	if images {
+		for _, b := range o.Content {
+			switch b.Kind {
+			case KindText:
+				r.Content = append(r.Content, wire.ContentBlock{Kind: wire.ContentText, Text: b.Text})
+			case KindImage:
+				r.Content = append(r.Content, wire.ContentBlock{Kind: wire.ContentImage, MIMEType: b.MIMEType, Data: b.Data})
+			}
 		}
 	}
 	return r
 }
 
-// FromWire reads a flat wire result, the one place where it is: its text
-// as a text block (when not empty) and a failure as an error block (of
-// type execution_failed when the peer named none).
+// FromWire reads a wire result, the one place where it is: its content
+// blocks when the agent sent them (images), else its text as a text block
+// (when not empty); a failure as an error block (of type execution_failed
+// when the peer named none).
 func FromWire(r wire.ToolResult) Output {
 	o := Output{ExitCode: r.ExitCode, Stderr: r.Stderr, Truncated: r.Truncated, ResultBytes: r.ResultBytes,
 		Elapsed: time.Duration(max(r.ElapsedMS, 0)) * time.Millisecond}
-	if r.Result != "" {
+	if len(r.Content) > 0 && wire.CheckContent(r.Content) == nil {
+		// The agent sent its blocks: images arrive as images.
+		for _, b := range r.Content {
+			if b.Kind == wire.ContentImage {
+				o.Content = append(o.Content, ImageBlock(b.MIMEType, b.Data))
+			} else {
+				o.Content = append(o.Content, TextBlock(b.Text))
+			}
+		}
+	} else if r.Result != "" {
 		o.Content = append(o.Content, TextBlock(r.Result))
 	}
 	if r.Status != wire.StatusSuccess {

@@ -2,6 +2,7 @@ package skills
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,22 @@ func TestFromWireFailureWithoutDetails(t *testing.T) {
 	}
 	if o := FromWire(wire.ToolResult{Status: "weird", Result: "x"}); o.Succeeded() {
 		t.Fatalf("an unknown status counts as success: %+v", o)
+	}
+}
+
+// An image crosses the wire as an image; a text-only result sends no
+// content blocks, so the public format is unchanged.
+func TestImageThroughTheWire(t *testing.T) {
+	out := Output{Content: []Block{TextBlock("snapshot"), ImageBlock("image/png", "iVBORw0KGgo=")}}
+	w := out.Wire("camera")
+	if len(w.Content) != 2 || !strings.Contains(w.Result, "image/png") {
+		t.Fatalf("wire %+v", w)
+	}
+	back := FromWire(w)
+	if len(back.Content) != 2 || back.Content[1].Kind != KindImage || back.Content[1].Data != "iVBORw0KGgo=" || back.Text() != out.Text() {
+		t.Fatalf("came back as %+v", back)
+	}
+	if w := (Output{Content: []Block{TextBlock("plain")}}).Wire("t"); w.Content != nil {
+		t.Fatalf("a text result carries content blocks: %+v", w)
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -50,6 +51,73 @@ type ToolResult struct {
 	// ResultBytes is the full size of the output when Result was cut.
 	ResultBytes int64 `json:"result_bytes,omitempty"`
 	Truncated   bool  `json:"truncated,omitempty"`
+	// Content is the result as ordered text and image blocks, sent only
+	// when it holds an image (an evoclaw extension: Result still carries
+	// the text, images described in words, for peers that do not know it).
+	Content []ContentBlock `json:"content,omitempty"`
+}
+
+// Kinds of a ContentBlock.
+const (
+	ContentText  = "text"
+	ContentImage = "image"
+)
+
+// Bounds of ToolResult.Content, checked by DecodeToolResult.
+const (
+	// MaxContentBlocks bounds the blocks of one result.
+	MaxContentBlocks = 16
+	// MaxContentTextBytes bounds the text of all text blocks together.
+	MaxContentTextBytes = 64 << 10
+	// MaxContentImageBytes bounds the base64 data of all images together,
+	// so that a result with images fits an MQTT packet of 1 MiB.
+	MaxContentImageBytes = 512 << 10
+)
+
+// ContentBlock is one block of ToolResult.Content.
+type ContentBlock struct {
+	// Kind is ContentText or ContentImage.
+	Kind string `json:"kind"`
+	Text string `json:"text,omitempty"`
+	// MIMEType (image/png, image/jpeg, image/gif or image/webp) and Data
+	// (standard base64) of an image.
+	MIMEType string `json:"mime_type,omitempty"`
+	Data     string `json:"data,omitempty"`
+}
+
+// CheckContent reports whether blocks keep ToolResult.Content's rules:
+// known kinds, image types and valid base64, within the Max* bounds.
+func CheckContent(blocks []ContentBlock) error {
+	if len(blocks) > MaxContentBlocks {
+		return &DecodeError{What: "tool result", Field: "content", Msg: fmt.Sprintf("%d blocks, at most %d", len(blocks), MaxContentBlocks)}
+	}
+	text, data := 0, 0
+	for i, b := range blocks {
+		field := fmt.Sprintf("content[%d]", i)
+		switch b.Kind {
+		case ContentText:
+			text += len(b.Text)
+		case ContentImage:
+			switch b.MIMEType {
+			case "image/png", "image/jpeg", "image/gif", "image/webp":
+			default:
+				return &DecodeError{What: "tool result", Field: field + ".mime_type", Msg: fmt.Sprintf("%.40q is not an image type evoclaw passes on", b.MIMEType)}
+			}
+			if _, err := base64.StdEncoding.DecodeString(b.Data); err != nil || b.Data == "" {
+				return &DecodeError{What: "tool result", Field: field + ".data", Msg: "not standard base64"}
+			}
+			data += len(b.Data)
+		default:
+			return &DecodeError{What: "tool result", Field: field + ".kind", Msg: fmt.Sprintf("unknown value %.40q", b.Kind)}
+		}
+	}
+	if text > MaxContentTextBytes {
+		return &DecodeError{What: "tool result", Field: "content", Msg: fmt.Sprintf("%d bytes of text, at most %d", text, MaxContentTextBytes)}
+	}
+	if data > MaxContentImageBytes {
+		return &DecodeError{What: "tool result", Field: "content", Msg: fmt.Sprintf("%d bytes of images, at most %d", data, MaxContentImageBytes)}
+	}
+	return nil
 }
 
 // ErrorPayload is the payload of an error report that is not a tool result
@@ -214,6 +282,9 @@ func DecodeToolResult(r Report) (ToolResult, error) {
 	}
 	if res.ElapsedMS < 0 {
 		return ToolResult{}, &DecodeError{What: "tool result", Field: "elapsed_ms", Msg: "must not be negative"}
+	}
+	if err := CheckContent(res.Content); err != nil {
+		return ToolResult{}, err
 	}
 	return res, nil
 }
