@@ -16,8 +16,8 @@ import (
 // in evoclaw.toml. The zero value takes every default.
 type InboundConf struct {
 	// InboundLimits is the token bucket per agent: messages_per_second
-	// (default 50), message_burst (200), bytes_per_second (256 KiB),
-	// byte_burst (2 MiB); a negative rate turns that limit off. Messages
+	// (default 1000), message_burst (2000), bytes_per_second (8 MiB),
+	// byte_burst (16 MiB); a negative rate turns that limit off. Messages
 	// over it are dropped before they are decoded, counted in
 	// evoclaw_inbound_dropped_messages_total, and logged at most once per
 	// agent per 10 s.
