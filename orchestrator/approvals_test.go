@@ -91,6 +91,13 @@ func startGated(t *testing.T, transcript string, dataDir string) *gatedNode {
 	if err := node.WaitForAgents(wctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	// The gate treats an agent re-listing its tools as unlisted (a new
+	// list may hold a gated tool): wait until the list has settled, which
+	// a slow machine (an emulated ARM board) may take a while to see.
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		_, listed := node.agentTools("bench-edge")
+		return listed
+	}, "bench-edge's tools listed")
 	b, err := os.ReadFile(filepath.Join(dataDir, HTTPTokenFile))
 	if err != nil {
 		t.Fatal(err)
