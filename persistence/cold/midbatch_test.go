@@ -114,6 +114,9 @@ func TestServerKilledMidBatch(t *testing.T) {
 	warm, path := openWarm(t)
 	c := openCold(t, proxy.url(), "")
 	c.cfg.BatchSize = 400
+	// The request cut by the trip hangs until its timeout: keep it short,
+	// so that a busy machine sees the failure well within the wait below.
+	c.cfg.RequestTimeout = 5 * time.Second
 	fill(t, warm, 4)
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
