@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 func TestBrokerSecurityConfig(t *testing.T) {
@@ -79,11 +76,7 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs testenv.Buffer
-	node, err := Start(context.Background(), cfg, Options{Logger: logs.Logger(slog.LevelInfo)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startNode(t, cfg, Options{Logger: logs.Logger(slog.LevelInfo)})
 	addr := strings.TrimPrefix(node.BrokerURL(), "tcp://")
 
 	if _, rc := mqtttest.DialRaw(t, addr, mqtttest.RawConnect{ClientID: "evoclaw-pi-bad"}); rc == 0 {
@@ -108,28 +101,5 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	}
 	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "packet over the size limit") }, "oversized packet logged")
 
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("EVOCLAW_TEST_AGENT_PASSWORD", goodPW)
-	a, err := edge.New(edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"),
-		MQTT:   edge.MQTTConf{Broker: node.BrokerURL(), Username: "bench-edge", PasswordEnv: "EVOCLAW_TEST_AGENT_PASSWORD"},
-		Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	startAgent(t, node, dir, testAgent{Username: "bench-edge", Password: goodPW, Wait: 15 * time.Second})
 }

@@ -6,14 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 const noopTranscript = `{"name":"bench","turns":[
@@ -25,41 +22,9 @@ const noopTranscript = `{"name":"bench","turns":[
 func inProcess(tb testing.TB, auditSync string) *Node {
 	tb.Helper()
 	dir := tb.TempDir()
-	p, err := scripted.Parse([]byte(noopTranscript))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx := context.Background()
-	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}},
-		Options{Provider: p})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { node.Close() })
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		tb.Fatal(err)
-	}
-	cfg := edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"), AuditSync: auditSync,
-		MQTT: edge.MQTTConf{Broker: node.BrokerURL()}, Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}
-	a, err := edge.New(cfg, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.Run(actx); err != nil {
-			tb.Error(err)
-		}
-	}()
-	tb.Cleanup(func() { cancel(); wg.Wait() })
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		tb.Fatal(err)
-	}
+	node := startNode(tb, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync,
+		Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{Provider: mustScript(tb, noopTranscript)})
+	startAgent(tb, node, dir, testAgent{AuditSync: auditSync})
 	return node
 }
 
