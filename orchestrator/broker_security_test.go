@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,19 +26,9 @@ func TestBrokerSecurityConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, "evoclaw.toml")
-			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := LoadConfig(path)
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("LoadConfig = %v, want an error mentioning %q", err, tt.want)
-				}
+			c, ok := loadConfig(t, dir, tt.toml, tt.want)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			for _, p := range []string{c.Broker.UsersFile, c.Broker.TLSCertFile, c.Broker.TLSKeyFile, c.Broker.CAFile} {
 				if p != "" && filepath.Dir(p) != dir {
@@ -67,14 +56,8 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	badPW, err := broker.AddUser(cfg.UsersFilePath(), "pi-bad", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goodPW, err := broker.AddUser(cfg.UsersFilePath(), "bench-edge", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	badPW := addAgentUser(t, cfg, "pi-bad")
+	goodPW := addAgentUser(t, cfg, "bench-edge")
 	var logs testenv.Buffer
 	node := startNode(t, cfg, Options{Logger: logs.Logger(slog.LevelInfo)})
 	addr := strings.TrimPrefix(node.BrokerURL(), "tcp://")

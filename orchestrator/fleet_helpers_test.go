@@ -10,6 +10,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
@@ -105,17 +106,20 @@ func startBuiltins(t *testing.T, builtin, transcript string) (*Node, string, con
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("the pump runs at night\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	conf := filepath.Join(dir, "evoclaw.toml")
-	body := fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"file_read\"]\n"+
-		"[builtin]\nworkspace = %q\n%s\n", ws, builtin)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := loadConfig(t, dir, fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"file_read\"]\n"+
+		"[builtin]\nworkspace = %q\n%s\n", ws, builtin), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return startNode(t, cfg, Options{Provider: mustScript(t, transcript)}), ws, ctx
+}
+
+// addAgentUser adds the broker user of agent id to cfg's users file, as
+// `evoclaw agents add` does, and returns its password.
+func addAgentUser(tb testing.TB, cfg Config, id string) string {
+	tb.Helper()
+	pw, err := broker.AddUser(cfg.UsersFilePath(), id, broker.RoleAgent, 4, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pw
 }

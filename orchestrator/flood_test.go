@@ -15,7 +15,6 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -69,14 +68,8 @@ func TestAFloodingAgentCostsBoundedDiskAndLog(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	floodPW, err := broker.AddUser(cfg.UsersFilePath(), "pi-flood", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goodPW, err := broker.AddUser(cfg.UsersFilePath(), "bench-edge", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	floodPW := addAgentUser(t, cfg, "pi-flood")
+	goodPW := addAgentUser(t, cfg, "bench-edge")
 	var logs testenv.Buffer
 	node := startNode(t, cfg, Options{Provider: p, Logger: logs.Logger(slog.LevelInfo)})
 	startAgent(t, node, dir, testAgent{Username: "bench-edge", Password: goodPW, Wait: 15 * time.Second})

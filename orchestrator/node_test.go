@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,29 +136,15 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "evoclaw.toml")
-			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := LoadConfig(path)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c.Broker.Listen != DefaultBrokerListen || c.AuditSync != "normal" || c.DataDir != DefaultDataDir {
-					t.Fatalf("defaults not filled: %+v", c)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			c, ok := loadConfig(t, t.TempDir(), tt.toml, tt.want)
+			if ok && (c.Broker.Listen != DefaultBrokerListen || c.AuditSync != "normal" || c.DataDir != DefaultDataDir) {
+				t.Fatalf("defaults not filled: %+v", c)
 			}
 		})
 	}
 }
 
 func TestLoopConfigDecodes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "evoclaw.toml")
 	conf := `[loop]
 max_tool_iterations = 4
 tool_error_limit = 2
@@ -172,13 +157,7 @@ pi-kitchen = ["sysinfo"]
 default = "2m"
 max = "20m"
 `
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := loadConfig(t, t.TempDir(), conf, "")
 	l := c.Loop
 	if l.MaxToolIterations != 4 || l.ToolErrorLimit != 2 || l.MaxIdenticalCalls != 2 || l.OnLimit != "error" || l.Tools != "compact" ||
 		len(l.Select["pi-kitchen"]) != 1 || l.Timeouts["exec"].Default.Duration != 2*time.Minute || l.Timeouts["exec"].Max.Duration != 20*time.Minute {
@@ -187,15 +166,8 @@ max = "20m"
 }
 
 func TestAuditConfigDecodes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "evoclaw.toml")
 	conf := "[audit]\nhot_capacity = 500\nretention_interval = \"30m\"\n[audit.retention]\nwarm_window = \"72h\"\nmax_age = \"720h\"\nmax_bytes = 1000000\n[audit.cold]\nurl = \"http://127.0.0.1:8081\"\n"
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := loadConfig(t, t.TempDir(), conf, "")
 	a := c.Audit
 	if a.HotCapacity != 500 || a.RetentionInterval != 30*time.Minute || a.Retention.WarmWindow != 72*time.Hour ||
 		a.Retention.MaxAge != 720*time.Hour || a.Retention.MaxBytes != 1000000 || a.Cold.URL != "http://127.0.0.1:8081" {
