@@ -74,20 +74,7 @@ func TestOpenAIClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "evoclaw.toml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`data_dir = %q
-[broker]
-listen = "127.0.0.1:0"
-allow_anonymous = true
-[http]
-listen = "127.0.0.1:0"
-[llm]
-provider = "scripted"
-transcript = %q
-[loop]
-chat_timeout = "3s"
-`, filepath.Join(dir, "data"), transcript)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, conf, scriptedServeTOML(fmt.Sprintf("data_dir = %q\n", filepath.Join(dir, "data")), transcript, "[loop]\nchat_timeout = \"3s\"\n"))
 	brokerURL, api := startServe(t, conf)
 	token, err := os.ReadFile(filepath.Join(dir, "data", orchestrator.HTTPTokenFile))
 	if err != nil {

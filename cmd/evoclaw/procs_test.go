@@ -127,8 +127,16 @@ func startScriptedServe(t *testing.T, dir, nodeID, transcript string) string {
 		t.Fatalf("skills install: %s", errOut)
 	}
 	writeTestFile(t, filepath.Join(dir, "transcript.json"), transcript)
-	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), fmt.Sprintf(`node_id = %q
-[broker]
+	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), scriptedServeTOML(fmt.Sprintf("node_id = %q\n", nodeID), filepath.Join(dir, "transcript.json"), ""))
+	_, m := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", filepath.Join(dir, "node"))
+	return m[1]
+}
+
+// scriptedServeTOML is an evoclaw.toml: the lines of head, an anonymous
+// broker and the HTTP API on loopback ports, the scripted model playing
+// the transcript file, then the lines of tail.
+func scriptedServeTOML(head, transcript, tail string) string {
+	return head + fmt.Sprintf(`[broker]
 listen = "127.0.0.1:0"
 allow_anonymous = true
 [http]
@@ -136,9 +144,7 @@ listen = "127.0.0.1:0"
 [llm]
 provider = "scripted"
 transcript = %q
-`, nodeID, filepath.Join(dir, "transcript.json")))
-	_, m := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", filepath.Join(dir, "node"))
-	return m[1]
+`, transcript) + tail
 }
 
 // writeDemoAgent writes dir/agent.toml for the agent pi1 (data in dir/edge,
