@@ -28,6 +28,41 @@ type peer struct {
 	reports map[string][]wire.Report
 }
 
+// runAgent runs a until the test ends and returns once it is ready,
+// failing the test if that takes longer than within. stop ends it early
+// and returns what Run returned; later calls return the same. A Run error
+// fails the test.
+func runAgent(t *testing.T, a *Agent, within time.Duration) (stop func() error) {
+	t.Helper()
+	ready := make(chan struct{})
+	a.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var (
+		once   sync.Once
+		runErr error
+	)
+	stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("agent Run: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		done <- err // for stop
+		t.Fatalf("agent stopped: %v", err)
+	case <-time.After(within):
+		t.Fatalf("agent not ready within %v", within)
+	}
+	return stop
+}
+
 func startAgent(t *testing.T, tune func(*Config)) *peer {
 	t.Helper()
 	url := mqtttest.StartEmbedded(t)
@@ -43,25 +78,8 @@ func startAgent(t *testing.T, tune func(*Config)) *peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	a.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent Run: %v", err)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("agent stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("agent not ready")
-	}
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "fake-orchestrator"})
+	runAgent(t, a, 10*time.Second)
+	c, err := mqttc.Connect(context.Background(), mqttc.Options{BrokerURL: url, ClientID: "fake-orchestrator"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,27 +36,12 @@ func TestReportKeptWhileTheBrokerIsDownIsDeliveredLater(t *testing.T) {
 		dir := t.TempDir()
 		db := filepath.Join(dir, "audit.db")
 		cfg := Config{AgentID: "pi-o", DataDir: dir, MQTT: MQTTConf{Broker: b.URL}, Skills: SkillConf{Dirs: []string{skills}}}
-		run := func() (stop func()) {
+		run := func() (stop func() error) {
 			a, err := New(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ready := make(chan struct{})
-			a.Ready = func() { close(ready) }
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(ctx) }()
-			select {
-			case <-ready:
-			case err := <-done:
-				t.Fatalf("agent stopped: %v", err)
-			case <-time.After(15 * time.Second):
-				t.Fatal("agent not ready")
-			}
-			var once sync.Once
-			stop = func() { once.Do(func() { cancel(); <-done }) }
-			t.Cleanup(stop)
-			return stop
+			return runAgent(t, a, 15*time.Second)
 		}
 		// The fake orchestrator: subscribed to the agent's reports, and
 		// subscribed again after every reconnect.

@@ -37,22 +37,8 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	a.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("agent not ready")
-	}
+	runAgent(t, a, 10*time.Second)
+	ctx := context.Background()
 	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "fake-orchestrator"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,22 +54,5 @@ func TestAgentOverTLSWithClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	a.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("agent stopped: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("agent not ready over TLS")
-	}
+	runAgent(t, a, 20*time.Second) // over TLS
 }

@@ -12,13 +12,10 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/approvals"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 // testClock is a clock the test moves.
@@ -55,49 +52,13 @@ func startGated(t *testing.T, transcript string, dataDir string) *gatedNode {
 	if dataDir == "" {
 		dataDir = filepath.Join(dir, "orch")
 	}
-	p, err := scripted.Parse([]byte(transcript))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustScript(t, transcript)
 	clock := &testClock{t: time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)}
 	cfg := Config{DataDir: dataDir, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}},
 		HTTP:      HTTPConf{Listen: "127.0.0.1:0"},
 		Approvals: approvals.Config{Rules: []approvals.Rule{{Tools: []string{"*__noop"}}}}}
-	node, err := Start(context.Background(), cfg, Options{Provider: p, now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		t.Fatal(err)
-	}
-	a, err := edge.New(edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"),
-		MQTT: edge.MQTTConf{Broker: node.BrokerURL()}, Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.Run(actx); err != nil {
-			t.Error(err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	// The gate treats an agent re-listing its tools as unlisted (a new
-	// list may hold a gated tool): wait until the list has settled, which
-	// a slow machine (an emulated ARM board) may take a while to see.
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		_, listed := node.agentTools("bench-edge")
-		return listed
-	}, "bench-edge's tools listed")
+	node := startNode(t, cfg, Options{Provider: p, now: clock.Now})
+	startAgent(t, node, dir, testAgent{})
 	b, err := os.ReadFile(filepath.Join(dataDir, HTTPTokenFile))
 	if err != nil {
 		t.Fatal(err)

@@ -1,20 +1,16 @@
 package orchestrator
 
 import (
-	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 func TestBrokerSecurityConfig(t *testing.T) {
@@ -30,19 +26,9 @@ func TestBrokerSecurityConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, "evoclaw.toml")
-			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := LoadConfig(path)
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("LoadConfig = %v, want an error mentioning %q", err, tt.want)
-				}
+			c, ok := loadConfig(t, dir, tt.toml, tt.want)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			for _, p := range []string{c.Broker.UsersFile, c.Broker.TLSCertFile, c.Broker.TLSKeyFile, c.Broker.CAFile} {
 				if p != "" && filepath.Dir(p) != dir {
@@ -70,20 +56,10 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	badPW, err := broker.AddUser(cfg.UsersFilePath(), "pi-bad", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goodPW, err := broker.AddUser(cfg.UsersFilePath(), "bench-edge", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	badPW := addAgentUser(t, cfg, "pi-bad")
+	goodPW := addAgentUser(t, cfg, "bench-edge")
 	var logs testenv.Buffer
-	node, err := Start(context.Background(), cfg, Options{Logger: logs.Logger(slog.LevelInfo)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startNode(t, cfg, Options{Logger: logs.Logger(slog.LevelInfo)})
 	addr := strings.TrimPrefix(node.BrokerURL(), "tcp://")
 
 	if _, rc := mqtttest.DialRaw(t, addr, mqtttest.RawConnect{ClientID: "evoclaw-pi-bad"}); rc == 0 {
@@ -108,28 +84,5 @@ func TestNodeSurvivesAHostileAgent(t *testing.T) {
 	}
 	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "packet over the size limit") }, "oversized packet logged")
 
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("EVOCLAW_TEST_AGENT_PASSWORD", goodPW)
-	a, err := edge.New(edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"),
-		MQTT:   edge.MQTTConf{Broker: node.BrokerURL(), Username: "bench-edge", PasswordEnv: "EVOCLAW_TEST_AGENT_PASSWORD"},
-		Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	startAgent(t, node, dir, testAgent{Username: "bench-edge", Password: goodPW, Wait: 15 * time.Second})
 }

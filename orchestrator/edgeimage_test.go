@@ -7,12 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 // cameraModel calls an agent's camera once, then answers; it keeps the
@@ -40,35 +37,9 @@ func (m *cameraModel) Complete(_ context.Context, req llm.Request) (llm.Response
 func TestEdgeAgentImageReachesTheModel(t *testing.T) {
 	dir := t.TempDir()
 	model := &cameraModel{}
-	node, err := Start(context.Background(), Config{DataDir: filepath.Join(dir, "orch"),
+	node := startNode(t, Config{DataDir: filepath.Join(dir, "orch"),
 		Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{Provider: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	if _, err := shipped.Install("camera", filepath.Join(dir, "skills")); err != nil {
-		t.Fatal(err)
-	}
-	a, err := edge.New(edge.Config{AgentID: "cam", DataDir: filepath.Join(dir, "edge"), MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
-		Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}, Permissions: []string{"hw_read"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.Run(actx); err != nil {
-			t.Error(err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	startAgent(t, node, dir, testAgent{ID: "cam", Skill: "camera", Permissions: []string{"hw_read"}})
 	ans, err := node.Chat(context.Background(), "camera", "what does the camera see?")
 	if err != nil || ans.Text != "I see the picture." {
 		t.Fatalf("answer %+v, %v", ans, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,14 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/orchestrator/broker"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 // usedAuditBytes is the audit database's size in pages in use, as a reader
@@ -65,10 +60,7 @@ func TestAFloodingAgentCostsBoundedDiskAndLog(t *testing.T) {
 		maxLogGrowth = 32 << 10
 	)
 	dir := t.TempDir()
-	p, err := scripted.Parse([]byte(noopTranscript))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustScript(t, noopTranscript)
 	cfg := Config{DataDir: dir, Broker: BrokerConf{Listen: "127.0.0.1:0"}}
 	// A limit the flood surely passes, whatever the machine's speed (the
 	// defaults sit far above a busy agent's answers).
@@ -76,45 +68,12 @@ func TestAFloodingAgentCostsBoundedDiskAndLog(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	floodPW, err := broker.AddUser(cfg.UsersFilePath(), "pi-flood", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goodPW, err := broker.AddUser(cfg.UsersFilePath(), "bench-edge", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	floodPW := addAgentUser(t, cfg, "pi-flood")
+	goodPW := addAgentUser(t, cfg, "bench-edge")
 	var logs testenv.Buffer
-	node, err := Start(context.Background(), cfg, Options{Provider: p, Logger: logs.Logger(slog.LevelInfo)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("EVOCLAW_TEST_AGENT_PASSWORD", goodPW)
-	a, err := edge.New(edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"),
-		MQTT:   edge.MQTTConf{Broker: node.BrokerURL(), Username: "bench-edge", PasswordEnv: "EVOCLAW_TEST_AGENT_PASSWORD"},
-		Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	node := startNode(t, cfg, Options{Provider: p, Logger: logs.Logger(slog.LevelInfo)})
+	startAgent(t, node, dir, testAgent{Username: "bench-edge", Password: goodPW, Wait: 15 * time.Second})
+	ctx := context.Background()
 	if ans, err := node.Chat(ctx, "before", "go"); err != nil || ans.Text != "ok" {
 		t.Fatalf("chat before the flood: %v %+v", err, ans)
 	}

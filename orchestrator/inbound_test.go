@@ -1,9 +1,6 @@
 package orchestrator
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -19,19 +16,9 @@ func TestInboundAndBudgetConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "evoclaw.toml")
-			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := LoadConfig(path)
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("LoadConfig = %v, want an error mentioning %q", err, tt.want)
-				}
+			c, ok := loadConfig(t, t.TempDir(), tt.toml, tt.want)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if c.Inbound.MessagesPerSecond != 10 || c.Inbound.ByteBurst != 2<<20 || c.Inbound.EventWindow.Duration != 5*time.Minute ||
 				c.Audit.DiskBudgetMB != 64 || c.Audit.Retention.EventMaxAge != 240*time.Hour {

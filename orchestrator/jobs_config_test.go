@@ -1,8 +1,6 @@
 package orchestrator
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,13 +9,7 @@ import (
 // mistakes are named.
 func TestJobsAndApprovalsConfig(t *testing.T) {
 	dir := t.TempDir()
-	write := func(body string) string {
-		p := filepath.Join(dir, "evoclaw.toml")
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(body string) string { return writeConfig(t, dir, body) }
 	cfg, err := LoadConfig(write(`
 [scheduler]
 model_tool = true

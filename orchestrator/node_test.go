@@ -3,17 +3,13 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 const noopTranscript = `{"name":"bench","turns":[
@@ -25,41 +21,9 @@ const noopTranscript = `{"name":"bench","turns":[
 func inProcess(tb testing.TB, auditSync string) *Node {
 	tb.Helper()
 	dir := tb.TempDir()
-	p, err := scripted.Parse([]byte(noopTranscript))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx := context.Background()
-	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}},
-		Options{Provider: p})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { node.Close() })
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		tb.Fatal(err)
-	}
-	cfg := edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"), AuditSync: auditSync,
-		MQTT: edge.MQTTConf{Broker: node.BrokerURL()}, Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}
-	a, err := edge.New(cfg, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.Run(actx); err != nil {
-			tb.Error(err)
-		}
-	}()
-	tb.Cleanup(func() { cancel(); wg.Wait() })
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := node.WaitForAgents(wctx, 1); err != nil {
-		tb.Fatal(err)
-	}
+	node := startNode(tb, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync,
+		Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{Provider: mustScript(tb, noopTranscript)})
+	startAgent(tb, node, dir, testAgent{AuditSync: auditSync})
 	return node
 }
 
@@ -172,29 +136,15 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "evoclaw.toml")
-			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := LoadConfig(path)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c.Broker.Listen != DefaultBrokerListen || c.AuditSync != "normal" || c.DataDir != DefaultDataDir {
-					t.Fatalf("defaults not filled: %+v", c)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			c, ok := loadConfig(t, t.TempDir(), tt.toml, tt.want)
+			if ok && (c.Broker.Listen != DefaultBrokerListen || c.AuditSync != "normal" || c.DataDir != DefaultDataDir) {
+				t.Fatalf("defaults not filled: %+v", c)
 			}
 		})
 	}
 }
 
 func TestLoopConfigDecodes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "evoclaw.toml")
 	conf := `[loop]
 max_tool_iterations = 4
 tool_error_limit = 2
@@ -207,13 +157,7 @@ pi-kitchen = ["sysinfo"]
 default = "2m"
 max = "20m"
 `
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := loadConfig(t, t.TempDir(), conf, "")
 	l := c.Loop
 	if l.MaxToolIterations != 4 || l.ToolErrorLimit != 2 || l.MaxIdenticalCalls != 2 || l.OnLimit != "error" || l.Tools != "compact" ||
 		len(l.Select["pi-kitchen"]) != 1 || l.Timeouts["exec"].Default.Duration != 2*time.Minute || l.Timeouts["exec"].Max.Duration != 20*time.Minute {
@@ -222,15 +166,8 @@ max = "20m"
 }
 
 func TestAuditConfigDecodes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "evoclaw.toml")
 	conf := "[audit]\nhot_capacity = 500\nretention_interval = \"30m\"\n[audit.retention]\nwarm_window = \"72h\"\nmax_age = \"720h\"\nmax_bytes = 1000000\n[audit.cold]\nurl = \"http://127.0.0.1:8081\"\n"
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := loadConfig(t, t.TempDir(), conf, "")
 	a := c.Audit
 	if a.HotCapacity != 500 || a.RetentionInterval != 30*time.Minute || a.Retention.WarmWindow != 72*time.Hour ||
 		a.Retention.MaxAge != 720*time.Hour || a.Retention.MaxBytes != 1000000 || a.Cold.URL != "http://127.0.0.1:8081" {

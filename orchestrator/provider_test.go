@@ -13,14 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
-	"github.com/evoclaw/evoclaw/skills/shipped"
 )
 
 // fakeChatServer speaks the OpenAI chat-completions format on loopback as
@@ -73,26 +71,8 @@ func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
 		LLM: llm.Config{Endpoint: llm.Endpoint{Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "tiny"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	node, err := Start(ctx, cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
-		t.Fatal(err)
-	}
-	a, err := edge.New(edge.Config{AgentID: "bench-edge", DataDir: filepath.Join(dir, "edge"), MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
-		Skills: edge.SkillConf{Dirs: []string{filepath.Join(dir, "skills")}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, acancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
-	defer func() { acancel(); <-done }()
-	if err := node.WaitForAgents(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	node := startNode(t, cfg, Options{})
+	startAgent(t, node, dir, testAgent{Wait: 30 * time.Second})
 	ans, err := node.Chat(ctx, "http", "run noop")
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,10 @@
 package orchestrator
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -20,38 +15,11 @@ import (
 // call's (the first call has a number for a path and is refused with
 // invalid_params), and the result of the second reaches the final answer.
 func TestToolCallsWrittenAsText(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("the pump runs at night\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "evoclaw.toml")
-	body := fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"file_read\"]\n[builtin]\ngroups = [\"read-only\"]\nworkspace = %q\n", ws)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := scripted.Parse([]byte(`{"name": "text-calls", "text_tool_calls": true, "turns": [
+	node, _, ctx := startBuiltins(t, "groups = [\"read-only\"]", `{"name": "text-calls", "text_tool_calls": true, "turns": [
 	  {"content": "Let me read the note.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": 7}}\n</tool_call>",
 	   "expect_tools": ["read"]},
 	  {"content": "The path must be a string.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}\n</tool_call>"},
-	  {"content": "The note says: {{last_result}}"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	node, err := Start(ctx, cfg, Options{Provider: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	  {"content": "The note says: {{last_result}}"}]}`)
 	ans, err := node.Chat(ctx, "text", "what does the note say?")
 	if err != nil {
 		t.Fatal(err)

@@ -95,8 +95,7 @@ func (f tierFlags) openCold() (*cold.Store, error) {
 func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit sql", stderr)
 	tf := addTierFlags(fs)
-	asJSON := fs.Bool("json", false, "print rows as a JSON array")
-	asCSV := fs.Bool("csv", false, "print rows as CSV")
+	out := addRowsFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -111,7 +110,7 @@ func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	return writeResult(stdout, res, *asJSON, *asCSV)
+	return out.write(stdout, res)
 }
 
 // queryTier runs q with args read-only on the tier --tier names.
@@ -128,8 +127,7 @@ func queryTier(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlit
 func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit report", stderr)
 	tf := addTierFlags(fs)
-	asJSON := fs.Bool("json", false, "print rows as a JSON array")
-	asCSV := fs.Bool("csv", false, "print rows as CSV")
+	out := addRowsFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -167,7 +165,7 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	return writeResult(stdout, res, *asJSON, *asCSV)
+	return out.write(stdout, res)
 }
 
 func queryCold(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {

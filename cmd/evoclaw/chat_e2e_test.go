@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -20,51 +18,6 @@ const e2eChatTranscript = `{"name":"cli","turns":[
   {"content":"","tool_calls":[{"id":"c1","name":"pi1__sysinfo","arguments":{}}],"expect_tools":["pi1__sysinfo"]},
   {"content":"pi1 says: {{result c1}}"},
   {"content":"The garage is quiet ({{user}})"}]}`
-
-// startProcess runs the evoclaw binary and returns once a line of its
-// stdout matches ready, with the submatches.
-func startProcess(t *testing.T, ready *regexp.Regexp, args ...string) []string {
-	t.Helper()
-	cmd := exec.Command(evoclawBinary(t), args...)
-	var stderr testenv.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan []string, 1)
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case lines <- m:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-drained
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", args[0], stderr.String())
-		}
-	})
-	select {
-	case m := <-lines:
-		return m
-	case <-time.After(30 * time.Second):
-		t.Fatalf("evoclaw %s not ready; stderr:\n%s", args[0], stderr.String())
-		return nil
-	}
-}
 
 // runBinary runs the evoclaw binary with stdin and returns its exit code
 // and output.
@@ -90,31 +43,8 @@ func runBinary(t *testing.T, stdin string, args ...string) (code int, stdout, st
 func TestChatAndStatusAgainstServe(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "node")
-	if code, _, errOut := runBinary(t, "", "skills", "install", "demo", filepath.Join(dir, "skills")); code != 0 {
-		t.Fatalf("skills install: %s", errOut)
-	}
-	writeTestFile(t, filepath.Join(dir, "transcript.json"), e2eChatTranscript)
-	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), fmt.Sprintf(`node_id = "e2e"
-[broker]
-listen = "127.0.0.1:0"
-allow_anonymous = true
-[http]
-listen = "127.0.0.1:0"
-[llm]
-provider = "scripted"
-transcript = %q
-`, filepath.Join(dir, "transcript.json")))
-	m := startProcess(t, regexp.MustCompile(`ready: broker (\S+),`), "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
-	writeTestFile(t, filepath.Join(dir, "agent.toml"), fmt.Sprintf(`agent_id = "pi1"
-data_dir = %q
-heartbeat_interval = "1s"
-capabilities = "Raspberry Pi 4, kitchen"
-[mqtt]
-broker = %q
-[skills]
-dirs = [%q]
-`, filepath.Join(dir, "edge"), m[1], filepath.Join(dir, "skills")))
-	startProcess(t, regexp.MustCompile(`ready`), "edge", "--config", filepath.Join(dir, "agent.toml"))
+	broker := startScriptedServe(t, dir, "e2e", e2eChatTranscript)
+	startProc(t, procSpec{}, "edge", "--config", writeDemoAgent(t, dir, broker, "Raspberry Pi 4, kitchen", ""))
 
 	var status string
 	testenv.Eventually(t, 20*time.Second, func() bool {

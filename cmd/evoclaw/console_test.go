@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -56,35 +53,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "node")
-	if code, _, errOut := runBinary(t, "", "skills", "install", "demo", filepath.Join(dir, "skills")); code != 0 {
-		t.Fatalf("skills install: %s", errOut)
-	}
-	writeTestFile(t, filepath.Join(dir, "transcript.json"), consoleTranscript)
-	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), fmt.Sprintf(`node_id = "console-test"
-[broker]
-listen = "127.0.0.1:0"
-allow_anonymous = true
-[http]
-listen = "127.0.0.1:0"
-[llm]
-provider = "scripted"
-transcript = %q
-`, filepath.Join(dir, "transcript.json")))
-	m := startProcess(t, regexp.MustCompile(`ready: broker (\S+),`), "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
-	writeTestFile(t, filepath.Join(dir, "agent.toml"), fmt.Sprintf(`agent_id = "pi1"
-data_dir = %q
-heartbeat_interval = "1s"
-capabilities = %q
-[mqtt]
-broker = %q
-[skills]
-dirs = [%q]
-permissions = ["file_read", "shell"]
-[builtin]
-groups = ["coding"]
-workspace = %q
-`, filepath.Join(dir, "edge"), hostileCaps, m[1], filepath.Join(dir, "skills"), t.TempDir()))
-	agent := startKillable(t, "edge", "--config", filepath.Join(dir, "agent.toml"))
+	broker := startScriptedServe(t, dir, "console-test", consoleTranscript)
+	agent, _ := startProc(t, procSpec{}, "edge", "--config", writeDemoAgent(t, dir, broker, hostileCaps,
+		fmt.Sprintf("permissions = [\"file_read\", \"shell\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\n", t.TempDir())))
 
 	base := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPAddrFile)))
 	token := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPTokenFile)))
@@ -351,61 +322,6 @@ func (b *browser) checkClean(t *testing.T) {
 	for _, p := range b.problems {
 		t.Errorf("browser reported %s", p)
 	}
-}
-
-// killable is an evoclaw process the test kills on purpose.
-type killable struct {
-	cmd  *exec.Cmd
-	once sync.Once
-	done chan struct{}
-}
-
-// startKillable runs the evoclaw binary with args until it prints "ready".
-func startKillable(t *testing.T, args ...string) *killable {
-	t.Helper()
-	k := &killable{cmd: exec.Command(evoclawBinary(t), args...), done: make(chan struct{})}
-	var stderr testenv.Buffer
-	k.cmd.Stderr = &stderr
-	out, err := k.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		defer close(k.done)
-		sc := bufio.NewScanner(out)
-		signalled := false
-		for sc.Scan() {
-			if !signalled && strings.Contains(sc.Text(), "ready") {
-				close(ready)
-				signalled = true
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		k.kill()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", args[0], stderr.String())
-		}
-	})
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("evoclaw %s not ready; stderr:\n%s", args[0], stderr.String())
-	}
-	return k
-}
-
-// kill SIGKILLs the process and waits for it; later calls do nothing.
-func (k *killable) kill() {
-	k.once.Do(func() {
-		_ = k.cmd.Process.Kill()
-		<-k.done
-		_ = k.cmd.Wait()
-	})
 }
 
 func readTestFile(t *testing.T, path string) string {

@@ -30,56 +30,22 @@ func TestMain(m *testing.M) { evoclawtest.Main(m) }
 
 // startEdge runs `evoclaw edge` with the e2e test skill and waits until it
 // says it is ready.
-func startEdge(t *testing.T, id, brokerURL string) *exec.Cmd {
+func startEdge(t *testing.T, id, brokerURL string) *proc {
 	t.Helper()
 	return startEdgeWith(t, id, brokerURL, "")
 }
 
 // startEdgeWith is startEdge with extra agent.toml lines appended.
-func startEdgeWith(t *testing.T, id, brokerURL, extra string) *exec.Cmd {
+func startEdgeWith(t *testing.T, id, brokerURL, extra string) *proc {
 	t.Helper()
-	dir := t.TempDir()
 	skills, err := filepath.Abs("../../testdata/skills")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := filepath.Join(dir, "agent.toml")
-	body := fmt.Sprintf("agent_id = %q\ndata_dir = \"data\"\nheartbeat_interval = \"1s\"\n[mqtt]\nbroker = %q\n[skills]\ndirs = [%q]\n%s", id, brokerURL, skills, extra)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(evoclawBinary(t), "edge", "--config", conf)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("edge %s stderr:\n%s", id, stderr.String())
-		}
-	})
-	ready := make(chan struct{})
-	go func() {
-		buf := make([]byte, 4096)
-		n, _ := out.Read(buf)
-		if strings.Contains(string(buf[:n]), "ready") {
-			close(ready)
-		}
-		_, _ = bytes.NewBuffer(nil).ReadFrom(out)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("edge %s not ready; stderr:\n%s", id, stderr.String())
-	}
-	return cmd
+	conf := filepath.Join(t.TempDir(), "agent.toml")
+	writeTestFile(t, conf, fmt.Sprintf("agent_id = %q\ndata_dir = \"data\"\nheartbeat_interval = \"1s\"\n[mqtt]\nbroker = %q\n[skills]\ndirs = [%q]\n%s", id, brokerURL, skills, extra))
+	p, _ := startProc(t, procSpec{Within: 20 * time.Second}, "edge", "--config", conf)
+	return p
 }
 
 func startNode(t *testing.T, brokerURL, transcript string) *orchestrator.Node {
@@ -140,7 +106,7 @@ func TestRoundTripOverRealBrokers(t *testing.T) {
 			if len(rows) != 1 || rows[0][1] != "success" || rows[0][2] != "edge-a" {
 				t.Fatalf("orchestrator audit %v", rows)
 			}
-			edgeDB := filepath.Join(filepath.Dir(edge.Args[3]), "data", "audit.db")
+			edgeDB := filepath.Join(filepath.Dir(edge.cmd.Args[3]), "data", "audit.db")
 			erows := query(t, edgeDB, `SELECT request_id, status, exit_code, conversation_id FROM tool_calls`)
 			if len(erows) != 1 || erows[0][0] != rows[0][0] || erows[0][1] != "success" || fmt.Sprint(erows[0][2]) != "0" || erows[0][3] != "rt" {
 				t.Fatalf("edge audit %v, orchestrator request %v", erows, rows[0][0])
@@ -188,7 +154,7 @@ func TestEdgeCallPromptChain(t *testing.T) {
 				t.Fatalf("orchestrator audit %v", rows)
 			}
 			rid := rows[0][0]
-			edgeDB := filepath.Join(filepath.Dir(edge.Args[3]), "data", "audit.db")
+			edgeDB := filepath.Join(filepath.Dir(edge.cmd.Args[3]), "data", "audit.db")
 			erows := query(t, edgeDB, `SELECT tool, status, side FROM tool_calls WHERE request_id = '`+fmt.Sprint(rid)+`' ORDER BY tool`)
 			want := "[[count success edge] [echo_args success edge] [prompt success edge]]"
 			if fmt.Sprint(erows) != want {
@@ -221,7 +187,7 @@ func TestEdgeKilledMidCall(t *testing.T) {
 						break
 					}
 				}
-				_ = edge.Process.Kill()
+				edge.kill()
 			}()
 			start := time.Now()
 			ans, err := node.Chat(ctx, "kill", "hang")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -19,8 +20,7 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var conf configFlag
 	conf.register(fs)
 	tools := fs.Bool("tools", false, "calls, errors and latency per tool and agent")
-	asJSON := fs.Bool("json", false, "print rows as a JSON array")
-	asCSV := fs.Bool("csv", false, "print rows as CSV")
+	out := addRowsFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -36,15 +36,28 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	return writeResult(stdout, res, *asJSON, *asCSV)
+	return out.write(stdout, res)
 }
 
-// writeResult prints res as a table, JSON or CSV.
-func writeResult(w io.Writer, res *sqlite.Result, asJSON, asCSV bool) error {
+// rowsFlags are the --json and --csv flags of a command that prints rows.
+type rowsFlags struct {
+	json, csv *bool
+}
+
+// addRowsFlags registers --json and --csv on fs.
+func addRowsFlags(fs *flag.FlagSet) rowsFlags {
+	return rowsFlags{
+		json: fs.Bool("json", false, "print rows as a JSON array"),
+		csv:  fs.Bool("csv", false, "print rows as CSV"),
+	}
+}
+
+// write prints res as the flags ask: JSON, CSV, or by default a table.
+func (f rowsFlags) write(w io.Writer, res *sqlite.Result) error {
 	switch {
-	case asJSON:
+	case *f.json:
 		return res.WriteJSON(w)
-	case asCSV:
+	case *f.csv:
 		return res.WriteCSV(w)
 	}
 	return res.WriteTable(w)

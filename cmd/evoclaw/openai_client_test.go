@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,20 +74,7 @@ func TestOpenAIClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "evoclaw.toml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`data_dir = %q
-[broker]
-listen = "127.0.0.1:0"
-allow_anonymous = true
-[http]
-listen = "127.0.0.1:0"
-[llm]
-provider = "scripted"
-transcript = %q
-[loop]
-chat_timeout = "3s"
-`, filepath.Join(dir, "data"), transcript)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, conf, scriptedServeTOML(fmt.Sprintf("data_dir = %q\n", filepath.Join(dir, "data")), transcript, "[loop]\nchat_timeout = \"3s\"\n"))
 	brokerURL, api := startServe(t, conf)
 	token, err := os.ReadFile(filepath.Join(dir, "data", orchestrator.HTTPTokenFile))
 	if err != nil {
@@ -185,52 +170,12 @@ chat_timeout = "3s"
 	}
 }
 
-var readyLine = regexp.MustCompile(`ready: broker (\S+), audit .*, api (\S+)`)
-
 // startServe runs `evoclaw serve --config conf` and returns its broker URL
 // and API base URL once it says it is ready.
 func startServe(t *testing.T, conf string) (string, string) {
 	t.Helper()
-	cmd := exec.Command(evoclawBinary(t), "serve", "--config", conf)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("serve stderr:\n%s", stderr.String())
-		}
-	})
-	found := make(chan []string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m
-			}
-		}
-	}()
-	select {
-	case m := <-found:
-		return m[1], m[2]
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve not ready; stderr:\n%s", stderr.String())
-	}
-	return "", ""
+	_, m := startProc(t, procSpec{Ready: serveReady, Interrupt: true}, "serve", "--config", conf)
+	return m[1], m[2]
 }
 
 // agentOnline waits until /v1/status shows agent online with its tools.

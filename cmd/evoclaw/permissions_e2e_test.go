@@ -80,7 +80,7 @@ func TestEdgeProcessPermissions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Fatal("bash ran")
 	}
-	edgeDB := filepath.Join(filepath.Dir(edge.Args[3]), "data", "audit.db")
+	edgeDB := filepath.Join(filepath.Dir(edge.cmd.Args[3]), "data", "audit.db")
 	var rows [][]any
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		rows = query(t, edgeDB, `SELECT tool, status, error_type FROM tool_calls WHERE request_id = 'b1'`)

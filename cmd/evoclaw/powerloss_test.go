@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -29,36 +28,8 @@ func TestServeKilledWithFullSync(t *testing.T) {
 	bin := evoclawBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "node")
-	writeFile(t, filepath.Join(dir, "evoclaw.toml"), "audit_sync = \"full\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n")
-	node := exec.Command(bin, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
-	var stderr strings.Builder
-	node.Stderr = &stderr
-	stdout, err := node.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Process.Kill(); node.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "orchestrator ready") {
-				ready <- true
-			}
-		}
-		close(ready)
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("node exited before ready:\n%s", stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("node not ready in 30s:\n%s", stderr.String())
-	}
+	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), "audit_sync = \"full\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n")
+	node, _ := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
 	client, err := (&nodeFlags{dataDir: data}).client()
 	if err != nil {
 		t.Fatal(err)
@@ -95,12 +66,9 @@ func TestServeKilledWithFullSync(t *testing.T) {
 	select {
 	case <-enough:
 	case <-ctx.Done():
-		t.Fatalf("fewer than %d chats acknowledged in a minute:\n%s", want, stderr.String())
+		t.Fatalf("fewer than %d chats acknowledged in a minute:\n%s", want, node.stderr.String())
 	}
-	if err := node.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	node.Wait()
+	node.kill()
 	wg.Wait()
 
 	out, err := exec.Command(bin, "audit", "verify", "--data-dir", data).CombinedOutput()

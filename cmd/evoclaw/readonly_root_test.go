@@ -95,8 +95,8 @@ func TestReadOnlyRoot(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(data, "evoclaw.toml"), fmt.Sprintf("audit_sync = \"full\"\n[broker]\nallow_anonymous = true\nlisten = \"127.0.0.1:%d\"\n[http]\nlisten = \"127.0.0.1:0\"\n", port))
-	writeFile(t, filepath.Join(data, "agent.toml"), fmt.Sprintf("agent_id = \"ro-agent\"\ndata_dir = %q\naudit_sync = \"full\"\n[mqtt]\nbroker = \"tcp://127.0.0.1:%d\"\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = \"bubblewrap\"\n",
+	writeTestFile(t, filepath.Join(data, "evoclaw.toml"), fmt.Sprintf("audit_sync = \"full\"\n[broker]\nallow_anonymous = true\nlisten = \"127.0.0.1:%d\"\n[http]\nlisten = \"127.0.0.1:0\"\n", port))
+	writeTestFile(t, filepath.Join(data, "agent.toml"), fmt.Sprintf("agent_id = \"ro-agent\"\ndata_dir = %q\naudit_sync = \"full\"\n[mqtt]\nbroker = \"tcp://127.0.0.1:%d\"\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = \"bubblewrap\"\n",
 		filepath.Join(data, "edge"), port, ws))
 	out = roRun("sh", "-c", `set -e
 wait_for() { # file pattern pid: poll with a 30 s deadline
@@ -129,13 +129,6 @@ cat "$DATA"/*.err
 		}
 	}
 	t.Logf("serve, edge and a chat on a read-only root:\n%s", out)
-}
-
-func writeFile(t *testing.T, path, body string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -53,7 +53,7 @@ func bashTranscript(agent, command string, chats int) string {
 func startBashEdge(t *testing.T, id, brokerURL string) (edgeDB string, pid int) {
 	t.Helper()
 	cmd := startEdgeWith(t, id, brokerURL, fmt.Sprintf("permissions = [\"shell\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\n", t.TempDir()))
-	return filepath.Join(filepath.Dir(cmd.Args[3]), "data", "audit.db"), cmd.Process.Pid
+	return filepath.Join(filepath.Dir(cmd.cmd.Args[3]), "data", "audit.db"), cmd.cmd.Process.Pid
 }
 
 // TestToolOutputStreamsOverRealBrokers runs a slow tool on a real edge

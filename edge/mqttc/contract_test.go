@@ -25,11 +25,7 @@ import (
 
 func TestContractPublishSubscribeQoS1(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
-		sub := connect(t, b.URL, nil)
-		var got inbox
-		if err := sub.Subscribe(wire.AllAgents(wire.KindReports), 1, got.handle); err != nil {
-			t.Fatal(err)
-		}
+		got := subscribed(t, b.URL, wire.AllAgents(wire.KindReports))
 		pub := connect(t, b.URL, nil)
 		const n = 20
 		for i := range n {
@@ -57,11 +53,7 @@ func TestContractRetainedForLateSubscriber(t *testing.T) {
 		publish(t, pub, mqttc.Message{Topic: topic, Payload: caps, QoS: 1, Retained: true})
 		pub.Close()
 
-		late := connect(t, b.URL, nil)
-		var got inbox
-		if err := late.Subscribe(wire.AllAgents(wire.KindCapabilities), 1, got.handle); err != nil {
-			t.Fatal(err)
-		}
+		got := subscribed(t, b.URL, wire.AllAgents(wire.KindCapabilities))
 		m := got.await(t, string(caps))
 		if !m.Retained || m.Topic != topic {
 			t.Fatalf("late subscriber got %+v, want retained message on %s", m, topic)
@@ -75,11 +67,7 @@ func TestContractRetainedForLateSubscriber(t *testing.T) {
 func TestContractWillOnAbruptDeath(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		agent := clientID("agent")
-		watch := connect(t, b.URL, nil)
-		var got inbox
-		if err := watch.Subscribe(wire.StatusTopic(agent), 1, got.handle); err != nil {
-			t.Fatal(err)
-		}
+		got := subscribed(t, b.URL, wire.StatusTopic(agent))
 
 		child := startAgentChild(t, b.URL, agent)
 		got.await(t, statusPayload(agent, wire.PresenceOnline))
@@ -89,11 +77,7 @@ func TestContractWillOnAbruptDeath(t *testing.T) {
 		_ = child.Wait()
 
 		got.await(t, statusPayload(agent, wire.PresenceOffline))
-		late := connect(t, b.URL, nil)
-		var retained inbox
-		if err := late.Subscribe(wire.StatusTopic(agent), 1, retained.handle); err != nil {
-			t.Fatal(err)
-		}
+		retained := subscribed(t, b.URL, wire.StatusTopic(agent))
 		if m := retained.await(t, statusPayload(agent, wire.PresenceOffline)); !m.Retained {
 			t.Fatalf("will delivered to a late subscriber with Retained=false; it must be retained")
 		}
@@ -105,11 +89,7 @@ func TestContractWillOnAbruptDeath(t *testing.T) {
 func TestContractNoWillOnClose(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		agent := clientID("agent")
-		watch := connect(t, b.URL, nil)
-		var got inbox
-		if err := watch.Subscribe(wire.StatusTopic(agent), 1, got.handle); err != nil {
-			t.Fatal(err)
-		}
+		got := subscribed(t, b.URL, wire.StatusTopic(agent))
 		c := connect(t, b.URL, func(o *mqttc.Options) { agentOptions(o, agent) })
 		got.await(t, statusPayload(agent, wire.PresenceOnline))
 		c.Close()
@@ -120,11 +100,7 @@ func TestContractNoWillOnClose(t *testing.T) {
 		if _, ok := got.find(func(m mqttc.Message) bool { return string(m.Payload) == offline }); ok {
 			t.Fatal("will published after a clean Close")
 		}
-		late := connect(t, b.URL, nil)
-		var retained inbox
-		if err := late.Subscribe(wire.StatusTopic(agent), 1, retained.handle); err != nil {
-			t.Fatal(err)
-		}
+		retained := subscribed(t, b.URL, wire.StatusTopic(agent))
 		if m := retained.await(t, statusPayload(agent, wire.PresenceOnline)); !m.Retained {
 			t.Fatal("retained status not marked retained")
 		}
@@ -255,11 +231,7 @@ func statusPayload(agent, presence string) string {
 func TestContractTakeoverEndsOnline(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		agent := clientID("agent")
-		watch := connect(t, b.URL, nil)
-		var live inbox
-		if err := watch.Subscribe(wire.StatusTopic(agent), 1, live.handle); err != nil {
-			t.Fatal(err)
-		}
+		live := subscribed(t, b.URL, wire.StatusTopic(agent))
 		mqtttest.DialRaw(t, strings.TrimPrefix(b.URL, "tcp://"), mqtttest.RawConnect{
 			ClientID:  "evoclaw-" + agent,
 			WillTopic: wire.StatusTopic(agent), WillPayload: statusPayload(agent, wire.PresenceOffline), WillRetain: true,
@@ -267,11 +239,7 @@ func TestContractTakeoverEndsOnline(t *testing.T) {
 		connect(t, b.URL, func(o *mqttc.Options) { agentOptions(o, agent) })
 		live.await(t, statusPayload(agent, wire.PresenceOnline))
 
-		late := connect(t, b.URL, nil)
-		var retained inbox
-		if err := late.Subscribe(wire.StatusTopic(agent), 1, retained.handle); err != nil {
-			t.Fatal(err)
-		}
+		retained := subscribed(t, b.URL, wire.StatusTopic(agent))
 		testenv.Eventually(t, waitFor, func() bool { return len(retained.all()) > 0 }, "retained status delivered")
 		if got, want := string(retained.all()[0].Payload), statusPayload(agent, wire.PresenceOnline); got != want {
 			t.Fatalf("retained status after takeover = %s, want %s", got, want)

@@ -104,3 +104,14 @@ func (b *inbox) await(t *testing.T, payload string) mqttc.Message {
 	}, fmt.Sprintf("message %q received", payload))
 	return got
 }
+
+// subscribed connects a new client to url and subscribes it to filter at
+// QoS 1; what arrives collects in the returned inbox.
+func subscribed(t *testing.T, url, filter string) *inbox {
+	t.Helper()
+	var got inbox
+	if err := connect(t, url, nil).Subscribe(filter, 1, got.handle); err != nil {
+		t.Fatal(err)
+	}
+	return &got
+}

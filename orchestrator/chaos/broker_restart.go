@@ -26,15 +26,8 @@ func brokerRestart(ctx context.Context, r *run) error {
 	if err := r.startNode(ctx, url); err != nil {
 		return err
 	}
-	e, err := r.addEdge("chaos-a", url)
+	e, p, err := r.onlineEdge(ctx, "chaos-a", url)
 	if err != nil {
-		return err
-	}
-	p, err := r.startEdge(ctx, e)
-	if err != nil {
-		return err
-	}
-	if err := r.waitAgent(ctx, e.id); err != nil {
 		return err
 	}
 	r.say("[2/5] agent %s pid %d online; %d calls before the fault", e.id, p.pid(), before)

@@ -23,15 +23,8 @@ func edgeKill(ctx context.Context, r *run) error {
 	if err := r.startNode(ctx, ""); err != nil {
 		return err
 	}
-	e, err := r.addEdge("chaos-k", r.node.BrokerURL())
+	e, p, err := r.onlineEdge(ctx, "chaos-k", r.node.BrokerURL())
 	if err != nil {
-		return err
-	}
-	p, err := r.startEdge(ctx, e)
-	if err != nil {
-		return err
-	}
-	if err := r.waitAgent(ctx, e.id); err != nil {
 		return err
 	}
 	r.say("[1/5] orchestrator with embedded broker %s; agent %s pid %d online; %d calls", r.node.BrokerURL(), e.id, p.pid(), before)

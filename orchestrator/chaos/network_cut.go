@@ -25,15 +25,8 @@ func networkCut(ctx context.Context, r *run) error {
 		return err
 	}
 	defer px.Close()
-	e, err := r.addEdge("chaos-n", "tcp://"+px.Addr())
+	e, p, err := r.onlineEdge(ctx, "chaos-n", "tcp://"+px.Addr())
 	if err != nil {
-		return err
-	}
-	p, err := r.startEdge(ctx, e)
-	if err != nil {
-		return err
-	}
-	if err := r.waitAgent(ctx, e.id); err != nil {
 		return err
 	}
 	r.say("[1/6] agent %s pid %d reaches broker %s through proxy %s; %d calls", e.id, p.pid(), r.node.BrokerURL(), px.Addr(), before)

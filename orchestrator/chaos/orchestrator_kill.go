@@ -22,15 +22,8 @@ func orchestratorKill(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	e, err := r.addEdge("chaos-o", url)
+	e, p, err := r.onlineEdge(ctx, "chaos-o", url)
 	if err != nil {
-		return err
-	}
-	p, err := r.startEdge(ctx, e)
-	if err != nil {
-		return err
-	}
-	if err := r.waitAgent(ctx, e.id); err != nil {
 		return err
 	}
 	r.say("[1/5] orchestrator pid %d (embedded broker %s), agent %s pid %d; %d calls in conversation %s", nc.p.pid(), url, e.id, p.pid(), before, r.conv)

@@ -204,6 +204,23 @@ func (r *run) startEdge(ctx context.Context, e *edgeConf) (*process, error) {
 	return p, nil
 }
 
+// onlineEdge configures agent id on brokerURL, runs it, and waits until
+// the orchestrator lists it online with its tools.
+func (r *run) onlineEdge(ctx context.Context, id, brokerURL string) (*edgeConf, *process, error) {
+	e, err := r.addEdge(id, brokerURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := r.startEdge(ctx, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.waitAgent(ctx, e.id); err != nil {
+		return nil, nil, err
+	}
+	return e, p, nil
+}
+
 // waitAgent waits until the orchestrator lists agent id online with tools.
 func (r *run) waitAgent(ctx context.Context, id string) error {
 	return r.agentReady(ctx, id)

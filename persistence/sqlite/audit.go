@@ -21,12 +21,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("record tool call: %w", err)
 	}
-	if c.RecordID == "" {
-		c.RecordID = persistence.NewRecordID()
-	}
-	if c.Time.IsZero() {
-		c.Time = time.Now()
-	}
+	stamp(&c.RecordID, &c.Time)
 	args := toolCallArgs(&c)
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return s.insertChained(ctx, tx, "tool_calls", args)
@@ -68,4 +63,15 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// stamp gives a record about to be stored an id and the current time
+// where the caller left them unset.
+func stamp(id *string, at *time.Time) {
+	if *id == "" {
+		*id = persistence.NewRecordID()
+	}
+	if at.IsZero() {
+		*at = time.Now()
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
 )
@@ -15,12 +14,7 @@ func (s *Store) RecordEvent(ctx context.Context, e persistence.Event) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("record event: %w", err)
 	}
-	if e.RecordID == "" {
-		e.RecordID = persistence.NewRecordID()
-	}
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
+	stamp(&e.RecordID, &e.Time)
 	t := e.Time.UTC()
 	var detail any
 	if len(e.Detail) > 0 {

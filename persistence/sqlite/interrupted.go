@@ -82,12 +82,7 @@ func (s *Store) FinishInterrupted(ctx context.Context, c persistence.ToolCall, r
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("finish interrupted run: %w", err)
 	}
-	if c.RecordID == "" {
-		c.RecordID = persistence.NewRecordID()
-	}
-	if c.Time.IsZero() {
-		c.Time = time.Now()
-	}
+	stamp(&c.RecordID, &c.Time)
 	args := toolCallArgs(&c)
 	report = ownReport(report)
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {

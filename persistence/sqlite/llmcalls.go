@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
 )
@@ -17,12 +16,7 @@ func (s *Store) RecordLLMCall(ctx context.Context, c persistence.LLMCall) error 
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("record llm call: %w", err)
 	}
-	if c.RecordID == "" {
-		c.RecordID = persistence.NewRecordID()
-	}
-	if c.Time.IsZero() {
-		c.Time = time.Now()
-	}
+	stamp(&c.RecordID, &c.Time)
 	t := c.Time.UTC()
 	args := []any{
 		c.RecordID, t.Format(tsLayout), t.UnixMilli(), c.Node, nullIfEmpty(c.ConversationID),

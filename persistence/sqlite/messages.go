@@ -104,6 +104,12 @@ func (s *Store) LoadMessages(ctx context.Context, conversationID string) ([]pers
 	if err != nil {
 		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
 	}
+	return scanMessages(rows, conversationID)
+}
+
+// scanMessages reads the rows (seq, ts, role, body) of conversationID's
+// messages and closes them; none gives a nil slice.
+func scanMessages(rows *sql.Rows, conversationID string) ([]persistence.Message, error) {
 	defer rows.Close()
 	var out []persistence.Message
 	for rows.Next() {
@@ -115,9 +121,11 @@ func (s *Store) LoadMessages(ctx context.Context, conversationID string) ([]pers
 		if err := rows.Scan(&m.Seq, &ts, &m.Role, &bodyTx); err != nil {
 			return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
 		}
-		if m.Time, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
 			return nil, fmt.Errorf("load messages of %q: seq %d: bad ts %q: %w", conversationID, m.Seq, ts, err)
 		}
+		m.Time = t
 		m.ConversationID = conversationID
 		m.Body = []byte(bodyTx)
 		out = append(out, m)
@@ -234,26 +242,9 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, limit
 	if err != nil {
 		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
 	}
-	defer rows.Close()
-	out := []persistence.Message{}
-	for rows.Next() {
-		var (
-			m      persistence.Message
-			ts     string
-			bodyTx string
-		)
-		if err := rows.Scan(&m.Seq, &ts, &m.Role, &bodyTx); err != nil {
-			return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
-		}
-		if m.Time, err = time.Parse(time.RFC3339Nano, ts); err != nil {
-			return nil, fmt.Errorf("load messages of %q: seq %d: bad ts %q: %w", conversationID, m.Seq, ts, err)
-		}
-		m.ConversationID = conversationID
-		m.Body = []byte(bodyTx)
-		out = append(out, m)
+	out, err := scanMessages(rows, conversationID)
+	if out == nil && err == nil {
+		out = []persistence.Message{} // an empty history, not an absent one
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
-	}
-	return out, nil
+	return out, err
 }

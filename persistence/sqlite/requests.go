@@ -111,12 +111,7 @@ func (s *Store) FinishToolCall(ctx context.Context, c persistence.ToolCall, requ
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("finish tool call: %w", err)
 	}
-	if c.RecordID == "" {
-		c.RecordID = persistence.NewRecordID()
-	}
-	if c.Time.IsZero() {
-		c.Time = time.Now()
-	}
+	stamp(&c.RecordID, &c.Time)
 	args := toolCallArgs(&c)
 	report = ownReport(report)
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {

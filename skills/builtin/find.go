@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
@@ -46,35 +45,15 @@ func (o Options) find(ctx context.Context, args map[string]any) skills.Output {
 	if fail != nil {
 		return *fail
 	}
-	var found []string
-	full := false
+	h := &hits{max: o.MaxResults}
 	skipped, err := o.walk(ctx, start, func(name string, isDir bool) error {
 		if name == start || !matchBase(glob, name) || (kind == "file" && isDir) || (kind == "dir" && !isDir) {
 			return nil
 		}
-		if isDir {
-			name += "/"
-		}
-		found = append(found, name)
-		if len(found) >= o.MaxResults {
-			full = true
-			return errStopWalk
-		}
-		return nil
+		return h.addPath(name, isDir)
 	})
 	if err != nil && !errors.Is(err, errWalkLimit) {
 		return fileFailure(ctx, "find", p, err)
 	}
-	text := strings.Join(found, "\n")
-	switch {
-	case len(found) == 0:
-		text = "no matches"
-	case full:
-		text += fmt.Sprintf("\n[stopped at %d paths; narrow the pattern or the path]", o.MaxResults)
-	}
-	if errors.Is(err, errWalkLimit) {
-		text += "\n[search stopped: " + err.Error() + "]"
-	}
-	text += skippedNote(skipped)
-	return skills.Output{Content: []skills.Block{skills.TextBlock(text)}, Truncated: full || err != nil}
+	return h.output("paths", err, skipped)
 }

@@ -64,19 +64,9 @@ func (o Options) glob(ctx context.Context, args map[string]any) skills.Output {
 	if boolean(args, "files_only") {
 		opts = append(opts, doublestar.WithFilesOnly())
 	}
-	var found []string
-	full := false
+	h := &hits{max: o.MaxResults}
 	err = doublestar.GlobWalk(sub, pattern, func(name string, d fs.DirEntry) error {
-		name = path.Join(base, name)
-		if d.IsDir() {
-			name += "/"
-		}
-		found = append(found, name)
-		if len(found) >= o.MaxResults {
-			full = true
-			return errStopWalk
-		}
-		return nil
+		return h.addPath(path.Join(base, name), d.IsDir())
 	}, opts...)
 	switch {
 	case errors.Is(err, errStopWalk), err == nil:
@@ -85,15 +75,5 @@ func (o Options) glob(ctx context.Context, args map[string]any) skills.Output {
 	default:
 		return fileFailure(ctx, "glob", p, err)
 	}
-	text := strings.Join(found, "\n")
-	switch {
-	case len(found) == 0:
-		text = "no matches"
-	case full:
-		text += fmt.Sprintf("\n[stopped at %d paths; narrow the pattern or the path]", o.MaxResults)
-	}
-	if err != nil {
-		text += "\n[search stopped: " + err.Error() + "]"
-	}
-	return skills.Output{Content: []skills.Block{skills.TextBlock(text)}, Truncated: full || err != nil}
+	return h.output("paths", err, 0)
 }

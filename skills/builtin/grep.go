@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"strings"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
@@ -82,18 +81,8 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 	if err != nil && !errors.Is(err, errWalkLimit) {
 		return fileFailure(ctx, "grep", p, err)
 	}
-	text := strings.Join(lines, "\n")
-	switch {
-	case len(lines) == 0:
-		text = "no matches"
-	case full:
-		text += fmt.Sprintf("\n[stopped at %d matches; narrow the pattern or the path]", o.MaxResults)
-	}
-	if errors.Is(err, errWalkLimit) {
-		text += "\n[search stopped: " + err.Error() + "]"
-	}
-	text += skippedNote(skipped + refused)
-	return skills.Output{Content: []skills.Block{skills.TextBlock(text)}, Truncated: full || err != nil}
+	h := &hits{list: lines, max: o.MaxResults, full: full}
+	return h.output("matches", err, skipped+refused)
 }
 
 // grepFile appends the matches in one file and reports whether the match

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,27 +65,19 @@ func TestSystemMessagesJoinSystemPrompt(t *testing.T) {
 }
 
 func TestFailuresAreTyped(t *testing.T) {
-	tests := []struct {
-		pair   string
-		kind   llm.ErrorKind
-		status int
-		msg    string
-	}{
-		{"overloaded.json", llm.KindRateLimited, 529, "overloaded_error: Overloaded"},
-		{"unauthorized.json", llm.KindAuth, 401, "authentication_error: invalid x-api-key"},
-		{"bad_request.json", llm.KindBadRequest, 400, "prompt is too long"},
-		{"not_json.json", llm.KindMalformed, 200, "upstream connect error"},
-		{"empty_content.json", llm.KindMalformed, 200, "empty answer"},
-		{"stream_truncated.json", llm.KindNetwork, 200, "before message_stop"},
-		{"stream_error.json", llm.KindServer, 200, "overloaded_error: Overloaded"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.pair, func(t *testing.T) {
-			p, _ := serve(t, Options{Stream: strings.HasPrefix(tt.pair, "stream")}, tt.pair)
-			_, err := p.Complete(context.Background(), turn1())
-			llmtest.WantError(t, err, Name, tt.kind, tt.status, tt.msg)
-		})
-	}
+	llmtest.WantFailures(t, Name, []llmtest.Failure{
+		{Pair: "overloaded.json", Kind: llm.KindRateLimited, Status: 529, Msg: "overloaded_error: Overloaded"},
+		{Pair: "unauthorized.json", Kind: llm.KindAuth, Status: 401, Msg: "authentication_error: invalid x-api-key"},
+		{Pair: "bad_request.json", Kind: llm.KindBadRequest, Status: 400, Msg: "prompt is too long"},
+		{Pair: "not_json.json", Kind: llm.KindMalformed, Status: 200, Msg: "upstream connect error"},
+		{Pair: "empty_content.json", Kind: llm.KindMalformed, Status: 200, Msg: "empty answer"},
+		{Pair: "stream_truncated.json", Kind: llm.KindNetwork, Status: 200, Msg: "before message_stop"},
+		{Pair: "stream_error.json", Kind: llm.KindServer, Status: 200, Msg: "overloaded_error: Overloaded"},
+	}, func(t *testing.T, pair string, stream bool) error {
+		p, _ := serve(t, Options{Stream: stream}, pair)
+		_, err := p.Complete(context.Background(), turn1())
+		return err
+	}, nil)
 }
 
 func TestRetryAfterDate(t *testing.T) {

@@ -1,11 +1,9 @@
 package anthropic
 
 import (
-	"context"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/images"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 )
 
@@ -13,26 +11,9 @@ import (
 // images on, an image block inside the tool_result; with images off, the
 // result's text.
 func TestToolResultImage(t *testing.T) {
-	for _, tt := range []struct {
-		pair   string
-		send   bool
-		answer string
-	}{
-		{"tool_result_image.json", true, "The image is a single green pixel; the Pi is at 45.6 °C."},
-		{"tool_result_image_off.json", false, "I cannot see the image; the Pi is at 45.6 °C."},
-	} {
-		t.Run(tt.pair, func(t *testing.T) {
-			p, s := serve(t, Options{APIKey: "sk-ant-test"}, tt.pair)
-			w := images.Wrap(p, images.Settings{Send: tt.send}, nil)
-			r, err := w.Complete(context.Background(), llmtest.ImageRequest("claude-sonnet-4-5", "toolu_"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Message.Content != tt.answer || s.Requests() != 1 {
-				t.Fatalf("answer %+v after %d requests", r.Message, s.Requests())
-			}
-		})
-	}
+	llmtest.ToolResultImage(t, func(t *testing.T, pair string) (llm.Provider, *llmtest.Server) {
+		return serve(t, Options{APIKey: "sk-ant-test"}, pair)
+	}, "claude-sonnet-4-5", "toolu_")
 }
 
 // A user message with images (tool results written as text in prompt tool

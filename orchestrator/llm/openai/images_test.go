@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"context"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/images"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 )
 
@@ -13,26 +11,9 @@ import (
 // images on, the image follows the tool messages in a user message; with
 // images off, the tool message is the result's text.
 func TestToolResultImage(t *testing.T) {
-	for _, tt := range []struct {
-		pair   string
-		send   bool
-		answer string
-	}{
-		{"tool_result_image.json", true, "The image is a single green pixel; the Pi is at 45.6 °C."},
-		{"tool_result_image_off.json", false, "I cannot see the image; the Pi is at 45.6 °C."},
-	} {
-		t.Run(tt.pair, func(t *testing.T) {
-			p, s := serve(t, Options{APIKey: "sk-test"}, tt.pair)
-			w := images.Wrap(p, images.Settings{Send: tt.send}, nil)
-			r, err := w.Complete(context.Background(), llmtest.ImageRequest("gpt-4o-mini", "call_"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Message.Content != tt.answer || s.Requests() != 1 {
-				t.Fatalf("answer %+v after %d requests", r.Message, s.Requests())
-			}
-		})
-	}
+	llmtest.ToolResultImage(t, func(t *testing.T, pair string) (llm.Provider, *llmtest.Server) {
+		return serve(t, Options{APIKey: "sk-test"}, pair)
+	}, "gpt-4o-mini", "call_")
 }
 
 // Results of one turn with images each get their label, in order, in the

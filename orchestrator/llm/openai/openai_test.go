@@ -118,30 +118,24 @@ func TestInvalidArgumentsKept(t *testing.T) {
 }
 
 func TestFailuresAreTyped(t *testing.T) {
-	tests := []struct {
-		pair   string
-		kind   llm.ErrorKind
-		status int
-		msg    string
-	}{
-		{"not_json.json", llm.KindMalformed, 200, "It works!"},
-		{"no_choices.json", llm.KindMalformed, 200, "no choices"},
-		{"empty_content.json", llm.KindMalformed, 200, "empty answer"},
-		{"unauthorized.json", llm.KindAuth, 401, "Incorrect API key provided"},
-		{"rate_limited.json", llm.KindRateLimited, 429, "Rate limit reached"},
-		{"server_error.json", llm.KindServer, 500, "server had an error"},
-		{"stream_truncated.json", llm.KindNetwork, 200, "stream ended before [DONE]"},
-		{"stream_cut.json", llm.KindNetwork, 200, "stream ended before [DONE]"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.pair, func(t *testing.T) {
-			p, _ := serve(t, Options{Stream: strings.HasPrefix(tt.pair, "stream")}, tt.pair)
-			_, err := p.Complete(context.Background(), turn1())
-			if e := llmtest.WantError(t, err, Name, tt.kind, tt.status, tt.msg); e.Model != "gpt-4o-mini" {
-				t.Fatalf("err = %#v, want model gpt-4o-mini", e)
-			}
-		})
-	}
+	llmtest.WantFailures(t, Name, []llmtest.Failure{
+		{Pair: "not_json.json", Kind: llm.KindMalformed, Status: 200, Msg: "It works!"},
+		{Pair: "no_choices.json", Kind: llm.KindMalformed, Status: 200, Msg: "no choices"},
+		{Pair: "empty_content.json", Kind: llm.KindMalformed, Status: 200, Msg: "empty answer"},
+		{Pair: "unauthorized.json", Kind: llm.KindAuth, Status: 401, Msg: "Incorrect API key provided"},
+		{Pair: "rate_limited.json", Kind: llm.KindRateLimited, Status: 429, Msg: "Rate limit reached"},
+		{Pair: "server_error.json", Kind: llm.KindServer, Status: 500, Msg: "server had an error"},
+		{Pair: "stream_truncated.json", Kind: llm.KindNetwork, Status: 200, Msg: "stream ended before [DONE]"},
+		{Pair: "stream_cut.json", Kind: llm.KindNetwork, Status: 200, Msg: "stream ended before [DONE]"},
+	}, func(t *testing.T, pair string, stream bool) error {
+		p, _ := serve(t, Options{Stream: stream}, pair)
+		_, err := p.Complete(context.Background(), turn1())
+		return err
+	}, func(t *testing.T, e *llm.Error) {
+		if e.Model != "gpt-4o-mini" {
+			t.Fatalf("err = %#v, want model gpt-4o-mini", e)
+		}
+	})
 }
 
 func TestRetryAfterParsed(t *testing.T) {

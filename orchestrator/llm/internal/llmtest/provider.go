@@ -47,6 +47,32 @@ func WantError(t testing.TB, err error, provider string, kind llm.ErrorKind, sta
 	return e
 }
 
+// Failure is a recorded pair that fails, and the error a provider must
+// return for it (see WantError).
+type Failure struct {
+	Pair   string
+	Kind   llm.ErrorKind
+	Status int
+	Msg    string
+}
+
+// WantFailures checks each failure in a subtest named for its pair:
+// complete makes a provider talking to a server of that one pair (asking
+// for a stream when the pair's name starts with "stream") and returns the
+// error of one call, which must be the typed error the failure names;
+// check, when not nil, checks each error further.
+func WantFailures(t *testing.T, provider string, failures []Failure, complete func(t *testing.T, pair string, stream bool) error,
+	check func(t *testing.T, e *llm.Error)) {
+	for _, f := range failures {
+		t.Run(f.Pair, func(t *testing.T) {
+			e := WantError(t, complete(t, f.Pair, strings.HasPrefix(f.Pair, "stream")), provider, f.Kind, f.Status, f.Msg)
+			if check != nil {
+				check(t, e)
+			}
+		})
+	}
+}
+
 // Seeds adds to f every recorded answer of the folder dir under Dir: the
 // JSON bodies, or with stream the event streams as "data:" lines.
 func Seeds(f *testing.F, dir string, stream bool) {
