@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills/shipped"
@@ -30,7 +31,9 @@ func inProcess(tb testing.TB, auditSync string) *Node {
 		tb.Fatal(err)
 	}
 	ctx := context.Background()
-	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}},
+	node, err := Start(ctx, Config{DataDir: filepath.Join(dir, "orch"), AuditSync: auditSync, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}},
+		// No inbound rate limit: a benchmark sends reports faster than its default.
+		Inbound: InboundConf{InboundLimits: rate.InboundLimits{MessagesPerSecond: -1, BytesPerSecond: -1}}},
 		Options{Provider: p})
 	if err != nil {
 		tb.Fatal(err)
