@@ -89,12 +89,40 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 		if err != nil {
 			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
 		}
+		if q, ok := o.LLMLog.(LLMCallQueue); ok {
+			// Off the chat's path: the history write before the next
+			// completion, or at the end of the chat, commits it too.
+			if aerr := q.QueueLLMCall(rec, func(err error) {
+				if err != nil {
+					o.Logger.Error("audit llm call", "conversation", id, "err", err)
+				}
+			}); aerr != nil {
+				o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
+			}
+			return
+		}
 		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
 		defer cancel()
 		if aerr := o.LLMLog.RecordLLMCall(actx, rec); aerr != nil {
 			o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
 		}
 	}
+}
+
+// LLMCallQueue is an LLMCallLog that can queue a record and return before
+// it commits, with every write submitted to the same store afterwards
+// committing no earlier than the record (sqlite.Store is one). A
+// conversation whose LLMLog is one, and is also its HistoryStore's store,
+// queues the record of each completion instead of waiting for it: the
+// history write that precedes its next completion, or ends the chat,
+// commits it at the latest, so a record is never missing for a step the
+// history holds, and the chat does not wait for one commit per completion.
+type LLMCallQueue interface {
+	persistence.LLMCallLog
+	// QueueLLMCall queues c; then, which may be nil, gets the commit's
+	// result on the store's writer and must be quick. The error is for a
+	// record that could not be queued.
+	QueueLLMCall(c persistence.LLMCall, then func(error)) error
 }
 
 // storeFunc takes the messages not yet stored and returns the function
