@@ -29,7 +29,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	}
 	lctx, cancel := context.WithTimeout(context.Background(), c.o.LLMTimeout)
 	t.cancel = cancel
-	store := c.storeFunc(t)
+	store, audits := c.storeFunc(t), t.takeAudits()
 	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
 	record := c.llmRecorder(t.m.Iterations())
 	progress, iteration, convID, now := t.progress, t.m.Iterations(), c.id, c.o.Now
@@ -41,6 +41,12 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 		// context: a canceled chat still stores what it said.
 		sctx, scancel := context.WithTimeout(context.Background(), auditTimeout)
 		err := store(sctx)
+		if err == nil {
+			// The model sees no result whose audit row is not committed.
+			if aerr := awaitAudits(sctx, audits); aerr != nil {
+				err = fmt.Errorf("%w: %w", ErrAudit, aerr)
+			}
+		}
 		scancel()
 		if err != nil {
 			progress.emit(Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
@@ -140,4 +146,29 @@ func (c *conversation) storeFunc(t *turn) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// takeAudits returns the queued audit results of t and forgets them.
+func (t *turn) takeAudits() []<-chan error {
+	a := t.audits
+	t.audits = nil
+	return a
+}
+
+// awaitAudits waits for the queued audit writes and returns the first
+// error. They were queued before the history write that precedes this
+// wait, so by then they are answered; ctx bounds the wait all the same.
+func awaitAudits(ctx context.Context, audits []<-chan error) error {
+	var first error
+	for _, ch := range audits {
+		select {
+		case err := <-ch:
+			if err != nil && first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the audit of a tool call: %w", ctx.Err())
+		}
+	}
+	return first
 }

@@ -21,9 +21,10 @@ type history struct {
 
 var (
 	_ actors.HistoryStore = history{}
-	// The node's LLMLog is the store behind its history, so queued records
-	// commit with the history writes that follow them.
-	_ actors.LLMCallQueue = (*sqlite.Store)(nil)
+	// The node's LLMLog and Audit are the store behind its history, so
+	// queued records commit with the history writes that follow them.
+	_ actors.LLMCallQueue  = (*sqlite.Store)(nil)
+	_ actors.ToolCallQueue = (*sqlite.Store)(nil)
 )
 
 // LoadHistory implements actors.HistoryStore.
