@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -126,7 +125,7 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 }
 
 func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
-	if !slices.Contains(a.tools.Names(), p.Tool) {
+	if !a.tools.Offered(p.Tool) {
 		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
 	}
 	// The caller's timeout wins over the tool's default, within the clamp.
