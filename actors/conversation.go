@@ -39,6 +39,10 @@ type turn struct {
 	cancel    context.CancelFunc
 	progress  ProgressFunc
 	unpersist []llm.Message
+	// audits are the results of tool-call rows queued, not waited for
+	// (ToolCallQueue): checked after the next history write, before the
+	// model or the user sees anything more.
+	audits []<-chan error
 	// names maps the tool names of the last request as the model saw them
 	// back to the offered names.
 	names *toolNames
@@ -322,6 +326,9 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 		return // a call of a turn that was canceled or already ended
 	}
 	i, call := m.index, t.assistant.ToolCalls[m.index]
+	if m.pending != nil {
+		t.audits = append(t.audits, m.pending)
+	}
 	call.Name = t.names.original(call.Name)
 	elapsed := c.o.Now().Sub(t.started[i])
 	ok := m.res.Succeeded()
@@ -417,13 +424,16 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 	if f.Limit != nil {
 		ans.Limit = f.Limit.Error()
 	}
-	store := c.storeFunc(t)
+	store, audits := c.storeFunc(t), t.takeAudits()
 	self, root, timeout := ctx.Self(), ctx.ActorSystem().Root, c.o.AuditTimeout
 	go func() {
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if serr := store(sctx); serr != nil {
 			ans.Err = errors.Join(ans.Err, serr)
+		} else if aerr := awaitAudits(sctx, audits); aerr != nil && !errors.Is(ans.Err, ErrAudit) {
+			// No answer is given without a record of every call.
+			ans.Text, ans.Err = "", errors.Join(ans.Err, fmt.Errorf("%w: %w", ErrAudit, aerr))
 		}
 		root.Send(self, &finished{ans: ans})
 	}()

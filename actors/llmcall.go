@@ -29,7 +29,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	}
 	lctx, cancel := context.WithTimeout(context.Background(), c.o.LLMTimeout)
 	t.cancel = cancel
-	store := c.storeFunc(t)
+	store, audits := c.storeFunc(t), t.takeAudits()
 	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
 	record := c.llmRecorder(t.m.Iterations())
 	progress, iteration, convID, now := t.progress, t.m.Iterations(), c.id, c.o.Now
@@ -41,6 +41,12 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 		// context: a canceled chat still stores what it said.
 		sctx, scancel := context.WithTimeout(context.Background(), auditTimeout)
 		err := store(sctx)
+		if err == nil {
+			// The model sees no result whose audit row is not committed.
+			if aerr := awaitAudits(sctx, audits); aerr != nil {
+				err = fmt.Errorf("%w: %w", ErrAudit, aerr)
+			}
+		}
 		scancel()
 		if err != nil {
 			progress.emit(Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
@@ -89,12 +95,40 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 		if err != nil {
 			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
 		}
+		if q, ok := o.LLMLog.(LLMCallQueue); ok {
+			// Off the chat's path: the history write before the next
+			// completion, or at the end of the chat, commits it too.
+			if aerr := q.QueueLLMCall(rec, func(err error) {
+				if err != nil {
+					o.Logger.Error("audit llm call", "conversation", id, "err", err)
+				}
+			}); aerr != nil {
+				o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
+			}
+			return
+		}
 		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)
 		defer cancel()
 		if aerr := o.LLMLog.RecordLLMCall(actx, rec); aerr != nil {
 			o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
 		}
 	}
+}
+
+// LLMCallQueue is an LLMCallLog that can queue a record and return before
+// it commits, with every write submitted to the same store afterwards
+// committing no earlier than the record (sqlite.Store is one). A
+// conversation whose LLMLog is one, and is also its HistoryStore's store,
+// queues the record of each completion instead of waiting for it: the
+// history write that precedes its next completion, or ends the chat,
+// commits it at the latest, so a record is never missing for a step the
+// history holds, and the chat does not wait for one commit per completion.
+type LLMCallQueue interface {
+	persistence.LLMCallLog
+	// QueueLLMCall queues c; then, which may be nil, gets the commit's
+	// result on the store's writer and must be quick. The error is for a
+	// record that could not be queued.
+	QueueLLMCall(c persistence.LLMCall, then func(error)) error
 }
 
 // storeFunc takes the messages not yet stored and returns the function
@@ -112,4 +146,29 @@ func (c *conversation) storeFunc(t *turn) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// takeAudits returns the queued audit results of t and forgets them.
+func (t *turn) takeAudits() []<-chan error {
+	a := t.audits
+	t.audits = nil
+	return a
+}
+
+// awaitAudits waits for the queued audit writes and returns the first
+// error. They were queued before the history write that precedes this
+// wait, so by then they are answered; ctx bounds the wait all the same.
+func awaitAudits(ctx context.Context, audits []<-chan error) error {
+	var first error
+	for _, ch := range audits {
+		select {
+		case err := <-ch:
+			if err != nil && first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the audit of a tool call: %w", ctx.Err())
+		}
+	}
+	return first
 }

@@ -147,6 +147,9 @@ type (
 		result llm.Message
 		// audit is the error of the call's audit write, if any.
 		audit error
+		// pending, when set, gives the result of an audit write that was
+		// queued, not waited for (ToolCallQueue); audit is then nil.
+		pending <-chan error
 	}
 	localDone struct {
 		res skills.Output

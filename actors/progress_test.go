@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,6 +97,37 @@ func TestAuditFailureEndsTheChat(t *testing.T) {
 	}
 	if !strings.Contains(ans.Err.Error(), "disk is full") {
 		t.Fatalf("err %v does not say why", ans.Err)
+	}
+}
+
+// queuedFailingAudit queues every row and fails its commit afterwards, as
+// a disk that fills up under the writer would.
+type queuedFailingAudit struct {
+	failingAudit
+	queued atomic.Int32
+}
+
+func (a *queuedFailingAudit) QueueToolCall(_ persistence.ToolCall, then func(error)) error {
+	a.queued.Add(1)
+	then(errors.New("database or disk is full")) // buffered: the caller reads it later
+	return nil
+}
+
+// A queued row (ToolCallQueue) that fails still ends the chat with
+// ErrAudit before the model sees the result.
+func TestQueuedAuditFailureEndsTheChat(t *testing.T) {
+	a := &queuedFailingAudit{}
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Audit = a })
+	h.edge.onTool = echoReply(h)
+	ans := h.chat(t, "go")
+	if !errors.Is(ans.Err, ErrAudit) || ans.Text != "" {
+		t.Fatalf("answer %+v, want ErrAudit and no text", ans)
+	}
+	if !strings.Contains(ans.Err.Error(), "disk is full") {
+		t.Fatalf("err %v does not say why", ans.Err)
+	}
+	if a.queued.Load() != 1 {
+		t.Fatalf("rows queued %d, want 1", a.queued.Load())
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/skills"
 )
 
@@ -259,11 +260,48 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 	c.cancel = nil
 	s, self, parent, root, remote := c.s, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, c.remote
 	observed := s.o.Now().Sub(s.started)
+	if q, ok := s.o.Audit.(ToolCallQueue); ok {
+		// The row is queued before the parent hears of the result, so the
+		// history write that precedes the next LLM call commits it at the
+		// latest; the conversation checks its result before that call.
+		pending := make(chan error, 1)
+		rec := AuditRow(CallRef{Node: s.o.Node, Side: s.o.Side, ConversationID: s.convID, RequestID: s.requestID, CallID: s.call.ID,
+			AgentID: s.agentID, Tool: s.call.Name, Params: s.call.Arguments, Elapsed: observed, AgentReported: remote}, res, s.o.Now())
+		log, requestID, tool := s.o.Logger, s.requestID, s.call.Name
+		err := q.QueueToolCall(rec, func(err error) {
+			if err != nil {
+				log.Error("audit tool call", "request_id", requestID, "tool", tool, "err", err)
+			}
+			pending <- err
+		})
+		if err == nil {
+			ctx.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: toolMessage(s.call, res), pending: pending})
+			ctx.Stop(self)
+			return
+		}
+		// Not queued (queue full, store closed): the write below reports it.
+	}
 	go func() {
 		msg, aerr := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res, observed, remote)
 		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
 	}()
+}
+
+// ToolCallQueue is an AuditLog that can queue a tool-call row and return
+// before it commits, with every write submitted to the same store
+// afterwards committing no earlier than the row (sqlite.Store is one). A
+// conversation whose Audit is one, and is also its HistoryStore's store,
+// does not wait for each row: the history write before the next LLM call
+// commits it at the latest, and the conversation checks the row's result
+// after that write and before the call, so the model still never sees a
+// result whose row is not committed, and a failed row still ends the chat
+// with loop.ErrAudit.
+type ToolCallQueue interface {
+	// QueueToolCall queues c; then, which may be nil, gets the commit's
+	// result on the store's writer and must be quick. The error is for a
+	// row that could not be queued.
+	QueueToolCall(c persistence.ToolCall, then func(error)) error
 }
 
 // completeCall records the outcome of a tool call in the audit trail and

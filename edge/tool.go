@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -130,7 +129,7 @@ func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
 	if denied := a.tools.Denied(p.Tool); denied != nil {
 		return *denied // known, but its permissions are not granted
 	}
-	if !slices.Contains(a.tools.Names(), p.Tool) {
+	if !a.tools.Offered(p.Tool) {
 		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
 	}
 	// The caller's timeout wins over the tool's default, within the clamp.

@@ -8,6 +8,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // history keeps conversations in the node's audit database: each
@@ -18,7 +19,13 @@ type history struct {
 	store persistence.ConversationStore
 }
 
-var _ actors.HistoryStore = history{}
+var (
+	_ actors.HistoryStore = history{}
+	// The node's LLMLog and Audit are the store behind its history, so
+	// queued records commit with the history writes that follow them.
+	_ actors.LLMCallQueue  = (*sqlite.Store)(nil)
+	_ actors.ToolCallQueue = (*sqlite.Store)(nil)
+)
 
 // LoadHistory implements actors.HistoryStore.
 func (h history) LoadHistory(ctx context.Context, id string) ([]llm.Message, error) {

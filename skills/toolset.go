@@ -137,6 +137,25 @@ func (s *Toolset) Names() []string {
 	return out
 }
 
+// Offered reports whether Names holds name, without building the list: a
+// caller about to run one tool checks it in one catalog lookup instead of
+// cloning and sorting every definition.
+func (s *Toolset) Offered(name string) bool {
+	if g, ok := s.goTool(name); ok {
+		ok, _ := Allowed(g.Tool, s.opts.Granted) // shadows a skill tool of the same name
+		return ok
+	}
+	if s.catalog == nil {
+		return false
+	}
+	t, ok := s.catalog.Tool(name)
+	if !ok {
+		return false
+	}
+	ok, _ = Allowed(Tool{Permissions: t.Permissions}, s.opts.Granted)
+	return ok
+}
+
 // Call runs the tool called name with args and never returns a Go error:
 // an unknown tool is not_found, a permission not granted is
 // permission_denied, bad arguments are invalid_params, and the tool's own

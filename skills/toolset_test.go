@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,14 @@ func TestToolsetListAndOverride(t *testing.T) {
 	names := ts.Names()
 	if strings.Contains(strings.Join(names, ","), "net_probe") {
 		t.Fatalf("offered %v includes net_probe", names)
+	}
+	for name := range byName {
+		if got, want := ts.Offered(name), slices.Contains(names, name); got != want {
+			t.Errorf("Offered(%q) = %v, Names holds it: %v", name, got, want)
+		}
+	}
+	if ts.Offered("no_such_tool") {
+		t.Error("Offered(no_such_tool) = true")
 	}
 	out := ts.Call(context.Background(), "sysinfo", nil)
 	if out.ErrorType() != "" || out.Text() != "from go" {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/skills/shipped"
@@ -99,8 +100,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// The agent's inbound rate limit (50 messages/s by default) is off: a
+	// round trip takes a few milliseconds, so the bench would otherwise
+	// measure the limiter dropping reports, not the round trip.
 	node, err := orchestrator.Start(ctx, orchestrator.Config{DataDir: filepath.Join(dir, "orch"), AuditSync: *auditSync,
-		Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: orchestrator.BrokerSecurity{AllowAnonymous: true}}}, orchestrator.Options{Provider: p, Logger: slog.New(slog.DiscardHandler)})
+		Broker:  orchestrator.BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: orchestrator.BrokerSecurity{AllowAnonymous: true}},
+		Inbound: orchestrator.InboundConf{InboundLimits: rate.InboundLimits{MessagesPerSecond: -1, BytesPerSecond: -1}}},
+		orchestrator.Options{Provider: p, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

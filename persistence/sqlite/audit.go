@@ -32,6 +32,39 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 	return nil
 }
 
+// QueueToolCall queues c for the writer and returns without waiting for
+// its commit; then (which may be nil) gets the result on the writer
+// goroutine and must be quick. A write submitted after QueueToolCall
+// returns commits no earlier than c (the writer is first in, first out).
+// The error is for a record that was not queued (invalid, ErrQueueFull,
+// ErrClosed).
+func (s *Store) QueueToolCall(c persistence.ToolCall, then func(error)) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("record tool call: %w", err)
+	}
+	if c.RecordID == "" {
+		c.RecordID = persistence.NewRecordID()
+	}
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
+	args, id := toolCallArgs(&c), c.RecordID
+	err := s.submitQueued(func(ctx context.Context, tx *sql.Tx) error {
+		return s.insertChained(ctx, tx, "tool_calls", args)
+	}, func(err error) {
+		if then != nil {
+			if err != nil {
+				err = fmt.Errorf("record tool call %s: %w", id, err)
+			}
+			then(err)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("record tool call %s: %w", id, err)
+	}
+	return nil
+}
+
 // toolCallArgs returns the hashed column values of c, in the order of
 // auditchain's tool_calls columns, without chain_seq.
 func toolCallArgs(c *persistence.ToolCall) []any {

@@ -40,7 +40,7 @@ func (s *Store) insertChained(ctx context.Context, tx *sql.Tx, table string, val
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, chainInserts[table], append(full, h.String())...); err != nil {
+	if _, err := s.txExec(ctx, tx, chainInserts[table], append(full, h.String())...); err != nil {
 		return fmt.Errorf("insert %s row: %w", table, err)
 	}
 	s.chain = chainState{seq: seq, head: h}

@@ -25,7 +25,7 @@ func (s *Store) BeginRun(ctx context.Context, requestID string, run persistence.
 // runs in. It changes nothing once the request is done.
 func (s *Store) NoteRunProcess(ctx context.Context, requestID string, p persistence.RunProcess) error {
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE request_log SET pgid = ?, pgid_start = ?, boot_id = ? WHERE request_id = ? AND state = ?`,
+		_, err := s.txExec(ctx, tx, qNoteProcess,
 			p.Pgid, int64(p.StartTicks), p.BootID, requestID, stateRunning)
 		return err
 	})
@@ -103,3 +103,6 @@ func (s *Store) FinishInterrupted(ctx context.Context, c persistence.ToolCall, r
 	}
 	return nil
 }
+
+// qNoteProcess is a hot write, prepared once (stmtcache.go).
+const qNoteProcess = `UPDATE request_log SET pgid = ?, pgid_start = ?, boot_id = ? WHERE request_id = ? AND state = ?`

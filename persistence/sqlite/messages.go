@@ -58,7 +58,7 @@ func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs 
 // updates its summary row. It returns the Seq given to rows[0].
 func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persistence.Message, ids []string) (int64, error) {
 	var last int64
-	err := tx.QueryRowContext(ctx, `SELECT message_count FROM conversations WHERE conversation_id = ?`, conv).Scan(&last)
+	err := s.txQueryRow(ctx, tx, qMessageCount, conv).Scan(&last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("read conversation: %w", err)
 	}
@@ -72,14 +72,7 @@ func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, r
 		}
 	}
 	// Upsert the summary first: messages reference it (foreign key).
-	_, err = tx.ExecContext(ctx, `INSERT INTO conversations (conversation_id, first_ts, first_ms, last_ts, last_ms, message_count)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (conversation_id) DO UPDATE SET
-			first_ts = CASE WHEN excluded.first_ms < first_ms THEN excluded.first_ts ELSE first_ts END,
-			first_ms = min(first_ms, excluded.first_ms),
-			last_ts = CASE WHEN excluded.last_ms > last_ms THEN excluded.last_ts ELSE last_ts END,
-			last_ms = max(last_ms, excluded.last_ms),
-			message_count = excluded.message_count`,
+	_, err = s.txExec(ctx, tx, qUpsertConversation,
 		conv, lo.Format(tsLayout), lo.UnixMilli(), hi.Format(tsLayout), hi.UnixMilli(), last+int64(len(rows)))
 	if err != nil {
 		return 0, fmt.Errorf("update conversation: %w", err)
@@ -248,3 +241,16 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, limit
 	}
 	return out, err
 }
+
+// qMessageCount is a hot write, prepared once (stmtcache.go).
+const qMessageCount = `SELECT message_count FROM conversations WHERE conversation_id = ?`
+
+// qUpsertConversation is a hot write, prepared once (stmtcache.go).
+const qUpsertConversation = `INSERT INTO conversations (conversation_id, first_ts, first_ms, last_ts, last_ms, message_count)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (conversation_id) DO UPDATE SET
+			first_ts = CASE WHEN excluded.first_ms < first_ms THEN excluded.first_ts ELSE first_ts END,
+			first_ms = min(first_ms, excluded.first_ms),
+			last_ts = CASE WHEN excluded.last_ms > last_ms THEN excluded.last_ts ELSE last_ts END,
+			last_ms = max(last_ms, excluded.last_ms),
+			message_count = excluded.message_count`

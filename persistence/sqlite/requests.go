@@ -45,9 +45,8 @@ func (s *Store) beginRequest(ctx context.Context, requestID string, run persiste
 	}
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		state, report = 0, nil
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO request_log (request_id, state, started_ms, tool, params, conversation_id) VALUES (?, ?, ?, ?, ?, ?)
-			 ON CONFLICT (request_id) DO NOTHING`, requestID, stateRunning, now, tool, params, conv)
+		res, err := s.txExec(ctx, tx,
+			qBeginRequest, requestID, stateRunning, now, tool, params, conv)
 		if err != nil {
 			return fmt.Errorf("insert request: %w", err)
 		}
@@ -58,7 +57,7 @@ func (s *Store) beginRequest(ctx context.Context, requestID string, run persiste
 			return nil
 		}
 		var stored string
-		err = tx.QueryRowContext(ctx, `SELECT state, report FROM request_log WHERE request_id = ?`, requestID).Scan(&stored, &report)
+		err = s.txQueryRow(ctx, tx, qReadRequest, requestID).Scan(&stored, &report)
 		if err != nil {
 			return fmt.Errorf("read request: %w", err)
 		}
@@ -92,7 +91,7 @@ func (s *Store) FinishRequest(ctx context.Context, requestID string, report []by
 	}
 	report = ownReport(report)
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return finishRequestTx(ctx, tx, requestID, report)
+		return s.finishRequestTx(ctx, tx, requestID, report)
 	})
 	if err != nil {
 		return fmt.Errorf("finish request %q: %w", requestID, err)
@@ -118,7 +117,7 @@ func (s *Store) FinishToolCall(ctx context.Context, c persistence.ToolCall, requ
 		if err := s.insertChained(ctx, tx, "tool_calls", args); err != nil {
 			return err
 		}
-		return finishRequestTx(ctx, tx, requestID, report)
+		return s.finishRequestTx(ctx, tx, requestID, report)
 	})
 	if err != nil {
 		return fmt.Errorf("finish tool call %s of request %q: %w", c.RecordID, requestID, err)
@@ -136,12 +135,10 @@ func ownReport(report []byte) []byte {
 }
 
 // finishRequestTx marks requestID done with report inside tx.
-func finishRequestTx(ctx context.Context, tx *sql.Tx, requestID string, report []byte) error {
+func (s *Store) finishRequestTx(ctx context.Context, tx *sql.Tx, requestID string, report []byte) error {
 	now := time.Now().UnixMilli()
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO request_log (request_id, state, report, started_ms, finished_ms) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms
-		 WHERE request_log.state <> ?`,
+	_, err := s.txExec(ctx, tx,
+		qFinishRequest,
 		requestID, stateDone, report, now, now, stateDone)
 	if err != nil {
 		return fmt.Errorf("store request report: %w", err)
@@ -169,3 +166,15 @@ func (s *Store) PruneRequests(ctx context.Context, olderThan time.Time) (int64, 
 	}
 	return n, nil
 }
+
+// qBeginRequest is a hot write, prepared once (stmtcache.go).
+const qBeginRequest = `INSERT INTO request_log (request_id, state, started_ms, tool, params, conversation_id) VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (request_id) DO NOTHING`
+
+// qReadRequest is a hot write, prepared once (stmtcache.go).
+const qReadRequest = `SELECT state, report FROM request_log WHERE request_id = ?`
+
+// qFinishRequest is a hot write, prepared once (stmtcache.go).
+const qFinishRequest = `INSERT INTO request_log (request_id, state, report, started_ms, finished_ms) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms
+		 WHERE request_log.state <> ?`

@@ -131,7 +131,7 @@ func parseLegacy(s string) (auditchain.Legacy, error) {
 // writeSeal seals the writer's chain head, in its transaction.
 func (s *Store) writeSeal(ctx context.Context, tx *sql.Tx) error {
 	mac := s.key.MAC(auditchain.AnchorSeal, s.chainID, s.chain.seq, s.chain.head)
-	res, err := tx.ExecContext(ctx, `UPDATE chain_seal SET chain_seq = ?, hash = ?, mac = ? WHERE id = 1`,
+	res, err := s.txExec(ctx, tx, qSeal,
 		s.chain.seq, s.chain.head.String(), mac.String())
 	if err != nil {
 		return fmt.Errorf("seal audit chain: %w", err)
@@ -249,3 +249,6 @@ func openChain(ctx context.Context, db *sql.DB, path, keyFile string) (auditchai
 	}
 	return key, chainID, chain, nil
 }
+
+// qSeal is a hot write, prepared once (stmtcache.go).
+const qSeal = `UPDATE chain_seal SET chain_seq = ?, hash = ?, mac = ? WHERE id = 1`

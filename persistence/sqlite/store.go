@@ -146,6 +146,7 @@ type Store struct {
 	chain   chainState     // writer goroutine only: the last chained record
 	pending []hot.Entry    // writer goroutine only: entries for Ring once the transaction commits
 	health  writeHealth    // what the writer last saw, for WriteHealth
+	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
 
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.
@@ -211,6 +212,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
+	stmts := prepareStmts(context.Background(), db)
 	s := &Store{
 		path:       path,
 		opts:       opts,
@@ -221,6 +223,7 @@ func Open(path string, opts Options) (*Store, error) {
 		chainID:    chainID,
 		chain:      chain,
 		commit:     commitHook,
+		stmts:      stmts,
 		queue:      make(chan *op, opts.QueueLen),
 		writerDone: make(chan struct{}),
 	}
@@ -240,8 +243,9 @@ func (s *Store) Close() error {
 		close(s.queue) // the writer drains what is left, then returns
 		s.mu.Unlock()
 		<-s.writerDone
+		serr := s.stmts.close()
 		rerr := s.rdb.Close()
-		if err := errors.Join(s.db.Close(), rerr); err != nil {
+		if err := errors.Join(serr, s.db.Close(), rerr); err != nil {
 			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
 		}
 	})

@@ -27,8 +27,29 @@ type op struct {
 	// on every run.
 	apply func(ctx context.Context, tx *sql.Tx) error
 	// done receives the write's result once; it has room for it, so the
-	// writer never blocks on a caller that stopped waiting.
+	// writer never blocks on a caller that stopped waiting. Nil for a
+	// queued write (then).
 	done chan error
+	// then, when set, gets the result of a write whose caller did not wait
+	// for it (submitQueued). It runs on the writer goroutine, so it must be quick.
+	then func(error)
+}
+
+// answer hands o's result to its caller.
+func (o *op) answer(err error) {
+	if o.then != nil {
+		o.then(err)
+		return
+	}
+	o.done <- err
+}
+
+// submitQueued hands apply to the writer without waiting for its commit; then
+// gets the result. The writer takes writes in the order they are
+// submitted or queued, so a write queued before another is committed no
+// later than it: in the same transaction or an earlier one.
+func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
+	return s.enqueue(&op{apply: apply, then: then})
 }
 
 // submit hands apply to the writer and waits for its commit. If ctx ends
@@ -104,11 +125,11 @@ func (s *Store) commitBatch(batch []*op) {
 		s.noteWrite(err, failed < 0)
 		if failed < 0 {
 			for _, o := range batch {
-				o.done <- err
+				o.answer(err)
 			}
 			return
 		}
-		batch[failed].done <- err
+		batch[failed].answer(err)
 		batch = slices.Delete(batch, failed, failed+1)
 		if len(batch) > 0 {
 			s.log.Debug("audit write failed, retrying the rest of its batch", logKeyBatch, len(batch), logKeyErr, err)
