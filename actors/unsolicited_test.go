@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,30 +11,12 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // TestLateResultsAreStoredWithinAQuota: an agent sending results for
 // request_ids nobody waits for gets a few stored per window, with short
 // excerpts; the rest are counted, and the first one stored in the next
 // window says how many were left out.
 func TestLateResultsAreStoredWithinAQuota(t *testing.T) {
-	clock := &fakeClock{now: time.Now()}
+	clock := testenv.NewClock(time.Now())
 	quota := NewEventQuota(3, time.Minute)
 	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) {
 		o.Now, o.EventQuota, o.ExcerptBytes = clock.Now, quota, 100

@@ -18,31 +18,13 @@ import (
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-// testClock is a clock the test moves.
-type testClock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // gatedNode is a node with its HTTP API, an in-process edge agent
 // "bench-edge" running the shipped bench skill (tool noop), approvals
 // gating that tool, and a clock the test moves.
 type gatedNode struct {
 	node         *Node
 	base, token  string
-	clock        *testClock
+	clock        *testenv.Clock
 	dir, dataDir string
 }
 
@@ -53,7 +35,7 @@ func startGated(t *testing.T, transcript string, dataDir string) *gatedNode {
 		dataDir = filepath.Join(dir, "orch")
 	}
 	p := mustScript(t, transcript)
-	clock := &testClock{t: time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
 	cfg := Config{DataDir: dataDir, Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}},
 		HTTP:      HTTPConf{Listen: "127.0.0.1:0"},
 		Approvals: approvals.Config{Rules: []approvals.Rule{{Tools: []string{"*__noop"}}}}}

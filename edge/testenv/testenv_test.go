@@ -200,3 +200,20 @@ func (f *fakeTB) run(fn func(*fakeTB)) {
 	}()
 	<-done
 }
+
+func TestClock(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	c.Add(90 * time.Second)
+	if got := c.Now(); !got.Equal(start.Add(90 * time.Second)) {
+		t.Fatalf("after Add: %v", got)
+	}
+	c.Add(-time.Hour)
+	c.Set(start)
+	if got := c.Now(); !got.Equal(start) {
+		t.Fatalf("after Set: %v", got)
+	}
+	if (&Clock{}).Now() != (time.Time{}) {
+		t.Fatal("a zero Clock does not read the zero time")
+	}
+}

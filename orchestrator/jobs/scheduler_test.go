@@ -9,27 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
-
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // harness is one scheduler over a real SQLite store, with a runner that
 // records its runs.
@@ -37,7 +20,7 @@ type harness struct {
 	t     *testing.T
 	path  string
 	store *sqlite.Store
-	clock *fakeClock
+	clock *testenv.Clock
 	s     *Scheduler
 
 	mu   sync.Mutex // guards runs
@@ -48,7 +31,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, now time.Time) *harness {
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "audit.db"), clock: &fakeClock{t: now}}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "audit.db"), clock: testenv.NewClock(now)}
 	h.openStore()
 	t.Cleanup(func() { h.close() })
 	return h
