@@ -75,13 +75,19 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // Tools returns git_status, git_diff, git_log, git_branch and git_commit,
-// each requiring the git permission.
+// each requiring the git permission. Each answers by its deadline even
+// when go-git would not (see maxRunning).
 func Tools(o Options) ([]skills.GoTool, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return []skills.GoTool{o.status(), o.diff(), o.log(), o.branch(), o.commit()}, nil
+	tools := []skills.GoTool{o.status(), o.diff(), o.log(), o.branch(), o.commit()}
+	sem := make(chan struct{}, maxRunning)
+	for i := range tools {
+		tools[i].Run = deadlined(sem, tools[i].Tool.Name, tools[i].Run)
+	}
+	return tools, nil
 }
 
 // errNoRepo means the workspace holds no repository.
