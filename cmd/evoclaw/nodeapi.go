@@ -202,7 +202,10 @@ func (e *apiError) Error() string {
 	case http.StatusBadRequest:
 		return "the node refused the request: " + msg
 	case http.StatusNotFound:
-		return "the node has no such endpoint (is it an older evoclaw?): " + msg
+		if strings.HasPrefix(e.Message, "no endpoint") {
+			return "the node has no such endpoint (is it an older evoclaw?): " + msg
+		}
+		return "not found: " + msg // an unknown job, approval, conversation ...
 	case http.StatusConflict:
 		return "conflict: " + msg
 	case http.StatusTooManyRequests:

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Each status a node answers with says what the user can do about it; a
+// 404 names a missing endpoint only when the node said so.
+func TestAPIErrorMessages(t *testing.T) {
+	tests := []struct {
+		status  int
+		message string
+		want    string
+	}{
+		{http.StatusUnauthorized, "missing or wrong bearer token", "wrong token"},
+		{http.StatusNotFound, "no endpoint GET /v1/nope (see docs/API.md)", "no such endpoint"},
+		{http.StatusNotFound, `approval "a-9" not found`, `not found: approval "a-9" not found`},
+		{http.StatusServiceUnavailable, "audit: disk full", "not ready: audit: disk full"},
+		{http.StatusBadGateway, "llm call failed", "the LLM failed"},
+		{418, "teapot", "the node answered 418"},
+	}
+	for _, tt := range tests {
+		got := (&apiError{Status: tt.status, Message: tt.message}).Error()
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("%d %q: %q, want it to say %q", tt.status, tt.message, got, tt.want)
+		}
+		if tt.status == http.StatusNotFound && !strings.HasPrefix(tt.message, "no endpoint") && strings.Contains(got, "older evoclaw") {
+			t.Errorf("%q blames an older node", got)
+		}
+	}
+}
