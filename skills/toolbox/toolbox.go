@@ -23,11 +23,11 @@ import (
 
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
+	"github.com/evoclaw/evoclaw/skills/internal/memory"
+	"github.com/evoclaw/evoclaw/skills/internal/sshops"
+	"github.com/evoclaw/evoclaw/skills/internal/webtools"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
-	"github.com/evoclaw/evoclaw/skills/memory"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
-	"github.com/evoclaw/evoclaw/skills/webtools"
 )
 
 // Builtin is the [builtin] table of a node's configuration.

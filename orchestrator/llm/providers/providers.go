@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/anthropic"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/openai"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/anthropic"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/openai"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )

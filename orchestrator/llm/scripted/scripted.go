@@ -35,7 +35,7 @@ import (
 	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/textcalls"
 )
 
 // Label is how the provider names itself.
