@@ -7,6 +7,10 @@
 // # Concurrency
 //
 // A Box is safe for concurrent use. Close is idempotent.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package toolbox
 
 import (

@@ -1,6 +1,10 @@
 // Package providers builds the llm.Provider a node or edge agent uses from
 // its [llm] configuration: the scripted transcript player, or a
 // resilient.Chain of OpenAI-compatible and Anthropic endpoints.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package providers
 
 import (
