@@ -11,7 +11,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/orchestrator/approvals"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"

@@ -7,6 +7,10 @@
 //
 // A Ring is safe for concurrent use. Add never blocks: when the ring is
 // full the oldest entry is overwritten.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package hot
 
 import (
