@@ -265,7 +265,7 @@ func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
 	old, resend := e.pending[m.Command.RequestID]
 	if !resend && len(e.pending) >= e.opts.MaxInFlight {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrBusy,
-			Err: fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending)),
+			Err:     fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending)),
 			Movable: true})
 		return
 	}

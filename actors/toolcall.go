@@ -216,7 +216,7 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 		cmd, err = wire.NewCommand(wire.CmdTool, s.requestID, wire.ToolPayload{Tool: s.tool, Parameters: s.target.Args,
 			TimeoutMS: s.timeout.Milliseconds(), RequestID: s.requestID, ConversationID: s.convID,
 			StreamOutput: s.progress != nil, // stream only to someone watching
-			StartGate: s.gated()})
+			StartGate:    s.gated()})
 	}
 	if err != nil {
 		c.finish(ctx, skills.Failed(wire.ErrInvalidParams, err.Error()))
