@@ -8,7 +8,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // EventCallMoved is the event kind of a group call sent to another member
@@ -75,6 +77,13 @@ func (c *toolCall) move(ctx actor.Context, why string) bool {
 			"first": s.agentID, "move": s.nmoves, "why": why})
 	c.dispatch(ctx)
 	return true
+}
+
+// didNotRun reports whether an agent's answer says the call did not run
+// there and never will: it was not told to start. (An agent's busy is not
+// enough: it may answer a redelivered copy of a command that runs.)
+func didNotRun(res skills.Output) bool {
+	return res.ErrorType() == wire.ErrNotStarted
 }
 
 // recordMove audits a move off the mailbox when the audit log takes

@@ -126,7 +126,7 @@ func (c *toolCall) Receive(ctx actor.Context) {
 			return
 		}
 		res := decodeReply(s, m.Report)
-		if res.ErrorType() == wire.ErrNotStarted && c.move(ctx, res.ErrorText()) {
+		if didNotRun(res) && c.move(ctx, res.ErrorText()) {
 			return
 		}
 		c.remote = true
