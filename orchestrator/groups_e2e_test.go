@@ -14,6 +14,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -76,14 +77,25 @@ func TestGroupFailoverRealAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three agent processes")
 	}
+	t.Run("embedded broker", func(t *testing.T) {
+		groupFailover(t, "[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n")
+	})
+	t.Run("mosquitto", func(t *testing.T) {
+		url, _, _ := mqtttest.StartMosquitto(t)
+		groupFailover(t, fmt.Sprintf("[broker]\nurl = %q\n", url))
+	})
+}
+
+// groupFailover runs TestGroupFailoverRealAgents with broker, the node's
+// [broker] table.
+func groupFailover(t *testing.T, broker string) {
 	const calls, parallel = 24, 4
 	dir := t.TempDir()
 	// Each chat's message is its note: the model passes it on.
 	transcript := `{"name": "group", "text_tool_calls": true, "turns": [
  {"content": "<tool_call>{\"name\": \"sensors__mark\", \"arguments\": {\"note\": \"{{user}}\"}}</tool_call>", "expect_tools": ["sensors__mark"]},
  {"content": "{{last_result}}"}]}`
-	cfg, _ := loadConfig(t, dir, "data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n"+
-		"[[groups]]\nname = \"sensors\"\nmembers = [\"gpi-*\"]\n", "")
+	cfg, _ := loadConfig(t, dir, "data_dir = \"data\"\n"+broker+"[[groups]]\nname = \"sensors\"\nmembers = [\"gpi-*\"]\n", "")
 	node := startNode(t, cfg, Options{Provider: mustScript(t, transcript)})
 
 	ids := []string{"gpi-1", "gpi-2", "gpi-3"}
