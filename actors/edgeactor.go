@@ -49,6 +49,8 @@ type edgeActor struct {
 	log          *slog.Logger
 	// dropLog bounds the log lines about dropped progress reports.
 	dropLog *rate.Limiter
+	// noStart bounds the "do not run" starts sent (startgate.go).
+	noStart *rate.Limiter
 	// gauges publish how many of pending belong to the tool loop, and
 	// when the agent was last heard from.
 	gauges *agentGauges

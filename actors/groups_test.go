@@ -2,9 +2,11 @@ package actors
 
 import (
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
@@ -70,7 +72,9 @@ func TestGroupToolboxSchemasAndChoice(t *testing.T) {
 		AgentInfo{ID: "pi-4", Online: false, Listed: true, Tools: []wire.ToolInfo{tool("temp", "unit")}},
 		AgentInfo{ID: "other", Online: true, Listed: true, Tools: []wire.ToolInfo{tool("temp", "unit")}},
 	)
-	b := &GroupToolbox{Edges: edges, Groups: []Group{{Name: "sensors", Members: []string{"pi-*"}}, {Name: "narrow", Members: []string{"pi-1"}, Tools: []string{"temp"}}}}
+	logs := &testenv.Buffer{}
+	b := &GroupToolbox{Edges: edges, Groups: []Group{{Name: "sensors", Members: []string{"pi-*"}}, {Name: "narrow", Members: []string{"pi-1"}, Tools: []string{"temp"}}},
+		Logger: logs.Logger(slog.LevelInfo)}
 	var names []string
 	for _, d := range b.Defs() {
 		names = append(names, d.Name)
@@ -80,6 +84,10 @@ func TestGroupToolboxSchemasAndChoice(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "sensors__only1 sensors__temp narrow__temp" {
 		t.Fatalf("offered %s", got)
+	}
+	b.Defs()
+	if n := strings.Count(logs.String(), "agent=pi-3"); n != 1 || !strings.Contains(logs.String(), "schema differs") {
+		t.Fatalf("pi-3's other schema logged %d times, want once:\n%s", n, logs.String())
 	}
 	seen := map[string]int{}
 	for range 4 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -16,6 +17,10 @@ import (
 // never moves; a call that moved or ended is no longer pending, and its
 // agent is told not to run it.
 
+// noStartPerSecond bounds the start commands saying "do not run" sent to
+// one agent (bursts as large); past it the agent's own wait ends the call.
+const noStartPerSecond = 20
+
 // routeAccepted answers an agent's accepted report with a start command:
 // run for a request still pending on this agent, not run for any other.
 func (e *edgeActor) routeAccepted(ctx actor.Context, r wire.Report) {
@@ -25,13 +30,22 @@ func (e *edgeActor) routeAccepted(ctx actor.Context, r wire.Report) {
 		return
 	}
 	p, ok := e.pending[a.RequestID]
-	run := ok && p.replyTo != nil
-	if run {
+	if ok && p.replyTo != nil {
 		p.started = true
-	} else {
-		e.log.Info("telling the agent not to run a request no call waits for here", "request_id", a.RequestID)
+		e.publishStart(ctx, a.RequestID, true)
+		return
 	}
-	e.publishStart(ctx, a.RequestID, run)
+	// Not run: a call that moved or ended. The answer only saves the agent
+	// its wait, so accepted reports for made-up ids cannot make this node
+	// publish without bound.
+	if e.noStart == nil {
+		e.noStart = rate.New(noStartPerSecond, noStartPerSecond)
+	}
+	if !e.noStart.Allow(e.opts.Now()) {
+		return
+	}
+	e.log.Info("telling the agent not to run a request no call waits for here", "request_id", a.RequestID)
+	e.publishStart(ctx, a.RequestID, false)
 }
 
 // publishStart sends the start command off the mailbox. Its outcome does
