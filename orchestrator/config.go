@@ -61,6 +61,8 @@ type Config struct {
 	Scheduler SchedulerConf `toml:"scheduler"`
 	// Approvals names the tool calls that wait for a person's decision.
 	Approvals approvals.Config `toml:"approvals"`
+	// Groups are edge agents called as one ([[groups]], groups.go).
+	Groups []GroupConf `toml:"groups"`
 }
 
 // SchedulerConf is the [scheduler] section.
@@ -275,6 +277,7 @@ func (c *Config) Validate() error {
 	if c.Scheduler.AgentWait.Duration == 0 {
 		c.Scheduler.AgentWait.Duration = DefaultAgentWait
 	}
+	errs = append(errs, validateGroups(c.Groups)...)
 	if err := c.Approvals.Validate(); err != nil {
 		errs = append(errs, err)
 	}
