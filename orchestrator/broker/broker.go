@@ -18,6 +18,7 @@ import (
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -153,8 +154,8 @@ func Start(o Options) (_ *Broker, err error) {
 		Logger:       mochiLogger(log, lim),
 		// No client may read $SYS (see auth.go), so its topics are not
 		// worth a stop-the-world memory reading and twenty retained
-		// publishes a second on an idle board: once a day keeps mochi's
-		// counters roughly current.
+		// publishes a second on an idle board: mochi's ticker is set past
+		// any uptime, and dropSysTopics removes what Serve published.
 		SysTopicResendInterval: sysTopicSeconds,
 	})
 	b := &Broker{opts: o, server: server, log: log}
@@ -198,6 +199,7 @@ func Start(o Options) (_ *Broker, err error) {
 		_ = server.Close()
 		return nil, fmt.Errorf("start mqtt broker: serve: %w", err)
 	}
+	dropSysTopics(server)
 	var hup chan os.Signal
 	if o.ReloadOnSIGHUP {
 		hup = make(chan os.Signal, 1)
@@ -344,9 +346,22 @@ const (
 	// maxSessionExpirySeconds caps how long the broker keeps the session of a
 	// disconnected client that asked for a persistent one.
 	maxSessionExpirySeconds = 60 * 60
-	// sysTopicSeconds is how often mochi refreshes its $SYS topics.
-	sysTopicSeconds = 24 * 60 * 60
+	// sysTopicSeconds is how often mochi refreshes its $SYS topics: ten
+	// years, never in practice (the ticker takes a time.Duration).
+	sysTopicSeconds = 10 * 365 * 24 * 60 * 60
 )
+
+// dropSysTopics removes the retained $SYS messages mochi publishes when it
+// starts. Nobody may read them, and mochi copies every retained message
+// each second to look for expired ones: two dozen $SYS packets made that
+// about a megabyte of garbage a minute on an idle node.
+func dropSysTopics(server *mqtt.Server) {
+	for topic := range server.Topics.Retained.GetAll() {
+		if strings.HasPrefix(topic, mqtt.SysPrefix+"/") {
+			server.Topics.RetainMessage(packets.Packet{TopicName: topic})
+		}
+	}
+}
 
 // withDefaults fills zero fields and validates the rest.
 func (o Options) withDefaults() (Options, error) {
