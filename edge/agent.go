@@ -90,6 +90,10 @@ type Agent struct {
 	loopOnce sync.Once // starts prompts
 	prompts  *promptLoop
 	loopErr  error
+
+	// delegs are the calls of other agents' tools a prompt loop waits for
+	// (edge/delegate.go).
+	delegs delegations
 }
 
 // New loads the agent's skills and prepares it to run.
@@ -331,6 +335,10 @@ func (a *Agent) onMessage(m mqttc.Message) {
 		if id := salvageRequestID(m.Payload); id != "" {
 			a.replyError(context.Background(), id, wire.ErrInvalidCommand, err.Error())
 		}
+		return
+	}
+	if cmd.Command == wire.CmdDelegateResult {
+		a.onDelegateResult(cmd)
 		return
 	}
 	select {

@@ -61,6 +61,9 @@ type Config struct {
 	Scheduler SchedulerConf `toml:"scheduler"`
 	// Approvals names the tool calls that wait for a person's decision.
 	Approvals approvals.Config `toml:"approvals"`
+	// Delegation lets edge agents' own loops use other agents' tools
+	// through the node (delegation.go); off unless it has rules.
+	Delegation DelegationConf `toml:"delegation"`
 }
 
 // SchedulerConf is the [scheduler] section.
@@ -276,5 +279,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("approvals.timeout %s must be shorter than loop.chat_timeout %s",
 			c.Approvals.Timeout.Duration, c.Loop.ChatTimeout.Duration))
 	}
+	errs = append(errs, c.Delegation.validate()...)
 	return errors.Join(errs...)
 }

@@ -101,6 +101,8 @@ type Node struct {
 	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
 	// last result.
 	verify *verifier
+	// deleg runs the calls agents' own loops delegate ([delegation]).
+	deleg *delegator
 
 	closeOnce sync.Once
 	closeErr  error
@@ -229,7 +231,12 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 	boxes = n.sessionBoxes(boxes)
 	// The node's own tools first; a name no local tool has goes to the agents.
-	n.toolbox = append(boxes, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select})
+	n.deleg = newDelegator(cfg.Delegation, n)
+	edgeBox := &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select}
+	if n.deleg.enabled() {
+		edgeBox.Delegation = n.deleg.offerChat
+	}
+	n.toolbox = append(boxes, edgeBox)
 	var gate actors.Approver
 	if n.gate.Enabled() {
 		gate = n.gate
@@ -312,6 +319,10 @@ func (n *Node) onMessage(m mqttc.Message) {
 		r, err := wire.DecodeReport(agentID, m.Payload)
 		if err != nil {
 			n.dropped(agentID, kind, m.Payload, err)
+			return
+		}
+		if r.ReportType == wire.ReportDelegate {
+			n.deleg.receive(agentID, r) // never reaches the actors
 			return
 		}
 		if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {

@@ -1,0 +1,416 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// DelegationConf is [delegation] in evoclaw.toml: which agents' own tool
+// loops may use which other agents' tools through the node. The zero value
+// allows nothing.
+type DelegationConf struct {
+	// MaxDepth bounds a chain of delegations: a call made by the loop of
+	// the n-th agent of a chain is hop n, refused beyond MaxDepth. Zero
+	// means DefaultDelegationMaxDepth.
+	MaxDepth int `toml:"max_depth"`
+	// Allow are the rules; a call is allowed when one of them matches it.
+	Allow []DelegationRule `toml:"allow"`
+}
+
+// DelegationRule lets the loop of agents matching From use, on agents
+// matching To, the tools matching one of Tools, and their own loops when
+// Prompt is set. From, To and Tools are patterns of path.Match ("pi*",
+// "read_*", "*").
+type DelegationRule struct {
+	From   string   `toml:"from"`
+	To     string   `toml:"to"`
+	Tools  []string `toml:"tools"`
+	Prompt bool     `toml:"prompt"`
+}
+
+// Bounds of delegation.
+const (
+	DefaultDelegationMaxDepth = 2
+	// MaxDelegationMaxDepth is the largest max_depth accepted: a chain
+	// carries at most wire.MaxDelegationChain agents.
+	MaxDelegationMaxDepth = wire.MaxDelegationChain - 1
+	// maxDelegationGrants bounds the delegation tokens kept; the oldest go
+	// first, and a call under a forgotten token is refused.
+	maxDelegationGrants = 4096
+	// delegationGrantTTL is how long a token is good for: longer than any
+	// prompt may run (the edge_call category's maximum is 10 min).
+	delegationGrantTTL = time.Hour
+	// maxDelegatedRunning bounds delegated calls running at once, in all
+	// and per calling agent; more are refused as busy.
+	maxDelegatedRunning         = 32
+	maxDelegatedRunningPerAgent = 8
+	// maxDelegatedKept bounds the answers kept for a redelivered request.
+	maxDelegatedKept = 256
+	// delegationMargin is what the node keeps of the caller's wait for
+	// the round trip of the answer.
+	delegationMargin = time.Second
+)
+
+// EventDelegationRefused is the quota key of refused delegated calls: a
+// few per agent per window are audited (tool_calls rows), the rest counted.
+const EventDelegationRefused = "delegation_refused"
+
+func (d *DelegationConf) validate() []error {
+	var errs []error
+	switch {
+	case d.MaxDepth < 0 || d.MaxDepth > MaxDelegationMaxDepth:
+		errs = append(errs, fmt.Errorf("delegation: max_depth = %d, want 1 to %d (0: the default, %d)", d.MaxDepth, MaxDelegationMaxDepth, DefaultDelegationMaxDepth))
+	case d.MaxDepth == 0:
+		d.MaxDepth = DefaultDelegationMaxDepth
+	}
+	pattern := func(i int, field, p string) {
+		if p == "" {
+			errs = append(errs, fmt.Errorf("delegation.allow[%d]: %s is empty", i, field))
+			return
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("delegation.allow[%d]: %s = %q is not a valid pattern: %w", i, field, p, err))
+			return
+		}
+		for _, c := range p {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_-.*?[]^!", c)) {
+				errs = append(errs, fmt.Errorf("delegation.allow[%d]: %s = %q: character %q can match no agent or tool name", i, field, p, c))
+				return
+			}
+		}
+	}
+	for i, r := range d.Allow {
+		pattern(i, "from", r.From)
+		pattern(i, "to", r.To)
+		for j, t := range r.Tools {
+			pattern(i, fmt.Sprintf("tools[%d]", j), t)
+		}
+		if len(r.Tools) == 0 && !r.Prompt {
+			errs = append(errs, fmt.Errorf("delegation.allow[%d]: allows nothing: give tools, prompt = true, or both", i))
+		}
+	}
+	return errs
+}
+
+func match(pattern, s string) bool {
+	ok, _ := path.Match(pattern, s)
+	return ok
+}
+
+// allows returns the first rule letting from use tool of to (tool ""
+// asks for to's own loop), and whether there is one.
+func (d DelegationConf) allows(from, to, tool string) (DelegationRule, bool) {
+	for _, r := range d.Allow {
+		if !match(r.From, from) || !match(r.To, to) {
+			continue
+		}
+		if tool == "" {
+			if r.Prompt {
+				return r, true
+			}
+			continue
+		}
+		for _, t := range r.Tools {
+			if match(t, tool) {
+				return r, true
+			}
+		}
+	}
+	return DelegationRule{}, false
+}
+
+// grant is what one delegation token stands for.
+type grant struct {
+	agent   string   // the agent it was given to
+	chain   []string // agents whose loops led to it, agent last
+	expires time.Time
+}
+
+// delegator runs the calls agents delegate: it offers tools on prompts,
+// checks every call, runs it like a chat's call and answers.
+type delegator struct {
+	conf DelegationConf
+	n    *Node
+
+	mu      sync.Mutex
+	grants  map[string]grant
+	order   []string            // tokens in the order given, for eviction
+	running map[string]struct{} // agent + "\x00" + request_id
+	perAg   map[string]int
+	kept    map[string][]byte // answers of finished requests, for redelivery
+	keptFIF []string
+}
+
+func newDelegator(c DelegationConf, n *Node) *delegator {
+	return &delegator{conf: c, n: n, grants: map[string]grant{}, running: map[string]struct{}{},
+		perAg: map[string]int{}, kept: map[string][]byte{}}
+}
+
+func (d *delegator) enabled() bool { return d != nil && len(d.conf.Allow) > 0 }
+
+// offerChat is the Delegation of a prompt a chat sends to agentID.
+func (d *delegator) offerChat(agentID string) *wire.Delegation {
+	return d.offer([]string{agentID})
+}
+
+// offer is the Delegation of a prompt to the last agent of chain: the
+// tools the rules let it use, of online agents not in chain; nil when none
+// or when its calls would be beyond max_depth.
+func (d *delegator) offer(chain []string) *wire.Delegation {
+	if !d.enabled() || len(chain) > d.conf.MaxDepth {
+		return nil
+	}
+	from := chain[len(chain)-1]
+	var tools []wire.RemoteTool
+	for _, a := range d.n.edges.Catalog().Callable() {
+		if inChain(chain, a.ID) {
+			continue
+		}
+		if _, ok := d.conf.allows(from, a.ID, ""); ok && len(tools) < wire.MaxRemoteTools {
+			desc := "Ask edge agent " + a.ID + " in natural language; its own model and tools answer."
+			if a.Capabilities != "" {
+				desc += " It says: " + a.Capabilities
+			}
+			tools = append(tools, wire.RemoteTool{AgentID: a.ID, Prompt: true, Description: desc,
+				TimeoutMS: d.waitFor(actors.CategoryEdgeCall, 0).Milliseconds()})
+		}
+		for _, t := range a.Tools {
+			if _, ok := d.conf.allows(from, a.ID, t.Name); ok && len(tools) < wire.MaxRemoteTools {
+				tools = append(tools, wire.RemoteTool{AgentID: a.ID, Tool: t.Name, Description: t.Description + " (on edge agent " + a.ID + ")",
+					Parameters: t.Parameters, TimeoutMS: d.waitFor(actors.Category(t.Category, t.Name), t.TimeoutMS).Milliseconds()})
+			}
+		}
+	}
+	if len(tools) == 0 {
+		return nil
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil
+	}
+	token := "dlg-" + hex.EncodeToString(b[:])
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.n.now()
+	for len(d.order) > 0 && (len(d.order) >= maxDelegationGrants || d.grants[d.order[0]].expires.Before(now)) {
+		delete(d.grants, d.order[0])
+		d.order = d.order[1:]
+	}
+	d.grants[token] = grant{agent: from, chain: append([]string(nil), chain...), expires: now.Add(delegationGrantTTL)}
+	d.order = append(d.order, token)
+	return &wire.Delegation{Token: token, Chain: append([]string(nil), chain...), Tools: tools}
+}
+
+// waitFor is how long a caller should wait for a call of a tool of
+// category with its own timeout ownMS: the call's timeout, its round trip
+// and the margin of the answer.
+func (d *delegator) waitFor(category string, ownMS int64) time.Duration {
+	return d.n.convs.CallTimeout(category, ownMS) + d.n.convs.ReplySlack() + 2*delegationMargin
+}
+
+func inChain(chain []string, id string) bool {
+	for _, c := range chain {
+		if c == id {
+			return true
+		}
+	}
+	return false
+}
+
+// receive takes a delegate report on the MQTT client's goroutine: it
+// decides at once what it can and runs the call in a goroutine of its own.
+func (d *delegator) receive(agentID string, r wire.Report) {
+	req, err := wire.DecodeDelegateRequest(r)
+	if err != nil {
+		d.n.dropped(agentID, wire.KindReports, r.Payload, err)
+		if id := r.RequestID(); id != "" {
+			go d.answer(agentID, id, skills.Failed(wire.ErrInvalidParams, err.Error()).Wire(""))
+		}
+		return
+	}
+	key := agentID + "\x00" + req.RequestID
+	d.mu.Lock()
+	if b, ok := d.kept[key]; ok {
+		d.mu.Unlock()
+		go d.publish(agentID, req.RequestID, b) // a redelivery: the same answer again
+		return
+	}
+	if _, ok := d.running[key]; ok {
+		d.mu.Unlock()
+		return // a redelivery of a call that runs: its answer will come
+	}
+	if len(d.running) >= maxDelegatedRunning || d.perAg[agentID] >= maxDelegatedRunningPerAgent {
+		d.mu.Unlock()
+		go d.answer(agentID, req.RequestID, skills.Failed(wire.ErrBusy, fmt.Sprintf(
+			"the orchestrator runs %d delegated calls already (at most %d, %d per agent); retry later",
+			len(d.running), maxDelegatedRunning, maxDelegatedRunningPerAgent)).Wire(delegatedName(req)))
+		return
+	}
+	d.running[key] = struct{}{}
+	d.perAg[agentID]++
+	d.mu.Unlock()
+	go func() {
+		res := d.run(agentID, req).Wire(delegatedName(req))
+		res.RequestID = req.RequestID
+		b := d.encode(agentID, req.RequestID, res)
+		d.mu.Lock()
+		delete(d.running, key)
+		if d.perAg[agentID]--; d.perAg[agentID] <= 0 {
+			delete(d.perAg, agentID)
+		}
+		if len(d.keptFIF) >= maxDelegatedKept {
+			delete(d.kept, d.keptFIF[0])
+			d.keptFIF = d.keptFIF[1:]
+		}
+		d.kept[key] = b
+		d.keptFIF = append(d.keptFIF, key)
+		d.mu.Unlock()
+		d.publish(agentID, req.RequestID, b)
+	}()
+}
+
+// delegatedName is the name a delegated call is audited under:
+// {agent}__{tool}, or {agent}__prompt for the agent's own loop.
+func delegatedName(req wire.DelegateRequest) string {
+	if req.Tool == "" {
+		return req.AgentID + actors.ToolSep + wire.CmdPrompt
+	}
+	return req.AgentID + actors.ToolSep + req.Tool
+}
+
+// errRefused marks a call the rules refuse.
+var errRefused = errors.New("delegation refused")
+
+// check decides whether agentID may make req: its token, the chain, the
+// rules. It returns the chain the call extends.
+func (d *delegator) check(agentID string, req wire.DelegateRequest) ([]string, error) {
+	if !d.enabled() {
+		return nil, fmt.Errorf("%w: this orchestrator allows no delegation ([delegation] has no allow rules)", errRefused)
+	}
+	d.mu.Lock()
+	g, ok := d.grants[req.Token]
+	d.mu.Unlock()
+	if !ok || g.agent != agentID || g.expires.Before(d.n.now()) {
+		return nil, fmt.Errorf("%w: token %.24q is not one this orchestrator gave agent %q for a prompt it answers (unknown, expired or another agent's)",
+			errRefused, req.Token, agentID)
+	}
+	chain := g.chain
+	if inChain(chain, req.AgentID) {
+		return chain, fmt.Errorf("%w: delegation loop %s → %s: agent %q is already in the chain", errRefused,
+			strings.Join(chain, " → "), req.AgentID, req.AgentID)
+	}
+	if len(chain) > d.conf.MaxDepth {
+		return chain, fmt.Errorf("%w: delegation too deep: %s → %s would be hop %d, [delegation] max_depth = %d", errRefused,
+			strings.Join(chain, " → "), req.AgentID, len(chain), d.conf.MaxDepth)
+	}
+	if _, ok := d.conf.allows(agentID, req.AgentID, req.Tool); !ok {
+		if req.Tool == "" {
+			return chain, fmt.Errorf("%w: no [[delegation.allow]] rule lets agent %q ask agent %q's own loop (a rule with from = %q, to = %q, prompt = true)",
+				errRefused, agentID, req.AgentID, agentID, req.AgentID)
+		}
+		return chain, fmt.Errorf("%w: no [[delegation.allow]] rule lets agent %q use tool %q of agent %q (a rule with from = %q, to = %q, tools = [%q])",
+			errRefused, agentID, req.Tool, req.AgentID, agentID, req.AgentID, req.Tool)
+	}
+	return chain, nil
+}
+
+// run checks and runs one delegated call; a refusal is audited within the
+// agent's quota of events.
+func (d *delegator) run(agentID string, req wire.DelegateRequest) skills.Output {
+	chain, err := d.check(agentID, req)
+	convID := "delegation:" + agentID
+	if len(chain) > 0 {
+		convID = "delegation:" + strings.Join(chain, ">")
+	}
+	name := delegatedName(req)
+	args := req.Parameters
+	if req.Tool == "" {
+		args, _ = json.Marshal(map[string]string{"query": req.Query}) // a string always marshals
+	}
+	call := llm.ToolCall{ID: req.RequestID, Name: name, Arguments: args}
+	if err != nil {
+		res := skills.Failed(wire.ErrPermissionDenied, strings.TrimPrefix(err.Error(), errRefused.Error()+": "))
+		if _, ok := d.n.in.events.Allow(actors.EventQuotaKey(agentID, EventDelegationRefused), d.n.now()); ok {
+			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, res)
+		}
+		d.n.in.log.Warn("delegated call refused", "agent", agentID, "target", req.AgentID, "tool", name, "err", err)
+		return res
+	}
+	var target actors.Target
+	if req.Tool == "" {
+		target = actors.Target{AgentID: req.AgentID, Tool: actors.EdgeCallTool, Category: actors.CategoryEdgeCall, Args: args,
+			Prompt: &wire.PromptPayload{Prompt: req.Query, EnableTools: true, Delegation: d.offer(append(append([]string(nil), chain...), req.AgentID))}}
+		if a, ok := d.n.edges.Catalog().Agents[req.AgentID]; !ok || !a.Callable() {
+			res := skills.Failed(wire.ErrAgentOffline, fmt.Sprintf("edge agent %q is offline", req.AgentID))
+			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, res)
+			return res
+		}
+	} else {
+		box := &actors.EdgeToolbox{Edges: d.n.edges}
+		t, bad := box.Resolve(llm.ToolCall{ID: req.RequestID, Name: name, Arguments: args})
+		if bad != nil {
+			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, *bad)
+			return *bad
+		}
+		target = t
+	}
+	var limit time.Duration
+	if req.TimeoutMS > 0 {
+		limit = time.Duration(req.TimeoutMS)*time.Millisecond - d.n.convs.ReplySlack() - delegationMargin
+		if limit <= 0 {
+			res := skills.Failed(wire.ErrTimeout, fmt.Sprintf("the caller waits %d ms, too short for a call through the orchestrator", req.TimeoutMS))
+			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: target}, res)
+			return res
+		}
+	}
+	return d.n.convs.RunOne(d.n.system.Root, actors.OneCall{ConversationID: convID, Call: call, Target: target, MaxTimeout: limit}).Output
+}
+
+// answer sends res as the answer to the caller's request.
+func (d *delegator) answer(agentID, requestID string, res wire.ToolResult) {
+	res.RequestID = requestID
+	d.publish(agentID, requestID, d.encode(agentID, requestID, res))
+}
+
+// encode builds the delegate_result command; a result too big for one
+// message becomes an error saying so.
+func (d *delegator) encode(agentID, requestID string, res wire.ToolResult) []byte {
+	enc := func(r wire.ToolResult) []byte {
+		cmd, err := wire.NewCommand(wire.CmdDelegateResult, requestID, r)
+		if err != nil {
+			return nil
+		}
+		b, _ := json.Marshal(cmd) // plain fields
+		return b
+	}
+	b := enc(res)
+	if b == nil || len(b) > wire.MaxMessageBytes {
+		b = enc(skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("the result of the delegated call is over %d bytes, too big to pass on", wire.MaxMessageBytes)).Wire(res.Tool))
+	}
+	return b
+}
+
+func (d *delegator) publish(agentID, requestID string, b []byte) {
+	if b == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.n.client.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic(agentID), Payload: b, QoS: 1}); err != nil {
+		d.n.in.log.Warn("publish delegated result", "agent", agentID, "request_id", requestID, "err", err)
+	}
+}
