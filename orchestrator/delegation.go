@@ -168,16 +168,18 @@ func (d *delegator) offerChat(agentID string) *wire.Delegation {
 }
 
 // offer is the Delegation of a prompt to the last agent of chain: the
-// tools the rules let it use, of online agents not in chain; nil when none
-// or when its calls would be beyond max_depth.
+// tools of online agents the rules let it use, its own excepted; nil when
+// there are none. A call that would close a loop or go beyond max_depth is
+// still offered, and refused when made, with an error saying why: the
+// model learns it, and the check is on the call either way.
 func (d *delegator) offer(chain []string) *wire.Delegation {
-	if !d.enabled() || len(chain) > d.conf.MaxDepth {
+	if !d.enabled() {
 		return nil
 	}
 	from := chain[len(chain)-1]
 	var tools []wire.RemoteTool
 	for _, a := range d.n.edges.Catalog().Callable() {
-		if inChain(chain, a.ID) {
+		if a.ID == from {
 			continue
 		}
 		if _, ok := d.conf.allows(from, a.ID, ""); ok && len(tools) < wire.MaxRemoteTools {

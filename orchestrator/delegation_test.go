@@ -1,0 +1,312 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills/shipped"
+)
+
+// startDemoAgent runs edge agent id with the shipped demo skill (sysinfo,
+// disk_usage) in this process against node, answering prompts with the
+// scripted transcript (none: it refuses prompts). It returns the agent's
+// data directory once the node has its tool list.
+func startDemoAgent(t *testing.T, node *Node, dir, id, transcript string) string {
+	t.Helper()
+	skills := filepath.Join(dir, id, "skills")
+	if _, err := shipped.Install("demo", skills); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, id, "edge")
+	a, err := edge.New(edge.Config{AgentID: id, DataDir: data, MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
+		Skills: edge.SkillConf{Dirs: []string{skills}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if transcript != "" {
+		a.Provider = mustScript(t, transcript)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		_, listed := node.agentTools(id)
+		return listed
+	}, id+"'s tools listed")
+	return data
+}
+
+// auditRows runs query on the audit database at path and prints its rows.
+func auditRows(t *testing.T, path, query string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := sqlite.QueryReadOnly(ctx, path, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(res.Rows)
+}
+
+// delegationFleet is a node allowing pi1 to use pi2's sysinfo and ask
+// pi2's own loop, and pi2 to use the sysinfo of every pi*, with
+// max_depth 1; three agents with the demo skill.
+const delegationRules = `
+[delegation]
+max_depth = 1
+[[delegation.allow]]
+from = "pi1"
+to = "pi2"
+tools = ["sysinfo"]
+prompt = true
+[[delegation.allow]]
+from = "pi2"
+to = "pi*"
+tools = ["sysinfo"]
+`
+
+func startDelegationNode(t *testing.T, dir, transcript string) *Node {
+	t.Helper()
+	cfg, _ := loadConfig(t, dir, "data_dir = \"orch\"\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n"+delegationRules, "")
+	return startNode(t, cfg, Options{Provider: mustScript(t, transcript)})
+}
+
+// TestDelegationChain: the node asks pi1; pi1's own loop calls pi2's
+// sysinfo (allowed: it runs on pi2, and the node's, pi1's and pi2's audit
+// rows show it), and asks pi2's loop, which tries pi1's sysinfo (a loop
+// pi1 → pi2 → pi1, refused) and pi3's (hop 2 beyond max_depth 1,
+// refused). Refusals are permission_denied tool errors that say why,
+// audited by the node, and nothing runs on pi1 or pi3 for them.
+func TestDelegationChain(t *testing.T) {
+	dir := t.TempDir()
+	node := startDelegationNode(t, dir, `{"name":"orch","turns":[
+	  {"content":"","tool_calls":[{"id":"c1","name":"edge_call","arguments":{"agent_id":"pi1","query":"how is pi2?"}}]},
+	  {"content":"ORCH[{{result c1}}]"}]}`)
+	pi1 := startDemoAgent(t, node, dir, "pi1", `{"name":"pi1","turns":[
+	  {"content":"","tool_calls":[{"id":"a","name":"pi2__sysinfo","arguments":{}},{"id":"b","name":"pi2__prompt","arguments":{"query":"look around"}}],
+	   "expect_tools":["pi2__sysinfo","pi2__prompt","sysinfo"]},
+	  {"content":"SYS[{{result a}}] ASKED[{{result b}}]"}]}`)
+	pi2 := startDemoAgent(t, node, dir, "pi2", `{"name":"pi2","turns":[
+	  {"content":"","tool_calls":[{"id":"x","name":"pi1__sysinfo","arguments":{}},{"id":"y","name":"pi3__sysinfo","arguments":{}}],
+	   "expect_tools":["pi1__sysinfo","pi3__sysinfo"]},
+	  {"content":"LOOP[{{result x}}] DEPTH[{{result y}}]"}]}`)
+	pi3 := startDemoAgent(t, node, dir, "pi3", "")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "deleg", "ask pi1 about pi2")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The call pi2 ran for pi1: one request_id on the node's row and pi2's.
+	got := auditRows(t, node.AuditPath(), `SELECT agent_id, tool, status, request_id, call_id FROM tool_calls
+		WHERE conversation_id = 'delegation:pi1' AND tool = 'pi2__sysinfo'`)
+	var agent, tool, status, requestID, callID string
+	if _, err := fmt.Sscanf(strings.Trim(got, "[]"), "%s %s %s %s %s", &agent, &tool, &status, &requestID, &callID); err != nil ||
+		agent != "pi2" || status != "success" || !strings.HasPrefix(callID, "dlg-") {
+		t.Fatalf("node's row of the delegated call: %s", got)
+	}
+	ran := auditRows(t, filepath.Join(pi2, "audit.db"), `SELECT tool, status, result_excerpt FROM tool_calls WHERE request_id = '`+requestID+`'`)
+	if !strings.HasPrefix(ran, "[[sysinfo success ") {
+		t.Fatalf("pi2's row of request %s: %s", requestID, ran)
+	}
+	excerpt := strings.TrimSuffix(strings.TrimPrefix(ran, "[[sysinfo success "), "]]")
+	if strings.TrimSpace(excerpt) == "" || !strings.Contains(ans.Text, "SYS["+strings.TrimSpace(excerpt)) {
+		t.Fatalf("answer %q lacks pi2's sysinfo output %q", ans.Text, excerpt)
+	}
+	// pi1's own loop audited its call of pi2's tool.
+	if got := auditRows(t, filepath.Join(pi1, "audit.db"), `SELECT status, result_excerpt FROM tool_calls WHERE tool = 'pi2__sysinfo'`); got != "[[success "+excerpt+"]]" {
+		t.Fatalf("pi1's row of pi2__sysinfo: %s, want pi2's output", got)
+	}
+
+	// The loop and the depth, refused by the node with the reason.
+	for _, tt := range []struct{ tool, want string }{
+		{"pi1__sysinfo", "delegation loop pi1 → pi2 → pi1"},
+		{"pi3__sysinfo", "would be hop 2, [delegation] max_depth = 1"},
+	} {
+		got := auditRows(t, node.AuditPath(), `SELECT agent_id, status, error_type, error FROM tool_calls
+			WHERE conversation_id = 'delegation:pi1>pi2' AND tool = '`+tt.tool+`'`)
+		if !strings.Contains(got, " error permission_denied ") || !strings.Contains(got, tt.want) {
+			t.Fatalf("node's row of refused %s: %s, want permission_denied with %q", tt.tool, got, tt.want)
+		}
+		if !strings.Contains(ans.Text, tt.want) {
+			t.Fatalf("answer %q does not pass on %q", ans.Text, tt.want)
+		}
+		if got := auditRows(t, filepath.Join(pi2, "audit.db"), `SELECT status, error_type FROM tool_calls WHERE tool = '`+tt.tool+`'`); got != "[[error permission_denied]]" {
+			t.Fatalf("pi2's row of %s: %s", tt.tool, got)
+		}
+	}
+	// pi2's loop was asked once, by pi1, through the node.
+	if got := auditRows(t, node.AuditPath(), `SELECT agent_id, status FROM tool_calls WHERE tool = 'pi2__prompt'`); got != "[[pi2 success]]" {
+		t.Fatalf("node's row of pi2__prompt: %s", got)
+	}
+	// Nothing ran on pi1 but its prompt, nothing at all on pi3.
+	if got := auditRows(t, filepath.Join(pi1, "audit.db"), `SELECT count(*) FROM tool_calls WHERE tool = 'sysinfo'`); got != "[[0]]" {
+		t.Fatalf("pi1 ran sysinfo: %s", got)
+	}
+	if got := auditRows(t, filepath.Join(pi3, "audit.db"), `SELECT count(*) FROM tool_calls`); got != "[[0]]" {
+		t.Fatalf("pi3 ran something: %s", got)
+	}
+}
+
+// TestDelegationRefusesWhatTheRulesDoNot: an agent that holds a genuine
+// token (from a prompt it was sent) and asks the node directly, past its
+// own loop, for a tool the rules do not give it, with another agent's
+// token, or with a made-up one, is refused with permission_denied naming
+// the rule; nothing runs and the refusals are audited. A redelivered
+// request gets the same answer and is not run twice.
+func TestDelegationRefusesWhatTheRulesDoNot(t *testing.T) {
+	dir := t.TempDir()
+	// The node prompts pi1; "pi1" below is a bare MQTT client that keeps
+	// the prompt's token and never answers.
+	node := startDelegationNode(t, dir, `{"name":"orch","turns":[
+	  {"content":"","tool_calls":[{"id":"c1","name":"edge_call","arguments":{"agent_id":"pi1","query":"hello"}}]},
+	  {"content":"done"}]}`)
+	pi2 := startDemoAgent(t, node, dir, "pi2", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "fake-pi1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	prompts := make(chan wire.PromptPayload, 4)
+	results := make(chan wire.ToolResult, 16)
+	if err := c.Subscribe(wire.CommandsTopic("pi1"), 1, func(m mqttc.Message) {
+		cmd, err := wire.DecodeCommand(m.Payload)
+		if err != nil {
+			return
+		}
+		switch cmd.Command {
+		case wire.CmdPrompt:
+			if p, err := wire.DecodePromptPayload(cmd.Payload); err == nil {
+				prompts <- p
+			}
+		case wire.CmdDelegateResult:
+			if r, err := wire.DecodeDelegateResult(cmd.Payload); err == nil {
+				results <- r
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id string, v any) {
+		t.Helper()
+		r, err := wire.NewReport(id, "", wire.ReportDelegate, time.Now().Unix(), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		if err := c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(id), Payload: b, QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pi1 comes online (a status), gets listed as having no tool list.
+	st, _ := json.Marshal(wire.Status{AgentID: "pi1", Status: wire.PresenceOnline})
+	if err := c.Publish(ctx, mqttc.Message{Topic: wire.StatusTopic("pi1"), Payload: st, QoS: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { a, ok := node.Catalog().Agents["pi1"]; return ok && a.Callable() }, "pi1 online")
+	chat := make(chan error, 1)
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	go func() { _, err := node.Chat(cctx, "hostile", "hello pi1"); chat <- err }()
+	var p wire.PromptPayload
+	select {
+	case p = <-prompts:
+	case <-ctx.Done():
+		t.Fatal("no prompt reached pi1")
+	}
+	if p.Delegation == nil || p.Delegation.Token == "" || fmt.Sprint(p.Delegation.Chain) != "[pi1]" {
+		t.Fatalf("prompt to pi1 carries delegation %+v", p.Delegation)
+	}
+	var names []string
+	for _, rt := range p.Delegation.Tools {
+		names = append(names, fmt.Sprintf("%s/%s/%v", rt.AgentID, rt.Tool, rt.Prompt))
+	}
+	if fmt.Sprint(names) != "[pi2//true pi2/sysinfo/false]" {
+		t.Fatalf("offered %v, want pi2's loop and sysinfo only", names)
+	}
+	token := p.Delegation.Token
+
+	for _, tt := range []struct {
+		name, as string
+		req      wire.DelegateRequest
+		want     string
+	}{
+		{"tool the rules do not give", "pi1", wire.DelegateRequest{RequestID: "r-acl", Token: token, AgentID: "pi2", Tool: "disk_usage",
+			Parameters: json.RawMessage(`{"path":"/"}`)},
+			`no [[delegation.allow]] rule lets agent "pi1" use tool "disk_usage" of agent "pi2" (a rule with from = "pi1", to = "pi2", tools = ["disk_usage"])`},
+		{"made-up token", "pi1", wire.DelegateRequest{RequestID: "r-fake", Token: "dlg-00", AgentID: "pi2", Tool: "sysinfo"},
+			`is not one this orchestrator gave agent "pi1"`},
+		{"itself", "pi1", wire.DelegateRequest{RequestID: "r-self", Token: token, AgentID: "pi1", Tool: "sysinfo"},
+			"delegation loop pi1 → pi1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			publish(tt.as, tt.req)
+			select {
+			case r := <-results:
+				if r.RequestID != tt.req.RequestID || r.Status != wire.StatusError || r.ErrorType != wire.ErrPermissionDenied || !strings.Contains(r.Error, tt.want) {
+					t.Fatalf("answer %+v, want permission_denied with %q", r, tt.want)
+				}
+			case <-ctx.Done():
+				t.Fatal("no answer")
+			}
+			got := auditRows(t, node.AuditPath(), `SELECT status, error_type, error FROM tool_calls WHERE call_id = '`+tt.req.RequestID+`' AND conversation_id LIKE 'delegation:pi1%'`)
+			if !strings.HasPrefix(got, "[[error permission_denied ") || !strings.Contains(got, tt.want) {
+				t.Fatalf("node's row: %s", got)
+			}
+		})
+	}
+	// pi2's token is not pi1's to use: the token of another agent is
+	// refused (pi3 here never got one at all).
+	publish("pi3", wire.DelegateRequest{RequestID: "r-stolen", Token: token, AgentID: "pi2", Tool: "sysinfo"})
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(auditRows(t, node.AuditPath(), `SELECT error FROM tool_calls WHERE call_id = 'r-stolen'`), `gave agent "pi3"`)
+	}, "a stolen token refused")
+
+	// An allowed call runs once, however often it is delivered.
+	ok := wire.DelegateRequest{RequestID: "r-ok", Token: token, AgentID: "pi2", Tool: "sysinfo"}
+	publish("pi1", ok)
+	var first wire.ToolResult
+	select {
+	case first = <-results:
+	case <-ctx.Done():
+		t.Fatal("no answer")
+	}
+	if first.RequestID != "r-ok" || first.Status != wire.StatusSuccess || first.Result == "" {
+		t.Fatalf("allowed call answered %+v", first)
+	}
+	publish("pi1", ok)
+	select {
+	case again := <-results:
+		if again.RequestID != "r-ok" || again.Result != first.Result {
+			t.Fatalf("redelivery answered %+v, want %+v", again, first)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer to the redelivery")
+	}
+	if got := auditRows(t, filepath.Join(pi2, "audit.db"), `SELECT tool, count(*) FROM tool_calls GROUP BY tool`); got != "[[sysinfo 1]]" {
+		t.Fatalf("pi2 ran %s, want sysinfo once and nothing else", got)
+	}
+	ccancel()
+	<-chat
+}
