@@ -310,3 +310,64 @@ func TestDelegationRefusesWhatTheRulesDoNot(t *testing.T) {
 	ccancel()
 	<-chat
 }
+
+// TestDelegationRules: which calls the rules allow.
+func TestDelegationRules(t *testing.T) {
+	conf := DelegationConf{Allow: []DelegationRule{
+		{From: "pi1", To: "pi2", Tools: []string{"sysinfo", "read_*"}},
+		{From: "cam-?", To: "pi*", Prompt: true},
+		{From: "*", To: "hub", Tools: []string{"[a-c]*"}},
+	}}
+	for _, tt := range []struct {
+		from, to, tool string
+		want           bool
+	}{
+		{"pi1", "pi2", "sysinfo", true},
+		{"pi1", "pi2", "read_file", true},
+		{"pi1", "pi2", "read", false},    // read_* needs the underscore
+		{"pi1", "pi2", "", false},        // no prompt in that rule
+		{"pi2", "pi1", "sysinfo", false}, // rules have a direction
+		{"pi1", "pi3", "sysinfo", false},
+		{"cam-1", "pi9", "", true},
+		{"cam-1", "pi9", "sysinfo", false}, // prompt only
+		{"cam-12", "pi9", "", false},       // ? is one character
+		{"anyone", "hub", "apply", true},
+		{"anyone", "hub", "delete", false},
+		{"anyone", "hub2", "apply", false},
+	} {
+		if _, got := conf.allows(tt.from, tt.to, tt.tool); got != tt.want {
+			t.Errorf("allows(%q, %q, %q) = %v, want %v", tt.from, tt.to, tt.tool, got, tt.want)
+		}
+	}
+	if _, ok := (DelegationConf{}).allows("pi1", "pi2", "sysinfo"); ok {
+		t.Error("no rules allow something")
+	}
+}
+
+// TestDelegationConfig: [delegation] is checked when the file loads.
+func TestDelegationConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name, body, want string
+		depth            int
+	}{
+		{"off by default", "", "", DefaultDelegationMaxDepth},
+		{"a rule", "[[delegation.allow]]\nfrom = \"pi1\"\nto = \"pi2\"\ntools = [\"sysinfo\"]\n", "", DefaultDelegationMaxDepth},
+		{"max_depth", "[delegation]\nmax_depth = 3\n", "", 3},
+		{"negative depth", "[delegation]\nmax_depth = -1\n", "delegation: max_depth = -1, want 1 to 15", 0},
+		{"deep", "[delegation]\nmax_depth = 16\n", "delegation: max_depth = 16, want 1 to 15", 0},
+		{"unknown field", "[[delegation.allow]]\nfrom = \"pi1\"\nto = \"pi2\"\ntool = [\"x\"]\n", "unknown keys: delegation.allow.tool", 0},
+		{"empty from", "[[delegation.allow]]\nto = \"pi2\"\nprompt = true\n", "delegation.allow[0]: from is empty", 0},
+		{"empty to", "[[delegation.allow]]\nfrom = \"pi1\"\nprompt = true\n", "delegation.allow[0]: to is empty", 0},
+		{"bad pattern", "[[delegation.allow]]\nfrom = \"pi[\"\nto = \"pi2\"\nprompt = true\n", `delegation.allow[0]: from = "pi[" is not a valid pattern`, 0},
+		{"bad tool pattern", "[[delegation.allow]]\nfrom = \"pi1\"\nto = \"pi2\"\ntools = [\"ok\", \"\"]\n", "delegation.allow[0]: tools[1] is empty", 0},
+		{"a slash", "[[delegation.allow]]\nfrom = \"pi1\"\nto = \"a/b\"\nprompt = true\n", `character '/' can match no agent or tool name`, 0},
+		{"nothing allowed", "[[delegation.allow]]\nfrom = \"pi1\"\nto = \"pi2\"\n", "delegation.allow[0]: allows nothing", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := loadConfig(t, t.TempDir(), tt.body, tt.want)
+			if ok && c.Delegation.MaxDepth != tt.depth {
+				t.Fatalf("max_depth = %d, want %d", c.Delegation.MaxDepth, tt.depth)
+			}
+		})
+	}
+}
