@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -39,8 +40,10 @@ type OneResult struct {
 }
 
 // RunOne runs c and returns its result once its audit row is written. It
-// blocks for at most the call's deadline plus the audit timeout.
-func (cs *Conversations) RunOne(root *actor.RootContext, c OneCall) OneResult {
+// blocks for at most the call's deadline plus the audit timeout; when ctx
+// ends first, the call is abandoned (its agent told to forget it) and
+// audited as interrupted.
+func (cs *Conversations) RunOne(ctx context.Context, root *actor.RootContext, c OneCall) OneResult {
 	o := cs.o
 	t := c.Target
 	refuse := func(res *skills.Output) OneResult {
@@ -88,6 +91,12 @@ func (cs *Conversations) RunOne(root *actor.RootContext, c OneCall) OneResult {
 	var m *callDone
 	select {
 	case m = <-done:
+	case <-ctx.Done():
+		res := skills.Failed(wire.ErrInterrupted, "the orchestrator stopped while the call ran; it may or may not have run")
+		if s.finished.CompareAndSwap(false, true) {
+			_, _ = completeCall(o, s.convID, s.call, s.agentID, s.requestID, res, o.Now().Sub(s.started), false)
+		}
+		return OneResult{Output: res, RequestID: s.requestID}
 	case <-time.After(s.deadline.Sub(o.Now()) + o.AuditTimeout + o.ReplySlack):
 		// The call's own timer ends it first; this only guards a lost message.
 		return OneResult{Output: *toolError(wire.ErrInternal, "the call ended without a result"), RequestID: s.requestID}
@@ -137,7 +146,9 @@ func (p *oneCall) Receive(ctx actor.Context) {
 			done <- &callDone{res: res}
 		}()
 	case *actor.Stopping:
-		if !s.finished.Load() && s.edges != nil && s.agentID != "" && s.target.Local == nil {
+		// Abandoned (the node closes) or done: either way the edge actor
+		// has nothing left to wait for (a no-op when it answered).
+		if s.edges != nil && s.agentID != "" && s.target.Local == nil {
 			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
 		}
 	}

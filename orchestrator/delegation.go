@@ -153,11 +153,50 @@ type delegator struct {
 	perAg   map[string]int
 	kept    map[string][]byte // answers of finished requests, for redelivery
 	keptFIF []string
+	closed  bool
+
+	// ctx ends the calls running when the node closes; wg counts the
+	// goroutines of receive.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 func newDelegator(c DelegationConf, n *Node) *delegator {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &delegator{conf: c, n: n, grants: map[string]grant{}, running: map[string]struct{}{},
-		perAg: map[string]int{}, kept: map[string][]byte{}}
+		perAg: map[string]int{}, kept: map[string][]byte{}, ctx: ctx, cancel: cancel}
+}
+
+// close ends the running calls (each answered as interrupted) and waits
+// for them; later requests are dropped.
+func (d *delegator) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.cancel()
+	d.wg.Wait()
+}
+
+// goLocked runs f in a goroutine close waits for; d.mu is held. False
+// when closed (f does not run).
+func (d *delegator) goLocked(f func()) bool {
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// spawn is goLocked taking d.mu.
+func (d *delegator) spawn(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.goLocked(f)
 }
 
 func (d *delegator) enabled() bool { return d != nil && len(d.conf.Allow) > 0 }
@@ -240,32 +279,27 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 	if err != nil {
 		d.n.dropped(agentID, wire.KindReports, r.Payload, err)
 		if id := r.RequestID(); id != "" {
-			go d.answer(agentID, id, skills.Failed(wire.ErrInvalidParams, err.Error()).Wire(""))
+			d.spawn(func() { d.answer(agentID, id, skills.Failed(wire.ErrInvalidParams, err.Error()).Wire("")) })
 		}
 		return
 	}
 	key := agentID + "\x00" + req.RequestID
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if b, ok := d.kept[key]; ok {
-		d.mu.Unlock()
-		go d.publish(agentID, req.RequestID, b) // a redelivery: the same answer again
+		d.goLocked(func() { d.publish(agentID, req.RequestID, b) }) // a redelivery: the same answer again
 		return
 	}
 	if _, ok := d.running[key]; ok {
-		d.mu.Unlock()
 		return // a redelivery of a call that runs: its answer will come
 	}
 	if len(d.running) >= maxDelegatedRunning || d.perAg[agentID] >= maxDelegatedRunningPerAgent {
-		d.mu.Unlock()
-		go d.answer(agentID, req.RequestID, skills.Failed(wire.ErrBusy, fmt.Sprintf(
-			"the orchestrator runs %d delegated calls already (at most %d, %d per agent); retry later",
-			len(d.running), maxDelegatedRunning, maxDelegatedRunningPerAgent)).Wire(delegatedName(req)))
+		busy := skills.Failed(wire.ErrBusy, fmt.Sprintf("the orchestrator runs %d delegated calls already (at most %d, %d per agent); retry later",
+			len(d.running), maxDelegatedRunning, maxDelegatedRunningPerAgent)).Wire(delegatedName(req))
+		d.goLocked(func() { d.answer(agentID, req.RequestID, busy) })
 		return
 	}
-	d.running[key] = struct{}{}
-	d.perAg[agentID]++
-	d.mu.Unlock()
-	go func() {
+	started := d.goLocked(func() {
 		res := d.run(agentID, req).Wire(delegatedName(req))
 		res.RequestID = req.RequestID
 		b := d.encode(agentID, req.RequestID, res)
@@ -282,7 +316,11 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 		d.keptFIF = append(d.keptFIF, key)
 		d.mu.Unlock()
 		d.publish(agentID, req.RequestID, b)
-	}()
+	})
+	if started {
+		d.running[key] = struct{}{}
+		d.perAg[agentID]++
+	}
 }
 
 // delegatedName is the name a delegated call is audited under:
@@ -379,7 +417,7 @@ func (d *delegator) run(agentID string, req wire.DelegateRequest) skills.Output 
 			return res
 		}
 	}
-	return d.n.convs.RunOne(d.n.system.Root, actors.OneCall{ConversationID: convID, Call: call, Target: target, MaxTimeout: limit}).Output
+	return d.n.convs.RunOne(d.ctx, d.n.system.Root, actors.OneCall{ConversationID: convID, Call: call, Target: target, MaxTimeout: limit}).Output
 }
 
 // answer sends res as the answer to the caller's request.

@@ -506,6 +506,9 @@ func (n *Node) Close() error {
 			<-n.sweepDone
 		}
 		n.verify.close()
+		if n.deleg != nil {
+			n.deleg.close() // its calls end before the actors and the store they use
+		}
 		if n.system != nil {
 			if n.convs != nil {
 				_ = actors.StopAndWait(n.system.Root, n.convs.PID, stopTimeout)
