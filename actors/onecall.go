@@ -132,12 +132,7 @@ func (p *oneCall) Receive(ctx actor.Context) {
 		if s.finished.Load() {
 			return // its callDone is on the way
 		}
-		reason, _ := s.lastFailure.Load().(string)
-		code := wire.ErrInternal
-		if strings.HasPrefix(reason, "transient: ") {
-			code = wire.ErrAgentOffline
-		}
-		res := skills.Failed(code, fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason))
+		res := s.gaveUp()
 		o := s.o
 		done := p.done
 		p.sent = true
@@ -175,3 +170,15 @@ func (cs *Conversations) CallTimeout(category string, ownMS int64) time.Duration
 
 // ReplySlack is what a call's deadline adds to its timeout for the round trip.
 func (cs *Conversations) ReplySlack() time.Duration { return cs.o.ReplySlack }
+
+// gaveUp is the result of a call whose actor the supervisor gave up on:
+// agent_offline when its last failure was a publish that did not go out,
+// else internal.
+func (s *callSpec) gaveUp() skills.Output {
+	reason, _ := s.lastFailure.Load().(string)
+	code := wire.ErrInternal
+	if strings.HasPrefix(reason, "transient: ") {
+		code = wire.ErrAgentOffline
+	}
+	return skills.Failed(code, fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason))
+}
