@@ -19,9 +19,10 @@ import (
 
 // startDemoAgent runs edge agent id with the shipped demo skill (sysinfo,
 // disk_usage) in this process against node, answering prompts with the
-// scripted transcript (none: it refuses prompts). It returns the agent's
-// data directory once the node has its tool list.
-func startDemoAgent(t *testing.T, node *Node, dir, id, transcript string) string {
+// scripted transcript (none: it refuses prompts), its skills granted
+// perms. It returns the agent's data directory once the node has its tool
+// list.
+func startDemoAgent(t *testing.T, node *Node, dir, id, transcript string, perms ...string) string {
 	t.Helper()
 	skills := filepath.Join(dir, id, "skills")
 	if _, err := shipped.Install("demo", skills); err != nil {
@@ -29,7 +30,7 @@ func startDemoAgent(t *testing.T, node *Node, dir, id, transcript string) string
 	}
 	data := filepath.Join(dir, id, "edge")
 	a, err := edge.New(edge.Config{AgentID: id, DataDir: data, MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
-		Skills: edge.SkillConf{Dirs: []string{skills}}}, nil)
+		Skills: edge.SkillConf{Dirs: []string{skills}, Permissions: perms}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +65,8 @@ func auditRows(t *testing.T, path, query string) string {
 	return fmt.Sprint(res.Rows)
 }
 
-// delegationFleet is a node allowing pi1 to use pi2's sysinfo and ask
-// pi2's own loop, and pi2 to use the sysinfo of every pi*, with
-// max_depth 1; three agents with the demo skill.
+// delegationRules allow pi1 to use pi2's sysinfo and ask pi2's own loop,
+// and pi2 to use the sysinfo of every pi*, with max_depth 1.
 const delegationRules = `
 [delegation]
 max_depth = 1
@@ -81,9 +81,11 @@ to = "pi*"
 tools = ["sysinfo"]
 `
 
-func startDelegationNode(t *testing.T, dir, transcript string) *Node {
+// startDelegationNode starts a node with rules (evoclaw.toml lines) whose
+// model replays transcript.
+func startDelegationNode(t *testing.T, dir, rules, transcript string) *Node {
 	t.Helper()
-	cfg, _ := loadConfig(t, dir, "data_dir = \"orch\"\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n"+delegationRules, "")
+	cfg, _ := loadConfig(t, dir, "data_dir = \"orch\"\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n"+rules, "")
 	return startNode(t, cfg, Options{Provider: mustScript(t, transcript)})
 }
 
@@ -95,7 +97,7 @@ func startDelegationNode(t *testing.T, dir, transcript string) *Node {
 // audited by the node, and nothing runs on pi1 or pi3 for them.
 func TestDelegationChain(t *testing.T) {
 	dir := t.TempDir()
-	node := startDelegationNode(t, dir, `{"name":"orch","turns":[
+	node := startDelegationNode(t, dir, delegationRules, `{"name":"orch","turns":[
 	  {"content":"","tool_calls":[{"id":"c1","name":"edge_call","arguments":{"agent_id":"pi1","query":"how is pi2?"}}]},
 	  {"content":"ORCH[{{result c1}}]"}]}`)
 	pi1 := startDemoAgent(t, node, dir, "pi1", `{"name":"pi1","turns":[
@@ -168,18 +170,31 @@ func TestDelegationChain(t *testing.T) {
 
 // TestDelegationRefusesWhatTheRulesDoNot: an agent that holds a genuine
 // token (from a prompt it was sent) and asks the node directly, past its
-// own loop, for a tool the rules do not give it, with another agent's
-// token, or with a made-up one, is refused with permission_denied naming
-// the rule; nothing runs and the refusals are audited. A redelivered
-// request gets the same answer and is not run twice.
+// own loop, for a tool the rules do not give it, for a tool an approval
+// rule holds (a delegated call is never a way around [approvals]), with
+// bad arguments, for itself, with another agent's token or a made-up one,
+// is refused with an error that says why; nothing runs on the target and
+// the refusals are audited. A redelivered request gets the same answer
+// and is not run twice.
 func TestDelegationRefusesWhatTheRulesDoNot(t *testing.T) {
 	dir := t.TempDir()
-	// The node prompts pi1; "pi1" below is a bare MQTT client that keeps
-	// the prompt's token and never answers.
-	node := startDelegationNode(t, dir, `{"name":"orch","turns":[
+	// The node prompts pi1; "pi1" below is a bare MQTT client that lists
+	// one tool, keeps the prompt's token and never answers the prompt.
+	node := startDelegationNode(t, dir, `
+[delegation]
+[[delegation.allow]]
+from = "pi1"
+to = "pi2"
+tools = ["sysinfo", "disk_*"]
+prompt = true
+[approvals]
+timeout = "1m"
+[[approvals.rules]]
+tools = ["pi2__disk_usage"]
+`, `{"name":"orch","turns":[
 	  {"content":"","tool_calls":[{"id":"c1","name":"edge_call","arguments":{"agent_id":"pi1","query":"hello"}}]},
 	  {"content":"done"}]}`)
-	pi2 := startDemoAgent(t, node, dir, "pi2", "")
+	pi2 := startDemoAgent(t, node, dir, "pi2", "", "file_read")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -196,6 +211,11 @@ func TestDelegationRefusesWhatTheRulesDoNot(t *testing.T) {
 			return
 		}
 		switch cmd.Command {
+		case wire.CmdToolsList:
+			r, _ := wire.NewReport("pi1", "", wire.ReportResult, time.Now().Unix(), wire.ToolsList{RequestID: cmd.RequestID,
+				Tools: []wire.ToolInfo{{Name: "hello", Description: "says hello", Parameters: map[string]any{"type": "object"}}}})
+			b, _ := json.Marshal(r)
+			go func() { _ = c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic("pi1"), Payload: b, QoS: 1}) }()
 		case wire.CmdPrompt:
 			if p, err := wire.DecodePromptPayload(cmd.Payload); err == nil {
 				prompts <- p
@@ -219,12 +239,12 @@ func TestDelegationRefusesWhatTheRulesDoNot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// pi1 comes online (a status), gets listed as having no tool list.
+	// pi1 comes online (a status) and lists its tool.
 	st, _ := json.Marshal(wire.Status{AgentID: "pi1", Status: wire.PresenceOnline})
 	if err := c.Publish(ctx, mqttc.Message{Topic: wire.StatusTopic("pi1"), Payload: st, QoS: 1}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, func() bool { a, ok := node.Catalog().Agents["pi1"]; return ok && a.Callable() }, "pi1 online")
+	testenv.Eventually(t, 10*time.Second, func() bool { _, listed := node.agentTools("pi1"); return listed }, "pi1 listed")
 	chat := make(chan error, 1)
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
@@ -242,42 +262,45 @@ func TestDelegationRefusesWhatTheRulesDoNot(t *testing.T) {
 	for _, rt := range p.Delegation.Tools {
 		names = append(names, fmt.Sprintf("%s/%s/%v", rt.AgentID, rt.Tool, rt.Prompt))
 	}
-	if fmt.Sprint(names) != "[pi2//true pi2/sysinfo/false]" {
-		t.Fatalf("offered %v, want pi2's loop and sysinfo only", names)
+	if fmt.Sprint(names) != "[pi2//true pi2/disk_usage/false pi2/sysinfo/false]" {
+		t.Fatalf("offered %v, want pi2's loop, disk_usage and sysinfo", names)
 	}
 	token := p.Delegation.Token
 
 	for _, tt := range []struct {
-		name, as string
-		req      wire.DelegateRequest
-		want     string
+		name    string
+		req     wire.DelegateRequest
+		errType wire.ErrorType
+		want    string
 	}{
-		{"tool the rules do not give", "pi1", wire.DelegateRequest{RequestID: "r-acl", Token: token, AgentID: "pi2", Tool: "disk_usage",
-			Parameters: json.RawMessage(`{"path":"/"}`)},
-			`no [[delegation.allow]] rule lets agent "pi1" use tool "disk_usage" of agent "pi2" (a rule with from = "pi1", to = "pi2", tools = ["disk_usage"])`},
-		{"made-up token", "pi1", wire.DelegateRequest{RequestID: "r-fake", Token: "dlg-00", AgentID: "pi2", Tool: "sysinfo"},
+		{"tool the rules do not give", wire.DelegateRequest{RequestID: "r-acl", Token: token, AgentID: "pi2", Tool: "reboot"}, wire.ErrPermissionDenied,
+			`no [[delegation.allow]] rule lets agent "pi1" use tool "reboot" of agent "pi2" (a rule with from = "pi1", to = "pi2", tools = ["reboot"])`},
+		{"held by an approval rule", wire.DelegateRequest{RequestID: "r-approval", Token: token, AgentID: "pi2", Tool: "disk_usage",
+			Parameters: json.RawMessage(`{"path":"/"}`)}, wire.ErrPermissionDenied, "needs a person's approval"},
+		{"bad arguments", wire.DelegateRequest{RequestID: "r-args", Token: token, AgentID: "pi2", Tool: "disk_usage"},
+			wire.ErrInvalidParams, "path"},
+		{"made-up token", wire.DelegateRequest{RequestID: "r-fake", Token: "dlg-00", AgentID: "pi2", Tool: "sysinfo"}, wire.ErrPermissionDenied,
 			`is not one this orchestrator gave agent "pi1"`},
-		{"itself", "pi1", wire.DelegateRequest{RequestID: "r-self", Token: token, AgentID: "pi1", Tool: "sysinfo"},
+		{"itself", wire.DelegateRequest{RequestID: "r-self", Token: token, AgentID: "pi1", Tool: "hello"}, wire.ErrPermissionDenied,
 			"delegation loop pi1 → pi1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			publish(tt.as, tt.req)
+			publish("pi1", tt.req)
 			select {
 			case r := <-results:
-				if r.RequestID != tt.req.RequestID || r.Status != wire.StatusError || r.ErrorType != wire.ErrPermissionDenied || !strings.Contains(r.Error, tt.want) {
-					t.Fatalf("answer %+v, want permission_denied with %q", r, tt.want)
+				if r.RequestID != tt.req.RequestID || r.Status != wire.StatusError || r.ErrorType != tt.errType || !strings.Contains(r.Error, tt.want) {
+					t.Fatalf("answer %+v, want %s with %q", r, tt.errType, tt.want)
 				}
 			case <-ctx.Done():
 				t.Fatal("no answer")
 			}
-			got := auditRows(t, node.AuditPath(), `SELECT status, error_type, error FROM tool_calls WHERE call_id = '`+tt.req.RequestID+`' AND conversation_id LIKE 'delegation:pi1%'`)
-			if !strings.HasPrefix(got, "[[error permission_denied ") || !strings.Contains(got, tt.want) {
+			got := auditRows(t, node.AuditPath(), `SELECT status, error_type, error FROM tool_calls WHERE call_id = '`+tt.req.RequestID+`' AND conversation_id = 'delegation:pi1'`)
+			if !strings.HasPrefix(got, "[[error "+string(tt.errType)+" ") || !strings.Contains(got, tt.want) {
 				t.Fatalf("node's row: %s", got)
 			}
 		})
 	}
-	// pi2's token is not pi1's to use: the token of another agent is
-	// refused (pi3 here never got one at all).
+	// pi1's token is not pi3's to use.
 	publish("pi3", wire.DelegateRequest{RequestID: "r-stolen", Token: token, AgentID: "pi2", Tool: "sysinfo"})
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(auditRows(t, node.AuditPath(), `SELECT error FROM tool_calls WHERE call_id = 'r-stolen'`), `gave agent "pi3"`)
