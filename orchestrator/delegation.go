@@ -51,8 +51,9 @@ const (
 	// maxDelegationGrants bounds the delegation tokens kept; the oldest go
 	// first, and a call under a forgotten token is refused.
 	maxDelegationGrants = 4096
-	// delegationGrantTTL is how long a token is good for: longer than any
-	// prompt may run (the edge_call category's maximum is 10 min).
+	// delegationGrantTTL is how long a token is good for at least: longer
+	// than a prompt runs by default (the edge_call category's maximum is
+	// 10 min). grantTTL makes it longer when the timeouts are.
 	delegationGrantTTL = time.Hour
 	// maxDelegatedRunning bounds delegated calls running at once, in all
 	// and per calling agent; more are refused as busy.
@@ -251,9 +252,17 @@ func (d *delegator) offer(chain []string) *wire.Delegation {
 		delete(d.grants, d.order[0])
 		d.order = d.order[1:]
 	}
-	d.grants[token] = grant{agent: from, chain: append([]string(nil), chain...), expires: now.Add(delegationGrantTTL)}
+	d.grants[token] = grant{agent: from, chain: append([]string(nil), chain...), expires: now.Add(d.grantTTL())}
 	d.order = append(d.order, token)
 	return &wire.Delegation{Token: token, Chain: append([]string(nil), chain...), Tools: tools}
+}
+
+// grantTTL is how long a token is good for: an hour, or longer when a
+// chat (which may wait for an approval before the prompt goes out) and the
+// longest prompt may take longer.
+func (d *delegator) grantTTL() time.Duration {
+	longest := d.n.convs.CallTimeout(actors.CategoryEdgeCall, 1<<40) // clamped at the category's maximum
+	return max(delegationGrantTTL, d.n.cfg.Loop.ChatTimeout.Duration+longest+time.Minute)
 }
 
 // waitFor is how long a caller should wait for a call of a tool of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -392,5 +394,163 @@ func TestDelegationConfig(t *testing.T) {
 				t.Fatalf("max_depth = %d, want %d", c.Delegation.MaxDepth, tt.depth)
 			}
 		})
+	}
+}
+
+// fakeAgent is a bare MQTT client posing as agent id on node's broker: it
+// lists one tool, passes on the prompts and delegate results it gets,
+// and never answers a prompt.
+type fakeAgent struct {
+	t       *testing.T
+	id      string
+	c       *mqttc.Client
+	prompts chan wire.PromptPayload
+	results chan wire.ToolResult
+}
+
+func startFakeAgent(t *testing.T, ctx context.Context, node *Node, id string) *fakeAgent {
+	t.Helper()
+	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "fake-" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	f := &fakeAgent{t: t, id: id, c: c, prompts: make(chan wire.PromptPayload, 4), results: make(chan wire.ToolResult, 64)}
+	if err := c.Subscribe(wire.CommandsTopic(id), 1, func(m mqttc.Message) {
+		cmd, err := wire.DecodeCommand(m.Payload)
+		if err != nil {
+			return
+		}
+		switch cmd.Command {
+		case wire.CmdToolsList:
+			r, _ := wire.NewReport(id, "", wire.ReportResult, time.Now().Unix(), wire.ToolsList{RequestID: cmd.RequestID,
+				Tools: []wire.ToolInfo{{Name: "hello", Description: "says hello", Parameters: map[string]any{"type": "object"}}}})
+			b, _ := json.Marshal(r)
+			go func() { _ = c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(id), Payload: b, QoS: 1}) }()
+		case wire.CmdPrompt:
+			if p, err := wire.DecodePromptPayload(cmd.Payload); err == nil {
+				f.prompts <- p
+			}
+		case wire.CmdDelegateResult:
+			if r, err := wire.DecodeDelegateResult(cmd.Payload); err == nil {
+				f.results <- r
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := json.Marshal(wire.Status{AgentID: id, Status: wire.PresenceOnline})
+	if err := c.Publish(ctx, mqttc.Message{Topic: wire.StatusTopic(id), Payload: st, QoS: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { _, listed := node.agentTools(id); return listed }, id+" listed")
+	return f
+}
+
+// delegate publishes a delegate request as the fake agent.
+func (f *fakeAgent) delegate(ctx context.Context, req wire.DelegateRequest) {
+	f.t.Helper()
+	r, err := wire.NewReport(f.id, "", wire.ReportDelegate, time.Now().Unix(), req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	b, _ := json.Marshal(r)
+	if err := f.c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(f.id), Payload: b, QoS: 1}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestDelegationBusyAndClose: an agent gets at most
+// maxDelegatedRunningPerAgent calls running at once, the next is answered
+// busy at once; a node that closes ends the running ones, each answered
+// and audited as interrupted.
+func TestDelegationBusyAndClose(t *testing.T) {
+	dir := t.TempDir()
+	// A broker of its own, which outlives the node: the answers the node
+	// sends as it closes reach pi1.
+	cfg, _ := loadConfig(t, dir, fmt.Sprintf("data_dir = \"orch\"\n[broker]\nurl = %q\n[[delegation.allow]]\nfrom = \"pi1\"\nto = \"pi2\"\ntools = [\"hang\"]\n",
+		mqtttest.StartEmbedded(t)), "")
+	node, err := Start(context.Background(), cfg, Options{Provider: mustScript(t, `{"name":"orch","turns":[
+	  {"content":"","tool_calls":[{"id":"c1","name":"edge_call","arguments":{"agent_id":"pi1","query":"hang"}}]},
+	  {"content":"done"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	e2e, err := filepath.Abs("../testdata/skills/e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skills := filepath.Join(dir, "pi2-skills")
+	if err := os.MkdirAll(skills, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(e2e, filepath.Join(skills, "e2e")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := edge.New(edge.Config{AgentID: "pi2", DataDir: filepath.Join(dir, "pi2"), MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
+		Skills: edge.SkillConf{Dirs: []string{skills}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() { acancel(); <-done })
+	testenv.Eventually(t, 20*time.Second, func() bool { _, listed := node.agentTools("pi2"); return listed }, "pi2 listed")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pi1 := startFakeAgent(t, ctx, node, "pi1")
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	go func() { _, _ = node.Chat(cctx, "busy", "hang") }()
+	var p wire.PromptPayload
+	select {
+	case p = <-pi1.prompts:
+	case <-ctx.Done():
+		t.Fatal("no prompt reached pi1")
+	}
+	if p.Delegation == nil {
+		t.Fatal("no delegation offered")
+	}
+	markers := filepath.Join(dir, "markers")
+	if err := os.MkdirAll(markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxDelegatedRunningPerAgent + 1 {
+		pi1.delegate(ctx, wire.DelegateRequest{RequestID: fmt.Sprintf("h-%d", i), Token: p.Delegation.Token, AgentID: "pi2", Tool: "hang",
+			Parameters: json.RawMessage(fmt.Sprintf(`{"marker":%q}`, filepath.Join(markers, fmt.Sprint(i))))})
+	}
+	busyID := fmt.Sprintf("h-%d", maxDelegatedRunningPerAgent)
+	select {
+	case r := <-pi1.results:
+		if r.RequestID != busyID || r.ErrorType != wire.ErrBusy {
+			t.Fatalf("first answer %+v, want busy for %s", r, busyID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no busy answer")
+	}
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		m, _ := os.ReadDir(markers)
+		return len(m) > 0
+	}, "a hang started on pi2")
+	ccancel()
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Each answer was published (and acknowledged by the broker) before
+	// Close went on to the broker.
+	interrupted := map[string]bool{}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		for len(pi1.results) > 0 {
+			if r := <-pi1.results; r.ErrorType == wire.ErrInterrupted {
+				interrupted[r.RequestID] = true
+			}
+		}
+		return len(interrupted) == maxDelegatedRunningPerAgent
+	}, "every running call answered interrupted at close")
+	if got := auditRows(t, node.AuditPath(), `SELECT error_type, count(*) FROM tool_calls WHERE conversation_id = 'delegation:pi1' GROUP BY error_type`); got != fmt.Sprintf("[[interrupted %d]]", maxDelegatedRunningPerAgent) {
+		t.Fatalf("audited %s", got)
 	}
 }
