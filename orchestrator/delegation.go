@@ -61,6 +61,10 @@ const (
 	maxDelegatedRunningPerAgent = 8
 	// maxDelegatedKept bounds the answers kept for a redelivered request.
 	maxDelegatedKept = 256
+	// maxDelegatedAnswering bounds the answers being published that are not
+	// a call's (refusals before a call starts, redeliveries); beyond it an
+	// answer is dropped and the caller's wait ends at its timeout.
+	maxDelegatedAnswering = 64
 	// delegationMargin is what the node keeps of the caller's wait for
 	// the round trip of the answer.
 	delegationMargin = time.Second
@@ -155,6 +159,8 @@ type delegator struct {
 	kept    map[string][]byte // answers of finished requests, for redelivery
 	keptFIF []string
 	closed  bool
+	// answering counts the goroutines of answerLocked.
+	answering int
 
 	// ctx ends the calls running when the node closes; wg counts the
 	// goroutines of receive.
@@ -193,11 +199,22 @@ func (d *delegator) goLocked(f func()) bool {
 	return true
 }
 
-// spawn is goLocked taking d.mu.
-func (d *delegator) spawn(f func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.goLocked(f)
+// answerLocked publishes b to agentID in a goroutine, at most
+// maxDelegatedAnswering at once; d.mu is held. (The MQTT handler must not
+// wait for a publish: its acknowledgement comes through the same client.)
+func (d *delegator) answerLocked(agentID, requestID string, b []byte) {
+	if d.answering >= maxDelegatedAnswering {
+		d.n.in.log.Warn("dropping a delegated call's answer: too many being sent", "agent", agentID, "request_id", requestID)
+		return
+	}
+	if d.goLocked(func() {
+		d.publish(agentID, requestID, b)
+		d.mu.Lock()
+		d.answering--
+		d.mu.Unlock()
+	}) {
+		d.answering++
+	}
 }
 
 func (d *delegator) enabled() bool { return d != nil && len(d.conf.Allow) > 0 }
@@ -288,7 +305,12 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 	if err != nil {
 		d.n.dropped(agentID, wire.KindReports, r.Payload, err)
 		if id := r.RequestID(); id != "" {
-			d.spawn(func() { d.answer(agentID, id, skills.Failed(wire.ErrInvalidParams, err.Error()).Wire("")) })
+			res := skills.Failed(wire.ErrInvalidParams, err.Error()).Wire("")
+			res.RequestID = id
+			b := d.encode(id, res)
+			d.mu.Lock()
+			d.answerLocked(agentID, id, b)
+			d.mu.Unlock()
 		}
 		return
 	}
@@ -296,7 +318,7 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if b, ok := d.kept[key]; ok {
-		d.goLocked(func() { d.publish(agentID, req.RequestID, b) }) // a redelivery: the same answer again
+		d.answerLocked(agentID, req.RequestID, b) // a redelivery: the same answer again
 		return
 	}
 	if _, ok := d.running[key]; ok {
@@ -305,13 +327,14 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 	if len(d.running) >= maxDelegatedRunning || d.perAg[agentID] >= maxDelegatedRunningPerAgent {
 		busy := skills.Failed(wire.ErrBusy, fmt.Sprintf("the orchestrator runs %d delegated calls already (at most %d, %d per agent); retry later",
 			len(d.running), maxDelegatedRunning, maxDelegatedRunningPerAgent)).Wire(delegatedName(req))
-		d.goLocked(func() { d.answer(agentID, req.RequestID, busy) })
+		busy.RequestID = req.RequestID
+		d.answerLocked(agentID, req.RequestID, d.encode(req.RequestID, busy))
 		return
 	}
 	started := d.goLocked(func() {
 		res := d.run(agentID, req).Wire(delegatedName(req))
 		res.RequestID = req.RequestID
-		b := d.encode(agentID, req.RequestID, res)
+		b := d.encode(req.RequestID, res)
 		d.mu.Lock()
 		delete(d.running, key)
 		if d.perAg[agentID]--; d.perAg[agentID] <= 0 {
@@ -429,15 +452,9 @@ func (d *delegator) run(agentID string, req wire.DelegateRequest) skills.Output 
 	return d.n.convs.RunOne(d.ctx, d.n.system.Root, actors.OneCall{ConversationID: convID, Call: call, Target: target, MaxTimeout: limit}).Output
 }
 
-// answer sends res as the answer to the caller's request.
-func (d *delegator) answer(agentID, requestID string, res wire.ToolResult) {
-	res.RequestID = requestID
-	d.publish(agentID, requestID, d.encode(agentID, requestID, res))
-}
-
 // encode builds the delegate_result command; a result too big for one
 // message becomes an error saying so.
-func (d *delegator) encode(agentID, requestID string, res wire.ToolResult) []byte {
+func (d *delegator) encode(requestID string, res wire.ToolResult) []byte {
 	enc := func(r wire.ToolResult) []byte {
 		cmd, err := wire.NewCommand(wire.CmdDelegateResult, requestID, r)
 		if err != nil {
@@ -448,7 +465,9 @@ func (d *delegator) encode(agentID, requestID string, res wire.ToolResult) []byt
 	}
 	b := enc(res)
 	if b == nil || len(b) > wire.MaxMessageBytes {
-		b = enc(skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("the result of the delegated call is over %d bytes, too big to pass on", wire.MaxMessageBytes)).Wire(res.Tool))
+		big := skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("the result of the delegated call is over %d bytes, too big to pass on", wire.MaxMessageBytes)).Wire(res.Tool)
+		big.RequestID = requestID
+		b = enc(big)
 	}
 	return b
 }

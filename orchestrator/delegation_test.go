@@ -554,3 +554,35 @@ func TestDelegationBusyAndClose(t *testing.T) {
 		t.Fatalf("audited %s", got)
 	}
 }
+
+// TestDelegateResultEncoding: an answer is a delegate_result command the
+// agent decodes; one over the message bound becomes an error that still
+// names its request.
+func TestDelegateResultEncoding(t *testing.T) {
+	var d delegator
+	for _, tt := range []struct {
+		name      string
+		res       wire.ToolResult
+		status    string
+		errSubstr string
+	}{
+		{"small", wire.ToolResult{Status: wire.StatusSuccess, Tool: "pi2__sysinfo", Result: "ok", RequestID: "r1"}, wire.StatusSuccess, ""},
+		{"too big", wire.ToolResult{Status: wire.StatusSuccess, Tool: "pi2__sysinfo", Result: strings.Repeat("x", wire.MaxMessageBytes), RequestID: "r1"},
+			wire.StatusError, "too big to pass on"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := d.encode("r1", tt.res)
+			if len(b) > wire.MaxMessageBytes {
+				t.Fatalf("%d bytes", len(b))
+			}
+			cmd, err := wire.DecodeCommand(b)
+			if err != nil || cmd.Command != wire.CmdDelegateResult || cmd.RequestID != "r1" {
+				t.Fatalf("command %+v, %v", cmd, err)
+			}
+			res, err := wire.DecodeDelegateResult(cmd.Payload)
+			if err != nil || res.RequestID != "r1" || res.Status != tt.status || !strings.Contains(res.Error, tt.errSubstr) {
+				t.Fatalf("result %+v, %v", res, err)
+			}
+		})
+	}
+}
