@@ -30,6 +30,12 @@ func startDemoAgent(t *testing.T, node *Node, dir, id, transcript string, perms 
 	if _, err := shipped.Install("demo", skills); err != nil {
 		t.Fatal(err)
 	}
+	return startSkillAgent(t, node, dir, id, skills, transcript, perms...)
+}
+
+// startSkillAgent is startDemoAgent with the skills of the directory skills.
+func startSkillAgent(t *testing.T, node *Node, dir, id, skills, transcript string, perms ...string) string {
+	t.Helper()
 	data := filepath.Join(dir, id, "edge")
 	a, err := edge.New(edge.Config{AgentID: id, DataDir: data, MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
 		Skills: edge.SkillConf{Dirs: []string{skills}, Permissions: perms}}, nil)
@@ -200,60 +206,14 @@ tools = ["pi2__disk_usage"]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "fake-pi1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	prompts := make(chan wire.PromptPayload, 4)
-	results := make(chan wire.ToolResult, 16)
-	if err := c.Subscribe(wire.CommandsTopic("pi1"), 1, func(m mqttc.Message) {
-		cmd, err := wire.DecodeCommand(m.Payload)
-		if err != nil {
-			return
-		}
-		switch cmd.Command {
-		case wire.CmdToolsList:
-			r, _ := wire.NewReport("pi1", "", wire.ReportResult, time.Now().Unix(), wire.ToolsList{RequestID: cmd.RequestID,
-				Tools: []wire.ToolInfo{{Name: "hello", Description: "says hello", Parameters: map[string]any{"type": "object"}}}})
-			b, _ := json.Marshal(r)
-			go func() { _ = c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic("pi1"), Payload: b, QoS: 1}) }()
-		case wire.CmdPrompt:
-			if p, err := wire.DecodePromptPayload(cmd.Payload); err == nil {
-				prompts <- p
-			}
-		case wire.CmdDelegateResult:
-			if r, err := wire.DecodeDelegateResult(cmd.Payload); err == nil {
-				results <- r
-			}
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	publish := func(id string, v any) {
-		t.Helper()
-		r, err := wire.NewReport(id, "", wire.ReportDelegate, time.Now().Unix(), v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(r)
-		if err := c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(id), Payload: b, QoS: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// pi1 comes online (a status) and lists its tool.
-	st, _ := json.Marshal(wire.Status{AgentID: "pi1", Status: wire.PresenceOnline})
-	if err := c.Publish(ctx, mqttc.Message{Topic: wire.StatusTopic("pi1"), Payload: st, QoS: 1}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool { _, listed := node.agentTools("pi1"); return listed }, "pi1 listed")
+	pi1 := startFakeAgent(t, ctx, node, "pi1")
 	chat := make(chan error, 1)
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	go func() { _, err := node.Chat(cctx, "hostile", "hello pi1"); chat <- err }()
 	var p wire.PromptPayload
 	select {
-	case p = <-prompts:
+	case p = <-pi1.prompts:
 	case <-ctx.Done():
 		t.Fatal("no prompt reached pi1")
 	}
@@ -287,9 +247,9 @@ tools = ["pi2__disk_usage"]
 			"delegation loop pi1 → pi1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			publish("pi1", tt.req)
+			pi1.delegate(ctx, tt.req)
 			select {
-			case r := <-results:
+			case r := <-pi1.results:
 				if r.RequestID != tt.req.RequestID || r.Status != wire.StatusError || r.ErrorType != tt.errType || !strings.Contains(r.Error, tt.want) {
 					t.Fatalf("answer %+v, want %s with %q", r, tt.errType, tt.want)
 				}
@@ -303,26 +263,27 @@ tools = ["pi2__disk_usage"]
 		})
 	}
 	// pi1's token is not pi3's to use.
-	publish("pi3", wire.DelegateRequest{RequestID: "r-stolen", Token: token, AgentID: "pi2", Tool: "sysinfo"})
+	pi3 := &fakeAgent{t: t, id: "pi3", c: pi1.c} // pi1's client, publishing as pi3
+	pi3.delegate(ctx, wire.DelegateRequest{RequestID: "r-stolen", Token: token, AgentID: "pi2", Tool: "sysinfo"})
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(auditRows(t, node.AuditPath(), `SELECT error FROM tool_calls WHERE call_id = 'r-stolen'`), `gave agent "pi3"`)
 	}, "a stolen token refused")
 
 	// An allowed call runs once, however often it is delivered.
 	ok := wire.DelegateRequest{RequestID: "r-ok", Token: token, AgentID: "pi2", Tool: "sysinfo"}
-	publish("pi1", ok)
+	pi1.delegate(ctx, ok)
 	var first wire.ToolResult
 	select {
-	case first = <-results:
+	case first = <-pi1.results:
 	case <-ctx.Done():
 		t.Fatal("no answer")
 	}
 	if first.RequestID != "r-ok" || first.Status != wire.StatusSuccess || first.Result == "" {
 		t.Fatalf("allowed call answered %+v", first)
 	}
-	publish("pi1", ok)
+	pi1.delegate(ctx, ok)
 	select {
-	case again := <-results:
+	case again := <-pi1.results:
 		if again.RequestID != "r-ok" || again.Result != first.Result {
 			t.Fatalf("redelivery answered %+v, want %+v", again, first)
 		}
@@ -488,16 +449,7 @@ func TestDelegationBusyAndClose(t *testing.T) {
 	if err := os.Symlink(e2e, filepath.Join(skills, "e2e")); err != nil {
 		t.Fatal(err)
 	}
-	a, err := edge.New(edge.Config{AgentID: "pi2", DataDir: filepath.Join(dir, "pi2"), MQTT: edge.MQTTConf{Broker: node.BrokerURL()},
-		Skills: edge.SkillConf{Dirs: []string{skills}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, acancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
-	t.Cleanup(func() { acancel(); <-done })
-	testenv.Eventually(t, 20*time.Second, func() bool { _, listed := node.agentTools("pi2"); return listed }, "pi2 listed")
+	startSkillAgent(t, node, dir, "pi2", skills, "")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
