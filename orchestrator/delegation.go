@@ -199,15 +199,19 @@ func (d *delegator) goLocked(f func()) bool {
 	return true
 }
 
-// answerLocked publishes b to agentID in a goroutine, at most
+// answerLocked runs before (when set) and publishes b to agentID in a
+// goroutine, at most
 // maxDelegatedAnswering at once; d.mu is held. (The MQTT handler must not
 // wait for a publish: its acknowledgement comes through the same client.)
-func (d *delegator) answerLocked(agentID, requestID string, b []byte) {
+func (d *delegator) answerLocked(agentID, requestID string, b []byte, before func()) {
 	if d.answering >= maxDelegatedAnswering {
 		d.n.in.log.Warn("dropping a delegated call's answer: too many being sent", "agent", agentID, "request_id", requestID)
 		return
 	}
 	if d.goLocked(func() {
+		if before != nil {
+			before()
+		}
 		d.publish(agentID, requestID, b)
 		d.mu.Lock()
 		d.answering--
@@ -299,7 +303,8 @@ func inChain(chain []string, id string) bool {
 }
 
 // receive takes a delegate report on the MQTT client's goroutine: it
-// decides at once what it can and runs the call in a goroutine of its own.
+// decodes and checks it at once (nothing there waits), answers a refusal
+// or a redelivery, and runs an allowed call in a goroutine of its own.
 func (d *delegator) receive(agentID string, r wire.Report) {
 	req, err := wire.DecodeDelegateRequest(r)
 	if err != nil {
@@ -309,16 +314,21 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 			res.RequestID = id
 			b := d.encode(id, res)
 			d.mu.Lock()
-			d.answerLocked(agentID, id, b)
+			d.answerLocked(agentID, id, b, nil)
 			d.mu.Unlock()
 		}
+		return
+	}
+	chain, err := d.check(agentID, req)
+	if err != nil {
+		d.refuse(agentID, req, chain, err)
 		return
 	}
 	key := agentID + "\x00" + req.RequestID
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if b, ok := d.kept[key]; ok {
-		d.answerLocked(agentID, req.RequestID, b) // a redelivery: the same answer again
+		d.answerLocked(agentID, req.RequestID, b, nil) // a redelivery: the same answer again
 		return
 	}
 	if _, ok := d.running[key]; ok {
@@ -328,11 +338,11 @@ func (d *delegator) receive(agentID string, r wire.Report) {
 		busy := skills.Failed(wire.ErrBusy, fmt.Sprintf("the orchestrator runs %d delegated calls already (at most %d, %d per agent); retry later",
 			len(d.running), maxDelegatedRunning, maxDelegatedRunningPerAgent)).Wire(delegatedName(req))
 		busy.RequestID = req.RequestID
-		d.answerLocked(agentID, req.RequestID, d.encode(req.RequestID, busy))
+		d.answerLocked(agentID, req.RequestID, d.encode(req.RequestID, busy), nil)
 		return
 	}
 	started := d.goLocked(func() {
-		res := d.run(agentID, req).Wire(delegatedName(req))
+		res := d.run(agentID, req, chain).Wire(delegatedName(req))
 		res.RequestID = req.RequestID
 		b := d.encode(req.RequestID, res)
 		d.mu.Lock()
@@ -400,26 +410,47 @@ func (d *delegator) check(agentID string, req wire.DelegateRequest) ([]string, e
 	return chain, nil
 }
 
-// run checks and runs one delegated call; a refusal is audited within the
-// agent's quota of events.
-func (d *delegator) run(agentID string, req wire.DelegateRequest) skills.Output {
-	chain, err := d.check(agentID, req)
+// refuse answers a call the rules refuse; it is audited within the
+// agent's quota of events and logged at a bounded rate, off the MQTT
+// handler. It takes no running call's place: a flood of refused calls
+// leaves the allowed ones their room.
+func (d *delegator) refuse(agentID string, req wire.DelegateRequest, chain []string, err error) {
+	res := skills.Failed(wire.ErrPermissionDenied, strings.TrimPrefix(err.Error(), errRefused.Error()+": "))
+	w := res.Wire(delegatedName(req))
+	w.RequestID = req.RequestID
+	b := d.encode(req.RequestID, w)
+	_, audit := d.n.in.events.Allow(actors.EventQuotaKey(agentID, EventDelegationRefused), d.n.now())
+	d.n.in.log.Warn("delegated call refused", "agent", agentID, "target", req.AgentID, "tool", delegatedName(req), "err", err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.answerLocked(agentID, req.RequestID, b, func() {
+		if audit {
+			convID, call := delegatedCall(agentID, req, chain)
+			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, res)
+		}
+	})
+}
+
+// delegatedCall is what a delegated call is audited as: the
+// conversation naming the chain of callers, and the call.
+func delegatedCall(agentID string, req wire.DelegateRequest, chain []string) (string, llm.ToolCall) {
 	convID := "delegation:" + agentID
 	if len(chain) > 0 {
 		convID = "delegation:" + strings.Join(chain, ">")
 	}
-	name := delegatedName(req)
 	args := req.Parameters
 	if req.Tool == "" {
 		args, _ = json.Marshal(map[string]string{"query": req.Query}) // a string always marshals
 	}
-	call := llm.ToolCall{ID: req.RequestID, Name: name, Arguments: args}
-	if err != nil {
-		res := skills.Failed(wire.ErrPermissionDenied, strings.TrimPrefix(err.Error(), errRefused.Error()+": "))
-		if _, ok := d.n.in.events.Allow(actors.EventQuotaKey(agentID, EventDelegationRefused), d.n.now()); ok {
-			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, res)
-		}
-		d.n.in.log.Warn("delegated call refused", "agent", agentID, "target", req.AgentID, "tool", name, "err", err)
+	return convID, llm.ToolCall{ID: req.RequestID, Name: delegatedName(req), Arguments: args}
+}
+
+// run runs one delegated call the rules allow, as chain's last agent.
+func (d *delegator) run(agentID string, req wire.DelegateRequest, chain []string) skills.Output {
+	convID, call := delegatedCall(agentID, req, chain)
+	args := call.Arguments
+	refused := func(target actors.Target, res skills.Output) skills.Output {
+		d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: target}, res)
 		return res
 	}
 	var target actors.Target
@@ -427,16 +458,12 @@ func (d *delegator) run(agentID string, req wire.DelegateRequest) skills.Output 
 		target = actors.Target{AgentID: req.AgentID, Tool: actors.EdgeCallTool, Category: actors.CategoryEdgeCall, Args: args,
 			Prompt: &wire.PromptPayload{Prompt: req.Query, EnableTools: true, Delegation: d.offer(append(append([]string(nil), chain...), req.AgentID))}}
 		if a, ok := d.n.edges.Catalog().Agents[req.AgentID]; !ok || !a.Callable() {
-			res := skills.Failed(wire.ErrAgentOffline, fmt.Sprintf("edge agent %q is offline", req.AgentID))
-			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, res)
-			return res
+			return refused(actors.Target{AgentID: req.AgentID}, skills.Failed(wire.ErrAgentOffline, fmt.Sprintf("edge agent %q is offline", req.AgentID)))
 		}
 	} else {
-		box := &actors.EdgeToolbox{Edges: d.n.edges}
-		t, bad := box.Resolve(llm.ToolCall{ID: req.RequestID, Name: name, Arguments: args})
+		t, bad := (&actors.EdgeToolbox{Edges: d.n.edges}).Resolve(call)
 		if bad != nil {
-			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: actors.Target{AgentID: req.AgentID}}, *bad)
-			return *bad
+			return refused(actors.Target{AgentID: req.AgentID}, *bad)
 		}
 		target = t
 	}
@@ -444,9 +471,7 @@ func (d *delegator) run(agentID string, req wire.DelegateRequest) skills.Output 
 	if req.TimeoutMS > 0 {
 		limit = time.Duration(req.TimeoutMS)*time.Millisecond - d.n.convs.ReplySlack() - delegationMargin
 		if limit <= 0 {
-			res := skills.Failed(wire.ErrTimeout, fmt.Sprintf("the caller waits %d ms, too short for a call through the orchestrator", req.TimeoutMS))
-			d.n.convs.AuditRefusal(actors.OneCall{ConversationID: convID, Call: call, Target: target}, res)
-			return res
+			return refused(target, skills.Failed(wire.ErrTimeout, fmt.Sprintf("the caller waits %d ms, too short for a call through the orchestrator", req.TimeoutMS)))
 		}
 	}
 	return d.n.convs.RunOne(d.ctx, d.n.system.Root, actors.OneCall{ConversationID: convID, Call: call, Target: target, MaxTimeout: limit}).Output
