@@ -190,3 +190,18 @@ func (a *Agent) onDelegateResult(cmd wire.Command) {
 		a.cmdLog.Debug("dropping delegate result nothing waits for", "request_id", res.RequestID)
 	}
 }
+
+// audited is p as the agent keeps it in its request log and audit row:
+// the delegation's chain and the names of the tools offered, without the
+// token or the tools' descriptions and schemas.
+func audited(p wire.PromptPayload) wire.PromptPayload {
+	if p.Delegation == nil {
+		return p
+	}
+	d := wire.Delegation{Chain: p.Delegation.Chain, Tools: make([]wire.RemoteTool, len(p.Delegation.Tools))}
+	for i, t := range p.Delegation.Tools {
+		d.Tools[i] = wire.RemoteTool{AgentID: t.AgentID, Tool: t.Tool, Prompt: t.Prompt}
+	}
+	p.Delegation = &d
+	return p
+}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // TestPromptDelegatesThroughTheOrchestrator: a prompt that offers another
@@ -28,9 +30,11 @@ func TestPromptDelegatesThroughTheOrchestrator(t *testing.T) {
 	  {"content":"got: {{result c1}}"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var data string
 	p := startAgent(t, func(c *Config) {
 		c.LLM = LLMConf{Config: llm.Config{Endpoint: llm.Endpoint{Provider: "scripted"}, Transcript: tr}}
 		c.Tools.MaxConcurrent = 1
+		data = c.DataDir
 	})
 	p.send(`{"command":"prompt","request_id":"pr-d","payload":{"prompt":"probe pi2","enable_tools":true,"delegation":{
 	  "token":"tok-1","chain":["pi-t"],"tools":[
@@ -69,6 +73,22 @@ func TestPromptDelegatesThroughTheOrchestrator(t *testing.T) {
 	defer p.mu.Unlock()
 	if n := len(p.reports["dlg-nobody"]); n != 0 {
 		t.Fatalf("a stray result was answered %d times", n)
+	}
+	// The prompt's audit row and request log keep the chain and the tools
+	// offered, not the token or the schemas.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, q := range []string{`SELECT params FROM tool_calls WHERE request_id = 'pr-d' AND tool = 'prompt'`,
+		`SELECT params FROM request_log WHERE request_id = 'pr-d'`} {
+		res, err := sqlite.QueryReadOnly(ctx, filepath.Join(data, "audit.db"), q)
+		if err != nil || len(res.Rows) != 1 {
+			t.Fatalf("%s: %v %v", q, res, err)
+		}
+		params := fmt.Sprint(res.Rows[0][0])
+		if !strings.Contains(params, `"chain":["pi-t"]`) || !strings.Contains(params, `{"agent_id":"pi2","tool":"probe"}`) ||
+			strings.Contains(params, "tok-1") || strings.Contains(params, "probes") {
+			t.Fatalf("%s: %s", q, params)
+		}
 	}
 }
 

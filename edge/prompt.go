@@ -92,7 +92,7 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 		return
 	}
 	defer release()
-	params, _ := json.Marshal(p) // a struct of plain fields always marshals
+	params, _ := json.Marshal(audited(p)) // a struct of plain fields always marshals
 	switch a.begin(ctx, cmd.RequestID, persistence.Run{Tool: wire.CmdPrompt, Params: params}) {
 	case beginAnswered:
 		return
@@ -174,7 +174,7 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 		a.log.Error("encode report", "err", err)
 		return
 	}
-	params, _ := json.Marshal(p) // a struct of plain fields always marshals
+	params, _ := json.Marshal(audited(p)) // a struct of plain fields always marshals
 	rec := a.auditRow(cmd.RequestID, "", wire.CmdPrompt, params, skills.FromWire(wire.ToolResult{Status: res.Status,
 		ErrorType: res.ErrorType, Error: res.Error, ElapsedMS: res.Metadata.ElapsedMS, Result: res.Content}))
 	a.auditRun(ctx, rec, cmd.RequestID, b)

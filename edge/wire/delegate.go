@@ -40,8 +40,8 @@ const (
 type Delegation struct {
 	// Token names this grant to the orchestrator; the agent sends it back
 	// with every DelegateRequest. It is only good for the agent the prompt
-	// went to.
-	Token string `json:"token"`
+	// went to. Required on the wire; empty only in an agent's audit copy.
+	Token string `json:"token,omitempty"`
 	// Chain is the agents whose loops led to this prompt, the agent it goes
 	// to last (["pi1"] for a prompt from a chat; ["pi1","pi2"] when pi1's
 	// loop asked pi2's). Informational: the orchestrator keeps its own.
