@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -367,12 +366,7 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	if s.finished.Load() {
 		return // its callDone is on the way
 	}
-	reason, _ := s.lastFailure.Load().(string)
-	code := wire.ErrInternal
-	if strings.HasPrefix(reason, "transient: ") {
-		code = wire.ErrAgentOffline
-	}
-	res := skills.Failed(code, fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason))
+	res := s.gaveUp()
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
 		msg, aerr := completeCall(o, s.convID, s.call, s.agent(), s.requestID, res, o.Now().Sub(s.started), false)

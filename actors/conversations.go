@@ -9,6 +9,8 @@ import (
 // Conversations is the handle of the conversation manager.
 type Conversations struct {
 	PID *actor.PID
+	// o are the conversations' options, filled; RunOne runs with them.
+	o *ConvOptions
 }
 
 // SpawnConversations starts the manager that owns one actor per
@@ -34,7 +36,7 @@ func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations,
 	if err != nil {
 		return nil, fmt.Errorf("spawn conversations: %w", err)
 	}
-	return &Conversations{PID: pid}, nil
+	return &Conversations{PID: pid, o: &o}, nil
 }
 
 type manager struct {

@@ -78,6 +78,9 @@ type EdgeToolbox struct {
 	// offered to the model to the listed names. Others are not offered and
 	// are not callable.
 	Select map[string][]string
+	// Delegation, when set, gives the other agents' tools an agent's own
+	// loop may use on the prompt an edge_call query sends it (nil: none).
+	Delegation func(agentID string) *wire.Delegation
 }
 
 var _ Toolbox = (*EdgeToolbox)(nil)
@@ -94,6 +97,14 @@ func (b *EdgeToolbox) selected(agent, tool string) bool {
 		}
 	}
 	return false
+}
+
+// delegation is what the prompt to agentID may use of other agents.
+func (b *EdgeToolbox) delegation(agentID string) *wire.Delegation {
+	if b.Delegation == nil {
+		return nil
+	}
+	return b.Delegation(agentID)
 }
 
 // Defs implements Toolbox.
@@ -239,7 +250,7 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 	if a.Action == "" {
 		return Target{AgentID: agent.ID, Tool: EdgeCallTool, Category: CategoryEdgeCall,
 			Args:   call.Arguments,
-			Prompt: &wire.PromptPayload{Prompt: a.Query, EnableTools: true}}, nil
+			Prompt: &wire.PromptPayload{Prompt: a.Query, EnableTools: true, Delegation: b.delegation(agent.ID)}}, nil
 	}
 	for _, t := range agent.Tools {
 		if t.Name == a.Action && b.selected(agent.ID, t.Name) {

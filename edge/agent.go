@@ -92,6 +92,10 @@ type Agent struct {
 	loopOnce sync.Once // starts prompts
 	prompts  *promptLoop
 	loopErr  error
+
+	// delegs are the calls of other agents' tools a prompt loop waits for
+	// (edge/delegate.go).
+	delegs delegations
 }
 
 // New loads the agent's skills and prepares it to run.
@@ -338,6 +342,10 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	}
 	if cmd.Command == wire.CmdStart {
 		a.onStart(cmd) // never queued: the request it starts holds a worker
+		return
+	}
+	if cmd.Command == wire.CmdDelegateResult {
+		a.onDelegateResult(cmd)
 		return
 	}
 	select {

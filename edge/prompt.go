@@ -24,6 +24,7 @@ type promptLoop struct {
 	system *actor.ActorSystem
 	convs  *actors.Conversations // tools offered
 	bare   *actors.Conversations // enable_tools = false
+	local  actors.Toolbox        // the agent's own tools
 }
 
 var promptSeq atomic.Uint64
@@ -47,6 +48,7 @@ func (a *Agent) loop() (*promptLoop, error) {
 			Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 				return a.runTool(ctx, wire.ToolPayload{Tool: name, Parameters: args, TimeoutMS: timeoutMS})
 			}}
+		l.local = local
 		if l.convs, err = actors.SpawnConversations(sys.Root, opts("prompts", local)); err == nil {
 			l.bare, err = actors.SpawnConversations(sys.Root, opts("prompts-no-tools", &actors.LocalTools{Off: "tools are disabled for this prompt"}))
 		}
@@ -90,7 +92,7 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 		return
 	}
 	defer release()
-	params, _ := json.Marshal(p) // a struct of plain fields always marshals
+	params, _ := json.Marshal(audited(p)) // a struct of plain fields always marshals
 	switch a.begin(ctx, cmd.RequestID, persistence.Run{Tool: wire.CmdPrompt, Params: params}) {
 	case beginAnswered:
 		return
@@ -123,6 +125,11 @@ func (a *Agent) answerPrompt(ctx context.Context, requestID string, p wire.Promp
 	timeout := a.cfg.LLM.PromptTimeout.Duration
 	chat := &actors.Chat{ConversationID: fmt.Sprintf("prompt-%d", promptSeq.Add(1)), Text: p.Prompt, RequestID: requestID,
 		System: p.SystemPrompt, MaxTokens: p.MaxTokens}
+	if p.EnableTools && p.Delegation != nil && len(p.Delegation.Tools) > 0 {
+		// Other agents' tools, through the orchestrator: the agent's own
+		// come first.
+		chat.Toolbox = actors.Toolboxes{l.local, a.newRemoteTools(p.Delegation)}
+	}
 	stop := context.AfterFunc(ctx, func() {
 		l.system.Root.Send(convs.PID, &actors.Cancel{ConversationID: chat.ConversationID})
 	})
@@ -167,7 +174,7 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 		a.log.Error("encode report", "err", err)
 		return
 	}
-	params, _ := json.Marshal(p) // a struct of plain fields always marshals
+	params, _ := json.Marshal(audited(p)) // a struct of plain fields always marshals
 	rec := a.auditRow(cmd.RequestID, "", wire.CmdPrompt, params, skills.FromWire(wire.ToolResult{Status: res.Status,
 		ErrorType: res.ErrorType, Error: res.Error, ElapsedMS: res.Metadata.ElapsedMS, Result: res.Content}))
 	a.auditRun(ctx, rec, cmd.RequestID, b)

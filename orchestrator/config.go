@@ -63,6 +63,9 @@ type Config struct {
 	Approvals approvals.Config `toml:"approvals"`
 	// Groups are edge agents called as one ([[groups]], groups.go).
 	Groups []GroupConf `toml:"groups"`
+	// Delegation lets edge agents' own loops use other agents' tools
+	// through the node (delegation.go); off unless it has rules.
+	Delegation DelegationConf `toml:"delegation"`
 }
 
 // SchedulerConf is the [scheduler] section.
@@ -286,5 +289,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("approvals.timeout %s must be shorter than loop.chat_timeout %s",
 			c.Approvals.Timeout.Duration, c.Loop.ChatTimeout.Duration))
 	}
+	errs = append(errs, c.Delegation.validate()...)
 	return errors.Join(errs...)
 }

@@ -102,6 +102,8 @@ type Node struct {
 	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
 	// last result.
 	verify *verifier
+	// deleg runs the calls agents' own loops delegate ([delegation]).
+	deleg *delegator
 
 	closeOnce sync.Once
 	closeErr  error
@@ -235,7 +237,12 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		n.groups = &actors.GroupToolbox{Edges: n.edges, Groups: actorGroups(cfg.Groups), Logger: log.With("component", "groups")}
 		boxes = append(boxes, n.groups)
 	}
-	n.toolbox = append(boxes, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select})
+	n.deleg = newDelegator(cfg.Delegation, n)
+	edgeBox := &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select}
+	if n.deleg.enabled() {
+		edgeBox.Delegation = n.deleg.offerChat
+	}
+	n.toolbox = append(boxes, edgeBox)
 	var gate actors.Approver
 	if n.gate.Enabled() {
 		gate = n.gate
@@ -318,6 +325,10 @@ func (n *Node) onMessage(m mqttc.Message) {
 		r, err := wire.DecodeReport(agentID, m.Payload)
 		if err != nil {
 			n.dropped(agentID, kind, m.Payload, err)
+			return
+		}
+		if r.ReportType == wire.ReportDelegate {
+			n.deleg.receive(agentID, r) // never reaches the actors
 			return
 		}
 		if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {
@@ -501,6 +512,9 @@ func (n *Node) Close() error {
 			<-n.sweepDone
 		}
 		n.verify.close()
+		if n.deleg != nil {
+			n.deleg.close() // its calls end before the actors and the store they use
+		}
 		if n.system != nil {
 			if n.convs != nil {
 				_ = actors.StopAndWait(n.system.Root, n.convs.PID, stopTimeout)

@@ -88,6 +88,10 @@ type PromptPayload struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	EnableTools  bool   `json:"enable_tools"`
 	MaxTokens    int    `json:"max_tokens,omitempty"`
+	// Delegation is an evoclaw extension: the other agents' tools this
+	// prompt's loop may use through the orchestrator (delegate.go). Absent
+	// when it may use none; other agents ignore it.
+	Delegation *Delegation `json:"delegation,omitempty"`
 }
 
 // DecodeCommand parses and validates a command message.
@@ -147,6 +151,9 @@ func DecodePromptPayload(b []byte) (PromptPayload, error) {
 	}
 	if p.MaxTokens < 0 {
 		return PromptPayload{}, &DecodeError{What: "prompt payload", Field: "max_tokens", Msg: "must not be negative"}
+	}
+	if err := checkDelegation(p.Delegation); err != nil {
+		return PromptPayload{}, err
 	}
 	return p, nil
 }

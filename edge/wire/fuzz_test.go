@@ -26,8 +26,21 @@ func FuzzDecode(f *testing.F) {
 			if p, err := DecodeToolPayload(c.Payload); err == nil && (p.Tool == "" || p.TimeoutMS < 0) {
 				t.Fatalf("accepted invalid tool payload %+v", p)
 			}
-			_, _ = DecodePromptPayload(c.Payload)
 			_, _ = DecodeStartPayload(c.Payload)
+			if p, err := DecodePromptPayload(c.Payload); err == nil && p.Delegation != nil {
+				d := p.Delegation
+				if d.Token == "" || len(d.Token) > MaxDelegationToken || len(d.Chain) == 0 || len(d.Chain) > MaxDelegationChain || len(d.Tools) > MaxRemoteTools {
+					t.Fatalf("accepted invalid delegation %+v", d)
+				}
+				for _, rt := range d.Tools {
+					if ValidateAgentID(rt.AgentID) != nil || (rt.Tool == "") != rt.Prompt || rt.TimeoutMS < 0 {
+						t.Fatalf("accepted invalid remote tool %+v", rt)
+					}
+				}
+			}
+			if r, err := DecodeDelegateResult(c.Payload); err == nil && (r.RequestID == "" || len(r.RequestID) > MaxRequestIDLen) {
+				t.Fatalf("accepted a delegate result without a valid request_id %+v", r)
+			}
 		}
 		if r, err := DecodeReport("a", b); err == nil {
 			if r.AgentID != "a" {
@@ -42,6 +55,13 @@ func FuzzDecode(f *testing.F) {
 			_, _ = DecodePromptResult(r)
 			if a, err := DecodeAccepted(r); err == nil && (a.RequestID == "" || len(a.RequestID) > MaxRequestIDLen) {
 				t.Fatalf("accepted invalid accepted report %+v", a)
+			}
+			if d, err := DecodeDelegateRequest(r); err == nil {
+				if r.ReportType != ReportDelegate || d.RequestID == "" || len(d.RequestID) > MaxRequestIDLen || d.Token == "" ||
+					len(d.Token) > MaxDelegationToken || ValidateAgentID(d.AgentID) != nil || (d.Tool == "") == (d.Query == "") ||
+					len(d.Query) > MaxDelegateQuery || d.TimeoutMS < 0 || (d.Tool != "" && len(d.Parameters) == 0) || (d.Query != "" && d.Parameters != nil) {
+					t.Fatalf("accepted invalid delegate request %+v", d)
+				}
 			}
 			if p, err := DecodeProgress(r); err == nil {
 				if r.ReportType != ReportProgress || p.RequestID == "" || len(p.RequestID) > MaxRequestIDLen || p.Seq < 1 ||
