@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	agents := fs.Int("agents", 200, "simulated edge agents (MQTT clients in one child process)")
 	convs := fs.Int("conversations", 1000, "conversations started at once, one tool call each")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the conversations to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile, taken with the conversations held, to this file")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -84,6 +87,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	lat := make([]time.Duration, *convs)
 	errs := make([]error, *convs)
 	var wg sync.WaitGroup
+	stopCPU, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
 	began = time.Now()
 	for i := range *convs {
 		wg.Add(1)
@@ -100,6 +107,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	wg.Wait()
 	wall := time.Since(began)
+	if err := stopCPU(); err != nil {
+		return err
+	}
 	failed := 0
 	var firstErr error
 	for _, e := range errs {
@@ -112,6 +122,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	withConvs, err := settledMem()
 	if err != nil {
+		return err
+	}
+	if err := writeHeapProfile(*memProfile); err != nil {
 		return err
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -262,4 +275,41 @@ func startSimAgent(ctx context.Context, broker, id string, wg *sync.WaitGroup) (
 		}
 	}()
 	return c, nil
+}
+
+// startCPUProfile starts a CPU profile into path (nothing when path is
+// empty) and returns what stops it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
+// writeHeapProfile writes the live heap to path (nothing when path is
+// empty).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
