@@ -134,3 +134,43 @@ func TestGroupToolboxSchemasAndChoice(t *testing.T) {
 		t.Fatalf("views %+v", views)
 	}
 }
+
+// TestGroupBySharedSkill: members = ["*"] with tools = [...] makes a group
+// of whichever agents offer the shared skill's tool with its schema, as
+// they come and go; their other tools stay out of it.
+func TestGroupBySharedSkill(t *testing.T) {
+	edges := testEdges(
+		AgentInfo{ID: "kitchen", Online: true, Listed: true, Tools: []wire.ToolInfo{tool("read_temp", "unit"), tool("lights")}},
+		AgentInfo{ID: "cellar", Online: true, Listed: true, Tools: []wire.ToolInfo{tool("read_temp", "unit")}},
+		AgentInfo{ID: "garage", Online: true, Listed: true, Tools: []wire.ToolInfo{tool("door")}},
+	)
+	b := &GroupToolbox{Edges: edges, Groups: []Group{{Name: "temps", Members: []string{"*"}, Tools: []string{"read_temp"}}}}
+	offered := func() string {
+		var names []string
+		for _, d := range b.Defs() {
+			names = append(names, d.Name)
+		}
+		return strings.Join(names, " ")
+	}
+	if got := offered(); got != "temps__read_temp" {
+		t.Fatalf("offered %q, want only the shared skill's tool", got)
+	}
+	picks := map[string]bool{}
+	for range 4 {
+		target, bad := b.Resolve(llm.ToolCall{Name: "temps__read_temp", Arguments: json.RawMessage(`{}`)})
+		if bad != nil {
+			t.Fatal(bad.ErrorText())
+		}
+		picks[target.AgentID] = true
+	}
+	if len(picks) != 2 || !picks["kitchen"] || !picks["cellar"] {
+		t.Fatalf("calls went to %v, want kitchen and cellar", picks)
+	}
+	// A board that installs the skill joins the group.
+	edges.cat.store(AgentInfo{ID: "garage", Online: true, Listed: true, Tools: []wire.ToolInfo{tool("door"), tool("read_temp", "unit")}})
+	edges.cat.store(AgentInfo{ID: "kitchen", Online: false})
+	edges.cat.store(AgentInfo{ID: "cellar", Online: false})
+	if target, bad := b.Resolve(llm.ToolCall{Name: "temps__read_temp", Arguments: json.RawMessage(`{}`)}); bad != nil || target.AgentID != "garage" {
+		t.Fatalf("with only garage online offering it: %+v %v", target, bad)
+	}
+}
