@@ -3,7 +3,6 @@ package edge
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,20 +12,8 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
-	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
-
-// peer is a fake orchestrator: it publishes raw commands and collects the
-// agent's reports by request_id.
-type peer struct {
-	t  *testing.T
-	c  *mqttc.Client
-	id string
-
-	mu      sync.Mutex
-	reports map[string][]wire.Report
-}
 
 // runAgent runs a until the test ends and returns once it is ready,
 // failing the test if that takes longer than within. stop ends it early
@@ -63,7 +50,9 @@ func runAgent(t *testing.T, a *Agent, within time.Duration) (stop func() error) 
 	return stop
 }
 
-func startAgent(t *testing.T, tune func(*Config)) *peer {
+// startAgent runs agent pi-t with the test skills (tune may change its
+// config) on an embedded broker and returns a fake orchestrator for it.
+func startAgent(t *testing.T, tune func(*Config)) *mqtttest.Commander {
 	t.Helper()
 	url := mqtttest.StartEmbedded(t)
 	skills, err := filepath.Abs("../testdata/skills")
@@ -79,59 +68,7 @@ func startAgent(t *testing.T, tune func(*Config)) *peer {
 		t.Fatal(err)
 	}
 	runAgent(t, a, 10*time.Second)
-	c, err := mqttc.Connect(context.Background(), mqttc.Options{BrokerURL: url, ClientID: "fake-orchestrator"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	p := &peer{t: t, c: c, id: "pi-t", reports: map[string][]wire.Report{}}
-	if err := c.Subscribe(wire.ReportsTopic("pi-t"), 1, func(m mqttc.Message) {
-		r, err := wire.DecodeReport("pi-t", m.Payload)
-		if err != nil {
-			t.Errorf("agent sent a malformed report: %v: %s", err, m.Payload)
-			return
-		}
-		p.mu.Lock()
-		p.reports[r.RequestID()] = append(p.reports[r.RequestID()], r)
-		p.mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (p *peer) send(raw string) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.c.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic(p.id), Payload: []byte(raw), QoS: 1}); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-func (p *peer) await(id string) wire.Report {
-	p.t.Helper()
-	var r wire.Report
-	testenv.Eventually(p.t, 10*time.Second, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if rs := p.reports[id]; len(rs) > 0 {
-			r = rs[0]
-			return true
-		}
-		return false
-	}, "report for "+id)
-	return r
-}
-
-// awaitN waits until n reports for id arrived.
-func (p *peer) awaitN(id string, n int) {
-	p.t.Helper()
-	testenv.Eventually(p.t, 10*time.Second, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return len(p.reports[id]) >= n
-	}, fmt.Sprintf("%d reports for %s", n, id))
+	return mqtttest.NewCommander(t, mqttc.Options{BrokerURL: url, ClientID: "fake-orchestrator"}, "pi-t")
 }
 
 func TestAgentAnswersEveryCommandKind(t *testing.T) {
@@ -178,8 +115,8 @@ func TestAgentAnswersEveryCommandKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p.send(tt.raw)
-			r := p.await(tt.id)
+			p.Send(tt.raw)
+			r := p.Await(tt.id)
 			if r.ReportType != tt.reportType || r.AgentID != "pi-t" {
 				t.Fatalf("report %+v", r)
 			}
@@ -211,12 +148,12 @@ func errorPayload(want wire.ErrorType, text string) func(*testing.T, wire.Report
 func TestSaturatedAgentAnswersAtOnce(t *testing.T) {
 	p := startAgent(t, func(c *Config) { c.Tools.MaxConcurrent = 1; c.Tools.QueueLen = 1 })
 	// One runs, one waits, the third finds the queue full.
-	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s1"}`)
-	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s2"}`)
-	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s3"}`)
+	p.Send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s1"}`)
+	p.Send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s2"}`)
+	p.Send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"s3"}`)
 	var busy int
 	for _, id := range []string{"s1", "s2", "s3"} {
-		r := p.await(id)
+		r := p.Await(id)
 		if r.ReportType == wire.ReportError {
 			if e, err := wire.DecodeErrorPayload(r); err == nil && strings.Contains(e.Error, "saturated") {
 				busy++

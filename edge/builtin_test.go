@@ -29,8 +29,8 @@ func TestAgentBuiltinTools(t *testing.T) {
 		dataDir = c.DataDir
 	})
 
-	p.send(`{"command":"tools_list","request_id":"l1"}`)
-	l, err := wire.DecodeToolsList(p.await("l1"))
+	p.Send(`{"command":"tools_list","request_id":"l1"}`)
+	l, err := wire.DecodeToolsList(p.Await("l1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,18 +50,18 @@ func TestAgentBuiltinTools(t *testing.T) {
 		t.Errorf("read schema = %v", byName["read"].Parameters)
 	}
 
-	p.send(`{"command":"tool","payload":{"tool":"read","parameters":{"path":"notes.txt"}},"request_id":"b1"}`)
-	res, err := wire.DecodeToolResult(p.await("b1"))
+	p.Send(`{"command":"tool","payload":{"tool":"read","parameters":{"path":"notes.txt"}},"request_id":"b1"}`)
+	res, err := wire.DecodeToolResult(p.Await("b1"))
 	if err != nil || res.Status != wire.StatusSuccess || res.Result != "kitchen sensor moved\n" {
 		t.Fatalf("read = %+v, %v", res, err)
 	}
-	p.send(`{"command":"tool","payload":{"tool":"read","parameters":{"path":"../../etc/passwd"}},"request_id":"b2"}`)
-	res, err = wire.DecodeToolResult(p.await("b2"))
+	p.Send(`{"command":"tool","payload":{"tool":"read","parameters":{"path":"../../etc/passwd"}},"request_id":"b2"}`)
+	res, err = wire.DecodeToolResult(p.Await("b2"))
 	if err != nil || res.ErrorType != wire.ErrPermissionDenied || strings.Contains(res.Result, "root:") {
 		t.Fatalf("read outside = %+v, %v", res, err)
 	}
-	p.send(`{"command":"tool","payload":{"tool":"bash","parameters":{"command":"id"}},"request_id":"b3"}`)
-	if res, _ := wire.DecodeToolResult(p.await("b3")); res.ErrorType != wire.ErrNotFound {
+	p.Send(`{"command":"tool","payload":{"tool":"bash","parameters":{"command":"id"}},"request_id":"b3"}`)
+	if res, _ := wire.DecodeToolResult(p.Await("b3")); res.ErrorType != wire.ErrNotFound {
 		t.Fatalf("bash on a read-only agent = %+v", res)
 	}
 

@@ -52,7 +52,7 @@ func TestAdvertisedCapabilities(t *testing.T) {
 	})
 	var caps wire.Capabilities
 	got := make(chan []byte, 1)
-	if err := p.c.Subscribe(wire.CapabilitiesTopic("pi-t"), 1, func(m mqttc.Message) {
+	if err := p.Client().Subscribe(wire.CapabilitiesTopic("pi-t"), 1, func(m mqttc.Message) {
 		select {
 		case got <- m.Payload:
 		default:

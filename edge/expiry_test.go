@@ -54,24 +54,24 @@ func TestAgentRefusesExpiredCommands(t *testing.T) {
 	p := startAgent(t, func(c *Config) { c.DataDir = dir; c.Tools.MaxConcurrent = 1 })
 	past := time.Now().Add(-time.Second).UnixMilli()
 
-	p.send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"late"}},"request_id":"x1","expires_at":%d}`, past))
-	toolError(wire.ErrExpired)(t, p.await("x1"))
+	p.Send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"late"}},"request_id":"x1","expires_at":%d}`, past))
+	toolError(wire.ErrExpired)(t, p.Await("x1"))
 
-	p.send(fmt.Sprintf(`{"command":"ping","payload":{},"request_id":"x2","expires_at":%d}`, past))
-	errorPayload(wire.ErrExpired, "expired at")(t, p.await("x2"))
+	p.Send(fmt.Sprintf(`{"command":"ping","payload":{},"request_id":"x2","expires_at":%d}`, past))
+	errorPayload(wire.ErrExpired, "expired at")(t, p.Await("x2"))
 
 	// A fresh command still runs.
-	p.send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"ok"}},"request_id":"x3","expires_at":%d,"ttl_ms":60000}`,
+	p.Send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"ok"}},"request_id":"x3","expires_at":%d,"ttl_ms":60000}`,
 		time.Now().Add(time.Minute).UnixMilli()))
-	if res, err := wire.DecodeToolResult(p.await("x3")); err != nil || res.Status != wire.StatusSuccess {
+	if res, err := wire.DecodeToolResult(p.Await("x3")); err != nil || res.Status != wire.StatusSuccess {
 		t.Fatalf("fresh command: %+v %v", res, err)
 	}
 
 	// x5 waits behind x4 (one worker) for longer than it may.
-	p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"x4"}`)
-	p.send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"queued"}},"request_id":"x5","expires_at":%d,"ttl_ms":300}`,
+	p.Send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"x4"}`)
+	p.Send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"queued"}},"request_id":"x5","expires_at":%d,"ttl_ms":300}`,
 		time.Now().Add(300*time.Millisecond).UnixMilli()))
-	toolError(wire.ErrExpired)(t, p.await("x5"))
+	toolError(wire.ErrExpired)(t, p.Await("x5"))
 
 	res, err := sqlite.QueryReadOnly(context.Background(), filepath.Join(dir, "audit.db"),
 		`SELECT request_id, tool, status, error_type FROM tool_calls WHERE request_id IN ('x1','x3','x5') ORDER BY request_id`)

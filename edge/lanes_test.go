@@ -14,11 +14,11 @@ import (
 func TestSlowToolLeavesWorkers(t *testing.T) {
 	p := startAgent(t, func(c *Config) { c.Tools.MaxConcurrent = 4 })
 	for i := range 5 {
-		p.send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1.5}},"request_id":"slow%d"}`, i))
+		p.Send(fmt.Sprintf(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1.5}},"request_id":"slow%d"}`, i))
 	}
 	start := time.Now()
-	p.send(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"hi"}},"request_id":"quick"}`)
-	r := p.await("quick")
+	p.Send(`{"command":"tool","payload":{"tool":"echo_args","parameters":{"message":"hi"}},"request_id":"quick"}`)
+	r := p.Await("quick")
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("an unrelated call waited %v behind slow calls of one tool", el)
 	}
@@ -26,7 +26,7 @@ func TestSlowToolLeavesWorkers(t *testing.T) {
 		t.Errorf("quick = %+v %v", res, err)
 	}
 	for i := range 5 {
-		if res, err := wire.DecodeToolResult(p.await(fmt.Sprintf("slow%d", i))); err != nil || res.Status != wire.StatusSuccess {
+		if res, err := wire.DecodeToolResult(p.Await(fmt.Sprintf("slow%d", i))); err != nil || res.Status != wire.StatusSuccess {
 			t.Errorf("slow%d = %+v %v", i, res, err)
 		}
 	}

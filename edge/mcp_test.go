@@ -20,8 +20,8 @@ func TestAgentMCPTools(t *testing.T) {
 	p := startAgent(t, func(c *Config) {
 		c.Tools.MCPServers = map[string]mcptools.ServerConfig{"lab": {Command: bin}}
 	})
-	p.send(`{"command":"tools_list","request_id":"m0"}`)
-	l, err := wire.DecodeToolsList(p.await("m0"))
+	p.Send(`{"command":"tools_list","request_id":"m0"}`)
+	l, err := wire.DecodeToolsList(p.Await("m0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +32,13 @@ func TestAgentMCPTools(t *testing.T) {
 	if !found {
 		t.Fatalf("tools_list lacks lab__echo: %v", l.Tools)
 	}
-	p.send(`{"command":"tool","payload":{"tool":"lab__echo","parameters":{"text":"from the pi"}},"request_id":"m1"}`)
-	res, err := wire.DecodeToolResult(p.await("m1"))
+	p.Send(`{"command":"tool","payload":{"tool":"lab__echo","parameters":{"text":"from the pi"}},"request_id":"m1"}`)
+	res, err := wire.DecodeToolResult(p.Await("m1"))
 	if err != nil || res.Status != wire.StatusSuccess || res.Result != "echo: from the pi" {
 		t.Fatalf("lab__echo = %+v, %v", res, err)
 	}
-	p.send(`{"command":"tool","payload":{"tool":"lab__fail","parameters":{}},"request_id":"m2"}`)
-	if res, _ := wire.DecodeToolResult(p.await("m2")); res.ErrorType != wire.ErrExecutionFailed || res.Error != "the sensor is unplugged" {
+	p.Send(`{"command":"tool","payload":{"tool":"lab__fail","parameters":{}},"request_id":"m2"}`)
+	if res, _ := wire.DecodeToolResult(p.Await("m2")); res.ErrorType != wire.ErrExecutionFailed || res.Error != "the sensor is unplugged" {
 		t.Fatalf("lab__fail = %+v", res)
 	}
 }

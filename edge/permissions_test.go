@@ -65,8 +65,8 @@ func TestAgentDeniesUngrantedTool(t *testing.T) {
 		c.Skills.Permissions = []string{"fs_read"}
 		c.Builtin.Groups, c.Builtin.Workspace, c.Builtin.Sandbox = []string{"coding"}, ws, "none"
 	})
-	p.send(`{"command":"tool","payload":{"tool":"bash","parameters":{"command":"touch ran"}},"request_id":"d1"}`)
-	res, err := wire.DecodeToolResult(p.await("d1"))
+	p.Send(`{"command":"tool","payload":{"tool":"bash","parameters":{"command":"touch ran"}},"request_id":"d1"}`)
+	res, err := wire.DecodeToolResult(p.Await("d1"))
 	if err != nil || res.ErrorType != wire.ErrPermissionDenied || res.Error[:len("Permission denied for tool 'bash' (requires: shell)")] != "Permission denied for tool 'bash' (requires: shell)" {
 		t.Fatalf("bash = %+v, %v", res, err)
 	}

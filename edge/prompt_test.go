@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // promptAgent starts an agent whose scripted model calls the count tool on
 // counter, then answers with its result.
-func promptAgent(t *testing.T) (p *peer, counter string) {
+func promptAgent(t *testing.T) (p *mqtttest.Commander, counter string) {
 	t.Helper()
 	dir := t.TempDir()
 	counter = filepath.Join(dir, "count")
@@ -44,22 +45,19 @@ func lines(t *testing.T, path string) int {
 func TestPromptRunsTheLocalLoopOncePerRequestID(t *testing.T) {
 	p, counter := promptAgent(t)
 	const cmd = `{"command":"prompt","payload":{"prompt":"count","enable_tools":true},"request_id":"pr-1"}`
-	p.send(cmd)
-	first := p.await("pr-1")
+	p.Send(cmd)
+	first := p.Await("pr-1")
 	res, err := wire.DecodePromptResult(first)
 	if err != nil || res.Status != wire.StatusSuccess || res.Content != "answer: 1" || res.AgentID != "pi-t" ||
 		len(res.ToolsExecuted) != 1 || res.ToolsExecuted[0].Tool != "count" || !res.ToolsExecuted[0].Success {
 		t.Fatalf("prompt result %+v %v", res, err)
 	}
 	// A redelivery gets the stored report; the tool does not run again.
-	p.send(cmd)
-	p.awaitN("pr-1", 2)
+	p.Send(cmd)
+	again := p.AwaitN("pr-1", 2)[1]
 	if n := lines(t, counter); n != 1 {
 		t.Fatalf("count ran %d times for one request_id", n)
 	}
-	p.mu.Lock()
-	again := p.reports["pr-1"][1]
-	p.mu.Unlock()
 	if string(again.Payload) != string(first.Payload) {
 		t.Fatalf("replayed report differs:\n%s\n%s", again.Payload, first.Payload)
 	}
@@ -68,8 +66,8 @@ func TestPromptRunsTheLocalLoopOncePerRequestID(t *testing.T) {
 func TestPromptRefusals(t *testing.T) {
 	p, counter := promptAgent(t)
 	t.Run("tools disabled", func(t *testing.T) {
-		p.send(`{"command":"prompt","payload":{"prompt":"count","enable_tools":false},"request_id":"pr-2"}`)
-		res, err := wire.DecodePromptResult(p.await("pr-2"))
+		p.Send(`{"command":"prompt","payload":{"prompt":"count","enable_tools":false},"request_id":"pr-2"}`)
+		res, err := wire.DecodePromptResult(p.Await("pr-2"))
 		if err != nil || res.Status != wire.StatusSuccess || !strings.Contains(res.Content, "tools are disabled") {
 			t.Fatalf("prompt result %+v %v", res, err)
 		}
@@ -78,7 +76,7 @@ func TestPromptRefusals(t *testing.T) {
 		}
 	})
 	t.Run("empty prompt", func(t *testing.T) {
-		p.send(`{"command":"prompt","payload":{"prompt":""},"request_id":"pr-3"}`)
-		errorPayload(wire.ErrInvalidParams, `field "prompt": required`)(t, p.await("pr-3"))
+		p.Send(`{"command":"prompt","payload":{"prompt":""},"request_id":"pr-3"}`)
+		errorPayload(wire.ErrInvalidParams, `field "prompt": required`)(t, p.Await("pr-3"))
 	})
 }

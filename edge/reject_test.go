@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
@@ -38,50 +38,20 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	runAgent(t, a, 10*time.Second)
-	ctx := context.Background()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "fake-orchestrator"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pongs := make(chan string, 4)
-	if err := c.Subscribe(wire.ReportsTopic("pi-r"), 1, func(m mqttc.Message) {
-		if r, err := wire.DecodeReport("pi-r", m.Payload); err == nil && r.ReportType == wire.ReportResult {
-			pongs <- r.RequestID()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	send := func(payload string) {
-		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-		defer pcancel()
-		if err := c.Publish(pctx, mqttc.Message{Topic: wire.CommandsTopic("pi-r"), Payload: []byte(payload), QoS: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := mqtttest.NewCommander(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "fake-orchestrator"}, "pi-r")
 	tests := []struct{ name, payload, log string }{
 		{"garbage", "\x00\xff not json", "rejecting malformed command"},
 		{"oversized", `{"command":"ping","request_id":"big","pad":"` + strings.Repeat("x", wire.MaxMessageBytes) + `"}`, fmt.Sprintf("at most %d allowed", wire.MaxMessageBytes)},
 		{"unknown command", `{"command":"launch","payload":{},"request_id":"u9"}`, "rejecting unknown command"},
 	}
 	for i, tt := range tests {
-		send(tt.payload)
+		k.Send(tt.payload)
 		testenv.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), tt.log) }, tt.name+" logged")
 		// Still alive and answering.
 		id := "alive-" + string(rune('a'+i))
-		send(`{"command":"ping","payload":{},"request_id":"` + id + `"}`)
-		testenv.Eventually(t, 10*time.Second, func() bool {
-			for {
-				select {
-				case got := <-pongs:
-					if got == id {
-						return true
-					}
-				default:
-					return false
-				}
-			}
-		}, "ping answered after "+tt.name)
+		if r := k.Ask(id, `{"command":"ping","payload":{},"request_id":"`+id+`"}`); r.ReportType != wire.ReportResult {
+			t.Fatalf("ping after %s answered %s, want a result", tt.name, r.ReportType)
+		}
 	}
 	// Audited on the agent, not only logged.
 	db := filepath.Join(dataDir, "audit.db")
@@ -98,11 +68,11 @@ func TestAgentRejectsBadMessagesAndLogs(t *testing.T) {
 func TestFullQueueAnswersBusy(t *testing.T) {
 	p := startAgent(t, func(c *Config) { c.Tools.MaxConcurrent = 1; c.Tools.QueueLen = 1 })
 	for _, id := range []string{"b1", "b2", "b3"} {
-		p.send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"` + id + `"}`)
+		p.Send(`{"command":"tool","payload":{"tool":"sleepy","parameters":{"seconds":1}},"request_id":"` + id + `"}`)
 	}
 	var busy int
 	for _, id := range []string{"b1", "b2", "b3"} {
-		r := p.await(id)
+		r := p.Await(id)
 		if r.ReportType != wire.ReportError {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
@@ -19,19 +20,17 @@ import (
 // awaitResult waits for the result (or error) report of id and returns it
 // with the progress reports that came before it, checking they came in
 // order and within the bounds.
-func (p *peer) awaitResult(id string) (wire.ToolResult, []wire.Progress) {
-	p.t.Helper()
+func awaitResult(t *testing.T, p *mqtttest.Commander, id string) (wire.ToolResult, []wire.Progress) {
+	t.Helper()
 	var res wire.ToolResult
 	var progress []wire.Progress
-	testenv.Eventually(p.t, 20*time.Second, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		progress = progress[:0]
-		for _, r := range p.reports[id] {
+		for _, r := range p.Reports(id) {
 			if r.ReportType == wire.ReportProgress {
 				pr, err := wire.DecodeProgress(r)
 				if err != nil {
-					p.t.Errorf("progress report: %v", err)
+					t.Errorf("progress report: %v", err)
 					continue
 				}
 				progress = append(progress, pr)
@@ -39,7 +38,7 @@ func (p *peer) awaitResult(id string) (wire.ToolResult, []wire.Progress) {
 			}
 			var err error
 			if res, err = wire.DecodeToolResult(r); err != nil {
-				p.t.Fatalf("result: %v", err)
+				t.Fatalf("result: %v", err)
 			}
 			return true
 		}
@@ -47,7 +46,7 @@ func (p *peer) awaitResult(id string) (wire.ToolResult, []wire.Progress) {
 	}, "result of "+id)
 	for i, pr := range progress {
 		if i > 0 && pr.Seq <= progress[i-1].Seq {
-			p.t.Fatalf("progress out of order: seq %d after %d", pr.Seq, progress[i-1].Seq)
+			t.Fatalf("progress out of order: seq %d after %d", pr.Seq, progress[i-1].Seq)
 		}
 	}
 	return res, progress
@@ -72,10 +71,10 @@ func toolCommand(id, command string, stream bool) string {
 func TestAgentStreamsWhenAsked(t *testing.T) {
 	p := startAgent(t, withBash(t))
 	const slow = `for i in 1 2 3 4 5 6 7 8 9 10; do echo "line $i"; sleep 0.2; done; echo oops >&2`
-	p.send(toolCommand("s-1", slow, true))
-	streamed, progress := p.awaitResult("s-1")
-	p.send(toolCommand("s-2", slow, false))
-	plain, none := p.awaitResult("s-2")
+	p.Send(toolCommand("s-1", slow, true))
+	streamed, progress := awaitResult(t, p, "s-1")
+	p.Send(toolCommand("s-2", slow, false))
+	plain, none := awaitResult(t, p, "s-2")
 
 	if len(none) != 0 {
 		t.Fatalf("%d progress reports without stream_output", len(none))
@@ -98,10 +97,8 @@ func TestAgentStreamsWhenAsked(t *testing.T) {
 		t.Fatalf("streamed before the result %q, want a prefix of %q", text.String(), want)
 	}
 	testenv.Eventually(t, 5*time.Second, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
 		var all strings.Builder
-		for _, r := range p.reports["s-1"] {
+		for _, r := range p.Reports("s-1") {
 			if pr, err := wire.DecodeProgress(r); err == nil {
 				all.WriteString(pr.Output)
 			}
@@ -139,8 +136,8 @@ func TestAgentStreamsSkillBinaries(t *testing.T) {
 				c.Skills.Dirs = []string{dir}
 				c.Tools.DisableStreaming = disabled
 			})
-			p.send(`{"command":"tool","request_id":"t-1","payload":{"tool":"tick","stream_output":true}}`)
-			res, progress := p.awaitResult("t-1")
+			p.Send(`{"command":"tool","request_id":"t-1","payload":{"tool":"tick","stream_output":true}}`)
+			res, progress := awaitResult(t, p, "t-1")
 			if res.Status != wire.StatusSuccess || res.Result != "tick 1\ntick 2\ntick 3\ntick 4\n" {
 				t.Fatalf("result %+v", res)
 			}

@@ -9,14 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
-	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
@@ -211,31 +209,7 @@ func TestEdgeKilledMidCall(t *testing.T) {
 func TestRedeliveredCommandRunsOnce(t *testing.T) {
 	url := mqtttest.StartEmbedded(t)
 	startEdge(t, "edge-d", url)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "test-dedupe"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var mu sync.Mutex
-	var results []wire.ToolResult
-	if err := c.Subscribe(wire.ReportsTopic("edge-d"), 1, func(m mqttc.Message) {
-		r, err := wire.DecodeReport("edge-d", m.Payload)
-		if err != nil || r.RequestID() != "dup-1" {
-			return
-		}
-		res, err := wire.DecodeToolResult(r)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		mu.Lock()
-		results = append(results, res)
-		mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
-	}
+	k := mqtttest.NewCommander(t, mqttc.Options{BrokerURL: url, ClientID: "test-dedupe"}, "edge-d")
 	counter := filepath.Join(t.TempDir(), "count")
 	params, _ := json.Marshal(map[string]string{"file": counter})
 	cmd, err := wire.NewCommand(wire.CmdTool, "dup-1", wire.ToolPayload{Tool: "count", Parameters: params})
@@ -243,13 +217,16 @@ func TestRedeliveredCommandRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(cmd)
+	var results []wire.ToolResult
 	for i := 0; i < 2; i++ {
-		if err := c.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic("edge-d"), Payload: b, QoS: 1}); err != nil {
-			t.Fatal(err)
-		}
+		k.Send(string(b))
 		// The second copy arrives after the first finished, as a
 		// redelivery after a lost ack would.
-		testenv.Eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(results) > i }, "reply")
+		res, err := wire.DecodeToolResult(k.AwaitN("dup-1", i+1)[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, res)
 	}
 	got, err := os.ReadFile(counter)
 	if err != nil {
@@ -258,8 +235,6 @@ func TestRedeliveredCommandRunsOnce(t *testing.T) {
 	if lines := strings.Count(string(got), "\n"); lines != 1 {
 		t.Fatalf("tool ran %d times, want 1", lines)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if results[0].Result != "1\n" || results[1].Result != results[0].Result || results[1].ElapsedMS != results[0].ElapsedMS {
 		t.Fatalf("replies differ: %+v vs %+v", results[0], results[1])
 	}

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,40 +22,8 @@ func TestEdgeProcessPermissions(t *testing.T) {
 	url := mqtttest.StartEmbedded(t)
 	ws := t.TempDir()
 	edge := startEdgeWith(t, "pi-ro", url, fmt.Sprintf("permissions = [\"fs_read\"]\n[builtin]\ngroups = [\"all\"]\nworkspace = %q\nsandbox = \"none\"\n", ws))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "perm-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var mu sync.Mutex // guards reports
-	reports := map[string]wire.Report{}
-	if err := c.Subscribe(wire.ReportsTopic("pi-ro"), 1, func(m mqttc.Message) {
-		if r, err := wire.DecodeReport("pi-ro", m.Payload); err == nil {
-			mu.Lock()
-			reports[r.RequestID()] = r
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ask := func(id, cmd string) wire.Report {
-		t.Helper()
-		if err := c.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic("pi-ro"), Payload: []byte(cmd), QoS: 1}); err != nil {
-			t.Fatal(err)
-		}
-		var r wire.Report
-		testenv.Eventually(t, 10*time.Second, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			r2, ok := reports[id]
-			r = r2
-			return ok
-		}, "report "+id)
-		return r
-	}
-	l, err := wire.DecodeToolsList(ask("l1", `{"command":"tools_list","request_id":"l1"}`))
+	k := mqtttest.NewCommander(t, mqttc.Options{BrokerURL: url, ClientID: "perm-test"}, "pi-ro")
+	l, err := wire.DecodeToolsList(k.Ask("l1", `{"command":"tools_list","request_id":"l1"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +39,7 @@ func TestEdgeProcessPermissions(t *testing.T) {
 	if !strings.Contains(strings.Join(names, ","), "read") {
 		t.Errorf("tools_list lacks read: %v", names)
 	}
-	res, err := wire.DecodeToolResult(ask("b1", `{"command":"tool","payload":{"tool":"bash","parameters":{"command":"touch ran"}},"request_id":"b1"}`))
+	res, err := wire.DecodeToolResult(k.Ask("b1", `{"command":"tool","payload":{"tool":"bash","parameters":{"command":"touch ran"}},"request_id":"b1"}`))
 	if err != nil || res.ErrorType != wire.ErrPermissionDenied || !strings.HasPrefix(res.Error, "Permission denied for tool 'bash' (requires: shell).") {
 		t.Fatalf("bash = %+v, %v", res, err)
 	}

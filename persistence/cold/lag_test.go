@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +54,7 @@ func TestWarmEmptiedByRetention(t *testing.T) {
 	srv := sqldtest.Start(t, sqldtest.Options{})
 	warm, path := openWarm(t)
 	c := openCold(t, srv.URL(), "")
-	var logs syncLog
+	var logs testenv.Buffer
 	sh := NewShipper(warm, c, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err := sh.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -90,22 +89,4 @@ func TestWarmEmptiedByRetention(t *testing.T) {
 	if _, err := c.VerifyChain(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncLog is a goroutine-safe log sink.
-type syncLog struct {
-	mu sync.Mutex // guards b
-	b  strings.Builder
-}
-
-func (s *syncLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

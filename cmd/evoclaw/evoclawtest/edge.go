@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -47,7 +47,7 @@ type Edge struct {
 
 	cmd    *exec.Cmd     // nil while stopped
 	exited chan struct{} // closed once cmd is reaped
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 }
 
 // StartEdge writes an agent.toml for spec, starts the agent and waits until
@@ -59,7 +59,7 @@ func StartEdge(t testing.TB, spec EdgeSpec) *Edge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Edge{t: t, spec: spec, conf: filepath.Join(dir, "agent.toml"), DataDir: filepath.Join(dir, "data"), stderr: &syncBuffer{}}
+	e := &Edge{t: t, spec: spec, conf: filepath.Join(dir, "agent.toml"), DataDir: filepath.Join(dir, "data"), stderr: &testenv.Buffer{}}
 	e.AuditDB = filepath.Join(e.DataDir, "audit.db")
 	body := fmt.Sprintf("agent_id = %q\ndata_dir = %q\nheartbeat_interval = \"1s\"\n[mqtt]\nbroker = %q\n[skills]\ndirs = %s\n%s",
 		spec.ID, e.DataDir, spec.BrokerURL, dirs, spec.Extra)
@@ -69,7 +69,7 @@ func StartEdge(t testing.TB, spec EdgeSpec) *Edge {
 	t.Cleanup(func() {
 		e.Kill()
 		if t.Failed() {
-			t.Logf("edge %s stderr (tail):\n%s", spec.ID, e.stderr.tail(8000))
+			t.Logf("edge %s stderr (tail):\n%s", spec.ID, tail(e.stderr, 8000))
 		}
 	})
 	e.Start()
@@ -110,9 +110,9 @@ func (e *Edge) Start() {
 	case <-ready:
 	case <-exited:
 		e.cmd = nil
-		e.t.Fatalf("edge %s exited before it was ready; stderr:\n%s", e.spec.ID, e.stderr.tail(8000))
+		e.t.Fatalf("edge %s exited before it was ready; stderr:\n%s", e.spec.ID, tail(e.stderr, 8000))
 	case <-time.After(ReadyTimeout):
-		e.t.Fatalf("edge %s not ready within %v; stderr:\n%s", e.spec.ID, ReadyTimeout, e.stderr.tail(8000))
+		e.t.Fatalf("edge %s not ready within %v; stderr:\n%s", e.spec.ID, ReadyTimeout, tail(e.stderr, 8000))
 	}
 }
 
@@ -206,25 +206,8 @@ func zombie(pid int) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) tail(n int) string {
-	str := s.String()
+// tail is the last n bytes of what b holds.
+func tail(b *testenv.Buffer, n int) string {
+	str := b.String()
 	return str[max(0, len(str)-n):]
 }

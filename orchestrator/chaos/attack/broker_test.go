@@ -3,14 +3,12 @@
 package attack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,7 +50,7 @@ func brokerAttacks(t *testing.T, b *board) {
 	if _, err := broker.AddUser(cfg.UsersFilePath(), "pi-victim", broker.RoleAgent, 4, false); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +72,7 @@ func brokerAttacks(t *testing.T, b *board) {
 		c.Close()
 	}
 
-	logBefore := logs.Len()
+	logBefore := len(logs.String())
 	big := strings.Repeat("x", 64<<10)
 	for i := range deniedFlood {
 		c := connect()
@@ -82,7 +80,7 @@ func brokerAttacks(t *testing.T, b *board) {
 		denied.try(mqtttest.RawClosed(c, 5*time.Second), fmt.Sprintf("command for another agent #%d", i))
 		c.Close()
 	}
-	logGrowth := logs.Len() - logBefore
+	logGrowth := len(logs.String()) - logBefore
 	denied.try(logGrowth <= maxLogGrowth, fmt.Sprintf("log grew %d bytes for %d refusals", logGrowth, deniedFlood))
 	t.Logf("%d denied publishes of 64 KiB grew the log by %d bytes", deniedFlood, logGrowth)
 
@@ -143,22 +141,4 @@ func countRows(t *testing.T, path, table string) int {
 	}
 	n, _ := strconv.Atoi(fmt.Sprint(res.Rows[0][0]))
 	return n
-}
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Len()
 }
