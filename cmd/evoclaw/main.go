@@ -76,46 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	var err error
-	switch args[0] {
-	case "demo":
-		err = cmdDemo(ctx, args[1:], stdout, stderr)
-	case "serve":
-		err = cmdServe(ctx, args[1:], stdout, stderr)
-	case "edge":
-		err = cmdEdge(ctx, args[1:], stdout, stderr)
-	case "audit":
-		err = cmdAudit(ctx, args[1:], stdout, stderr)
-	case "agents":
-		err = cmdAgents(args[1:], stdout, stderr)
-	case "chat":
-		err = cmdChat(ctx, args[1:], stdout, stderr)
-	case "status":
-		err = cmdStatus(ctx, args[1:], stdout, stderr)
-	case "logs":
-		err = cmdLogs(ctx, args[1:], stdout, stderr)
-	case "jobs":
-		err = cmdJobs(ctx, args[1:], stdout, stderr)
-	case "approvals":
-		err = cmdApprovals(ctx, args[1:], stdout, stderr)
-	case "metrics":
-		err = cmdMetrics(ctx, args[1:], stdout, stderr)
-	case "bench":
-		err = cmdBench(ctx, args[1:], stdout, stderr)
-	case "load":
-		err = cmdLoad(ctx, args[1:], stdout, stderr)
-	case "load-agents": // the child process of load; not for people
-		err = cmdLoadAgents(ctx, args[1:], stdout, stderr)
-	case "chaos":
-		err = cmdChaos(ctx, args[1:], stdout, stderr)
-	case "chaos-node": // the orchestrator child process of chaos; not for people
-		err = cmdChaosNode(ctx, args[1:], stdout, stderr)
-	case "broker": // the broker child process of chaos; not for people
-		err = cmdBroker(ctx, args[1:], stdout, stderr)
-	case "skills":
-		err = cmdSkills(args[1:], stdout, stderr)
-	case "version", "--version":
+	switch cmd, ok := commands[args[0]]; {
+	case ok:
+		err = cmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "version" || args[0] == "--version":
 		fmt.Fprintln(stdout, currentBuild())
-	case "help", "-h", "--help":
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
@@ -135,6 +101,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// commands runs each subcommand but version and help. The children of
+// load and chaos (load-agents, chaos-node, broker) are not for people.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"demo":        cmdDemo,
+	"serve":       cmdServe,
+	"edge":        cmdEdge,
+	"audit":       cmdAudit,
+	"agents":      withoutContext(cmdAgents),
+	"chat":        cmdChat,
+	"status":      cmdStatus,
+	"logs":        cmdLogs,
+	"jobs":        cmdJobs,
+	"approvals":   cmdApprovals,
+	"metrics":     cmdMetrics,
+	"bench":       cmdBench,
+	"load":        cmdLoad,
+	"load-agents": cmdLoadAgents,
+	"chaos":       cmdChaos,
+	"chaos-node":  cmdChaosNode,
+	"broker":      cmdBroker,
+	"skills":      withoutContext(cmdSkills),
+}
+
+// withoutContext adapts a command that needs no context.
+func withoutContext(cmd func(args []string, stdout, stderr io.Writer) error) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(_ context.Context, args []string, stdout, stderr io.Writer) error { return cmd(args, stdout, stderr) }
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.

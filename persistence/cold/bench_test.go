@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
-	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 )
 
 // BenchmarkShip measures records per second shipped into a real libSQL
@@ -13,10 +12,8 @@ import (
 // LLM calls, messages, events) in batches of DefaultBatchSize into emptied
 // cold tables.
 func BenchmarkShip(b *testing.B) {
-	srv := sqldtest.Start(b, sqldtest.Options{})
-	warm, _ := openWarm(b)
+	_, warm, _, c := tiers(b)
 	fill(b, warm, 2000) // 10,000 records
-	c := openCold(b, srv.URL(), "")
 	c.cfg.BatchSize = DefaultBatchSize
 	ctx := context.Background()
 	recs, err := warm.ReadChain(ctx, 0, 10_000)

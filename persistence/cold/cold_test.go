@@ -41,10 +41,8 @@ func checkSame(t *testing.T, c *Store, warmPath, chainID string) {
 
 func TestShipAllAndReshipChangesNothing(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, path := openWarm(t)
+	_, warm, path, c := tiers(t)
 	fill(t, warm, 30) // 150 records, 3 batches of 50
-	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up")
 	checkSame(t, c, path, warm.ChainID())
@@ -78,9 +76,7 @@ func TestShipAllAndReshipChangesNothing(t *testing.T) {
 
 func TestServerDownThenBack(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, path := openWarm(t)
-	c := openCold(t, srv.URL(), "")
+	srv, warm, path, c := tiers(t)
 	sh := startShipper(t, warm, c)
 	fill(t, warm, 10)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
@@ -148,10 +144,8 @@ func TestAuthToken(t *testing.T) {
 
 func TestQueryIsReadOnly(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, _ := openWarm(t)
+	_, warm, _, c := tiers(t)
 	fill(t, warm, 1)
-	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	for _, q := range []string{
@@ -175,14 +169,12 @@ func TestQueryIsReadOnly(t *testing.T) {
 // starts at the warm checkpoint, verifies from there, and joins warm.
 func TestShipAfterWarmPrune(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, _ := openWarm(t)
+	_, warm, _, c := tiers(t)
 	fill(t, warm, 4) // 20 records
 	res, err := warm.Prune(context.Background(), sqlite.Retention{MaxAge: time.Nanosecond, Batch: 7}, time.Now().Add(time.Hour))
 	if err != nil || res.UpToSeq != 7 {
 		t.Fatalf("prune: %+v %v", res, err)
 	}
-	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	st, ok, err := c.Chain(context.Background(), warm.ChainID())
@@ -258,13 +250,11 @@ func TestConfig(t *testing.T) {
 // not shipped over the cold tier's newer records: the shipper reports it.
 func TestColdAheadOfWarm(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, path := openWarm(t)
+	_, warm, path, c := tiers(t)
 	fill(t, warm, 1) // 5 records
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	copyFile(t, path, backup)
 	fill(t, warm, 1) // 10 records
-	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	sh.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -33,6 +34,15 @@ func openCold(t testing.TB, url, token string) *Store {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// tiers starts a sqld server for the cold tier and opens a warm store and
+// a cold Store on that server (openWarm, openCold): the setup of most tests.
+func tiers(t testing.TB) (srv *sqldtest.Server, warm *sqlite.Store, path string, c *Store) {
+	t.Helper()
+	srv = sqldtest.Start(t, sqldtest.Options{})
+	warm, path = openWarm(t)
+	return srv, warm, path, openCold(t, srv.URL(), "")
 }
 
 // fill writes n rounds of one record of each chained kind: 5n records.

@@ -51,9 +51,7 @@ func TestLagIsCurrentDuringOutage(t *testing.T) {
 // head, and the next record ships and verifies in cold.
 func TestWarmEmptiedByRetention(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, path := openWarm(t)
-	c := openCold(t, srv.URL(), "")
+	_, warm, path, c := tiers(t)
 	var logs testenv.Buffer
 	sh := NewShipper(warm, c, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err := sh.Start(context.Background()); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
-	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -17,9 +16,7 @@ import (
 // chain verifies across the tiers.
 func TestMergeTiers(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, path := openWarm(t)
-	c := openCold(t, srv.URL(), "")
+	_, warm, path, c := tiers(t)
 	fill(t, warm, 10) // 50 records
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")

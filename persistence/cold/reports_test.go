@@ -8,7 +8,6 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
-	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -16,8 +15,7 @@ import (
 // cold tier and on the merged view once everything is shipped.
 func TestReportsAgreeAcrossTiers(t *testing.T) {
 	t.Parallel()
-	srv := sqldtest.Start(t, sqldtest.Options{})
-	warm, path := openWarm(t)
+	_, warm, path, c := tiers(t)
 	fill(t, warm, 12)
 	for i := range 3 { // runs of a scheduled job, as the scheduler records them (the job-runs report)
 		run := fmt.Sprintf(`{"job":"j1","scheduled":"2026-11-%02dT06:00:00Z","outcome":"succeeded"}`, 1+i)
@@ -26,7 +24,6 @@ func TestReportsAgreeAcrossTiers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := openCold(t, srv.URL(), "")
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	merged, err := MergeTiers(context.Background(), path, c, t.TempDir())
