@@ -128,7 +128,9 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 
 // withoutContext adapts a command that needs no context.
 func withoutContext(cmd func(args []string, stdout, stderr io.Writer) error) func(context.Context, []string, io.Writer, io.Writer) error {
-	return func(_ context.Context, args []string, stdout, stderr io.Writer) error { return cmd(args, stdout, stderr) }
+	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		return cmd(args, stdout, stderr)
+	}
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.
