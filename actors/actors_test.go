@@ -98,42 +98,45 @@ func (f *fakeEdge) reply(payload any) {
 	f.root.Send(f.edges.PID, &ReportIn{AgentID: f.id, Report: r})
 }
 
-type recordingAudit struct {
-	mu   sync.Mutex
-	recs []persistence.ToolCall
+// recorded collects what the code under test hands over, from any
+// goroutine: the audit rows, events and progress of the tests.
+type recorded[T any] struct {
+	mu    sync.Mutex // guards items
+	items []T
 }
 
+func (r *recorded[T]) add(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = append(r.items, v)
+}
+
+// all returns a copy of what was added so far, in order.
+func (r *recorded[T]) all() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T(nil), r.items...)
+}
+
+// recordingAudit is an AuditLog in memory.
+type recordingAudit struct{ recorded[persistence.ToolCall] }
+
 func (a *recordingAudit) RecordToolCall(_ context.Context, c persistence.ToolCall) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.recs = append(a.recs, c)
+	a.add(c)
 	return nil
 }
 
-func (a *recordingAudit) records() []persistence.ToolCall {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]persistence.ToolCall(nil), a.recs...)
-}
-
 // recordingEvents is an EventLog in memory.
-type recordingEvents struct {
-	mu  sync.Mutex
-	evs []persistence.Event
-}
+type recordingEvents struct{ recorded[persistence.Event] }
 
 func (r *recordingEvents) RecordEvent(_ context.Context, e persistence.Event) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, e)
+	r.add(e)
 	return nil
 }
 
 func (r *recordingEvents) kinds() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var k []string
-	for _, e := range r.evs {
+	for _, e := range r.all() {
 		k = append(k, e.Kind)
 	}
 	return k
@@ -225,7 +228,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if ans.Err != nil || ans.Text != "tool said: echo:hi" || ans.ToolCalls != 1 || ans.Iterations != 1 {
 		t.Fatalf("answer %+v", ans)
 	}
-	recs := h.audit.records()
+	recs := h.audit.all()
 	if len(recs) != 1 || recs[0].Status != "success" || recs[0].AgentID != "pi-1" || recs[0].Tool != "pi-1__echo" ||
 		recs[0].CallID != "c1" || recs[0].Side != "orchestrator" || recs[0].RequestID == "" || string(recs[0].Params) != `{"text":"hi"}` {
 		t.Fatalf("audit %+v", recs)
@@ -269,7 +272,7 @@ func TestToolCallThatKeepsFailingBecomesAnError(t *testing.T) {
 	if !strings.Contains(ans.Text, "Error (internal)") || !strings.Contains(ans.Text, "always broken") {
 		t.Fatalf("answer %q does not carry the tool failure", ans.Text)
 	}
-	recs := h.audit.records()
+	recs := h.audit.all()
 	if len(recs) != 1 || recs[0].Status != "error" || recs[0].ErrorType != string(wire.ErrInternal) {
 		t.Fatalf("audit %+v", recs)
 	}
@@ -290,7 +293,7 @@ func TestSilentAgentTimesOut(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("timeout error after %s, want it near the tool's 1 s timeout", took)
 	}
-	if recs := h.audit.records(); len(recs) != 1 || recs[0].ErrorType != string(wire.ErrTimeout) {
+	if recs := h.audit.all(); len(recs) != 1 || recs[0].ErrorType != string(wire.ErrTimeout) {
 		t.Fatalf("audit %+v", recs)
 	}
 }
@@ -390,14 +393,12 @@ func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, func() bool {
 		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 2
 	}, "both drops audited")
-	h.events.mu.Lock()
 	var lateEvents []string
-	for _, e := range h.events.evs {
+	for _, e := range h.events.all() {
 		if e.Kind == EventLateResult {
 			lateEvents = append(lateEvents, string(e.Detail))
 		}
 	}
-	h.events.mu.Unlock()
 	if !strings.Contains(lateEvents[0], `"request_id":"no-such-request"`) || !strings.Contains(lateEvents[1], `"result_excerpt":"too late"`) {
 		t.Fatalf("late result events %v", lateEvents)
 	}
@@ -417,7 +418,7 @@ func TestUnknownToolAndBadArguments(t *testing.T) {
 	if !strings.Contains(ans.Text, "B=Error (invalid_params)") {
 		t.Fatalf("bad arguments answer %q", ans.Text)
 	}
-	if n := len(h.audit.records()); n != 2 {
+	if n := len(h.audit.all()); n != 2 {
 		t.Fatalf("%d audit records, want 2", n)
 	}
 }
@@ -449,8 +450,8 @@ func TestMaxIterations(t *testing.T) {
 			h := newHarness(t, loopTranscript(10), func(o *ConvOptions) { o.MaxIterations = 3; o.OnLimit = tt.onLimit })
 			h.edge.onTool = echoReply(h)
 			ans := h.chat(t, "loop forever")
-			if ans.Iterations != 3 || len(h.audit.records()) != 3 {
-				t.Fatalf("answer %+v after %d audited calls, want 3 iterations", ans, len(h.audit.records()))
+			if ans.Iterations != 3 || len(h.audit.all()) != 3 {
+				t.Fatalf("answer %+v after %d audited calls, want 3 iterations", ans, len(h.audit.all()))
 			}
 			if tt.wantErr {
 				if !errors.Is(ans.Err, ErrMaxIterations) {

@@ -16,15 +16,12 @@ const testPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
 // tapProvider passes requests on and keeps them.
 type tapProvider struct {
 	next llm.Provider
-	mu   sync.Mutex // guards reqs
-	reqs []llm.Request
+	recorded[llm.Request]
 }
 
 func (p *tapProvider) Name() string { return p.next.Name() }
 func (p *tapProvider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	p.mu.Lock()
-	p.reqs = append(p.reqs, req)
-	p.mu.Unlock()
+	p.add(req)
 	return p.next.Complete(ctx, req)
 }
 
@@ -92,9 +89,7 @@ func TestToolImageReachesTheModel(t *testing.T) {
 	}
 	h.chat(t, "and now?")
 
-	rec.mu.Lock()
-	reqs := rec.reqs
-	rec.mu.Unlock()
+	reqs := rec.all()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests", len(reqs))
 	}
@@ -110,7 +105,7 @@ func TestToolImageReachesTheModel(t *testing.T) {
 			t.Fatalf("request %d: tool message %+v", i+2, tool)
 		}
 	}
-	recs := h.audit.records()
+	recs := h.audit.all()
 	if len(recs) != 1 {
 		t.Fatalf("audit rows %+v", recs)
 	}

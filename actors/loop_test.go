@@ -72,7 +72,7 @@ func TestRepeatedIdenticalCallIsRefusedThenEndsTheLoop(t *testing.T) {
 			if !strings.Contains(ans.Text, "final: echo:a / Error (repeated_call)") {
 				t.Fatalf("the model was not told of the repeat: %q", ans.Text)
 			}
-			recs := h.audit.records()
+			recs := h.audit.all()
 			if len(recs) != 3 || recs[1].ErrorType != string(ErrRepeatedCall) {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -362,7 +362,7 @@ func TestEdgeCall(t *testing.T) {
 			if tools.Load() != tt.tools || prompts.Load() != tt.pr {
 				t.Fatalf("sent %d tool and %d prompt commands, want %d and %d", tools.Load(), prompts.Load(), tt.tools, tt.pr)
 			}
-			recs := h.audit.records()
+			recs := h.audit.all()
 			if len(recs) != 1 || recs[0].Tool != EdgeCallTool {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -569,15 +569,10 @@ func (p failingProvider) Complete(context.Context, llm.Request) (llm.Response, e
 	return llm.Response{}, p.err
 }
 
-type recordingLLMLog struct {
-	mu   sync.Mutex
-	recs []persistence.LLMCall
-}
+type recordingLLMLog struct{ recorded[persistence.LLMCall] }
 
 func (l *recordingLLMLog) RecordLLMCall(_ context.Context, c persistence.LLMCall) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recs = append(l.recs, c)
+	l.add(c)
 	return nil
 }
 
@@ -603,12 +598,11 @@ func TestLLMCallsAreAudited(t *testing.T) {
 				}
 			})
 			h.chat(t, "x")
-			log.mu.Lock()
-			defer log.mu.Unlock()
-			if len(log.recs) != 1 {
-				t.Fatalf("%d llm records, want 1", len(log.recs))
+			recs := log.all()
+			if len(recs) != 1 {
+				t.Fatalf("%d llm records, want 1", len(recs))
 			}
-			r := log.recs[0]
+			r := recs[0]
 			if r.Status != tt.status || r.ErrorType != tt.errType || r.ConversationID != "c" || r.Node != "orch" || r.Provider == "" {
 				t.Fatalf("record %+v", r)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,22 +13,7 @@ import (
 )
 
 // progressLog collects a chat's Progress events.
-type progressLog struct {
-	mu  sync.Mutex
-	evs []Progress
-}
-
-func (l *progressLog) add(p Progress) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.evs = append(l.evs, p)
-}
-
-func (l *progressLog) events() []Progress {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]Progress(nil), l.evs...)
-}
+type progressLog = recorded[Progress]
 
 func TestProgressEventsOfAChat(t *testing.T) {
 	h := newHarness(t, echoTranscript, nil)
@@ -42,7 +26,7 @@ func TestProgressEventsOfAChat(t *testing.T) {
 	if ans := res.(*Answer); ans.Err != nil || ans.Text != "tool said: echo:hi" {
 		t.Fatalf("answer %+v", ans)
 	}
-	evs := log.events()
+	evs := log.all()
 	var kinds []string
 	for _, e := range evs {
 		kinds = append(kinds, e.Kind)
@@ -74,7 +58,7 @@ func TestProgressArgsAreCut(t *testing.T) {
 	if _, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "p", Text: "go", Progress: log.add}, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range log.events() {
+	for _, e := range log.all() {
 		if len(e.Args) > MaxProgressArgs+len("…") || len(e.Result) > ProgressResultExcerpt+len("…") {
 			t.Fatalf("%s: args %d bytes, result %d bytes", e.Kind, len(e.Args), len(e.Result))
 		}
@@ -86,18 +70,6 @@ type failingAudit struct{}
 
 func (failingAudit) RecordToolCall(context.Context, persistence.ToolCall) error {
 	return errors.New("database or disk is full")
-}
-
-func TestAuditFailureEndsTheChat(t *testing.T) {
-	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Audit = failingAudit{} })
-	h.edge.onTool = echoReply(h)
-	ans := h.chat(t, "go")
-	if !errors.Is(ans.Err, ErrAudit) || ans.Text != "" {
-		t.Fatalf("answer %+v, want ErrAudit and no text", ans)
-	}
-	if !strings.Contains(ans.Err.Error(), "disk is full") {
-		t.Fatalf("err %v does not say why", ans.Err)
-	}
 }
 
 // queuedFailingAudit queues every row and fails its commit afterwards, as
@@ -113,43 +85,52 @@ func (a *queuedFailingAudit) QueueToolCall(_ persistence.ToolCall, then func(err
 	return nil
 }
 
-// A queued row (ToolCallQueue) that fails still ends the chat with
-// ErrAudit before the model sees the result.
-func TestQueuedAuditFailureEndsTheChat(t *testing.T) {
-	a := &queuedFailingAudit{}
-	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Audit = a })
-	h.edge.onTool = echoReply(h)
-	ans := h.chat(t, "go")
-	if !errors.Is(ans.Err, ErrAudit) || ans.Text != "" {
-		t.Fatalf("answer %+v, want ErrAudit and no text", ans)
+// An audit row that fails, written at once or queued (ToolCallQueue) and
+// failing at its commit, ends the chat with ErrAudit before the model sees
+// the result.
+func TestAuditFailureEndsTheChat(t *testing.T) {
+	queued := &queuedFailingAudit{}
+	tests := []struct {
+		name  string
+		audit AuditLog
+		check func(t *testing.T)
+	}{
+		{"written", failingAudit{}, func(*testing.T) {}},
+		{"queued", queued, func(t *testing.T) {
+			if queued.queued.Load() != 1 {
+				t.Fatalf("rows queued %d, want 1", queued.queued.Load())
+			}
+		}},
 	}
-	if !strings.Contains(ans.Err.Error(), "disk is full") {
-		t.Fatalf("err %v does not say why", ans.Err)
-	}
-	if a.queued.Load() != 1 {
-		t.Fatalf("rows queued %d, want 1", a.queued.Load())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Audit = tt.audit })
+			h.edge.onTool = echoReply(h)
+			ans := h.chat(t, "go")
+			if !errors.Is(ans.Err, ErrAudit) || ans.Text != "" {
+				t.Fatalf("answer %+v, want ErrAudit and no text", ans)
+			}
+			if !strings.Contains(ans.Err.Error(), "disk is full") {
+				t.Fatalf("err %v does not say why", ans.Err)
+			}
+			tt.check(t)
+		})
 	}
 }
 
 // recordingProvider answers every request with text and keeps the requests.
-type recordingProvider struct {
-	mu   sync.Mutex
-	reqs []llm.Request
-}
+type recordingProvider struct{ recorded[llm.Request] }
 
 func (p *recordingProvider) Name() string { return "recording" }
 
 func (p *recordingProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.reqs = append(p.reqs, req)
+	p.add(req)
 	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "answer"}}, nil
 }
 
 func (p *recordingProvider) last() llm.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.reqs[len(p.reqs)-1]
+	reqs := p.all()
+	return reqs[len(reqs)-1]
 }
 
 func TestSeededChat(t *testing.T) {

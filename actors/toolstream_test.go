@@ -9,11 +9,11 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
-func (l *progressLog) kinds() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// progressKinds names each event of l by its kind, a tool's output with
+// the output.
+func progressKinds(l *progressLog) []string {
 	var out []string
-	for _, p := range l.evs {
+	for _, p := range l.all() {
 		k := p.Kind
 		if k == ProgressToolOutput {
 			k += ":" + p.Output
@@ -62,7 +62,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 	if len(asked) != 1 || !asked[0] {
 		t.Fatalf("stream_output asked %v, want true for a watched chat", asked)
 	}
-	got := strings.Join(log.kinds(), ",")
+	got := strings.Join(progressKinds(&log), ",")
 	if want := "llm_start,llm_end,tool_start,tool_output:one ,tool_output:three ,tool_end,llm_start,llm_end"; got != want {
 		t.Fatalf("progress\n got %s\nwant %s", got, want)
 	}
@@ -74,7 +74,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 	if strings.Contains(h.logs.String(), "level=WARN") {
 		t.Fatalf("warnings logged:\n%s", h.logs.String())
 	}
-	if recs := h.audit.records(); len(recs) != 1 || recs[0].ResultExcerpt != "done" {
+	if recs := h.audit.all(); len(recs) != 1 || recs[0].ResultExcerpt != "done" {
 		t.Fatalf("audit %+v", recs)
 	}
 }

@@ -32,9 +32,7 @@ func TestLateResultsAreStoredWithinAQuota(t *testing.T) {
 		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 4
 	}, "four late results stored")
 
-	h.events.mu.Lock()
-	defer h.events.mu.Unlock()
-	for _, e := range h.events.evs {
+	for _, e := range h.events.all() {
 		if e.Kind != EventLateResult {
 			continue
 		}
