@@ -100,17 +100,13 @@ func DecodeCommand(b []byte) (Command, error) {
 	if err := decodeObject("command", b, &c); err != nil {
 		return Command{}, err
 	}
-	if c.Command == "" {
-		return Command{}, &DecodeError{What: "command", Field: "command", Msg: "required"}
-	}
-	if err := checkRequestID("command", c.RequestID, true); err != nil {
+	if err := firstErr(
+		required("command", "command", c.Command),
+		checkRequestID("command", c.RequestID, true),
+		nonNegative("command", "expires_at", c.ExpiresAt),
+		nonNegative("command", "ttl_ms", c.TTLMS),
+	); err != nil {
 		return Command{}, err
-	}
-	if c.ExpiresAt < 0 {
-		return Command{}, &DecodeError{What: "command", Field: "expires_at", Msg: "must not be negative"}
-	}
-	if c.TTLMS < 0 {
-		return Command{}, &DecodeError{What: "command", Field: "ttl_ms", Msg: "must not be negative"}
 	}
 	p, err := objectOrEmpty("command", "payload", c.Payload)
 	if err != nil {
@@ -126,11 +122,8 @@ func DecodeToolPayload(b []byte) (ToolPayload, error) {
 	if err := decodeObject("tool payload", b, &p); err != nil {
 		return ToolPayload{}, err
 	}
-	if p.Tool == "" {
-		return ToolPayload{}, &DecodeError{What: "tool payload", Field: "tool", Msg: "required"}
-	}
-	if p.TimeoutMS < 0 {
-		return ToolPayload{}, &DecodeError{What: "tool payload", Field: "timeout_ms", Msg: "must not be negative"}
+	if err := firstErr(required("tool payload", "tool", p.Tool), nonNegative("tool payload", "timeout_ms", p.TimeoutMS)); err != nil {
+		return ToolPayload{}, err
 	}
 	params, err := objectOrEmpty("tool payload", "parameters", p.Parameters)
 	if err != nil {
@@ -146,11 +139,8 @@ func DecodePromptPayload(b []byte) (PromptPayload, error) {
 	if err := decodeObject("prompt payload", b, &p); err != nil {
 		return PromptPayload{}, err
 	}
-	if p.Prompt == "" {
-		return PromptPayload{}, &DecodeError{What: "prompt payload", Field: "prompt", Msg: "required"}
-	}
-	if p.MaxTokens < 0 {
-		return PromptPayload{}, &DecodeError{What: "prompt payload", Field: "max_tokens", Msg: "must not be negative"}
+	if err := firstErr(required("prompt payload", "prompt", p.Prompt), nonNegative("prompt payload", "max_tokens", p.MaxTokens)); err != nil {
+		return PromptPayload{}, err
 	}
 	if err := checkDelegation(p.Delegation); err != nil {
 		return PromptPayload{}, err

@@ -85,6 +85,33 @@ func objectOrEmpty(what, field string, raw json.RawMessage) (json.RawMessage, er
 	return json.RawMessage(t), nil
 }
 
+// required is a DecodeError of what when the string field is empty.
+func required(what, field, v string) error {
+	if v == "" {
+		return &DecodeError{What: what, Field: field, Msg: "required"}
+	}
+	return nil
+}
+
+// nonNegative is a DecodeError of what when the number field is below zero.
+func nonNegative[N int | int64](what, field string, v N) error {
+	if v < 0 {
+		return &DecodeError{What: what, Field: field, Msg: "must not be negative"}
+	}
+	return nil
+}
+
+// firstErr returns the first of errs that is not nil: the checks of a
+// message, in the order their fields are reported.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func checkRequestID(what, id string, required bool) error {
 	switch {
 	case id == "" && required:

@@ -45,13 +45,9 @@ const MaxCapabilitiesLen = 1024
 // DecodeCapabilities parses a capabilities message from topicAgent.
 func DecodeCapabilities(topicAgent string, b []byte) (Capabilities, error) {
 	var c Capabilities
-	if err := decodeObject("capabilities", b, &c); err != nil {
+	if err := decodeFromAgent("capabilities", b, &c, &c.AgentID, topicAgent); err != nil {
 		return Capabilities{}, err
 	}
-	if err := checkAgent("capabilities", c.AgentID, topicAgent); err != nil {
-		return Capabilities{}, err
-	}
-	c.AgentID = topicAgent
 	if len(c.Capabilities) > MaxCapabilitiesLen {
 		return Capabilities{}, &DecodeError{What: "capabilities", Field: "capabilities", Msg: fmt.Sprintf("%d bytes, at most %d allowed", len(c.Capabilities), MaxCapabilitiesLen)}
 	}
@@ -62,13 +58,9 @@ func DecodeCapabilities(topicAgent string, b []byte) (Capabilities, error) {
 // online or offline is refused.
 func DecodeStatus(topicAgent string, b []byte) (Status, error) {
 	var s Status
-	if err := decodeObject("status", b, &s); err != nil {
+	if err := decodeFromAgent("status", b, &s, &s.AgentID, topicAgent); err != nil {
 		return Status{}, err
 	}
-	if err := checkAgent("status", s.AgentID, topicAgent); err != nil {
-		return Status{}, err
-	}
-	s.AgentID = topicAgent
 	switch s.Status {
 	case PresenceOnline, PresenceOffline:
 	case "":
@@ -85,6 +77,20 @@ func DecodeStatus(topicAgent string, b []byte) (Status, error) {
 		}
 	}
 	return s, nil
+}
+
+// decodeFromAgent decodes b, a message of what from topicAgent's topic, into
+// v; *agentID, v's agent_id, must be empty or topicAgent and becomes
+// topicAgent.
+func decodeFromAgent(what string, b []byte, v any, agentID *string, topicAgent string) error {
+	if err := decodeObject(what, b, v); err != nil {
+		return err
+	}
+	if err := checkAgent(what, *agentID, topicAgent); err != nil {
+		return err
+	}
+	*agentID = topicAgent
+	return nil
 }
 
 func checkAgent(what, got, topicAgent string) error {

@@ -18,10 +18,7 @@ func TestDecodeProgressGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			r, err := DecodeReport("alex-eye", golden(t, tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := goldenReport(t, tt.file)
 			if r.ReportType != ReportProgress || r.RequestID() != tt.want.RequestID {
 				t.Fatalf("envelope %+v request_id %q", r, r.RequestID())
 			}
@@ -58,21 +55,14 @@ func TestEncodeProgressMatchesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertJSONEqual(t, got, golden(t, "report_progress.json"))
+	assertEncodesAs(t, r, "report_progress.json")
 
 	c, err := NewCommand(CmdTool, "tool-1739635200000000000", ToolPayload{Tool: "bash", Parameters: json.RawMessage(`{"command":"./download.sh"}`),
 		TimeoutMS: 120000, RequestID: "tool-1739635200000000000", StreamOutput: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err = json.Marshal(c); err != nil {
-		t.Fatal(err)
-	}
-	assertJSONEqual(t, got, golden(t, "command_tool_stream.json"))
+	assertEncodesAs(t, c, "command_tool_stream.json")
 	// A command without streaming encodes exactly as before: no
 	// stream_output key, so the public agent sees its old format.
 	plain, err := json.Marshal(ToolPayload{Tool: "bash"})
@@ -113,10 +103,7 @@ func TestDecodeProgressRejects(t *testing.T) {
 	if err := prog([]byte(neg)); !errors.As(err, &de) || de.Field != "omitted" {
 		t.Errorf("negative omitted: err = %v", err)
 	}
-	r, err := DecodeReport("alex-eye", golden(t, "report_tool_success.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := goldenReport(t, "report_tool_success.json")
 	if _, err := DecodeProgress(r); !errors.As(err, &de) || de.Field != "report_type" {
 		t.Errorf("a result decoded as progress: err = %v", err)
 	}

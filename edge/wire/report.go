@@ -280,10 +280,7 @@ func DecodeToolResult(r Report) (ToolResult, error) {
 	default:
 		return ToolResult{}, &DecodeError{What: "tool result", Field: "status", Msg: fmt.Sprintf("unknown value %q", res.Status)}
 	}
-	if res.ElapsedMS < 0 {
-		return ToolResult{}, &DecodeError{What: "tool result", Field: "elapsed_ms", Msg: "must not be negative"}
-	}
-	if err := CheckContent(res.Content); err != nil {
+	if err := firstErr(nonNegative("tool result", "elapsed_ms", res.ElapsedMS), CheckContent(res.Content)); err != nil {
 		return ToolResult{}, err
 	}
 	return res, nil
@@ -320,8 +317,8 @@ func DecodeErrorPayload(r Report) (ErrorPayload, error) {
 	if err := decodeObject("error payload", r.Payload, &p); err != nil {
 		return ErrorPayload{}, err
 	}
-	if p.Error == "" {
-		return ErrorPayload{}, &DecodeError{What: "error payload", Field: "error", Msg: "required"}
+	if err := required("error payload", "error", p.Error); err != nil {
+		return ErrorPayload{}, err
 	}
 	return p, nil
 }

@@ -96,10 +96,7 @@ func TestDecodeReportGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			r, err := DecodeReport("alex-eye", golden(t, tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := goldenReport(t, tt.file)
 			if r.ReportType != tt.reportType || r.AgentID != "alex-eye" || r.RequestID() != tt.requestID {
 				t.Fatalf("envelope %+v request_id %q", r, r.RequestID())
 			}
@@ -115,18 +112,12 @@ func TestDecodeReportGolden(t *testing.T) {
 }
 
 func TestDecodeOtherReportsGolden(t *testing.T) {
-	r, err := DecodeReport("alex-eye", golden(t, "report_ping.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := goldenReport(t, "report_ping.json")
 	if r.RequestID() != "" || r.Timestamp != 1739635200 || r.AgentType != "monitor" {
 		t.Fatalf("ping report %+v", r)
 	}
 
-	r, err = DecodeReport("alex-eye", golden(t, "report_heartbeat.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = goldenReport(t, "report_heartbeat.json")
 	var hb Heartbeat
 	if err := json.Unmarshal(r.Payload, &hb); err != nil {
 		t.Fatal(err)
@@ -135,10 +126,7 @@ func TestDecodeOtherReportsGolden(t *testing.T) {
 		t.Fatalf("heartbeat %+v", hb)
 	}
 
-	r, err = DecodeReport("alex-eye", golden(t, "report_prompt.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = goldenReport(t, "report_prompt.json")
 	pr, err := DecodePromptResult(r)
 	if err != nil {
 		t.Fatal(err)
@@ -148,10 +136,7 @@ func TestDecodeOtherReportsGolden(t *testing.T) {
 		t.Fatalf("prompt result %+v", pr)
 	}
 
-	r, err = DecodeReport("alex-eye", golden(t, "report_tools_list.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = goldenReport(t, "report_tools_list.json")
 	tl, err := DecodeToolsList(r)
 	if err != nil {
 		t.Fatal(err)
@@ -248,21 +233,34 @@ func TestEncodeMatchesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertJSONEqual(t, got, golden(t, "command_tool.json"))
+	assertEncodesAs(t, c, "command_tool.json")
 
 	r, err := NewReport("alex-eye", "monitor", ReportResult, 1739635200, ToolResult{Status: StatusSuccess, Tool: "bash", Result: " 10:00:00 up 3 days", ElapsedMS: 12, RequestID: "tool-1739635200000000000"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = json.Marshal(r)
+	assertEncodesAs(t, r, "report_tool_success.json")
+}
+
+// goldenReport decodes the golden report file name as sent by alex-eye.
+func goldenReport(t *testing.T, name string) Report {
+	t.Helper()
+	r, err := DecodeReport("alex-eye", golden(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertJSONEqual(t, got, golden(t, "report_tool_success.json"))
+	return r
+}
+
+// assertEncodesAs marshals v and compares it, as JSON, with the golden
+// file name.
+func assertEncodesAs(t *testing.T, v any, name string) {
+	t.Helper()
+	got, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertJSONEqual(t, got, golden(t, name))
 }
 
 func assertJSONEqual(t *testing.T, got, want []byte) {

@@ -52,16 +52,9 @@ func startSecured(t *testing.T, kind string) securedBroker {
 		for name, pw := range sb.pw {
 			mqtttest.MosquittoPasswd(t, passwd, name, pw)
 		}
-		example, err := os.ReadFile("../../testdata/mosquitto/mosquitto.conf")
-		if err != nil {
-			t.Fatal(err)
-		}
-		acl, err := filepath.Abs("../../testdata/mosquitto/evoclaw.acl")
-		if err != nil {
-			t.Fatal(err)
-		}
+		example, acl := mosquittoExample(t)
 		sb.url, _ = mqtttest.StartMosquittoConf(t, func(port int) string {
-			conf := rewriteConf(t, string(example), map[string]string{
+			conf := rewriteConf(t, example, map[string]string{
 				"listener": fmt.Sprintf("%d 127.0.0.1", port), "password_file": passwd, "acl_file": acl, "persistence_location": dir + "/",
 			})
 			if os.Geteuid() == 0 {
@@ -74,6 +67,21 @@ func startSecured(t *testing.T, kind string) securedBroker {
 		sb.addr = strings.TrimPrefix(sb.url, "tcp://")
 	}
 	return sb
+}
+
+// mosquittoExample returns the shipped example mosquitto.conf and the
+// absolute path of the ACL file next to it.
+func mosquittoExample(t *testing.T) (conf, aclFile string) {
+	t.Helper()
+	example, err := os.ReadFile("../../testdata/mosquitto/mosquitto.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aclFile, err = filepath.Abs("../../testdata/mosquitto/evoclaw.acl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(example), aclFile
 }
 
 // rewriteConf replaces the value of each active directive named in set,
@@ -290,18 +298,11 @@ func TestMosquittoExampleTLS(t *testing.T) {
 	pki := mqtttest.NewPKI(t, "fleet")
 	cert, key := pki.Issue(t, "broker", true)
 	alexCert, alexKey := pki.Issue(t, "alex-eye", false)
-	example, err := os.ReadFile("../../testdata/mosquitto/mosquitto.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	acl, err := filepath.Abs("../../testdata/mosquitto/evoclaw.acl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	example, acl := mosquittoExample(t)
 	var tlsPort int
 	sb.url, _ = mqtttest.StartMosquittoConf(t, func(port int) string {
 		tlsPort = testenv.FreePort(t)
-		conf := uncomment(string(example), "listener", "certfile", "keyfile", "cafile", "require_certificate", "use_identity_as_username")
+		conf := uncomment(example, "listener", "certfile", "keyfile", "cafile", "require_certificate", "use_identity_as_username")
 		conf = rewriteConf(t, conf, map[string]string{
 			"listener": fmt.Sprintf("%d 127.0.0.1", port), "password_file": passwd, "acl_file": acl, "persistence_location": dir + "/",
 		})

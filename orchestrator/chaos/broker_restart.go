@@ -73,13 +73,19 @@ func brokerRestart(ctx context.Context, r *run) error {
 	r.rep.time("recovery (broker ready to first success)", ok.Sub(up))
 	r.rep.time("recovery (kill to first success)", ok.Sub(killed))
 	r.say("[5/5] first success %s after the restart; %d more calls", ok.Sub(up).Round(time.Millisecond), after)
-	r.callN(ctx, e.id, after)
-	for _, c := range r.callsAfter(ok) {
+	r.callsAfterRecovery(ctx, e.id, after, ok)
+	return nil
+}
+
+// callsAfterRecovery makes n more calls to agent; every call that started
+// after recovered must succeed.
+func (r *run) callsAfterRecovery(ctx context.Context, agent string, n int, recovered time.Time) {
+	r.callN(ctx, agent, n)
+	for _, c := range r.callsAfter(recovered) {
 		if c.Outcome != "success" {
 			r.rep.problem("%s after recovery: %s", c.Tag, c.Outcome)
 		}
 	}
-	return nil
 }
 
 // callsAfter returns the calls started after t.

@@ -82,12 +82,7 @@ func edgeKill(ctx context.Context, r *run) error {
 		}
 	}
 	r.say("[5/5] %d more calls", after)
-	r.callN(ctx, e.id, after)
-	for _, c := range r.callsAfter(ok) {
-		if c.Outcome != "success" {
-			r.rep.problem("%s after recovery: %s", c.Tag, c.Outcome)
-		}
-	}
+	r.callsAfterRecovery(ctx, e.id, after, ok)
 	return nil
 }
 

@@ -99,11 +99,6 @@ func networkCut(ctx context.Context, r *run) error {
 		r.rep.note("the report of %s, made during the cut, reached the orchestrator after it (audited as late_result %s)", victim.Tag, rid)
 	}
 	r.say("[6/6] %d more calls", after)
-	r.callN(ctx, e.id, after)
-	for _, c := range r.callsAfter(ok) {
-		if c.Outcome != "success" {
-			r.rep.problem("%s after recovery: %s", c.Tag, c.Outcome)
-		}
-	}
+	r.callsAfterRecovery(ctx, e.id, after, ok)
 	return nil
 }
