@@ -204,9 +204,16 @@ func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 	return h
 }
 
+// chat sends text in conversation c and returns the answer.
 func (h *harness) chat(t *testing.T, text string) *Answer {
 	t.Helper()
-	res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: text}, 20*time.Second)
+	return h.ask(t, &Chat{ConversationID: "c", Text: text})
+}
+
+// ask sends c and returns the answer; an Ask that fails fails the test.
+func (h *harness) ask(t *testing.T, c *Chat) *Answer {
+	t.Helper()
+	res, err := Ask(h.sys.Root, h.convs.PID, c, 20*time.Second)
 	if err != nil {
 		t.Fatalf("chat: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -19,11 +18,7 @@ func TestProgressEventsOfAChat(t *testing.T) {
 	h := newHarness(t, echoTranscript, nil)
 	h.edge.onTool = echoReply(h)
 	var log progressLog
-	res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "p", Text: "go", Progress: log.add}, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ans := res.(*Answer); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+	if ans := h.ask(t, &Chat{ConversationID: "p", Text: "go", Progress: log.add}); ans.Err != nil || ans.Text != "tool said: echo:hi" {
 		t.Fatalf("answer %+v", ans)
 	}
 	evs := log.all()
@@ -55,9 +50,7 @@ func TestProgressArgsAreCut(t *testing.T) {
 	h := newHarness(t, transcript(callTurn("c1", "pi-1__echo", `{"text":"`+long+`"}`), `{"content":"ok"}`), nil)
 	h.edge.onTool = echoReply(h)
 	var log progressLog
-	if _, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "p", Text: "go", Progress: log.add}, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	h.ask(t, &Chat{ConversationID: "p", Text: "go", Progress: log.add})
 	for _, e := range log.all() {
 		if len(e.Args) > MaxProgressArgs+len("…") || len(e.Result) > ProgressResultExcerpt+len("…") {
 			t.Fatalf("%s: args %d bytes, result %d bytes", e.Kind, len(e.Args), len(e.Result))
@@ -139,11 +132,7 @@ func TestSeededChat(t *testing.T) {
 	seed := []llm.Message{{Role: llm.RoleUser, Content: "earlier question"}, {Role: llm.RoleAssistant, Content: "earlier answer"}}
 	ask := func(conv string, seed []llm.Message) *Answer {
 		t.Helper()
-		res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: conv, Text: "now", Seed: seed}, 20*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.(*Answer)
+		return h.ask(t, &Chat{ConversationID: conv, Text: "now", Seed: seed})
 	}
 	if ans := ask("s1", seed); ans.Err != nil || ans.Text != "answer" {
 		t.Fatalf("seeded chat %+v", ans)

@@ -52,11 +52,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 4, Output: "late "}) // after the result
 	}
 	var log progressLog
-	res, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "go", Progress: log.add}, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ans := res.(*Answer); ans.Err != nil || ans.Text != "tool said: done" {
+	if ans := h.ask(t, &Chat{ConversationID: "c", Text: "go", Progress: log.add}); ans.Err != nil || ans.Text != "tool said: done" {
 		t.Fatalf("answer %+v", ans)
 	}
 	if len(asked) != 1 || !asked[0] {

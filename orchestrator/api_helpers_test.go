@@ -91,6 +91,16 @@ func send(t testing.TB, method, url, token string, body any, headers ...string) 
 	return resp
 }
 
+// wantStatus fails the test, showing the body, unless resp has status.
+func wantStatus(t testing.TB, resp *http.Response, status int) {
+	t.Helper()
+	if resp.StatusCode != status {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, b)
+	}
+}
+
 // decodeBody decodes resp's JSON body into v and closes it.
 func decodeBody(t testing.TB, resp *http.Response, v any) {
 	t.Helper()

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -43,11 +42,7 @@ func TestChatStatuses(t *testing.T) {
 				token = tt.token
 			}
 			resp := send(t, "POST", base+"/v1/chat", token, tt.body)
-			if resp.StatusCode != tt.status {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
-			}
+			wantStatus(t, resp, tt.status)
 			if tt.status == 200 {
 				var c ChatResponse
 				decodeBody(t, resp, &c)

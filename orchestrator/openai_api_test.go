@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -139,11 +138,7 @@ func TestChatCompletionsStatuses(t *testing.T) {
 				token = tt.token
 			}
 			resp := send(t, "POST", base+"/v1/chat/completions", token, tt.body)
-			if resp.StatusCode != tt.status {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
-			}
+			wantStatus(t, resp, tt.status)
 			if tt.status == 200 {
 				var c ChatCompletion
 				decodeBody(t, resp, &c)

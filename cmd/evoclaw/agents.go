@@ -28,46 +28,37 @@ func cmdAgents(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("agents "+args[0], stderr)
 	config := fs.String("config", "", "evoclaw.toml of the node (for data_dir and [broker] users_file)")
 	dataDir := fs.String("data-dir", "", "the node's data directory (overrides data_dir)")
+	// parse parses the flags, wants n names after them (usage says how)
+	// and finds the identity file.
+	parse := func(n int, usage string) (path string, names []string, err error) {
+		if names, err = parseFlags(fs, args[1:]); err != nil {
+			return "", nil, err
+		}
+		if len(names) != n {
+			return "", nil, fmt.Errorf("%w: %s", errUsage, usage)
+		}
+		path, err = usersFile(*config, *dataDir)
+		return path, names, err
+	}
 	switch args[0] {
 	case "add":
 		role := fs.String("role", string(broker.RoleAgent), "agent, or orchestrator for another orchestrator or an operator tool")
 		rotate := fs.Bool("rotate", false, "give an existing identity a new password (its sessions end)")
 		brokerURL := fs.String("broker", "tcp://ORCHESTRATOR-HOST:1883", "broker URL to print in the agent's configuration")
 		cost := fs.Int("bcrypt-cost", broker.DefaultBcryptCost, "bcrypt cost of the stored hash; each step doubles the broker's work per password check")
-		pos, err := parseFlags(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: evoclaw agents add NAME", errUsage)
-		}
-		path, err := usersFile(*config, *dataDir)
+		path, pos, err := parse(1, "evoclaw agents add NAME")
 		if err != nil {
 			return err
 		}
 		return agentsAdd(stdout, path, pos[0], broker.Role(*role), *rotate, *brokerURL, *cost)
 	case "list":
-		pos, err := parseFlags(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 0 {
-			return fmt.Errorf("%w: evoclaw agents list takes no arguments", errUsage)
-		}
-		path, err := usersFile(*config, *dataDir)
+		path, _, err := parse(0, "evoclaw agents list takes no arguments")
 		if err != nil {
 			return err
 		}
 		return agentsList(stdout, path)
 	case "remove":
-		pos, err := parseFlags(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: evoclaw agents remove NAME", errUsage)
-		}
-		path, err := usersFile(*config, *dataDir)
+		path, pos, err := parse(1, "evoclaw agents remove NAME")
 		if err != nil {
 			return err
 		}

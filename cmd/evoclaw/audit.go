@@ -215,12 +215,8 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	tf := addTierFlags(fs)
 	keyFile := fs.String("key", "", "the key that sealed the warm chain (default: audit.key in --data-dir)")
 	unkeyed := fs.Bool("unkeyed", false, "check only the warm chain's consistency, without the key (cannot detect a rewritten chain, a moved start or removed newest records)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, "audit verify"); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: audit verify takes no arguments, got %q", errUsage, pos)
 	}
 	if err := tf.check(); err != nil {
 		return err
@@ -231,6 +227,7 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	var (
 		broken  []error
 		warmRep *auditchain.Report
+		err     error
 	)
 	if *tf.tier != tierCold {
 		warmRep, err = sqlite.VerifyChainWith(ctx, tf.warmPath(), sqlite.VerifyOptions{KeyFile: *keyFile, Unkeyed: *unkeyed})

@@ -39,14 +39,7 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	by := fs.String("by", "", "who makes the change (recorded in the audit trail; default: $USER)")
 	limit := fs.Int("limit", 50, "history: runs to show")
 	asJSON := fs.Bool("json", false, "print the node's JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("%w: jobs needs a subcommand: list, add ID, remove ID, pause ID, resume ID, run-now ID, history [ID]", errUsage)
-	}
-	client, err := nf.client()
+	pos, client, err := nf.parseSubcommand(args, "jobs needs a subcommand: list, add ID, remove ID, pause ID, resume ID, run-now ID, history [ID]")
 	if err != nil {
 		return err
 	}
@@ -181,14 +174,7 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	by := fs.String("by", "", "approve/deny: who decides (default: $USER)")
 	note := fs.String("note", "", "approve/deny: a note, shown to the model with a denial")
 	asJSON := fs.Bool("json", false, "print the node's JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("%w: approvals needs a subcommand: list, approve ID, deny ID", errUsage)
-	}
-	client, err := nf.client()
+	pos, client, err := nf.parseSubcommand(args, "approvals needs a subcommand: list, approve ID, deny ID")
 	if err != nil {
 		return err
 	}

@@ -43,12 +43,8 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	limit := fs.Int("limit", defaultLogsLimit, "how many of the newest records to print first (0: all)")
 	poll := fs.Duration("poll", defaultLogsPoll, "how often --follow looks for new records")
 	node := fs.String("node", "", "read the running node's hot tier through its API (http://127.0.0.1:8787) instead of the database file")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, "logs"); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: logs takes no arguments, got %q", errUsage, pos)
 	}
 	if err := conf.apply(fs, dataDir, nil); err != nil {
 		return err

@@ -159,6 +159,18 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseNoArgs parses args, which must be flags only; name says whose.
+func parseNoArgs(fs *flag.FlagSet, args []string, name string) error {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, pos)
+	}
+	return nil
+}
+
 func logger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

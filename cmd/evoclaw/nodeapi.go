@@ -58,6 +58,20 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+envToken+", or the one in --data-dir)")
 }
 
+// parseSubcommand parses args with the flag set f was registered on,
+// wants a subcommand first (usage names them) and resolves the node's
+// client.
+func (f *nodeFlags) parseSubcommand(args []string, usage string) (pos []string, client *nodeClient, err error) {
+	if pos, err = parseFlags(f.fs, args); err != nil {
+		return nil, nil, err
+	}
+	if len(pos) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s", errUsage, usage)
+	}
+	client, err = f.client()
+	return pos, client, err
+}
+
 // client resolves the node's address and token.
 func (f *nodeFlags) client() (*nodeClient, error) {
 	if f.fs != nil {

@@ -31,3 +31,18 @@ func TestAPIErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// The node commands with subcommands refuse to run without one, before
+// they look for a node, and say which there are.
+func TestNodeCommandsWantASubcommand(t *testing.T) {
+	tests := []struct{ cmd, want string }{
+		{"jobs", "jobs needs a subcommand: list, add ID, remove ID, pause ID, resume ID, run-now ID, history [ID]"},
+		{"approvals", "approvals needs a subcommand: list, approve ID, deny ID"},
+	}
+	for _, tt := range tests {
+		var out, errOut strings.Builder
+		if code := run([]string{tt.cmd, "--data-dir", t.TempDir()}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("%s: exit %d, stderr %q, want 2 and %q", tt.cmd, code, errOut.String(), tt.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -28,15 +29,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.DataDir = *dataDir
 	}
 	cfg.Version = currentBuild().Version
-	if cfg.DataDir == "" {
-		cfg.DataDir = orchestrator.DefaultDataDir
-	}
+	cfg.DataDir = cmp.Or(cfg.DataDir, orchestrator.DefaultDataDir)
 	if err := useDataTempDir(cfg.DataDir); err != nil {
 		return err
 	}
-	if cfg.HTTP.Listen == "" {
-		cfg.HTTP.Listen = orchestrator.DefaultHTTPListen
-	}
+	cfg.HTTP.Listen = cmp.Or(cfg.HTTP.Listen, orchestrator.DefaultHTTPListen)
 	log := logger(stderr, slog.LevelInfo)
 	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log})
 	if err != nil {

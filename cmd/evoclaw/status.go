@@ -31,12 +31,8 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	nf.register(fs)
 	tools := fs.Bool("tools", false, "list each agent's tools with calls, errors, timeouts and latency")
 	asJSON := fs.Bool("json", false, "print the node's status JSON as it is (indented)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, "status"); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: status takes no arguments, got %q", errUsage, pos)
 	}
 	client, err := nf.client()
 	if err != nil {

@@ -1,6 +1,7 @@
 package mqttc
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -96,15 +97,9 @@ type Options struct {
 // withDefaults fills zero fields, validates the rest and returns the broker
 // URL normalised for paho.
 func (o Options) withDefaults() (Options, *url.URL, error) {
-	if o.KeepAlive == 0 {
-		o.KeepAlive = DefaultKeepAlive
-	}
-	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.MaxReconnectInterval == 0 {
-		o.MaxReconnectInterval = DefaultMaxReconnectInterval
-	}
+	o.KeepAlive = cmp.Or(o.KeepAlive, DefaultKeepAlive)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
+	o.MaxReconnectInterval = cmp.Or(o.MaxReconnectInterval, DefaultMaxReconnectInterval)
 	switch {
 	case o.ReconnectJitter == 0:
 		o.ReconnectJitter = DefaultReconnectJitter
@@ -112,9 +107,7 @@ func (o Options) withDefaults() (Options, *url.URL, error) {
 		o.ReconnectJitter = 0
 	}
 	o.ReconnectJitter = min(o.ReconnectJitter, o.MaxReconnectInterval)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	switch {
 	case o.KeepAlive < time.Second:
 		return o, nil, fmt.Errorf("%w: keepalive %v is under one second", ErrInvalidOptions, o.KeepAlive)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -127,9 +128,7 @@ func Start(o Options) (_ *Broker, err error) {
 		return nil, fmt.Errorf("start mqtt broker: %w", err)
 	}
 	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	log = log.With(logKeyComponent, "mqtt-broker")
 
 	caps := mqtt.NewDefaultServerCapabilities()
@@ -365,9 +364,7 @@ func dropSysTopics(server *mqtt.Server) {
 
 // withDefaults fills zero fields and validates the rest.
 func (o Options) withDefaults() (Options, error) {
-	if o.Listen == "" {
-		o.Listen = DefaultListen
-	}
+	o.Listen = cmp.Or(o.Listen, DefaultListen)
 	if err := checkListen(o.Listen); err != nil {
 		return o, err
 	}
@@ -393,9 +390,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		seen[u.Name] = true
 	}
-	if o.ReloadInterval == 0 {
-		o.ReloadInterval = DefaultReloadInterval
-	}
+	o.ReloadInterval = cmp.Or(o.ReloadInterval, DefaultReloadInterval)
 	switch {
 	case o.MaxPacketBytes == 0:
 		o.MaxPacketBytes = DefaultMaxPacketBytes

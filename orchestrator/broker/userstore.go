@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -64,9 +65,7 @@ func AddUser(path, name string, role Role, cost int, replace bool) (string, erro
 		// evoclaw-orchestrator-{node_id}.
 		return "", fmt.Errorf("add mqtt identity %s: agent names starting with %q are reserved: its client id would be an orchestrator's", name, reservedAgentPrefix)
 	}
-	if cost == 0 {
-		cost = DefaultBcryptCost
-	}
+	cost = cmp.Or(cost, DefaultBcryptCost)
 	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
 		return "", fmt.Errorf("add mqtt identity %s: bcrypt cost %d, want %d to %d", name, cost, bcrypt.MinCost, bcrypt.MaxCost)
 	}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,9 +133,7 @@ func (r *run) say(format string, a ...any) {
 func (r *run) startNode(ctx context.Context, brokerURL string) error {
 	cfg := nodeConfig(filepath.Join(r.dir, "orchestrator"), "127.0.0.1:0", brokerURL)
 	log := r.opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	n, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Provider: driver{}, Logger: log})
 	if err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -170,9 +171,7 @@ func New(o Options) (*Scheduler, error) {
 	if o.JumpThreshold <= 0 {
 		o.JumpThreshold = DefaultJumpThreshold
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	base, cancel := context.WithCancel(context.Background())
 	return &Scheduler{o: o, log: o.Logger, jobs: map[string]*entry{}, running: map[runKey]time.Time{}, base: base, cancel: cancel}, nil
 }

@@ -1,6 +1,7 @@
 package cold
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -76,24 +77,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BatchSize < 0 || c.PollInterval < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.RequestTimeout < 0 {
 		return c, fmt.Errorf("%w: batch size and durations must not be negative", ErrInvalidConfig)
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.MinBackoff == 0 {
-		c.MinBackoff = DefaultMinBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.MinBackoff = cmp.Or(c.MinBackoff, DefaultMinBackoff)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, DefaultMaxBackoff)
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = c.MinBackoff
 	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	return c, nil
 }
 

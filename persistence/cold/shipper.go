@@ -1,6 +1,7 @@
 package cold
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,9 +88,7 @@ type Shipper struct {
 
 // NewShipper returns a Shipper from src to dst. A nil logger discards.
 func NewShipper(src Source, dst *Store, log *slog.Logger) *Shipper {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &Shipper{
 		src: src, dst: dst, cfg: dst.cfg,
 		log:  log.With(logKeyComponent, "audit-cold-shipper", logKeyCold, dst.cfg.URL),

@@ -15,6 +15,7 @@
 package tiers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,9 +78,7 @@ type Tiers struct {
 // the cold tier, taking its token from the environment. Nothing runs until
 // Start; the cold tier is not contacted before then.
 func Open(path string, warm sqlite.Options, cfg Config, log *slog.Logger) (*Tiers, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	cfg.Retention.ColdTier = cfg.Cold.Enabled()
 	t := &Tiers{Ring: hot.NewRing(cfg.HotCapacity)}
 	var coldDB *cold.Store
