@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -121,8 +120,7 @@ func agentsList(w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tROLE\tPASSWORD SET\tBCRYPT COST")
+	tw := newTable(w, "NAME\tROLE\tPASSWORD SET\tBCRYPT COST")
 	for _, u := range users {
 		c, _ := bcrypt.Cost([]byte(u.Hash)) // ReadUsersFile checked it
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", u.Name, u.Role, u.Created.Format(time.RFC3339), c)

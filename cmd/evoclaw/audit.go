@@ -61,12 +61,11 @@ type tierFlags struct {
 
 func addTierFlags(fs *flag.FlagSet) tierFlags {
 	tf := tierFlags{
-		dataDir: fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)"),
 		tier:    fs.String("tier", tierWarm, "warm (this node's SQLite), cold (the libSQL tier) or all (both, without duplicates)"),
 		coldURL: fs.String("cold-url", coldURLDefault(), "URL of the cold tier (default: [audit.cold] url of --config, else $"+coldURLEnv+"); its token comes from $"+cold.TokenEnv),
-		config:  &configFlag{}, fs: fs,
+		fs:      fs,
 	}
-	tf.config.register(fs)
+	tf.dataDir, tf.config = addDataDirFlags(fs)
 	return tf
 }
 
@@ -340,9 +339,7 @@ func printVerify(w io.Writer, tier string, rep *auditchain.Report, err error) er
 // works whether or not the node runs.
 func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit status", stderr)
-	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
-	var conf configFlag
-	conf.register(fs)
+	dataDir, conf := addDataDirFlags(fs)
 	asJSON := fs.Bool("json", false, "print as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -67,6 +67,18 @@ func startNode(t *testing.T, brokerURL, transcript string) *orchestrator.Node {
 	return node
 }
 
+// waitForAgent waits until an agent is online at node and returns a
+// context that ends within d of the call, and with the test.
+func waitForAgent(t *testing.T, node *orchestrator.Node, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	if err := node.WaitForAgents(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
 func query(t *testing.T, db, q string) [][]any {
 	t.Helper()
 	res, err := sqlite.QueryReadOnly(context.Background(), db, q)
@@ -88,11 +100,7 @@ func TestRoundTripOverRealBrokers(t *testing.T) {
 			  {"content":"count is {{result c1}}"}]}`, counter)
 			node := startNode(t, b.URL, transcript)
 			edge := startEdge(t, "edge-a", b.URL)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			if err := node.WaitForAgents(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			ctx := waitForAgent(t, node, 20*time.Second)
 			ans, err := node.Chat(ctx, "rt", "count once")
 			if err != nil {
 				t.Fatal(err)
@@ -134,11 +142,7 @@ func TestEdgeCallPromptChain(t *testing.T) {
 			   "expect_tools":["edge_call"]},
 			  {"content":"The edge says: {{result e1}}"}]}`)
 			edge := startEdgeWith(t, "edge-p", b.URL, fmt.Sprintf("[llm]\nprovider = \"scripted\"\ntranscript = %q\n", edgeTranscript))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := node.WaitForAgents(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			ctx := waitForAgent(t, node, 30*time.Second)
 			ans, err := node.Chat(ctx, "chain", "ask the edge")
 			if err != nil {
 				t.Fatal(err)
@@ -173,11 +177,7 @@ func TestEdgeKilledMidCall(t *testing.T) {
 			  {"content":"got: {{result c1}}"}]}`, marker)
 			node := startNode(t, b.URL, transcript)
 			edge := startEdge(t, "edge-k", b.URL)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := node.WaitForAgents(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			ctx := waitForAgent(t, node, 30*time.Second)
 			go func() {
 				// Kill the agent as soon as its tool has started.
 				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {

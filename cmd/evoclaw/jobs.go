@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -63,8 +62,7 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *asJSON {
 			return printJSON(stdout, page)
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "JOB\tSCHEDULE\tAGENTS\tSTATE\tNEXT\tSOURCE")
+		tw := newTable(stdout, "JOB\tSCHEDULE\tAGENTS\tSTATE\tNEXT\tSOURCE")
 		for _, j := range page.Jobs {
 			state, next := "active", j.Next.Local().Format("2006-01-02 15:04")
 			if j.Paused {
@@ -145,8 +143,7 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // printRuns writes runs as a table, newest first.
 func printRuns(w io.Writer, runs []orchestrator.RunView) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULED\tJOB\tAGENT\tTRIGGER\tOUTCOME\tDETAIL")
+	tw := newTable(w, "SCHEDULED\tJOB\tAGENT\tTRIGGER\tOUTCOME\tDETAIL")
 	for _, r := range runs {
 		outcome := r.Outcome
 		if outcome == "" {
@@ -189,8 +186,7 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if *asJSON {
 			return printJSON(stdout, page)
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tREQUESTED\tEXPIRES\tDECIDED BY\tPARAMS\tWHY")
+		tw := newTable(stdout, "ID\tSTATE\tTOOL\tREQUESTED\tEXPIRES\tDECIDED BY\tPARAMS\tWHY")
 		for _, a := range page.Approvals {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termLine(a.ID, 40), a.State, termLine(a.Tool, 80),
 				a.Requested.Local().Format("01-02 15:04:05"), a.Expires.Local().Format("15:04:05"), termLine(listOr([]string{a.DecidedBy}, "-"), 40),

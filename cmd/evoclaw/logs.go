@@ -34,9 +34,7 @@ var logFilters = map[string]string{
 // the database (readable while the node writes it) until interrupted.
 func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("logs", stderr)
-	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
-	var conf configFlag
-	conf.register(fs)
+	dataDir, conf := addDataDirFlags(fs)
 	filter := fs.String("filter", "", "only this kind of record: tool, llm, message or event")
 	agent := fs.String("agent", "", "only records about this edge agent")
 	follow := fs.Bool("follow", false, "keep printing new records until interrupted")

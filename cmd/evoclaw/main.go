@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 )
 
 const usage = `evoclaw: edge-first LLM agent runtime
@@ -169,6 +170,16 @@ func parseNoArgs(fs *flag.FlagSet, args []string, name string) error {
 		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, pos)
 	}
 	return nil
+}
+
+// newTable returns the writer of a table on w, its columns separated by
+// tabs, with header (unless empty) as its first line; Flush prints it.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if header != "" {
+		fmt.Fprintln(tw, header)
+	}
+	return tw
 }
 
 func logger(w io.Writer, level slog.Level) *slog.Logger {

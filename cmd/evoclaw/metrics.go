@@ -16,9 +16,7 @@ import (
 // agent: the "tools" report of `evoclaw audit report`.
 func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("metrics", stderr)
-	dataDir := fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
-	var conf configFlag
-	conf.register(fs)
+	dataDir, conf := addDataDirFlags(fs)
 	tools := fs.Bool("tools", false, "calls, errors and latency per tool and agent")
 	out := addRowsFlags(fs)
 	pos, err := parseFlags(fs, args)

@@ -13,6 +13,15 @@ import (
 // the command line win over the file, and the file over the environment.
 type configFlag struct{ path string }
 
+// addDataDirFlags adds --data-dir, the directory of the node's audit.db,
+// and --config, which may set it, to fs.
+func addDataDirFlags(fs *flag.FlagSet) (dataDir *string, conf *configFlag) {
+	dataDir = fs.String("data-dir", orchestrator.DefaultDataDir, "the node's data directory (holds audit.db)")
+	conf = &configFlag{}
+	conf.register(fs)
+	return dataDir, conf
+}
+
 func (c *configFlag) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.path, "config", "", "the node's evoclaw.toml: its data_dir and [audit.cold] url are used unless given as flags")
 }

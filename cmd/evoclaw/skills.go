@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/skills"
@@ -109,8 +108,7 @@ func skillsList(args []string, stdout, stderr io.Writer) error {
 		_, errs = cat.Skills()
 		ts = skills.NewToolset(cat, skills.ExecOptions{Granted: granted})
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tSOURCE\tOFFERED\tPERMISSIONS\tWHY NOT")
+	tw := newTable(stdout, "TOOL\tSOURCE\tOFFERED\tPERMISSIONS\tWHY NOT")
 	offered := 0
 	for _, l := range ts.List() {
 		why := ""

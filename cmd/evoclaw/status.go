@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -69,7 +68,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // printStatus writes doc as a table; sections the node did not send are
 // left out.
 func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w, "")
 	node := termLine(d.NodeID, 80)
 	if known, ok, reason := d.readiness(); known {
 		if ok {
@@ -187,8 +186,7 @@ func printGroups(w io.Writer, groups []orchestrator.GroupStatus) {
 // printTools writes the table of each agent's tools and their counters.
 func printTools(w io.Writer, d *statusDoc, agents []orchestrator.AgentStatus) {
 	fmt.Fprintln(w, "\ntools")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  agent\ttool\tcalls\terrors\ttimeouts\tavg ms\tmax ms")
+	tw := newTable(w, "  agent\ttool\tcalls\terrors\ttimeouts\tavg ms\tmax ms")
 	for _, a := range agents {
 		for i, name := range a.Tools {
 			row := "  " + termLine(a.ID, 64) + "\t" + termLine(name, 64) + "\t"

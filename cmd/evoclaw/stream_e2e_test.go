@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,11 +66,7 @@ func TestToolOutputStreamsOverRealBrokers(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			node := startNode(t, b.URL, bashTranscript("edge-s", slow, 2))
 			edgeDB, _ := startBashEdge(t, "edge-s", b.URL)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			if err := node.WaitForAgents(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			ctx := waitForAgent(t, node, 60*time.Second)
 			var events progressRecorder
 			watched, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "watched", Text: "run it", Progress: events.add})
 			if err != nil {
@@ -170,11 +165,7 @@ func testFlood(t *testing.T, flood string) {
 	url := mqtttest.StartEmbedded(t)
 	node := startNode(t, url, bashTranscript("edge-f", flood, 1))
 	_, pid := startBashEdge(t, "edge-f", url)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	if err := node.WaitForAgents(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	ctx := waitForAgent(t, node, 120*time.Second)
 	// Count what the agent puts on the wire, not only what reaches the chat.
 	watch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "flood-watch"})
 	if err != nil {
