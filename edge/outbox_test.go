@@ -47,11 +47,7 @@ func TestReportKeptWhileTheBrokerIsDownIsDeliveredLater(t *testing.T) {
 		// subscribed again after every reconnect.
 		got := make(chan wire.Report, 4)
 		ctx := context.Background()
-		orch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL, ClientID: "fake-orchestrator", MaxReconnectInterval: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer orch.Close()
+		orch := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL, ClientID: "fake-orchestrator", MaxReconnectInterval: 200 * time.Millisecond})
 		if err := orch.Subscribe(wire.ReportsTopic("pi-o"), 1, func(m mqttc.Message) {
 			if r, err := wire.DecodeReport("pi-o", m.Payload); err == nil && r.ReportType != wire.ReportHeartbeat {
 				got <- r

@@ -37,11 +37,7 @@ func TestChatStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base, token := nodes.get(tt.node)
-			if tt.token != "" {
-				token = tt.token
-			}
-			resp := send(t, "POST", base+"/v1/chat", token, tt.body)
+			resp := nodes.post(t, tt.node, tt.token, "/v1/chat", tt.body)
 			wantStatus(t, resp, tt.status)
 			if tt.status == 200 {
 				var c ChatResponse

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // TestOrchestratorOwnTools configures the read-only built-in group in
@@ -24,10 +22,7 @@ func TestOrchestratorOwnTools(t *testing.T) {
 	if !strings.Contains(ans.Text, "the pump runs at night") || !strings.Contains(ans.Text, "B=Error (permission_denied)") {
 		t.Fatalf("answer %q", ans.Text)
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT tool, status, coalesce(error_type, ''), side FROM tool_calls WHERE conversation_id = 'own' ORDER BY call_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := queryAudit(t, node, `SELECT tool, status, coalesce(error_type, ''), side FROM tool_calls WHERE conversation_id = 'own' ORDER BY call_id`)
 	if got := fmt.Sprint(res.Rows); got != "[[read success  orchestrator] [read error permission_denied orchestrator]]" {
 		t.Fatalf("audit %s", got)
 	}

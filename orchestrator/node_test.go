@@ -16,6 +16,16 @@ const noopTranscript = `{"name":"bench","turns":[
  {"content":"","tool_calls":[{"id":"c1","name":"bench-edge__noop","arguments":{}}]},
  {"content":"{{result c1}}"}]}`
 
+// queryAudit runs q read-only on node's audit database.
+func queryAudit(t *testing.T, node *Node, q string) *sqlite.Result {
+	t.Helper()
+	res, err := sqlite.QueryReadOnly(context.Background(), node.AuditPath(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // inProcess starts a node with its embedded broker and an edge agent in
 // the same process, running the shipped bench skill's real tool binary.
 func inProcess(tb testing.TB, auditSync string) *Node {
@@ -60,10 +70,7 @@ func TestInProcessRoundTripIsAuditedAndCloseIsIdempotent(t *testing.T) {
 	if err := node.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT count(*) FROM tool_calls WHERE status = 'success' AND agent_id = 'bench-edge'`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := queryAudit(t, node, `SELECT count(*) FROM tool_calls WHERE status = 'success' AND agent_id = 'bench-edge'`)
 	if fmt.Sprint(res.Rows[0][0]) != "3" {
 		t.Fatalf("audited calls %v, want 3", res.Rows)
 	}

@@ -57,6 +57,20 @@ func (s *statusNodes) get(kind string) (string, string) {
 	return base, token
 }
 
+// post sends body to path on the node of kind with its token; token, when
+// not empty, replaces it, and "-" sends none.
+func (s *statusNodes) post(t *testing.T, kind, token, path string, body any) *http.Response {
+	t.Helper()
+	base, own := s.get(kind)
+	switch token {
+	case "":
+		token = own
+	case "-":
+		token = ""
+	}
+	return send(t, "POST", base+path, token, body)
+}
+
 func completion(text string) map[string]any {
 	return map[string]any{"model": "evoclaw", "messages": []map[string]any{{"role": "user", "content": text}}}
 }
@@ -129,15 +143,7 @@ func TestChatCompletionsStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base, token := nodes.get(tt.node)
-			switch tt.token {
-			case "-":
-				token = ""
-			case "":
-			default:
-				token = tt.token
-			}
-			resp := send(t, "POST", base+"/v1/chat/completions", token, tt.body)
+			resp := nodes.post(t, tt.node, tt.token, "/v1/chat/completions", tt.body)
 			wantStatus(t, resp, tt.status)
 			if tt.status == 200 {
 				var c ChatCompletion

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // TestOrchestratorDeniesUngrantedTool: the orchestrator's own built-ins
@@ -30,10 +28,7 @@ func TestOrchestratorDeniesUngrantedTool(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Fatal("bash ran")
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT tool, status, coalesce(error_type, '') FROM tool_calls WHERE conversation_id = 'deny'`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := queryAudit(t, node, `SELECT tool, status, coalesce(error_type, '') FROM tool_calls WHERE conversation_id = 'deny'`)
 	if got := fmt.Sprint(res.Rows); got != "[[bash error permission_denied]]" {
 		t.Fatalf("audit %s", got)
 	}

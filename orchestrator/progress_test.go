@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
-	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // TestProgressFloodFromAnAgentIsBounded has a peer flood the node with
@@ -35,11 +35,7 @@ func TestProgressFloodFromAnAgentIsBounded(t *testing.T) {
 	t.Cleanup(func() { node.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "evoclaw-liar"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "evoclaw-liar"})
 	const sent = 500
 	start := time.Now()
 	for i := range sent {
@@ -63,10 +59,7 @@ func TestProgressFloodFromAnAgentIsBounded(t *testing.T) {
 	if passed, bound := st.Unknown.Load(), int64(ProgressReportsBurst+elapsed.Seconds()*ProgressReportsPerSecond+1); passed > bound || st.RateLimited.Load()+inboundDropped() == 0 {
 		t.Fatalf("%d of %d reports passed the bound in %v (at most %d), %d rate limited", passed, sent, elapsed, bound, st.RateLimited.Load())
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT count(*) FROM events WHERE agent_id = 'liar' AND kind != 'agent_online'`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := queryAudit(t, node, `SELECT count(*) FROM events WHERE agent_id = 'liar' AND kind != 'agent_online'`)
 	if fmt.Sprint(res.Rows[0][0]) != "0" {
 		t.Fatalf("%v events audited for made-up progress", res.Rows)
 	}

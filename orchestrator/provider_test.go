@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -88,11 +89,8 @@ func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
 	if !strings.Contains(string(tools), `"name":"bench-edge__noop"`) || !strings.Contains(string(tools), `"name":"edge_call"`) {
 		t.Fatalf("tools sent: %s", tools)
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(),
+	res := queryAudit(t, node,
 		`SELECT provider, model, input_tokens, output_tokens, status FROM llm_calls WHERE conversation_id = 'http' ORDER BY iteration`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := fmt.Sprint(res.Rows); got != "[[openai tiny 30 5 success] [openai tiny 40 6 success]]" {
 		t.Fatalf("llm_calls %s", got)
 	}
@@ -113,11 +111,7 @@ func TestMalformedMessagesAreAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "vandal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "vandal"})
 	for topic, payload := range map[string]string{
 		wire.ReportsTopic("pi-x"):      `{"report_type":`,
 		wire.StatusTopic("pi-x"):       `{"agent_id":"pi-x","status":"sleeping"}`,

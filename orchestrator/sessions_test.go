@@ -14,7 +14,6 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // playbook is a provider that plays several conversations at once: it
@@ -150,15 +149,12 @@ func TestSpawnAuditTree(t *testing.T) {
 	if !strings.Contains(ans.Text, "leaf done") {
 		t.Fatalf("answer %q", ans.Text)
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `WITH RECURSIVE tree(conv, depth) AS (
+	res := queryAudit(t, node, `WITH RECURSIVE tree(conv, depth) AS (
 	    SELECT 'root', 0
 	    UNION ALL
 	    SELECT json_extract(e.detail, '$.child'), json_extract(e.detail, '$.depth')
 	    FROM events e JOIN tree ON e.kind = 'session_spawned' AND json_extract(e.detail, '$.parent') = tree.conv)
 	  SELECT depth FROM tree ORDER BY depth`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := fmt.Sprint(res.Rows); got != "[[0] [1] [2]]" {
 		t.Fatalf("tree %s", got)
 	}

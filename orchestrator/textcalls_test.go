@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // TestToolCallsWrittenAsText runs the real tool loop with a scripted model
@@ -27,18 +25,12 @@ func TestToolCallsWrittenAsText(t *testing.T) {
 	if !strings.HasPrefix(ans.Text, "The note says: ") || !strings.Contains(ans.Text, "the pump runs at night") {
 		t.Fatalf("answer %q", ans.Text)
 	}
-	res, err := sqlite.QueryReadOnly(ctx, node.AuditPath(),
+	res := queryAudit(t, node,
 		`SELECT tool, status, coalesce(error_type, '') FROM tool_calls WHERE conversation_id = 'text' ORDER BY rowid`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := fmt.Sprint(res.Rows); got != "[[read error invalid_params] [read success ]]" {
 		t.Fatalf("audit %s", got)
 	}
-	hist, err := sqlite.QueryReadOnly(ctx, node.AuditPath(), `SELECT count(*) FROM tool_calls WHERE conversation_id = 'text' AND call_id LIKE 'call_text_%'`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hist := queryAudit(t, node, `SELECT count(*) FROM tool_calls WHERE conversation_id = 'text' AND call_id LIKE 'call_text_%'`)
 	if fmt.Sprint(hist.Rows) != "[[2]]" {
 		t.Fatalf("recovered call ids in the audit: %v", hist.Rows)
 	}

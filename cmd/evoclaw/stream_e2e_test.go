@@ -167,11 +167,7 @@ func testFlood(t *testing.T, flood string) {
 	_, pid := startBashEdge(t, "edge-f", url)
 	ctx := waitForAgent(t, node, 120*time.Second)
 	// Count what the agent puts on the wire, not only what reaches the chat.
-	watch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ClientID: "flood-watch"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(watch.Close)
+	watch := mqtttest.Connect(t, mqttc.Options{BrokerURL: url, ClientID: "flood-watch"})
 	var mu sync.Mutex
 	var wireReports, wireBytes int
 	var lastNote string

@@ -33,7 +33,8 @@ func forEachBroker(t *testing.T, f func(t *testing.T, b mqtttest.Broker)) {
 	mqtttest.ForEachBroker(t, f)
 }
 
-// connect connects a client with fast reconnects and closes it at cleanup.
+// connect connects a client with fast reconnects (edit may change its
+// options) and closes it at cleanup.
 func connect(t *testing.T, url string, edit func(*mqttc.Options)) *mqttc.Client {
 	t.Helper()
 	o := mqttc.Options{
@@ -45,14 +46,7 @@ func connect(t *testing.T, url string, edit func(*mqttc.Options)) *mqttc.Client 
 	if edit != nil {
 		edit(&o)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, o)
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return mqtttest.Connect(t, o)
 }
 
 // publish publishes m and fails the test on error.

@@ -122,11 +122,7 @@ func TestRetainedWillWithUsers(t *testing.T) {
 	online, _ := json.Marshal(wire.Status{AgentID: "alex-eye", Status: wire.PresenceOnline})
 	mqtttest.RawPublish(t, agent, topic, string(online), true)
 
-	watch, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch", Username: "orchestrator", Password: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
+	watch := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch", Username: "orchestrator", Password: "s3cret"})
 	statuses := make(chan string, 16)
 	if err := watch.Subscribe(topic, 1, func(m mqttc.Message) { statuses <- string(m.Payload) }); err != nil {
 		t.Fatal(err)
@@ -141,11 +137,7 @@ func TestRetainedWillWithUsers(t *testing.T) {
 			t.Fatal("will not published after the agent's connection closed")
 		}
 	}
-	late, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "late", Username: "orchestrator", Password: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer late.Close()
+	late := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "late", Username: "orchestrator", Password: "s3cret"})
 	retained := make(chan mqttc.Message, 16)
 	if err := late.Subscribe(wire.AllAgents(wire.KindStatus), 1, func(m mqttc.Message) { retained <- m }); err != nil {
 		t.Fatal(err)

@@ -150,13 +150,7 @@ func TestAddrAndURL(t *testing.T) {
 func TestCloseIsIdempotentAndDropsClients(t *testing.T) {
 	t.Parallel()
 	b := start(t, broker.Options{Listen: "127.0.0.1:0", AllowAnonymous: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "closer", MaxReconnectInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "closer", MaxReconnectInterval: 50 * time.Millisecond})
 	// A connection that never sends CONNECT must not hold Close up.
 	silent, err := net.Dial("tcp", b.Addr())
 	if err != nil {
@@ -223,21 +217,13 @@ func TestMaxPacketBytes(t *testing.T) {
 	defer cancel()
 	opts := mqttc.Options{BrokerURL: b.URL(), MaxReconnectInterval: 50 * time.Millisecond}
 	opts.ClientID = "big-sub"
-	sub, err := mqttc.Connect(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	sub := mqtttest.Connect(t, opts)
 	got := make(chan int, 16)
 	if err := sub.Subscribe("size/test", 1, func(m mqttc.Message) { got <- len(m.Payload) }); err != nil {
 		t.Fatal(err)
 	}
 	opts.ClientID = "big-pub"
-	pub, err := mqttc.Connect(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := mqtttest.Connect(t, opts)
 
 	// QoS 0 so that paho does not resend it after the broker drops us.
 	_ = pub.Publish(ctx, mqttc.Message{Topic: "size/test", Payload: make([]byte, 2048)})

@@ -1,11 +1,11 @@
 package broker_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
@@ -15,12 +15,7 @@ func TestClientsListsConnectedOnly(t *testing.T) {
 	if got := b.Clients(); len(got) != 0 {
 		t.Fatalf("fresh broker lists %v", got)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "lister-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "lister-a"})
 	got := b.Clients()
 	if len(got) != 1 || got[0].ID != "lister-a" || got[0].Remote == "" {
 		t.Fatalf("clients %+v, want lister-a with its address", got)

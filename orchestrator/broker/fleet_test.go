@@ -118,14 +118,7 @@ func (sb securedBroker) raw(t *testing.T, name, password string, will string) (n
 
 func (sb securedBroker) client(t *testing.T, name, clientID string) *mqttc.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: sb.url, ClientID: clientID, Username: name, Password: sb.pw[name]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return mqtttest.Connect(t, mqttc.Options{BrokerURL: sb.url, ClientID: clientID, Username: name, Password: sb.pw[name]})
 }
 
 // TestFleetRulesOnEveryBroker runs the same refusals against the embedded

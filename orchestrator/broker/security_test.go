@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,13 +73,7 @@ func (c *collector) has(s string) bool {
 
 func watch(t *testing.T, b *broker.Broker, filter string) *collector {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch-" + t.Name(), Username: "ops", Password: "ops-pw"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch-" + t.Name(), Username: "ops", Password: "ops-pw"})
 	col := &collector{}
 	if err := c.Subscribe(filter, 1, func(m mqttc.Message) {
 		col.mu.Lock()

@@ -25,17 +25,28 @@ type Commander struct {
 	reports map[string][]wire.Report // by request id
 }
 
+// ConnectWithin bounds Connect.
+const ConnectWithin = 30 * time.Second
+
+// Connect connects an MQTT client with o within ConnectWithin, failing the
+// test if it cannot, and closes the client when the test ends.
+func Connect(t testing.TB, o mqttc.Options) *mqttc.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectWithin)
+	defer cancel()
+	c, err := mqttc.Connect(ctx, o)
+	if err != nil {
+		t.Fatalf("connect to %s as %q: %v", o.BrokerURL, o.ClientID, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // NewCommander connects with o (BrokerURL and ClientID at least), subscribes
 // to agentID's reports and closes the client when the test ends.
 func NewCommander(t testing.TB, o mqttc.Options, agentID string) *Commander {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := mqttc.Connect(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := Connect(t, o)
 	k := &Commander{t: t, c: c, agent: agentID, reports: map[string][]wire.Report{}}
 	if err := c.Subscribe(wire.ReportsTopic(agentID), 1, func(m mqttc.Message) {
 		r, err := wire.DecodeReport(agentID, m.Payload)
