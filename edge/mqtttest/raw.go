@@ -194,21 +194,12 @@ func RawSubscribe(t testing.TB, conn net.Conn, filter string) byte {
 	if _, err := conn.Write(rawPacket(0x82, append(body, 1))); err != nil {
 		t.Fatalf("write SUBSCRIBE %s: %v", filter, err)
 	}
-	if err := conn.SetReadDeadline(time.Now().Add(startTimeout)); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
 	// Skip anything else the broker sends first: a PUBLISH from an earlier
 	// subscription may come before this SUBACK.
-	for {
-		typ, body, err := readPacket(conn)
-		if err != nil {
-			t.Fatalf("read SUBACK for %s: %v", filter, err)
-		}
-		if typ == 0x90 && len(body) == 3 && body[1] == packetID {
-			return body[2]
-		}
-	}
+	_, ack := readUntil(t, conn, startTimeout, "SUBACK for "+filter, func(typ byte, body []byte) bool {
+		return typ == 0x90 && len(body) == 3 && body[1] == packetID
+	})
+	return ack[2]
 }
 
 // RawClosed reports whether the broker has closed conn, waiting up to
@@ -239,6 +230,23 @@ func RawClosed(conn net.Conn, timeout time.Duration) bool {
 // acknowledged.
 func RawNextPublish(t testing.TB, conn net.Conn, timeout time.Duration) (topic, payload string) {
 	t.Helper()
+	typ, body := readUntil(t, conn, timeout, "PUBLISH", func(typ byte, body []byte) bool { return typ>>4 == 3 && len(body) >= 2 })
+	n := int(body[0])<<8 | int(body[1])
+	if len(body) < 2+n {
+		t.Fatalf("malformed PUBLISH % x", body)
+	}
+	topic, rest := string(body[2:2+n]), body[2+n:]
+	if (typ>>1)&3 > 0 && len(rest) >= 2 {
+		rest = rest[2:] // packet id
+	}
+	return topic, string(rest)
+}
+
+// readUntil reads packets from conn, skipping those match refuses, and
+// returns the first it takes; it fails the test, naming what it waited for,
+// when none comes within timeout or the connection fails.
+func readUntil(t testing.TB, conn net.Conn, timeout time.Duration, what string, match func(typ byte, body []byte) bool) (byte, []byte) {
+	t.Helper()
 	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		t.Fatal(err)
 	}
@@ -246,20 +254,11 @@ func RawNextPublish(t testing.TB, conn net.Conn, timeout time.Duration) (topic, 
 	for {
 		typ, body, err := readPacket(conn)
 		if err != nil {
-			t.Fatalf("read PUBLISH: %v", err)
+			t.Fatalf("read %s: %v", what, err)
 		}
-		if typ>>4 != 3 || len(body) < 2 {
-			continue
+		if match(typ, body) {
+			return typ, body
 		}
-		n := int(body[0])<<8 | int(body[1])
-		if len(body) < 2+n {
-			t.Fatalf("malformed PUBLISH % x", body)
-		}
-		topic, rest := string(body[2:2+n]), body[2+n:]
-		if (typ>>1)&3 > 0 && len(rest) >= 2 {
-			rest = rest[2:] // packet id
-		}
-		return topic, string(rest)
 	}
 }
 
