@@ -2,41 +2,24 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-// cameraModel calls an agent's camera once, then answers; it keeps the
-// requests it got.
-type cameraModel struct {
-	mu   sync.Mutex
-	reqs []llm.Request
-}
-
-func (m *cameraModel) Name() string { return "camera-model" }
-
-func (m *cameraModel) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.reqs = append(m.reqs, req)
-	if len(m.reqs) == 1 {
-		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
-			{ID: "snap", Name: "cam__camera_snapshot", Arguments: json.RawMessage(`{}`)}}}}, nil
-	}
-	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "I see the picture."}}, nil
-}
+// cameraTranscript calls an agent's camera once, then answers.
+const cameraTranscript = `{"name":"camera-model","turns":[
+ {"content":"","tool_calls":[{"id":"snap","name":"cam__camera_snapshot","arguments":{}}]},
+ {"content":"I see the picture."}]}`
 
 // An image a tool returns on an edge agent crosses MQTT as an image and
 // reaches the model as one; both audit rows describe it without its data.
 func TestEdgeAgentImageReachesTheModel(t *testing.T) {
 	dir := t.TempDir()
-	model := &cameraModel{}
+	model := &recorder{next: mustScript(t, cameraTranscript)}
 	node := startNode(t, Config{DataDir: filepath.Join(dir, "orch"),
 		Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{Provider: model})
 	startAgent(t, node, dir, testAgent{ID: "cam", Skill: "camera", Permissions: []string{"hw_read"}})
@@ -44,9 +27,7 @@ func TestEdgeAgentImageReachesTheModel(t *testing.T) {
 	if err != nil || ans.Text != "I see the picture." {
 		t.Fatalf("answer %+v, %v", ans, err)
 	}
-	model.mu.Lock()
-	second := model.reqs[len(model.reqs)-1]
-	model.mu.Unlock()
+	second := model.last()
 	var image *llm.Part
 	for _, m := range second.Messages {
 		for i, p := range m.Parts {

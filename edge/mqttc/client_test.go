@@ -218,15 +218,15 @@ func TestContractSubscribeWhileDisconnected(t *testing.T) {
 		sub := connect(t, b.URL, func(o *mqttc.Options) { o.OnConnect = func(*mqttc.Client) { connects.Add(1) } })
 		b.Stop()
 		testenv.Eventually(t, waitFor, func() bool { return !sub.Connected() }, "client notices the broker is gone")
-		var got inbox
-		if err := sub.Subscribe("evoclaw/agents/+/reports", 1, got.handle); err != nil {
+		var got mqtttest.Inbox
+		if err := sub.Subscribe("evoclaw/agents/+/reports", 1, got.Handle); err != nil {
 			t.Fatalf("Subscribe while disconnected = %v, want it recorded", err)
 		}
 		b.Restart()
 		testenv.Eventually(t, waitFor, func() bool { return connects.Load() >= 2 }, "client reconnects")
 		pub := connect(t, b.URL, nil)
 		publish(t, pub, mqttc.Message{Topic: "evoclaw/agents/alex-eye/reports", Payload: []byte("hello"), QoS: 1})
-		got.await(t, "hello")
+		got.Await(t, "hello")
 	})
 }
 
@@ -251,12 +251,12 @@ func TestTLS(t *testing.T) {
 	t.Run("custom roots", func(t *testing.T) {
 		t.Parallel()
 		c := connect(t, url, func(o *mqttc.Options) { o.TLSConfig = &tls.Config{RootCAs: pool} })
-		var got inbox
-		if err := c.Subscribe("tls/test", 1, got.handle); err != nil {
+		var got mqtttest.Inbox
+		if err := c.Subscribe("tls/test", 1, got.Handle); err != nil {
 			t.Fatal(err)
 		}
 		publish(t, c, mqttc.Message{Topic: "tls/test", Payload: []byte("over tls"), QoS: 1})
-		got.await(t, "over tls")
+		got.Await(t, "over tls")
 	})
 }
 

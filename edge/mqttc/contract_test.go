@@ -31,8 +31,8 @@ func TestContractPublishSubscribeQoS1(t *testing.T) {
 		for i := range n {
 			publish(t, pub, mqttc.Message{Topic: wire.ReportsTopic("alex-eye"), Payload: fmt.Appendf(nil, "report %d", i), QoS: 1})
 		}
-		testenv.Eventually(t, waitFor, func() bool { return len(got.all()) >= n }, "all reports received")
-		msgs := got.all()
+		testenv.Eventually(t, waitFor, func() bool { return len(got.All()) >= n }, "all reports received")
+		msgs := got.All()
 		if len(msgs) != n {
 			t.Fatalf("received %d messages, want %d", len(msgs), n)
 		}
@@ -54,7 +54,7 @@ func TestContractRetainedForLateSubscriber(t *testing.T) {
 		pub.Close()
 
 		got := subscribed(t, b.URL, wire.AllAgents(wire.KindCapabilities))
-		m := got.await(t, string(caps))
+		m := got.Await(t, string(caps))
 		if !m.Retained || m.Topic != topic {
 			t.Fatalf("late subscriber got %+v, want retained message on %s", m, topic)
 		}
@@ -70,15 +70,15 @@ func TestContractWillOnAbruptDeath(t *testing.T) {
 		got := subscribed(t, b.URL, wire.StatusTopic(agent))
 
 		child := startAgentChild(t, b.URL, agent)
-		got.await(t, statusPayload(agent, wire.PresenceOnline))
+		got.Await(t, statusPayload(agent, wire.PresenceOnline))
 		if err := child.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		_ = child.Wait()
 
-		got.await(t, statusPayload(agent, wire.PresenceOffline))
+		got.Await(t, statusPayload(agent, wire.PresenceOffline))
 		retained := subscribed(t, b.URL, wire.StatusTopic(agent))
-		if m := retained.await(t, statusPayload(agent, wire.PresenceOffline)); !m.Retained {
+		if m := retained.Await(t, statusPayload(agent, wire.PresenceOffline)); !m.Retained {
 			t.Fatalf("will delivered to a late subscriber with Retained=false; it must be retained")
 		}
 	})
@@ -91,17 +91,17 @@ func TestContractNoWillOnClose(t *testing.T) {
 		agent := clientID("agent")
 		got := subscribed(t, b.URL, wire.StatusTopic(agent))
 		c := connect(t, b.URL, func(o *mqttc.Options) { agentOptions(o, agent) })
-		got.await(t, statusPayload(agent, wire.PresenceOnline))
+		got.Await(t, statusPayload(agent, wire.PresenceOnline))
 		c.Close()
 
 		// Nothing to wait for but the absence of the will.
 		time.Sleep(quietPeriod)
 		offline := statusPayload(agent, wire.PresenceOffline)
-		if _, ok := got.find(func(m mqttc.Message) bool { return string(m.Payload) == offline }); ok {
+		if _, ok := got.Find(func(m mqttc.Message) bool { return string(m.Payload) == offline }); ok {
 			t.Fatal("will published after a clean Close")
 		}
 		retained := subscribed(t, b.URL, wire.StatusTopic(agent))
-		if m := retained.await(t, statusPayload(agent, wire.PresenceOnline)); !m.Retained {
+		if m := retained.Await(t, statusPayload(agent, wire.PresenceOnline)); !m.Retained {
 			t.Fatal("retained status not marked retained")
 		}
 	})
@@ -114,14 +114,14 @@ func TestContractSubscriptionsSurviveRestart(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		var subConnects, pubConnects atomic.Int32
 		sub := connect(t, b.URL, func(o *mqttc.Options) { o.OnConnect = func(*mqttc.Client) { subConnects.Add(1) } })
-		var got inbox
+		var got mqtttest.Inbox
 		topic := wire.CommandsTopic("alex-eye")
-		if err := sub.Subscribe(topic, 1, got.handle); err != nil {
+		if err := sub.Subscribe(topic, 1, got.Handle); err != nil {
 			t.Fatal(err)
 		}
 		pub := connect(t, b.URL, func(o *mqttc.Options) { o.OnConnect = func(*mqttc.Client) { pubConnects.Add(1) } })
 		publish(t, pub, mqttc.Message{Topic: topic, Payload: []byte("before"), QoS: 1})
-		got.await(t, "before")
+		got.Await(t, "before")
 
 		b.Stop()
 		testenv.Eventually(t, waitFor, func() bool { return !sub.Connected() && !pub.Connected() }, "clients notice the broker is gone")
@@ -135,8 +135,8 @@ func TestContractSubscriptionsSurviveRestart(t *testing.T) {
 		testenv.Eventually(t, waitFor, func() bool { return subConnects.Load() >= 2 && pubConnects.Load() >= 2 },
 			"both clients reconnect and finish OnConnect")
 		publish(t, pub, mqttc.Message{Topic: topic, Payload: []byte("after"), QoS: 1})
-		got.await(t, "after")
-		if slices.ContainsFunc(got.all(), func(m mqttc.Message) bool { return string(m.Payload) == "lost" }) {
+		got.Await(t, "after")
+		if slices.ContainsFunc(got.All(), func(m mqttc.Message) bool { return string(m.Payload) == "lost" }) {
 			t.Fatal("message refused with ErrNotConnected was delivered anyway")
 		}
 	})
@@ -237,11 +237,11 @@ func TestContractTakeoverEndsOnline(t *testing.T) {
 			WillTopic: wire.StatusTopic(agent), WillPayload: statusPayload(agent, wire.PresenceOffline), WillRetain: true,
 		})
 		connect(t, b.URL, func(o *mqttc.Options) { agentOptions(o, agent) })
-		live.await(t, statusPayload(agent, wire.PresenceOnline))
+		live.Await(t, statusPayload(agent, wire.PresenceOnline))
 
 		retained := subscribed(t, b.URL, wire.StatusTopic(agent))
-		testenv.Eventually(t, waitFor, func() bool { return len(retained.all()) > 0 }, "retained status delivered")
-		if got, want := string(retained.all()[0].Payload), statusPayload(agent, wire.PresenceOnline); got != want {
+		testenv.Eventually(t, waitFor, func() bool { return len(retained.All()) > 0 }, "retained status delivered")
+		if got, want := string(retained.All()[0].Payload), statusPayload(agent, wire.PresenceOnline); got != want {
 			t.Fatalf("retained status after takeover = %s, want %s", got, want)
 		}
 	})

@@ -3,14 +3,12 @@ package mqttc_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
-	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // waitFor is how long tests wait for something that should happen at once.
@@ -59,52 +57,12 @@ func publish(t *testing.T, c *mqttc.Client, m mqttc.Message) {
 	}
 }
 
-// inbox records messages from a subscription handler without blocking it.
-type inbox struct {
-	mu   sync.Mutex // guards msgs
-	msgs []mqttc.Message
-}
-
-func (b *inbox) handle(m mqttc.Message) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.msgs = append(b.msgs, m)
-}
-
-func (b *inbox) all() []mqttc.Message {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]mqttc.Message(nil), b.msgs...)
-}
-
-// find returns the first message for which match is true.
-func (b *inbox) find(match func(mqttc.Message) bool) (mqttc.Message, bool) {
-	for _, m := range b.all() {
-		if match(m) {
-			return m, true
-		}
-	}
-	return mqttc.Message{}, false
-}
-
-// await waits for a message with the given payload and returns it.
-func (b *inbox) await(t *testing.T, payload string) mqttc.Message {
-	t.Helper()
-	var got mqttc.Message
-	testenv.Eventually(t, waitFor, func() bool {
-		var ok bool
-		got, ok = b.find(func(m mqttc.Message) bool { return string(m.Payload) == payload })
-		return ok
-	}, fmt.Sprintf("message %q received", payload))
-	return got
-}
-
 // subscribed connects a new client to url and subscribes it to filter at
 // QoS 1; what arrives collects in the returned inbox.
-func subscribed(t *testing.T, url, filter string) *inbox {
+func subscribed(t *testing.T, url, filter string) *mqtttest.Inbox {
 	t.Helper()
-	var got inbox
-	if err := connect(t, url, nil).Subscribe(filter, 1, got.handle); err != nil {
+	var got mqtttest.Inbox
+	if err := connect(t, url, nil).Subscribe(filter, 1, got.Handle); err != nil {
 		t.Fatal(err)
 	}
 	return &got

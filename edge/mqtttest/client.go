@@ -42,6 +42,58 @@ func Connect(t testing.TB, o mqttc.Options) *mqttc.Client {
 	return c
 }
 
+// AwaitWithin bounds Inbox.Await.
+const AwaitWithin = 10 * time.Second
+
+// Inbox records the messages a subscription delivers without blocking its
+// handler: pass Handle to Subscribe. The zero value is ready for use.
+type Inbox struct {
+	mu   sync.Mutex // guards msgs
+	msgs []mqttc.Message
+}
+
+// Handle records m.
+func (b *Inbox) Handle(m mqttc.Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+}
+
+// All returns the messages so far, in the order they came.
+func (b *Inbox) All() []mqttc.Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]mqttc.Message(nil), b.msgs...)
+}
+
+// Find returns the first message for which match is true.
+func (b *Inbox) Find(match func(mqttc.Message) bool) (mqttc.Message, bool) {
+	for _, m := range b.All() {
+		if match(m) {
+			return m, true
+		}
+	}
+	return mqttc.Message{}, false
+}
+
+// Has reports whether payload arrived, on topic unless topic is empty.
+func (b *Inbox) Has(topic, payload string) bool {
+	_, ok := b.Find(func(m mqttc.Message) bool { return (topic == "" || m.Topic == topic) && string(m.Payload) == payload })
+	return ok
+}
+
+// Await waits up to AwaitWithin for a message with payload and returns it.
+func (b *Inbox) Await(t testing.TB, payload string) mqttc.Message {
+	t.Helper()
+	var got mqttc.Message
+	testenv.Eventually(t, AwaitWithin, func() bool {
+		var ok bool
+		got, ok = b.Find(func(m mqttc.Message) bool { return string(m.Payload) == payload })
+		return ok
+	}, fmt.Sprintf("message %q received", payload))
+	return got
+}
+
 // NewCommander connects with o (BrokerURL and ClientID at least), subscribes
 // to agentID's reports and closes the client when the test ends.
 func NewCommander(t testing.TB, o mqttc.Options, agentID string) *Commander {

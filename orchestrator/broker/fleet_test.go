@@ -132,13 +132,9 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			sb := startSecured(t, kind)
-			seen := &collector{}
+			seen := &mqtttest.Inbox{}
 			orch := sb.client(t, "orchestrator", "evoclaw-orchestrator-test")
-			if err := orch.Subscribe(wire.TopicPrefix+"#", 1, func(m mqttc.Message) {
-				seen.mu.Lock()
-				seen.got = append(seen.got, m.Topic+" "+string(m.Payload))
-				seen.mu.Unlock()
-			}); err != nil {
+			if err := orch.Subscribe(wire.TopicPrefix+"#", 1, seen.Handle); err != nil {
 				t.Fatal(err)
 			}
 
@@ -161,7 +157,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 				if err := alex.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic("alex-eye"), Payload: []byte(`{"pong":1}`), QoS: 1}); err != nil {
 					t.Fatal(err)
 				}
-				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("alex-eye") + ` {"pong":1}`) }, "orchestrator receives the report")
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.Has(wire.ReportsTopic("alex-eye"), `{"pong":1}`) }, "orchestrator receives the report")
 			})
 
 			t.Run("connect refusals", func(t *testing.T) {
@@ -206,7 +202,7 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 				}
 				bob, _ := sb.raw(t, "bob", sb.pw["bob"], "")
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"report":"of bob"}`, false)
-				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"report":"of bob"}`) }, "bob's report")
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.Has(wire.ReportsTopic("bob"), `{"report":"of bob"}`) }, "bob's report")
 				// What alex receives must be its own commands only: the one
 				// sent before bob's report, then one sent after it.
 				if err := orch.Publish(ctx, mqttc.Message{Topic: wire.CommandsTopic("alex-eye"), Payload: []byte(`{"for":"alex","n":2}`), QoS: 1}); err != nil {
@@ -230,9 +226,9 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 					mqtttest.RawPublish(t, alex, topic, forged, false)
 					mqtttest.RawPublish(t, alex, wire.ReportsTopic("alex-eye"), marker, false) // same connection: ordered after
 					testenv.Eventually(t, 5*time.Second, func() bool {
-						return seen.has(wire.ReportsTopic("alex-eye")+" "+marker) || mqtttest.RawClosed(alex, 10*time.Millisecond)
+						return seen.Has(wire.ReportsTopic("alex-eye"), marker) || mqtttest.RawClosed(alex, 10*time.Millisecond)
 					}, "the marker after the forged message arrives, or the broker closes the connection")
-					if seen.has(topic + " " + forged) {
+					if seen.Has(topic, forged) {
 						t.Fatalf("forged message on %s delivered", topic)
 					}
 				}
@@ -248,8 +244,8 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 					t.Fatalf("CONNACK %d", rc)
 				}
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"after":"will"}`, false)
-				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"after":"will"}`) }, "bob's report")
-				if seen.has(wire.StatusTopic("bob") + ` {"forged":"will"}`) {
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.Has(wire.ReportsTopic("bob"), `{"after":"will"}`) }, "bob's report")
+				if seen.Has(wire.StatusTopic("bob"), `{"forged":"will"}`) {
 					t.Fatal("a will on another agent's status topic was delivered")
 				}
 			})
@@ -262,8 +258,8 @@ func TestFleetRulesOnEveryBroker(t *testing.T) {
 				mqtttest.RawPublish(t, c, wire.ReportsTopic("bob"), `{"forged":"by orchestrator"}`, false)
 				bob, _ := sb.raw(t, "bob", sb.pw["bob"], "")
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"after":"orchestrator"}`, false)
-				testenv.Eventually(t, 5*time.Second, func() bool { return seen.has(wire.ReportsTopic("bob") + ` {"after":"orchestrator"}`) }, "bob's report")
-				if seen.has(wire.ReportsTopic("bob") + ` {"forged":"by orchestrator"}`) {
+				testenv.Eventually(t, 5*time.Second, func() bool { return seen.Has(wire.ReportsTopic("bob"), `{"after":"orchestrator"}`) }, "bob's report")
+				if seen.Has(wire.ReportsTopic("bob"), `{"forged":"by orchestrator"}`) {
 					t.Fatal("report forged by the orchestrator delivered")
 				}
 			})

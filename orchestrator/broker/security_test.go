@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,33 +52,13 @@ func agentConn(t *testing.T, b *broker.Broker, name, password string) net.Conn {
 	return c
 }
 
-// collector subscribes an orchestrator session to filter and gathers the
-// payloads it receives.
-type collector struct {
-	mu  sync.Mutex // guards got
-	got []string
-}
-
-func (c *collector) has(s string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, g := range c.got {
-		if g == s {
-			return true
-		}
-	}
-	return false
-}
-
-func watch(t *testing.T, b *broker.Broker, filter string) *collector {
+// watch subscribes an orchestrator session to filter and gathers what it
+// receives.
+func watch(t *testing.T, b *broker.Broker, filter string) *mqtttest.Inbox {
 	t.Helper()
 	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch-" + t.Name(), Username: "ops", Password: "ops-pw"})
-	col := &collector{}
-	if err := c.Subscribe(filter, 1, func(m mqttc.Message) {
-		col.mu.Lock()
-		col.got = append(col.got, string(m.Payload))
-		col.mu.Unlock()
-	}); err != nil {
+	col := &mqtttest.Inbox{}
+	if err := c.Subscribe(filter, 1, col.Handle); err != nil {
 		t.Fatal(err)
 	}
 	return col
@@ -164,9 +143,9 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 				marker := fmt.Sprintf(`{"marker":%d}`, i)
 				bob := agentConn(t, b, "bob", "bob-pw")
 				mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), marker, false)
-				testenv.Eventually(t, 5*time.Second, func() bool { return reports.has(marker) }, "bob's own report delivered")
+				testenv.Eventually(t, 5*time.Second, func() bool { return reports.Has("", marker) }, "bob's own report delivered")
 				bob.Close()
-				if reports.has(forged) {
+				if reports.Has("", forged) {
 					t.Fatalf("forged message on %s was delivered", tt.topic)
 				}
 			})
@@ -183,7 +162,7 @@ func TestImpersonationRefusedAndLogged(t *testing.T) {
 		if !mqtttest.RawClosed(c, 5*time.Second) {
 			t.Fatal("orchestrator that published a report kept its connection")
 		}
-		if reports.has(`{"forged":"by ops"}`) {
+		if reports.Has("", `{"forged":"by ops"}`) {
 			t.Fatal("report forged by an orchestrator was delivered")
 		}
 	})
@@ -289,8 +268,8 @@ func TestOversizedPacketRefusedAndLogged(t *testing.T) {
 	wantLog(t, &logs, "packet over the size limit", "user=alex-eye")
 	bob := agentConn(t, b, "bob", "bob-pw")
 	mqtttest.RawPublish(t, bob, wire.ReportsTopic("bob"), `{"small":1}`, false)
-	testenv.Eventually(t, 5*time.Second, func() bool { return reports.has(`{"small":1}`) }, "a small report still flows")
-	if reports.has(big) {
+	testenv.Eventually(t, 5*time.Second, func() bool { return reports.Has("", `{"small":1}`) }, "a small report still flows")
+	if reports.Has("", big) {
 		t.Fatal("oversized report delivered")
 	}
 }
