@@ -10,16 +10,14 @@ import (
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-// cameraTranscript calls an agent's camera once, then answers.
-const cameraTranscript = `{"name":"camera-model","turns":[
- {"content":"","tool_calls":[{"id":"snap","name":"cam__camera_snapshot","arguments":{}}]},
- {"content":"I see the picture."}]}`
-
 // An image a tool returns on an edge agent crosses MQTT as an image and
 // reaches the model as one; both audit rows describe it without its data.
 func TestEdgeAgentImageReachesTheModel(t *testing.T) {
 	dir := t.TempDir()
-	model := &recorder{next: mustScript(t, cameraTranscript)}
+	// The model calls the agent's camera once, then answers.
+	model := &recorder{next: mustScript(t, `{"name":"camera-model","turns":[
+	  {"content":"","tool_calls":[{"id":"snap","name":"cam__camera_snapshot","arguments":{}}]},
+	  {"content":"I see the picture."}]}`)}
 	node := startNode(t, Config{DataDir: filepath.Join(dir, "orch"),
 		Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}}, Options{Provider: model})
 	startAgent(t, node, dir, testAgent{ID: "cam", Skill: "camera", Permissions: []string{"hw_read"}})
