@@ -11,37 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
-
-// copyDir copies the regular files of src (not recursively) into a new
-// directory; names filters them (nil copies all).
-func copyDir(t *testing.T, src string, keep func(name string) bool) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "copy")
-	if err := os.Mkdir(dst, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || keep != nil && !keep(e.Name()) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
 
 // makeReadOnly removes every write permission under dir (and restores them
 // at cleanup, so t.TempDir can remove it).
@@ -119,12 +93,12 @@ func TestAuditForensicsOnReadOnlyCopy(t *testing.T) {
 		t.Fatalf("the running store has no -wal content to test with: %v", err)
 	}
 	// Copies taken while the node runs: the records are in the -wal.
-	withAll := copyDir(t, live, nil)
-	walOnly := copyDir(t, live, func(name string) bool { return !strings.HasSuffix(name, "-shm") })
+	withAll := evoclawtest.CopyDir(t, live, nil)
+	walOnly := evoclawtest.CopyDir(t, live, func(name string) bool { return !strings.HasSuffix(name, "-shm") })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	closed := copyDir(t, live, nil) // after Close: the -wal is folded in and gone
+	closed := evoclawtest.CopyDir(t, live, nil) // after Close: the -wal is folded in and gone
 	if _, err := os.Stat(filepath.Join(closed, orchestrator.AuditFile+"-wal")); err == nil {
 		t.Fatal("a closed store left its -wal behind")
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,7 +51,7 @@ func auditForgeries(t *testing.T, b *board) {
 		}
 		return 0, string(out)
 	}
-	if code, out := verify(copyDir(t, orig)); code != 0 {
+	if code, out := verify(evoclawtest.CopyDir(t, orig, nil)); code != 0 {
 		t.Fatalf("audit verify of the untouched database exits %d:\n%s", code, out)
 	}
 	for _, f := range []struct{ name, sql string }{
@@ -66,7 +65,7 @@ func auditForgeries(t *testing.T, b *board) {
 			VALUES (2, '` + strings.Repeat("cd", 32) + `', '2025-01-01T00:00:00Z', 2, 'retention', '` + strings.Repeat("ef", 32) + `');
 			DELETE FROM tool_calls WHERE chain_seq <= 2`},
 	} {
-		dir := copyDir(t, orig)
+		dir := evoclawtest.CopyDir(t, orig, nil)
 		db, err := sql.Open("sqlite", filepath.Join(dir, "audit.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -82,27 +81,4 @@ func auditForgeries(t *testing.T, b *board) {
 			t.Logf("%s passed audit verify:\n%s", f.name, out)
 		}
 	}
-}
-
-// copyDir copies the regular files of dir into a new directory.
-func copyDir(t *testing.T, dir string) string {
-	t.Helper()
-	to := t.TempDir()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return to
 }
