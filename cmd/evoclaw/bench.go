@@ -56,15 +56,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := serve.waitReady(ctx); err != nil {
+	if _, err := serve.WaitReady(ctx); err != nil {
 		return err
 	}
 	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading RSS
-	serveMem, err := readMem(serve.cmd.Process.Pid)
+	serveMem, err := readMem(serve.Pid())
 	if err != nil {
 		return err
 	}
-	_ = serve.stop(5 * time.Second)
+	_ = serve.Stop()
 	// Start-up, as the median of 5: on a fresh data directory (the schema
 	// is created) and restarting on an existing one (what a Pi does at boot).
 	ready := func(data string) (time.Duration, error) {
@@ -72,11 +72,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return 0, err
 		}
-		defer c.stop(5 * time.Second)
-		if err := c.waitReady(ctx); err != nil {
+		defer c.Stop()
+		if _, err := c.WaitReady(ctx); err != nil {
 			return 0, err
 		}
-		return c.readyAfter, nil
+		return c.ReadyAfter(), nil
 	}
 	var fresh, restarts []time.Duration
 	for i := range 5 {
@@ -125,8 +125,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer edgeProc.stop(5 * time.Second)
-	if err := edgeProc.waitReady(ctx); err != nil {
+	defer edgeProc.Stop()
+	if _, err := edgeProc.WaitReady(ctx); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -136,7 +136,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	time.Sleep(500 * time.Millisecond)
-	edgeMem, err := readMem(edgeProc.cmd.Process.Pid)
+	edgeMem, err := readMem(edgeProc.Pid())
 	if err != nil {
 		return err
 	}
@@ -200,6 +200,6 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	say("processes")
 	say("  orchestrator (serve, embedded broker, SQLite): idle %s", serveMem)
 	say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s", len(fresh), median(fresh), median(restarts))
-	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.readyAfter.Round(100*time.Microsecond), edgeMem)
+	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.ReadyAfter().Round(100*time.Microsecond), edgeMem)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills/shipped"
@@ -87,10 +88,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("[1/5] embedded MQTT broker listening at %s (loopback only, per-agent passwords and topic ACL); orchestrator connected", node.BrokerURL())
 
 	say("[2/5] starting %d edge agents as separate processes (`evoclaw edge`)", len(demoFleet))
-	var kids []*child
+	var kids []*child.Process
 	defer func() {
 		for _, k := range kids {
-			_ = k.stop(5 * time.Second)
+			_ = k.Stop()
 		}
 	}()
 	for _, a := range demoFleet {
@@ -101,8 +102,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		kids = append(kids, k)
 	}
 	for _, k := range kids {
-		if err := k.waitReady(ctx); err != nil {
-			return fmt.Errorf("%w (see %s)", err, filepath.Join(dir, "agents", k.name, "edge.log"))
+		if _, err := k.WaitReady(ctx); err != nil {
+			return fmt.Errorf("%w (see %s)", err, filepath.Join(dir, "agents", k.Name, "edge.log"))
 		}
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
@@ -113,7 +114,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	pids := map[string]int{}
 	for _, k := range kids {
-		pids[k.name] = k.cmd.Process.Pid
+		pids[k.Name] = k.Pid()
 	}
 	for _, a := range node.Catalog().Online() {
 		var tools []string
@@ -158,7 +159,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // demoPasswordEnv carries a demo agent's password to its process.
 const demoPasswordEnv = "EVOCLAW_MQTT_PASSWORD"
 
-func startDemoAgent(a demoAgent, dir, skillsDir, brokerURL, password string) (*child, error) {
+func startDemoAgent(a demoAgent, dir, skillsDir, brokerURL, password string) (*child.Process, error) {
 	agentDir := filepath.Join(dir, "agents", a.id)
 	if err := os.MkdirAll(agentDir, 0o700); err != nil {
 		return nil, err

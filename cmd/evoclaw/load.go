@@ -70,8 +70,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer sim.stop(5 * time.Second)
-	if err := sim.waitReady(ctx); err != nil {
+	defer sim.Stop()
+	if _, err := sim.WaitReady(ctx); err != nil {
 		return err
 	}
 	began := time.Now()

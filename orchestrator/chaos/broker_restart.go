@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
 
 // victimRun is how long the tool of a call cut by a fault sleeps: long
@@ -22,7 +23,7 @@ func brokerRestart(ctx context.Context, r *run) error {
 		return err
 	}
 	url := "tcp://" + addr
-	r.say("[1/5] broker pid %d at %s; orchestrator in this process connects to it", b.pid(), url)
+	r.say("[1/5] broker pid %d at %s; orchestrator in this process connects to it", b.Pid(), url)
 	if err := r.startNode(ctx, url); err != nil {
 		return err
 	}
@@ -30,7 +31,7 @@ func brokerRestart(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	r.say("[2/5] agent %s pid %d online; %d calls before the fault", e.id, p.pid(), before)
+	r.say("[2/5] agent %s pid %d online; %d calls before the fault", e.id, p.Pid(), before)
 	r.callN(ctx, e.id, before)
 
 	victim, done := r.goCall(ctx, e.id, victimRun)
@@ -38,7 +39,7 @@ func brokerRestart(ctx context.Context, r *run) error {
 		return err
 	}
 	killed := time.Now()
-	if err := b.kill(); err != nil {
+	if err := b.Kill(); err != nil {
 		return err
 	}
 	r.say("[3/5] broker SIGKILLed while %s runs; it stays down until a call made now has ended", victim.Tag)
@@ -47,7 +48,7 @@ func brokerRestart(ctx context.Context, r *run) error {
 	// that calls end typed while there is no broker.
 	r.call(ctx, e.id, shortRun)
 
-	var b2 *process
+	var b2 *child.Process
 	err = waitFor(ctx, 10*time.Second, "broker restarted on "+addr, func() bool {
 		var err error
 		b2, _, err = r.startBroker(ctx, addr)
@@ -58,7 +59,7 @@ func brokerRestart(ctx context.Context, r *run) error {
 	}
 	up := time.Now()
 	r.rep.time("broker down (kill to restarted broker ready)", up.Sub(killed))
-	r.say("[4/5] broker restarted, pid %d, after %s", b2.pid(), up.Sub(killed).Round(time.Millisecond))
+	r.say("[4/5] broker restarted, pid %d, after %s", b2.Pid(), up.Sub(killed).Round(time.Millisecond))
 	// Recovery is measured while the cut call may still be waiting.
 	ok, err := r.untilSuccess(ctx, e.id)
 	<-done

@@ -27,7 +27,7 @@ func edgeKill(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	r.say("[1/5] orchestrator with embedded broker %s; agent %s pid %d online; %d calls", r.node.BrokerURL(), e.id, p.pid(), before)
+	r.say("[1/5] orchestrator with embedded broker %s; agent %s pid %d online; %d calls", r.node.BrokerURL(), e.id, p.Pid(), before)
 	r.callN(ctx, e.id, before)
 	r.mu.Lock()
 	finished := *r.calls[len(r.calls)-1]
@@ -38,7 +38,7 @@ func edgeKill(ctx context.Context, r *run) error {
 		return err
 	}
 	killed := time.Now()
-	if err := p.kill(); err != nil {
+	if err := p.Kill(); err != nil {
 		return err
 	}
 	r.say("[2/5] agent SIGKILLed while %s runs (its tool sleeps %.0f s)", victim.Tag, killedRun)
@@ -55,7 +55,7 @@ func edgeKill(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	r.say("[3/5] agent restarted, pid %d, same data directory", p2.pid())
+	r.say("[3/5] agent restarted, pid %d, same data directory", p2.Pid())
 	ok, err := r.untilSuccess(ctx, e.id)
 	if err != nil {
 		r.rep.problem("%v", err)

@@ -29,7 +29,7 @@ func networkCut(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	r.say("[1/6] agent %s pid %d reaches broker %s through proxy %s; %d calls", e.id, p.pid(), r.node.BrokerURL(), px.Addr(), before)
+	r.say("[1/6] agent %s pid %d reaches broker %s through proxy %s; %d calls", e.id, p.Pid(), r.node.BrokerURL(), px.Addr(), before)
 	r.callN(ctx, e.id, before)
 
 	victim, done := r.goCall(ctx, e.id, victimRun)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
 
 // The orchestrator-kill scenario needs the node in a process it can
@@ -105,7 +106,7 @@ func ServeNode(ctx context.Context, dataDir, listen string, stdin io.Reader, std
 
 // nodeChild is the scenario's side of a node running ServeNode.
 type nodeChild struct {
-	p    *process
+	p    *child.Process
 	done chan struct{} // closed when dispatch has ended
 
 	mu      sync.Mutex // guards next, waiting, ended and writes to p.stdin
@@ -118,8 +119,8 @@ type nodeChild struct {
 // and makes it the run's node.
 func (r *run) startNodeChild(ctx context.Context, listen string) (*nodeChild, string, error) {
 	dir := filepath.Join(r.dir, "orchestrator")
-	p, err := startInteractive("orchestrator", r.opts.Binary, []string{"chaos-node", "--data-dir", dir, "--listen", listen},
-		filepath.Join(r.dir, "orchestrator.log"))
+	p, err := child.StartLogged("orchestrator", r.opts.Binary, []string{"chaos-node", "--data-dir", dir, "--listen", listen},
+		filepath.Join(r.dir, "orchestrator.log"), child.Options{Interactive: true})
 	if err != nil {
 		return nil, "", err
 	}
@@ -127,7 +128,7 @@ func (r *run) startNodeChild(ctx context.Context, listen string) (*nodeChild, st
 	nc := &nodeChild{p: p, done: make(chan struct{}), waiting: map[int]chan nodeReply{}}
 	r.nodes = append(r.nodes, nc)
 	go nc.dispatch()
-	line, err := p.waitReady(ctx)
+	line, err := p.WaitReady(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -142,7 +143,7 @@ func (r *run) startNodeChild(ctx context.Context, listen string) (*nodeChild, st
 // every waiter still waiting gets errNodeKilled.
 func (nc *nodeChild) dispatch() {
 	defer close(nc.done)
-	for line := range nc.p.lines {
+	for line := range nc.p.Lines() {
 		var rep nodeReply
 		if json.Unmarshal([]byte(line), &rep) != nil {
 			continue
@@ -175,7 +176,7 @@ func (nc *nodeChild) request(ctx context.Context, req nodeRequest) (nodeReply, e
 	req.ID = nc.next
 	nc.waiting[req.ID] = ch
 	b, _ := json.Marshal(req) // plain fields always marshal
-	_, err := nc.p.stdin.Write(append(b, '\n'))
+	_, err := nc.p.Stdin().Write(append(b, '\n'))
 	nc.mu.Unlock()
 	if err != nil {
 		return nodeReply{}, fmt.Errorf("%w: %w", errNodeKilled, err)

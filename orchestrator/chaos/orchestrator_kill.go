@@ -26,7 +26,7 @@ func orchestratorKill(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	r.say("[1/5] orchestrator pid %d (embedded broker %s), agent %s pid %d; %d calls in conversation %s", nc.p.pid(), url, e.id, p.pid(), before, r.conv)
+	r.say("[1/5] orchestrator pid %d (embedded broker %s), agent %s pid %d; %d calls in conversation %s", nc.p.Pid(), url, e.id, p.Pid(), before, r.conv)
 	r.callN(ctx, e.id, before)
 
 	victim, done := r.goCall(ctx, e.id, 2*victimRun)
@@ -34,7 +34,7 @@ func orchestratorKill(ctx context.Context, r *run) error {
 		return err
 	}
 	killed := time.Now()
-	if err := nc.p.kill(); err != nil {
+	if err := nc.p.Kill(); err != nil {
 		return err
 	}
 	r.say("[2/5] orchestrator SIGKILLed while %s runs on the agent", victim.Tag)
@@ -54,7 +54,7 @@ func orchestratorKill(ctx context.Context, r *run) error {
 	}
 	up := time.Now()
 	r.rep.time("orchestrator restart (kill to ready)", up.Sub(killed))
-	r.say("[3/5] orchestrator restarted, pid %d, same data directory and port, after %s", nc2.p.pid(), up.Sub(killed).Round(time.Millisecond))
+	r.say("[3/5] orchestrator restarted, pid %d, same data directory and port, after %s", nc2.p.Pid(), up.Sub(killed).Round(time.Millisecond))
 	ok, err := r.untilSuccess(ctx, e.id)
 	if err != nil {
 		r.rep.problem("%v", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
 
 // Defaults of Options and the scenarios' timing.
@@ -76,8 +77,8 @@ type run struct {
 	agentReady func(ctx context.Context, id string) error
 	// conv, if set, is the one conversation of every call.
 	conv  string
-	procs []*process   // stopped at the end
-	nodes []*nodeChild // their dispatchers are waited for at the end
+	procs []*child.Process // stopped at the end
+	nodes []*nodeChild     // their dispatchers are waited for at the end
 	edges map[string]*edgeConf
 
 	outMu sync.Mutex // serialises lines to opts.Out
@@ -156,14 +157,14 @@ func (r *run) startNode(ctx context.Context, brokerURL string) error {
 }
 
 // startBroker runs `evoclaw broker` on listen and returns its address.
-func (r *run) startBroker(ctx context.Context, listen string) (*process, string, error) {
-	p, err := startProcess("broker", r.opts.Binary, []string{"broker", "--listen", listen, "--allow-anonymous"},
-		filepath.Join(r.dir, "broker.log"))
+func (r *run) startBroker(ctx context.Context, listen string) (*child.Process, string, error) {
+	p, err := child.StartLogged("broker", r.opts.Binary, []string{"broker", "--listen", listen, "--allow-anonymous"},
+		filepath.Join(r.dir, "broker.log"), child.Options{})
 	if err != nil {
 		return nil, "", err
 	}
 	r.procs = append(r.procs, p)
-	line, err := p.waitReady(ctx)
+	line, err := p.WaitReady(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -191,13 +192,13 @@ func (r *run) addEdge(id, brokerURL string) (*edgeConf, error) {
 }
 
 // startEdge runs `evoclaw edge` for e and waits until it is ready.
-func (r *run) startEdge(ctx context.Context, e *edgeConf) (*process, error) {
-	p, err := startProcess("edge "+e.id, r.opts.Binary, []string{"edge", "--config", e.conf}, e.log)
+func (r *run) startEdge(ctx context.Context, e *edgeConf) (*child.Process, error) {
+	p, err := child.StartLogged("edge "+e.id, r.opts.Binary, []string{"edge", "--config", e.conf}, e.log, child.Options{})
 	if err != nil {
 		return nil, err
 	}
 	r.procs = append(r.procs, p)
-	if _, err := p.waitReady(ctx); err != nil {
+	if _, err := p.WaitReady(ctx); err != nil {
 		return nil, fmt.Errorf("%w (see %s)", err, e.log)
 	}
 	return p, nil
@@ -205,7 +206,7 @@ func (r *run) startEdge(ctx context.Context, e *edgeConf) (*process, error) {
 
 // onlineEdge configures agent id on brokerURL, runs it, and waits until
 // the orchestrator lists it online with its tools.
-func (r *run) onlineEdge(ctx context.Context, id, brokerURL string) (*edgeConf, *process, error) {
+func (r *run) onlineEdge(ctx context.Context, id, brokerURL string) (*edgeConf, *child.Process, error) {
 	e, err := r.addEdge(id, brokerURL)
 	if err != nil {
 		return nil, nil, err
@@ -384,7 +385,7 @@ func (r *run) close() {
 		_ = r.node.Close()
 	}
 	for _, p := range r.procs {
-		_ = p.stop()
+		_ = p.Stop()
 	}
 	for _, nc := range r.nodes {
 		<-nc.done
