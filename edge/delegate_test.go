@@ -36,42 +36,37 @@ func TestPromptDelegatesThroughTheOrchestrator(t *testing.T) {
 		c.Tools.MaxConcurrent = 1
 		data = c.DataDir
 	})
-	p.send(`{"command":"prompt","request_id":"pr-d","payload":{"prompt":"probe pi2","enable_tools":true,"delegation":{
+	p.Send(`{"command":"prompt","request_id":"pr-d","payload":{"prompt":"probe pi2","enable_tools":true,"delegation":{
 	  "token":"tok-1","chain":["pi-t"],"tools":[
 	    {"agent_id":"pi2","tool":"probe","description":"probes","parameters":{"type":"object","properties":{"depth":{"type":"integer"}}},"timeout_ms":20000},
 	    {"agent_id":"pi2","prompt":true,"description":"ask pi2"}]}}}`)
 
 	var req wire.DelegateRequest
 	testenv.Eventually(t, 10*time.Second, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, rs := range p.reports {
-			for _, r := range rs {
-				if d, err := wire.DecodeDelegateRequest(r); err == nil {
-					req = d
-					return true
-				}
+		_, ok := p.Find(func(r wire.Report) bool {
+			d, err := wire.DecodeDelegateRequest(r)
+			if err == nil {
+				req = d
 			}
-		}
-		return false
+			return err == nil
+		})
+		return ok
 	}, "a delegate report")
 	if req.Token != "tok-1" || req.AgentID != "pi2" || req.Tool != "probe" || string(req.Parameters) != `{"depth":3}` ||
 		req.TimeoutMS <= 0 || req.TimeoutMS > 20000 {
 		t.Fatalf("delegate request %+v", req)
 	}
-	p.send(`{"command":"delegate_result","request_id":"dlg-nobody","payload":{"status":"success","tool":"x","result":"stray","request_id":"dlg-nobody"}}`)
-	p.send(`{"command":"delegate_result","request_id":"` + req.RequestID + `","payload":{"status":"success","tool":"x","result":"no id"}}`)
+	p.Send(`{"command":"delegate_result","request_id":"dlg-nobody","payload":{"status":"success","tool":"x","result":"stray","request_id":"dlg-nobody"}}`)
+	p.Send(`{"command":"delegate_result","request_id":"` + req.RequestID + `","payload":{"status":"success","tool":"x","result":"no id"}}`)
 	res, _ := json.Marshal(wire.ToolResult{Status: wire.StatusSuccess, Tool: "pi2__probe", Result: "depth 3 ok", RequestID: req.RequestID})
-	p.send(fmt.Sprintf(`{"command":"delegate_result","request_id":%q,"payload":%s}`, req.RequestID, res))
+	p.Send(fmt.Sprintf(`{"command":"delegate_result","request_id":%q,"payload":%s}`, req.RequestID, res))
 
-	out, err := wire.DecodePromptResult(p.await("pr-d"))
+	out, err := wire.DecodePromptResult(p.Await("pr-d"))
 	if err != nil || out.Status != wire.StatusSuccess || out.Content != "got: depth 3 ok" ||
 		len(out.ToolsExecuted) != 1 || out.ToolsExecuted[0].Tool != "pi2__probe" || !out.ToolsExecuted[0].Success {
 		t.Fatalf("prompt result %+v, %v", out, err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n := len(p.reports["dlg-nobody"]); n != 0 {
+	if n := len(p.Reports("dlg-nobody")); n != 0 {
 		t.Fatalf("a stray result was answered %d times", n)
 	}
 	// The prompt's audit row and request log keep the chain and the tools

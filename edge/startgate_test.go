@@ -51,7 +51,7 @@ func TestAgentStartGate(t *testing.T) {
 	}
 	accepted := func(id string) {
 		t.Helper()
-		r := p.await(id)
+		r := p.Await(id)
 		if r.ReportType != wire.ReportAccepted {
 			t.Fatalf("%s: first report %s, want accepted", id, r.ReportType)
 		}
@@ -61,10 +61,7 @@ func TestAgentStartGate(t *testing.T) {
 	}
 	result := func(id string) wire.ToolResult {
 		t.Helper()
-		p.awaitN(id, 2)
-		p.mu.Lock()
-		r := p.reports[id][1]
-		p.mu.Unlock()
+		r := p.AwaitN(id, 2)[1]
 		res, err := wire.DecodeToolResult(r)
 		if err != nil {
 			t.Fatal(err)
@@ -72,45 +69,42 @@ func TestAgentStartGate(t *testing.T) {
 		return res
 	}
 
-	p.send(gatedCommand("g-run", marker("g-run"), 0))
+	p.Send(gatedCommand("g-run", marker("g-run"), 0))
 	accepted("g-run")
 	if n := ran("g-run"); n != 0 {
 		t.Fatalf("ran %d times before its start", n)
 	}
-	p.send(startCommand("g-run", true))
+	p.Send(startCommand("g-run", true))
 	if res := result("g-run"); res.Status != wire.StatusSuccess || ran("g-run") != 1 {
 		t.Fatalf("told to run: %+v, ran %d times", res, ran("g-run"))
 	}
 
-	p.send(gatedCommand("g-no", marker("g-no"), 0))
+	p.Send(gatedCommand("g-no", marker("g-no"), 0))
 	accepted("g-no")
-	p.send(startCommand("g-no", false))
+	p.Send(startCommand("g-no", false))
 	if res := result("g-no"); res.ErrorType != wire.ErrNotStarted {
 		t.Fatalf("told not to run: %+v", res)
 	}
 	// Delivered again, and told to run this time: it is answered from the
 	// request log, and still never runs.
-	p.send(gatedCommand("g-no", marker("g-no"), 0))
-	p.awaitN("g-no", 3)
-	p.send(startCommand("g-no", true))
-	p.mu.Lock()
-	again := p.reports["g-no"][2]
-	p.mu.Unlock()
+	p.Send(gatedCommand("g-no", marker("g-no"), 0))
+	again := p.AwaitN("g-no", 3)[2]
+	p.Send(startCommand("g-no", true))
 	if res, err := wire.DecodeToolResult(again); err != nil || res.ErrorType != wire.ErrNotStarted {
 		t.Fatalf("redelivered: %+v, %v", res, err)
 	}
 
-	p.send(gatedCommand("g-late", marker("g-late"), time.Now().Add(1500*time.Millisecond).UnixMilli()))
+	p.Send(gatedCommand("g-late", marker("g-late"), time.Now().Add(1500*time.Millisecond).UnixMilli()))
 	accepted("g-late")
 	if res := result("g-late"); res.ErrorType != wire.ErrNotStarted {
 		t.Fatalf("no start before it expired: %+v", res)
 	}
-	p.send(startCommand("g-late", true)) // too late: nobody waits for it
+	p.Send(startCommand("g-late", true)) // too late: nobody waits for it
 
 	// The stray start for g-late, and a run that follows, change nothing.
-	p.send(gatedCommand("g-last", marker("g-last"), 0))
+	p.Send(gatedCommand("g-last", marker("g-last"), 0))
 	accepted("g-last")
-	p.send(startCommand("g-last", true))
+	p.Send(startCommand("g-last", true))
 	result("g-last")
 	for id, want := range map[string]int{"g-run": 1, "g-no": 0, "g-late": 0, "g-last": 1} {
 		if n := ran(id); n != want {

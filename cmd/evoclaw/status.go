@@ -169,7 +169,7 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 // printGroups writes each group with its online members and tools.
 func printGroups(w io.Writer, groups []orchestrator.GroupStatus) {
 	fmt.Fprintf(w, "\ngroups: %d\n", len(groups))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w, "")
 	for _, g := range groups {
 		online := "none online"
 		if len(g.Online) > 0 {

@@ -150,6 +150,20 @@ func (k *Commander) Reports(id string) []wire.Report {
 	return append([]wire.Report(nil), k.reports[id]...)
 }
 
+// Find returns a report, of any request id, for which match is true.
+func (k *Commander) Find(match func(wire.Report) bool) (wire.Report, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, rs := range k.reports {
+		for _, r := range rs {
+			if match(r) {
+				return r, true
+			}
+		}
+	}
+	return wire.Report{}, false
+}
+
 // Client is the connected MQTT client, for what a test needs beyond
 // commands and reports (another subscription, a forged message).
 func (k *Commander) Client() *mqttc.Client { return k.c }
