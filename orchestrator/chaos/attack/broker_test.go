@@ -38,24 +38,8 @@ func brokerAttacks(t *testing.T, b *board) {
 	denied := b.class("denied publishes (log bounded)", true)
 	flood := b.class("made-up report flood (DB bounded)", true)
 
-	dir := t.TempDir()
-	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pw, err := broker.AddUser(cfg.UsersFilePath(), "pi-rogue", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := broker.AddUser(cfg.UsersFilePath(), "pi-victim", broker.RoleAgent, 4, false); err != nil {
-		t.Fatal(err)
-	}
 	var logs testenv.Buffer
-	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node, pw := rogueNode(t, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	addr := strings.TrimPrefix(node.BrokerURL(), "tcp://")
 	connect := func() net.Conn {
 		conn, rc := mqtttest.DialRaw(t, addr, mqtttest.RawConnect{ClientID: "evoclaw-pi-rogue", Username: "pi-rogue", Password: pw})
@@ -114,6 +98,33 @@ func brokerAttacks(t *testing.T, b *board) {
 		flood.attempts = madeUpReports
 		flood.failures = append(flood.failures, fmt.Sprintf("audit database grew %d bytes", growth))
 	}
+}
+
+// rogueNode starts a node (tune may change its configuration, log is its
+// logger) whose broker knows two agents, pi-rogue and pi-victim; it
+// returns the node and pi-rogue's password.
+func rogueNode(t *testing.T, tune func(*orchestrator.Config), log *slog.Logger) (*orchestrator.Node, string) {
+	t.Helper()
+	cfg := orchestrator.Config{DataDir: t.TempDir(), Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	pw, err := broker.AddUser(cfg.UsersFilePath(), "pi-rogue", broker.RoleAgent, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broker.AddUser(cfg.UsersFilePath(), "pi-victim", broker.RoleAgent, 4, false); err != nil {
+		t.Fatal(err)
+	}
+	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return node, pw
 }
 
 // usedBytes is the size of the database at path in pages in use, as a

@@ -17,7 +17,6 @@ import (
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
-	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
 // forgedDelegations is how many delegated calls the rogue agent asks for
@@ -36,24 +35,9 @@ func delegationAttacks(t *testing.T, b *board) {
 	forged := b.class("forged delegation tokens", true)
 	sniff := b.class("delegation as another agent", true)
 
-	dir := t.TempDir()
-	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"},
-		Delegation: orchestrator.DelegationConf{Allow: []orchestrator.DelegationRule{{From: "pi-rogue", To: "pi-victim", Tools: []string{"*"}, Prompt: true}}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pw, err := broker.AddUser(cfg.UsersFilePath(), "pi-rogue", broker.RoleAgent, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := broker.AddUser(cfg.UsersFilePath(), "pi-victim", broker.RoleAgent, 4, false); err != nil {
-		t.Fatal(err)
-	}
-	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node, pw := rogueNode(t, func(c *orchestrator.Config) {
+		c.Delegation = orchestrator.DelegationConf{Allow: []orchestrator.DelegationRule{{From: "pi-rogue", To: "pi-victim", Tools: []string{"*"}, Prompt: true}}}
+	}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "evoclaw-pi-rogue", Username: "pi-rogue", Password: pw})
