@@ -15,18 +15,13 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // usedAuditBytes is the audit database's size in pages in use, as a reader
 // sees it (WAL included).
 func usedAuditBytes(t *testing.T, n *Node) int64 {
 	t.Helper()
-	res, err := sqlite.QueryReadOnly(context.Background(), n.AuditPath(),
-		`SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size())`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := queryAudit(t, n, `SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size())`)
 	v, err := strconv.ParseInt(fmt.Sprint(res.Rows[0][0]), 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -36,10 +31,7 @@ func usedAuditBytes(t *testing.T, n *Node) int64 {
 
 func countEvents(t *testing.T, n *Node, where string) int {
 	t.Helper()
-	res, err := sqlite.QueryReadOnly(context.Background(), n.AuditPath(), `SELECT count(*) FROM events WHERE `+where)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := queryAudit(t, n, `SELECT count(*) FROM events WHERE `+where)
 	c, _ := strconv.Atoi(fmt.Sprint(res.Rows[0][0]))
 	return c
 }
