@@ -33,8 +33,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	warmup := fs.Int("warmup", 100, "round trips before measuring")
 	conc := fs.Int("concurrency", 1, "round trips in flight at once")
 	auditSync := fs.String("audit-sync", "normal", "audit durability of both sides: normal or full")
+	idle := fs.Duration("idle", 0, "instead of round trips: an orchestrator and an edge agent left idle this long (e.g. 10m), their private memory and storage writes read 21 times")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *idle < 0 {
+		return fmt.Errorf("%w: --idle must not be negative", errUsage)
+	}
+	if *idle > 0 {
+		return benchIdle(ctx, *idle, stdout)
 	}
 	if *calls <= 0 || *conc <= 0 || *warmup < 0 {
 		return fmt.Errorf("%w: --calls and --concurrency must be positive", errUsage)
