@@ -12,6 +12,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/approvals"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
@@ -61,6 +62,9 @@ type Config struct {
 	Scheduler SchedulerConf `toml:"scheduler"`
 	// Approvals names the tool calls that wait for a person's decision.
 	Approvals approvals.Config `toml:"approvals"`
+	// Cluster joins this node to others (docs/CLUSTER.md); off when it
+	// names no etcd endpoint.
+	Cluster cluster.Config `toml:"cluster"`
 }
 
 // SchedulerConf is the [scheduler] section.
@@ -269,6 +273,9 @@ func (c *Config) Validate() error {
 		c.Scheduler.AgentWait.Duration = DefaultAgentWait
 	}
 	if err := c.Approvals.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(c.Approvals.Rules) > 0 && c.Approvals.Timeout.Duration >= c.Loop.ChatTimeout.Duration {

@@ -101,6 +101,8 @@ type Node struct {
 	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
 	// last result.
 	verify *verifier
+	// cluster is the node's membership; nil unless [cluster] is set.
+	cluster *clusterNode
 
 	closeOnce sync.Once
 	closeErr  error
@@ -238,8 +240,12 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	for cat, tc := range cfg.Loop.Timeouts {
 		rules[cat] = actors.TimeoutRule{Default: tc.Default.Duration, Max: tc.Max.Duration}
 	}
+	hist, err := n.conversationHistory()
+	if err != nil {
+		return nil, err
+	}
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
-		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
+		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: hist, Metrics: &n.metrics,
 		Toolbox: n.toolbox, Approvals: gate,
 		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt,
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
@@ -248,6 +254,9 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		// completion with its retries and fallbacks is bounded by the chat.
 		TimeoutRules: rules, LLMTimeout: cfg.Loop.ChatTimeout.Duration, Logger: log.With("component", "conversations"),
 	}); err != nil {
+		return nil, err
+	}
+	if err := n.startCluster(); err != nil {
 		return nil, err
 	}
 	if err := n.startScheduler(ctx); err != nil {
@@ -406,6 +415,9 @@ type ChatInput struct {
 	MaxIterations int
 	Parent        string
 	Depth         int
+	// local runs the chat on this node even in a cluster: it was
+	// forwarded here by the conversation's grain.
+	local bool
 }
 
 // ErrConversationID is a missing or malformed conversation id.
@@ -422,6 +434,11 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	if wire.ValidateAgentID(in.ConversationID) != nil {
 		return nil, fmt.Errorf("%w %.60q: use letters, digits, '-' and '_', at most %d characters",
 			ErrConversationID, in.ConversationID, wire.MaxAgentIDLen)
+	}
+	if n.cluster != nil && n.cluster.c != nil && routable(in) {
+		if ans, err, forwarded := n.converseCluster(ctx, in); forwarded {
+			return ans, err
+		}
 	}
 	if err := n.auditGate(); err != nil {
 		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
@@ -502,7 +519,7 @@ func (n *Node) Close() error {
 			if n.edges != nil {
 				_ = actors.StopAndWait(n.system.Root, n.edges.PID, stopTimeout)
 			}
-			n.system.Shutdown()
+			n.shutdownActors()
 		}
 		if n.client != nil {
 			n.client.Close()

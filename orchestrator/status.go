@@ -6,6 +6,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
 )
@@ -29,6 +30,8 @@ type Status struct {
 	MQTT MQTTStatus `json:"mqtt"`
 	// Ready is what GET /readyz answers.
 	Ready Readiness `json:"ready"`
+	// Cluster is the membership this node sees; absent on a node alone.
+	Cluster *cluster.Status `json:"cluster,omitempty"`
 }
 
 // AgentStatus is one edge agent in Status.
@@ -149,6 +152,10 @@ func (n *Node) Status() Status {
 			s.MQTT.Clients = cl
 		}
 		s.MQTT.ClientCount = len(s.MQTT.Clients)
+	}
+	if n.cluster != nil {
+		cs := n.cluster.c.Status()
+		s.Cluster = &cs
 	}
 	return s
 }

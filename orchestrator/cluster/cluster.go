@@ -1,0 +1,215 @@
+// Package cluster joins a node to other evoclaw nodes with protoactor-go's
+// cluster: membership from etcd (its etcd provider), grains placed by
+// distributed hashing (disthash), and actor messages between the nodes
+// over protoactor remote. It is started only when [cluster] names etcd
+// endpoints; a node without it never imports a byte of state from here.
+// docs/CLUSTER.md describes the design.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// etcdBaseKey is the etcd key prefix of every evoclaw cluster's members.
+const etcdBaseKey = "/evoclaw"
+
+// Member is one node of the cluster as the membership sees it.
+type Member struct {
+	// Node is the member's evoclaw node_id.
+	Node string `json:"node"`
+	// ID is its protoactor member id: cluster@node.instance, new at
+	// every start of the process.
+	ID string `json:"id"`
+	// Address is where the other nodes reach it (host:port).
+	Address string `json:"address"`
+	// Self marks the node answering.
+	Self bool `json:"self,omitempty"`
+}
+
+// Status is the membership a node sees now.
+type Status struct {
+	Name    string   `json:"name"`
+	Self    string   `json:"self"`
+	Members []Member `json:"members"`
+}
+
+// Cluster is this node's membership in the cluster.
+type Cluster struct {
+	pc   *pcluster.Cluster
+	name string
+	self string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	members []Member
+	// onLeft are called with the members that left, on the event
+	// stream's goroutine.
+	onLeft []func(left []Member)
+
+	sub       any // the event stream subscription
+	closeOnce sync.Once
+}
+
+// Start joins system to the cluster cfg describes, under nodeID, with the
+// grain kinds given. It fails, instead of waiting forever, when no etcd
+// endpoint answers within DefaultDialTimeout.
+func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pcluster.Kind, log *slog.Logger) (_ *Cluster, err error) {
+	if !cfg.Enabled() {
+		return nil, errors.New("cluster: not configured")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	etcdCfg := clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: DefaultDialTimeout}
+	if err := probeEtcd(etcdCfg); err != nil {
+		return nil, err
+	}
+	provider, err := etcd.NewWithConfig(etcdBaseKey, etcdCfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd client: %w", err)
+	}
+	var ropts []remote.ConfigOption
+	if cfg.Advertise != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
+	}
+	rcfg := remote.Configure(cfg.Host, cfg.Port, ropts...)
+	pcfg := pcluster.Configure(cfg.Name, provider, disthash.New(), rcfg, pcluster.WithKinds(kinds...))
+	// The member id is node.instance: a restarted node is a new member,
+	// so the lease of its previous life expiring never removes it.
+	system.ID = nodeID + "." + instanceID()
+	c := &Cluster{name: cfg.Name, self: cfg.Name + "@" + system.ID, log: log}
+	c.pc = pcluster.New(system, pcfg)
+	c.sub = system.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			c.topology(t)
+		}
+	})
+	// StartMember panics on what it cannot recover from (a port in use).
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: start member on %s:%d: %v", cfg.Host, cfg.Port, r)
+		}
+	}()
+	c.pc.StartMember()
+	log.Info("joined cluster", "cluster", cfg.Name, "member", c.self, "address", system.Address())
+	return c, nil
+}
+
+// probeEtcd asks one of the endpoints for its status within the dial
+// timeout: the provider's own calls would wait forever for an etcd that
+// is not there.
+func probeEtcd(cfg clientv3.Config) error {
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster: etcd client: %w", err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	defer cancel()
+	var errs []error
+	for _, e := range cfg.Endpoints {
+		if _, err := cli.Status(ctx, e); err == nil {
+			return nil
+		} else {
+			errs = append(errs, fmt.Errorf("%s: %w", e, err))
+		}
+	}
+	return fmt.Errorf("cluster: no etcd endpoint answers within %s: %w", cfg.DialTimeout, errors.Join(errs...))
+}
+
+// instanceID is 8 random hex digits.
+func instanceID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// topology records the members of a new topology and tells the onLeft
+// callbacks who left.
+func (c *Cluster) topology(t *pcluster.ClusterTopology) {
+	ms := make([]Member, 0, len(t.Members))
+	for _, m := range t.Members {
+		ms = append(ms, c.member(m))
+	}
+	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.Node+a.ID, b.Node+b.ID) })
+	var left []Member
+	for _, m := range t.Left {
+		left = append(left, c.member(m))
+	}
+	c.mu.Lock()
+	c.members = ms
+	cbs := slices.Clone(c.onLeft)
+	c.mu.Unlock()
+	if len(left) > 0 {
+		c.log.Warn("cluster members left", "members", left)
+		for _, f := range cbs {
+			f(left)
+		}
+	}
+}
+
+// member converts a protoactor member.
+func (c *Cluster) member(m *pcluster.Member) Member {
+	return Member{Node: NodeOf(m.Id), ID: m.Id, Address: net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), Self: m.Id == c.self}
+}
+
+// NodeOf returns the node_id inside a member id (cluster@node.instance).
+func NodeOf(memberID string) string {
+	s := memberID
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if i := strings.LastIndexByte(s, '.'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// OnLeft registers f to be told the members that leave; it runs on the
+// actor system's event stream and must be quick.
+func (c *Cluster) OnLeft(f func(left []Member)) {
+	c.mu.Lock()
+	c.onLeft = append(c.onLeft, f)
+	c.mu.Unlock()
+}
+
+// Status returns the members this node sees now.
+func (c *Cluster) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{Name: c.name, Self: c.self, Members: slices.Clone(c.members)}
+}
+
+// Self is this node's member id.
+func (c *Cluster) Self() string { return c.self }
+
+// Proto is protoactor's cluster, for the grain calls of this node.
+func (c *Cluster) Proto() *pcluster.Cluster { return c.pc }
+
+// Close leaves the cluster gracefully (the member's etcd key is deleted
+// at once, not at the end of its lease) and shuts the actor system down.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		c.pc.Shutdown(true)
+	})
+}

@@ -1,0 +1,97 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// clusterNode is what a clustered node adds to a node alone.
+type clusterNode struct {
+	c *cluster.Cluster // nil until startCluster
+	// shared is the cluster's conversation histories; nil without
+	// [cluster] state_url.
+	shared *cluster.SharedHistory
+	fwd    forwards
+}
+
+// conversationHistory is the conversations' history store: the audit
+// database, and with [cluster] state_url the cluster's shared one too.
+func (n *Node) conversationHistory() (actors.HistoryStore, error) {
+	local := history{n.store}
+	cc := n.cfg.Cluster
+	if !cc.Enabled() {
+		return local, nil
+	}
+	n.cluster = &clusterNode{}
+	if cc.StateURL == "" {
+		return local, nil
+	}
+	sh, err := cluster.OpenSharedHistory(cc.StateURL, os.Getenv(cluster.StateTokenEnv), n.cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	n.cluster.shared = sh
+	return sharedHistory{local: local, shared: history{sh}}, nil
+}
+
+// sharedHistory appends to the node's audit database first (so the
+// queued audit rows commit before the step they record, as on a node
+// alone) and then to the cluster's store, and loads from the cluster's
+// store: a conversation continues from there on whichever node owns it.
+type sharedHistory struct {
+	local, shared history
+}
+
+func (h sharedHistory) LoadHistory(ctx context.Context, id string) ([]llm.Message, error) {
+	return h.shared.LoadHistory(ctx, id)
+}
+
+func (h sharedHistory) AppendHistory(ctx context.Context, id string, msgs []llm.Message) error {
+	if err := h.local.AppendHistory(ctx, id, msgs); err != nil {
+		return err
+	}
+	return h.shared.AppendHistory(ctx, id, msgs)
+}
+
+// startCluster joins the cluster [cluster] names; a node without it
+// starts nothing.
+func (n *Node) startCluster() error {
+	if n.cluster == nil {
+		return nil
+	}
+	c, err := cluster.Start(n.system, n.cfg.NodeID, n.cfg.Cluster, []*pcluster.Kind{n.conversationKind()},
+		n.log.With("component", "cluster"))
+	if err != nil {
+		return err
+	}
+	cn := n.cluster
+	c.OnLeft(func(left []cluster.Member) {
+		for _, m := range left {
+			cn.fwd.lost(m.Address, m.Node)
+		}
+	})
+	cn.c = c
+	return nil
+}
+
+// shutdownActors stops the actor system: leaving the cluster first when
+// the node is in one.
+func (n *Node) shutdownActors() {
+	cn := n.cluster
+	if cn == nil || cn.c == nil {
+		n.system.Shutdown()
+	} else {
+		cn.c.Close() // leaves the cluster, then shuts the system down
+	}
+	if cn != nil && cn.shared != nil {
+		if err := cn.shared.Close(); err != nil {
+			n.log.Warn("close cluster state", "err", err)
+		}
+	}
+}
