@@ -7,6 +7,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
@@ -94,4 +95,26 @@ func (n *Node) shutdownActors() {
 			n.log.Warn("close cluster state", "err", err)
 		}
 	}
+}
+
+// requestTag tags the request_id of this node's commands in a cluster
+// (its node id); "" on a node alone, whose ids stay as they were.
+func (n *Node) requestTag() string {
+	if n.cluster == nil {
+		return ""
+	}
+	return n.cfg.NodeID
+}
+
+// foreignReport says whether r answers another node's command: in a
+// cluster every node subscribes to every agent's reports (presence,
+// capabilities and heartbeats matter to all), and each keeps only the
+// answers to its own commands; the others are not late, not audited,
+// not logged.
+func (n *Node) foreignReport(r wire.Report) bool {
+	if n.cluster == nil {
+		return false
+	}
+	tag, ok := actors.RequestTagOf(r.RequestID())
+	return ok && tag != n.cfg.NodeID
 }

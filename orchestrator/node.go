@@ -247,7 +247,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
 		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: hist, Metrics: &n.metrics,
 		Toolbox: n.toolbox, Approvals: gate,
-		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt,
+		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt, RequestTag: n.requestTag(),
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
 		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
 		// [llm] timeout bounds one attempt inside the provider chain; a
@@ -321,6 +321,9 @@ func (n *Node) onMessage(m mqttc.Message) {
 		r, err := wire.DecodeReport(agentID, m.Payload)
 		if err != nil {
 			n.dropped(agentID, kind, m.Payload, err)
+			return
+		}
+		if n.foreignReport(r) {
 			return
 		}
 		if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -327,6 +328,175 @@ func TestClusterConversations(t *testing.T) {
 		o := owners(t, db, conv)
 		if len(o) != 8 || o[6] == victim || o[6] != o[7] {
 			t.Fatalf("%s after the kill: shared messages by %v", conv, o)
+		}
+	}
+}
+
+// slowSkill writes a skill whose tool "slow" appends a line to its
+// --marker file and then sleeps --seconds before answering "slept N":
+// the marker counts the runs.
+func slowSkill(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "bin", "slow"), `#!/bin/sh
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --marker) m=$2 ;;
+    --seconds) s=$2 ;;
+  esac
+  shift 2
+done
+echo run >> "$m"
+sleep "$s"
+echo "slept $s"
+`)
+	if err := os.Chmod(filepath.Join(dir, "bin", "slow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "skill.toml"), `[skill]
+name = "slow"
+version = "1.0.0"
+description = "sleeps"
+[[tools]]
+name = "slow"
+binary = "bin/slow"
+description = "counts its runs and sleeps"
+timeout_ms = 60000
+[tools.parameters]
+required = ["marker", "seconds"]
+[tools.parameters.properties.marker]
+type = "string"
+description = "file to append to"
+[tools.parameters.properties.seconds]
+type = "string"
+description = "how long to sleep"
+`)
+	return dir
+}
+
+// slowTranscript: every chat calls pi1__slow once (marker, seconds) and
+// then answers "tool said <its result>".
+func slowTranscript(t *testing.T, dir, marker, seconds string, chats int) string {
+	t.Helper()
+	var ts []map[string]any
+	for i := 1; i <= chats; i++ {
+		id := fmt.Sprintf("c%d", i)
+		ts = append(ts,
+			map[string]any{"content": "calling", "expect_tools": []string{"pi1__slow"},
+				"tool_calls": []map[string]any{{"id": id, "name": "pi1__slow", "arguments": map[string]string{"marker": marker, "seconds": seconds}}}},
+			map[string]any{"content": "tool said {{result " + id + "}}"})
+	}
+	b, err := json.Marshal(map[string]any{"name": "slow", "turns": ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "slow.json")
+	writeTestFile(t, path, string(b))
+	return path
+}
+
+// lines counts the lines of the file at path (0 when missing).
+func lines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// TestClusterEdgeCalls: an edge agent on the shared broker answers the
+// calls of whichever node runs the conversation; the other nodes, which
+// receive every report too, neither act on it nor audit it as late. A
+// node SIGKILLed while its call runs on the agent: the chat forwarded to
+// it ends node_lost at once, the call runs once and is not run again.
+func TestClusterEdgeCalls(t *testing.T) {
+	state := sqldtest.Start(t, sqldtest.Options{})
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "runs")
+	transcript := slowTranscript(t, dir, marker, "2", 10)
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n", state.URL(), transcript))
+	for i := range tc.nodes {
+		tc.start(i)
+	}
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	edge := evoclawtest.StartEdge(t, evoclawtest.EdgeSpec{ID: "pi1", BrokerURL: tc.mqtt, SkillDirs: []string{slowSkill(t)}})
+	for i := range tc.nodes {
+		testenv.Eventually(t, clusterWait, func() bool {
+			time.Sleep(50 * time.Millisecond) // one status request per 50ms
+			s, _ := tc.status(i)
+			for _, a := range s.Agents {
+				if a.ID == "pi1" && a.Online && slices.Contains(a.Tools, "slow") {
+					return true
+				}
+			}
+			return false
+		}, tc.nodes[i].id+" sees pi1 with its tool")
+	}
+	db, err := sql.Open("libsql", state.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	for i := range tc.nodes {
+		if got := tc.chat(i, "conv-tools", "go"); got != "tool said slept 2" {
+			t.Fatalf("chat through %s = %q", tc.nodes[i].id, got)
+		}
+	}
+	if n := lines(marker); n != 3 {
+		t.Fatalf("the tool ran %d times for 3 chats", n)
+	}
+	owner := owners(t, db, "conv-tools")[0]
+	for _, nd := range tc.nodes {
+		audit := filepath.Join(nd.dir, orchestrator.AuditFile)
+		calls := query(t, audit, "SELECT COUNT(*) FROM tool_calls WHERE agent_id = 'pi1'")[0][0].(int64)
+		late := query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result'")[0][0].(int64)
+		if want := map[bool]int64{true: 3, false: 0}[nd.id == owner]; calls != want || late != 0 {
+			t.Errorf("%s (owner %s): %d calls of slow audited (want %d), %d late results", nd.id, owner, calls, want, late)
+		}
+	}
+
+	// The kill: a chat forwarded to the owner, whose call runs on pi1.
+	vi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == owner })
+	via := (vi + 1) % 3
+	type result struct {
+		code int
+		body []byte
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, b := tc.api(via, http.MethodPost, "/v1/chat", orchestrator.ChatRequest{ConversationID: "conv-tools", Text: "again"})
+		done <- result{code, b}
+	}()
+	testenv.Eventually(t, clusterWait, func() bool { return lines(marker) == 4 }, "the fourth call starts on pi1")
+	tc.procs[vi].kill()
+	r := <-done
+	var f orchestrator.ChatFailure
+	if err := json.Unmarshal(r.body, &f); err != nil || r.code != http.StatusServiceUnavailable || f.Error.Type != orchestrator.ErrTypeNodeLost {
+		t.Fatalf("chat whose node died: status %d, body %s", r.code, r.body)
+	}
+	// pi1 finishes the call; nobody runs it again, nobody audits it late.
+	testenv.Eventually(t, clusterWait, func() bool {
+		return edge.Query("SELECT COUNT(*) FROM tool_calls WHERE tool = 'slow' AND status IS NOT NULL")[0][0].(int64) == 4
+	}, "pi1 records the fourth call's end")
+	var alive []int
+	var aliveIDs []string
+	for i, nd := range tc.nodes {
+		if i != vi {
+			alive, aliveIDs = append(alive, i), append(aliveIDs, nd.id)
+		}
+	}
+	tc.waitMembers(alive, aliveIDs...)
+	if got := tc.chat(via, "conv-tools", "after"); got != "tool said slept 2" {
+		t.Fatalf("chat after the kill = %q", got)
+	}
+	if n := lines(marker); n != 5 {
+		t.Errorf("the tool ran %d times for 5 chats (one cut short by the kill)", n)
+	}
+	for _, i := range alive {
+		audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
+		if late := query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result'")[0][0].(int64); late != 0 {
+			t.Errorf("%s audited %d late results", tc.nodes[i].id, late)
 		}
 	}
 }
