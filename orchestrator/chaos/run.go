@@ -70,9 +70,13 @@ type run struct {
 	rep    *Report
 	// audit is the node's audit database; chat and agentReady reach the
 	// node, in this process or a child.
-	audit      string
-	chat       func(ctx context.Context, conv, text string) (string, error)
-	agentReady func(ctx context.Context, id string) error
+	audit string
+	// audits, when set, are every node's audit database (node-kill), and
+	// killedNodes the node ids the scenario killed.
+	audits      []string
+	killedNodes map[string]bool
+	chat        func(ctx context.Context, conv, text string) (string, error)
+	agentReady  func(ctx context.Context, id string) error
 	// conv, if set, is the one conversation of every call.
 	conv  string
 	procs []*process   // stopped at the end
@@ -269,6 +273,10 @@ var historyMark = regexp.MustCompile(`\[history (\d+)\]$`)
 // OutcomeNodeKilled is the outcome of a call whose orchestrator process
 // was killed before it answered.
 const OutcomeNodeKilled = "orchestrator_killed"
+
+// OutcomeNodeLost is the outcome of a chat that the cluster node running
+// its conversation did not answer because it died (node-kill).
+const OutcomeNodeLost = "node_lost"
 
 func (r *run) do(ctx context.Context, c *Call) {
 	text, err := json.Marshal(order{Agent: c.Agent, Tag: c.Tag, File: r.runLog, Seconds: c.Seconds})
