@@ -7,13 +7,13 @@
 package cluster
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,14 +80,10 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	etcdCfg := clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: DefaultDialTimeout}
-	if err := probeEtcd(etcdCfg); err != nil {
+	if err := probeEtcd(cfg.Etcd); err != nil {
 		return nil, err
 	}
-	provider, err := etcd.NewWithConfig(etcdBaseKey, etcdCfg)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd client: %w", err)
-	}
+	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: DefaultDialTimeout}}
 	var ropts []remote.ConfigOption
 	if cfg.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
@@ -115,26 +111,58 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	return c, nil
 }
 
-// probeEtcd asks one of the endpoints for its status within the dial
-// timeout: the provider's own calls would wait forever for an etcd that
-// is not there.
-func probeEtcd(cfg clientv3.Config) error {
-	cli, err := clientv3.New(cfg)
+// probeEtcd asks the endpoints for their health over plain HTTP within
+// the dial timeout: the provider's own calls would wait forever for an
+// etcd that is not there (and a gRPC client started before the actor
+// remote would race with the remote setting gRPC's global logger).
+func probeEtcd(endpoints []string) error {
+	hc := http.Client{Timeout: DefaultDialTimeout}
+	var errs []error
+	for _, e := range endpoints {
+		base := e
+		if !strings.Contains(e, "://") {
+			base = "http://" + e
+		}
+		resp, err := hc.Get(strings.TrimSuffix(base, "/") + "/health")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: health %s", e, resp.Status))
+	}
+	return fmt.Errorf("cluster: no etcd endpoint is healthy within %s: %w", DefaultDialTimeout, errors.Join(errs...))
+}
+
+// lazyEtcd is protoactor's etcd provider, made when the cluster starts
+// the member: after the actor remote has started, so the etcd client's
+// gRPC connections never run while the remote sets gRPC's global logger.
+type lazyEtcd struct {
+	cfg clientv3.Config
+	p   *etcd.Provider
+}
+
+func (l *lazyEtcd) StartMember(c *pcluster.Cluster) error {
+	p, err := etcd.NewWithConfig(etcdBaseKey, l.cfg)
 	if err != nil {
 		return fmt.Errorf("cluster: etcd client: %w", err)
 	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
-	defer cancel()
-	var errs []error
-	for _, e := range cfg.Endpoints {
-		if _, err := cli.Status(ctx, e); err == nil {
-			return nil
-		} else {
-			errs = append(errs, fmt.Errorf("%s: %w", e, err))
-		}
+	l.p = p
+	return p.StartMember(c)
+}
+
+func (l *lazyEtcd) StartClient(*pcluster.Cluster) error {
+	return errors.New("cluster: a node is always a member")
+}
+
+func (l *lazyEtcd) Shutdown(graceful bool) error {
+	if l.p == nil {
+		return nil
 	}
-	return fmt.Errorf("cluster: no etcd endpoint answers within %s: %w", cfg.DialTimeout, errors.Join(errs...))
+	return l.p.Shutdown(graceful)
 }
 
 // instanceID is 8 random hex digits.
