@@ -152,6 +152,18 @@ func (tc *testCluster) members(i int) []string {
 	return ids
 }
 
+// others returns the indexes and ids of every node but node i.
+func (tc *testCluster) others(i int) ([]int, []string) {
+	var idx []int
+	var ids []string
+	for j, nd := range tc.nodes {
+		if j != i {
+			idx, ids = append(idx, j), append(ids, nd.id)
+		}
+	}
+	return idx, ids
+}
+
 // waitMembers waits until every node in from sees exactly want.
 func (tc *testCluster) waitMembers(from []int, want ...string) {
 	tc.t.Helper()
@@ -311,13 +323,7 @@ func TestClusterConversations(t *testing.T) {
 	}
 	vi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == victim })
 	tc.procs[vi].kill()
-	var alive []int
-	var aliveIDs []string
-	for i, nd := range tc.nodes {
-		if i != vi {
-			alive, aliveIDs = append(alive, i), append(aliveIDs, nd.id)
-		}
-	}
+	alive, aliveIDs := tc.others(vi)
 	tc.waitMembers(alive, aliveIDs...)
 	for k, conv := range byOwner[victim] {
 		via := alive[k%len(alive)]
@@ -479,13 +485,7 @@ func TestClusterEdgeCalls(t *testing.T) {
 	testenv.Eventually(t, clusterWait, func() bool {
 		return edge.Query("SELECT COUNT(*) FROM tool_calls WHERE tool = 'slow' AND status IS NOT NULL")[0][0].(int64) == 4
 	}, "pi1 records the fourth call's end")
-	var alive []int
-	var aliveIDs []string
-	for i, nd := range tc.nodes {
-		if i != vi {
-			alive, aliveIDs = append(alive, i), append(aliveIDs, nd.id)
-		}
-	}
+	alive, aliveIDs := tc.others(vi)
 	tc.waitMembers(alive, aliveIDs...)
 	if got := tc.chat(via, "conv-tools", "after"); got != "tool said slept 2" {
 		t.Fatalf("chat after the kill = %q", got)
