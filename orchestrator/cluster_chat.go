@@ -298,6 +298,7 @@ func (n *Node) converseCluster(ctx context.Context, in ChatInput) (ans *actors.A
 	if pid.Address == n.system.Address() {
 		return nil, nil, false
 	}
+	cn.forwarded.Add(1)
 	req := newConversationID("fwd")
 	out := make(chan *envelope, 1)
 	var progress chan *envelope

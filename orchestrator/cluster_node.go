@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"os"
+	"sync/atomic"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
@@ -19,6 +20,17 @@ type clusterNode struct {
 	// [cluster] state_url.
 	shared *cluster.SharedHistory
 	fwd    forwards
+	// forwarded counts the chats this node sent to another node.
+	forwarded atomic.Int64
+}
+
+// ClusterForwarded is how many chats this node took and forwarded to the
+// node owning their conversation (0 on a node alone).
+func (n *Node) ClusterForwarded() int64 {
+	if n.cluster == nil {
+		return 0
+	}
+	return n.cluster.forwarded.Load()
 }
 
 // conversationHistory is the conversations' history store: the audit

@@ -32,6 +32,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	agents := fs.Int("agents", 200, "simulated edge agents (MQTT clients in one child process)")
 	convs := fs.Int("conversations", 1000, "conversations started at once, one tool call each")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
+	clusterSizes := fs.String("cluster", "", "run against clusters of these node counts instead, e.g. 1,2,3 (etcd on PATH; docs/CLUSTER.md)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -40,6 +41,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *clusterSizes != "" {
+		sizes, err := parseClusterSizes(*clusterSizes)
+		if err != nil {
+			return err
+		}
+		return loadCluster(ctx, sizes, *agents, *convs, *timeout, stdout, stderr)
+	}
 	dir, err := os.MkdirTemp("", "evoclaw-load-")
 	if err != nil {
 		return err

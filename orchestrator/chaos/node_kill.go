@@ -17,6 +17,7 @@ import (
 	_ "github.com/tursodatabase/libsql-client-go/libsql" // the cluster's sqld
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 )
 
 // clusterWait bounds what a cluster takes to see a member join or leave:
@@ -266,28 +267,12 @@ func (cr *clusterRun) owner(ctx context.Context) (int, error) {
 // startEtcd runs a one-member etcd on loopback ports with its data in the
 // run's directory and returns its client address.
 func (cr *clusterRun) startEtcd(ctx context.Context) (string, error) {
-	bin, err := exec.LookPath("etcd")
+	e, err := cluster.StartLocalEtcd(ctx, cr.r.dir)
 	if err != nil {
-		return "", fmt.Errorf("node-kill needs etcd (Debian: apt-get install etcd-server): %w", err)
+		return "", fmt.Errorf("node-kill: %w", err)
 	}
-	client, err := freePort()
-	if err != nil {
-		return "", err
-	}
-	peer, err := freePort()
-	if err != nil {
-		return "", err
-	}
-	c, pe := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
-	if _, err := cr.peer("etcd", bin, "--name", "chaos", "--data-dir", filepath.Join(cr.r.dir, "etcd"),
-		"--listen-client-urls", c, "--advertise-client-urls", c, "--listen-peer-urls", pe,
-		"--initial-advertise-peer-urls", pe, "--initial-cluster", "chaos="+pe); err != nil {
-		return "", err
-	}
-	if err := waitFor(ctx, 30*time.Second, "etcd healthy on "+c, func() bool { return healthy(c + "/health") }); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("127.0.0.1:%d", client), nil
+	cr.r.cleanups = append(cr.r.cleanups, func() { _ = e.Stop() })
+	return e.Addr, nil
 }
 
 // startSQLD runs sqld on a loopback port with its data in the run's

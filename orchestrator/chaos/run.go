@@ -82,6 +82,9 @@ type run struct {
 	procs []*process   // stopped at the end
 	nodes []*nodeChild // their dispatchers are waited for at the end
 	edges map[string]*edgeConf
+	// cleanups run last at close, after the processes (etcd outlives the
+	// nodes that leave it).
+	cleanups []func()
 
 	outMu sync.Mutex // serialises lines to opts.Out
 
@@ -397,5 +400,8 @@ func (r *run) close() {
 	}
 	for _, nc := range r.nodes {
 		<-nc.done
+	}
+	for _, f := range r.cleanups {
+		f()
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
@@ -234,10 +235,26 @@ func (c *Cluster) Self() string { return c.self }
 // Proto is protoactor's cluster, for the grain calls of this node.
 func (c *Cluster) Proto() *pcluster.Cluster { return c.pc }
 
+// closeTimeout bounds leaving the cluster: the provider deletes the
+// member's key without a deadline, and an unreachable etcd would hold the
+// node's stop forever.
+const closeTimeout = 15 * time.Second
+
 // Close leaves the cluster gracefully (the member's etcd key is deleted
-// at once, not at the end of its lease) and shuts the actor system down.
+// at once, not at the end of its lease) and shuts the actor system down;
+// after closeTimeout it gives up waiting (the lease then ends the
+// membership).
 func (c *Cluster) Close() {
 	c.closeOnce.Do(func() {
-		c.pc.Shutdown(true)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.pc.Shutdown(true)
+		}()
+		select {
+		case <-done:
+		case <-time.After(closeTimeout):
+			c.log.Warn("leaving the cluster takes too long (etcd unreachable?); the lease will end the membership", "after", closeTimeout)
+		}
 	})
 }
