@@ -37,6 +37,9 @@ type AgentInfo struct {
 	// first answer makes it Online, and with nothing heard for the
 	// heartbeat timeout it is offline.
 	PresenceUnknown bool
+	// StartGate: its last online status listed wire.FeatureStartGate, so a
+	// group call sent to it can move to another member until it starts.
+	StartGate bool
 }
 
 // Callable reports whether calls to a are sent: it is online, or its

@@ -375,7 +375,7 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	res := skills.Failed(code, fmt.Sprintf("tool call failed after %d attempts: %s", s.attempts.Load(), reason))
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
-		msg, aerr := completeCall(o, s.convID, s.call, s.agentID, s.requestID, res, o.Now().Sub(s.started), false)
+		msg, aerr := completeCall(o, s.convID, s.call, s.agent(), s.requestID, res, o.Now().Sub(s.started), false)
 		root.Send(self, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 	}()
 }
@@ -399,8 +399,8 @@ func (c *conversation) onCancel(ctx actor.Context, m *Cancel) {
 		return
 	}
 	for id, s := range t.specs {
-		if s.edges != nil && s.agentID != "" && s.target.Local == nil {
-			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
+		if s.edges != nil && s.agent() != "" && s.target.Local == nil {
+			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agent(), RequestID: s.requestID})
 		}
 		ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 	}

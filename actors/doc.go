@@ -14,4 +14,9 @@
 // messages. The Catalog of online agents and their tools is an immutable
 // snapshot swapped atomically by the registry, so a conversation reads it
 // without a round trip.
+//
+// Apart from ProgressFunc, Progress and Answer, which the signatures of the
+// embedding API use (docs/EMBEDDING.md), this package is part of evoclaw's
+// implementation: other top-level folders of evoclaw share it, so it cannot
+// live in an internal/ folder, and it may change without notice.
 package actors

@@ -23,6 +23,9 @@ type pending struct {
 	cmd      wire.Command // as sent, to send again after a reconnect
 	deadline time.Time
 	sent     time.Time
+	// gated: the command asks for the start gate; started: the agent was
+	// told to run it, so it is never moved (startgate.go).
+	gated, started bool
 }
 
 // edgeActor tracks one agent: presence, tools, and commands awaiting replies.
@@ -46,6 +49,8 @@ type edgeActor struct {
 	log          *slog.Logger
 	// dropLog bounds the log lines about dropped progress reports.
 	dropLog *rate.Limiter
+	// noStart bounds the "do not run" starts sent (startgate.go).
+	noStart *rate.Limiter
 	// gauges publish how many of pending belong to the tool loop, and
 	// when the agent was last heard from.
 	gauges *agentGauges
@@ -69,6 +74,10 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.info.LastSeen = now
 		online := m.Status.Status == wire.PresenceOnline
 		e.saidOffline = !online
+		if online && e.info.StartGate != m.Status.HasFeature(wire.FeatureStartGate) {
+			e.info.StartGate = !e.info.StartGate
+			e.publishInfo()
+		}
 		if online && e.info.Online {
 			// An agent sends online after each (re)connect, once it is
 			// subscribed. Heard from before that (a report that overtook
@@ -109,7 +118,9 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			return
 		}
 		p, ok := e.pending[m.requestID]
-		if !ok {
+		if !ok || p.started {
+			// A started command reached the agent, whatever the
+			// publish says: the agent accepted it.
 			return
 		}
 		delete(e.pending, m.requestID)
@@ -211,7 +222,7 @@ func (e *edgeActor) resendPending(ctx actor.Context, now time.Time) {
 func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 	for id, p := range e.pending {
 		if p.replyTo != nil {
-			ctx.Send(p.replyTo, &DispatchFailed{RequestID: id, Type: t, Err: msg})
+			ctx.Send(p.replyTo, &DispatchFailed{RequestID: id, Type: t, Err: msg, Movable: p.gated && !p.started})
 		}
 		delete(e.pending, id)
 	}
@@ -250,15 +261,21 @@ func (e *edgeActor) requestTools(ctx actor.Context, reconnected bool) {
 func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
 	if !e.info.Online && !e.info.PresenceUnknown {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
-			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID)})
+			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID), Movable: true})
 		return
 	}
-	if _, resend := e.pending[m.Command.RequestID]; !resend && len(e.pending) >= e.opts.MaxInFlight {
+	old, resend := e.pending[m.Command.RequestID]
+	if !resend && len(e.pending) >= e.opts.MaxInFlight {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrBusy,
-			Err: fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending))})
+			Err:     fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending)),
+			Movable: true})
 		return
 	}
-	e.pending[m.Command.RequestID] = &pending{replyTo: m.ReplyTo, command: m.Command.Command, cmd: m.Command, deadline: m.Deadline, sent: now}
+	p := &pending{replyTo: m.ReplyTo, command: m.Command.Command, cmd: m.Command, deadline: m.Deadline, sent: now, gated: m.Gated}
+	if resend {
+		p.started = old.started // once told to run, never moved
+	}
+	e.pending[m.Command.RequestID] = p
 	e.publish(ctx, m.Command)
 }
 
@@ -285,6 +302,9 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 		return
 	case wire.ReportProgress:
 		e.routeProgress(ctx, r)
+		return
+	case wire.ReportAccepted:
+		e.routeAccepted(ctx, r)
 		return
 	}
 	id := r.RequestID()

@@ -179,7 +179,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		if _, known := r.children[id]; !known {
 			// Never heard of it: do not create an actor for a typo.
 			ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
-				Err: fmt.Sprintf("edge agent %q is not known to this orchestrator", id)})
+				Err: fmt.Sprintf("edge agent %q is not known to this orchestrator", id), Movable: true})
 			return
 		}
 	case *CancelDispatch:

@@ -39,6 +39,9 @@ type Dispatch struct {
 	Command  wire.Command
 	ReplyTo  *actor.PID
 	Deadline time.Time
+	// Gated: the command asks for the start gate (wire.ToolPayload.StartGate);
+	// the edge actor sends the start when the agent accepts it.
+	Gated bool
 }
 
 // Reply carries the report answering a dispatched command.
@@ -55,6 +58,10 @@ type DispatchFailed struct {
 	Type      wire.ErrorType
 	Err       string
 	Transient bool
+	// Movable: the command is known not to run on this agent (it was never
+	// sent, or it was gated and never told to start), so a group call may
+	// send it to another member.
+	Movable bool
 }
 
 // CancelDispatch tells an edge actor to forget a pending request.

@@ -35,6 +35,12 @@ type Target struct {
 	// Permissions are the permissions a local tool declares (skill.toml);
 	// the wire does not carry an agent tool's.
 	Permissions []string
+	// Group, when set, is the group the call was made to (groups.go):
+	// AgentID is the member picked, and the call may move to another.
+	Group *GroupRoute
+	// Gated says AgentID speaks the start gate: the command asks for it,
+	// so the call can move while it has not started.
+	Gated bool
 }
 
 // Toolbox is what a conversation offers the model and how it resolves the

@@ -45,6 +45,8 @@ type callSpec struct {
 	outputSeq int64
 
 	attempts atomic.Int32
+	// moves is the group call's state once it moved (groupcall.go).
+	moves
 	// finished is set once the call has its result: the one "done" of a
 	// call, read by every incarnation of its actor and by the
 	// conversation when the supervisor gives up on the actor.
@@ -118,15 +120,22 @@ func (c *toolCall) Receive(ctx actor.Context) {
 		}
 		s.outputSeq = m.Seq
 		s.progress.emit(Progress{Kind: ProgressToolOutput, ConversationID: s.convID, Time: s.o.Now(), CallID: s.call.ID,
-			RequestID: s.requestID, Agent: s.agentID, Tool: s.tool, Seq: m.Seq, Output: m.Output})
+			RequestID: s.requestID, Agent: s.agent(), Tool: s.tool, Seq: m.Seq, Output: m.Output})
 	case *Reply:
 		if s.finished.Load() || m.RequestID != s.requestID {
 			return
 		}
+		res := decodeReply(s, m.Report)
+		if didNotRun(res) && c.move(ctx, res.ErrorText()) {
+			return
+		}
 		c.remote = true
-		c.finish(ctx, decodeReply(s, m.Report))
+		c.finish(ctx, res)
 	case *DispatchFailed:
 		if s.finished.Load() || m.RequestID != s.requestID {
+			return
+		}
+		if m.Movable && c.move(ctx, m.Err) {
 			return
 		}
 		if m.Transient && s.o.Now().Before(s.deadline) {
@@ -138,7 +147,7 @@ func (c *toolCall) Receive(ctx actor.Context) {
 			return
 		}
 		if s.target.Local == nil {
-			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agentID, RequestID: s.requestID})
+			ctx.Send(s.edges, &CancelDispatch{AgentID: s.agent(), RequestID: s.requestID})
 		}
 		c.finish(ctx, timeoutResult(s))
 	}
@@ -150,7 +159,7 @@ func decodeReply(s *callSpec, r wire.Report) skills.Output {
 	if s.target.Prompt == nil {
 		res, err := wire.DecodeToolResult(r)
 		if err != nil {
-			return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agentID, err))
+			return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edge agent %q sent an unreadable result: %v", s.agent(), err))
 		}
 		return skills.FromWire(res)
 	}
@@ -181,7 +190,7 @@ func decodeReply(s *callSpec, r wire.Report) skills.Output {
 }
 
 func timeoutResult(s *callSpec) skills.Output {
-	return skills.Failed(wire.ErrTimeout, fmt.Sprintf("tool %q on agent %q timed out after %s", s.tool, s.agentID, s.timeout))
+	return skills.Failed(wire.ErrTimeout, fmt.Sprintf("tool %q on agent %q timed out after %s", s.tool, s.agent(), s.timeout))
 }
 
 // backoff is the delay before attempt n (n >= 2) re-sends the command.
@@ -206,7 +215,8 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 	} else {
 		cmd, err = wire.NewCommand(wire.CmdTool, s.requestID, wire.ToolPayload{Tool: s.tool, Parameters: s.target.Args,
 			TimeoutMS: s.timeout.Milliseconds(), RequestID: s.requestID, ConversationID: s.convID,
-			StreamOutput: s.progress != nil}) // stream only to someone watching
+			StreamOutput: s.progress != nil, // stream only to someone watching
+			StartGate:    s.gated()})
 	}
 	if err != nil {
 		c.finish(ctx, skills.Failed(wire.ErrInvalidParams, err.Error()))
@@ -216,7 +226,7 @@ func (c *toolCall) dispatch(ctx actor.Context) {
 	// (plus a margin for clocks): a command stuck in a broker for hours
 	// never runs a stale tool. A resend keeps the first deadline.
 	cmd.SetExpiry(s.o.Now(), s.deadline.Sub(s.o.Now()), 0)
-	ctx.Send(s.edges, &Dispatch{AgentID: s.agentID, Command: cmd, ReplyTo: ctx.Self(), Deadline: s.deadline})
+	ctx.Send(s.edges, &Dispatch{AgentID: s.agent(), Command: cmd, ReplyTo: ctx.Self(), Deadline: s.deadline, Gated: s.gated()})
 }
 
 // runLocal runs a local tool in a goroutine owned by this actor: stopping
@@ -266,7 +276,7 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		// latest; the conversation checks its result before that call.
 		pending := make(chan error, 1)
 		rec := AuditRow(CallRef{Node: s.o.Node, Side: s.o.Side, ConversationID: s.convID, RequestID: s.requestID, CallID: s.call.ID,
-			AgentID: s.agentID, Tool: s.call.Name, Params: s.call.Arguments, Elapsed: observed, AgentReported: remote}, res, s.o.Now())
+			AgentID: s.agent(), Tool: s.call.Name, Params: s.call.Arguments, Elapsed: observed, AgentReported: remote}, res, s.o.Now())
 		log, requestID, tool := s.o.Logger, s.requestID, s.call.Name
 		err := q.QueueToolCall(rec, func(err error) {
 			if err != nil {
@@ -282,7 +292,7 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		// Not queued (queue full, store closed): the write below reports it.
 	}
 	go func() {
-		msg, aerr := completeCall(s.o, s.convID, s.call, s.agentID, s.requestID, res, observed, remote)
+		msg, aerr := completeCall(s.o, s.convID, s.call, s.agent(), s.requestID, res, observed, remote)
 		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
 	}()

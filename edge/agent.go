@@ -76,8 +76,10 @@ type Agent struct {
 
 	total, succeeded, failed atomic.Int64
 
-	mu       sync.Mutex          // guards inflight
+	mu       sync.Mutex          // guards inflight and gates
 	inflight map[string]struct{} // request_ids being executed now
+	// gates are the gated requests waiting for their start (startgate.go).
+	gates map[string]chan bool
 
 	// waiting counts reports kept in the outbox; outboxKick wakes the
 	// drain loop (edge/outbox.go).
@@ -106,7 +108,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
-		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]struct{}{}, outboxKick: make(chan struct{}, 1)}
+		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]struct{}{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1)}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
@@ -283,6 +285,7 @@ func (a *Agent) statusMessage(presence string) mqttc.Message {
 			s.UptimeSeconds = int64(time.Since(a.start).Seconds())
 		}
 		s.MemoryMB = float64(memoryBytes()) / (1 << 20)
+		s.Features = []string{wire.FeatureStartGate}
 	}
 	b, _ := json.Marshal(s) // a struct of plain fields always marshals
 	return mqttc.Message{Topic: wire.StatusTopic(a.cfg.AgentID), Payload: b, QoS: 1, Retained: true}
@@ -331,6 +334,10 @@ func (a *Agent) onMessage(m mqttc.Message) {
 		if id := salvageRequestID(m.Payload); id != "" {
 			a.replyError(context.Background(), id, wire.ErrInvalidCommand, err.Error())
 		}
+		return
+	}
+	if cmd.Command == wire.CmdStart {
+		a.onStart(cmd) // never queued: the request it starts holds a worker
 		return
 	}
 	select {

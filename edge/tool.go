@@ -96,6 +96,13 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
 		return
 	}
 
+	if p.StartGate {
+		if run, why := a.awaitStart(ctx, cmd); !run {
+			a.failed.Add(1)
+			a.finishTool(ctx, cmd, p.ConversationID, p.Tool, p.Parameters, notStarted(why), true)
+			return
+		}
+	}
 	// Streaming only watches: the result below is the same with or without.
 	s := a.startStream(cmd.RequestID, p.StreamOutput)
 	out := a.runTool(proc.WithOnStart(s.context(ctx), a.noteProcess(ctx, cmd.RequestID)), p)

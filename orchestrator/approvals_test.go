@@ -13,7 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/testenv"
-	"github.com/evoclaw/evoclaw/orchestrator/approvals"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )

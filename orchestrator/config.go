@@ -11,8 +11,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/orchestrator/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
@@ -62,6 +62,8 @@ type Config struct {
 	Scheduler SchedulerConf `toml:"scheduler"`
 	// Approvals names the tool calls that wait for a person's decision.
 	Approvals approvals.Config `toml:"approvals"`
+	// Groups are edge agents called as one ([[groups]], groups.go).
+	Groups []GroupConf `toml:"groups"`
 	// Cluster joins this node to others (docs/CLUSTER.md); off when it
 	// names no etcd endpoint.
 	Cluster cluster.Config `toml:"cluster"`
@@ -138,17 +140,24 @@ type LoopConf struct {
 	ChatTimeout      Duration               `toml:"chat_timeout"`
 	HeartbeatTimeout Duration               `toml:"heartbeat_timeout"`
 	// SessionTools offers the session tools (agents_list, sessions_*,
-	// session_status); off by default. MaxSpawnDepth (default 2) bounds
-	// how deep sub-agents and sends nest; MaxChildren (default 4) the
-	// sub-agents one conversation runs at once.
-	SessionTools  bool `toml:"session_tools"`
-	MaxSpawnDepth int  `toml:"max_spawn_depth"`
-	MaxChildren   int  `toml:"max_children"`
-	// QuestionTool offers the question tool (ask the person); off by
-	// default. QuestionTimeout bounds the wait for a reply (default 5 min).
-	QuestionTool    bool     `toml:"question_tool"`
+	// session_status); on unless set to false (nil means on).
+	// MaxSpawnDepth (default 2) bounds how deep sub-agents and sends nest;
+	// MaxChildren (default 4) the sub-agents one conversation runs at once.
+	SessionTools  *bool `toml:"session_tools"`
+	MaxSpawnDepth int   `toml:"max_spawn_depth"`
+	MaxChildren   int   `toml:"max_children"`
+	// QuestionTool offers the question tool (ask the person); on unless
+	// set to false (nil means on). QuestionTimeout bounds the wait for a
+	// reply (default 5 min).
+	QuestionTool    *bool    `toml:"question_tool"`
 	QuestionTimeout Duration `toml:"question_timeout"`
 }
+
+// SessionToolsOn reports whether the session tools are offered.
+func (l LoopConf) SessionToolsOn() bool { return l.SessionTools == nil || *l.SessionTools }
+
+// QuestionToolOn reports whether the question tool is offered.
+func (l LoopConf) QuestionToolOn() bool { return l.QuestionTool == nil || *l.QuestionTool }
 
 // TimeoutConf is one tool category's timeouts.
 type TimeoutConf struct {
@@ -272,6 +281,7 @@ func (c *Config) Validate() error {
 	if c.Scheduler.AgentWait.Duration == 0 {
 		c.Scheduler.AgentWait.Duration = DefaultAgentWait
 	}
+	errs = append(errs, validateGroups(c.Groups)...)
 	if err := c.Approvals.Validate(); err != nil {
 		errs = append(errs, err)
 	}

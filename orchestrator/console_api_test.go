@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evoclaw/evoclaw/orchestrator/console"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/console"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 

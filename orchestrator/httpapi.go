@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evoclaw/evoclaw/orchestrator/console"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/console"
 	"github.com/evoclaw/evoclaw/persistence/hot"
 )
 

@@ -22,8 +22,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/orchestrator/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/providers"
@@ -61,6 +61,7 @@ type Node struct {
 	store  *sqlite.Store // tiers.Warm
 	system *actor.ActorSystem
 	edges  *actors.Edges
+	groups *actors.GroupToolbox // nil without [[groups]]
 	convs  *actors.Conversations
 	box    *toolbox.Box // the node's own tools and their MCP sessions
 	http   *httpAPI     // nil when [http] is off
@@ -231,6 +232,11 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 	boxes = n.sessionBoxes(boxes)
 	// The node's own tools first; a name no local tool has goes to the agents.
+	if len(cfg.Groups) > 0 {
+		// Before the agents' own tools: a group's name is not an agent's.
+		n.groups = &actors.GroupToolbox{Edges: n.edges, Groups: actorGroups(cfg.Groups), Logger: log.With("component", "groups")}
+		boxes = append(boxes, n.groups)
+	}
 	n.toolbox = append(boxes, &actors.EdgeToolbox{Edges: n.edges, Mode: cfg.Loop.Tools, Select: cfg.Loop.Select})
 	var gate actors.Approver
 	if n.gate.Enabled() {

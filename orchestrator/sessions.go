@@ -381,10 +381,10 @@ func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs
 // sessionBoxes appends the session tools and the question tool to boxes
 // when they are on.
 func (n *Node) sessionBoxes(boxes actors.Toolboxes) actors.Toolboxes {
-	if n.cfg.Loop.SessionTools {
+	if n.cfg.Loop.SessionToolsOn() {
 		boxes = append(boxes, newSessionTools(n))
 	}
-	if n.cfg.Loop.QuestionTool {
+	if n.cfg.Loop.QuestionToolOn() {
 		n.questions = newQuestions(n.cfg.Loop.QuestionTimeout.Duration)
 		boxes = append(boxes, n.questions)
 	}

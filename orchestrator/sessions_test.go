@@ -61,7 +61,6 @@ func (p playbook) provider() funcProvider {
 func sessionNode(t *testing.T, p llm.Provider, mod func(*Config)) *Node {
 	t.Helper()
 	node, _, _ := startAPI(t, func(c *Config) {
-		c.Loop.SessionTools, c.Loop.QuestionTool = true, true
 		if mod != nil {
 			mod(c)
 		}
@@ -212,7 +211,7 @@ func TestSpawnCancelledWithParent(t *testing.T) {
 // the tool's result, and a second reply finds no question.
 func TestQuestionOverHTTP(t *testing.T) {
 	play := playbook{"fill the tank": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("filling {{last}}")}}
-	_, base, token := startAPI(t, func(c *Config) { c.Loop.QuestionTool = true }, Options{Provider: play.provider()})
+	_, base, token := startAPI(t, nil, Options{Provider: play.provider()})
 	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{ConversationID: "q1", Text: "fill the tank", Stream: true})
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -270,5 +269,52 @@ func TestQuestionTimeout(t *testing.T) {
 	}
 	if len(asked) != 1 || !strings.Contains(ans.Text, "Error (timeout)") || !strings.Contains(ans.Text, "nobody answered") {
 		t.Fatalf("asked %d, answer %q", len(asked), ans.Text)
+	}
+}
+
+// TestSessionToolSwitches: the session tools and the question tool are
+// offered unless evoclaw.toml turns them off, each on its own.
+func TestSessionToolSwitches(t *testing.T) {
+	sessionNames := []string{ToolAgentsList, ToolSessionsList, ToolSessionsHistory, ToolSessionsSend, ToolSessionsSpawn, ToolSessionStatus}
+	for _, tc := range []struct {
+		name                string
+		loop                string // the [loop] section's body
+		sessions, questions bool
+	}{
+		{name: "defaults", sessions: true, questions: true},
+		{name: "session tools off", loop: "session_tools = false", questions: true},
+		{name: "question off", loop: "question_tool = false", sessions: true},
+		{name: "both off", loop: "session_tools = false\nquestion_tool = false"},
+		{name: "both on, said", loop: "session_tools = true\nquestion_tool = true", sessions: true, questions: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, _ := loadConfig(t, dir, "data_dir = \"data\"\n[loop]\n"+tc.loop+"\n", "")
+			offered := make(chan []string, 1)
+			p := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				var names []string
+				for _, d := range req.Tools {
+					names = append(names, d.Name)
+				}
+				select {
+				case offered <- names:
+				default:
+				}
+				return llm.Response{Message: say("ok")}, nil
+			})
+			node, _, _ := startAPI(t, func(c *Config) { c.Loop = cfg.Loop }, Options{Provider: p})
+			if _, err := node.Chat(context.Background(), "c", "hi"); err != nil {
+				t.Fatal(err)
+			}
+			names := strings.Join(<-offered, " ")
+			for _, n := range sessionNames {
+				if got := strings.Contains(names, n); got != tc.sessions {
+					t.Errorf("%s offered = %v, want %v (offered: %s)", n, got, tc.sessions, names)
+				}
+			}
+			if got := strings.Contains(names, ToolQuestion); got != tc.questions {
+				t.Errorf("question offered = %v, want %v (offered: %s)", got, tc.questions, names)
+			}
+		})
 	}
 }

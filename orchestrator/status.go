@@ -30,6 +30,8 @@ type Status struct {
 	MQTT MQTTStatus `json:"mqtt"`
 	// Ready is what GET /readyz answers.
 	Ready Readiness `json:"ready"`
+	// Groups are the [[groups]] with their online members.
+	Groups []GroupStatus `json:"groups"`
 	// Cluster is the membership this node sees; absent on a node alone.
 	Cluster *cluster.Status `json:"cluster,omitempty"`
 }
@@ -111,7 +113,7 @@ type MQTTStatus struct {
 func (n *Node) Status() Status {
 	m := n.Metrics()
 	s := Status{NodeID: n.cfg.NodeID, Broker: n.BrokerURL(), Agents: []AgentStatus{}, Metrics: m, Audit: n.AuditStatus(),
-		NodeTools: []ToolStatus{}, Ready: n.Ready()}
+		NodeTools: []ToolStatus{}, Ready: n.Ready(), Groups: n.groupStatus()}
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
 		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a),

@@ -14,4 +14,8 @@
 //
 // Implementations of [AuditLog] and [RequestLog] are safe for concurrent use.
 // The helpers in this package ([Excerpt], [NewRecordID]) are pure functions.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package persistence

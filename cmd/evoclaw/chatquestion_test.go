@@ -28,7 +28,6 @@ func TestChatAnswersAQuestion(t *testing.T) {
 	dir := t.TempDir()
 	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"},
 		HTTP: orchestrator.HTTPConf{Listen: "127.0.0.1:0"}}
-	cfg.Loop.QuestionTool = true
 	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Provider: askingProvider{}})
 	if err != nil {
 		t.Fatal(err)

@@ -27,10 +27,13 @@ const hostileCaps = `Pi 4 <script>window.__pwned="script"</script><img src=x one
 
 // consoleTranscript: the first chat runs a bash loop that streams its
 // output (and prints markup), the answer carries markup too; the second
-// chat runs a long command, which the test cancels.
+// asks the person a question; the third runs a long command, which the
+// test cancels.
 const consoleTranscript = `{"name":"console","turns":[
   {"content":"","tool_calls":[{"id":"c1","name":"pi1__bash","arguments":{"command":"for i in 1 2 3; do echo step $i; sleep 0.3; done; echo '<script>window.__pwned=\"tool\"</script>'","timeout_ms":20000}}]},
   {"content":"<b>bold?</b> pi1 said: {{result c1}}"},
+  {"content":"","tool_calls":[{"id":"q1","name":"question","arguments":{"question":"Which pump <i>now</i>?"}}]},
+  {"content":"you chose: {{result q1}}"},
   {"content":"","tool_calls":[{"id":"c2","name":"pi1__bash","arguments":{"command":"echo waiting; sleep 20","timeout_ms":30000}}]},
   {"content":"never reached"}]}`
 
@@ -114,6 +117,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	conv := b.eval(t, `document.getElementById('chat-title').textContent`).(string)
 	b.run(t, "listed", chromedp.WaitVisible(fmt.Sprintf(`#chat-list [data-conv=%q]`, conv)))
 	shot("chat")
+
+	// A question: the page shows it as text with a reply form, the reply
+	// resumes the loop and the model's answer carries it.
+	b.run(t, "question chat", chromedp.SendKeys("#chat-text", "Ask me", chromedp.ByID), chromedp.Click("#chat-send", chromedp.ByID))
+	b.run(t, "question shown", chromedp.WaitVisible(`#chat-log .step.question .reply`))
+	b.waitText(t, `#chat-log .step.question .asked`, "Which pump <i>now</i>?")
+	b.run(t, "reply", chromedp.SendKeys(`#chat-log .step.question .reply`, "pump 2"),
+		chromedp.Click(`#chat-log .step.question button`))
+	b.waitText(t, `#chat-log .step.question .state`, "You replied: pump 2")
+	b.waitText(t, `#chat-log .msg.answer:last-of-type p`, "you chose: pump 2")
+	shot("question")
 
 	// Cancel a running chat: the page says so and the node lets go of the
 	// agent's call.

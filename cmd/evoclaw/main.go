@@ -48,8 +48,9 @@ usage:
 `
 
 // version is set at build time with -ldflags "-X main.version=..." (see
-// cmd/release); "dev" otherwise, and `evoclaw version` then names the commit.
-var version = "dev"
+// cmd/release); empty otherwise, and `evoclaw version` then derives one
+// from the declared version (VERSION) and the commit (version.go).
+var version string
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

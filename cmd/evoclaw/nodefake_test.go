@@ -181,6 +181,8 @@ func fakeStatus(lastSeen time.Time) string {
 			Health: resilient.Health{Provider: "openai", Model: "gpt-x", CoolingUntil: lastSeen.Add(72 * time.Hour)}}}},
 		MQTT: orchestrator.MQTTStatus{URL: "tcp://127.0.0.1:1883", Embedded: true, Connected: true, ClientCount: 1,
 			Clients: []broker.ClientInfo{{ID: "evoclaw-pi1", Username: "pi1", Remote: "127.0.0.1:5555"}}},
+		Groups: []orchestrator.GroupStatus{{Name: "sensors", Members: []string{"pi1", "garage"}, Online: []string{"pi1"}, Tools: []string{"sysinfo"}},
+			{Name: "cellar", Members: []string{"cellar-*"}, Online: []string{}, Tools: []string{}}},
 	}
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -110,6 +110,9 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 		}
 	}
 	tw.Flush()
+	if len(d.Groups) > 0 {
+		printGroups(w, d.Groups)
+	}
 	if tools {
 		printTools(w, d, agents)
 	}
@@ -167,6 +170,23 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 			}
 		}
 	}
+}
+
+// printGroups writes each group with its online members and tools.
+func printGroups(w io.Writer, groups []orchestrator.GroupStatus) {
+	fmt.Fprintf(w, "\ngroups: %d\n", len(groups))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, g := range groups {
+		online := "none online"
+		if len(g.Online) > 0 {
+			online = fmt.Sprintf("%d online: %s", len(g.Online), strings.Join(g.Online, ", "))
+		}
+		fmt.Fprintf(tw, "  %s\tmembers %s\t%s\n", termLine(g.Name, 64), termLine(strings.Join(g.Members, ", "), 200), termLine(online, maxProgressLine))
+		if len(g.Tools) > 0 {
+			fmt.Fprintf(tw, "  \ttools: %s\n", termLine(strings.Join(g.Tools, ", "), maxProgressLine))
+		}
+	}
+	tw.Flush()
 }
 
 // printTools writes the table of each agent's tools and their counters.

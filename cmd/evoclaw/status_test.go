@@ -19,6 +19,7 @@ func TestStatusCommand(t *testing.T) {
 		regexp.MustCompile(`node +orch-1 +NOT READY: audit: disk full`),
 		regexp.MustCompile(`agents: 1 online, 1 offline`),
 		regexp.MustCompile(`garage +offline +heard never +Pi Zero`),
+		regexp.MustCompile(`groups: 2\n  sensors +members pi1, garage +1 online: pi1\n +tools: sysinfo\n  cellar +members cellar-\* +none online\n`),
 		regexp.MustCompile(`pi1 +online +heard [345]s ago +Pi 4 kitchen\n`),
 		// per-agent stats from the node's loop metrics, and from the agent
 		regexp.MustCompile(`pi1 +sysinfo +3 +0 +0 +12\.0 +20\n`),

@@ -1,16 +1,30 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
 )
 
+// declaredFile names the release this source tree is, or is being
+// prepared as: the VERSION file beside this one ("v0.9.0"). cmd/release
+// refuses to build a tag that names another version, so a tagged release
+// and a plain build of its source agree.
+//
+//go:embed VERSION
+var declaredFile string
+
+// declaredVersion is VERSION without surrounding white space.
+var declaredVersion = strings.TrimSpace(declaredFile)
+
 // buildInfo is what `evoclaw version` reports about the binary.
 type buildInfo struct {
 	// Version is the release (a git tag such as "v1.2.0") stamped with
-	// -ldflags "-X main.version=..."; "dev" for a plain go build.
+	// -ldflags "-X main.version=..."; for a plain go build, the version
+	// the toolchain derived from VCS, else a pseudo-version of the
+	// declared version and the commit, else the declared version itself.
 	Version string
 	// Commit is the VCS revision the binary was built from; empty when the
 	// build carried no VCS information (go run, go test, -buildvcs=false).
@@ -38,12 +52,10 @@ var (
 type stamp struct{ version, commit, date, modified string }
 
 // readBuildInfo combines the stamped values with the VCS settings the Go
-// toolchain records (-buildvcs); stamped values win.
-func readBuildInfo(st stamp, bi *debug.BuildInfo, ok bool) buildInfo {
+// toolchain records (-buildvcs) and the declared version; stamped values
+// win.
+func readBuildInfo(st stamp, declared string, bi *debug.BuildInfo, ok bool) buildInfo {
 	info := buildInfo{Version: st.version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if info.Version == "" {
-		info.Version = "dev"
-	}
 	if ok && bi != nil {
 		info.Go = bi.GoVersion
 		for _, s := range bi.Settings {
@@ -62,20 +74,32 @@ func readBuildInfo(st stamp, bi *debug.BuildInfo, ok bool) buildInfo {
 	if st.commit != "" {
 		info.Commit, info.Date, info.Modified = st.commit, st.date, st.modified == "true"
 	}
-	// A plain go build of a checkout has a version too: the one the Go
-	// toolchain derived from the tag or commit (Go 1.24 and later), else a
-	// pseudo-version of the commit and its time, as the release names it.
-	if info.Version == "dev" && ok && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	switch {
+	case info.Version != "":
+		// Stamped by cmd/release.
+	case ok && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		// The version the Go toolchain derived from the tag or commit
+		// (Go 1.24 and later).
 		info.Version = bi.Main.Version
-	} else if info.Version == "dev" && info.Commit != "" {
-		info.Version = pseudoVersion(info.Commit, info.Date, info.Modified)
+	case info.Commit != "":
+		// A pre-release of the declared version at this commit, as
+		// cmd/release names an untagged build.
+		info.Version = pseudoVersion(declared, info.Commit, info.Date, info.Modified)
+	default:
+		// Nothing recorded (-buildvcs=false, go run, go test): the source
+		// says which release it is.
+		info.Version = declared
 	}
 	return info
 }
 
-// pseudoVersion is a Go-style pseudo-version of a commit:
-// v0.0.0-YYYYMMDDHHMMSS-COMMIT12, with "+dirty" for a modified tree.
-func pseudoVersion(rev, date string, dirty bool) string {
+// pseudoVersion is a Go-style pseudo-version of a commit before the
+// release base: "v0.9.0-0.YYYYMMDDHHMMSS-COMMIT12" (for a pre-release
+// base "v1.0.0-rc.1", "v1.0.0-rc.1.0.YYYYMMDDHHMMSS-COMMIT12"), with
+// "+dirty" for a modified tree. A release base sorts after the releases
+// before it and before base itself; a pre-release base, as Go orders
+// pseudo-versions, just after base.
+func pseudoVersion(base, rev, date string, dirty bool) string {
 	ts := strings.NewReplacer("-", "", ":", "", "T", "", "Z", "").Replace(date)
 	if len(ts) > 14 {
 		ts = ts[:14]
@@ -83,7 +107,11 @@ func pseudoVersion(rev, date string, dirty bool) string {
 	if len(ts) != 14 {
 		ts = "00000000000000"
 	}
-	v := "v0.0.0-" + ts + "-" + shortCommit(rev)
+	sep := "-0."
+	if strings.Contains(base, "-") {
+		sep = ".0."
+	}
+	v := base + sep + ts + "-" + shortCommit(rev)
 	if dirty {
 		v += "+dirty"
 	}
@@ -99,7 +127,9 @@ func shortCommit(rev string) string {
 }
 
 // String is the one line `evoclaw version` prints, for example
-// "evoclaw v1.2.0 commit 0123456789ab date 2026-11-22T10:00:00Z go1.26.8 linux/arm64".
+// "evoclaw v1.2.0 commit 0123456789ab date 2026-11-22T10:00:00Z go1.26.8 linux/arm64",
+// or "evoclaw v0.9.0 (source build, no commit recorded) go1.26.8 linux/amd64"
+// for a build that recorded no commit.
 func (b buildInfo) String() string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "evoclaw %s", b.Version)
@@ -109,6 +139,8 @@ func (b buildInfo) String() string {
 			s.WriteString("+modified")
 		}
 		fmt.Fprintf(&s, " date %s", b.Date)
+	} else {
+		s.WriteString(" (source build, no commit recorded)")
 	}
 	fmt.Fprintf(&s, " %s %s", b.Go, b.Platform)
 	return s.String()
@@ -117,5 +149,5 @@ func (b buildInfo) String() string {
 // currentBuild is this binary's buildInfo.
 func currentBuild() buildInfo {
 	bi, ok := debug.ReadBuildInfo()
-	return readBuildInfo(stamp{version, commit, date, modified}, bi, ok)
+	return readBuildInfo(stamp{version, commit, date, modified}, declaredVersion, bi, ok)
 }

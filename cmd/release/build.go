@@ -178,5 +178,10 @@ func readSource(ctx context.Context, root string) (source, error) {
 	src.Modified = status != ""
 	// No reachable tag is not an error: the version is then a pseudo-version.
 	src.Describe, _ = git(ctx, root, "describe", "--tags", "--long", "--abbrev=12", "--match", "v[0-9]*", "HEAD")
+	declared, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(DeclaredFile)))
+	if err != nil {
+		return src, fmt.Errorf("read the declared version: %w", err)
+	}
+	src.Declared = strings.TrimSpace(string(declared))
 	return src, nil
 }

@@ -20,36 +20,67 @@ type source struct {
 	// Describe is `git describe --tags --long --match 'v[0-9]*'`
 	// ("v1.2.0-3-gabcdef123456"), empty when no tag is reachable.
 	Describe string
+	// Declared is the version the tree says it is or is being prepared
+	// as: cmd/evoclaw/VERSION ("v0.9.0"), which a plain go build prints.
+	Declared string
 }
+
+// DeclaredFile is where the tree declares its version, relative to the
+// repository root; cmd/evoclaw embeds it.
+const DeclaredFile = "cmd/evoclaw/VERSION"
+
+// semverRE is a release version: v, three numbers, an optional
+// pre-release.
+var semverRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 
 // describeRE splits git describe --long output: tag, commits since, hash.
 var describeRE = regexp.MustCompile(`^(v[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+-]*)-([0-9]+)-g([0-9a-f]+)$`)
 
-// releaseVersion is the version a build of src is stamped with: the tag
-// itself on a tagged commit; "v1.2.0-3-gabcdef123456" (as git describe
-// prints it) three commits after v1.2.0; a Go-style pseudo-version
-// "v0.0.0-20261123083000-abcdef123456" when no tag is reachable.
+// releaseVersion is the version a build of src is stamped with:
+//   - on a tagged commit, the tag, which must be the declared version (a
+//     release tag and the source it names agree, or nothing is built);
+//   - after a tag that is the declared version (the tree was released and
+//     not yet bumped), what git describe says: "v0.9.0-3-gabcdef123456";
+//   - otherwise (no tag, or the last tag is an older release), a Go-style
+//     pseudo-version before the declared version,
+//     "v0.9.0-0.20261123083000-abcdef123456", as a plain go build of the
+//     commit prints it.
 func releaseVersion(src source) (string, error) {
-	if src.Describe == "" {
-		if len(src.Commit) < 12 {
-			return "", fmt.Errorf("release version: commit %q is too short", src.Commit)
+	if !semverRE.MatchString(src.Declared) {
+		return "", fmt.Errorf("release version: %s says %q, want a version such as v1.2.0 or v1.3.0-rc.1", DeclaredFile, src.Declared)
+	}
+	if src.Describe != "" {
+		m := describeRE.FindStringSubmatch(src.Describe)
+		if m == nil {
+			return "", fmt.Errorf("release version: cannot read git describe output %q", src.Describe)
 		}
-		return "v0.0.0-" + src.Time.UTC().Format("20060102150405") + "-" + src.Commit[:12], nil
+		tag, since := m[1], m[2]
+		if since == "0" {
+			if tag != src.Declared {
+				return "", fmt.Errorf("release version: HEAD is tagged %s but %s says %s; set the file to the tag's version in the tagged commit", tag, DeclaredFile, src.Declared)
+			}
+			return tag, nil
+		}
+		if tag == src.Declared {
+			return src.Describe, nil
+		}
 	}
-	m := describeRE.FindStringSubmatch(src.Describe)
-	if m == nil {
-		return "", fmt.Errorf("release version: cannot read git describe output %q", src.Describe)
+	if len(src.Commit) < 12 {
+		return "", fmt.Errorf("release version: commit %q is too short", src.Commit)
 	}
-	if m[2] == "0" {
-		return m[1], nil
+	sep := "-0."
+	if strings.Contains(src.Declared, "-") {
+		sep = ".0."
 	}
-	return src.Describe, nil
+	return src.Declared + sep + src.Time.UTC().Format("20060102150405") + "-" + src.Commit[:12], nil
 }
 
 // debVersion turns a release version into a Debian version that sorts
 // the same way: "v1.2.0" is "1.2.0", "v1.2.0-rc1" is "1.2.0~rc1" (before
 // 1.2.0), "v1.2.0-3-gabc" is "1.2.0+3.gabc" (after 1.2.0), and the
-// pseudo-version "v0.0.0-20261123083000-abc" is "0.0.0~20261123083000.gabc".
+// pseudo-versions "v0.0.0-20261123083000-abc" and
+// "v0.9.0-0.20261123083000-abc" are "0.0.0~20261123083000.gabc" and
+// "0.9.0~0.20261123083000.gabc" (before 0.9.0).
 func debVersion(v string) (string, error) {
 	if !strings.HasPrefix(v, "v") || len(v) < 2 || v[1] < '0' || v[1] > '9' {
 		return "", fmt.Errorf("debian version of %q: want v<digit>...", v)
@@ -64,8 +95,14 @@ func debVersion(v string) (string, error) {
 	}
 	if base, rest, ok := strings.Cut(v, "-"); ok {
 		// A pseudo-version: timestamp and hash.
-		if ts, hash, ok := strings.Cut(rest, "-"); ok && len(ts) == 14 && isDigits(ts) {
-			return base + "~" + ts + ".g" + hash, nil
+		if ts, hash, ok := strings.Cut(rest, "-"); ok {
+			pre, digits := "", ts
+			if i := strings.LastIndex(ts, "."); i >= 0 {
+				pre, digits = ts[:i+1], ts[i+1:]
+			}
+			if len(digits) == 14 && isDigits(digits) {
+				return base + "~" + pre + digits + ".g" + hash, nil
+			}
 		}
 		// A pre-release: before the release itself.
 		v = base + "~" + strings.ReplaceAll(rest, "-", ".")

@@ -18,6 +18,10 @@
 //
 // A Handler and a Limiter are safe for concurrent use; handlers derived
 // with WithAttrs and WithGroup share their parent's Limiter.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package boundlog
 
 import (

@@ -27,4 +27,8 @@
 // Options.OnConnect runs on a goroutine of its own after every connection,
 // once the recorded subscriptions have been re-established. Close waits for a
 // running OnConnect to return, so OnConnect must not call Close.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package mqttc

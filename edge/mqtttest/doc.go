@@ -10,4 +10,8 @@
 //
 // Set EVOCLAW_REQUIRE_PEERS=1 (as CI should) to turn a missing mosquitto from
 // a skip into a failure.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package mqtttest

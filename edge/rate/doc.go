@@ -15,4 +15,8 @@
 // Every type is safe for concurrent use. Inbound checks and takes the
 // tokens of a key's two buckets under one lock, so a message is admitted or
 // refused whole.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package rate

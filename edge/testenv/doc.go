@@ -12,4 +12,8 @@
 // It is an ordinary package, not a _test file, so that the tests of any
 // package can import it, and it imports only the standard library, so that
 // a package's internal tests can import it without a cycle.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package testenv

@@ -3,6 +3,10 @@
 // the program does not know is an error, not silently ignored, and a
 // relative path in the file is relative to the file's directory, so that a
 // relative --config does not leave it relative to the working directory.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package tomlconf
 
 import (

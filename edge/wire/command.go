@@ -75,6 +75,11 @@ type ToolPayload struct {
 	// result. An agent that does not know it ignores it and only sends the
 	// result; false, the default, means no progress reports.
 	StreamOutput bool `json:"stream_output,omitempty"`
+	// StartGate is an evoclaw extension (startgate.go): the agent records
+	// the request, sends an "accepted" report and runs the tool only once
+	// the orchestrator answers with a "start" command that says run. Sent
+	// only to agents whose online status lists FeatureStartGate.
+	StartGate bool `json:"start_gate,omitempty"`
 }
 
 // PromptPayload is the payload of a "prompt" command.

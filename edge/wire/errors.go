@@ -19,13 +19,14 @@ const (
 	ErrInternal         ErrorType = "internal"          // a fault of evoclaw itself, never of the tool
 	ErrExpired          ErrorType = "expired"           // the command arrived or waited past its expires_at; it did not run
 	ErrBusy             ErrorType = "busy"              // the agent's command queue is full; it did not run (retry later)
+	ErrNotStarted       ErrorType = "not_started"       // a gated command was never told to run (startgate.go); it did not run
 )
 
 // Known reports whether t is one of the defined error types.
 func (t ErrorType) Known() bool {
 	switch t {
 	case ErrTimeout, ErrNotFound, ErrPermissionDenied, ErrInvalidParams, ErrExecutionFailed,
-		ErrAgentOffline, ErrInvalidCommand, ErrInterrupted, ErrInternal, ErrExpired, ErrBusy:
+		ErrAgentOffline, ErrInvalidCommand, ErrInterrupted, ErrInternal, ErrExpired, ErrBusy, ErrNotStarted:
 		return true
 	}
 	return false

@@ -27,6 +27,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("accepted invalid tool payload %+v", p)
 			}
 			_, _ = DecodePromptPayload(c.Payload)
+			_, _ = DecodeStartPayload(c.Payload)
 		}
 		if r, err := DecodeReport("a", b); err == nil {
 			if r.AgentID != "a" {
@@ -39,6 +40,9 @@ func FuzzDecode(f *testing.F) {
 			_, _ = DecodeToolsList(r)
 			_, _ = DecodeErrorPayload(r)
 			_, _ = DecodePromptResult(r)
+			if a, err := DecodeAccepted(r); err == nil && (a.RequestID == "" || len(a.RequestID) > MaxRequestIDLen) {
+				t.Fatalf("accepted invalid accepted report %+v", a)
+			}
 			if p, err := DecodeProgress(r); err == nil {
 				if r.ReportType != ReportProgress || p.RequestID == "" || len(p.RequestID) > MaxRequestIDLen || p.Seq < 1 ||
 					p.Omitted < 0 || len(p.Output) > MaxProgressOutput ||
@@ -47,8 +51,8 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
-		if s, err := DecodeStatus("a", b); err == nil && s.Status != PresenceOnline && s.Status != PresenceOffline {
-			t.Fatalf("accepted status %q", s.Status)
+		if s, err := DecodeStatus("a", b); err == nil && (s.Status != PresenceOnline && s.Status != PresenceOffline || len(s.Features) > MaxFeatures) {
+			t.Fatalf("accepted status %+v", s)
 		}
 		_, _ = DecodeCapabilities("a", b)
 		_, _, _ = ParseTopic(string(b))

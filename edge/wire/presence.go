@@ -24,6 +24,19 @@ type Status struct {
 	UptimeSeconds int64   `json:"uptime_seconds,omitempty"`
 	CPUPercent    float64 `json:"cpu_percent,omitempty"`
 	MemoryMB      float64 `json:"memory_mb,omitempty"`
+	// Features is an evoclaw extension: the optional parts of the wire
+	// this agent speaks (FeatureStartGate). Other peers ignore it.
+	Features []string `json:"features,omitempty"`
+}
+
+// HasFeature reports whether s lists feature f.
+func (s Status) HasFeature(f string) bool {
+	for _, x := range s.Features {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxCapabilitiesLen bounds the capability line shown to an LLM.
@@ -62,6 +75,14 @@ func DecodeStatus(topicAgent string, b []byte) (Status, error) {
 		return Status{}, &DecodeError{What: "status", Field: "status", Msg: "required"}
 	default:
 		return Status{}, &DecodeError{What: "status", Field: "status", Msg: fmt.Sprintf("unknown value %q (want online or offline)", s.Status)}
+	}
+	if len(s.Features) > MaxFeatures {
+		return Status{}, &DecodeError{What: "status", Field: "features", Msg: fmt.Sprintf("%d entries, at most %d", len(s.Features), MaxFeatures)}
+	}
+	for i, f := range s.Features {
+		if f == "" || len(f) > MaxFeatureLen {
+			return Status{}, &DecodeError{What: "status", Field: fmt.Sprintf("features[%d]", i), Msg: fmt.Sprintf("1 to %d bytes", MaxFeatureLen)}
+		}
 	}
 	return s, nil
 }

@@ -196,7 +196,7 @@ func DecodeReport(topicAgent string, b []byte) (Report, error) {
 		return Report{}, err
 	}
 	switch r.ReportType {
-	case ReportResult, ReportError, ReportHeartbeat, ReportMetric, ReportProgress:
+	case ReportResult, ReportError, ReportHeartbeat, ReportMetric, ReportProgress, ReportAccepted:
 	default:
 		return Report{}, &DecodeError{What: "report", Field: "report_type", Msg: fmt.Sprintf("unknown value %q", r.ReportType)}
 	}

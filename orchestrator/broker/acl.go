@@ -92,7 +92,7 @@ func underAgents(filter string) bool {
 }
 
 // ApprovalsPrefix is the topic level of pending approvals,
-// evoclaw/approvals/{id} (orchestrator/approvals.TopicPrefix).
+// evoclaw/approvals/{id} (orchestrator/internal/approvals.TopicPrefix).
 const ApprovalsPrefix = "evoclaw/approvals/"
 
 // isApprovalTopic reports whether topic is exactly evoclaw/approvals/{id},

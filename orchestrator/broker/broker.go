@@ -151,6 +151,11 @@ func Start(o Options) (_ *Broker, err error) {
 	server := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       mochiLogger(log, lim),
+		// No client may read $SYS (see auth.go), so its topics are not
+		// worth a stop-the-world memory reading and twenty retained
+		// publishes a second on an idle board: once a day keeps mochi's
+		// counters roughly current.
+		SysTopicResendInterval: sysTopicSeconds,
 	})
 	b := &Broker{opts: o, server: server, log: log}
 	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog}
@@ -339,6 +344,8 @@ const (
 	// maxSessionExpirySeconds caps how long the broker keeps the session of a
 	// disconnected client that asked for a persistent one.
 	maxSessionExpirySeconds = 60 * 60
+	// sysTopicSeconds is how often mochi refreshes its $SYS topics.
+	sysTopicSeconds = 24 * 60 * 60
 )
 
 // withDefaults fills zero fields and validates the rest.

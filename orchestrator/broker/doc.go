@@ -46,4 +46,8 @@
 // bound and accepting; Close stops accepting, disconnects every client,
 // waits until all connection goroutines have returned, and may be called
 // any number of times from any goroutine.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package broker

@@ -19,4 +19,8 @@
 // for, the proxy's goroutines end at Close, and the calls started in the
 // background are waited for before the checks. A Run is not safe for
 // concurrent use; separate Runs are independent.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package chaos

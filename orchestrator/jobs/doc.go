@@ -24,4 +24,8 @@
 // A Scheduler is safe for concurrent use. Tick, RunNow and the job
 // changes are serialised; runs execute concurrently, at most
 // Options.MaxRunning at once. Stop cancels the runs and waits for them.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package jobs

@@ -1,6 +1,12 @@
 // Package llm defines what the tool loop needs from a language model: a
 // provider that completes a chat with tool definitions, and the message
 // shapes of that chat. Concrete providers live in subpackages.
+//
+// Apart from Provider, Request, Response, Message and ToolCall, which the
+// signatures of the embedding API use (docs/EMBEDDING.md), this package is
+// part of evoclaw's implementation: other top-level folders of evoclaw share
+// it, so it cannot live in an internal/ folder, and it may change without
+// notice.
 package llm
 
 import (

@@ -22,4 +22,8 @@
 // # Concurrency
 //
 // The functions are pure; a Verifier is used by one goroutine.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package auditchain

@@ -22,4 +22,8 @@
 // A Store is safe for concurrent use. A Shipper owns one goroutine, started
 // by Start and stopped (and waited for) by Close; Status may be called from
 // any goroutine.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package cold

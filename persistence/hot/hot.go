@@ -7,6 +7,10 @@
 //
 // A Ring is safe for concurrent use. Add never blocks: when the ring is
 // full the oldest entry is overwritten.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package hot
 
 import (
@@ -74,11 +78,12 @@ func (f Filter) Match(e Entry) bool {
 
 // Ring keeps the most recent entries.
 type Ring struct {
-	mu      sync.Mutex    // guards the fields below
-	buf     []Entry       // circular; len(buf) == capacity once full
-	next    int           // index the next Add writes
-	full    bool          // buf has wrapped
-	changed chan struct{} // closed and replaced on every Add
+	mu       sync.Mutex    // guards the fields below
+	capacity int           // most entries kept
+	buf      []Entry       // circular once full; grows up to capacity, so an idle node holds no empty slots
+	next     int           // index the next Add writes
+	full     bool          // buf has wrapped
+	changed  chan struct{} // closed and replaced on every Add
 }
 
 // NewRing returns a Ring keeping capacity entries (DefaultCapacity when
@@ -87,7 +92,7 @@ func NewRing(capacity int) *Ring {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &Ring{buf: make([]Entry, capacity), changed: make(chan struct{})}
+	return &Ring{capacity: capacity, changed: make(chan struct{})}
 }
 
 // Add appends entries, overwriting the oldest when full.
@@ -98,9 +103,17 @@ func (r *Ring) Add(entries ...Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range entries {
+		if !r.full && r.next == len(r.buf) {
+			if len(r.buf) == cap(r.buf) { // grow by doubling, never past capacity
+				nb := make([]Entry, len(r.buf), min(max(2*len(r.buf), 64), r.capacity))
+				copy(nb, r.buf)
+				r.buf = nb
+			}
+			r.buf = r.buf[:len(r.buf)+1]
+		}
 		r.buf[r.next] = e
 		r.next++
-		if r.next == len(r.buf) {
+		if r.next == r.capacity {
 			r.next, r.full = 0, true
 		}
 	}

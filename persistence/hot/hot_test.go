@@ -55,7 +55,7 @@ func TestRingBoundedAndFiltered(t *testing.T) {
 			}
 		}
 	}
-	if len(NewRing(0).buf) != DefaultCapacity {
+	if NewRing(0).capacity != DefaultCapacity {
 		t.Fatal("zero capacity is not the default")
 	}
 }
@@ -123,5 +123,44 @@ func TestRingPage(t *testing.T) {
 	}
 	if _, head := NewRing(2).Page(-7, Filter{}, 0); head != -7 {
 		t.Fatalf("empty ring: head %d, want the after given", head)
+	}
+}
+
+// TestRingGrows: a ring allocates as it fills, never past its capacity,
+// and keeps the newest entries in order across the growth and the wrap.
+func TestRingGrows(t *testing.T) {
+	const capacity = 200
+	for _, n := range []int{0, 1, 63, 64, 65, 129, 199, 200, 201, 450} {
+		for _, batch := range []int{1, 7, 300} {
+			r := NewRing(capacity)
+			var es []Entry
+			for i := 1; i <= n; i++ {
+				es = append(es, entry(int64(i), KindTool, "a"))
+				if len(es) == batch || i == n {
+					r.Add(es...)
+					es = es[:0]
+				}
+			}
+			if cap(r.buf) > capacity {
+				t.Errorf("n=%d batch=%d: %d slots allocated, capacity %d", n, batch, cap(r.buf), capacity)
+			}
+			got := seqs(r.After(0, Filter{}, 0))
+			first := max(1, n-capacity+1)
+			if len(got) != n-first+1 {
+				t.Fatalf("n=%d batch=%d: %d entries kept, want %d", n, batch, len(got), n-first+1)
+			}
+			for i, s := range got {
+				if s != int64(first+i) {
+					t.Fatalf("n=%d batch=%d: kept %v..., want %d first", n, batch, got[:min(5, len(got))], first)
+				}
+			}
+			if n > 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				if err := r.Wait(ctx, int64(n-1)); err != nil {
+					t.Errorf("n=%d: Wait after the second newest: %v", n, err)
+				}
+				cancel()
+			}
+		}
 	}
 }

@@ -21,4 +21,8 @@
 // up to Options.MaxBatch writes, in one transaction (group commit), then
 // answers each caller with its own result. [Store.Close] stops accepting
 // writes, commits what was queued, and waits for the writer to exit.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package sqlite

@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,5 +270,57 @@ func TestMigrateV5AddsAgentElapsed(t *testing.T) {
 	}
 	if _, err := VerifyChain(ctx, path); err != nil {
 		t.Fatalf("restored: %v", err)
+	}
+}
+
+// An upgrade is all or nothing: when its last step fails, the database
+// keeps the version and the tables it had, a fresh file included, and the
+// next open (with the step working) brings it up to date.
+func TestMigrationIsAllOrNothing(t *testing.T) {
+	last := len(migrations)
+	for _, tc := range []struct {
+		name    string
+		path    func(t *testing.T) string
+		version int64
+		tables  int64
+	}{
+		{"fresh file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "audit.db") }, 0, 0},
+		{"v4 database", func(t *testing.T) string { return fixture(t, "v4.db") }, 4, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path(t)
+			before := int64(0)
+			if tc.tables < 0 {
+				before = queryOne(t, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'").(int64)
+			}
+			orig := migrationHooks[last]
+			migrationHooks[last] = func(context.Context, *sql.Tx, auditchain.Key) error { return errors.New("step fails") }
+			_, err := Open(path, Options{})
+			if orig == nil {
+				delete(migrationHooks, last)
+			} else {
+				migrationHooks[last] = orig
+			}
+			if err == nil || !strings.Contains(err.Error(), "step fails") {
+				t.Fatalf("Open with a failing last step = %v", err)
+			}
+			if v := queryOne(t, path, "PRAGMA user_version"); v != tc.version {
+				t.Fatalf("schema version after the failed upgrade %v, want %d", v, tc.version)
+			}
+			tables := queryOne(t, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'").(int64)
+			if want := max(tc.tables, before); tables != want {
+				t.Fatalf("%d tables after the failed upgrade, want %d", tables, want)
+			}
+			s, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if v := queryOne(t, path, "PRAGMA user_version"); v != int64(last) {
+				t.Fatalf("schema version %v, want %d", v, last)
+			}
+		})
 	}
 }

@@ -182,52 +182,46 @@ var migrationHooks = map[int]func(ctx context.Context, tx *sql.Tx, key auditchai
 // SchemaVersion is the schema version this build migrates databases to.
 var SchemaVersion = len(migrations)
 
-// migrate brings db to the newest version, len(migrations), one transaction per step, and refuses a
-// database whose version is newer than this build knows.
+// migrate brings db to the newest version, len(migrations), in one
+// transaction, and refuses a database whose version is newer than this
+// build knows. One transaction makes an upgrade all or nothing and a fresh
+// file one commit instead of one per step (each an fsync: on an SD card,
+// milliseconds of start-up apiece). The version is read inside the
+// transaction (which holds the write lock, see _txlock in writerDSN), so
+// two processes opening a fresh file cannot both apply the same steps.
 func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
-	for {
-		done, err := migrateStep(ctx, db, key)
-		if err != nil || done {
-			return err
-		}
-	}
-}
-
-// migrateStep applies the next migration, if any, in its own transaction.
-// The version is read inside the transaction (which holds the write lock,
-// see _txlock in writerDSN), so two processes opening a fresh file cannot
-// both apply the same step.
-func migrateStep(ctx context.Context, db *sql.DB, key auditchain.Key) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("begin migration: %w", err)
+		return fmt.Errorf("begin migration: %w", err)
 	}
 	defer tx.Rollback() // no-op after Commit
 
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return false, fmt.Errorf("read schema version: %w", err)
+		return fmt.Errorf("read schema version: %w", err)
 	}
 	switch {
 	case version > len(migrations):
-		return false, fmt.Errorf("%w: database has schema version %d, this build knows up to %d", ErrSchemaTooNew, version, len(migrations))
+		return fmt.Errorf("%w: database has schema version %d, this build knows up to %d", ErrSchemaTooNew, version, len(migrations))
 	case version == len(migrations):
-		return true, nil
+		return nil
 	}
-	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
-		return false, fmt.Errorf("migrate schema to version %d: %w", version+1, err)
-	}
-	if hook := migrationHooks[version+1]; hook != nil {
-		if err := hook(ctx, tx, key); err != nil {
-			return false, fmt.Errorf("migrate schema to version %d: %w", version+1, err)
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
+		if hook := migrationHooks[v+1]; hook != nil {
+			if err := hook(ctx, tx, key); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
 		}
 	}
-	// PRAGMA takes no bound parameters; version is an int we computed.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version+1)); err != nil {
-		return false, fmt.Errorf("set schema version %d: %w", version+1, err)
+	// PRAGMA takes no bound parameters; the version is an int we computed.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return fmt.Errorf("set schema version %d: %w", len(migrations), err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("commit schema version %d: %w", version+1, err)
+		return fmt.Errorf("commit schema version %d: %w", len(migrations), err)
 	}
-	return false, nil
+	return nil
 }

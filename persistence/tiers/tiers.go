@@ -8,6 +8,10 @@
 // Open, Start and Close are called by the node's owner; Status, Warm and
 // Ring may be used from any goroutine. Close stops the shipper and the
 // retainer (waiting for their goroutines) before closing the warm store.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package tiers
 
 import (

@@ -32,4 +32,8 @@
 // # Concurrency
 //
 // The tools and the local backend are safe for concurrent use.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package builtin

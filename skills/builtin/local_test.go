@@ -10,7 +10,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/builtin/opstest"
+	"github.com/evoclaw/evoclaw/skills/internal/opstest"
 	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 	"github.com/evoclaw/evoclaw/skills/proc"
 )

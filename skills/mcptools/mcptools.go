@@ -17,6 +17,10 @@
 //
 // A Set is safe for concurrent use; Close ends every session and waits for
 // stdio servers to exit.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package mcptools
 
 import (

@@ -45,4 +45,8 @@
 //
 // Run is safe for concurrent use; every call owns its child, pipes and
 // goroutines, and waits for all of them before it returns.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package proc

@@ -21,6 +21,10 @@
 // --die-with-parent). When the agent dies, the parent-death signal
 // skills/proc gives every child ends the sandbox process, and with it the
 // namespace (firejail's sandbox process dies with firejail the same way).
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package sandbox
 
 import (

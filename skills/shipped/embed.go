@@ -1,5 +1,9 @@
 // Package shipped holds the skills that come inside the evoclaw binary, so
 // that a fresh install can write them out and run them.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package shipped
 
 import (

@@ -8,10 +8,10 @@ import (
 
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/gittools"
-	"github.com/evoclaw/evoclaw/skills/memory"
-	"github.com/evoclaw/evoclaw/skills/todo"
-	"github.com/evoclaw/evoclaw/skills/webtools"
+	"github.com/evoclaw/evoclaw/skills/internal/gittools"
+	"github.com/evoclaw/evoclaw/skills/internal/memory"
+	"github.com/evoclaw/evoclaw/skills/internal/todo"
+	"github.com/evoclaw/evoclaw/skills/internal/webtools"
 )
 
 // addGroups adds the tools of the configured built-in groups, except

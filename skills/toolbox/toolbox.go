@@ -7,6 +7,10 @@
 // # Concurrency
 //
 // A Box is safe for concurrent use. Close is idempotent.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package toolbox
 
 import (
@@ -23,11 +27,11 @@ import (
 
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
+	"github.com/evoclaw/evoclaw/skills/internal/memory"
+	"github.com/evoclaw/evoclaw/skills/internal/sshops"
+	"github.com/evoclaw/evoclaw/skills/internal/webtools"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
-	"github.com/evoclaw/evoclaw/skills/memory"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
-	"github.com/evoclaw/evoclaw/skills/webtools"
 )
 
 // Builtin is the [builtin] table of a node's configuration.

@@ -1,5 +1,9 @@
 // Package evoclawtest builds the evoclaw binary for tests whose agents,
 // brokers and nodes run as real processes of it.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package evoclawtest
 
 import (

@@ -1,6 +1,10 @@
 // Package providers builds the llm.Provider a node or edge agent uses from
 // its [llm] configuration: the scripted transcript player, or a
 // resilient.Chain of OpenAI-compatible and Anthropic endpoints.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package providers
 
 import (
@@ -12,8 +16,8 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/anthropic"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/openai"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/anthropic"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/openai"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )

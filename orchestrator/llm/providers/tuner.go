@@ -6,11 +6,11 @@ import (
 	"net/http"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/budget"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/images"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/probe"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/budget"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/images"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/probe"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/textcalls"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
 )
 
 // Log keys of probing and tuning.

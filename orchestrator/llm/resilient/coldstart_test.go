@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/openai"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/openai"
 )
 
 // slowServer answers chat completions after delay(n) for the n-th request

@@ -8,7 +8,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/openai"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/openai"
 )
 
 func req() llm.Request {

@@ -28,6 +28,10 @@
 //
 // A Chain is safe for concurrent use. Calls queue for a link's Limiter
 // while honouring their context; nothing runs in the background.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package resilient
 
 import (

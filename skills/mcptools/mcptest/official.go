@@ -4,6 +4,10 @@
 //
 // A missing server, or a missing node, skips the test loudly, or fails it
 // when EVOCLAW_REQUIRE_PEERS=1.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package mcptest
 
 import (

@@ -5,6 +5,10 @@
 // skills/sandbox, tries what an attacker would (remount, mknod, raw
 // sockets, reading secrets, dialling host sockets) and reports each try.
 // A test binary using it calls ActAsProbe first thing in its TestMain.
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package sandboxtest
 
 import (

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
-	"github.com/evoclaw/evoclaw/orchestrator/llm/images"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/images"
 )
 
 // PNG is a 1×1 PNG image in base64 (96 bytes, 70 decoded).

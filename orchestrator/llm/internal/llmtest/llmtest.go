@@ -48,8 +48,26 @@ type Pair struct {
 	Stall           bool              `json:"stall"`
 }
 
-// Dir is testdata/llm relative to a package under orchestrator/llm/.
-const Dir = "../../../testdata/llm"
+// Dir is the repository's testdata/llm, relative to the test's package
+// directory at any depth under orchestrator/llm/ ("../../../testdata/llm"
+// from orchestrator/llm/providers, one more "../" from
+// orchestrator/llm/internal/openai).
+var Dir = testdataDir()
+
+// testdataDir finds testdata/llm in the nearest directory above the
+// working directory (a test runs in its package's directory) that holds
+// go.mod; "testdata/llm" when there is none, so that Load names the file
+// it could not open.
+func testdataDir() string {
+	rel := "."
+	for range 10 {
+		if _, err := os.Stat(filepath.Join(rel, "go.mod")); err == nil {
+			return filepath.Join(rel, "testdata", "llm")
+		}
+		rel = filepath.Join(rel, "..")
+	}
+	return filepath.Join("testdata", "llm")
+}
 
 // Load reads a pair file relative to Dir.
 func Load(t testing.TB, name string) Pair {

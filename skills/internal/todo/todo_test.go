@@ -9,7 +9,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
-	"github.com/evoclaw/evoclaw/skills/todo"
+	"github.com/evoclaw/evoclaw/skills/internal/todo"
 )
 
 func toolset(t *testing.T, dir string) *skills.Toolset {

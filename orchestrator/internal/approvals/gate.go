@@ -109,8 +109,13 @@ type Gate struct {
 	o   Options
 	log *slog.Logger
 
-	mu      sync.Mutex // guards waiters
+	mu      sync.Mutex // guards waiters and next
 	waiters map[string]chan actors.ApprovalDecision
+	// next is when Sweep must next read the store: the earliest expiry of
+	// the approvals pending at its last read, or of one requested since.
+	// Zero reads at once (a node that starts reads once); an idle node
+	// with nothing pending reads nothing.
+	next time.Time
 }
 
 var _ actors.Approver = (*Gate)(nil)
@@ -198,6 +203,9 @@ func (g *Gate) Await(ctx context.Context, req actors.ApprovalRequest, pending fu
 		g.log.Warn("approval not queued; the call is refused", "tool", tool, "err", err)
 		return actors.ApprovalDecision{Err: err}
 	}
+	// Only once it is stored: a sweep that reads before this point and
+	// misses it has already been told to read again by then.
+	g.lowerNext(a.Expires)
 	g.publish(id, a)
 	if pending != nil {
 		pending(id)
@@ -244,14 +252,25 @@ func (g *Gate) Decide(ctx context.Context, id string, approve bool, by, note str
 // Sweep denies, as timed out, every pending approval whose time is up.
 // The node calls it every second; tests call it after moving the clock.
 func (g *Gate) Sweep(ctx context.Context) error {
+	now := g.o.Now()
+	g.mu.Lock()
+	due := !now.Before(g.next)
+	if due {
+		g.next = never // an approval requested during the read lowers it
+	}
+	g.mu.Unlock()
+	if !due {
+		return nil
+	}
 	pending, err := g.o.Store.Approvals(ctx, persistence.ApprovalPending, 0)
 	if err != nil {
+		g.lowerNext(now) // read again next time
 		return fmt.Errorf("sweep approvals: %w", err)
 	}
-	now := g.o.Now()
 	var errs []error
 	for _, a := range pending {
 		if now.Before(a.Expires) {
+			g.lowerNext(a.Expires)
 			continue
 		}
 		if _, err := g.decide(ctx, a.ID, persistence.ApprovalTimedOut, ByTimeout,
@@ -260,6 +279,18 @@ func (g *Gate) Sweep(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// never is a time no approval expires at.
+var never = time.Unix(1<<62, 0)
+
+// lowerNext makes Sweep read the store again at t at the latest.
+func (g *Gate) lowerNext(t time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.Before(g.next) {
+		g.next = t
+	}
 }
 
 // List returns approvals in state (all when empty), newest first.

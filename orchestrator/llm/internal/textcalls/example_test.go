@@ -3,7 +3,7 @@ package textcalls_test
 import (
 	"fmt"
 
-	"github.com/evoclaw/evoclaw/orchestrator/llm/textcalls"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/textcalls"
 )
 
 func ExampleParse() {

@@ -6,8 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
 	"github.com/evoclaw/evoclaw/skills/internal/sshdtest"
+	"github.com/evoclaw/evoclaw/skills/internal/sshops"
 )
 
 // sshd is the shared test server with a dial helper for this package.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
-	"github.com/evoclaw/evoclaw/skills/gittools"
+	"github.com/evoclaw/evoclaw/skills/internal/gittools"
 )
 
 func write(t *testing.T, dir, name, body string) {

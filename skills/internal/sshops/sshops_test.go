@@ -13,9 +13,9 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/builtin/opstest"
-	"github.com/evoclaw/evoclaw/skills/builtin/sshops"
+	"github.com/evoclaw/evoclaw/skills/internal/opstest"
 	"github.com/evoclaw/evoclaw/skills/internal/proctest"
+	"github.com/evoclaw/evoclaw/skills/internal/sshops"
 )
 
 // TestSSHContract runs the built-in tools' backend contract, the one the

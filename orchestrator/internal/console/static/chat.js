@@ -199,10 +199,41 @@ function progress(r, p) {
       if (row) finishRow(row, p.status, p.error_type ? `${p.error_type}: ${p.error || ""}` : p.result || "", p.elapsed_ms || 0);
       break;
     }
+    case "question":
+      r.steps.append(questionNode(p));
+      break;
     case "dropped":
       r.steps.append(el("li", { class: "step muted", text: `the node dropped ${p.dropped_output_bytes} bytes of output and ${p.dropped_events} events: this page read too slowly` }));
       break;
   }
+}
+
+// questionNode shows the model's question to the person with a reply
+// form; the reply goes to POST /v1/chat/questions/{id} and the chat's
+// loop resumes with it. A question nobody answers times out on the node.
+function questionNode(p) {
+  const input = el("input", { type: "text", class: "reply", "aria-label": "your reply", maxlength: 4096, autocomplete: "off" });
+  const send = el("button", { type: "submit", text: "Reply" });
+  const state = el("p", { class: "muted state" });
+  const form = el("form", { class: "question-form" }, input, send);
+  const node = el("li", { class: "step question", "data-question": p.question_id },
+    el("p", { class: "asked" }, el("strong", { text: "The model asks: " }), p.question || ""), form, state);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const answer = input.value.trim();
+    if (!answer) return;
+    input.disabled = send.disabled = true;
+    try {
+      await call(`/v1/chat/questions/${encodeURIComponent(p.question_id)}`, { method: "POST", body: { answer } });
+      form.hidden = true;
+      setText(state, "You replied: " + answer);
+    } catch (err) {
+      input.disabled = send.disabled = false;
+      setText(state, "Reply not taken: " + err.message);
+    }
+  });
+  setTimeout(() => input.focus(), 0);
+  return node;
 }
 
 function finishRow(row, status, text, ms) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
-	"github.com/evoclaw/evoclaw/skills/memory"
+	"github.com/evoclaw/evoclaw/skills/internal/memory"
 )
 
 func open(t *testing.T, path string, max int) (*memory.Store, *skills.Toolset) {

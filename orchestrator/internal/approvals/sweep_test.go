@@ -1,0 +1,92 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// countingStore counts the reads of pending approvals and can fail them.
+type countingStore struct {
+	Store
+	reads atomic.Int64
+	fail  atomic.Bool
+}
+
+func (s *countingStore) Approvals(ctx context.Context, state string, limit int) ([]persistence.Approval, error) {
+	s.reads.Add(1)
+	if s.fail.Load() {
+		return nil, errors.New("disk on fire")
+	}
+	return s.Store.Approvals(ctx, state, limit)
+}
+
+// TestSweepReadsOnlyWhenDue: the sweeper, which runs every second, reads
+// the store once at start, then only when a pending approval can have
+// expired or a read failed: an idle node does no I/O for it. An approval
+// still times out at its time.
+func TestSweepReadsOnlyWhenDue(t *testing.T) {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "audit.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store := &countingStore{Store: db}
+	clock := testenv.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	g, err := New(Config{Timeout: llm.Duration{Duration: time.Minute}, Rules: []Rule{{Tools: []string{"*"}}}},
+		Options{Store: store, Node: "n", Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sweep := func(step string, wantReads int64) {
+		t.Helper()
+		if err := g.Sweep(ctx); err != nil && !store.fail.Load() {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if got := store.reads.Load(); got != wantReads {
+			t.Fatalf("%s: %d reads of the store, want %d", step, got, wantReads)
+		}
+	}
+	sweep("first sweep", 1)
+	for range 5 {
+		clock.Add(time.Second)
+		sweep("idle, nothing pending", 1)
+	}
+
+	pending := make(chan string, 1)
+	done := make(chan actors.ApprovalDecision, 1)
+	go func() {
+		done <- g.Await(ctx, actors.ApprovalRequest{ConversationID: "c", RequestID: "r1", Tool: "reboot", Name: "reboot",
+			Args: []byte(`{}`)}, func(id string) { pending <- id })
+	}()
+	<-pending
+	clock.Add(59 * time.Second)
+	sweep("pending, not yet expired", 1)
+	clock.Add(time.Second)
+	sweep("expired", 2)
+	if d := <-done; d.State != persistence.ApprovalTimedOut || d.Approved {
+		t.Fatalf("decision %+v, want timed out", d)
+	}
+	clock.Add(time.Second)
+	sweep("nothing pending again", 2)
+
+	// A failed read is tried again at the next sweep.
+	store.fail.Store(true)
+	g.lowerNext(clock.Now())
+	sweep("failing read", 3)
+	store.fail.Store(false)
+	clock.Add(time.Second)
+	sweep("read again after a failure", 4)
+	clock.Add(time.Second)
+	sweep("and idle after it", 4)
+}
