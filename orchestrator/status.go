@@ -155,7 +155,7 @@ func (n *Node) Status() Status {
 		}
 		s.MQTT.ClientCount = len(s.MQTT.Clients)
 	}
-	if n.cluster != nil {
+	if n.cluster != nil && n.cluster.c != nil {
 		cs := n.cluster.c.Status()
 		s.Cluster = &cs
 	}
