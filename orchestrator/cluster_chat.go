@@ -1,3 +1,5 @@
+//go:build !nocluster
+
 package orchestrator
 
 import (
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -32,24 +35,6 @@ const (
 	// chat; the next chat activates it again.
 	grainIdle = actors.DefaultIdleTimeout
 )
-
-// ErrNodeLost ends a chat whose conversation's owning node left the
-// cluster (died) before answering. The chat is not run again elsewhere:
-// it may have partly run (see the owner's audit trail); the next chat of
-// the conversation goes to the new owner, which continues from the
-// shared history.
-var ErrNodeLost = errors.New("the node running this conversation left the cluster")
-
-// RemoteChatError is a chat error from the node that ran the chat, with
-// the status and type that node mapped it to.
-type RemoteChatError struct {
-	Node    string
-	Status  int
-	Type    string
-	Message string
-}
-
-func (e *RemoteChatError) Error() string { return e.Message + " (on node " + e.Node + ")" }
 
 // The envelope ops.
 const (
@@ -144,6 +129,27 @@ func (e *envelope) message() *wrapperspb.BytesValue {
 // routable says whether a chat may run on another node: one whose input
 // is all data (a job's filtered toolbox or a seeded history is not).
 func routable(in ChatInput) bool { return !in.local && in.Toolbox == nil && in.Seed == nil }
+
+// startCluster joins the cluster [cluster] names; a node without it
+// starts nothing.
+func (n *Node) startCluster() error {
+	if n.cluster == nil {
+		return nil
+	}
+	c, err := cluster.Start(n.system, n.cfg.NodeID, n.cfg.Cluster, []*pcluster.Kind{n.conversationKind()},
+		n.log.With("component", "cluster"))
+	if err != nil {
+		return err
+	}
+	cn := n.cluster
+	c.OnLeft(func(left []cluster.Member) {
+		for _, m := range left {
+			cn.chat.fwd.lost(m.Address, m.Node)
+		}
+	})
+	cn.c = c
+	return nil
+}
 
 // conversationKindProps is the grain of a conversation on its owner: it
 // runs the forwarded chats in the node's conversation actors.
@@ -243,6 +249,11 @@ func (g *conversationGrain) run(root *actor.RootContext, e *envelope) {
 	}()
 }
 
+// clusterChat is the forwarding state of a clustered node.
+type clusterChat struct {
+	fwd forwards
+}
+
 // forwards are the chats this node forwarded, by owner address, so that
 // an owner leaving the cluster ends them at once.
 type forwards struct {
@@ -330,8 +341,8 @@ func (n *Node) converseCluster(ctx context.Context, in ChatInput) (ans *actors.A
 		}
 	}))
 	defer n.system.Root.Stop(replyPID)
-	cn.fwd.add(pid.Address, req, out)
-	defer cn.fwd.remove(pid.Address, req)
+	cn.chat.fwd.add(pid.Address, req, out)
+	defer cn.chat.fwd.remove(pid.Address, req)
 	c := in
 	n.system.Root.Send(pid, (&envelope{Op: opChat, Req: req, ReplyAddr: replyPID.Address, ReplyID: replyPID.Id,
 		Chat: &fwdChat{ConversationID: c.ConversationID, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Person: c.Person,

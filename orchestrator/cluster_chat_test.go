@@ -1,3 +1,5 @@
+//go:build !nocluster
+
 package orchestrator
 
 import (

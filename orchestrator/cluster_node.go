@@ -2,10 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync/atomic"
-
-	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -19,7 +18,7 @@ type clusterNode struct {
 	// shared is the cluster's conversation histories; nil without
 	// [cluster] state_url.
 	shared *cluster.SharedHistory
-	fwd    forwards
+	chat   clusterChat
 	// forwarded counts the chats this node sent to another node.
 	forwarded atomic.Int64
 }
@@ -32,6 +31,24 @@ func (n *Node) ClusterForwarded() int64 {
 	}
 	return n.cluster.forwarded.Load()
 }
+
+// ErrNodeLost ends a chat whose conversation's owning node left the
+// cluster (died) before answering. The chat is not run again elsewhere:
+// it may have partly run (see the owner's audit trail); the next chat of
+// the conversation goes to the new owner, which continues from the
+// shared history.
+var ErrNodeLost = errors.New("the node running this conversation left the cluster")
+
+// RemoteChatError is a chat error from the node that ran the chat, with
+// the status and type that node mapped it to.
+type RemoteChatError struct {
+	Node    string
+	Status  int
+	Type    string
+	Message string
+}
+
+func (e *RemoteChatError) Error() string { return e.Message + " (on node " + e.Node + ")" }
 
 // conversationHistory is the conversations' history store: the audit
 // database, and with [cluster] state_url the cluster's shared one too.
@@ -70,27 +87,6 @@ func (h sharedHistory) AppendHistory(ctx context.Context, id string, msgs []llm.
 		return err
 	}
 	return h.shared.AppendHistory(ctx, id, msgs)
-}
-
-// startCluster joins the cluster [cluster] names; a node without it
-// starts nothing.
-func (n *Node) startCluster() error {
-	if n.cluster == nil {
-		return nil
-	}
-	c, err := cluster.Start(n.system, n.cfg.NodeID, n.cfg.Cluster, []*pcluster.Kind{n.conversationKind()},
-		n.log.With("component", "cluster"))
-	if err != nil {
-		return err
-	}
-	cn := n.cluster
-	c.OnLeft(func(left []cluster.Member) {
-		for _, m := range left {
-			cn.fwd.lost(m.Address, m.Node)
-		}
-	})
-	cn.c = c
-	return nil
 }
 
 // shutdownActors stops the actor system: leaving the cluster first when

@@ -4,7 +4,7 @@
 // in-process cluster test is race-clean whatever evoclaw does. The other
 // cluster tests run the nodes as processes.
 
-//go:build !race
+//go:build !race && !nocluster
 
 package orchestrator
 

@@ -1,3 +1,5 @@
+//go:build !nocluster
+
 package cluster
 
 import (
