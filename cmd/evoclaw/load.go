@@ -89,41 +89,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	lat := make([]time.Duration, *convs)
-	errs := make([]error, *convs)
-	var wg sync.WaitGroup
-	began = time.Now()
-	for i := range *convs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			ans, err := node.Chat(ctx, fmt.Sprintf("load-%05d", i), fmt.Sprintf("agent sim-%03d", i%*agents))
-			lat[i] = time.Since(start)
-			if err == nil && !strings.HasPrefix(ans.Text, "done: ok") {
-				err = fmt.Errorf("conversation %d answered %q", i, ans.Text)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(began)
-	failed := 0
-	var firstErr error
-	for _, e := range errs {
-		if e != nil {
-			failed++
-			if firstErr == nil {
-				firstErr = e
-			}
-		}
-	}
+	r := runConversations(ctx, *convs, *agents, func(i int) *orchestrator.Node { return node })
+	lat, wall, failed, firstErr := r.lat, r.wall, r.failed, r.firstErr
 	withConvs, err := settledMem()
 	if err != nil {
 		return err
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))].Round(time.Microsecond) }
+	pct := r.pct
 	say("")
 	say("conversations (chat → scripted LLM → tool call over MQTT → simulated agent → back, audited, history stored)")
 	say("  %d done, %d failed in %s: %.0f conversations/s", *convs-failed, failed, wall.Round(time.Millisecond), float64(*convs)/wall.Seconds())
@@ -145,6 +117,53 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type memPoint struct {
 	mem  memKB
 	heap uint64
+}
+
+// loadRun is the outcome of runConversations: latencies sorted.
+type loadRun struct {
+	lat      []time.Duration
+	wall     time.Duration
+	failed   int
+	firstErr error
+}
+
+// pct is the q-quantile of the latencies.
+func (r loadRun) pct(q float64) time.Duration {
+	return r.lat[int(q*float64(len(r.lat)-1))].Round(time.Microsecond)
+}
+
+// runConversations starts convs conversations at once, conversation i
+// taken by via(i) and calling agent sim-(i mod agents), and waits for all.
+func runConversations(ctx context.Context, convs, agents int, via func(i int) *orchestrator.Node) loadRun {
+	lat := make([]time.Duration, convs)
+	errs := make([]error, convs)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			ans, err := via(i).Chat(ctx, fmt.Sprintf("load-%05d", i), fmt.Sprintf("agent sim-%03d", i%agents))
+			lat[i] = time.Since(start)
+			if err == nil && !strings.HasPrefix(ans.Text, "done: ok") {
+				err = fmt.Errorf("conversation %d answered %q", i, ans.Text)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	r := loadRun{lat: lat, wall: time.Since(began)}
+	for _, e := range errs {
+		if e != nil {
+			r.failed++
+			if r.firstErr == nil {
+				r.firstErr = e
+			}
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return r
 }
 
 // settledMem collects garbage, returns freed memory to the OS, and reads

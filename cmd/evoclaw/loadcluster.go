@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,7 +101,7 @@ func loadClusterSize(ctx context.Context, dir, etcdAddr string, n, agents, convs
 		wg.Wait()
 	}()
 	for i := range n {
-		port, err := freeLoopbackPort()
+		port, err := cluster.FreeLoopbackPort()
 		if err != nil {
 			return res, err
 		}
@@ -141,37 +139,13 @@ func loadClusterSize(ctx context.Context, dir, etcdAddr string, n, agents, convs
 			return res, err
 		}
 	}
-	lat := make([]time.Duration, convs)
-	errs := make([]error, convs)
-	var wg sync.WaitGroup
-	began := time.Now()
-	for i := range convs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			ans, err := nodes[i%n].Chat(ctx, fmt.Sprintf("load-%05d", i), fmt.Sprintf("agent sim-%03d", i%agents))
-			lat[i] = time.Since(start)
-			if err == nil && !strings.HasPrefix(ans.Text, "done: ok") {
-				err = fmt.Errorf("conversation %d answered %q", i, ans.Text)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(began)
-	for _, e := range errs {
-		if e != nil {
-			res.failed++
-		}
-	}
+	r := runConversations(ctx, convs, agents, func(i int) *orchestrator.Node { return nodes[i%n] })
+	res.failed = r.failed
 	after, err := settledMem()
 	if err != nil {
 		return res, err
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))].Round(time.Microsecond) }
-	res.perSec, res.p50, res.p99, res.max = float64(convs)/wall.Seconds(), pct(0.5), pct(0.99), lat[len(lat)-1].Round(time.Microsecond)
+	res.perSec, res.p50, res.p99, res.max = float64(convs)/r.wall.Seconds(), r.pct(0.5), r.pct(0.99), r.lat[len(r.lat)-1].Round(time.Microsecond)
 	res.memPerNodeKB = float64(after.mem.Anon-base.mem.Anon) / float64(n)
 	for _, node := range nodes {
 		res.forwarded += node.ClusterForwarded()
@@ -193,14 +167,4 @@ func waitClusterMembers(ctx context.Context, node *orchestrator.Node, n int) err
 		case <-t.C:
 		}
 	}
-}
-
-// freeLoopbackPort returns a loopback TCP port that was free when checked.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,7 +64,7 @@ func nodeKill(ctx context.Context, r *run) error {
 	cr.brokerURL = "tcp://" + addr
 	r.killedNodes = map[string]bool{}
 	for i := range clusterNodes {
-		port, err := freePort()
+		port, err := cluster.FreeLoopbackPort()
 		if err != nil {
 			return err
 		}
@@ -285,7 +284,7 @@ func (cr *clusterRun) startSQLD(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("node-kill needs sqld, the libSQL server (on PATH or in $%s): %w", SQLDEnv, err)
 		}
 	}
-	port, err := freePort()
+	port, err := cluster.FreeLoopbackPort()
 	if err != nil {
 		return "", err
 	}
@@ -320,14 +319,4 @@ func healthy(url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// freePort returns a loopback TCP port that was free when checked.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

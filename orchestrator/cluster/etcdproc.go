@@ -33,11 +33,11 @@ func StartLocalEtcd(ctx context.Context, dir string) (*LocalEtcd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd not found (Debian: apt-get install etcd-server): %w", err)
 	}
-	client, err := freePort()
+	client, err := FreeLoopbackPort()
 	if err != nil {
 		return nil, err
 	}
-	peer, err := freePort()
+	peer, err := FreeLoopbackPort()
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +86,9 @@ func (e *LocalEtcd) Stop() error {
 	}
 }
 
-// freePort returns a loopback TCP port that was free when checked.
-func freePort() (int, error) {
+// FreeLoopbackPort returns a loopback TCP port that was free when checked
+// (for the processes of a cluster on one machine).
+func FreeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
