@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -268,7 +269,10 @@ func owners(t *testing.T, db *sql.DB, conv string) []string {
 func TestClusterConversations(t *testing.T) {
 	state := sqldtest.Start(t, sqldtest.Options{})
 	transcript := countingTranscript(t, t.TempDir(), 20)
-	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n", state.URL(), transcript))
+	// The same sqld is every node's audit cold tier: one view of the
+	// cluster's trails.
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[audit.cold]\nurl = %q\npoll_interval = \"200ms\"\n",
+		state.URL(), transcript, state.URL()))
 	for i := range tc.nodes {
 		tc.start(i)
 	}
@@ -312,6 +316,32 @@ func TestClusterConversations(t *testing.T) {
 		}
 	}
 	t.Logf("owners: %v", byOwner)
+	// One cold view answers for every node, and every chain verifies.
+	var cold string
+	testenv.Eventually(t, clusterWait, func() bool {
+		time.Sleep(200 * time.Millisecond) // one query per 200ms, not a wait for an outcome
+		code, out, _ := runBinary(t, "", "audit", "sql", "--data-dir", tc.nodes[0].dir, "--tier", "cold", "--cold-url", state.URL(), "--csv",
+			"SELECT node FROM llm_calls GROUP BY node ORDER BY node")
+		cold = out
+		for owner := range byOwner {
+			if code != 0 || !strings.Contains(out, owner) {
+				return false
+			}
+		}
+		return true
+	}, "the cold tier holds every owner's llm calls")
+	t.Logf("nodes in the cold tier: %s", strings.Fields(cold))
+	// audit verify --tier cold checks every chain the cold tier holds:
+	// one per node, each verified.
+	verified := regexp.MustCompile(`(?m)^cold: chain (\S+): \d+ records verified`)
+	testenv.Eventually(t, clusterWait, func() bool {
+		time.Sleep(200 * time.Millisecond) // one run per 200ms, not a wait for an outcome
+		code, out, errOut := runBinary(t, "", "audit", "verify", "--data-dir", tc.nodes[0].dir, "--tier", "cold", "--cold-url", state.URL())
+		if code != 0 {
+			t.Fatalf("audit verify --tier cold: exit %d\n%s\n%s", code, out, errOut)
+		}
+		return len(verified.FindAllStringSubmatch(out, -1)) == len(tc.nodes)
+	}, "audit verify --tier cold verifies one chain per node")
 
 	// Kill the node owning the most conversations; each of them continues
 	// on a survivor from its stored history.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +81,7 @@ func (h *SharedHistory) ensureSchema(ctx context.Context) error {
 // transaction, so two nodes appending at once (an owner change in the
 // middle of a chat) never interleave inside a batch; the primary key
 // refuses a seq taken meanwhile.
-func (h *SharedHistory) AppendMessages(ctx context.Context, id string, msgs []persistence.Message) (err error) {
+func (h *SharedHistory) AppendMessages(ctx context.Context, id string, msgs []persistence.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -92,6 +93,39 @@ func (h *SharedHistory) AppendMessages(ctx context.Context, id string, msgs []pe
 	if err := h.ensureSchema(ctx); err != nil {
 		return err
 	}
+	// Another writer of the same database (another node, the audit cold
+	// tier shipping to the same sqld) may hold its lock: try again, a
+	// little later each time, within the caller's deadline.
+	wait := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := h.append(ctx, id, msgs)
+		if err == nil || !busy(err) || attempt == maxBusyAttempts {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+// maxBusyAttempts bounds the tries of an append that finds the database
+// locked (about 4 s of waiting in all).
+const maxBusyAttempts = 25
+
+// busy reports whether err is SQLite's "database is locked" (SQLITE_BUSY)
+// as the server reports it.
+func busy(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "database is locked") || strings.Contains(s, "SQLITE_BUSY")
+}
+
+// append is one attempt of AppendMessages.
+func (h *SharedHistory) append(ctx context.Context, id string, msgs []persistence.Message) (err error) {
 	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("cluster state: begin: %w", err)

@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
@@ -121,6 +123,58 @@ func TestSharedHistoryConcurrentAppends(t *testing.T) {
 			if u["content"] != a["content"] {
 				t.Fatalf("batches interleaved at seq %d: %s then %s", m.Seq, got[i-1].Body, m.Body)
 			}
+		}
+	}
+}
+
+// TestSharedHistoryWaitsForALock: another writer of the database (the
+// audit cold tier shipping to the same sqld) holds its write lock; the
+// append waits for it instead of failing the chat "database is locked".
+func TestSharedHistoryWaitsForALock(t *testing.T) {
+	srv := sqldtest.Start(t, sqldtest.Options{})
+	ctx := context.Background()
+	h, err := OpenSharedHistory(srv.URL(), "", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.AppendMessages(ctx, "c", []persistence.Message{msg("user", "first")}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("libsql", srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE other_writer (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.AppendMessages(ctx, "c", []persistence.Message{msg("user", "second")}) }()
+	time.Sleep(300 * time.Millisecond) // hold the lock a while: the append meets it
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("append while another writer held the lock: %v", err)
+	}
+	if got, _ := h.LoadMessages(ctx, "c"); len(got) != 2 {
+		t.Fatalf("%d messages", len(got))
+	}
+}
+
+func TestBusy(t *testing.T) {
+	for s, want := range map[string]bool{
+		"failed to execute SQL:\nSQLite error: database is locked": true,
+		"SQLITE_BUSY": true,
+		"UNIQUE constraint failed": false,
+	} {
+		if got := busy(errors.New(s)); got != want {
+			t.Errorf("busy(%q) = %v", s, got)
 		}
 	}
 }
