@@ -170,7 +170,7 @@ func TestSharedHistoryWaitsForALock(t *testing.T) {
 func TestBusy(t *testing.T) {
 	for s, want := range map[string]bool{
 		"failed to execute SQL:\nSQLite error: database is locked": true,
-		"SQLITE_BUSY": true,
+		"SQLITE_BUSY":              true,
 		"UNIQUE constraint failed": false,
 	} {
 		if got := busy(errors.New(s)); got != want {
