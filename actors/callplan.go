@@ -41,7 +41,7 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 	if target.Prompt != nil {
 		prefix = "prompt"
 	}
-	requestID := fmt.Sprintf("%s-%d-%d", prefix, c.o.Now().UnixNano(), requestSeq.Add(1))
+	requestID := RequestID(prefix, c.o.RequestTag, c.o.Now().UnixNano(), requestSeq.Add(1))
 	if target.Local != nil && c.cur.origin != "" {
 		// Nothing goes on the wire: audit the run under the request that
 		// started the chat, which links it to the caller's record.

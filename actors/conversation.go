@@ -83,7 +83,7 @@ func (c *conversation) Receive(ctx actor.Context) {
 	case *actor.Started:
 		ctx.SetReceiveTimeout(c.o.IdleTimeout)
 		c.load(ctx)
-	case *actor.ReceiveTimeout:
+	case *actor.ReceiveTimeout, *Evict:
 		if c.cur == nil && len(c.queue) == 0 && !c.loading {
 			// The manager stops us, so no Chat is forwarded to a dead actor.
 			ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self(), received: c.received})

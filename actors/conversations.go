@@ -73,6 +73,10 @@ func (m *manager) Receive(ctx actor.Context) {
 		if pid, ok := m.children[msg.ConversationID]; ok {
 			ctx.Forward(pid)
 		}
+	case *Evict:
+		if pid, ok := m.children[msg.ConversationID]; ok {
+			ctx.Forward(pid)
+		}
 	case *passivate:
 		pid, ok := m.children[msg.id]
 		if !ok || !pid.Equal(msg.pid) {
@@ -92,6 +96,13 @@ func (m *manager) Receive(ctx actor.Context) {
 			}
 		}
 	}
+}
+
+// Evict asks the actor of a conversation to stop once it is idle, so that
+// its next chat loads the history afresh: a clustered node sends it when
+// another node took the conversation over and may have added to it.
+type Evict struct {
+	ConversationID string
 }
 
 // passivate is a conversation asking its manager to stop it: when idle

@@ -100,6 +100,10 @@ type ConvOptions struct {
 	Side   string
 	System string
 	Model  string
+	// RequestTag, when set, goes into the request_id of every command the
+	// conversations send (RequestID): a clustered node tags its own, so
+	// that it ignores the reports answering the other nodes' commands.
+	RequestTag string
 	// MaxIterations bounds LLM turns that request tools (default 10).
 	MaxIterations int
 	// ToolErrorLimit ends the loop after this many consecutive turns in

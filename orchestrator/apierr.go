@@ -23,6 +23,7 @@ const (
 	ErrTypeTimeout        = "timeout_error"         // 504: no answer in time
 	ErrTypeInternal       = "internal_error"        // 500: a bug
 	ErrTypeCanceled       = "canceled"              // the client went away
+	ErrTypeNodeLost       = "node_lost_error"       // 503: the cluster node running the chat died
 )
 
 // statusClientClosed is logged (never seen) for a chat its client abandoned.
@@ -85,9 +86,15 @@ func apiErrorf(typ, param, format string, args ...any) APIError {
 // condition is a 500.
 func chatErrorStatus(err error) (int, string) {
 	var le *llm.Error
+	var re *RemoteChatError
 	switch {
 	case err == nil:
 		return http.StatusOK, ""
+	case errors.Is(err, ErrNodeLost):
+		return http.StatusServiceUnavailable, ErrTypeNodeLost
+	case errors.As(err, &re) && re.Status >= 400 && re.Status <= 599 && re.Type != "":
+		// the node that ran the chat mapped it already
+		return re.Status, re.Type
 	case errors.Is(err, ErrConversationID):
 		return http.StatusBadRequest, ErrTypeInvalidRequest
 	case errors.Is(err, ErrNotReady):

@@ -11,6 +11,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -66,6 +67,9 @@ type Config struct {
 	// Delegation lets edge agents' own loops use other agents' tools
 	// through the node (delegation.go); off unless it has rules.
 	Delegation DelegationConf `toml:"delegation"`
+	// Cluster joins this node to others (docs/CLUSTER.md); off when it
+	// names no etcd endpoint.
+	Cluster cluster.Config `toml:"cluster"`
 }
 
 // SchedulerConf is the [scheduler] section.
@@ -282,6 +286,9 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, validateGroups(c.Groups)...)
 	if err := c.Approvals.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(c.Approvals.Rules) > 0 && c.Approvals.Timeout.Duration >= c.Loop.ChatTimeout.Duration {

@@ -265,7 +265,7 @@ func (d *delegator) offer(chain []string) *wire.Delegation {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil
 	}
-	token := "dlg-" + hex.EncodeToString(b[:])
+	token := d.n.delegationToken(hex.EncodeToString(b[:]))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.n.now()

@@ -104,6 +104,8 @@ type Node struct {
 	verify *verifier
 	// deleg runs the calls agents' own loops delegate ([delegation]).
 	deleg *delegator
+	// cluster is the node's membership; nil unless [cluster] is set.
+	cluster *clusterNode
 
 	closeOnce sync.Once
 	closeErr  error
@@ -251,16 +253,23 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	for cat, tc := range cfg.Loop.Timeouts {
 		rules[cat] = actors.TimeoutRule{Default: tc.Default.Duration, Max: tc.Max.Duration}
 	}
+	hist, err := n.conversationHistory()
+	if err != nil {
+		return nil, err
+	}
 	if n.convs, err = actors.SpawnConversations(n.system.Root, actors.ConvOptions{
-		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: history{n.store}, Metrics: &n.metrics,
+		Provider: provider, Edges: n.edges, Audit: n.store, LLMLog: n.store, History: hist, Metrics: &n.metrics,
 		Toolbox: n.toolbox, Approvals: gate,
-		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt,
+		Node: cfg.NodeID, System: cfg.LLM.SystemPrompt, RequestTag: n.requestTag(),
 		MaxIterations: cfg.Loop.MaxToolIterations, ToolErrorLimit: cfg.Loop.ToolErrorLimit,
 		MaxIdenticalCalls: cfg.Loop.MaxIdenticalCalls, OnLimit: cfg.Loop.OnLimit, MaxParallel: cfg.Loop.MaxParallelTools,
 		// [llm] timeout bounds one attempt inside the provider chain; a
 		// completion with its retries and fallbacks is bounded by the chat.
 		TimeoutRules: rules, LLMTimeout: cfg.Loop.ChatTimeout.Duration, Logger: log.With("component", "conversations"),
 	}); err != nil {
+		return nil, err
+	}
+	if err := n.startCluster(); err != nil {
 		return nil, err
 	}
 	if err := n.startScheduler(ctx); err != nil {
@@ -328,7 +337,12 @@ func (n *Node) onMessage(m mqttc.Message) {
 			return
 		}
 		if r.ReportType == wire.ReportDelegate {
-			n.deleg.receive(agentID, r) // never reaches the actors
+			if !n.foreignDelegation(r) {
+				n.deleg.receive(agentID, r) // never reaches the actors
+			}
+			return
+		}
+		if n.foreignReport(r) {
 			return
 		}
 		if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {
@@ -423,6 +437,9 @@ type ChatInput struct {
 	MaxIterations int
 	Parent        string
 	Depth         int
+	// local runs the chat on this node even in a cluster: it was
+	// forwarded here by the conversation's grain.
+	local bool
 }
 
 // ErrConversationID is a missing or malformed conversation id.
@@ -439,6 +456,11 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	if wire.ValidateAgentID(in.ConversationID) != nil {
 		return nil, fmt.Errorf("%w %.60q: use letters, digits, '-' and '_', at most %d characters",
 			ErrConversationID, in.ConversationID, wire.MaxAgentIDLen)
+	}
+	if n.cluster != nil && n.cluster.c != nil && routable(in) {
+		if ans, err, forwarded := n.converseCluster(ctx, in); forwarded {
+			return ans, err
+		}
 	}
 	if err := n.auditGate(); err != nil {
 		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
@@ -522,7 +544,7 @@ func (n *Node) Close() error {
 			if n.edges != nil {
 				_ = actors.StopAndWait(n.system.Root, n.edges.PID, stopTimeout)
 			}
-			n.system.Shutdown()
+			n.shutdownActors()
 		}
 		if n.client != nil {
 			n.client.Close()

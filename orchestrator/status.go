@@ -6,6 +6,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
 )
@@ -31,6 +32,8 @@ type Status struct {
 	Ready Readiness `json:"ready"`
 	// Groups are the [[groups]] with their online members.
 	Groups []GroupStatus `json:"groups"`
+	// Cluster is the membership this node sees; absent on a node alone.
+	Cluster *cluster.Status `json:"cluster,omitempty"`
 }
 
 // AgentStatus is one edge agent in Status.
@@ -151,6 +154,10 @@ func (n *Node) Status() Status {
 			s.MQTT.Clients = cl
 		}
 		s.MQTT.ClientCount = len(s.MQTT.Clients)
+	}
+	if n.cluster != nil && n.cluster.c != nil {
+		cs := n.cluster.c.Status()
+		s.Cluster = &cs
 	}
 	return s
 }

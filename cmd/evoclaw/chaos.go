@@ -81,11 +81,20 @@ func cmdChaosNode(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("chaos-node", stderr)
 	dir := fs.String("data-dir", "", "the node's data directory")
 	listen := fs.String("listen", "127.0.0.1:0", "the embedded broker's host:port")
+	var no chaos.NodeOptions
+	fs.StringVar(&no.NodeID, "node-id", "", "the node's id (node-kill)")
+	fs.StringVar(&no.BrokerURL, "broker-url", "", "an external broker instead of the embedded one (node-kill)")
+	etcd := fs.String("etcd", "", "etcd endpoint: join a cluster (node-kill)")
+	fs.IntVar(&no.Cluster.Port, "cluster-port", 0, "the cluster's actor port (node-kill)")
+	fs.StringVar(&no.Cluster.StateURL, "state-url", "", "the cluster's sqld (node-kill)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" {
 		return fmt.Errorf("%w: --data-dir is required", errUsage)
 	}
-	return chaos.ServeNode(ctx, *dir, *listen, os.Stdin, stdout, logger(stderr, slog.LevelInfo))
+	if *etcd != "" {
+		no.Cluster.Etcd, no.Cluster.Name = []string{*etcd}, "chaos"
+	}
+	return chaos.ServeNode(ctx, *dir, *listen, no, os.Stdin, stdout, logger(stderr, slog.LevelInfo))
 }

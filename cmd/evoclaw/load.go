@@ -35,6 +35,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the conversations to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a heap profile, taken with the conversations held, to this file")
+	clusterSizes := fs.String("cluster", "", "run against clusters of these node counts instead, e.g. 1,2,3 (etcd on PATH; docs/CLUSTER.md)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -43,6 +44,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *clusterSizes != "" {
+		sizes, err := parseClusterSizes(*clusterSizes)
+		if err != nil {
+			return err
+		}
+		return loadCluster(ctx, sizes, *agents, *convs, *timeout, stdout, stderr)
+	}
 	dir, err := os.MkdirTemp("", "evoclaw-load-")
 	if err != nil {
 		return err
@@ -84,42 +92,15 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	lat := make([]time.Duration, *convs)
-	errs := make([]error, *convs)
-	var wg sync.WaitGroup
 	stopCPU, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
-	began = time.Now()
-	for i := range *convs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			ans, err := node.Chat(ctx, fmt.Sprintf("load-%05d", i), fmt.Sprintf("agent sim-%03d", i%*agents))
-			lat[i] = time.Since(start)
-			if err == nil && !strings.HasPrefix(ans.Text, "done: ok") {
-				err = fmt.Errorf("conversation %d answered %q", i, ans.Text)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(began)
+	r := runConversations(ctx, *convs, *agents, func(i int) *orchestrator.Node { return node })
 	if err := stopCPU(); err != nil {
 		return err
 	}
-	failed := 0
-	var firstErr error
-	for _, e := range errs {
-		if e != nil {
-			failed++
-			if firstErr == nil {
-				firstErr = e
-			}
-		}
-	}
+	lat, wall, failed, firstErr := r.lat, r.wall, r.failed, r.firstErr
 	withConvs, err := settledMem()
 	if err != nil {
 		return err
@@ -127,8 +108,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := writeHeapProfile(*memProfile); err != nil {
 		return err
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))].Round(time.Microsecond) }
+	pct := r.pct
 	say("")
 	say("conversations (chat → scripted LLM → tool call over MQTT → simulated agent → back, audited, history stored)")
 	say("  %d done, %d failed in %s: %.0f conversations/s", *convs-failed, failed, wall.Round(time.Millisecond), float64(*convs)/wall.Seconds())
@@ -150,6 +130,53 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type memPoint struct {
 	mem  memKB
 	heap uint64
+}
+
+// loadRun is the outcome of runConversations: latencies sorted.
+type loadRun struct {
+	lat      []time.Duration
+	wall     time.Duration
+	failed   int
+	firstErr error
+}
+
+// pct is the q-quantile of the latencies.
+func (r loadRun) pct(q float64) time.Duration {
+	return r.lat[int(q*float64(len(r.lat)-1))].Round(time.Microsecond)
+}
+
+// runConversations starts convs conversations at once, conversation i
+// taken by via(i) and calling agent sim-(i mod agents), and waits for all.
+func runConversations(ctx context.Context, convs, agents int, via func(i int) *orchestrator.Node) loadRun {
+	lat := make([]time.Duration, convs)
+	errs := make([]error, convs)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			ans, err := via(i).Chat(ctx, fmt.Sprintf("load-%05d", i), fmt.Sprintf("agent sim-%03d", i%agents))
+			lat[i] = time.Since(start)
+			if err == nil && !strings.HasPrefix(ans.Text, "done: ok") {
+				err = fmt.Errorf("conversation %d answered %q", i, ans.Text)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	r := loadRun{lat: lat, wall: time.Since(began)}
+	for _, e := range errs {
+		if e != nil {
+			r.failed++
+			if r.firstErr == nil {
+				r.firstErr = e
+			}
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return r
 }
 
 // settledMem collects garbage, returns freed memory to the OS, and reads

@@ -40,8 +40,8 @@ usage:
   evoclaw logs   [--data-dir DIR] [--filter=tool|llm|message|event] [--agent A] [--follow]   newest audited records
   evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
   evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
-  evoclaw load   [--agents 200] [--conversations 1000]      one orchestrator against simulated agents and concurrent conversations
-  evoclaw chaos  SCENARIO [--calls N] [--data-dir DIR] | list   fault scenarios against real processes: broker-restart, edge-kill, network-cut, orchestrator-kill
+  evoclaw load   [--agents 200] [--conversations 1000] [--cluster 1,2,3]   one orchestrator (or clusters of those sizes) against simulated agents and concurrent conversations
+  evoclaw chaos  SCENARIO [--calls N] [--data-dir DIR] | list   fault scenarios against real processes: broker-restart, edge-kill, network-cut, orchestrator-kill, node-kill
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
   evoclaw skills validate DIR...            check every skill.toml; exit 1 when any is broken
   evoclaw skills list [--permissions a,b] DIR... | --config agent.toml   the tools an agent would offer, and why others are not

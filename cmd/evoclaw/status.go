@@ -83,6 +83,7 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 	fmt.Fprintf(tw, "node\t%s\n", node)
 	fmt.Fprintf(tw, "broker\t%s\n", termLine(d.Broker, 200))
 	tw.Flush()
+	printCluster(w, d)
 
 	agents := append([]orchestrator.AgentStatus(nil), d.Agents...)
 	sort.Slice(agents, func(i, j int) bool { return agents[i].ID < agents[j].ID })
@@ -197,6 +198,25 @@ func printTools(w io.Writer, d *statusDoc, agents []orchestrator.AgentStatus) {
 			}
 			fmt.Fprintln(tw, row)
 		}
+	}
+	tw.Flush()
+}
+
+// printCluster writes the cluster's members as this node sees them;
+// nothing for a node alone.
+func printCluster(w io.Writer, d *statusDoc) {
+	c := d.Cluster
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\ncluster %s: %d members\n", termLine(c.Name, 64), len(c.Members))
+	tw := newTable(w, "")
+	for _, m := range c.Members {
+		self := ""
+		if m.Self {
+			self = "\t(this node)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", termLine(m.Node, 64), termLine(m.Address, 80), termLine(m.ID, 120), self)
 	}
 	tw.Flush()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 )
 
 // The orchestrator-kill scenario needs the node in a process it can
@@ -27,6 +28,9 @@ type nodeRequest struct {
 	Conv      string `json:"conv,omitempty"`
 	Text      string `json:"text,omitempty"`
 	WaitAgent string `json:"wait_agent,omitempty"`
+	// WaitMembers waits until the node's cluster has exactly this many
+	// members.
+	WaitMembers int `json:"wait_members,omitempty"`
 }
 
 // nodeReply answers the request with the same ID.
@@ -42,6 +46,14 @@ var errNodeKilled = errors.New("the orchestrator process ended before it answere
 // nodeConfig is the configuration of every scenario's node: the embedded
 // broker on listen, on loopback, with anonymous agents, unless brokerURL
 // names an external one.
+// NodeOptions make a chaos node one of a cluster (node-kill); the zero
+// value is a node alone with its embedded broker.
+type NodeOptions struct {
+	NodeID    string
+	BrokerURL string
+	Cluster   cluster.Config
+}
+
 func nodeConfig(dataDir, listen, brokerURL string) orchestrator.Config {
 	cfg := orchestrator.Config{DataDir: dataDir, Broker: orchestrator.BrokerConf{URL: brokerURL}}
 	if brokerURL == "" {
@@ -58,8 +70,10 @@ func nodeConfig(dataDir, listen, brokerURL string) orchestrator.Config {
 // or ctx does. It prints "evoclaw chaos node ready: tcp://ADDR", then
 // serves one JSON request per stdin line, concurrently, answering each
 // with a JSON line on stdout.
-func ServeNode(ctx context.Context, dataDir, listen string, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
-	n, err := orchestrator.Start(ctx, nodeConfig(dataDir, listen, ""), orchestrator.Options{Provider: driver{}, Logger: log})
+func ServeNode(ctx context.Context, dataDir, listen string, no NodeOptions, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	cfg := nodeConfig(dataDir, listen, no.BrokerURL)
+	cfg.NodeID, cfg.Cluster = no.NodeID, no.Cluster
+	n, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Provider: driver{}, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -85,7 +99,15 @@ func ServeNode(ctx context.Context, dataDir, listen string, stdin io.Reader, std
 		go func() {
 			defer wg.Done()
 			rep := nodeReply{ID: req.ID}
-			if req.WaitAgent != "" {
+			if req.WaitMembers > 0 {
+				err := waitFor(ctx, clusterWait, fmt.Sprintf("%d cluster members", req.WaitMembers), func() bool {
+					c := n.Status().Cluster
+					return c != nil && len(c.Members) == req.WaitMembers
+				})
+				if err != nil {
+					rep.Err = err.Error()
+				}
+			} else if req.WaitAgent != "" {
 				err := waitFor(ctx, 30*time.Second, "agent "+req.WaitAgent+" online with its tools", func() bool {
 					a, ok := n.Catalog().Agents[req.WaitAgent]
 					return ok && a.Online && len(a.Tools) > 0
@@ -93,7 +115,10 @@ func ServeNode(ctx context.Context, dataDir, listen string, stdin io.Reader, std
 				if err != nil {
 					rep.Err = err.Error()
 				}
-			} else if ans, err := n.Chat(ctx, req.Conv, req.Text); err != nil {
+			} else if ans, err := n.Chat(ctx, req.Conv, req.Text); errors.Is(err, orchestrator.ErrNodeLost) {
+				// Typed as the loop types its errors, for the outcome.
+				rep.Text = "Error (" + OutcomeNodeLost + "): " + err.Error()
+			} else if err != nil {
 				rep.Err = err.Error()
 			} else {
 				rep.Text = ans.Text
@@ -198,6 +223,11 @@ func (nc *nodeChild) request(ctx context.Context, req nodeRequest) (nodeReply, e
 func (nc *nodeChild) chat(ctx context.Context, conv, text string) (string, error) {
 	rep, err := nc.request(ctx, nodeRequest{Conv: conv, Text: text})
 	return rep.Text, err
+}
+
+func (nc *nodeChild) waitMembers(ctx context.Context, k int) error {
+	_, err := nc.request(ctx, nodeRequest{WaitMembers: k})
+	return err
 }
 
 func (nc *nodeChild) waitAgent(ctx context.Context, id string) error {

@@ -154,7 +154,7 @@ func (r *run) check(ctx context.Context) error {
 	sort.Strings(rep.RanTwice)
 
 	// The orchestrator's trail: one row per call, with the call's outcome.
-	res, err := sqlite.QueryReadOnly(ctx, r.audit,
+	res, err := r.queryAudits(ctx,
 		`SELECT json_extract(params, '$.tag'), request_id, status, coalesce(error_type, '') FROM tool_calls WHERE json_extract(params, '$.tag') LIKE 'call-%' ORDER BY id`)
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func (r *run) check(ctx context.Context) error {
 	for i := range rep.Calls {
 		c := &rep.Calls[i]
 		rows := byTag[c.Tag]
-		if c.Outcome == "hang" || (c.Outcome == OutcomeNodeKilled && len(rows) == 0) {
+		if c.Outcome == "hang" || ((c.Outcome == OutcomeNodeKilled || c.Outcome == OutcomeNodeLost) && len(rows) == 0) {
 			continue // a call cut by the node's death may not have ended
 		}
 		if len(rows) != 1 {
@@ -178,7 +178,7 @@ func (r *run) check(ctx context.Context) error {
 		}
 		c.RequestID = str(rows[0][1])
 		want := c.Outcome
-		if want == OutcomeNodeKilled {
+		if want == OutcomeNodeKilled || want == OutcomeNodeLost {
 			continue
 		}
 		if got := str(rows[0][3]); str(rows[0][2]) == "success" {
@@ -220,6 +220,13 @@ func (r *run) check(ctx context.Context) error {
 			rep.note("%s (%s) is in the orchestrator's trail as a late_result event only: the call was cut by the node's death", a.tag, a.requestID)
 			continue
 		}
+		if tag, tagged := actors.RequestTagOf(a.requestID); !ok && tagged && r.killedNodes[tag] {
+			// Its node died before the result came; the other nodes of
+			// the cluster leave another node's results alone.
+			rep.Joined++
+			rep.note("%s (%s) is in the agent's trail only: its node %s was killed before the result came", a.tag, a.requestID, tag)
+			continue
+		}
 		if !ok {
 			rep.problem("agent %s audited request %s (%s) that the orchestrator's trail lacks", a.agent, a.requestID, a.tag)
 			continue
@@ -247,7 +254,7 @@ func (r *run) check(ctx context.Context) error {
 	}
 
 	// The databases themselves.
-	paths := []string{r.audit}
+	paths := r.auditPaths()
 	for _, e := range r.edges {
 		paths = append(paths, filepath.Join(e.dataDir, "audit.db"))
 	}
@@ -266,7 +273,7 @@ func (r *run) check(ctx context.Context) error {
 // lateResults lists the request_ids the orchestrator received after it had
 // stopped waiting for them (late_result events).
 func (r *run) lateResults(ctx context.Context) (map[string]bool, error) {
-	res, err := sqlite.QueryReadOnly(ctx, r.audit,
+	res, err := r.queryAudits(ctx,
 		`SELECT json_extract(detail, '$.request_id') FROM events WHERE kind = ?`, actors.EventLateResult)
 	if err != nil {
 		return nil, err
@@ -280,7 +287,7 @@ func (r *run) lateResults(ctx context.Context) (map[string]bool, error) {
 
 // requestID reads c's request_id from the orchestrator's trail.
 func (r *run) requestID(ctx context.Context, c *Call) (string, error) {
-	res, err := sqlite.QueryReadOnly(ctx, r.audit, `SELECT request_id FROM tool_calls WHERE json_extract(params, '$.tag') = ?`, c.Tag)
+	res, err := r.queryAudits(ctx, `SELECT request_id FROM tool_calls WHERE json_extract(params, '$.tag') = ?`, c.Tag)
 	if err != nil {
 		return "", err
 	}
@@ -300,4 +307,31 @@ func str(v any) string {
 		return string(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// auditPaths are the orchestrators' audit databases: the node's, or every
+// node's of a cluster.
+func (r *run) auditPaths() []string {
+	if len(r.audits) > 0 {
+		return r.audits
+	}
+	return []string{r.audit}
+}
+
+// queryAudits runs q on every orchestrator audit database and returns
+// all their rows, database after database.
+func (r *run) queryAudits(ctx context.Context, q string, args ...any) (*sqlite.Result, error) {
+	var all *sqlite.Result
+	for _, p := range r.auditPaths() {
+		res, err := sqlite.QueryReadOnly(ctx, p, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = res
+		} else {
+			all.Rows = append(all.Rows, res.Rows...)
+		}
+	}
+	return all, nil
 }

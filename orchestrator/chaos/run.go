@@ -72,14 +72,21 @@ type run struct {
 	rep    *Report
 	// audit is the node's audit database; chat and agentReady reach the
 	// node, in this process or a child.
-	audit      string
-	chat       func(ctx context.Context, conv, text string) (string, error)
-	agentReady func(ctx context.Context, id string) error
+	audit string
+	// audits, when set, are every node's audit database (node-kill), and
+	// killedNodes the node ids the scenario killed.
+	audits      []string
+	killedNodes map[string]bool
+	chat        func(ctx context.Context, conv, text string) (string, error)
+	agentReady  func(ctx context.Context, id string) error
 	// conv, if set, is the one conversation of every call.
 	conv  string
 	procs []*child.Process // stopped at the end
 	nodes []*nodeChild     // their dispatchers are waited for at the end
 	edges map[string]*edgeConf
+	// cleanups run last at close, after the processes (etcd outlives the
+	// nodes that leave it).
+	cleanups []func()
 
 	outMu sync.Mutex // serialises lines to opts.Out
 
@@ -270,6 +277,10 @@ var historyMark = regexp.MustCompile(`\[history (\d+)\]$`)
 // was killed before it answered.
 const OutcomeNodeKilled = "orchestrator_killed"
 
+// OutcomeNodeLost is the outcome of a chat that the cluster node running
+// its conversation did not answer because it died (node-kill).
+const OutcomeNodeLost = "node_lost"
+
 func (r *run) do(ctx context.Context, c *Call) {
 	text, err := json.Marshal(order{Agent: c.Agent, Tag: c.Tag, File: r.runLog, Seconds: c.Seconds})
 	if err != nil {
@@ -389,5 +400,8 @@ func (r *run) close() {
 	}
 	for _, nc := range r.nodes {
 		<-nc.done
+	}
+	for _, f := range r.cleanups {
+		f()
 	}
 }

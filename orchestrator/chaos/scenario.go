@@ -24,6 +24,7 @@ func Scenarios() []Scenario {
 		{Name: "broker-restart", Summary: "the MQTT broker (a child process) is SIGKILLed mid-call and restarted on the same port", run: brokerRestart},
 		{Name: "edge-kill", Summary: "an edge agent is SIGKILLed mid-call and restarted on the same data directory; the cut command is redelivered", run: edgeKill},
 		{Name: "network-cut", Summary: "the network between an agent and the broker drops every packet, then comes back", run: networkCut},
+		{Name: "node-kill", Summary: "one of three clustered orchestrators (etcd, one broker, sqld), owner of the conversation, is SIGKILLed mid-call and restarted", run: nodeKill},
 		{Name: "orchestrator-kill", Summary: "the orchestrator process is SIGKILLed mid-conversation and restarted on the same data directory", run: orchestratorKill},
 	}
 }

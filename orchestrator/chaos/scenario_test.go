@@ -31,9 +31,9 @@ func runScenario(t *testing.T, name string) *Report {
 	if len(rep.Problems) > 0 {
 		t.Fatalf("%d checks failed: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
 	}
-	ended := 0 // calls the orchestrator finished, so audited
+	ended := 0 // calls an orchestrator finished, so audited
 	for _, c := range rep.Calls {
-		if c.Outcome != OutcomeNodeKilled {
+		if c.Outcome != OutcomeNodeKilled && c.Outcome != OutcomeNodeLost {
 			ended++
 		}
 	}

@@ -1,0 +1,532 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
+
+	_ "github.com/tursodatabase/libsql-client-go/libsql"
+)
+
+// clusterWait bounds what a cluster takes to notice a change: a killed
+// node's etcd lease (3s) must expire and the watch deliver its deletion.
+const clusterWait = 60 * time.Second
+
+// clusterNodeSpec is one node of a test cluster.
+type clusterNodeSpec struct {
+	id, dir, conf string
+}
+
+// testCluster is etcd, one mosquitto and the nodes' configs; nodes are
+// started with start.
+type testCluster struct {
+	t     *testing.T
+	etcd  *testenv.Process
+	mqtt  string
+	nodes []clusterNodeSpec
+	procs []*proc
+}
+
+// newTestCluster starts etcd and mosquitto and writes the config of n
+// nodes (node1..nodeN) sharing them, each with its actor port, HTTP API
+// on a loopback port and no model (the offline replies); extra is
+// appended to each [cluster] section.
+func newTestCluster(t *testing.T, n int, extra string) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, etcd: testenv.StartEtcd(t)}
+	tc.mqtt, _, _ = mqtttest.StartMosquitto(t)
+	root := t.TempDir()
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("node%d", i)
+		dir := filepath.Join(root, id)
+		conf := filepath.Join(root, id+".toml")
+		writeTestFile(t, conf, fmt.Sprintf(`node_id = %q
+[broker]
+url = %q
+[http]
+listen = "127.0.0.1:0"
+[cluster]
+etcd = [%q]
+name = "test"
+port = %d
+%s`, id, tc.mqtt, tc.etcd.Addr(), testenv.FreePort(t), extra))
+		tc.nodes = append(tc.nodes, clusterNodeSpec{id: id, dir: dir, conf: conf})
+		tc.procs = append(tc.procs, nil)
+	}
+	return tc
+}
+
+// api sends method path body to node i's API with its token and returns
+// the status and body; code 0 when it does not answer.
+func (tc *testCluster) api(i int, method, path string, body any) (int, []byte) {
+	tc.t.Helper()
+	dir := tc.nodes[i].dir
+	addr, err1 := os.ReadFile(filepath.Join(dir, orchestrator.HTTPAddrFile))
+	token, err2 := os.ReadFile(filepath.Join(dir, orchestrator.HTTPTokenFile))
+	if err1 != nil || err2 != nil {
+		return 0, nil
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			tc.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, strings.TrimSpace(string(addr))+path, rd)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// chat posts text to conversation conv through node i and returns the
+// answer's text, failing the test on any error.
+func (tc *testCluster) chat(i int, conv, text string) string {
+	tc.t.Helper()
+	code, b := tc.api(i, http.MethodPost, "/v1/chat", orchestrator.ChatRequest{ConversationID: conv, Text: text})
+	if code != http.StatusOK {
+		tc.t.Fatalf("chat %s through %s: status %d: %s", conv, tc.nodes[i].id, code, b)
+	}
+	var r orchestrator.ChatResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		tc.t.Fatalf("chat %s: %v: %s", conv, err, b)
+	}
+	return r.Text
+}
+
+// start starts node i (0-based) and returns its API base URL.
+func (tc *testCluster) start(i int) string {
+	tc.t.Helper()
+	s := tc.nodes[i]
+	p, m := startProc(tc.t, procSpec{Ready: serveReady}, "serve", "--config", s.conf, "--data-dir", s.dir)
+	tc.procs[i] = p
+	return m[2]
+}
+
+// status GETs node i's /v1/status; ok is false when it does not answer.
+func (tc *testCluster) status(i int) (orchestrator.Status, bool) {
+	tc.t.Helper()
+	code, b := tc.api(i, http.MethodGet, "/v1/status", nil)
+	var s orchestrator.Status
+	if code != http.StatusOK || json.Unmarshal(b, &s) != nil {
+		return orchestrator.Status{}, false
+	}
+	return s, true
+}
+
+// members returns the node ids node i sees in its cluster, sorted.
+func (tc *testCluster) members(i int) []string {
+	s, ok := tc.status(i)
+	if !ok || s.Cluster == nil {
+		return nil
+	}
+	var ids []string
+	for _, m := range s.Cluster.Members {
+		ids = append(ids, m.Node)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// others returns the indexes and ids of every node but node i.
+func (tc *testCluster) others(i int) ([]int, []string) {
+	var idx []int
+	var ids []string
+	for j, nd := range tc.nodes {
+		if j != i {
+			idx, ids = append(idx, j), append(ids, nd.id)
+		}
+	}
+	return idx, ids
+}
+
+// waitMembers waits until every node in from sees exactly want.
+func (tc *testCluster) waitMembers(from []int, want ...string) {
+	tc.t.Helper()
+	for _, i := range from {
+		testenv.Eventually(tc.t, clusterWait, func() bool {
+			time.Sleep(50 * time.Millisecond) // one status request per 50ms, not a wait for an outcome
+			return slices.Equal(tc.members(i), want)
+		}, fmt.Sprintf("%s sees members %v (last seen %v)", tc.nodes[i].id, want, tc.members(i)))
+	}
+}
+
+// TestClusterMembership: three serve processes on one etcd and one
+// mosquitto see each other; a SIGKILLed node is gone from the others'
+// status once its lease expires and back when it restarts; `evoclaw
+// status` prints the members.
+func TestClusterMembership(t *testing.T) {
+	tc := newTestCluster(t, 3, "")
+	for i := range tc.nodes {
+		tc.start(i)
+	}
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+
+	s, _ := tc.status(0)
+	self := 0
+	for _, m := range s.Cluster.Members {
+		if m.Self {
+			self++
+			if m.Node != "node1" {
+				t.Errorf("node1 marks %s as itself", m.Node)
+			}
+		}
+	}
+	if self != 1 || s.Cluster.Name != "test" {
+		t.Errorf("node1's cluster status: %+v", s.Cluster)
+	}
+	code, out, errOut := runBinary(t, "", "status", "--data-dir", tc.nodes[0].dir)
+	if code != 0 || !strings.Contains(out, "cluster test: 3 members") || !strings.Contains(out, "(this node)") {
+		t.Errorf("evoclaw status exit %d:\n%s\n%s", code, out, errOut)
+	}
+
+	tc.procs[2].kill()
+	tc.waitMembers([]int{0, 1}, "node1", "node2")
+
+	tc.start(2)
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+}
+
+// TestClusterOffByDefault: a node without [cluster] reports no cluster
+// section, as before.
+func TestClusterOffByDefault(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "evoclaw.toml")
+	writeTestFile(t, conf, "[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n[http]\nlisten = \"127.0.0.1:0\"\n")
+	startProc(t, procSpec{Ready: serveReady}, "serve", "--config", conf, "--data-dir", filepath.Join(dir, "node"))
+	code, out, errOut := runBinary(t, "", "status", "--json", "--data-dir", filepath.Join(dir, "node"))
+	if code != 0 || strings.Contains(out, `"cluster"`) {
+		t.Errorf("evoclaw status --json exit %d: cluster section on a node alone:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// countingTranscript answers the n-th assistant turn of a conversation
+// with "turn n: <the user's text>", so an answer shows how much history
+// the node that ran it had.
+func countingTranscript(t *testing.T, dir string, turns int) string {
+	t.Helper()
+	var ts []map[string]string
+	for i := 1; i <= turns; i++ {
+		ts = append(ts, map[string]string{"content": fmt.Sprintf("turn %d: {{user}}", i)})
+	}
+	b, err := json.Marshal(map[string]any{"name": "counting", "turns": ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "counting.json")
+	writeTestFile(t, path, string(b))
+	return path
+}
+
+// owners returns the nodes that appended conv's messages to the shared
+// history, in seq order, one entry per message.
+func owners(t *testing.T, db *sql.DB, conv string) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT node FROM cluster_messages WHERE conversation_id = ? ORDER BY seq`, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestClusterConversations: a conversation is run by one node whichever
+// node's API takes its chats; when that node is SIGKILLed the next chat
+// runs on a survivor, continuing from the shared history in sqld.
+func TestClusterConversations(t *testing.T) {
+	state := sqldtest.Start(t, sqldtest.Options{})
+	transcript := countingTranscript(t, t.TempDir(), 20)
+	// The same sqld is every node's audit cold tier: one view of the
+	// cluster's trails.
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[audit.cold]\nurl = %q\npoll_interval = \"200ms\"\n",
+		state.URL(), transcript, state.URL()))
+	for i := range tc.nodes {
+		tc.start(i)
+	}
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	db, err := sql.Open("libsql", state.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	convs := []string{"conv-a", "conv-b", "conv-c", "conv-d", "conv-e", "conv-f"}
+	for turn := 1; turn <= 3; turn++ {
+		for ci, conv := range convs {
+			via := (ci + turn) % 3 // every conversation through every node's API
+			text := fmt.Sprintf("%s says %d", tc.nodes[via].id, turn)
+			if got, want := tc.chat(via, conv, text), fmt.Sprintf("turn %d: %s", turn, text); got != want {
+				t.Fatalf("chat %s turn %d through %s = %q, want %q", conv, turn, tc.nodes[via].id, got, want)
+			}
+		}
+	}
+	byOwner := map[string][]string{}
+	for _, conv := range convs {
+		o := owners(t, db, conv)
+		if len(o) != 6 {
+			t.Fatalf("%s: %d shared messages, want 6 (3 chats)", conv, len(o))
+		}
+		for _, n := range o[1:] {
+			if n != o[0] {
+				t.Fatalf("%s was run by more than one node: %v", conv, o)
+			}
+		}
+		byOwner[o[0]] = append(byOwner[o[0]], conv)
+		// Only the owner's own audit trail holds the conversation.
+		for i, nd := range tc.nodes {
+			rows := query(t, filepath.Join(nd.dir, orchestrator.AuditFile),
+				fmt.Sprintf("SELECT COUNT(*) FROM messages WHERE conversation_id = '%s'", conv))
+			n := rows[0][0].(int64)
+			if (nd.id == o[0]) != (n == 6) || (nd.id != o[0] && n != 0) {
+				t.Errorf("%s: %d messages in %s's audit (owner %s)", conv, n, tc.nodes[i].id, o[0])
+			}
+		}
+	}
+	t.Logf("owners: %v", byOwner)
+	// One cold view answers for every node, and every chain verifies.
+	var cold string
+	testenv.Eventually(t, clusterWait, func() bool {
+		time.Sleep(200 * time.Millisecond) // one query per 200ms, not a wait for an outcome
+		code, out, _ := runBinary(t, "", "audit", "sql", "--data-dir", tc.nodes[0].dir, "--tier", "cold", "--cold-url", state.URL(), "--csv",
+			"SELECT node FROM llm_calls GROUP BY node ORDER BY node")
+		cold = out
+		for owner := range byOwner {
+			if code != 0 || !strings.Contains(out, owner) {
+				return false
+			}
+		}
+		return true
+	}, "the cold tier holds every owner's llm calls")
+	t.Logf("nodes in the cold tier: %s", strings.Fields(cold))
+	// audit verify --tier cold checks every chain the cold tier holds:
+	// one per node, each verified.
+	verified := regexp.MustCompile(`(?m)^cold: chain (\S+): \d+ records verified`)
+	testenv.Eventually(t, clusterWait, func() bool {
+		time.Sleep(200 * time.Millisecond) // one run per 200ms, not a wait for an outcome
+		code, out, errOut := runBinary(t, "", "audit", "verify", "--data-dir", tc.nodes[0].dir, "--tier", "cold", "--cold-url", state.URL())
+		if code != 0 {
+			t.Fatalf("audit verify --tier cold: exit %d\n%s\n%s", code, out, errOut)
+		}
+		return len(verified.FindAllStringSubmatch(out, -1)) == len(tc.nodes)
+	}, "audit verify --tier cold verifies one chain per node")
+
+	// Kill the node owning the most conversations; each of them continues
+	// on a survivor from its stored history.
+	victim := ""
+	for n, cs := range byOwner {
+		if victim == "" || len(cs) > len(byOwner[victim]) || len(cs) == len(byOwner[victim]) && n < victim {
+			victim = n
+		}
+	}
+	vi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == victim })
+	tc.procs[vi].kill()
+	alive, aliveIDs := tc.others(vi)
+	tc.waitMembers(alive, aliveIDs...)
+	for k, conv := range byOwner[victim] {
+		via := alive[k%len(alive)]
+		text := "after the kill"
+		if got, want := tc.chat(via, conv, text), "turn 4: "+text; got != want {
+			t.Fatalf("chat %s after %s died = %q, want %q (the history of 3 turns)", conv, victim, got, want)
+		}
+		o := owners(t, db, conv)
+		if len(o) != 8 || o[6] == victim || o[6] != o[7] {
+			t.Fatalf("%s after the kill: shared messages by %v", conv, o)
+		}
+	}
+}
+
+// slowSkill writes a skill whose tool "slow" appends a line to its
+// --marker file and then sleeps --seconds before answering "slept N":
+// the marker counts the runs.
+func slowSkill(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "bin", "slow"), `#!/bin/sh
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --marker) m=$2 ;;
+    --seconds) s=$2 ;;
+  esac
+  shift 2
+done
+echo run >> "$m"
+sleep "$s"
+echo "slept $s"
+`)
+	if err := os.Chmod(filepath.Join(dir, "bin", "slow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "skill.toml"), `[skill]
+name = "slow"
+version = "1.0.0"
+description = "sleeps"
+[[tools]]
+name = "slow"
+binary = "bin/slow"
+description = "counts its runs and sleeps"
+timeout_ms = 60000
+[tools.parameters]
+required = ["marker", "seconds"]
+[tools.parameters.properties.marker]
+type = "string"
+description = "file to append to"
+[tools.parameters.properties.seconds]
+type = "string"
+description = "how long to sleep"
+`)
+	return dir
+}
+
+// slowTranscript: every chat calls pi1__slow once (marker, seconds) and
+// then answers "tool said <its result>".
+func slowTranscript(t *testing.T, dir, marker, seconds string, chats int) string {
+	t.Helper()
+	var ts []map[string]any
+	for i := 1; i <= chats; i++ {
+		id := fmt.Sprintf("c%d", i)
+		ts = append(ts,
+			map[string]any{"content": "calling", "expect_tools": []string{"pi1__slow"},
+				"tool_calls": []map[string]any{{"id": id, "name": "pi1__slow", "arguments": map[string]string{"marker": marker, "seconds": seconds}}}},
+			map[string]any{"content": "tool said {{result " + id + "}}"})
+	}
+	b, err := json.Marshal(map[string]any{"name": "slow", "turns": ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "slow.json")
+	writeTestFile(t, path, string(b))
+	return path
+}
+
+// lines counts the lines of the file at path (0 when missing).
+func lines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// TestClusterEdgeCalls: an edge agent on the shared broker answers the
+// calls of whichever node runs the conversation; the other nodes, which
+// receive every report too, neither act on it nor audit it as late. A
+// node SIGKILLed while its call runs on the agent: the chat forwarded to
+// it ends node_lost at once, the call runs once and is not run again.
+func TestClusterEdgeCalls(t *testing.T) {
+	state := sqldtest.Start(t, sqldtest.Options{})
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "runs")
+	transcript := slowTranscript(t, dir, marker, "2", 10)
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n", state.URL(), transcript))
+	for i := range tc.nodes {
+		tc.start(i)
+	}
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	edge := evoclawtest.StartEdge(t, evoclawtest.EdgeSpec{ID: "pi1", BrokerURL: tc.mqtt, SkillDirs: []string{slowSkill(t)}})
+	for i := range tc.nodes {
+		testenv.Eventually(t, clusterWait, func() bool {
+			time.Sleep(50 * time.Millisecond) // one status request per 50ms
+			s, _ := tc.status(i)
+			for _, a := range s.Agents {
+				if a.ID == "pi1" && a.Online && slices.Contains(a.Tools, "slow") {
+					return true
+				}
+			}
+			return false
+		}, tc.nodes[i].id+" sees pi1 with its tool")
+	}
+	db, err := sql.Open("libsql", state.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	for i := range tc.nodes {
+		if got := tc.chat(i, "conv-tools", "go"); got != "tool said slept 2" {
+			t.Fatalf("chat through %s = %q", tc.nodes[i].id, got)
+		}
+	}
+	if n := lines(marker); n != 3 {
+		t.Fatalf("the tool ran %d times for 3 chats", n)
+	}
+	owner := owners(t, db, "conv-tools")[0]
+	for _, nd := range tc.nodes {
+		audit := filepath.Join(nd.dir, orchestrator.AuditFile)
+		calls := query(t, audit, "SELECT COUNT(*) FROM tool_calls WHERE agent_id = 'pi1'")[0][0].(int64)
+		late := query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result'")[0][0].(int64)
+		if want := map[bool]int64{true: 3, false: 0}[nd.id == owner]; calls != want || late != 0 {
+			t.Errorf("%s (owner %s): %d calls of slow audited (want %d), %d late results", nd.id, owner, calls, want, late)
+		}
+	}
+
+	// The kill: a chat forwarded to the owner, whose call runs on pi1.
+	vi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == owner })
+	via := (vi + 1) % 3
+	type result struct {
+		code int
+		body []byte
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, b := tc.api(via, http.MethodPost, "/v1/chat", orchestrator.ChatRequest{ConversationID: "conv-tools", Text: "again"})
+		done <- result{code, b}
+	}()
+	testenv.Eventually(t, clusterWait, func() bool { return lines(marker) == 4 }, "the fourth call starts on pi1")
+	tc.procs[vi].kill()
+	r := <-done
+	var f orchestrator.ChatFailure
+	if err := json.Unmarshal(r.body, &f); err != nil || r.code != http.StatusServiceUnavailable || f.Error.Type != orchestrator.ErrTypeNodeLost {
+		t.Fatalf("chat whose node died: status %d, body %s", r.code, r.body)
+	}
+	// pi1 finishes the call; nobody runs it again, nobody audits it late.
+	testenv.Eventually(t, clusterWait, func() bool {
+		return edge.Query("SELECT COUNT(*) FROM tool_calls WHERE tool = 'slow' AND status IS NOT NULL")[0][0].(int64) == 4
+	}, "pi1 records the fourth call's end")
+	alive, aliveIDs := tc.others(vi)
+	tc.waitMembers(alive, aliveIDs...)
+	if got := tc.chat(via, "conv-tools", "after"); got != "tool said slept 2" {
+		t.Fatalf("chat after the kill = %q", got)
+	}
+	if n := lines(marker); n != 5 {
+		t.Errorf("the tool ran %d times for 5 chats (one cut short by the kill)", n)
+	}
+	for _, i := range alive {
+		audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
+		if late := query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result'")[0][0].(int64); late != 0 {
+			t.Errorf("%s audited %d late results", tc.nodes[i].id, late)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+//go:build !nocluster
+
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// etcdBaseKey is the etcd key prefix of every evoclaw cluster's members.
+const etcdBaseKey = "/evoclaw"
+
+// Cluster is this node's membership in the cluster.
+type Cluster struct {
+	pc   *pcluster.Cluster
+	name string
+	self string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	members []Member
+	// onLeft are called with the members that left, on the event
+	// stream's goroutine.
+	onLeft []func(left []Member)
+
+	sub       any // the event stream subscription
+	closeOnce sync.Once
+}
+
+// Start joins system to the cluster cfg describes, under nodeID, with the
+// grain kinds given. It fails, instead of waiting forever, when no etcd
+// endpoint answers within DefaultDialTimeout.
+func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pcluster.Kind, log *slog.Logger) (_ *Cluster, err error) {
+	if !cfg.Enabled() {
+		return nil, errors.New("cluster: not configured")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := probeEtcd(cfg.Etcd); err != nil {
+		return nil, err
+	}
+	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: DefaultDialTimeout}}
+	var ropts []remote.ConfigOption
+	if cfg.Advertise != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
+	}
+	rcfg := remote.Configure(cfg.Host, cfg.Port, ropts...)
+	pcfg := pcluster.Configure(cfg.Name, provider, disthash.New(), rcfg, pcluster.WithKinds(kinds...))
+	// The member id is node.instance: a restarted node is a new member,
+	// so the lease of its previous life expiring never removes it.
+	system.ID = nodeID + "." + instanceID()
+	c := &Cluster{name: cfg.Name, self: cfg.Name + "@" + system.ID, log: log}
+	c.pc = pcluster.New(system, pcfg)
+	c.sub = system.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			c.topology(t)
+		}
+	})
+	// StartMember panics on what it cannot recover from (a port in use).
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: start member on %s:%d: %v", cfg.Host, cfg.Port, r)
+		}
+	}()
+	c.pc.StartMember()
+	log.Info("joined cluster", "cluster", cfg.Name, "member", c.self, "address", system.Address())
+	return c, nil
+}
+
+// lazyEtcd is protoactor's etcd provider, made when the cluster starts
+// the member: after the actor remote has started, so the etcd client's
+// gRPC connections never run while the remote sets gRPC's global logger.
+type lazyEtcd struct {
+	cfg clientv3.Config
+	p   *etcd.Provider
+}
+
+func (l *lazyEtcd) StartMember(c *pcluster.Cluster) error {
+	p, err := etcd.NewWithConfig(etcdBaseKey, l.cfg)
+	if err != nil {
+		return fmt.Errorf("cluster: etcd client: %w", err)
+	}
+	l.p = p
+	return p.StartMember(c)
+}
+
+func (l *lazyEtcd) StartClient(*pcluster.Cluster) error {
+	return errors.New("cluster: a node is always a member")
+}
+
+func (l *lazyEtcd) Shutdown(graceful bool) error {
+	if l.p == nil {
+		return nil
+	}
+	return l.p.Shutdown(graceful)
+}
+
+// instanceID is 8 random hex digits.
+func instanceID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// topology records the members of a new topology and tells the onLeft
+// callbacks who left.
+func (c *Cluster) topology(t *pcluster.ClusterTopology) {
+	ms := make([]Member, 0, len(t.Members))
+	for _, m := range t.Members {
+		ms = append(ms, c.member(m))
+	}
+	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.Node+a.ID, b.Node+b.ID) })
+	var left []Member
+	for _, m := range t.Left {
+		left = append(left, c.member(m))
+	}
+	c.mu.Lock()
+	c.members = ms
+	cbs := slices.Clone(c.onLeft)
+	c.mu.Unlock()
+	if len(left) > 0 {
+		c.log.Warn("cluster members left", "members", left)
+		for _, f := range cbs {
+			f(left)
+		}
+	}
+}
+
+// member converts a protoactor member.
+func (c *Cluster) member(m *pcluster.Member) Member {
+	return Member{Node: NodeOf(m.Id), ID: m.Id, Address: net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), Self: m.Id == c.self}
+}
+
+// OnLeft registers f to be told the members that leave; it runs on the
+// actor system's event stream and must be quick.
+func (c *Cluster) OnLeft(f func(left []Member)) {
+	c.mu.Lock()
+	c.onLeft = append(c.onLeft, f)
+	c.mu.Unlock()
+}
+
+// Status returns the members this node sees now.
+func (c *Cluster) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{Name: c.name, Self: c.self, Members: slices.Clone(c.members)}
+}
+
+// Self is this node's member id.
+func (c *Cluster) Self() string { return c.self }
+
+// Proto is protoactor's cluster, for the grain calls of this node.
+func (c *Cluster) Proto() *pcluster.Cluster { return c.pc }
+
+// closeTimeout bounds leaving the cluster: the provider deletes the
+// member's key without a deadline, and an unreachable etcd would hold the
+// node's stop forever.
+const closeTimeout = 15 * time.Second
+
+// Close leaves the cluster gracefully (the member's etcd key is deleted
+// at once, not at the end of its lease) and shuts the actor system down;
+// after closeTimeout it gives up waiting (the lease then ends the
+// membership).
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.pc.Shutdown(true)
+		}()
+		select {
+		case <-done:
+		case <-time.After(closeTimeout):
+			c.log.Warn("leaving the cluster takes too long (etcd unreachable?); the lease will end the membership", "after", closeTimeout)
+		}
+	})
+}

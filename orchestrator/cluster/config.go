@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultName = "evoclaw"
+	DefaultHost = "127.0.0.1"
+	DefaultPort = 8091
+	// DefaultDialTimeout bounds the first contact with etcd at start.
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// maxEndpoints bounds the etcd endpoints a config may list.
+const maxEndpoints = 16
+
+// Config is the [cluster] section of evoclaw.toml. The zero value is a
+// node on its own: no cluster, nothing started, nothing dialed.
+type Config struct {
+	// Etcd lists the etcd endpoints ("127.0.0.1:2379" or
+	// "http://host:2379") that hold the cluster's membership. Empty means
+	// clustering is off.
+	Etcd []string `toml:"etcd"`
+	// Name is the cluster's name: nodes with the same name (and etcd)
+	// form one cluster. Default DefaultName.
+	Name string `toml:"name"`
+	// Host and Port are where this node listens for the other nodes'
+	// actor messages (protoactor remote over gRPC). Default
+	// DefaultHost:DefaultPort.
+	Host string `toml:"host"`
+	Port int    `toml:"port"`
+	// Advertise is the host:port the other nodes dial to reach this one,
+	// when it differs from Host:Port (a node listening on 0.0.0.0).
+	Advertise string `toml:"advertise"`
+	// StateURL is the libSQL server (sqld) holding what the nodes share:
+	// conversation histories, so a conversation continues on another
+	// node when its owner dies. Its token, if any, is in the
+	// EVOCLAW_CLUSTER_STATE_TOKEN environment variable.
+	StateURL string `toml:"state_url"`
+}
+
+// StateTokenEnv names the environment variable holding the auth token
+// (a JWT) of StateURL; never read from a file.
+const StateTokenEnv = "EVOCLAW_CLUSTER_STATE_TOKEN"
+
+// Enabled reports whether the node joins a cluster.
+func (c Config) Enabled() bool { return len(c.Etcd) > 0 }
+
+// Validate fills the defaults of an enabled config and checks it; a
+// disabled one must set no other key, so a typo does not silently leave
+// a node alone.
+func (c *Config) Validate() error {
+	if !c.Enabled() {
+		if c.Name != "" || c.Host != "" || c.Port != 0 || c.Advertise != "" || c.StateURL != "" {
+			return errors.New("cluster: keys set but cluster.etcd is empty (clustering is off without etcd endpoints)")
+		}
+		return nil
+	}
+	var errs []error
+	if len(c.Etcd) > maxEndpoints {
+		errs = append(errs, fmt.Errorf("cluster.etcd: %d endpoints, at most %d", len(c.Etcd), maxEndpoints))
+	}
+	for i, e := range c.Etcd {
+		if err := checkEndpoint(e); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.etcd[%d]: %w", i, err))
+		}
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if err := wire.ValidateAgentID(c.Name); err != nil {
+		errs = append(errs, fmt.Errorf("cluster.name: %w", err))
+	}
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("cluster.port %d: want 1-65535", c.Port))
+	}
+	if c.Advertise != "" {
+		if _, p, err := net.SplitHostPort(c.Advertise); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.advertise %q: want host:port: %w", c.Advertise, err))
+		} else if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			errs = append(errs, fmt.Errorf("cluster.advertise %q: port: want 1-65535", c.Advertise))
+		}
+	}
+	if c.StateURL != "" {
+		u, err := url.Parse(c.StateURL)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("cluster.state_url: %w", err))
+		case u.Scheme != "libsql" && u.Scheme != "http" && u.Scheme != "https":
+			errs = append(errs, fmt.Errorf("cluster.state_url: scheme %q, want libsql, https or http", u.Scheme))
+		case u.User != nil || u.RawQuery != "":
+			errs = append(errs, fmt.Errorf("cluster.state_url: must not carry credentials or parameters; put the token in %s", StateTokenEnv))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkEndpoint accepts host:port or an http(s) URL with a host and port.
+func checkEndpoint(e string) error {
+	hostport := e
+	if u, err := url.Parse(e); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if u.Path != "" && u.Path != "/" || u.User != nil || u.RawQuery != "" {
+			return fmt.Errorf("%q: want scheme://host:port only", e)
+		}
+		hostport = u.Host
+	}
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil || h == "" {
+		return fmt.Errorf("%q: want host:port or http://host:port", e)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port: want 1-65535", e)
+	}
+	return nil
+}

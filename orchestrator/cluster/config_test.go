@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Config
+		err  string // "" means valid
+	}{
+		{"off", Config{}, ""},
+		{"off with keys", Config{Port: 9000}, "cluster.etcd is empty"},
+		{"defaults", Config{Etcd: []string{"127.0.0.1:2379"}}, ""},
+		{"url endpoint", Config{Etcd: []string{"http://10.0.0.2:2379"}}, ""},
+		{"no port", Config{Etcd: []string{"127.0.0.1"}}, "want host:port"},
+		{"bad port", Config{Etcd: []string{"127.0.0.1:99999"}}, "port: want 1-65535"},
+		{"url path", Config{Etcd: []string{"http://h:2379/x"}}, "scheme://host:port only"},
+		{"too many", Config{Etcd: make([]string, maxEndpoints+1)}, "endpoints, at most"},
+		{"bad name", Config{Etcd: []string{"h:1"}, Name: "a/b"}, "cluster.name"},
+		{"bad node port", Config{Etcd: []string{"h:1"}, Port: 70000}, "cluster.port"},
+		{"advertise", Config{Etcd: []string{"h:1"}, Advertise: "pi1.lan:8091"}, ""},
+		{"bad advertise", Config{Etcd: []string{"h:1"}, Advertise: "pi1.lan"}, "cluster.advertise"},
+		{"state url", Config{Etcd: []string{"h:1"}, StateURL: "http://127.0.0.1:8080"}, ""},
+		{"state scheme", Config{Etcd: []string{"h:1"}, StateURL: "ftp://x"}, "scheme"},
+		{"state creds", Config{Etcd: []string{"h:1"}, StateURL: "http://u:p@x:1"}, StateTokenEnv},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.in
+			err := c.Validate()
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				if c.Enabled() && (c.Name == "" || c.Host == "" || c.Port == 0) {
+					t.Errorf("defaults not filled: %+v", c)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestNodeOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"test@node1.ab12cd34": "node1",
+		"node-2.ff":           "node-2",
+		"plain":               "plain",
+	} {
+		if got := NodeOf(in); got != want {
+			t.Errorf("NodeOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+// Package cluster joins a node to other evoclaw nodes with protoactor-go's
+// cluster: membership from etcd (its etcd provider), grains placed by
+// distributed hashing (disthash), and actor messages between the nodes
+// over protoactor remote. It is started only when [cluster] names etcd
+// endpoints; the build tag nocluster leaves protoactor's cluster, its gRPC
+// remote and the etcd client out of the binary altogether.
+// docs/CLUSTER.md describes the design.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Member is one node of the cluster as the membership sees it.
+type Member struct {
+	// Node is the member's evoclaw node_id.
+	Node string `json:"node"`
+	// ID is its protoactor member id: cluster@node.instance, new at
+	// every start of the process.
+	ID string `json:"id"`
+	// Address is where the other nodes reach it (host:port).
+	Address string `json:"address"`
+	// Self marks the node answering.
+	Self bool `json:"self,omitempty"`
+}
+
+// Status is the membership a node sees now.
+type Status struct {
+	Name    string   `json:"name"`
+	Self    string   `json:"self"`
+	Members []Member `json:"members"`
+}
+
+// NodeOf returns the node_id inside a member id (cluster@node.instance).
+func NodeOf(memberID string) string {
+	s := memberID
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if i := strings.LastIndexByte(s, '.'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// probeEtcd asks the endpoints for their health over plain HTTP within
+// the dial timeout: the provider's own calls would wait forever for an
+// etcd that is not there (and a gRPC client started before the actor
+// remote would race with the remote setting gRPC's global logger).
+func probeEtcd(endpoints []string) error {
+	hc := http.Client{Timeout: DefaultDialTimeout}
+	var errs []error
+	for _, e := range endpoints {
+		base := e
+		if !strings.Contains(e, "://") {
+			base = "http://" + e
+		}
+		resp, err := hc.Get(strings.TrimSuffix(base, "/") + "/health")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: health %s", e, resp.Status))
+	}
+	return fmt.Errorf("cluster: no etcd endpoint is healthy within %s: %w", DefaultDialTimeout, errors.Join(errs...))
+}

@@ -1,0 +1,106 @@
+//go:build !nocluster
+
+package orchestrator
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/evoclaw/evoclaw/actors"
+)
+
+func TestDecodeEnvelope(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, err string // err "" means valid
+	}{
+		{"chat", `{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi"}}`, ""},
+		{"chat without reply", `{"op":"chat","req":"r1","chat":{"conversation_id":"c","text":"hi"}}`, "reply actor"},
+		{"chat without input", `{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p"}`, "without its input"},
+		{"cancel", `{"op":"cancel","req":"r1"}`, ""},
+		{"progress", `{"op":"progress","req":"r1","progress":{"kind":"tool_start"}}`, ""},
+		{"progress empty", `{"op":"progress","req":"r1"}`, "without its step"},
+		{"answer", `{"op":"answer","req":"r1","answer":{"conversation_id":"c","text":"ok"}}`, ""},
+		{"error", `{"op":"answer","req":"r1","error":{"Node":"n","Status":503,"Type":"x","Message":"m"}}`, ""},
+		{"answer and error", `{"op":"answer","req":"r1","answer":{},"error":{}}`, "exactly one"},
+		{"answer neither", `{"op":"answer","req":"r1"}`, "exactly one"},
+		{"no req", `{"op":"cancel"}`, "req"},
+		{"long req", `{"op":"cancel","req":"` + strings.Repeat("r", 65) + `"}`, "req"},
+		{"unknown op", `{"op":"drop","req":"r1"}`, "unknown op"},
+		{"not json", `{`, "cluster message"},
+		{"too large", `{"op":"cancel","req":"r1","x":"` + strings.Repeat("a", maxEnvelope) + `"}`, "at most"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := decodeEnvelope([]byte(tc.in))
+			if tc.err == "" {
+				if err != nil || e == nil {
+					t.Fatalf("decodeEnvelope: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("decodeEnvelope = %v, want an error containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestEnvelopeRoundTrip: what a node sends, the other decodes to the same.
+func TestEnvelopeRoundTrip(t *testing.T) {
+	in := &envelope{Op: opAnswer, Req: "fwd-1", Answer: &fwdAnswer{ConversationID: "c", Text: "done", Iterations: 2, ToolCalls: 1,
+		Calls: []actors.CallSummary{{Tool: "t", Success: true, Result: "ok"}}}}
+	out, err := decodeEnvelope(in.message().Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := mustJSON(t, in), mustJSON(t, out)
+	if a != b {
+		t.Fatalf("round trip:\n%s\n%s", a, b)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestChatErrorStatusAcrossNodes(t *testing.T) {
+	code, typ := chatErrorStatus(&RemoteChatError{Node: "n2", Status: 429, Type: ErrTypeBusy, Message: "busy"})
+	if code != 429 || typ != ErrTypeBusy {
+		t.Errorf("remote busy = %d %s", code, typ)
+	}
+	code, typ = chatErrorStatus(&RemoteChatError{Node: "n2", Status: 200, Type: "odd", Message: "?"})
+	if code != 500 || typ != ErrTypeInternal {
+		t.Errorf("remote error with a success status = %d %s, want the internal error", code, typ)
+	}
+	code, typ = chatErrorStatus(ErrNodeLost)
+	if code != 503 || typ != ErrTypeNodeLost {
+		t.Errorf("node lost = %d %s", code, typ)
+	}
+}
+
+func FuzzDecodeEnvelope(f *testing.F) {
+	f.Add([]byte(`{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi"}}`))
+	f.Add([]byte(`{"op":"answer","req":"r1","error":{"Status":503}}`))
+	f.Add([]byte(`{"op":"progress","req":"r","progress":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeEnvelope(b)
+		if err != nil {
+			return
+		}
+		switch {
+		case e.Req == "" || len(e.Req) > 64:
+			t.Fatalf("accepted req %q", e.Req)
+		case e.Op == opChat && (e.Chat == nil || e.ReplyAddr == "" || e.ReplyID == ""):
+			t.Fatal("accepted a chat it cannot run")
+		case e.Op == opProgress && e.Progress == nil:
+			t.Fatal("accepted an empty progress")
+		case e.Op == opAnswer && (e.Answer == nil) == (e.Error == nil):
+			t.Fatal("accepted an ambiguous answer")
+		}
+	})
+}

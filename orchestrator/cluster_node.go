@@ -1,0 +1,159 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/cluster"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
+
+// clusterNode is what a clustered node adds to a node alone.
+type clusterNode struct {
+	c *cluster.Cluster // nil until startCluster
+	// shared is the cluster's conversation histories; nil without
+	// [cluster] state_url.
+	shared *cluster.SharedHistory
+	chat   clusterChat
+	// forwarded counts the chats this node sent to another node.
+	forwarded atomic.Int64
+}
+
+// ClusterForwarded is how many chats this node took and forwarded to the
+// node owning their conversation (0 on a node alone).
+func (n *Node) ClusterForwarded() int64 {
+	if n.cluster == nil {
+		return 0
+	}
+	return n.cluster.forwarded.Load()
+}
+
+// ErrNodeLost ends a chat whose conversation's owning node left the
+// cluster (died) before answering. The chat is not run again elsewhere:
+// it may have partly run (see the owner's audit trail); the next chat of
+// the conversation goes to the new owner, which continues from the
+// shared history.
+var ErrNodeLost = errors.New("the node running this conversation left the cluster")
+
+// RemoteChatError is a chat error from the node that ran the chat, with
+// the status and type that node mapped it to.
+type RemoteChatError struct {
+	Node    string
+	Status  int
+	Type    string
+	Message string
+}
+
+func (e *RemoteChatError) Error() string { return e.Message + " (on node " + e.Node + ")" }
+
+// conversationHistory is the conversations' history store: the audit
+// database, and with [cluster] state_url the cluster's shared one too.
+func (n *Node) conversationHistory() (actors.HistoryStore, error) {
+	local := history{n.store}
+	cc := n.cfg.Cluster
+	if !cc.Enabled() {
+		return local, nil
+	}
+	n.cluster = &clusterNode{}
+	if cc.StateURL == "" {
+		return local, nil
+	}
+	sh, err := cluster.OpenSharedHistory(cc.StateURL, os.Getenv(cluster.StateTokenEnv), n.cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	n.cluster.shared = sh
+	return sharedHistory{local: local, shared: history{sh}}, nil
+}
+
+// sharedHistory appends to the node's audit database first (so the
+// queued audit rows commit before the step they record, as on a node
+// alone) and then to the cluster's store, and loads from the cluster's
+// store: a conversation continues from there on whichever node owns it.
+type sharedHistory struct {
+	local, shared history
+}
+
+func (h sharedHistory) LoadHistory(ctx context.Context, id string) ([]llm.Message, error) {
+	return h.shared.LoadHistory(ctx, id)
+}
+
+func (h sharedHistory) AppendHistory(ctx context.Context, id string, msgs []llm.Message) error {
+	if err := h.local.AppendHistory(ctx, id, msgs); err != nil {
+		return err
+	}
+	return h.shared.AppendHistory(ctx, id, msgs)
+}
+
+// shutdownActors stops the actor system: leaving the cluster first when
+// the node is in one.
+func (n *Node) shutdownActors() {
+	cn := n.cluster
+	if cn == nil || cn.c == nil {
+		n.system.Shutdown()
+	} else {
+		cn.c.Close() // leaves the cluster, then shuts the system down
+	}
+	if cn != nil && cn.shared != nil {
+		if err := cn.shared.Close(); err != nil {
+			n.log.Warn("close cluster state", "err", err)
+		}
+	}
+}
+
+// requestTag tags the request_id of this node's commands in a cluster
+// (its node id); "" on a node alone, whose ids stay as they were.
+func (n *Node) requestTag() string {
+	if n.cluster == nil {
+		return ""
+	}
+	return n.cfg.NodeID
+}
+
+// foreignReport says whether r answers another node's command: in a
+// cluster every node subscribes to every agent's reports (presence,
+// capabilities and heartbeats matter to all), and each keeps only the
+// answers to its own commands; the others are not late, not audited,
+// not logged.
+func (n *Node) foreignReport(r wire.Report) bool {
+	if n.cluster == nil {
+		return false
+	}
+	tag, ok := actors.RequestTagOf(r.RequestID())
+	return ok && tag != n.cfg.NodeID
+}
+
+// delegationTokenPrefix starts every delegation token; in a cluster the
+// node's id and a dot follow it, so each node knows its own.
+const delegationTokenPrefix = "dlg-"
+
+// delegationToken is the token of a grant whose random part is secret.
+func (n *Node) delegationToken(secret string) string {
+	if tag := n.requestTag(); tag != "" {
+		return delegationTokenPrefix + tag + "." + secret
+	}
+	return delegationTokenPrefix + secret
+}
+
+// foreignDelegation says whether r is a delegate request made under
+// another node's token: in a cluster every node hears every agent's
+// requests and only the node that granted the token answers; the others
+// neither refuse nor audit it. A request that cannot be read is not
+// foreign: each node answers it with its error.
+func (n *Node) foreignDelegation(r wire.Report) bool {
+	if n.cluster == nil {
+		return false
+	}
+	req, err := wire.DecodeDelegateRequest(r)
+	if err != nil {
+		return false
+	}
+	rest, ok := strings.CutPrefix(req.Token, delegationTokenPrefix)
+	tag, _, tagged := strings.Cut(rest, ".")
+	return !ok || !tagged || tag != n.cfg.NodeID
+}
