@@ -74,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
+	defer startProfile(args[0], stderr)()
 	var err error
 	switch args[0] {
 	case "demo":
