@@ -35,6 +35,9 @@ const (
 	DefaultBusyTimeout = 5 * time.Second // wait for another connection's lock
 	DefaultMaxBatch    = 256             // writes per transaction
 	DefaultQueueLen    = 4096            // writes waiting for the writer
+	// DefaultLinger is how long queued writes nobody waits for wait for
+	// one somebody does, to share its commit (writer.go).
+	DefaultLinger = 10 * time.Millisecond
 )
 
 // Sentinel errors of the store.
@@ -88,6 +91,12 @@ type Options struct {
 	// QueueLen is the most writes waiting for the writer; beyond it calls
 	// fail with ErrQueueFull. Zero means DefaultQueueLen.
 	QueueLen int
+	// Linger is the longest a queued write (one whose caller does not
+	// wait for its commit: QueueToolCall, QueueLLMCall, QueueRunProcess)
+	// is held for a write somebody waits for, whose commit it then
+	// shares. Zero means DefaultLinger; negative commits queued writes at
+	// once.
+	Linger time.Duration
 	// Logger receives the store's diagnostics. Nil means they are discarded.
 	Logger *slog.Logger
 	// KeyFile is the file holding the key that authenticates the hash
@@ -124,6 +133,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.QueueLen == 0 {
 		o.QueueLen = DefaultQueueLen
 	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -147,6 +159,8 @@ type Store struct {
 	pending []hot.Entry    // writer goroutine only: entries for Ring once the transaction commits
 	health  writeHealth    // what the writer last saw, for WriteHealth
 	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
+	// lingerTimer is the writer goroutine's timer for Options.Linger.
+	lingerTimer *time.Timer
 
 	// mu guards closed and sends on queue, so that Close can close queue
 	// knowing no send is in flight.

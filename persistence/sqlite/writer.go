@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"syscall"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -33,6 +34,9 @@ type op struct {
 	// then, when set, gets the result of a write whose caller did not wait
 	// for it (submitQueued). It runs on the writer goroutine, so it must be quick.
 	then func(error)
+	// linger, when positive, is the most this queued write may wait to
+	// share a commit, if shorter than Options.Linger (see linger).
+	linger time.Duration
 }
 
 // answer hands o's result to its caller.
@@ -50,6 +54,12 @@ func (o *op) answer(err error) {
 // later than it: in the same transaction or an earlier one.
 func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
 	return s.enqueue(&op{apply: apply, then: then})
+}
+
+// submitQueuedWithin is submitQueued for a write that must not linger
+// longer than within for a commit to share (see linger).
+func (s *Store) submitQueuedWithin(within time.Duration, apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
+	return s.enqueue(&op{apply: apply, then: then, linger: within})
 }
 
 // submit hands apply to the writer and waits for its commit. If ctx ends
@@ -97,6 +107,7 @@ func (s *Store) runWriter() {
 			return
 		}
 		batch = append(batch[:0], first)
+		waited := first.done != nil
 	fill:
 		for len(batch) < s.opts.MaxBatch {
 			select {
@@ -105,13 +116,62 @@ func (s *Store) runWriter() {
 					break fill // closed: commit this batch, then return above
 				}
 				batch = append(batch, o)
+				waited = waited || o.done != nil
 			default:
 				break fill
 			}
 		}
+		if !waited && len(batch) < s.opts.MaxBatch && s.opts.Linger > 0 {
+			batch = s.linger(batch)
+		}
 		s.commitBatch(batch)
 		clear(batch) // drop references to answered ops
 	}
+}
+
+// linger holds a batch of queued writes, which nobody waits for, until a
+// write somebody waits for arrives, the batch is full, Options.Linger has
+// passed since the batch began, or the queue is closed: the queued writes
+// then share that commit instead of taking one of their own, which would
+// compete for the CPU and the disk with the work that queued them. A
+// queued write still commits no later than any write submitted after it.
+func (s *Store) linger(batch []*op) []*op {
+	wait := s.opts.Linger
+	for _, o := range batch {
+		if o.linger > 0 {
+			wait = min(wait, o.linger)
+		}
+	}
+	begun := time.Now()
+	if s.lingerTimer == nil {
+		s.lingerTimer = time.NewTimer(wait)
+	} else {
+		s.lingerTimer.Reset(wait)
+	}
+	defer s.lingerTimer.Stop()
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case o, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, o)
+			if o.done != nil {
+				return batch
+			}
+			if o.linger > 0 && o.linger < wait {
+				wait = o.linger
+				left := wait - time.Since(begun)
+				if left <= 0 {
+					return batch
+				}
+				s.lingerTimer.Reset(left)
+			}
+		case <-s.lingerTimer.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commitBatch commits batch in one transaction and answers every caller.
