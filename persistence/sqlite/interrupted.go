@@ -42,7 +42,7 @@ const RunProcessLinger = 2 * time.Millisecond
 
 // QueueRunProcess is NoteRunProcess without waiting for the commit: the
 // write is queued and then (which may be nil) gets its result on the
-// writer goroutine, so it must be quick. It commits within
+// goroutine that commits it, so it must be quick. It commits within
 // RunProcessLinger (with the request's end when that comes first, and no
 // later than any write submitted after it); the tool runs meanwhile
 // instead of waiting for it. The error is for a write that was not

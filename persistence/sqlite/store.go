@@ -155,22 +155,14 @@ type Store struct {
 
 	key     auditchain.Key // authenticates the chain's anchors (seal.go)
 	chainID string         // this database's hash chain id
-	chain   chainState     // writer goroutine only: the last chained record
-	pending []hot.Entry    // writer goroutine only: entries for Ring once the transaction commits
+	chain   chainState     // committer only: the last chained record
+	pending []hot.Entry    // committer only: entries for Ring once the transaction commits
 	health  writeHealth    // what the writer last saw, for WriteHealth
 	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
-	// lingerTimer is the writer goroutine's timer for Options.Linger.
-	lingerTimer *time.Timer
+	wq      writeQueue     // writes waiting for their commit (writer.go)
 
-	// mu guards closed and sends on queue, so that Close can close queue
-	// knowing no send is in flight.
-	mu     sync.RWMutex
-	closed bool
-	queue  chan *op
-
-	writerDone chan struct{} // closed when the writer goroutine returns
-	closeOnce  sync.Once
-	closeErr   error
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var (
@@ -206,7 +198,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	// One connection: the writer goroutine is its only user, and the
+	// One connection: the committer is its only user, and the
 	// per-connection PRAGMAs in the DSN then apply to every statement.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
@@ -228,20 +220,18 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	stmts := prepareStmts(context.Background(), db)
 	s := &Store{
-		path:       path,
-		opts:       opts,
-		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
-		db:         db,
-		rdb:        rdb,
-		key:        key,
-		chainID:    chainID,
-		chain:      chain,
-		commit:     commitHook,
-		stmts:      stmts,
-		queue:      make(chan *op, opts.QueueLen),
-		writerDone: make(chan struct{}),
+		path:    path,
+		opts:    opts,
+		log:     opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
+		db:      db,
+		rdb:     rdb,
+		key:     key,
+		chainID: chainID,
+		chain:   chain,
+		commit:  commitHook,
+		stmts:   stmts,
 	}
-	go s.runWriter()
+	s.wq.drained = make(chan struct{})
 	s.log.Debug("audit store open", logKeySync, opts.Sync)
 	return s, nil
 }
@@ -252,11 +242,7 @@ func Open(path string, opts Options) (*Store, error) {
 // finished, with its result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		close(s.queue) // the writer drains what is left, then returns
-		s.mu.Unlock()
-		<-s.writerDone
+		s.closeWriter() // commits what is queued
 		serr := s.stmts.close()
 		rerr := s.rdb.Close()
 		if err := errors.Join(serr, s.db.Close(), rerr); err != nil {
