@@ -151,6 +151,12 @@ func Start(o Options) (_ *Broker, err error) {
 	server := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       mochiLogger(log, lim),
+		// Nothing reads the $SYS topics. mochi refreshes them every second
+		// by default, reading the runtime's memory statistics (which stops
+		// the world) and allocating a new retained message per topic: work
+		// and heap growth on an idle node, and a pause in every round trip
+		// it meets. Once a day is as good as never.
+		SysTopicResendInterval: sysTopicSeconds,
 	})
 	b := &Broker{opts: o, server: server, log: log}
 	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog}
@@ -339,6 +345,8 @@ const (
 	// maxSessionExpirySeconds caps how long the broker keeps the session of a
 	// disconnected client that asked for a persistent one.
 	maxSessionExpirySeconds = 60 * 60
+	// sysTopicSeconds is how often the broker refreshes its $SYS topics.
+	sysTopicSeconds = 24 * 60 * 60
 )
 
 // withDefaults fills zero fields and validates the rest.
