@@ -25,15 +25,11 @@ func (a *Agent) noteProcess(ctx context.Context, requestID string) func(pid int)
 			a.log.Warn("identify a tool's process group", "request_id", requestID, "err", err)
 			return
 		}
-		// Queued, not waited for: the tool runs meanwhile. It commits
-		// within sqlite.RunProcessLinger, or with the run's result when
-		// the tool ends sooner (the writer is first in, first out).
-		log := func(err error) {
-			if err != nil {
-				a.log.Warn("record a tool's process group", "request_id", requestID, "err", err)
-			}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := a.store.NoteRunProcess(wctx, requestID, persistence.RunProcess{Pgid: g.Pgid, StartTicks: g.StartTicks, BootID: g.BootID}); err != nil {
+			a.log.Warn("record a tool's process group", "request_id", requestID, "err", err)
 		}
-		log(a.store.QueueRunProcess(requestID, persistence.RunProcess{Pgid: g.Pgid, StartTicks: g.StartTicks, BootID: g.BootID}, log))
 	}
 }
 

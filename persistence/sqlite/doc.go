@@ -22,8 +22,8 @@
 // queue itself, on its own goroutine (no hand-off on an idle store), and
 // writes queued while a commit runs go into the next transaction, up to
 // Options.MaxBatch writes (group commit). Each caller gets its own result.
-// Writes queued without a waiting caller (QueueToolCall, QueueLLMCall,
-// QueueRunProcess) linger up to Options.Linger for a waited write and share
+// Writes queued without a waiting caller (QueueToolCall, QueueLLMCall)
+// linger up to Options.Linger for a waited write and share
 // its commit. [Store.Close] stops accepting writes and commits what was
 // queued.
 package sqlite

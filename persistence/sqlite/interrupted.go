@@ -35,33 +35,6 @@ func (s *Store) NoteRunProcess(ctx context.Context, requestID string, p persiste
 	return nil
 }
 
-// RunProcessLinger is the longest a QueueRunProcess write waits to share
-// a commit: a tool that ends sooner has its process group committed with
-// its result, one that runs longer has it durable after this.
-const RunProcessLinger = 2 * time.Millisecond
-
-// QueueRunProcess is NoteRunProcess without waiting for the commit: the
-// write is queued and then (which may be nil) gets its result on the
-// goroutine that commits it, so it must be quick. It commits within
-// RunProcessLinger (with the request's end when that comes first, and no
-// later than any write submitted after it); the tool runs meanwhile
-// instead of waiting for it. The error is for a write that was not
-// queued (ErrQueueFull, ErrClosed).
-func (s *Store) QueueRunProcess(requestID string, p persistence.RunProcess, then func(error)) error {
-	return s.submitQueuedWithin(RunProcessLinger, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.txExec(ctx, tx, qNoteProcess,
-			p.Pgid, int64(p.StartTicks), p.BootID, requestID, stateRunning)
-		return err
-	}, func(err error) {
-		if then != nil {
-			if err != nil {
-				err = fmt.Errorf("note process of request %q: %w", requestID, err)
-			}
-			then(err)
-		}
-	})
-}
-
 // InterruptedRuns lists the requests begun and never finished, oldest
 // first. Called when an agent starts, before it takes commands, these are
 // the runs a crash or a kill cut.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -101,35 +100,5 @@ func TestQueuedWritesLingerForAWaitedOne(t *testing.T) {
 				t.Fatalf("%d rows stored, want %d", n, tc.want[0])
 			}
 		})
-	}
-}
-
-// A run's process group lingers at most RunProcessLinger, however long the
-// store's own linger is: an agent that dies while the tool runs finds it.
-func TestQueueRunProcessCommitsWithinItsOwnLinger(t *testing.T) {
-	var c sizes
-	s, _ := openStoreWithCommit(t, Options{Linger: time.Hour}, c.commit)
-	ctx := context.Background()
-	if _, _, err := s.BeginRun(ctx, "r1", persistence.Run{Tool: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	if err := s.QueueRunProcess("r1", persistence.RunProcess{Pgid: 4242, StartTicks: 7, BootID: "boot"}, func(err error) { done <- err }); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the process group was not committed while the run lasted")
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		runs, err := s.InterruptedRuns(ctx)
-		return err == nil && len(runs) == 1 && runs[0].Process != nil && runs[0].Process.Pgid == 4242
-	}, "the interrupted run to carry its process group")
-	if got := c.get(); !equalInts(got, []int{1, 1}) {
-		t.Fatalf("commits of %v writes, want [1 1] (the begin, then the process group alone)", got)
 	}
 }
