@@ -92,7 +92,7 @@ type Options struct {
 	// fail with ErrQueueFull. Zero means DefaultQueueLen.
 	QueueLen int
 	// Linger is the longest a queued write (one whose caller does not
-	// wait for its commit: QueueToolCall, QueueLLMCall, QueueRunProcess)
+	// wait for its commit: QueueToolCall, QueueLLMCall)
 	// is held for a write somebody waits for, whose commit it then
 	// shares. Zero means DefaultLinger; negative commits queued writes at
 	// once.
@@ -160,6 +160,7 @@ type Store struct {
 	health  writeHealth    // what the writer last saw, for WriteHealth
 	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
 	wq      writeQueue     // writes waiting for their commit (writer.go)
+	ck      checkpointer   // checkpoints beside the commits (checkpoint.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -232,6 +233,12 @@ func Open(path string, opts Options) (*Store, error) {
 		stmts:   stmts,
 	}
 	s.wq.drained = make(chan struct{})
+	if err := s.startCheckpointer(dsn); err != nil {
+		stmts.close()
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
 	s.log.Debug("audit store open", logKeySync, opts.Sync)
 	return s, nil
 }
@@ -243,9 +250,12 @@ func Open(path string, opts Options) (*Store, error) {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeWriter() // commits what is queued
+		cerr := s.stopCheckpointer()
 		serr := s.stmts.close()
 		rerr := s.rdb.Close()
-		if err := errors.Join(serr, s.db.Close(), rerr); err != nil {
+		// The writer's connection closes last: SQLite checkpoints the log
+		// when the last connection closes.
+		if err := errors.Join(cerr, serr, rerr, s.db.Close()); err != nil {
 			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
 		}
 	})
@@ -299,6 +309,9 @@ func writerDSN(path string, o Options) (string, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
+	// Checkpoints run beside the commits, not inside one (checkpoint.go);
+	// this is the backstop when commits never pause.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", backstopPages))
 	q.Set("_txlock", "immediate")
 	return uri + "?" + q.Encode(), nil
 }

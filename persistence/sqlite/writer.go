@@ -35,9 +35,6 @@ type op struct {
 	// then, when set, gets the result of a write whose caller did not wait
 	// for it (submitQueued). It runs on the writer, so it must be quick.
 	then func(error)
-	// linger, when positive, is the most this queued write may wait to
-	// share a commit, if shorter than Options.Linger (see lead).
-	linger time.Duration
 	// answered is set by the writer once done or then has the result.
 	answered bool
 }
@@ -82,13 +79,7 @@ type writeQueue struct {
 // queued, so a write queued before another is committed no later than it:
 // in the same transaction or an earlier one.
 func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
-	return s.submitQueuedWithin(0, apply, then)
-}
-
-// submitQueuedWithin is submitQueued for a write that must not linger
-// longer than within for a commit to share (see lead).
-func (s *Store) submitQueuedWithin(within time.Duration, apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
-	lead, err := s.enqueue(&op{apply: apply, then: then, linger: within})
+	lead, err := s.enqueue(&op{apply: apply, then: then})
 	if lead {
 		go s.lead(nil)
 	}
@@ -149,8 +140,7 @@ func (s *Store) enqueue(o *op) (lead bool, err error) {
 // once that write is answered and leaves what others queued meanwhile to a
 // goroutine of its own; a goroutine leading for queued writes (own nil)
 // stops when the queue is empty. A batch of queued writes only, which
-// nobody waits for, lingers (Options.Linger, or less for a write that asks)
-// for a write somebody waits for, then shares its commit: queued writes
+// nobody waits for, lingers (Options.Linger) for a write somebody waits for, then shares its commit: queued writes
 // take no commit of their own, which would compete for the CPU and the
 // disk with the work that queued them.
 func (s *Store) lead(own *op) {
@@ -210,16 +200,12 @@ func (s *Store) lingerFor() (time.Duration, bool) {
 	if s.opts.Linger <= 0 || q.closed || len(q.pending) >= s.opts.MaxBatch {
 		return 0, false
 	}
-	wait := s.opts.Linger
 	for _, o := range q.pending {
 		if o.done != nil {
 			return 0, false
 		}
-		if o.linger > 0 {
-			wait = min(wait, o.linger)
-		}
 	}
-	return wait, true
+	return s.opts.Linger, true
 }
 
 // waitLinger waits until ch is closed (the lead was taken: false) or wait
@@ -323,6 +309,7 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 		s.chain = saved
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
 	}
+	s.committed()
 	if s.opts.Ring != nil {
 		s.opts.Ring.Add(s.pending...) // only committed records reach the hot tier
 	}
