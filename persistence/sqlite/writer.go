@@ -140,9 +140,10 @@ func (s *Store) enqueue(o *op) (lead bool, err error) {
 // once that write is answered and leaves what others queued meanwhile to a
 // goroutine of its own; a goroutine leading for queued writes (own nil)
 // stops when the queue is empty. A batch of queued writes only, which
-// nobody waits for, lingers (Options.Linger) for a write somebody waits for, then shares its commit: queued writes
-// take no commit of their own, which would compete for the CPU and the
-// disk with the work that queued them.
+// nobody waits for, lingers (Options.Linger) for a write somebody waits
+// for, then shares its commit: queued writes take no commit of their own,
+// which would compete for the CPU and the disk with the work that queued
+// them.
 func (s *Store) lead(own *op) {
 	q := &s.wq
 	var batch []*op
