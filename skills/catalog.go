@@ -16,6 +16,10 @@ import (
 // Catalog is the skills of a list of directories, loaded once and loaded
 // again only when a skill.toml is added, removed or changed (by
 // modification time or size). Tool definitions are built once per load.
+// On Linux an inotify watch on the directories and skill files tells an
+// unchanged catalog apart without listing and stating them on every
+// lookup; elsewhere, or when a directory cannot be watched, every lookup
+// scans.
 //
 // Directories are searched in order, each as LoadDir does; a skill or tool
 // name already defined by an earlier directory is reported as ErrDuplicate
@@ -31,6 +35,18 @@ type Catalog struct {
 	defs   map[string]ToolDef // tool name → definition, built at load
 	tools  map[string]Tool    // tool name → tool
 	loads  int
+	scans  int // directory scans, for tests
+	// watch, when not nil, was armed before the last scan and says
+	// whether anything may have changed since: an unchanged catalog is
+	// then served without scanning (watch_linux.go).
+	watch dirWatch
+}
+
+// dirWatch tells whether the files under a catalog's directories may have
+// changed since it was armed.
+type dirWatch interface {
+	changed() bool
+	close()
 }
 
 // fileStamp is what tells a changed skill.toml apart.
@@ -87,6 +103,13 @@ func (c *Catalog) Loads() int {
 
 // refreshLocked reloads when the skill files differ from the last load.
 func (c *Catalog) refreshLocked() {
+	if c.loaded && c.watch != nil && !c.watch.changed() {
+		return
+	}
+	if c.watch != nil {
+		c.watch.close()
+	}
+	c.watch = newWatch(c.dirs) // before the scan: a change during it is seen next time
 	stamps := c.scan()
 	if c.loaded && maps.Equal(stamps, c.stamps) {
 		return
@@ -130,6 +153,7 @@ func (c *Catalog) conflict(s Skill, skillDir map[string]string) error {
 // scan stats every skill.toml LoadDir would read. A directory that cannot
 // be listed is left out and reported by LoadDir itself.
 func (c *Catalog) scan() map[string]fileStamp {
+	c.scans++
 	stamps := map[string]fileStamp{}
 	for _, root := range c.dirs {
 		cands := []string{filepath.Join(root, FileName)}

@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 	"github.com/evoclaw/evoclaw/skills/shipped"
 )
@@ -21,6 +23,28 @@ import (
 const benchTranscript = `{"name":"bench","turns":[
  {"content":"","tool_calls":[{"id":"c1","name":"bench-edge__noop","arguments":{}}]},
  {"content":"{{result c1}}"}]}`
+
+// benchBuiltinTranscript calls the agent's built-in todoread: a tool that
+// runs inside the agent, with no process to start.
+const benchBuiltinTranscript = `{"name":"bench-builtin","turns":[
+ {"content":"","tool_calls":[{"id":"c1","name":"bench-edge__todoread","arguments":{}}]},
+ {"content":"{{result c1}}"}]}`
+
+// benchBuiltinPrompt is the user message of the built-in tool's chats.
+const benchBuiltinPrompt = "builtin"
+
+// benchProvider answers the built-in tool's chats with its own transcript
+// and every other chat with the process tool's.
+type benchProvider struct{ shell, builtin *scripted.Provider }
+
+func (p benchProvider) Name() string { return p.shell.Name() }
+
+func (p benchProvider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if len(req.Messages) > 0 && req.Messages[0].Content == benchBuiltinPrompt {
+		return p.builtin.Complete(ctx, req)
+	}
+	return p.shell.Complete(ctx, req)
+}
 
 // cmdBench measures, across real processes on this machine: start-up time
 // and idle RSS of an orchestrator (with its embedded broker and SQLite) and
@@ -103,10 +127,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	// 2. The in-process orchestrator the round trips go through.
-	p, err := scripted.Parse([]byte(benchTranscript))
+	shell, err := scripted.Parse([]byte(benchTranscript))
 	if err != nil {
 		return err
 	}
+	builtin, err := scripted.Parse([]byte(benchBuiltinTranscript))
+	if err != nil {
+		return err
+	}
+	p := benchProvider{shell: shell, builtin: builtin}
 	// The agent's inbound rate limit (50 messages/s by default) is off: a
 	// round trip takes a few milliseconds, so the bench would otherwise
 	// measure the limiter dropping reports, not the round trip.
@@ -124,7 +153,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	agentConf := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(agentConf, []byte(fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n",
+	if err := os.WriteFile(agentConf, []byte(fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n[builtin]\ngroups = [\"todo\"]\n",
 		*auditSync, node.BrokerURL())), 0o600); err != nil {
 		return err
 	}
@@ -148,36 +177,66 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	// 4. Round trips.
+	// 4. Round trips: the process tool, then the built-in one.
 	var seq atomic.Int64
-	one := func() (time.Duration, error) {
-		id := fmt.Sprintf("b%d", seq.Add(1))
-		start := time.Now()
-		ans, err := node.Chat(ctx, id, "go")
-		if err != nil {
-			return 0, err
+	round := func(prompt string, check func(string) bool) func() (time.Duration, error) {
+		return func() (time.Duration, error) {
+			id := fmt.Sprintf("b%d", seq.Add(1))
+			start := time.Now()
+			ans, err := node.Chat(ctx, id, prompt)
+			if err != nil {
+				return 0, err
+			}
+			if !check(ans.Text) {
+				return 0, fmt.Errorf("round trip %s answered %q", id, ans.Text)
+			}
+			return time.Since(start), nil
 		}
-		if ans.Text != "ok" {
-			return 0, fmt.Errorf("round trip %s answered %q", id, ans.Text)
-		}
-		return time.Since(start), nil
 	}
-	for range *warmup {
+	shellRT, err := measureRoundTrips(round("go", func(s string) bool { return s == "ok" }), *warmup, *calls, *conc)
+	if err != nil {
+		return err
+	}
+	builtinRT, err := measureRoundTrips(round(benchBuiltinPrompt, func(s string) bool { return s != "" && !strings.Contains(s, "Error") }), *warmup, *calls, *conc)
+	if err != nil {
+		return err
+	}
+
+	say("")
+	say("round trip (chat → LLM(scripted) → tool call → broker → edge → /bin/sh tool → back, audited both sides)")
+	shellRT.print(say)
+	say("round trip, built-in tool (same, the agent's todoread: no process)")
+	builtinRT.print(say)
+	say("processes")
+	say("  orchestrator (serve, embedded broker, SQLite): idle %s", serveMem)
+	say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s", len(fresh), median(fresh), median(restarts))
+	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.ReadyAfter().Round(100*time.Microsecond), edgeMem)
+	return nil
+}
+
+// roundTrips is what measureRoundTrips saw.
+type roundTrips struct {
+	lat  []time.Duration // sorted
+	wall time.Duration
+}
+
+// measureRoundTrips runs one warmup times, then calls times with conc in
+// flight at once.
+func measureRoundTrips(one func() (time.Duration, error), warmup, calls, conc int) (roundTrips, error) {
+	for range warmup {
 		if _, err := one(); err != nil {
-			return err
+			return roundTrips{}, err
 		}
 	}
-	lat := make([]time.Duration, 0, *calls)
+	lat := make([]time.Duration, 0, calls)
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
 	var left atomic.Int64
-	left.Store(int64(*calls))
+	left.Store(int64(calls))
 	began := time.Now()
-	for range *conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range conc {
+		wg.Go(func() {
 			for left.Add(-1) >= 0 {
 				d, err := one()
 				mu.Lock()
@@ -190,23 +249,20 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	wall := time.Since(began)
 	if firstErr != nil {
-		return firstErr
+		return roundTrips{}, firstErr
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	return roundTrips{lat: lat, wall: wall}, nil
+}
 
-	say("")
-	say("round trip (chat → LLM(scripted) → tool call → broker → edge → /bin/sh tool → back, audited both sides)")
-	say("  p50 %-10s p90 %-10s p99 %-10s max %s", pct(0.50), pct(0.90), pct(0.99), lat[len(lat)-1])
-	say("  %.0f calls/s over %s", float64(len(lat))/wall.Seconds(), wall.Round(time.Millisecond))
-	say("processes")
-	say("  orchestrator (serve, embedded broker, SQLite): idle %s", serveMem)
-	say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s", len(fresh), median(fresh), median(restarts))
-	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.ReadyAfter().Round(100*time.Microsecond), edgeMem)
-	return nil
+// print says the percentiles and the rate.
+func (r roundTrips) print(say func(string, ...any)) {
+	pct := func(q float64) time.Duration { return r.lat[int(q*float64(len(r.lat)-1))] }
+	say("  p50 %-10s p90 %-10s p99 %-10s max %s", pct(0.50), pct(0.90), pct(0.99), r.lat[len(r.lat)-1])
+	say("  %.0f calls/s over %s", float64(len(r.lat))/r.wall.Seconds(), r.wall.Round(time.Millisecond))
 }

@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
+	defer startProfile(args[0], stderr)()
 	var err error
 	switch cmd, ok := commands[args[0]]; {
 	case ok:

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync/atomic"
 	"testing"
+
+	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // BenchmarkRecordToolCall measures committed records per second for both
@@ -47,5 +49,34 @@ func BenchmarkRecordToolCall(b *testing.B) {
 				b.ReportMetric(float64(b.N)/float64(max(commits.Load(), 1)), "records/commit")
 			})
 		}
+	}
+}
+
+// BenchmarkLoadMessages is what a conversation actor does when it starts:
+// load the stored history, of a new conversation (none) or of one with ten
+// messages.
+func BenchmarkLoadMessages(b *testing.B) {
+	s, _ := openStore(b, Options{})
+	ctx := context.Background()
+	msgs := make([]persistence.Message, 10)
+	for i := range msgs {
+		msgs[i] = persistence.Message{Role: "user", Body: []byte(`{"role":"user","content":"hello"}`)}
+	}
+	if err := s.AppendMessages(ctx, "ten", msgs); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, conv string
+		want       int
+	}{{"new", "none", 0}, {"ten", "ten", 10}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				got, err := s.LoadMessages(ctx, tc.conv)
+				if err != nil || len(got) != tc.want {
+					b.Fatalf("LoadMessages(%q) = %d messages, %v; want %d", tc.conv, len(got), err, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // chainState is the writer's position in the database's hash chain: the
-// chain_seq and hash of the last record written. Only the writer goroutine
+// chain_seq and hash of the last record written. Only the committer
 // touches it; runTx restores it when a transaction does not commit.
 type chainState struct {
 	seq  int64
@@ -32,7 +32,7 @@ var chainInserts = func() map[string]string {
 
 // insertChained inserts a record of table whose hashed column values,
 // without chain_seq, are vals, as the next record of the chain. It runs on
-// the writer goroutine inside its transaction.
+// the committer inside its transaction.
 func (s *Store) insertChained(ctx context.Context, tx *sql.Tx, table string, vals []any) error {
 	seq := s.chain.seq + 1
 	full := append(vals[:len(vals):len(vals)], seq)

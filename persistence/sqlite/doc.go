@@ -15,12 +15,17 @@
 //
 // # Concurrency
 //
-// Store methods are safe for concurrent use. Every write goes through one
-// goroutine owned by the Store: callers enqueue on a bounded queue (full
-// means [ErrQueueFull] at once), and the writer commits whatever is pending,
-// up to Options.MaxBatch writes, in one transaction (group commit), then
-// answers each caller with its own result. [Store.Close] stops accepting
-// writes, commits what was queued, and waits for the writer to exit.
+// Store methods are safe for concurrent use. Writes are committed one
+// transaction at a time, first in, first out, by one committer at a time:
+// callers enqueue on a bounded queue (full means [ErrQueueFull] at once);
+// the caller of a waited write that finds nobody committing commits the
+// queue itself, on its own goroutine (no hand-off on an idle store), and
+// writes queued while a commit runs go into the next transaction, up to
+// Options.MaxBatch writes (group commit). Each caller gets its own result.
+// Writes queued without a waiting caller (QueueToolCall, QueueLLMCall)
+// linger up to Options.Linger for a waited write and share
+// its commit. [Store.Close] stops accepting writes and commits what was
+// queued.
 //
 // This package is part of evoclaw's implementation, not its embedding API
 // (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it

@@ -29,7 +29,7 @@ type WriteHealth struct {
 // Failing reports whether the latest outcome was a failure of the store.
 func (h WriteHealth) Failing() bool { return h.LastFailure.After(h.LastOK) }
 
-// writeHealth is a Store's WriteHealth, updated by the writer goroutine.
+// writeHealth is a Store's WriteHealth, updated by the committer.
 type writeHealth struct {
 	mu sync.Mutex // guards h
 	h  WriteHealth

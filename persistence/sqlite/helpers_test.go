@@ -43,9 +43,9 @@ func realCommit(tx *sql.Tx, _ int) error { return tx.Commit() }
 
 // queued reports how many writes wait in s's queue.
 func queued(s *Store) int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.queue)
+	s.wq.mu.Lock()
+	defer s.wq.mu.Unlock()
+	return len(s.wq.pending)
 }
 
 // sampleCall returns a valid edge tool call numbered i.

@@ -27,7 +27,7 @@ func (s *Store) RecordLLMCall(ctx context.Context, c persistence.LLMCall) error 
 }
 
 // QueueLLMCall queues c for the writer and returns without waiting for its
-// commit; then (which may be nil) gets the result on the writer goroutine
+// commit; then (which may be nil) gets the result on the committer
 // and must be quick. A write submitted after QueueLLMCall returns commits
 // no earlier than c (the writer is first in, first out), so a conversation
 // that stores its history before its next completion also has the record

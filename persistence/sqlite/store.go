@@ -35,6 +35,9 @@ const (
 	DefaultBusyTimeout = 5 * time.Second // wait for another connection's lock
 	DefaultMaxBatch    = 256             // writes per transaction
 	DefaultQueueLen    = 4096            // writes waiting for the writer
+	// DefaultLinger is how long queued writes nobody waits for wait for
+	// one somebody does, to share its commit (writer.go).
+	DefaultLinger = 10 * time.Millisecond
 )
 
 // Sentinel errors of the store.
@@ -88,6 +91,12 @@ type Options struct {
 	// QueueLen is the most writes waiting for the writer; beyond it calls
 	// fail with ErrQueueFull. Zero means DefaultQueueLen.
 	QueueLen int
+	// Linger is the longest a queued write (one whose caller does not
+	// wait for its commit: QueueToolCall, QueueLLMCall)
+	// is held for a write somebody waits for, whose commit it then
+	// shares. Zero means DefaultLinger; negative commits queued writes at
+	// once.
+	Linger time.Duration
 	// Logger receives the store's diagnostics. Nil means they are discarded.
 	Logger *slog.Logger
 	// KeyFile is the file holding the key that authenticates the hash
@@ -124,6 +133,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.QueueLen == 0 {
 		o.QueueLen = DefaultQueueLen
 	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -143,20 +155,15 @@ type Store struct {
 
 	key     auditchain.Key // authenticates the chain's anchors (seal.go)
 	chainID string         // this database's hash chain id
-	chain   chainState     // writer goroutine only: the last chained record
-	pending []hot.Entry    // writer goroutine only: entries for Ring once the transaction commits
+	chain   chainState     // committer only: the last chained record
+	pending []hot.Entry    // committer only: entries for Ring once the transaction commits
 	health  writeHealth    // what the writer last saw, for WriteHealth
 	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
+	wq      writeQueue     // writes waiting for their commit (writer.go)
+	ck      checkpointer   // checkpoints beside the commits (checkpoint.go)
 
-	// mu guards closed and sends on queue, so that Close can close queue
-	// knowing no send is in flight.
-	mu     sync.RWMutex
-	closed bool
-	queue  chan *op
-
-	writerDone chan struct{} // closed when the writer goroutine returns
-	closeOnce  sync.Once
-	closeErr   error
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var (
@@ -192,7 +199,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	// One connection: the writer goroutine is its only user, and the
+	// One connection: the committer is its only user, and the
 	// per-connection PRAGMAs in the DSN then apply to every statement.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
@@ -214,20 +221,24 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	stmts := prepareStmts(context.Background(), db)
 	s := &Store{
-		path:       path,
-		opts:       opts,
-		log:        opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
-		db:         db,
-		rdb:        rdb,
-		key:        key,
-		chainID:    chainID,
-		chain:      chain,
-		commit:     commitHook,
-		stmts:      stmts,
-		queue:      make(chan *op, opts.QueueLen),
-		writerDone: make(chan struct{}),
+		path:    path,
+		opts:    opts,
+		log:     opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
+		db:      db,
+		rdb:     rdb,
+		key:     key,
+		chainID: chainID,
+		chain:   chain,
+		commit:  commitHook,
+		stmts:   stmts,
 	}
-	go s.runWriter()
+	s.wq.drained = make(chan struct{})
+	if err := s.startCheckpointer(dsn); err != nil {
+		stmts.close()
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
 	s.log.Debug("audit store open", logKeySync, opts.Sync)
 	return s, nil
 }
@@ -238,14 +249,13 @@ func Open(path string, opts Options) (*Store, error) {
 // finished, with its result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		close(s.queue) // the writer drains what is left, then returns
-		s.mu.Unlock()
-		<-s.writerDone
+		s.closeWriter() // commits what is queued
+		cerr := s.stopCheckpointer()
 		serr := s.stmts.close()
 		rerr := s.rdb.Close()
-		if err := errors.Join(serr, s.db.Close(), rerr); err != nil {
+		// The writer's connection closes last: SQLite checkpoints the log
+		// when the last connection closes.
+		if err := errors.Join(cerr, serr, rerr, s.db.Close()); err != nil {
 			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
 		}
 	})
@@ -299,6 +309,9 @@ func writerDSN(path string, o Options) (string, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
+	// Checkpoints run beside the commits, not inside one (checkpoint.go);
+	// this is the backstop when commits never pause.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", backstopPages))
 	q.Set("_txlock", "immediate")
 	return uri + "?" + q.Encode(), nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"syscall"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -20,7 +22,7 @@ type commitFunc func(tx *sql.Tx, n int) error
 // Tests that change it must not run in parallel with other tests.
 var commitHook commitFunc = func(tx *sql.Tx, _ int) error { return tx.Commit() }
 
-// op is one write waiting for the writer goroutine.
+// op is one write waiting for its commit.
 type op struct {
 	// apply runs the write inside the writer's transaction. It may run twice
 	// (in a batch that failed, then alone), so it must set its results anew
@@ -31,12 +33,15 @@ type op struct {
 	// queued write (then).
 	done chan error
 	// then, when set, gets the result of a write whose caller did not wait
-	// for it (submitQueued). It runs on the writer goroutine, so it must be quick.
+	// for it (submitQueued). It runs on the writer, so it must be quick.
 	then func(error)
+	// answered is set by the writer once done or then has the result.
+	answered bool
 }
 
 // answer hands o's result to its caller.
 func (o *op) answer(err error) {
+	o.answered = true
 	if o.then != nil {
 		o.then(err)
 		return
@@ -44,23 +49,57 @@ func (o *op) answer(err error) {
 	o.done <- err
 }
 
-// submitQueued hands apply to the writer without waiting for its commit; then
-// gets the result. The writer takes writes in the order they are
-// submitted or queued, so a write queued before another is committed no
-// later than it: in the same transaction or an earlier one.
-func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
-	return s.enqueue(&op{apply: apply, then: then})
+// writeQueue holds the writes not yet taken into a transaction, first in,
+// first out, and who commits them. There is no writer goroutine: the
+// caller of a waited write that finds nobody committing commits the queue
+// itself (its own write first in line, or after the writes queued before
+// it), so a write on an idle store costs no hand-off to another goroutine
+// and back. A caller that finds a commit running leaves its write queued
+// for that committer, which takes every queued write into its next
+// transaction (group commit). Only one goroutine commits at a time: the
+// one that set leading.
+type writeQueue struct {
+	mu      sync.Mutex
+	pending []*op
+	// leading is set while a goroutine commits the queue or is about to.
+	leading bool
+	// lingering is non-nil while the leader holds queued writes for a
+	// waited one (Options.Linger). Closing it hands the lead to whoever
+	// closed it: the lingering leader returns without committing.
+	lingering chan struct{}
+	closed    bool
+	// drained is closed by the last leader once the store is closed and
+	// the queue empty.
+	drained     chan struct{}
+	drainedOnce sync.Once
 }
 
-// submit hands apply to the writer and waits for its commit. If ctx ends
-// first it returns ctx's error; the write stays queued and may still commit.
+// submitQueued hands apply to the writer without waiting for its commit; then
+// gets the result. Writes are taken in the order they are submitted or
+// queued, so a write queued before another is committed no later than it:
+// in the same transaction or an earlier one.
+func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
+	lead, err := s.enqueue(&op{apply: apply, then: then})
+	if lead {
+		go s.lead(nil)
+	}
+	return err
+}
+
+// submit commits apply and waits for the commit: on the caller's
+// goroutine when nobody else is committing. If ctx ends first it returns
+// ctx's error; the write stays queued and may still commit.
 func (s *Store) submit(ctx context.Context, apply func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	o := &op{apply: apply, done: make(chan error, 1)}
-	if err := s.enqueue(o); err != nil {
+	lead, err := s.enqueue(o)
+	if err != nil {
 		return err
+	}
+	if lead {
+		s.lead(o)
 	}
 	select {
 	case err := <-o.done:
@@ -70,47 +109,145 @@ func (s *Store) submit(ctx context.Context, apply func(ctx context.Context, tx *
 	}
 }
 
-// enqueue adds o to the queue without waiting.
-func (s *Store) enqueue(o *op) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+// enqueue adds o to the queue without waiting. lead says the caller must
+// commit the queue (lead), because nobody else is, or because o is waited
+// for and the leader was only lingering for such a write.
+func (s *Store) enqueue(o *op) (lead bool, err error) {
+	q := &s.wq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false, ErrClosed
 	}
-	select {
-	case s.queue <- o:
-		return nil
-	default:
-		return ErrQueueFull
+	if len(q.pending) >= s.opts.QueueLen {
+		return false, ErrQueueFull
+	}
+	q.pending = append(q.pending, o)
+	switch {
+	case !q.leading:
+		q.leading = true
+		return true, nil
+	case q.lingering != nil && o.done != nil:
+		close(q.lingering) // the lead passes to this caller
+		q.lingering = nil
+		return true, nil
+	}
+	return false, nil
+}
+
+// lead commits the queue, one transaction of up to MaxBatch writes at a
+// time, as its one leader. A caller leading for its own write (own) stops
+// once that write is answered and leaves what others queued meanwhile to a
+// goroutine of its own; a goroutine leading for queued writes (own nil)
+// stops when the queue is empty. A batch of queued writes only, which
+// nobody waits for, lingers (Options.Linger) for a write somebody waits
+// for, then shares its commit: queued writes take no commit of their own,
+// which would compete for the CPU and the disk with the work that queued
+// them.
+func (s *Store) lead(own *op) {
+	q := &s.wq
+	var batch []*op
+	for {
+		q.mu.Lock()
+		if own != nil && own.answered {
+			if len(q.pending) > 0 {
+				q.mu.Unlock()
+				go s.lead(nil) // still leading: the lead passes on
+				return
+			}
+			s.standDown()
+			q.mu.Unlock()
+			return
+		}
+		if len(q.pending) == 0 {
+			s.standDown()
+			q.mu.Unlock()
+			return
+		}
+		if wait, ok := s.lingerFor(); ok {
+			ch := make(chan struct{})
+			q.lingering = ch
+			q.mu.Unlock()
+			if !s.waitLinger(ch, wait) {
+				return // handed the lead to a waited write, or to Close
+			}
+			q.mu.Lock()
+		}
+		n := min(len(q.pending), s.opts.MaxBatch)
+		batch = append(batch[:0], q.pending[:n]...)
+		rest := copy(q.pending, q.pending[n:])
+		clear(q.pending[rest:])
+		q.pending = q.pending[:rest]
+		q.mu.Unlock()
+		s.commitBatch(batch)
+		clear(batch) // drop references to answered ops
 	}
 }
 
-// runWriter is the writer goroutine: it takes whatever is queued, up to
-// MaxBatch writes, commits it as one transaction and answers each caller. It
-// returns once Close has closed the queue and the queue is drained.
-func (s *Store) runWriter() {
-	defer close(s.writerDone)
-	batch := make([]*op, 0, s.opts.MaxBatch)
-	for {
-		first, ok := <-s.queue
-		if !ok {
-			return
+// standDown ends the lead; q.mu is held.
+func (s *Store) standDown() {
+	q := &s.wq
+	q.leading = false
+	if q.closed {
+		q.drainedOnce.Do(func() { close(q.drained) })
+	}
+}
+
+// lingerFor says whether the queued writes should linger, and for how
+// long: when none is waited for, the batch is not full, the store is open
+// and lingering is on. q.mu is held.
+func (s *Store) lingerFor() (time.Duration, bool) {
+	q := &s.wq
+	if s.opts.Linger <= 0 || q.closed || len(q.pending) >= s.opts.MaxBatch {
+		return 0, false
+	}
+	for _, o := range q.pending {
+		if o.done != nil {
+			return 0, false
 		}
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case o, ok := <-s.queue:
-				if !ok {
-					break fill // closed: commit this batch, then return above
-				}
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
-		s.commitBatch(batch)
-		clear(batch) // drop references to answered ops
+	}
+	return s.opts.Linger, true
+}
+
+// waitLinger waits until ch is closed (the lead was taken: false) or wait
+// has passed (true: commit now, still the leader).
+func (s *Store) waitLinger(ch chan struct{}, wait time.Duration) bool {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return false
+	case <-t.C:
+	}
+	q := &s.wq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	select {
+	case <-ch:
+		return false // taken just as the time ran out
+	default:
+	}
+	q.lingering = nil // still the leader: nobody may take the lead now
+	return true
+}
+
+// closeWriter stops accepting writes and returns once every write queued
+// before it has been committed (or has failed).
+func (s *Store) closeWriter() {
+	q := &s.wq
+	q.mu.Lock()
+	q.closed = true
+	switch {
+	case q.lingering != nil:
+		close(q.lingering) // Close takes the lead: no lingering once closed
+		q.lingering = nil
+		q.mu.Unlock()
+		s.lead(nil)
+	case q.leading:
+		q.mu.Unlock()
+		<-q.drained
+	default:
+		q.mu.Unlock()
 	}
 }
 
@@ -173,6 +310,7 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 		s.chain = saved
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
 	}
+	s.committed()
 	if s.opts.Ring != nil {
 		s.opts.Ring.Add(s.pending...) // only committed records reach the hot tier
 	}

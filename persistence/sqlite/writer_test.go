@@ -286,9 +286,9 @@ func TestCloseDrainsQueue(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	testenv.Eventually(t, 20*time.Second, func() bool {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		return s.closed
+		s.wq.mu.Lock()
+		defer s.wq.mu.Unlock()
+		return s.wq.closed
 	}, "Close to start")
 	// Close has stopped taking writes while the queued ones still wait.
 	if err := s.RecordToolCall(context.Background(), sampleCall(99)); !errors.Is(err, ErrClosed) {

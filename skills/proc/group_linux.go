@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -41,13 +42,21 @@ func GroupOf(pid int) (Group, error) {
 	return Group{Pgid: pid, StartTicks: st.start, BootID: boot}, nil
 }
 
+// bootID caches the boot id: it cannot change while this process runs.
+var bootID atomic.Pointer[string]
+
 // BootID returns the kernel's boot id, which changes at every boot.
 func BootID() (string, error) {
+	if id := bootID.Load(); id != nil {
+		return *id, nil
+	}
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", fmt.Errorf("read boot id: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	id := strings.TrimSpace(string(b))
+	bootID.Store(&id)
+	return id, nil
 }
 
 // KillLeftovers kills with SIGKILL whatever still runs in g: the processes
