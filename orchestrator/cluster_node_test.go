@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,6 +171,9 @@ func (p *peerNode) members(t *testing.T) int {
 // across, and after b is SIGKILLed a chat forwarded to it ends typed or,
 // once a sees b gone, runs on a.
 func TestClusterForwarding(t *testing.T) {
+	if strconv.IntSize == 32 {
+		t.Skip("clustering is refused on 32-bit builds (cluster.ErrNot64Bit); TestClusterRefusedOn32Bit checks the refusal")
+	}
 	etcd := testenv.StartEtcd(t)
 	broker, _, _ := mqtttest.StartMosquitto(t)
 	b := startPeerNode(t, fmt.Sprintf("node_id = \"b\"\n[broker]\nurl = %q\n[http]\nlisten = \"127.0.0.1:0\"\n[cluster]\netcd = [%q]\nname = \"t\"\nport = %d\n",
@@ -235,5 +239,19 @@ func TestClusterForwarding(t *testing.T) {
 				t.Fatalf("%s with a alone: %v %v", conv, ans, err)
 			}
 		}
+	}
+}
+
+// TestClusterRefusedOn32Bit: on a 32-bit build (the ARM suites of CI run
+// this package on an emulated armv6) a node with [cluster] does not start,
+// and says why, instead of dying on protoactor-go's registry.
+func TestClusterRefusedOn32Bit(t *testing.T) {
+	if strconv.IntSize != 32 {
+		t.Skip("64-bit build: cluster.TestRefusedOn32Bit checks the rule here")
+	}
+	_, err := Start(context.Background(), Config{NodeID: "a", DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0"},
+		Cluster: cluster.Config{Etcd: []string{"127.0.0.1:2379"}}}, Options{})
+	if !errors.Is(err, cluster.ErrNot64Bit) {
+		t.Fatalf("Start with [cluster] on 32-bit = %v, want cluster.ErrNot64Bit", err)
 	}
 }

@@ -52,6 +52,19 @@ type Config struct {
 // (a JWT) of StateURL; never read from a file.
 const StateTokenEnv = "EVOCLAW_CLUSTER_STATE_TOKEN"
 
+// ErrNot64Bit refuses a cluster on a 32-bit build. protoactor-go's
+// process registry panics on half of all actor ids there (int(murmur3(id))
+// is negative; upstream issue 755). Every id evoclaw chooses is salted
+// around it (actors/pidname.go), but the cluster names its own actors
+// (activators, partitions, grains), so a cluster member on armv6 or armv7
+// dies on its first few spawns. An edge agent and a single orchestrator are
+// not affected.
+var ErrNot64Bit = errors.New("cluster: clustering needs a 64-bit build (arm64, amd64): on 32-bit ARM protoactor-go's cluster names actors its registry cannot hold (upstream issue 755); run the clustered orchestrators on 64-bit boards, edge agents and a single node run anywhere")
+
+// wordBits is the width of int; a variable so the test of the refusal runs
+// on 64-bit machines too.
+var wordBits = strconv.IntSize
+
 // Enabled reports whether the node joins a cluster.
 func (c Config) Enabled() bool { return len(c.Etcd) > 0 }
 
@@ -64,6 +77,9 @@ func (c *Config) Validate() error {
 			return errors.New("cluster: keys set but cluster.etcd is empty (clustering is off without etcd endpoints)")
 		}
 		return nil
+	}
+	if wordBits == 32 {
+		return ErrNot64Bit
 	}
 	var errs []error
 	if len(c.Etcd) > maxEndpoints {

@@ -6,6 +6,8 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
+	defer func(w int) { wordBits = w }(wordBits)
+	wordBits = 64 // the rules of a 64-bit build; the 32-bit refusal is below
 	for _, tc := range []struct {
 		name string
 		in   Config
@@ -55,5 +57,20 @@ func TestNodeOf(t *testing.T) {
 		if got := NodeOf(in); got != want {
 			t.Errorf("NodeOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRefusedOn32Bit: a 32-bit build refuses an enabled cluster with an
+// error that says why and what to do, and still accepts clustering off.
+func TestRefusedOn32Bit(t *testing.T) {
+	defer func(w int) { wordBits = w }(wordBits)
+	wordBits = 32
+	c := Config{Etcd: []string{"127.0.0.1:2379"}}
+	if err := c.Validate(); err != ErrNot64Bit || !strings.Contains(err.Error(), "64-bit") {
+		t.Fatalf("Validate on 32-bit = %v, want ErrNot64Bit", err)
+	}
+	off := Config{}
+	if err := off.Validate(); err != nil {
+		t.Fatalf("clustering off on 32-bit: %v", err)
 	}
 }
