@@ -184,6 +184,9 @@ func TestClusterForwarding(t *testing.T) {
 		c := a.Status().Cluster
 		return c != nil && len(c.Members) == 2
 	}, "a sees both members")
+	if r := a.Ready(); !r.Ready || r.Checks[len(r.Checks)-1].Name != CheckCluster || !r.Checks[len(r.Checks)-1].OK {
+		t.Fatalf("a clustered node listed as a member: readiness %+v", r)
+	}
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		time.Sleep(20 * time.Millisecond) // one status request per 20ms
 		return b.members(t) == 2

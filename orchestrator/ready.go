@@ -27,6 +27,8 @@ const (
 	CheckAudit  = "audit"
 	CheckBroker = "broker"
 	CheckLLM    = "llm"
+	// CheckCluster is present only on a node with [cluster].
+	CheckCluster = "cluster"
 )
 
 // ErrNotReady refuses a chat the node cannot serve now (see Node.Ready).
@@ -51,6 +53,9 @@ type Readiness struct {
 // it writes nothing.
 func (n *Node) Ready() Readiness {
 	checks := []ReadyCheck{n.auditCheck(), n.brokerCheck(), n.llmCheck()}
+	if n.cluster != nil {
+		checks = append(checks, n.clusterCheck())
+	}
 	r := Readiness{Ready: true, Checks: checks}
 	for _, c := range checks {
 		r.Ready = r.Ready && c.OK
@@ -75,6 +80,26 @@ func (n *Node) brokerCheck() ReadyCheck {
 	if !c.OK {
 		c.Reason = "the MQTT session to " + n.BrokerURL() + " is not connected: edge agents cannot be reached"
 	}
+	return c
+}
+
+// clusterCheck: a clustered node is ready when the membership lists it,
+// that is when the others can route conversations to it and it to them.
+// While etcd is out of reach the list ages out and the node says so.
+func (n *Node) clusterCheck() ReadyCheck {
+	c := ReadyCheck{Name: CheckCluster}
+	if n.cluster.c == nil {
+		c.Reason = "the cluster membership has not started"
+		return c
+	}
+	st := n.cluster.c.Status()
+	for _, m := range st.Members {
+		if m.Self {
+			c.OK = true
+			return c
+		}
+	}
+	c.Reason = fmt.Sprintf("this node is not (or no longer) a member of cluster %q as its membership (etcd) sees it; %d other members listed", st.Name, len(st.Members))
 	return c
 }
 
