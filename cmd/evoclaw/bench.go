@@ -152,19 +152,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
 		return err
 	}
-	agentConf := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(agentConf, []byte(fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n[builtin]\ngroups = [\"todo\"]\n",
-		*auditSync, node.BrokerURL())), 0o600); err != nil {
-		return err
-	}
-	edgeProc, err := startChild("edge", []string{"edge", "--config", agentConf}, io.Discard)
+	edgeProc, err := startBenchEdge(ctx, dir, fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n[builtin]\ngroups = [\"todo\"]\n",
+		*auditSync, node.BrokerURL()))
 	if err != nil {
 		return err
 	}
 	defer edgeProc.Stop()
-	if _, err := edgeProc.WaitReady(ctx); err != nil {
-		return err
-	}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	err = node.WaitForAgents(wctx, 1)
 	cancel()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
 
 // idleSample is one reading of an idle process.
@@ -101,18 +103,11 @@ func benchIdle(ctx context.Context, d time.Duration, stdout io.Writer) error {
 	if m == nil {
 		return fmt.Errorf("no broker URL in serve's ready line %q", line)
 	}
-	agentConf := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(agentConf, []byte(fmt.Sprintf("agent_id = \"idle-edge\"\ndata_dir = \"edge\"\n[mqtt]\nbroker = %q\n", m[1])), 0o600); err != nil {
-		return err
-	}
-	edgeProc, err := startChild("edge", []string{"edge", "--config", agentConf}, io.Discard)
+	edgeProc, err := startBenchEdge(ctx, dir, fmt.Sprintf("agent_id = \"idle-edge\"\ndata_dir = \"edge\"\n[mqtt]\nbroker = %q\n", m[1]))
 	if err != nil {
 		return err
 	}
 	defer edgeProc.Stop()
-	if _, err := edgeProc.WaitReady(ctx); err != nil {
-		return err
-	}
 	const settle = 5 * time.Second // start-up's own writes and garbage
 	select {
 	case <-time.After(settle):
@@ -144,4 +139,22 @@ func benchIdle(ctx context.Context, d time.Duration, stdout io.Writer) error {
 		say("  %s", s.summary())
 	}
 	return nil
+}
+
+// startBenchEdge writes conf as dir/agent.toml and starts an edge agent
+// process on it, returning once it is ready (stopped when that fails).
+func startBenchEdge(ctx context.Context, dir, conf string) (*child.Process, error) {
+	agentConf := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(agentConf, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	p, err := startChild("edge", []string{"edge", "--config", agentConf}, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.WaitReady(ctx); err != nil {
+		_ = p.Stop()
+		return nil, err
+	}
+	return p, nil
 }
