@@ -23,14 +23,22 @@ type target struct {
 	GOARCH  string
 	GOARM   string // "" unless GOARCH is arm
 	DebArch string // Debian architecture: armv6 and armv7 are both armhf
+	// Tags are the build tags of the target's binary.
+	Tags string
 }
 
 // targets are the platforms of a release, in build order.
+//
+// The 32-bit ARM binaries leave the cluster out (nocluster): a 32-bit
+// build refuses [cluster] anyway (protoactor-go's registry, see
+// docs/CLUSTER.md), and on the small boards they serve the cluster's
+// gRPC and etcd code cost 6 MB of binary and about 1 MB of private memory
+// in every process.
 var targets = []target{
-	{"amd64", "amd64", "", "amd64"},
-	{"arm64", "arm64", "", "arm64"},
-	{"armv7", "arm", "7", "armhf"},
-	{"armv6", "arm", "6", "armhf"},
+	{"amd64", "amd64", "", "amd64", ""},
+	{"arm64", "arm64", "", "arm64", ""},
+	{"armv7", "arm", "7", "armhf", "nocluster"},
+	{"armv6", "arm", "6", "armhf", "nocluster"},
 }
 
 func targetNames() []string {
@@ -90,15 +98,19 @@ func (b builder) ldflags() string {
 // buildArgs are the go build arguments of one binary. -buildvcs=false:
 // the stamp above names the commit, and the toolchain's own VCS stamp
 // differs between a clone and a git worktree of the same commit.
-func (b builder) buildArgs(out string) []string {
-	return []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", b.ldflags(), "-o", out, "./cmd/evoclaw"}
+func (b builder) buildArgs(t target, out string) []string {
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", b.ldflags()}
+	if t.Tags != "" {
+		args = append(args, "-tags", t.Tags)
+	}
+	return append(args, "-o", out, "./cmd/evoclaw")
 }
 
 // binary builds one target's binary into the output directory.
 func (b builder) binary(ctx context.Context, t target) (string, error) {
 	name := binaryName(b.version, t)
 	fmt.Fprintf(b.log, "release: build %s\n", name)
-	cmd := exec.CommandContext(ctx, "go", b.buildArgs(filepath.Join(b.out, name))...)
+	cmd := exec.CommandContext(ctx, "go", b.buildArgs(t, filepath.Join(b.out, name))...)
 	cmd.Dir = b.root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+t.GOARCH, "GOARM="+t.GOARM)
 	if out, err := cmd.CombinedOutput(); err != nil {
