@@ -67,9 +67,10 @@ func startNode(t *testing.T, brokerURL, transcript string) *orchestrator.Node {
 	return node
 }
 
-// waitForAgent waits until an agent is online at node and returns a
-// context that ends within d of the call, and with the test.
-func waitForAgent(t *testing.T, node *orchestrator.Node, d time.Duration) context.Context {
+// nodeWithAgent returns once an agent is online at node (node.WaitForAgents:
+// no polling of its own), with a context that ends within d of the call,
+// and with the test.
+func nodeWithAgent(t *testing.T, node *orchestrator.Node, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -100,7 +101,7 @@ func TestRoundTripOverRealBrokers(t *testing.T) {
 			  {"content":"count is {{result c1}}"}]}`, counter)
 			node := startNode(t, b.URL, transcript)
 			edge := startEdge(t, "edge-a", b.URL)
-			ctx := waitForAgent(t, node, 20*time.Second)
+			ctx := nodeWithAgent(t, node, 20*time.Second)
 			ans, err := node.Chat(ctx, "rt", "count once")
 			if err != nil {
 				t.Fatal(err)
@@ -142,7 +143,7 @@ func TestEdgeCallPromptChain(t *testing.T) {
 			   "expect_tools":["edge_call"]},
 			  {"content":"The edge says: {{result e1}}"}]}`)
 			edge := startEdgeWith(t, "edge-p", b.URL, fmt.Sprintf("[llm]\nprovider = \"scripted\"\ntranscript = %q\n", edgeTranscript))
-			ctx := waitForAgent(t, node, 30*time.Second)
+			ctx := nodeWithAgent(t, node, 30*time.Second)
 			ans, err := node.Chat(ctx, "chain", "ask the edge")
 			if err != nil {
 				t.Fatal(err)
@@ -177,7 +178,7 @@ func TestEdgeKilledMidCall(t *testing.T) {
 			  {"content":"got: {{result c1}}"}]}`, marker)
 			node := startNode(t, b.URL, transcript)
 			edge := startEdge(t, "edge-k", b.URL)
-			ctx := waitForAgent(t, node, 30*time.Second)
+			ctx := nodeWithAgent(t, node, 30*time.Second)
 			go func() {
 				// Kill the agent as soon as its tool has started.
 				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {

@@ -66,7 +66,7 @@ func TestToolOutputStreamsOverRealBrokers(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			node := startNode(t, b.URL, bashTranscript("edge-s", slow, 2))
 			edgeDB, _ := startBashEdge(t, "edge-s", b.URL)
-			ctx := waitForAgent(t, node, 60*time.Second)
+			ctx := nodeWithAgent(t, node, 60*time.Second)
 			var events progressRecorder
 			watched, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "watched", Text: "run it", Progress: events.add})
 			if err != nil {
@@ -165,7 +165,7 @@ func testFlood(t *testing.T, flood string) {
 	url := mqtttest.StartEmbedded(t)
 	node := startNode(t, url, bashTranscript("edge-f", flood, 1))
 	_, pid := startBashEdge(t, "edge-f", url)
-	ctx := waitForAgent(t, node, 120*time.Second)
+	ctx := nodeWithAgent(t, node, 120*time.Second)
 	// Count what the agent puts on the wire, not only what reaches the chat.
 	watch := mqtttest.Connect(t, mqttc.Options{BrokerURL: url, ClientID: "flood-watch"})
 	var mu sync.Mutex
