@@ -46,16 +46,7 @@ func (p keyPath) String() string {
 
 // isBareKey reports whether s can be written unquoted in TOML.
 func isBareKey(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return s != "" && nameChars(s)
 }
 
 // keyErr is a problem at a key, before it is placed in a file.

@@ -115,9 +115,13 @@ func CheckName(s string) error {
 // 1 to 64 ASCII letters, digits, '_' or '-'. Names travel in JSON schemas,
 // MQTT payloads and command lines, so nothing needs quoting.
 func validName(s string) bool {
-	if len(s) == 0 || len(s) > maxNameLen {
-		return false
-	}
+	return len(s) > 0 && len(s) <= maxNameLen && nameChars(s)
+}
+
+// nameChars reports whether every byte of s is an ASCII letter, digit, '_'
+// or '-': the characters of a name (validName) and of a bare TOML key
+// (isBareKey).
+func nameChars(s string) bool {
 	for i := range len(s) {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {

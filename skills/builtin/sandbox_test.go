@@ -12,8 +12,8 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
+	"github.com/evoclaw/evoclaw/skills/internal/opstest"
 	"github.com/evoclaw/evoclaw/skills/sandbox"
 )
 
@@ -26,10 +26,7 @@ func TestBashSandboxed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
-	if err := ts.Add(tool); err != nil {
-		t.Fatal(err)
-	}
+	ts := opstest.Toolset(t, tool)
 	cmd := "echo ok > in.txt && echo wrote; touch " + outside + "/out.txt 2>/dev/null && echo ESCAPED || echo denied; " +
 		"tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"
 	out := ts.Call(context.Background(), "bash", map[string]any{"command": cmd})
@@ -51,8 +48,7 @@ func TestBashSandboxMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
-	ts.Add(tool)
+	ts := opstest.Toolset(t, tool)
 	out := ts.Call(context.Background(), "bash", map[string]any{"command": "touch ran"})
 	if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.Wire("bash").Error, "firejail") {
 		t.Fatalf("missing sandbox = %+v", out.Content)

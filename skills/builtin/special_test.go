@@ -19,6 +19,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
+	"github.com/evoclaw/evoclaw/skills/internal/opstest"
 )
 
 // margin is how far past its deadline a built-in may answer.
@@ -75,11 +76,7 @@ func fileTools(t *testing.T, o builtin.Options) *skills.Toolset {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
-	if err := ts.Add(tools...); err != nil {
-		t.Fatal(err)
-	}
-	return ts
+	return opstest.Toolset(t, tools...)
 }
 
 // TestSpecialFilesRefused: read and edit of a FIFO, a socket, a device or a

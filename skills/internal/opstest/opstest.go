@@ -41,6 +41,13 @@ func toolset(t *testing.T, o builtin.Options) *skills.Toolset {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Toolset(t, tools...)
+}
+
+// Toolset returns a toolset of tools with every permission granted; it
+// fails the test when a tool cannot be added.
+func Toolset(t *testing.T, tools ...skills.GoTool) *skills.Toolset {
+	t.Helper()
 	ts := skills.NewToolset(nil, skills.ExecOptions{Granted: skills.Permissions()})
 	if err := ts.Add(tools...); err != nil {
 		t.Fatal(err)
