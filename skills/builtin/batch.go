@@ -148,10 +148,7 @@ func (l Local) Commit(_ context.Context, changes []Change) (err error) {
 	}
 	cleanup() // the backups
 	for _, s := range steps {
-		if d, err := r.Open(path.Dir(s.c.Name)); err == nil {
-			d.Sync() // durability of the renames; the change is made either way
-			d.Close()
-		}
+		syncDir(r, path.Dir(s.c.Name)) // durability of the renames; the change is made either way
 	}
 	return nil
 }
@@ -180,4 +177,15 @@ func writeSynced(r *os.Root, name string, data []byte, perm fs.FileMode) error {
 		r.Remove(name)
 	}
 	return err
+}
+
+// syncDir syncs directory dir of r, making the renames in it durable. A
+// directory that cannot be opened is not synced and not an error.
+func syncDir(r *os.Root, dir string) error {
+	d, err := r.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -2,8 +2,6 @@ package builtin
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -118,34 +116,17 @@ func (l Local) WriteFile(_ context.Context, name string, data []byte, perm fs.Fi
 			return jailErr(err)
 		}
 	}
-	var rnd [6]byte
-	rand.Read(rnd[:]) // never fails
-	tmp := path.Join(path.Dir(name), ".evoclaw-tmp-"+hex.EncodeToString(rnd[:])+"-"+path.Base(name))
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
+	tmp := tempName(name, "tmp")
+	if err := writeSynced(r, tmp, data, perm); err != nil {
 		return jailErr(err)
 	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = jailErr(r.Rename(tmp, name))
-	}
-	if werr != nil {
+	if err := r.Rename(tmp, name); err != nil {
 		r.Remove(tmp) // best effort; the write already failed
-		return werr
+		return jailErr(err)
 	}
 	// Make the rename itself durable.
-	if d, err := r.Open(path.Dir(name)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("sync directory of %s: %w", name, err)
-		}
+	if err := syncDir(r, path.Dir(name)); err != nil {
+		return fmt.Errorf("sync directory of %s: %w", name, err)
 	}
 	return nil
 }
