@@ -33,17 +33,23 @@ func TestToolCallValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validCall()
 			tt.edit(&c)
-			err := c.Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, ErrInvalidToolCall) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Validate: got %v, want ErrInvalidToolCall mentioning %q", err, tt.wantErr)
-			}
+			wantInvalid(t, c.Validate(), ErrInvalidToolCall, tt.wantErr)
 		})
+	}
+}
+
+// wantInvalid fails t unless err is nil where want is empty, or else wraps
+// sentinel and mentions want: the check of every Validate test.
+func wantInvalid(t *testing.T, err, sentinel error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, sentinel) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Validate: got %v, want %v mentioning %q", err, sentinel, want)
 	}
 }
 

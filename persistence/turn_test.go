@@ -1,10 +1,6 @@
 package persistence
 
-import (
-	"errors"
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestLLMCallValidate(t *testing.T) {
 	tests := []struct {
@@ -22,18 +18,11 @@ func TestLLMCallValidate(t *testing.T) {
 		{"negative iteration", func(c *LLMCall) { c.Iteration = -2 }, "iteration -2"},
 	}
 	for _, tt := range tests {
-		c := LLMCall{Node: "n", Provider: "p", Status: StatusSuccess}
-		tt.edit(&c)
-		err := c.Validate()
-		if tt.want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tt.name, err)
-			}
-			continue
-		}
-		if !errors.Is(err, ErrInvalidLLMCall) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: got %v, want ErrInvalidLLMCall mentioning %q", tt.name, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			c := LLMCall{Node: "n", Provider: "p", Status: StatusSuccess}
+			tt.edit(&c)
+			wantInvalid(t, c.Validate(), ErrInvalidLLMCall, tt.want)
+		})
 	}
 }
 
@@ -53,16 +42,9 @@ func TestMessageValidate(t *testing.T) {
 		{"bad body", "c", Message{Role: "user", Body: []byte(`{`)}, "not valid JSON"},
 	}
 	for _, tt := range tests {
-		err := tt.m.Validate(tt.conv)
-		if tt.want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tt.name, err)
-			}
-			continue
-		}
-		if !errors.Is(err, ErrInvalidMessage) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: got %v, want ErrInvalidMessage mentioning %q", tt.name, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			wantInvalid(t, tt.m.Validate(tt.conv), ErrInvalidMessage, tt.want)
+		})
 	}
 }
 
@@ -79,15 +61,8 @@ func TestEventValidate(t *testing.T) {
 		{"bad detail", Event{Node: "n", Kind: "k", Detail: []byte(`[`)}, "detail is not valid JSON"},
 	}
 	for _, tt := range tests {
-		err := tt.e.Validate()
-		if tt.want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tt.name, err)
-			}
-			continue
-		}
-		if !errors.Is(err, ErrInvalidEvent) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: got %v, want ErrInvalidEvent mentioning %q", tt.name, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			wantInvalid(t, tt.e.Validate(), ErrInvalidEvent, tt.want)
+		})
 	}
 }
