@@ -112,6 +112,15 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
+// decodePayload checks that r is a report of reportType and decodes its
+// payload, one JSON object, into v.
+func decodePayload(what string, r Report, reportType string, v any) error {
+	if r.ReportType != reportType {
+		return &DecodeError{What: what, Field: "report_type", Msg: fmt.Sprintf("want %q, got %q", reportType, r.ReportType)}
+	}
+	return decodeObject(what, r.Payload, v)
+}
+
 func checkRequestID(what, id string, required bool) error {
 	switch {
 	case id == "" && required:

@@ -84,11 +84,8 @@ type DelegateRequest struct {
 // DecodeDelegateRequest parses the payload of a ReportDelegate report.
 func DecodeDelegateRequest(r Report) (DelegateRequest, error) {
 	const what = "delegate request"
-	if r.ReportType != ReportDelegate {
-		return DelegateRequest{}, &DecodeError{What: what, Field: "report_type", Msg: fmt.Sprintf("want %q, got %q", ReportDelegate, r.ReportType)}
-	}
 	var d DelegateRequest
-	if err := decodeObject(what, r.Payload, &d); err != nil {
+	if err := decodePayload(what, r, ReportDelegate, &d); err != nil {
 		return DelegateRequest{}, err
 	}
 	if err := checkRequestID(what, d.RequestID, true); err != nil {

@@ -40,11 +40,8 @@ type Progress struct {
 
 // DecodeProgress parses the payload of a progress report.
 func DecodeProgress(r Report) (Progress, error) {
-	if r.ReportType != ReportProgress {
-		return Progress{}, &DecodeError{What: "progress", Field: "report_type", Msg: fmt.Sprintf("want %q, got %q", ReportProgress, r.ReportType)}
-	}
 	var p Progress
-	if err := decodeObject("progress", r.Payload, &p); err != nil {
+	if err := decodePayload("progress", r, ReportProgress, &p); err != nil {
 		return Progress{}, err
 	}
 	if err := checkRequestID("progress", p.RequestID, true); err != nil {

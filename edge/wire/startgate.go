@@ -48,11 +48,8 @@ type StartPayload struct {
 
 // DecodeAccepted parses an accepted report.
 func DecodeAccepted(r Report) (Accepted, error) {
-	if r.ReportType != ReportAccepted {
-		return Accepted{}, &DecodeError{What: "accepted", Field: "report_type", Msg: fmt.Sprintf("want %q, got %q", ReportAccepted, r.ReportType)}
-	}
 	var a Accepted
-	if err := decodeObject("accepted", r.Payload, &a); err != nil {
+	if err := decodePayload("accepted", r, ReportAccepted, &a); err != nil {
 		return Accepted{}, err
 	}
 	if a.RequestID == "" || len(a.RequestID) > MaxRequestIDLen {
