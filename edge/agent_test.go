@@ -183,22 +183,9 @@ func TestLoadConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, "agent.toml")
-			if err := os.WriteFile(path, []byte(tt.body), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := LoadConfig(path)
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("err = %v, want %q", err, tt.want)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Skills.Dirs[0] != filepath.Join(dir, "s") || c.MQTT.Broker != DefaultBroker ||
-				c.HeartbeatInterval.Duration != DefaultHeartbeatInterval || c.Capabilities != "" {
+			c, ok := loadConfig(t, dir, tt.body, tt.want)
+			if ok && (c.Skills.Dirs[0] != filepath.Join(dir, "s") || c.MQTT.Broker != DefaultBroker ||
+				c.HeartbeatInterval.Duration != DefaultHeartbeatInterval || c.Capabilities != "") {
 				t.Fatalf("config %+v", c)
 			}
 		})

@@ -86,19 +86,13 @@ func TestBuiltinConfig(t *testing.T) {
 		{"agent_id = \"a\"\n[builtin]\ngroups = [\"all\"]\n", "builtin.workspace"},
 		{"agent_id = \"a\"\n[builtin]\ngroups = [\"all\"]\nworkspace = \"ws\"\nsandbox = \"docker\"\n", "builtin.sandbox"},
 	} {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "agent.toml")
-		os.WriteFile(path, []byte(tc.body), 0o600)
-		c, err := LoadConfig(path)
-		if tc.want == "" {
-			if err != nil || c.Builtin.Workspace != filepath.Join(dir, "ws") {
-				t.Errorf("%q: %+v, %v", tc.body, c.Builtin, err)
+		t.Run(tc.want, func(t *testing.T) {
+			dir := t.TempDir()
+			c, ok := loadConfig(t, dir, tc.body, tc.want)
+			if ok && c.Builtin.Workspace != filepath.Join(dir, "ws") {
+				t.Errorf("%q: %+v", tc.body, c.Builtin)
 			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: err = %v, want %q", tc.body, err, tc.want)
-		}
+		})
 	}
 	// The workspace must exist when the agent starts.
 	cfg := Config{AgentID: "a", DataDir: t.TempDir(), Builtin: toolbox.Builtin{Groups: []string{"all"}, Workspace: filepath.Join(t.TempDir(), "missing")}}

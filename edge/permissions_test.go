@@ -18,15 +18,8 @@ import (
 // design's wording, running nothing.
 func TestGrantedOnlyFileReadGetsNoShell(t *testing.T) {
 	dir, ws := t.TempDir(), t.TempDir()
-	conf := filepath.Join(dir, "agent.toml")
 	body := fmt.Sprintf("agent_id = \"pi-ro\"\n[skills]\npermissions = [\"fs_read\"]\n[builtin]\ngroups = [\"all\"]\nworkspace = %q\nsandbox = \"none\"\n", ws)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := loadConfig(t, dir, body, "")
 	box, err := NewToolbox(cfg, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,6 @@ func TestAgentOverTLSWithClientCertificate(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "agent.toml")
 	// Relative paths in [mqtt] are resolved against the file's directory.
 	for src, dst := range map[string]string{pki.CAFile: "ca.pem", agentCert: "agent.pem", agentKey: "agent.key"} {
 		b, err := os.ReadFile(src)
@@ -40,13 +39,7 @@ func TestAgentOverTLSWithClientCertificate(t *testing.T) {
 		}
 	}
 	body := "agent_id = \"pi-tls\"\ndata_dir = \"data\"\n[mqtt]\nbroker = \"" + b.TLSURL() + "\"\nca_file = \"ca.pem\"\ncert_file = \"agent.pem\"\nkey_file = \"agent.key\"\n"
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := loadConfig(t, dir, body, "")
 	if cfg.MQTT.CAFile != filepath.Join(dir, "ca.pem") {
 		t.Fatalf("ca_file resolved to %q", cfg.MQTT.CAFile)
 	}

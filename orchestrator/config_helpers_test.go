@@ -3,8 +3,9 @@ package orchestrator
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // writeConfig writes body as dir/evoclaw.toml and returns its path.
@@ -17,20 +18,8 @@ func writeConfig(t testing.TB, dir, body string) string {
 	return path
 }
 
-// loadConfig writes body as dir/evoclaw.toml and loads it. With want set,
-// it expects an error mentioning want and returns false; with want empty,
-// any error fails the test.
+// loadConfig writes body as dir/evoclaw.toml and loads it (testenv.LoadFile).
 func loadConfig(t testing.TB, dir, body, want string) (Config, bool) {
 	t.Helper()
-	c, err := LoadConfig(writeConfig(t, dir, body))
-	if want != "" {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("LoadConfig = %v, want an error mentioning %q", err, want)
-		}
-		return c, false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, true
+	return testenv.LoadFile(t, filepath.Join(dir, "evoclaw.toml"), body, want, LoadConfig)
 }
