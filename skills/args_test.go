@@ -3,8 +3,9 @@ package skills
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 func TestEncodeArgs(t *testing.T) {
@@ -37,14 +38,8 @@ func TestEncodeArgs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			argv, stdin, err := encodeArgs(tt.args)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
+			if testenv.WantErr(t, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(argv, tt.argv) || string(stdin) != tt.stdin {
 				t.Errorf("argv %q stdin %q\nwant %q %q", argv, stdin, tt.argv, tt.stdin)

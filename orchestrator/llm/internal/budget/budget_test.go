@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -64,14 +65,8 @@ func TestFit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, rep, err := Fit(tt.req, tt.context)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
+			if testenv.WantErr(t, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := roles(out.Messages); got != tt.roles {
 				t.Fatalf("messages %q, want %q", got, tt.roles)
