@@ -98,45 +98,29 @@ func (f *fakeEdge) reply(payload any) {
 	f.root.Send(f.edges.PID, &ReportIn{AgentID: f.id, Report: r})
 }
 
-// recorded collects what the code under test hands over, from any
-// goroutine: the audit rows, events and progress of the tests.
-type recorded[T any] struct {
-	mu    sync.Mutex // guards items
-	items []T
-}
-
-func (r *recorded[T]) add(v T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.items = append(r.items, v)
-}
-
-// all returns a copy of what was added so far, in order.
-func (r *recorded[T]) all() []T {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]T(nil), r.items...)
-}
-
 // recordingAudit is an AuditLog in memory.
-type recordingAudit struct{ recorded[persistence.ToolCall] }
+type recordingAudit struct {
+	testenv.Recorded[persistence.ToolCall]
+}
 
 func (a *recordingAudit) RecordToolCall(_ context.Context, c persistence.ToolCall) error {
-	a.add(c)
+	a.Add(c)
 	return nil
 }
 
 // recordingEvents is an EventLog in memory.
-type recordingEvents struct{ recorded[persistence.Event] }
+type recordingEvents struct {
+	testenv.Recorded[persistence.Event]
+}
 
 func (r *recordingEvents) RecordEvent(_ context.Context, e persistence.Event) error {
-	r.add(e)
+	r.Add(e)
 	return nil
 }
 
 func (r *recordingEvents) kinds() []string {
 	var k []string
-	for _, e := range r.all() {
+	for _, e := range r.All() {
 		k = append(k, e.Kind)
 	}
 	return k
@@ -235,7 +219,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if ans.Err != nil || ans.Text != "tool said: echo:hi" || ans.ToolCalls != 1 || ans.Iterations != 1 {
 		t.Fatalf("answer %+v", ans)
 	}
-	recs := h.audit.all()
+	recs := h.audit.All()
 	if len(recs) != 1 || recs[0].Status != "success" || recs[0].AgentID != "pi-1" || recs[0].Tool != "pi-1__echo" ||
 		recs[0].CallID != "c1" || recs[0].Side != "orchestrator" || recs[0].RequestID == "" || string(recs[0].Params) != `{"text":"hi"}` {
 		t.Fatalf("audit %+v", recs)
@@ -279,7 +263,7 @@ func TestToolCallThatKeepsFailingBecomesAnError(t *testing.T) {
 	if !strings.Contains(ans.Text, "Error (internal)") || !strings.Contains(ans.Text, "always broken") {
 		t.Fatalf("answer %q does not carry the tool failure", ans.Text)
 	}
-	recs := h.audit.all()
+	recs := h.audit.All()
 	if len(recs) != 1 || recs[0].Status != "error" || recs[0].ErrorType != string(wire.ErrInternal) {
 		t.Fatalf("audit %+v", recs)
 	}
@@ -300,7 +284,7 @@ func TestSilentAgentTimesOut(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("timeout error after %s, want it near the tool's 1 s timeout", took)
 	}
-	if recs := h.audit.all(); len(recs) != 1 || recs[0].ErrorType != string(wire.ErrTimeout) {
+	if recs := h.audit.All(); len(recs) != 1 || recs[0].ErrorType != string(wire.ErrTimeout) {
 		t.Fatalf("audit %+v", recs)
 	}
 }
@@ -401,7 +385,7 @@ func TestUnknownAndLateRepliesAreDropped(t *testing.T) {
 		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 2
 	}, "both drops audited")
 	var lateEvents []string
-	for _, e := range h.events.all() {
+	for _, e := range h.events.All() {
 		if e.Kind == EventLateResult {
 			lateEvents = append(lateEvents, string(e.Detail))
 		}
@@ -425,7 +409,7 @@ func TestUnknownToolAndBadArguments(t *testing.T) {
 	if !strings.Contains(ans.Text, "B=Error (invalid_params)") {
 		t.Fatalf("bad arguments answer %q", ans.Text)
 	}
-	if n := len(h.audit.all()); n != 2 {
+	if n := len(h.audit.All()); n != 2 {
 		t.Fatalf("%d audit records, want 2", n)
 	}
 }
@@ -457,8 +441,8 @@ func TestMaxIterations(t *testing.T) {
 			h := newHarness(t, loopTranscript(10), func(o *ConvOptions) { o.MaxIterations = 3; o.OnLimit = tt.onLimit })
 			h.edge.onTool = echoReply(h)
 			ans := h.chat(t, "loop forever")
-			if ans.Iterations != 3 || len(h.audit.all()) != 3 {
-				t.Fatalf("answer %+v after %d audited calls, want 3 iterations", ans, len(h.audit.all()))
+			if ans.Iterations != 3 || len(h.audit.All()) != 3 {
+				t.Fatalf("answer %+v after %d audited calls, want 3 iterations", ans, len(h.audit.All()))
 			}
 			if tt.wantErr {
 				if !errors.Is(ans.Err, ErrMaxIterations) {

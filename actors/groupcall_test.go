@@ -113,12 +113,12 @@ func TestGroupCallMovesOnNotStarted(t *testing.T) {
 	if ans := res.(*Answer); ans.Err != nil || ans.Text != "ran on a2" {
 		t.Fatalf("answer %+v", ans)
 	}
-	recs := audit.recordingAudit.all()
+	recs := audit.recordingAudit.All()
 	if len(recs) != 1 || recs[0].AgentID != "a2" || recs[0].Status != "success" || recs[0].Tool != "grp__echo" {
 		t.Fatalf("rows %+v", recs)
 	}
 	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(strings.Join(audit.kinds(), ","), EventCallMoved) }, "call_moved")
-	ev := audit.recordingEvents.all()[0]
+	ev := audit.recordingEvents.All()[0]
 	var d map[string]any
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -16,12 +17,12 @@ const testPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
 // tapProvider passes requests on and keeps them.
 type tapProvider struct {
 	next llm.Provider
-	recorded[llm.Request]
+	testenv.Recorded[llm.Request]
 }
 
 func (p *tapProvider) Name() string { return p.next.Name() }
 func (p *tapProvider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	p.add(req)
+	p.Add(req)
 	return p.next.Complete(ctx, req)
 }
 
@@ -89,7 +90,7 @@ func TestToolImageReachesTheModel(t *testing.T) {
 	}
 	h.chat(t, "and now?")
 
-	reqs := rec.all()
+	reqs := rec.All()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests", len(reqs))
 	}
@@ -105,7 +106,7 @@ func TestToolImageReachesTheModel(t *testing.T) {
 			t.Fatalf("request %d: tool message %+v", i+2, tool)
 		}
 	}
-	recs := h.audit.all()
+	recs := h.audit.All()
 	if len(recs) != 1 {
 		t.Fatalf("audit rows %+v", recs)
 	}

@@ -72,7 +72,7 @@ func TestRepeatedIdenticalCallIsRefusedThenEndsTheLoop(t *testing.T) {
 			if !strings.Contains(ans.Text, "final: echo:a / Error (repeated_call)") {
 				t.Fatalf("the model was not told of the repeat: %q", ans.Text)
 			}
-			recs := h.audit.all()
+			recs := h.audit.All()
 			if len(recs) != 3 || recs[1].ErrorType != string(ErrRepeatedCall) {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -362,7 +362,7 @@ func TestEdgeCall(t *testing.T) {
 			if tools.Load() != tt.tools || prompts.Load() != tt.pr {
 				t.Fatalf("sent %d tool and %d prompt commands, want %d and %d", tools.Load(), prompts.Load(), tt.tools, tt.pr)
 			}
-			recs := h.audit.all()
+			recs := h.audit.All()
 			if len(recs) != 1 || recs[0].Tool != EdgeCallTool {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -569,10 +569,12 @@ func (p failingProvider) Complete(context.Context, llm.Request) (llm.Response, e
 	return llm.Response{}, p.err
 }
 
-type recordingLLMLog struct{ recorded[persistence.LLMCall] }
+type recordingLLMLog struct {
+	testenv.Recorded[persistence.LLMCall]
+}
 
 func (l *recordingLLMLog) RecordLLMCall(_ context.Context, c persistence.LLMCall) error {
-	l.add(c)
+	l.Add(c)
 	return nil
 }
 
@@ -598,7 +600,7 @@ func TestLLMCallsAreAudited(t *testing.T) {
 				}
 			})
 			h.chat(t, "x")
-			recs := log.all()
+			recs := log.All()
 			if len(recs) != 1 {
 				t.Fatalf("%d llm records, want 1", len(recs))
 			}

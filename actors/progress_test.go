@@ -7,21 +7,22 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // progressLog collects a chat's Progress events.
-type progressLog = recorded[Progress]
+type progressLog = testenv.Recorded[Progress]
 
 func TestProgressEventsOfAChat(t *testing.T) {
 	h := newHarness(t, echoTranscript, nil)
 	h.edge.onTool = echoReply(h)
 	var log progressLog
-	if ans := h.ask(t, &Chat{ConversationID: "p", Text: "go", Progress: log.add}); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+	if ans := h.ask(t, &Chat{ConversationID: "p", Text: "go", Progress: log.Add}); ans.Err != nil || ans.Text != "tool said: echo:hi" {
 		t.Fatalf("answer %+v", ans)
 	}
-	evs := log.all()
+	evs := log.All()
 	var kinds []string
 	for _, e := range evs {
 		kinds = append(kinds, e.Kind)
@@ -50,8 +51,8 @@ func TestProgressArgsAreCut(t *testing.T) {
 	h := newHarness(t, transcript(callTurn("c1", "pi-1__echo", `{"text":"`+long+`"}`), `{"content":"ok"}`), nil)
 	h.edge.onTool = echoReply(h)
 	var log progressLog
-	h.ask(t, &Chat{ConversationID: "p", Text: "go", Progress: log.add})
-	for _, e := range log.all() {
+	h.ask(t, &Chat{ConversationID: "p", Text: "go", Progress: log.Add})
+	for _, e := range log.All() {
 		if len(e.Args) > MaxProgressArgs+len("…") || len(e.Result) > ProgressResultExcerpt+len("…") {
 			t.Fatalf("%s: args %d bytes, result %d bytes", e.Kind, len(e.Args), len(e.Result))
 		}
@@ -112,17 +113,17 @@ func TestAuditFailureEndsTheChat(t *testing.T) {
 }
 
 // recordingProvider answers every request with text and keeps the requests.
-type recordingProvider struct{ recorded[llm.Request] }
+type recordingProvider struct{ testenv.Recorded[llm.Request] }
 
 func (p *recordingProvider) Name() string { return "recording" }
 
 func (p *recordingProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
-	p.add(req)
+	p.Add(req)
 	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "answer"}}, nil
 }
 
 func (p *recordingProvider) last() llm.Request {
-	reqs := p.all()
+	reqs := p.All()
 	return reqs[len(reqs)-1]
 }
 

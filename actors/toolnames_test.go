@@ -135,7 +135,7 @@ func TestLongToolNameRoutesAndAuditsReadably(t *testing.T) {
 			t.Fatalf("sent tool name %q", n)
 		}
 	}
-	recs := h.audit.all()
+	recs := h.audit.All()
 	if len(recs) != 1 || recs[0].Tool != "pi-1"+ToolSep+tool || recs[0].AgentID != "pi-1" || recs[0].Status != "success" {
 		t.Fatalf("audit %+v", recs)
 	}

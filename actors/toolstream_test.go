@@ -13,7 +13,7 @@ import (
 // the output.
 func progressKinds(l *progressLog) []string {
 	var out []string
-	for _, p := range l.all() {
+	for _, p := range l.All() {
 		k := p.Kind
 		if k == ProgressToolOutput {
 			k += ":" + p.Output
@@ -52,7 +52,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 		h.sendProgress(t, wire.Progress{RequestID: id, Seq: 4, Output: "late "}) // after the result
 	}
 	var log progressLog
-	if ans := h.ask(t, &Chat{ConversationID: "c", Text: "go", Progress: log.add}); ans.Err != nil || ans.Text != "tool said: done" {
+	if ans := h.ask(t, &Chat{ConversationID: "c", Text: "go", Progress: log.Add}); ans.Err != nil || ans.Text != "tool said: done" {
 		t.Fatalf("answer %+v", ans)
 	}
 	if len(asked) != 1 || !asked[0] {
@@ -70,7 +70,7 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 	if strings.Contains(h.logs.String(), "level=WARN") {
 		t.Fatalf("warnings logged:\n%s", h.logs.String())
 	}
-	if recs := h.audit.all(); len(recs) != 1 || recs[0].ResultExcerpt != "done" {
+	if recs := h.audit.All(); len(recs) != 1 || recs[0].ResultExcerpt != "done" {
 		t.Fatalf("audit %+v", recs)
 	}
 }

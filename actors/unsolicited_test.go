@@ -32,7 +32,7 @@ func TestLateResultsAreStoredWithinAQuota(t *testing.T) {
 		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 4
 	}, "four late results stored")
 
-	for _, e := range h.events.all() {
+	for _, e := range h.events.All() {
 		if e.Kind != EventLateResult {
 			continue
 		}

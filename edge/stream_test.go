@@ -10,14 +10,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills/proc"
 )
 
 // published records what a progressOut published.
 type published struct {
-	mu   sync.Mutex // guards msgs
-	msgs []wire.Progress
+	testenv.Recorded[wire.Progress]
 }
 
 func (p *published) add(t *testing.T, b []byte) {
@@ -25,15 +25,7 @@ func (p *published) add(t *testing.T, b []byte) {
 	if err := json.Unmarshal(b, &pr); err != nil {
 		t.Errorf("unreadable progress %s: %v", b, err)
 	}
-	p.mu.Lock()
-	p.msgs = append(p.msgs, pr)
-	p.mu.Unlock()
-}
-
-func (p *published) all() []wire.Progress {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]wire.Progress(nil), p.msgs...)
+	p.Add(pr)
 }
 
 // encodeBare encodes a progress payload without an envelope.
@@ -58,11 +50,11 @@ func TestCallStreamSendsWhileTheToolRuns(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		synctest.Wait()
-		during := len(got.all())
+		during := len(got.All())
 		s.write(proc.Stdout, []byte("end\n")) // after the last tick: only finish sends it
 		s.finish()
 		synctest.Wait()
-		msgs := got.all()
+		msgs := got.All()
 		// 800 ms at one chunk per 250 ms: three while it ran, then the last
 		// line at once when it ended.
 		if during != 3 || len(msgs) != 4 {
@@ -147,7 +139,7 @@ func TestProgressOutRate(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		synctest.Wait()
-		n := len(got.all())
+		n := len(got.All())
 		if max := StreamReportsBurst + 10*StreamReportsPerSecond; n > max || n < max-StreamReportsBurst {
 			t.Fatalf("%d reports in 10 s from 16 calls, want at most %d (and near it)", n, max)
 		}

@@ -14,27 +14,13 @@ import (
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
 // progressRecorder records the Progress events of chats.
-type progressRecorder struct {
-	mu  sync.Mutex // guards evs
-	evs []actors.Progress
-}
-
-func (c *progressRecorder) add(p actors.Progress) {
-	c.mu.Lock()
-	c.evs = append(c.evs, p)
-	c.mu.Unlock()
-}
-
-func (c *progressRecorder) all() []actors.Progress {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]actors.Progress(nil), c.evs...)
-}
+type progressRecorder = testenv.Recorded[actors.Progress]
 
 // bashTranscript makes the model call the bash tool of agent with command
 // once per chat, then answer with the result.
@@ -68,7 +54,7 @@ func TestToolOutputStreamsOverRealBrokers(t *testing.T) {
 			edgeDB, _ := startBashEdge(t, "edge-s", b.URL)
 			ctx := nodeWithAgent(t, node, 60*time.Second)
 			var events progressRecorder
-			watched, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "watched", Text: "run it", Progress: events.add})
+			watched, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "watched", Text: "run it", Progress: events.Add})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +70,7 @@ func TestToolOutputStreamsOverRealBrokers(t *testing.T) {
 			var streamed strings.Builder
 			var lastSeq int64
 			outputs := 0
-			for _, e := range events.all() {
+			for _, e := range events.All() {
 				kinds = append(kinds, e.Kind)
 				if e.Kind != actors.ProgressToolOutput {
 					continue
@@ -192,7 +178,7 @@ func testFlood(t *testing.T, flood string) {
 	before := vmHWM(t, pid)
 	var events progressRecorder
 	start := time.Now()
-	ans, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "flood", Text: "flood", Progress: events.add})
+	ans, err := node.Converse(ctx, orchestrator.ChatInput{ConversationID: "flood", Text: "flood", Progress: events.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +212,7 @@ func testFlood(t *testing.T, flood string) {
 	t.Logf("100 MB in %v: %d progress reports, %d bytes streamed, agent peak RSS %d → %d MiB",
 		elapsed.Round(time.Millisecond), wireReports, wireBytes, before>>20, after>>20)
 	outputs := 0
-	for _, e := range events.all() {
+	for _, e := range events.All() {
 		if e.Kind == actors.ProgressToolOutput {
 			outputs++
 		}

@@ -1,9 +1,10 @@
 // Package testenv is the test vocabulary every package of evoclaw shares:
 // Eventually to poll for a condition with a deadline, FreePort for a
 // loopback port, Buffer to capture what a logger or a child process writes
-// from other goroutines, WantErr and LoadFile for the error cases of table
-// tests and configuration files, and the peers tests run against (mosquitto, sqld, sshd,
-// bwrap, firejail): Find locates one or skips the test loudly, Start runs
+// from other goroutines, Recorded to collect what the code under test
+// hands over, WantErr and LoadFile for the error cases of table tests and
+// configuration files, and the peers tests run against (mosquitto, sqld,
+// sshd, bwrap, firejail): Find locates one or skips the test loudly, Start runs
 // one as a child process on a free port until it is ready and stops it when
 // the test ends.
 //
