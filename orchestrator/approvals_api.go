@@ -1,10 +1,7 @@
 package orchestrator
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,13 +31,8 @@ type DecisionRequest struct {
 // fields refused.
 func decodeDecision(body []byte) (DecisionRequest, error) {
 	var d DecisionRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return d, fmt.Errorf("body: want {\"by\": \"NAME\", \"note\": optional}: %w", err)
-	}
-	if dec.More() {
-		return d, errors.New("body: trailing data after the JSON object")
+	if err := decodeStrict(body, &d, `{"by": "NAME", "note": optional}`); err != nil {
+		return d, err
 	}
 	d.By, d.Note = strings.TrimSpace(d.By), strings.TrimSpace(d.Note)
 	switch {

@@ -1,10 +1,8 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -80,13 +78,8 @@ type auditQuery struct {
 // the field at fault as param.
 func decodeAuditSQLRequest(body []byte) (q auditQuery, param string, err error) {
 	var req AuditSQLRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return q, "", fmt.Errorf(`body: want {"sql": "SELECT ..."} or {"report": NAME, "arg": optional}: %w`, err)
-	}
-	if dec.More() {
-		return q, "", errors.New("body: trailing data after the JSON object")
+	if err := decodeStrict(body, &req, `{"sql": "SELECT ..."} or {"report": NAME, "arg": optional}`); err != nil {
+		return q, "", err
 	}
 	switch {
 	case req.MaxRows < 0 || req.MaxRows > MaxAuditSQLRows:

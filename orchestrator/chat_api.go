@@ -69,18 +69,28 @@ type ChatFailure struct {
 // trailing data are refused, text is required.
 func decodeChatRequest(body []byte) (ChatRequest, error) {
 	var req ChatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("body: want {\"conversation_id\": optional, \"text\": ..., \"stream\": optional}: %w", err)
-	}
-	if dec.More() {
-		return req, errors.New("body: trailing data after the JSON object")
+	if err := decodeStrict(body, &req, `{"conversation_id": optional, "text": ..., "stream": optional}`); err != nil {
+		return req, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return req, errors.New("text: required")
 	}
 	return req, nil
+}
+
+// decodeStrict decodes body, one JSON object, into v, refusing unknown
+// fields and trailing data. A body that does not decode is an error that
+// names shape, the body the endpoint wants.
+func decodeStrict(body []byte, v any, shape string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: want %s: %w", shape, err)
+	}
+	if dec.More() {
+		return errors.New("body: trailing data after the JSON object")
+	}
+	return nil
 }
 
 // readBody reads at most limit bytes of r's body, answering 413 itself
