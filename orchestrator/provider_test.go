@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,8 +25,7 @@ import (
 // a local llama.cpp server would: the first request gets a tool call, the
 // request carrying the tool's result gets a text answer quoting it.
 func fakeChatServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
-	var mu sync.Mutex
-	var seen []map[string]any
+	var seen testenv.Recorded[map[string]any]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" {
 			http.Error(w, "not found", http.StatusNotFound)
@@ -39,9 +37,7 @@ func fakeChatServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		mu.Lock()
-		seen = append(seen, req)
-		mu.Unlock()
+		seen.Add(req)
 		msgs, _ := req["messages"].([]any)
 		last, _ := msgs[len(msgs)-1].(map[string]any)
 		w.Header().Set("Content-Type", "application/json")
@@ -55,11 +51,7 @@ func fakeChatServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
 		  "function":{"name":"bench-edge__noop","arguments":"{}"}}]}}],"usage":{"prompt_tokens":30,"completion_tokens":5}}`)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, func() []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), seen...)
-	}
+	return srv, seen.All
 }
 
 // TestOpenAICompatibleProviderDrivesTheLoop configures [llm] provider =

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,8 +30,7 @@ func fakeOllama(t *testing.T) (*httptest.Server, func() []map[string]any) {
 func fakeOllamaShow(t *testing.T, show string) (*httptest.Server, func() []map[string]any) {
 	models := llmtest.Load(t, "probe/ollama_models.json").Response
 	shown := llmtest.Load(t, show).Response
-	var mu sync.Mutex
-	var chats []map[string]any
+	var chats testenv.Recorded[map[string]any]
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
@@ -44,9 +42,7 @@ func fakeOllamaShow(t *testing.T, show string) (*httptest.Server, func() []map[s
 			b, _ := io.ReadAll(r.Body)
 			var req map[string]any
 			json.Unmarshal(b, &req)
-			mu.Lock()
-			chats = append(chats, req)
-			mu.Unlock()
+			chats.Add(req)
 			content := "<tool_call>\n{\"name\": \"pi-1__sysinfo\", \"arguments\": {}}\n</tool_call>"
 			msgs, _ := req["messages"].([]any)
 			last, _ := msgs[len(msgs)-1].(map[string]any)
@@ -60,11 +56,7 @@ func fakeOllamaShow(t *testing.T, show string) (*httptest.Server, func() []map[s
 		}
 	}))
 	t.Cleanup(s.Close)
-	return s, func() []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), chats...)
-	}
+	return s, chats.All
 }
 
 // Probing finds a model without tool support: tools go into the system
