@@ -45,15 +45,7 @@ func startSkillAgent(t *testing.T, node *Node, dir, id, skills, transcript strin
 	if transcript != "" {
 		a.Provider = mustScript(t, transcript)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	runAgent(t, a)
 	testenv.Eventually(t, 20*time.Second, func() bool {
 		_, listed := node.agentTools(id)
 		return listed

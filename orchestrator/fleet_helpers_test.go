@@ -69,15 +69,7 @@ func startAgent(tb testing.TB, node *Node, dir string, ta testAgent) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Error(err)
-		}
-	})
+	runAgent(tb, a)
 	wctx, wcancel := context.WithTimeout(context.Background(), ta.Wait)
 	defer wcancel()
 	if err := node.WaitForAgents(wctx, 1); err != nil {
@@ -90,6 +82,20 @@ func startAgent(tb testing.TB, node *Node, dir string, ta testAgent) {
 		_, listed := node.agentTools(ta.ID)
 		return listed
 	}, ta.ID+"'s tools listed")
+}
+
+// runAgent runs a until the test ends; an error from its Run fails the
+// test.
+func runAgent(tb testing.TB, a *edge.Agent) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Error(err)
+		}
+	})
 }
 
 // startBuiltins starts a node from an evoclaw.toml granting file_read and
