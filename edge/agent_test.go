@@ -179,6 +179,7 @@ func TestLoadConfig(t *testing.T) {
 		{"unknown llm provider", "agent_id = \"a\"\n[llm]\nprovider = \"gpt\"\n", "llm.provider"},
 		{"openai without model", "agent_id = \"a\"\n[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n", "llm.model"},
 		{"scripted without transcript", "agent_id = \"a\"\n[llm]\nprovider = \"scripted\"\n", "llm.transcript"},
+		{"mcp server without command or url", "agent_id = \"a\"\n[tools.mcp_servers.fs]\nargs = [\"-v\"]\n", "tools.mcp_servers.fs: set exactly one of command and url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

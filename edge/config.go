@@ -135,10 +135,7 @@ func LoadConfig(path string) (Config, error) {
 	for i, d := range c.Skills.Dirs {
 		c.Skills.Dirs[i] = abs(d)
 	}
-	c.Builtin.Workspace = abs(c.Builtin.Workspace)
-	if r := c.Builtin.Remote; r != nil {
-		r.KeyFile, r.KnownHosts = abs(r.KeyFile), abs(r.KnownHosts)
-	}
+	c.Builtin.Resolve(base)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
@@ -192,11 +189,7 @@ func (c *Config) Validate() error {
 		t.MaxResultBytes = DefaultMaxResultBytes
 	}
 	errs = append(errs, c.Builtin.Validate("builtin")...)
-	for name, m := range c.Tools.MCPServers {
-		if (m.Command == "") == (m.URL == "") {
-			errs = append(errs, fmt.Errorf("tools.mcp_servers.%s: set exactly one of command and url", name))
-		}
-	}
+	errs = append(errs, mcptools.ValidateServers("tools.mcp_servers", c.Tools.MCPServers)...)
 	switch c.AuditSync {
 	case "":
 		c.AuditSync = "normal"

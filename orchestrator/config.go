@@ -189,10 +189,7 @@ func LoadConfig(path string) (Config, error) {
 			c.Skills.Dirs[i] = filepath.Join(base, d)
 		}
 	}
-	c.Builtin.Workspace = abs(c.Builtin.Workspace)
-	if r := c.Builtin.Remote; r != nil {
-		r.KeyFile, r.KnownHosts = abs(r.KeyFile), abs(r.KnownHosts)
-	}
+	c.Builtin.Resolve(base)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
@@ -229,11 +226,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.Builtin.Validate("builtin")...)
-	for name, m := range c.Tools.MCPServers {
-		if (m.Command == "") == (m.URL == "") {
-			errs = append(errs, fmt.Errorf("tools.mcp_servers.%s: set exactly one of command and url", name))
-		}
-	}
+	errs = append(errs, mcptools.ValidateServers("tools.mcp_servers", c.Tools.MCPServers)...)
 	switch c.Loop.OnLimit {
 	case "", actors.OnLimitAnswer, actors.OnLimitError:
 	default:

@@ -30,3 +30,15 @@ func TestLoadConfigRelativeToTheFile(t *testing.T) {
 		}
 	}
 }
+
+// The keys of the orchestrator's own tools are read as an agent's are: the
+// remote key files relative to the file, every MCP server checked.
+func TestConfigToolKeys(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := loadConfig(t, dir, "[builtin]\ngroups = [\"remote\"]\n[builtin.remote]\naddr = \"pi:22\"\nuser = \"pi\"\n"+
+		"key_file = \"keys/id\"\nknown_hosts = \"/etc/ssh/known_hosts\"\ndir = \"/home/pi\"\n", "")
+	if r := c.Builtin.Remote; r == nil || r.KeyFile != filepath.Join(dir, "keys", "id") || r.KnownHosts != "/etc/ssh/known_hosts" {
+		t.Fatalf("builtin.remote = %+v", r)
+	}
+	loadConfig(t, t.TempDir(), "[tools.mcp_servers.fs]\nargs = [\"-v\"]\n", "tools.mcp_servers.fs: set exactly one of command and url")
+}

@@ -75,6 +75,19 @@ type ServerConfig struct {
 	TimeoutMS int64 `toml:"timeout_ms"`
 }
 
+// ValidateServers returns a problem for each server that does not set
+// exactly one of command and url, naming its key under prefix
+// ("tools.mcp_servers").
+func ValidateServers(prefix string, servers map[string]ServerConfig) []error {
+	var errs []error
+	for name, m := range servers {
+		if (m.Command == "") == (m.URL == "") {
+			errs = append(errs, fmt.Errorf("%s.%s: set exactly one of command and url", prefix, name))
+		}
+	}
+	return errs
+}
+
 // Set is the connected MCP servers.
 type Set struct {
 	log *slog.Logger

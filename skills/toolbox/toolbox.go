@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
 	"github.com/evoclaw/evoclaw/skills/internal/memory"
@@ -107,6 +108,16 @@ type Remote struct {
 	KnownHosts string `toml:"known_hosts"`
 	// Dir is the absolute remote workspace the tools cannot leave.
 	Dir string `toml:"dir"`
+}
+
+// Resolve makes the relative paths of b (the workspace, the remote key_file
+// and known_hosts) relative to dir, the directory of the file they were
+// read from.
+func (b *Builtin) Resolve(dir string) {
+	b.Workspace = tomlconf.Resolve(dir, b.Workspace)
+	if r := b.Remote; r != nil {
+		r.KeyFile, r.KnownHosts = tomlconf.Resolve(dir, r.KeyFile), tomlconf.Resolve(dir, r.KnownHosts)
+	}
 }
 
 // Validate fills defaults and returns every problem, each naming its key

@@ -43,3 +43,18 @@ func TestNew(t *testing.T) {
 		}
 	}
 }
+
+// Resolve makes relative paths relative to the file's directory and leaves
+// absolute, empty and remote-side paths alone.
+func TestBuiltinResolve(t *testing.T) {
+	b := Builtin{Workspace: "ws", Remote: &Remote{KeyFile: "keys/id", KnownHosts: "/etc/ssh/known_hosts", Dir: "/srv/ws"}}
+	b.Resolve("/conf")
+	if b.Workspace != "/conf/ws" || b.Remote.KeyFile != "/conf/keys/id" || b.Remote.KnownHosts != "/etc/ssh/known_hosts" || b.Remote.Dir != "/srv/ws" {
+		t.Fatalf("resolved workspace %q, remote %+v", b.Workspace, *b.Remote)
+	}
+	var local Builtin
+	local.Resolve("/conf")
+	if local.Workspace != "" || local.Remote != nil {
+		t.Fatalf("an empty [builtin] resolved to %+v", local)
+	}
+}
