@@ -43,30 +43,14 @@ func (g *gate) run(ctx context.Context, tool string, timeout time.Duration, fn f
 		}
 		return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("%s: interrupted before it started", tool))
 	}
-	done := make(chan skills.Output, 1)
-	go func() {
-		defer func() { <-g.slots }()
-		defer func() {
-			if r := recover(); r != nil {
-				done <- skills.Failed(wire.ErrInternal, fmt.Sprintf("tool %q crashed: %v", tool, r))
-			}
-		}()
-		done <- fn(ctx, args)
-	}()
-	select {
-	case out := <-done:
+	out, ok := skills.RunDetached(ctx, tool, func() { <-g.slots }, func() skills.Output { return fn(ctx, args) })
+	switch {
+	case ok:
 		return out
-	case <-ctx.Done():
-		select {
-		case out := <-done: // finished in the same instant
-			return out
-		default:
-		}
-		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-			return skills.Failed(wire.ErrTimeout, fmt.Sprintf("%s: no answer from the file system within its deadline; the call was abandoned", tool))
-		}
-		return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("%s: interrupted: %v", tool, context.Cause(ctx)))
+	case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return skills.Failed(wire.ErrTimeout, fmt.Sprintf("%s: no answer from the file system within its deadline; the call was abandoned", tool))
 	}
+	return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("%s: interrupted: %v", tool, context.Cause(ctx)))
 }
 
 // guarded returns fn run through o's gate with o.FileTimeout.

@@ -25,21 +25,9 @@ func deadlined(sem chan struct{}, name string, run func(context.Context, map[str
 		default:
 			return skills.Failed(wire.ErrBusy, fmt.Sprintf("%s: %d git calls are still running (some past their deadline); try again later", name, cap(sem)))
 		}
-		done := make(chan skills.Output, 1)
-		go func() {
-			defer func() { <-sem }()
-			defer func() {
-				if r := recover(); r != nil {
-					done <- skills.Failed(wire.ErrInternal, fmt.Sprintf("%s crashed: %v", name, r))
-				}
-			}()
-			done <- run(ctx, args)
-		}()
-		select {
-		case out := <-done:
+		if out, ok := skills.RunDetached(ctx, name, func() { <-sem }, func() skills.Output { return run(ctx, args) }); ok {
 			return out
-		case <-ctx.Done():
-			return skills.Failed(wire.ErrTimeout, fmt.Sprintf("%s: no result before the deadline (%v)", name, context.Cause(ctx)))
 		}
+		return skills.Failed(wire.ErrTimeout, fmt.Sprintf("%s: no result before the deadline (%v)", name, context.Cause(ctx)))
 	}
 }
