@@ -38,14 +38,9 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		u       usage
 		done    bool
 	)
-	events := call.Events(ctx, r)
-	for !done {
-		ev, ok, err := events.Next()
+	for ev, err := range call.Events(ctx, r).All() {
 		if err != nil {
 			return llm.Response{}, err
-		}
-		if !ok {
-			break
 		}
 		var e streamEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -99,6 +94,9 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 			done = true
 		case "error":
 			return llm.Response{}, call.Errorf(llm.KindServer, 200, nil, "error in the stream: %s", llm.Excerpt(errorMessage(ev.Data), llm.MaxErrorExcerpt))
+		}
+		if done {
+			break
 		}
 	}
 	if !done {

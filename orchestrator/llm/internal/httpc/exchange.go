@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"time"
@@ -122,4 +123,21 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
 	}
 	return sse.Event{}, false, e.call.Transport(e.ctx, err)
+}
+
+// All yields the events with data to the end of the stream; a read error
+// is yielded once, as Next reports it, and ends the sequence.
+func (e *Events) All() iter.Seq2[sse.Event, error] {
+	return func(yield func(sse.Event, error) bool) {
+		for {
+			ev, ok, err := e.Next()
+			if err != nil {
+				yield(sse.Event{}, err)
+				return
+			}
+			if !ok || !yield(ev, nil) {
+				return
+			}
+		}
+	}
 }

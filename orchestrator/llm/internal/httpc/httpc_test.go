@@ -104,3 +104,41 @@ func TestEventsClassifiesReadErrors(t *testing.T) {
 		t.Fatalf("read error: %v, want network", err)
 	}
 }
+
+// All yields the events in order and ends at the end of the stream, or
+// after yielding a read error once.
+func TestEventsAll(t *testing.T) {
+	c := &Call{Provider: "openai", Model: "m"}
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+		want string // data of the events, then "!" and the error's kind
+	}{
+		{"to the end", strings.NewReader("data: a\n\n: comment\n\ndata: b\n\n"), "a b"},
+		{"empty", strings.NewReader(""), ""},
+		{"cut", io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(errors.New("connection reset by peer"))), "a !" + string(llm.KindNetwork)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for ev, err := range c.Events(context.Background(), tc.r).All() {
+				if err != nil {
+					got = append(got, "!"+string(llm.KindOf(err)))
+					continue // a second error would show here
+				}
+				got = append(got, string(ev.Data))
+			}
+			if s := strings.Join(got, " "); s != tc.want {
+				t.Fatalf("events %q, want %q", s, tc.want)
+			}
+		})
+	}
+	// A consumer that stops early stops the reading.
+	n := 0
+	for range c.Events(context.Background(), strings.NewReader("data: a\n\ndata: b\n\n")).All() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("%d events after a break", n)
+	}
+}

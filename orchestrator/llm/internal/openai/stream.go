@@ -33,15 +33,10 @@ type assembler struct {
 // no [DONE] is accepted, as some servers never send it.
 func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
 	a := &assembler{byIndex: map[int]*streamCall{}}
-	events := call.Events(ctx, r)
 	done := false
-	for !done {
-		ev, ok, err := events.Next()
+	for ev, err := range call.Events(ctx, r).All() {
 		if err != nil {
 			return llm.Response{}, err
-		}
-		if !ok {
-			break
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if string(data) == "[DONE]" {
