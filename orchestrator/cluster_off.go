@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // This evoclaw was built with the tag nocluster: no protoactor cluster,
@@ -30,3 +31,9 @@ func routable(ChatInput) bool { return false }
 func (n *Node) converseCluster(context.Context, ChatInput) (*actors.Answer, error, bool) {
 	return nil, nil, false
 }
+
+// agentFilter is the plain filter: a node alone takes every report.
+func (n *Node) agentFilter(kind string) string { return wire.AllAgents(kind) }
+
+// relayReport never relays: there is no cluster.
+func (n *Node) relayReport(string, wire.Report, []byte) bool { return false }

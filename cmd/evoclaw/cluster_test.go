@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 
@@ -441,8 +443,10 @@ func lines(path string) int {
 }
 
 // TestClusterEdgeCalls: an edge agent on the shared broker answers the
-// calls of whichever node runs the conversation; the other nodes, which
-// receive every report too, neither act on it nor audit it as late. A
+// calls of whichever node runs the conversation; the broker hands each
+// report to one node (a shared subscription), which relays the results
+// of another node's calls to it: nobody else acts on them or audits them
+// as late. A
 // node SIGKILLed while its call runs on the agent: the chat forwarded to
 // it ends node_lost at once, the call runs once and is not run again.
 func TestClusterEdgeCalls(t *testing.T) {
@@ -483,6 +487,25 @@ func TestClusterEdgeCalls(t *testing.T) {
 		t.Fatalf("the tool ran %d times for 3 chats", n)
 	}
 	owner := owners(t, db, "conv-tools")[0]
+	// The broker gave each report to one node (a shared subscription);
+	// the results of the owner's calls that another node took reached the
+	// owner through the cluster.
+	var toOwner, in, fromBroker int64
+	for i, nd := range tc.nodes {
+		s, _ := tc.status(i)
+		if s.Cluster == nil {
+			t.Fatalf("%s: no cluster status", nd.id)
+		}
+		r := s.Cluster.Reports
+		t.Logf("%s: reports %+v", nd.id, r)
+		toOwner, in, fromBroker = toOwner+r.ToOwner, in+r.RelayedIn, fromBroker+r.FromBroker
+		if nd.id == owner && r.ToOwner != 0 {
+			t.Errorf("the owner %s relayed %d reports answering calls: all its calls are its own", nd.id, r.ToOwner)
+		}
+	}
+	if in < toOwner || fromBroker == 0 {
+		t.Errorf("reports: %d from the broker, %d relayed to the owner, %d relayed in", fromBroker, toOwner, in)
+	}
 	for _, nd := range tc.nodes {
 		audit := filepath.Join(nd.dir, orchestrator.AuditFile)
 		calls := query(t, audit, "SELECT COUNT(*) FROM tool_calls WHERE agent_id = 'pi1'")[0][0].(int64)
@@ -528,5 +551,29 @@ func TestClusterEdgeCalls(t *testing.T) {
 		if late := query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result'")[0][0].(int64); late != 0 {
 			t.Errorf("%s audited %d late results", tc.nodes[i].id, late)
 		}
+	}
+
+	// Results answering one node's calls, published to the shared broker:
+	// whichever node the broker hands each to, they reach that node alone
+	// (which audits them as late: it sent no such call).
+	target, bystander := alive[0], alive[1]
+	pub := mqtttest.Connect(t, mqttc.Options{BrokerURL: tc.mqtt, ClientID: "ghosts"})
+	const ghosts = 6
+	for g := range ghosts {
+		p := fmt.Sprintf(`{"request_id":"tool-%s.1-%d","tool":"slow","status":"success","result":"ghost"}`, tc.nodes[target].id, g)
+		if err := pub.Publish(t.Context(), mqttc.Message{Topic: wire.ReportsTopic(fmt.Sprintf("ghost-%d", g)), Payload: []byte(p), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lateOf := func(i int) int64 {
+		audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
+		return query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result' AND agent_id LIKE 'ghost-%'")[0][0].(int64)
+	}
+	testenv.Eventually(t, clusterWait, func() bool { return lateOf(target) == ghosts }, fmt.Sprintf("%s audits the %d results of its calls", tc.nodes[target].id, ghosts))
+	if n := lateOf(bystander); n != 0 {
+		t.Errorf("%s audited %d results of %s's calls", tc.nodes[bystander].id, n, tc.nodes[target].id)
+	}
+	if s, _ := tc.status(bystander); s.Cluster == nil || s.Cluster.Reports.ToOwner == 0 {
+		t.Errorf("%s relayed none of %s's results: the broker gave it none of %d?", tc.nodes[bystander].id, tc.nodes[target].id, ghosts)
 	}
 }
