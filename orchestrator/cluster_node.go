@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -100,6 +101,32 @@ func (h sharedHistory) AppendHistory(ctx context.Context, id string, msgs []llm.
 		return err
 	}
 	return h.shared.AppendHistory(ctx, id, msgs)
+}
+
+// jobClaimTimeout bounds one claim of a job run in the cluster's store.
+const jobClaimTimeout = 5 * time.Second
+
+// jobClaim is the scheduler's claim of each run in a cluster with shared
+// state: the nodes that declare a job all plan its instants and the one
+// whose claim sqld takes first records and runs each. Nil on a node
+// alone, and in a cluster without state_url (where every node runs the
+// jobs it declares, and says so at start).
+func (n *Node) jobClaim() func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error) {
+	cn := n.cluster
+	if cn == nil {
+		return nil
+	}
+	if cn.shared == nil {
+		if len(n.cfg.Jobs) > 0 {
+			n.log.Warn("cluster without state_url: each node runs the jobs it declares; declare each job on one node, or set [cluster] state_url")
+		}
+		return nil
+	}
+	return func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, jobClaimTimeout)
+		defer cancel()
+		return cn.shared.ClaimJobRun(ctx, job, agent, at, window)
+	}
 }
 
 // shutdownActors stops the actor system: leaving the cluster first when

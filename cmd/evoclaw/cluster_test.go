@@ -446,9 +446,9 @@ func lines(path string) int {
 // calls of whichever node runs the conversation; the broker hands each
 // report to one node (a shared subscription), which relays the results
 // of another node's calls to it: nobody else acts on them or audits them
-// as late. A
-// node SIGKILLed while its call runs on the agent: the chat forwarded to
-// it ends node_lost at once, the call runs once and is not run again.
+// as late. A node SIGKILLed while its call runs on the agent: the chat
+// forwarded to it ends node_lost at once, the call runs once and is not
+// run again.
 func TestClusterEdgeCalls(t *testing.T) {
 	state := sqldtest.Start(t, sqldtest.Options{})
 	dir := t.TempDir()
@@ -575,5 +575,86 @@ func TestClusterEdgeCalls(t *testing.T) {
 	}
 	if s, _ := tc.status(bystander); s.Cluster == nil || s.Cluster.Reports.ToOwner == 0 {
 		t.Errorf("%s relayed none of %s's results: the broker gave it none of %d?", tc.nodes[bystander].id, tc.nodes[target].id, ghosts)
+	}
+}
+
+// TestClusterJobRunsOnce: three nodes declare the same job (@every 1m,
+// the shortest schedule); each instant is claimed in sqld and run by one
+// node only. The node that ran the first instant is SIGKILLed; the next
+// instant runs once, on a survivor. About two minutes: it waits for two
+// instants of a one-minute job.
+func TestClusterJobRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for two instants of a one-minute job")
+	}
+	state := sqldtest.Start(t, sqldtest.Options{})
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[[jobs]]\nid = \"tick\"\nschedule = \"@every 1m\"\nprompt = \"say tick\"\nmissed = \"skip\"\n", state.URL()))
+	for i := range tc.nodes {
+		tc.start(i)
+	}
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	// runs returns the instants (unix ms) of the job's runs each of the
+	// nodes in idx recorded, by node, and the outcomes.
+	runs := func(idx []int) (map[int64][]string, []string) {
+		by := map[int64][]string{}
+		var outcomes []string
+		for _, i := range idx {
+			audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
+			for _, row := range query(t, audit, "SELECT scheduled_ms, COALESCE(outcome, 'running') FROM job_runs WHERE job_id = 'tick'") {
+				by[row[0].(int64)] = append(by[row[0].(int64)], tc.nodes[i].id)
+				outcomes = append(outcomes, row[1].(string))
+			}
+		}
+		return by, outcomes
+	}
+	all := []int{0, 1, 2}
+	testenv.Eventually(t, 2*time.Minute, func() bool {
+		time.Sleep(200 * time.Millisecond) // one look at the trails per 200ms
+		by, _ := runs(all)
+		return len(by) >= 1
+	}, "a node runs the job's first instant")
+	time.Sleep(3 * time.Second) // every node has ticked past the instant by now
+	by, outcomes := runs(all)
+	var first int64
+	for at, nodes := range by {
+		if len(nodes) != 1 {
+			t.Fatalf("instant %d recorded by %v, want one node", at, nodes)
+		}
+		first = max(first, at)
+	}
+	if len(by) != 1 {
+		t.Fatalf("%d instants recorded after the first: %v", len(by), by)
+	}
+	t.Logf("first instant %s ran on %s (%v)", time.UnixMilli(first).UTC().Format(time.TimeOnly), by[first][0], outcomes)
+	vi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == by[first][0] })
+	tc.procs[vi].kill()
+	alive, aliveIDs := tc.others(vi)
+	testenv.Eventually(t, 2*time.Minute, func() bool {
+		time.Sleep(200 * time.Millisecond)
+		by, _ := runs(alive)
+		return len(by) >= 1
+	}, "a survivor runs the next instant")
+	time.Sleep(3 * time.Second)
+	after, outcomes := runs(alive)
+	for at, nodes := range after {
+		if at <= first {
+			t.Errorf("instant %d, not after the first (%d), ran again on %v", at, first, nodes)
+		}
+		if len(nodes) != 1 {
+			t.Errorf("instant %d recorded by %v, want one node", at, nodes)
+		}
+	}
+	if len(after) != 1 {
+		t.Fatalf("survivors %v recorded %d instants: %v", aliveIDs, len(after), after)
+	}
+	t.Logf("next instant ran on %v (%v)", after, outcomes)
+	var claims int
+	db, err := sql.Open("libsql", state.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow("SELECT COUNT(*) FROM cluster_job_runs WHERE job_id = 'tick'").Scan(&claims); err != nil || claims != 2 {
+		t.Fatalf("%d claims in sqld (%v), want 2", claims, err)
 	}
 }
