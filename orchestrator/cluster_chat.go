@@ -146,6 +146,9 @@ func (n *Node) startCluster() error {
 	if err := n.startRelay(); err != nil {
 		return err
 	}
+	if err := n.startRemoteAPI(); err != nil {
+		return err
+	}
 	c.OnLeft(func(left []cluster.Member) {
 		for _, m := range left {
 			cn.chat.fwd.lost(m.Address, m.Node)

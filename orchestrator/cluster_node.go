@@ -25,6 +25,9 @@ type clusterNode struct {
 	forwarded atomic.Int64
 	// reports count the agents' reports routed (cluster.ReportCounts).
 	fromBroker, toOwner, toAll, relayedIn, noOwner atomic.Int64
+	// apiForwarded counts the answers and decisions this node's API took
+	// for another node's questions and approvals.
+	apiForwarded atomic.Int64
 }
 
 // clusterStatus is the membership this node sees and the reports it
@@ -34,6 +37,7 @@ func (n *Node) clusterStatus() cluster.Status {
 	s := cn.c.Status()
 	s.Reports = cluster.ReportCounts{FromBroker: cn.fromBroker.Load(), ToOwner: cn.toOwner.Load(), ToAll: cn.toAll.Load(),
 		RelayedIn: cn.relayedIn.Load(), NoOwner: cn.noOwner.Load()}
+	s.APIForwarded = cn.apiForwarded.Load()
 	return s
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -15,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 
 	_ "github.com/tursodatabase/libsql-client-go/libsql"
@@ -72,6 +75,29 @@ port = %d
 		tc.procs = append(tc.procs, nil)
 	}
 	return tc
+}
+
+// startAll starts every node and waits until each sees all of them.
+func (tc *testCluster) startAll() {
+	tc.t.Helper()
+	var all []int
+	var ids []string
+	for i, nd := range tc.nodes {
+		tc.start(i)
+		all, ids = append(all, i), append(ids, nd.id)
+	}
+	tc.waitMembers(all, ids...)
+}
+
+// openState opens the cluster's sqld for the test's own queries.
+func openState(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("libsql", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // api sends method path body to node i's API with its token and returns
@@ -184,10 +210,7 @@ func (tc *testCluster) waitMembers(from []int, want ...string) {
 // status` prints the members.
 func TestClusterMembership(t *testing.T) {
 	tc := newTestCluster(t, 3, "")
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	tc.startAll()
 
 	s, _ := tc.status(0)
 	self := 0
@@ -275,15 +298,8 @@ func TestClusterConversations(t *testing.T) {
 	// cluster's trails.
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[audit.cold]\nurl = %q\npoll_interval = \"200ms\"\n",
 		state.URL(), transcript, state.URL()))
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
-	db, err := sql.Open("libsql", state.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	tc.startAll()
+	db := openState(t, state.URL())
 
 	convs := []string{"conv-a", "conv-b", "conv-c", "conv-d", "conv-e", "conv-f"}
 	for turn := 1; turn <= 3; turn++ {
@@ -455,10 +471,7 @@ func TestClusterEdgeCalls(t *testing.T) {
 	marker := filepath.Join(dir, "runs")
 	transcript := slowTranscript(t, dir, marker, "2", 10)
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n", state.URL(), transcript))
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	tc.startAll()
 	edge := evoclawtest.StartEdge(t, evoclawtest.EdgeSpec{ID: "pi1", BrokerURL: tc.mqtt, SkillDirs: []string{slowSkill(t)}})
 	for i := range tc.nodes {
 		testenv.Eventually(t, clusterWait, func() bool {
@@ -472,11 +485,7 @@ func TestClusterEdgeCalls(t *testing.T) {
 			return false
 		}, tc.nodes[i].id+" sees pi1 with its tool")
 	}
-	db, err := sql.Open("libsql", state.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openState(t, state.URL())
 
 	for i := range tc.nodes {
 		if got := tc.chat(i, "conv-tools", "go"); got != "tool said slept 2" {
@@ -589,10 +598,7 @@ func TestClusterJobRunsOnce(t *testing.T) {
 	}
 	state := sqldtest.Start(t, sqldtest.Options{})
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[[jobs]]\nid = \"tick\"\nschedule = \"@every 1m\"\nprompt = \"say tick\"\nmissed = \"skip\"\n", state.URL()))
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	tc.startAll()
 	// runs returns the instants (unix ms) of the job's runs each of the
 	// nodes in idx recorded, by node, and the outcomes.
 	runs := func(idx []int) (map[int64][]string, []string) {
@@ -649,12 +655,144 @@ func TestClusterJobRunsOnce(t *testing.T) {
 	}
 	t.Logf("next instant ran on %v (%v)", after, outcomes)
 	var claims int
-	db, err := sql.Open("libsql", state.URL())
+	db := openState(t, state.URL())
+	if err := db.QueryRow("SELECT COUNT(*) FROM cluster_job_runs WHERE job_id = 'tick'").Scan(&claims); err != nil || claims != 2 {
+		t.Fatalf("%d claims in sqld (%v), want 2", claims, err)
+	}
+}
+
+// stream posts a streamed chat to node i and hands each event's data to
+// on, in order, while the stream is open; it returns the answer's text.
+func (tc *testCluster) stream(i int, conv, text string, on func(p actors.Progress)) string {
+	tc.t.Helper()
+	dir := tc.nodes[i].dir
+	addr, err1 := os.ReadFile(filepath.Join(dir, orchestrator.HTTPAddrFile))
+	token, err2 := os.ReadFile(filepath.Join(dir, orchestrator.HTTPTokenFile))
+	if err1 != nil || err2 != nil {
+		tc.t.Fatalf("%s: no API address or token", tc.nodes[i].id)
+	}
+	b, _ := json.Marshal(orchestrator.ChatRequest{ConversationID: conv, Text: text, Stream: true})
+	req, err := http.NewRequest(http.MethodPost, strings.TrimSpace(string(addr))+"/v1/chat", bytes.NewReader(b))
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var p actors.Progress
+		if json.Unmarshal([]byte(data), &p) == nil && p.Kind != "" {
+			on(p)
+		}
+		var a orchestrator.ChatResponse
+		if json.Unmarshal([]byte(data), &a) == nil && a.Text != "" {
+			answer = a.Text
+		}
+	}
+	return answer
+}
+
+// TestClusterQuestionsAndApprovals: a chat streamed through one node runs
+// on its conversation's owner; the question it asks and the approval its
+// gated call waits for are answered, read and decided through a node that
+// owns neither, which hands them to the owner through the cluster.
+func TestClusterQuestionsAndApprovals(t *testing.T) {
+	state := sqldtest.Start(t, sqldtest.Options{})
+	dir := t.TempDir()
+	b, err := json.Marshal(map[string]any{"name": "asking", "turns": []map[string]any{
+		{"content": "asking", "tool_calls": []map[string]any{{"id": "q1", "name": orchestrator.ToolQuestion, "arguments": map[string]string{"question": "which tank?"}}}},
+		{"content": "filling {{result q1}}"},
+		{"content": "listing", "tool_calls": []map[string]any{{"id": "a1", "name": orchestrator.ToolAgentsList, "arguments": map[string]string{}}}},
+		{"content": "listed"},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if err := db.QueryRow("SELECT COUNT(*) FROM cluster_job_runs WHERE job_id = 'tick'").Scan(&claims); err != nil || claims != 2 {
-		t.Fatalf("%d claims in sqld (%v), want 2", claims, err)
+	transcript := filepath.Join(dir, "asking.json")
+	writeTestFile(t, transcript, string(b))
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[[approvals.rules]]\ntools = [%q]\n",
+		state.URL(), transcript, orchestrator.ToolAgentsList))
+	tc.startAll()
+	db := openState(t, state.URL())
+	// A node that owns none of it: not the owner, not the streaming node
+	// when there is a choice.
+	elsewhere := func() (int, string) {
+		o := owners(t, db, "conv-q")
+		if len(o) == 0 {
+			t.Fatal("the conversation has no stored message while it runs")
+		}
+		for _, i := range []int{1, 2, 0} {
+			if tc.nodes[i].id != o[0] {
+				return i, o[0]
+			}
+		}
+		return -1, ""
+	}
+
+	var asked bool
+	got := tc.stream(0, "conv-q", "fill the tank", func(p actors.Progress) {
+		if p.Kind != actors.ProgressQuestion {
+			return
+		}
+		asked = true
+		via, owner := elsewhere()
+		if code, body := tc.api(via, http.MethodPost, "/v1/chat/questions/"+p.QuestionID, orchestrator.AnswerRequest{Answer: "the blue one"}); code != http.StatusNoContent {
+			t.Errorf("answer through %s (owner %s): status %d: %s", tc.nodes[via].id, owner, code, body)
+		}
+		for i := range tc.nodes {
+			if code, _ := tc.api(i, http.MethodPost, "/v1/chat/questions/"+p.QuestionID, orchestrator.AnswerRequest{Answer: "again"}); code != http.StatusNotFound {
+				t.Errorf("a second answer through %s: status %d, want 404", tc.nodes[i].id, code)
+			}
+		}
+	})
+	if !asked || got != "filling the blue one" {
+		t.Fatalf("asked %v, answer %q", asked, got)
+	}
+
+	var waited bool
+	got = tc.stream(0, "conv-q", "list the agents", func(p actors.Progress) {
+		if p.Kind != actors.ProgressApprovalWait || p.ApprovalID == "" {
+			return
+		}
+		waited = true
+		via, owner := elsewhere()
+		code, body := tc.api(via, http.MethodGet, "/v1/approvals/"+p.ApprovalID, nil)
+		var a persistence.Approval
+		if code != http.StatusOK || json.Unmarshal(body, &a) != nil || !strings.HasPrefix(a.RequestID, "tool-"+owner+".") || a.State != persistence.ApprovalPending {
+			t.Errorf("approval read through %s (owner %s): status %d: %s", tc.nodes[via].id, owner, code, body)
+		}
+		code, body = tc.api(via, http.MethodPost, "/v1/approvals/"+p.ApprovalID+"/approve", orchestrator.DecisionRequest{By: "ops"})
+		if code != http.StatusOK || json.Unmarshal(body, &a) != nil || a.State != persistence.ApprovalApproved || a.DecidedBy != "ops" {
+			t.Errorf("approve through %s (owner %s): status %d: %s", tc.nodes[via].id, owner, code, body)
+		}
+		if code, body := tc.api(via, http.MethodPost, "/v1/approvals/"+p.ApprovalID+"/deny", orchestrator.DecisionRequest{By: "ops"}); code != http.StatusConflict {
+			t.Errorf("a second decision through %s: status %d, want 409: %s", tc.nodes[via].id, code, body)
+		}
+	})
+	if !waited || got != "listed" {
+		t.Fatalf("waited %v, answer %q", waited, got)
+	}
+	for i := range tc.nodes {
+		if code, _ := tc.api(i, http.MethodGet, "/v1/approvals/apr-0000000000000000", nil); code != http.StatusNotFound {
+			t.Errorf("an unknown approval through %s: status %d, want 404", tc.nodes[i].id, code)
+		}
+	}
+	var forwarded int64
+	for i := range tc.nodes {
+		if s, ok := tc.status(i); ok && s.Cluster != nil {
+			forwarded += s.Cluster.APIForwarded
+		}
+	}
+	if forwarded < 4 { // the answer, the read, the approval, the refused second decision
+		t.Errorf("%d API requests handed to another node, want at least 4", forwarded)
 	}
 }

@@ -35,6 +35,9 @@ type Status struct {
 	// Reports counts the agents' reports this node routed (see
 	// docs/CLUSTER.md, "Agents' reports").
 	Reports ReportCounts `json:"reports"`
+	// APIForwarded counts the answers to questions and the approvals
+	// read or decided through this node's API for another node.
+	APIForwarded int64 `json:"api_forwarded"`
 }
 
 // ReportCounts are the agents' reports a node routed: the broker hands
