@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -84,6 +85,10 @@ func (n *Node) handleApprovals(w http.ResponseWriter, r *http.Request) {
 func (n *Node) handleApproval(w http.ResponseWriter, r *http.Request) {
 	a, err := n.gate.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
+		if res, ok := n.approvalElsewhere(r.Context(), err, remoteOp{Op: remoteApproval, ID: r.PathValue("id")}); ok {
+			writeRemote(w, res)
+			return
+		}
 		approvalError(w, err)
 		return
 	}
@@ -103,11 +108,29 @@ func (n *Node) handleDecide(approve bool) http.HandlerFunc {
 		}
 		a, err := n.gate.Decide(r.Context(), r.PathValue("id"), approve, d.By, d.Note)
 		if err != nil {
+			op := remoteOp{Op: remoteDeny, ID: r.PathValue("id"), By: d.By, Note: d.Note}
+			if approve {
+				op.Op = remoteApprove
+			}
+			if res, ok := n.approvalElsewhere(r.Context(), err, op); ok {
+				writeRemote(w, res)
+				return
+			}
 			approvalError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, a)
 	}
+}
+
+// approvalElsewhere asks the other nodes of a cluster about an approval
+// this node does not have (err is its store's ErrNoApproval): the node
+// whose call waits for it reads or decides it.
+func (n *Node) approvalElsewhere(ctx context.Context, err error, op remoteOp) (remoteResult, bool) {
+	if !errors.Is(err, sqlite.ErrNoApproval) {
+		return remoteResult{}, false
+	}
+	return n.askOthers(ctx, op)
 }
 
 func approvalError(w http.ResponseWriter, err error) {

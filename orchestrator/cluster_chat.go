@@ -142,12 +142,18 @@ func (n *Node) startCluster() error {
 		return err
 	}
 	cn := n.cluster
+	cn.c = c
+	if err := n.startRelay(); err != nil {
+		return err
+	}
+	if err := n.startRemoteAPI(); err != nil {
+		return err
+	}
 	c.OnLeft(func(left []cluster.Member) {
 		for _, m := range left {
 			cn.chat.fwd.lost(m.Address, m.Node)
 		}
 	})
-	cn.c = c
 	return nil
 }
 

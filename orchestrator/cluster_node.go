@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -22,6 +23,22 @@ type clusterNode struct {
 	chat   clusterChat
 	// forwarded counts the chats this node sent to another node.
 	forwarded atomic.Int64
+	// reports count the agents' reports routed (cluster.ReportCounts).
+	fromBroker, toOwner, toAll, relayedIn, noOwner atomic.Int64
+	// apiForwarded counts the answers and decisions this node's API took
+	// for another node's questions and approvals.
+	apiForwarded atomic.Int64
+}
+
+// clusterStatus is the membership this node sees and the reports it
+// routed.
+func (n *Node) clusterStatus() cluster.Status {
+	cn := n.cluster
+	s := cn.c.Status()
+	s.Reports = cluster.ReportCounts{FromBroker: cn.fromBroker.Load(), ToOwner: cn.toOwner.Load(), ToAll: cn.toAll.Load(),
+		RelayedIn: cn.relayedIn.Load(), NoOwner: cn.noOwner.Load()}
+	s.APIForwarded = cn.apiForwarded.Load()
+	return s
 }
 
 // ClusterForwarded is how many chats this node took and forwarded to the
@@ -90,6 +107,32 @@ func (h sharedHistory) AppendHistory(ctx context.Context, id string, msgs []llm.
 	return h.shared.AppendHistory(ctx, id, msgs)
 }
 
+// jobClaimTimeout bounds one claim of a job run in the cluster's store.
+const jobClaimTimeout = 5 * time.Second
+
+// jobClaim is the scheduler's claim of each run in a cluster with shared
+// state: the nodes that declare a job all plan its instants and the one
+// whose claim sqld takes first records and runs each. Nil on a node
+// alone, and in a cluster without state_url (where every node runs the
+// jobs it declares, and says so at start).
+func (n *Node) jobClaim() func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error) {
+	cn := n.cluster
+	if cn == nil {
+		return nil
+	}
+	if cn.shared == nil {
+		if len(n.cfg.Jobs) > 0 {
+			n.log.Warn("cluster without state_url: each node runs the jobs it declares; declare each job on one node, or set [cluster] state_url")
+		}
+		return nil
+	}
+	return func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, jobClaimTimeout)
+		defer cancel()
+		return cn.shared.ClaimJobRun(ctx, job, agent, at, window)
+	}
+}
+
 // shutdownActors stops the actor system: leaving the cluster first when
 // the node is in one.
 func (n *Node) shutdownActors() {
@@ -115,17 +158,26 @@ func (n *Node) requestTag() string {
 	return n.cfg.NodeID
 }
 
-// foreignReport says whether r answers another node's command: in a
-// cluster every node subscribes to every agent's reports (presence,
-// capabilities and heartbeats matter to all), and each keeps only the
-// answers to its own commands; the others are not late, not audited,
-// not logged.
-func (n *Node) foreignReport(r wire.Report) bool {
-	if n.cluster == nil {
-		return false
+// reportOwner names the node a report answers: the node tag of its
+// request_id (a tool or prompt command's result, progress or acceptance)
+// or of its delegation token (a delegate request). "" for a report that
+// answers no node in particular: heartbeats, metrics, tools_list replies,
+// untagged ids, and delegate requests without a node's token.
+func reportOwner(r wire.Report) string {
+	if r.ReportType == wire.ReportDelegate {
+		req, err := wire.DecodeDelegateRequest(r)
+		if err != nil {
+			return ""
+		}
+		rest, ok := strings.CutPrefix(req.Token, delegationTokenPrefix)
+		tag, _, tagged := strings.Cut(rest, ".")
+		if !ok || !tagged {
+			return ""
+		}
+		return tag
 	}
-	tag, ok := actors.RequestTagOf(r.RequestID())
-	return ok && tag != n.cfg.NodeID
+	tag, _ := actors.RequestTagOf(r.RequestID())
+	return tag
 }
 
 // delegationTokenPrefix starts every delegation token; in a cluster the
@@ -138,22 +190,4 @@ func (n *Node) delegationToken(secret string) string {
 		return delegationTokenPrefix + tag + "." + secret
 	}
 	return delegationTokenPrefix + secret
-}
-
-// foreignDelegation says whether r is a delegate request made under
-// another node's token: in a cluster every node hears every agent's
-// requests and only the node that granted the token answers; the others
-// neither refuse nor audit it. A request that cannot be read is not
-// foreign: each node answers it with its error.
-func (n *Node) foreignDelegation(r wire.Report) bool {
-	if n.cluster == nil {
-		return false
-	}
-	req, err := wire.DecodeDelegateRequest(r)
-	if err != nil {
-		return false
-	}
-	rest, ok := strings.CutPrefix(req.Token, delegationTokenPrefix)
-	tag, _, tagged := strings.Cut(rest, ".")
-	return !ok || !tagged || tag != n.cfg.NodeID
 }

@@ -5,8 +5,10 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // This evoclaw was built with the tag nocluster: no protoactor cluster,
@@ -30,3 +32,33 @@ func routable(ChatInput) bool { return false }
 func (n *Node) converseCluster(context.Context, ChatInput) (*actors.Answer, error, bool) {
 	return nil, nil, false
 }
+
+// agentFilter is the plain filter: a node alone takes every report.
+func (n *Node) agentFilter(kind string) string { return wire.AllAgents(kind) }
+
+// relayReport never relays: there is no cluster.
+func (n *Node) relayReport(string, wire.Report, []byte) bool { return false }
+
+// remoteOp is unused without a cluster.
+type remoteOp struct {
+	Op, ID, Answer, By, Note string
+}
+
+// remoteResult is unused without a cluster.
+type remoteResult struct{}
+
+// The remote ops; no node is asked in this build.
+const (
+	remoteAnswer   = "question_answer"
+	remoteApproval = "approval_get"
+	remoteApprove  = "approval_approve"
+	remoteDeny     = "approval_deny"
+)
+
+// askOthers has nobody to ask.
+func (n *Node) askOthers(context.Context, remoteOp) (remoteResult, bool) {
+	return remoteResult{}, false
+}
+
+// writeRemote is never called in this build.
+func writeRemote(http.ResponseWriter, remoteResult) {}

@@ -8,10 +8,10 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
-// TestDelegationTokensInACluster: a node alone gives plain tokens and
-// answers every delegate request; a clustered node tags its tokens with
-// its node id and leaves requests under other nodes' tokens (or
-// untagged ones) to them.
+// TestDelegationTokensInACluster: a node alone gives plain tokens; a
+// clustered node tags its tokens with its node id. reportOwner names the
+// node a report is for: by its delegation token's or its request_id's
+// tag; "" for what concerns every node or none in particular.
 func TestDelegationTokensInACluster(t *testing.T) {
 	alone := &Node{cfg: Config{NodeID: "a"}}
 	clustered := &Node{cfg: Config{NodeID: "a"}, cluster: &clusterNode{}}
@@ -27,21 +27,24 @@ func TestDelegationTokensInACluster(t *testing.T) {
 		return wire.Report{AgentID: "pi1", ReportType: wire.ReportDelegate, Payload: p}
 	}
 	for _, tc := range []struct {
-		name    string
-		n       *Node
-		r       wire.Report
-		foreign bool
+		name  string
+		r     wire.Report
+		owner string
 	}{
-		{"alone answers all", alone, report("dlg-b.x"), false},
-		{"own token", clustered, report(own), false},
-		{"another node's token", clustered, report("dlg-b.s3cr3t"), true},
-		{"a node whose id extends ours", clustered, report("dlg-ab.s3cr3t"), true},
-		{"untagged token", clustered, report("dlg-s3cr3t"), true},
-		{"not a token", clustered, report("x"), true},
-		{"unreadable request is answered by each", clustered, wire.Report{AgentID: "pi1", ReportType: wire.ReportDelegate, Payload: []byte(`{`)}, false},
+		{"own token", report(own), "a"},
+		{"another node's token", report("dlg-b.s3cr3t"), "b"},
+		{"a node whose id extends ours", report("dlg-ab.s3cr3t"), "ab"},
+		{"untagged token: answered where it arrives", report("dlg-s3cr3t"), ""},
+		{"not a token", report("x"), ""},
+		{"unreadable request", wire.Report{AgentID: "pi1", ReportType: wire.ReportDelegate, Payload: []byte(`{`)}, ""},
+		{"a node's tool result", wire.Report{AgentID: "pi1", ReportType: wire.ReportResult, Payload: []byte(`{"request_id":"tool-b.1-2"}`)}, "b"},
+		{"a node's prompt progress", wire.Report{AgentID: "pi1", ReportType: wire.ReportProgress, Payload: []byte(`{"request_id":"prompt-c.1-2"}`)}, "c"},
+		{"untagged result", wire.Report{AgentID: "pi1", ReportType: wire.ReportResult, Payload: []byte(`{"request_id":"tool-1-2"}`)}, ""},
+		{"tools_list reply", wire.Report{AgentID: "pi1", ReportType: wire.ReportResult, Payload: []byte(`{"request_id":"tools-pi1-1-2"}`)}, ""},
+		{"heartbeat", wire.Report{AgentID: "pi1", ReportType: wire.ReportHeartbeat, Payload: []byte(`{}`)}, ""},
 	} {
-		if got := tc.n.foreignDelegation(tc.r); got != tc.foreign {
-			t.Errorf("%s: foreign = %v, want %v", tc.name, got, tc.foreign)
+		if got := reportOwner(tc.r); got != tc.owner {
+			t.Errorf("%s: owner %q, want %q", tc.name, got, tc.owner)
 		}
 	}
 }

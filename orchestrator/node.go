@@ -282,7 +282,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		}
 	}
 	for _, kind := range []string{wire.KindReports, wire.KindStatus, wire.KindCapabilities} {
-		if err := n.client.Subscribe(wire.AllAgents(kind), 1, n.onMessage); err != nil {
+		if err := n.client.Subscribe(n.agentFilter(kind), 1, n.onMessage); err != nil {
 			return nil, fmt.Errorf("subscribe to agent %s: %w", kind, err)
 		}
 	}
@@ -336,22 +336,10 @@ func (n *Node) onMessage(m mqttc.Message) {
 			n.dropped(agentID, kind, m.Payload, err)
 			return
 		}
-		if r.ReportType == wire.ReportDelegate {
-			if !n.foreignDelegation(r) {
-				n.deleg.receive(agentID, r) // never reaches the actors
-			}
-			return
+		if !n.relayReport(agentID, r, m.Payload) {
+			n.takeReport(agentID, r)
 		}
-		if n.foreignReport(r) {
-			return
-		}
-		if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {
-			// Dropped before the actors, whose bounded mailboxes carry
-			// results too: counted, not logged, not audited.
-			n.progress.RateLimited.Add(1)
-			return
-		}
-		msg = &actors.ReportIn{AgentID: agentID, Report: r}
+		return
 	case wire.KindStatus:
 		if len(m.Payload) == 0 {
 			return // a cleared retained message
@@ -376,6 +364,22 @@ func (n *Node) onMessage(m mqttc.Message) {
 		return
 	}
 	n.system.Root.Send(n.edges.PID, msg)
+}
+
+// takeReport hands a decoded report to this node's actors (or, a
+// delegate request, to the delegator).
+func (n *Node) takeReport(agentID string, r wire.Report) {
+	if r.ReportType == wire.ReportDelegate {
+		n.deleg.receive(agentID, r) // never reaches the actors
+		return
+	}
+	if r.ReportType == wire.ReportProgress && !n.progressLim.Allow(agentID, time.Now()) {
+		// Dropped before the actors, whose bounded mailboxes carry
+		// results too: counted, not logged, not audited.
+		n.progress.RateLimited.Add(1)
+		return
+	}
+	n.system.Root.Send(n.edges.PID, &actors.ReportIn{AgentID: agentID, Report: r})
 }
 
 // dropped logs and audits a malformed message from an agent, within its

@@ -163,6 +163,12 @@ func (n *Node) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := n.questions.answer(r.PathValue("id"), req.Answer); err != nil {
+		// In a cluster the question may be another node's: the node
+		// running the conversation that asked.
+		if res, ok := n.askOthers(r.Context(), remoteOp{Op: remoteAnswer, ID: r.PathValue("id"), Answer: req.Answer}); ok {
+			writeRemote(w, res)
+			return
+		}
 		httpError(w, http.StatusNotFound, err.Error())
 		return
 	}

@@ -23,7 +23,8 @@ const sweepInterval = time.Second
 // previous process ended) and starts the scheduler's loop.
 func (n *Node) startScheduler(ctx context.Context) error {
 	s, err := jobs.New(jobs.Options{Store: n.store, Runner: n.runJob, Node: n.cfg.NodeID, Clock: jobs.ClockFunc(n.now),
-		Ready: n.agentReady, Events: n.store, MaxRunning: n.cfg.Scheduler.MaxRunning, Logger: n.log.With("component", "jobs")})
+		Ready: n.agentReady, Events: n.store, MaxRunning: n.cfg.Scheduler.MaxRunning, Logger: n.log.With("component", "jobs"),
+		Claim: n.jobClaim()})
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (n *Node) Status() Status {
 		s.MQTT.ClientCount = len(s.MQTT.Clients)
 	}
 	if n.cluster != nil && n.cluster.c != nil {
-		cs := n.cluster.c.Status()
+		cs := n.clusterStatus()
 		s.Cluster = &cs
 	}
 	return s

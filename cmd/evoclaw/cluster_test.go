@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -15,10 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/cmd/evoclaw/evoclawtest"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 
 	_ "github.com/tursodatabase/libsql-client-go/libsql"
@@ -70,6 +75,29 @@ port = %d
 		tc.procs = append(tc.procs, nil)
 	}
 	return tc
+}
+
+// startAll starts every node and waits until each sees all of them.
+func (tc *testCluster) startAll() {
+	tc.t.Helper()
+	var all []int
+	var ids []string
+	for i, nd := range tc.nodes {
+		tc.start(i)
+		all, ids = append(all, i), append(ids, nd.id)
+	}
+	tc.waitMembers(all, ids...)
+}
+
+// openState opens the cluster's sqld for the test's own queries.
+func openState(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("libsql", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // api sends method path body to node i's API with its token and returns
@@ -182,10 +210,7 @@ func (tc *testCluster) waitMembers(from []int, want ...string) {
 // status` prints the members.
 func TestClusterMembership(t *testing.T) {
 	tc := newTestCluster(t, 3, "")
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	tc.startAll()
 
 	s, _ := tc.status(0)
 	self := 0
@@ -273,15 +298,8 @@ func TestClusterConversations(t *testing.T) {
 	// cluster's trails.
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[audit.cold]\nurl = %q\npoll_interval = \"200ms\"\n",
 		state.URL(), transcript, state.URL()))
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
-	db, err := sql.Open("libsql", state.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	tc.startAll()
+	db := openState(t, state.URL())
 
 	convs := []string{"conv-a", "conv-b", "conv-c", "conv-d", "conv-e", "conv-f"}
 	for turn := 1; turn <= 3; turn++ {
@@ -441,20 +459,19 @@ func lines(path string) int {
 }
 
 // TestClusterEdgeCalls: an edge agent on the shared broker answers the
-// calls of whichever node runs the conversation; the other nodes, which
-// receive every report too, neither act on it nor audit it as late. A
-// node SIGKILLed while its call runs on the agent: the chat forwarded to
-// it ends node_lost at once, the call runs once and is not run again.
+// calls of whichever node runs the conversation; the broker hands each
+// report to one node (a shared subscription), which relays the results
+// of another node's calls to it: nobody else acts on them or audits them
+// as late. A node SIGKILLed while its call runs on the agent: the chat
+// forwarded to it ends node_lost at once, the call runs once and is not
+// run again.
 func TestClusterEdgeCalls(t *testing.T) {
 	state := sqldtest.Start(t, sqldtest.Options{})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "runs")
 	transcript := slowTranscript(t, dir, marker, "2", 10)
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n", state.URL(), transcript))
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	tc.startAll()
 	edge := evoclawtest.StartEdge(t, evoclawtest.EdgeSpec{ID: "pi1", BrokerURL: tc.mqtt, SkillDirs: []string{slowSkill(t)}})
 	for i := range tc.nodes {
 		testenv.Eventually(t, clusterWait, func() bool {
@@ -468,11 +485,7 @@ func TestClusterEdgeCalls(t *testing.T) {
 			return false
 		}, tc.nodes[i].id+" sees pi1 with its tool")
 	}
-	db, err := sql.Open("libsql", state.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openState(t, state.URL())
 
 	for i := range tc.nodes {
 		if got := tc.chat(i, "conv-tools", "go"); got != "tool said slept 2" {
@@ -483,6 +496,25 @@ func TestClusterEdgeCalls(t *testing.T) {
 		t.Fatalf("the tool ran %d times for 3 chats", n)
 	}
 	owner := owners(t, db, "conv-tools")[0]
+	// The broker gave each report to one node (a shared subscription);
+	// the results of the owner's calls that another node took reached the
+	// owner through the cluster.
+	var toOwner, in, fromBroker int64
+	for i, nd := range tc.nodes {
+		s, _ := tc.status(i)
+		if s.Cluster == nil {
+			t.Fatalf("%s: no cluster status", nd.id)
+		}
+		r := s.Cluster.Reports
+		t.Logf("%s: reports %+v", nd.id, r)
+		toOwner, in, fromBroker = toOwner+r.ToOwner, in+r.RelayedIn, fromBroker+r.FromBroker
+		if nd.id == owner && r.ToOwner != 0 {
+			t.Errorf("the owner %s relayed %d reports answering calls: all its calls are its own", nd.id, r.ToOwner)
+		}
+	}
+	if in < toOwner || fromBroker == 0 {
+		t.Errorf("reports: %d from the broker, %d relayed to the owner, %d relayed in", fromBroker, toOwner, in)
+	}
 	for _, nd := range tc.nodes {
 		audit := filepath.Join(nd.dir, orchestrator.AuditFile)
 		calls := query(t, audit, "SELECT COUNT(*) FROM tool_calls WHERE agent_id = 'pi1'")[0][0].(int64)
@@ -528,5 +560,239 @@ func TestClusterEdgeCalls(t *testing.T) {
 		if late := query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result'")[0][0].(int64); late != 0 {
 			t.Errorf("%s audited %d late results", tc.nodes[i].id, late)
 		}
+	}
+
+	// Results answering one node's calls, published to the shared broker:
+	// whichever node the broker hands each to, they reach that node alone
+	// (which audits them as late: it sent no such call).
+	target, bystander := alive[0], alive[1]
+	pub := mqtttest.Connect(t, mqttc.Options{BrokerURL: tc.mqtt, ClientID: "ghosts"})
+	const ghosts = 6
+	for g := range ghosts {
+		p := fmt.Sprintf(`{"request_id":"tool-%s.1-%d","tool":"slow","status":"success","result":"ghost"}`, tc.nodes[target].id, g)
+		if err := pub.Publish(t.Context(), mqttc.Message{Topic: wire.ReportsTopic(fmt.Sprintf("ghost-%d", g)), Payload: []byte(p), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lateOf := func(i int) int64 {
+		audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
+		return query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result' AND agent_id LIKE 'ghost-%'")[0][0].(int64)
+	}
+	testenv.Eventually(t, clusterWait, func() bool { return lateOf(target) == ghosts }, fmt.Sprintf("%s audits the %d results of its calls", tc.nodes[target].id, ghosts))
+	if n := lateOf(bystander); n != 0 {
+		t.Errorf("%s audited %d results of %s's calls", tc.nodes[bystander].id, n, tc.nodes[target].id)
+	}
+	if s, _ := tc.status(bystander); s.Cluster == nil || s.Cluster.Reports.ToOwner == 0 {
+		t.Errorf("%s relayed none of %s's results: the broker gave it none of %d?", tc.nodes[bystander].id, tc.nodes[target].id, ghosts)
+	}
+}
+
+// TestClusterJobRunsOnce: three nodes declare the same job (@every 1m,
+// the shortest schedule); each instant is claimed in sqld and run by one
+// node only. The node that ran the first instant is SIGKILLed; the next
+// instant runs once, on a survivor. About two minutes: it waits for two
+// instants of a one-minute job.
+func TestClusterJobRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for two instants of a one-minute job")
+	}
+	state := sqldtest.Start(t, sqldtest.Options{})
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[[jobs]]\nid = \"tick\"\nschedule = \"@every 1m\"\nprompt = \"say tick\"\nmissed = \"skip\"\n", state.URL()))
+	tc.startAll()
+	// runs returns the instants (unix ms) of the job's runs each of the
+	// nodes in idx recorded, by node, and the outcomes.
+	runs := func(idx []int) (map[int64][]string, []string) {
+		by := map[int64][]string{}
+		var outcomes []string
+		for _, i := range idx {
+			audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
+			for _, row := range query(t, audit, "SELECT scheduled_ms, COALESCE(outcome, 'running') FROM job_runs WHERE job_id = 'tick'") {
+				by[row[0].(int64)] = append(by[row[0].(int64)], tc.nodes[i].id)
+				outcomes = append(outcomes, row[1].(string))
+			}
+		}
+		return by, outcomes
+	}
+	all := []int{0, 1, 2}
+	testenv.Eventually(t, 2*time.Minute, func() bool {
+		time.Sleep(200 * time.Millisecond) // one look at the trails per 200ms
+		by, _ := runs(all)
+		return len(by) >= 1
+	}, "a node runs the job's first instant")
+	time.Sleep(3 * time.Second) // every node has ticked past the instant by now
+	by, outcomes := runs(all)
+	var first int64
+	for at, nodes := range by {
+		if len(nodes) != 1 {
+			t.Fatalf("instant %d recorded by %v, want one node", at, nodes)
+		}
+		first = max(first, at)
+	}
+	if len(by) != 1 {
+		t.Fatalf("%d instants recorded after the first: %v", len(by), by)
+	}
+	t.Logf("first instant %s ran on %s (%v)", time.UnixMilli(first).UTC().Format(time.TimeOnly), by[first][0], outcomes)
+	vi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == by[first][0] })
+	tc.procs[vi].kill()
+	alive, aliveIDs := tc.others(vi)
+	testenv.Eventually(t, 2*time.Minute, func() bool {
+		time.Sleep(200 * time.Millisecond)
+		by, _ := runs(alive)
+		return len(by) >= 1
+	}, "a survivor runs the next instant")
+	time.Sleep(3 * time.Second)
+	after, outcomes := runs(alive)
+	for at, nodes := range after {
+		if at <= first {
+			t.Errorf("instant %d, not after the first (%d), ran again on %v", at, first, nodes)
+		}
+		if len(nodes) != 1 {
+			t.Errorf("instant %d recorded by %v, want one node", at, nodes)
+		}
+	}
+	if len(after) != 1 {
+		t.Fatalf("survivors %v recorded %d instants: %v", aliveIDs, len(after), after)
+	}
+	t.Logf("next instant ran on %v (%v)", after, outcomes)
+	var claims int
+	db := openState(t, state.URL())
+	if err := db.QueryRow("SELECT COUNT(*) FROM cluster_job_runs WHERE job_id = 'tick'").Scan(&claims); err != nil || claims != 2 {
+		t.Fatalf("%d claims in sqld (%v), want 2", claims, err)
+	}
+}
+
+// stream posts a streamed chat to node i and hands each event's data to
+// on, in order, while the stream is open; it returns the answer's text.
+func (tc *testCluster) stream(i int, conv, text string, on func(p actors.Progress)) string {
+	tc.t.Helper()
+	dir := tc.nodes[i].dir
+	addr, err1 := os.ReadFile(filepath.Join(dir, orchestrator.HTTPAddrFile))
+	token, err2 := os.ReadFile(filepath.Join(dir, orchestrator.HTTPTokenFile))
+	if err1 != nil || err2 != nil {
+		tc.t.Fatalf("%s: no API address or token", tc.nodes[i].id)
+	}
+	b, _ := json.Marshal(orchestrator.ChatRequest{ConversationID: conv, Text: text, Stream: true})
+	req, err := http.NewRequest(http.MethodPost, strings.TrimSpace(string(addr))+"/v1/chat", bytes.NewReader(b))
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var p actors.Progress
+		if json.Unmarshal([]byte(data), &p) == nil && p.Kind != "" {
+			on(p)
+		}
+		var a orchestrator.ChatResponse
+		if json.Unmarshal([]byte(data), &a) == nil && a.Text != "" {
+			answer = a.Text
+		}
+	}
+	return answer
+}
+
+// TestClusterQuestionsAndApprovals: a chat streamed through one node runs
+// on its conversation's owner; the question it asks and the approval its
+// gated call waits for are answered, read and decided through a node that
+// owns neither, which hands them to the owner through the cluster.
+func TestClusterQuestionsAndApprovals(t *testing.T) {
+	state := sqldtest.Start(t, sqldtest.Options{})
+	dir := t.TempDir()
+	b, err := json.Marshal(map[string]any{"name": "asking", "turns": []map[string]any{
+		{"content": "asking", "tool_calls": []map[string]any{{"id": "q1", "name": orchestrator.ToolQuestion, "arguments": map[string]string{"question": "which tank?"}}}},
+		{"content": "filling {{result q1}}"},
+		{"content": "listing", "tool_calls": []map[string]any{{"id": "a1", "name": orchestrator.ToolAgentsList, "arguments": map[string]string{}}}},
+		{"content": "listed"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcript := filepath.Join(dir, "asking.json")
+	writeTestFile(t, transcript, string(b))
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[[approvals.rules]]\ntools = [%q]\n",
+		state.URL(), transcript, orchestrator.ToolAgentsList))
+	tc.startAll()
+	db := openState(t, state.URL())
+	// A node that owns none of it: not the owner, not the streaming node
+	// when there is a choice.
+	elsewhere := func() (int, string) {
+		o := owners(t, db, "conv-q")
+		if len(o) == 0 {
+			t.Fatal("the conversation has no stored message while it runs")
+		}
+		for _, i := range []int{1, 2, 0} {
+			if tc.nodes[i].id != o[0] {
+				return i, o[0]
+			}
+		}
+		return -1, ""
+	}
+
+	var asked bool
+	got := tc.stream(0, "conv-q", "fill the tank", func(p actors.Progress) {
+		if p.Kind != actors.ProgressQuestion {
+			return
+		}
+		asked = true
+		via, owner := elsewhere()
+		if code, body := tc.api(via, http.MethodPost, "/v1/chat/questions/"+p.QuestionID, orchestrator.AnswerRequest{Answer: "the blue one"}); code != http.StatusNoContent {
+			t.Errorf("answer through %s (owner %s): status %d: %s", tc.nodes[via].id, owner, code, body)
+		}
+		for i := range tc.nodes {
+			if code, _ := tc.api(i, http.MethodPost, "/v1/chat/questions/"+p.QuestionID, orchestrator.AnswerRequest{Answer: "again"}); code != http.StatusNotFound {
+				t.Errorf("a second answer through %s: status %d, want 404", tc.nodes[i].id, code)
+			}
+		}
+	})
+	if !asked || got != "filling the blue one" {
+		t.Fatalf("asked %v, answer %q", asked, got)
+	}
+
+	var waited bool
+	got = tc.stream(0, "conv-q", "list the agents", func(p actors.Progress) {
+		if p.Kind != actors.ProgressApprovalWait || p.ApprovalID == "" {
+			return
+		}
+		waited = true
+		via, owner := elsewhere()
+		code, body := tc.api(via, http.MethodGet, "/v1/approvals/"+p.ApprovalID, nil)
+		var a persistence.Approval
+		if code != http.StatusOK || json.Unmarshal(body, &a) != nil || !strings.HasPrefix(a.RequestID, "tool-"+owner+".") || a.State != persistence.ApprovalPending {
+			t.Errorf("approval read through %s (owner %s): status %d: %s", tc.nodes[via].id, owner, code, body)
+		}
+		code, body = tc.api(via, http.MethodPost, "/v1/approvals/"+p.ApprovalID+"/approve", orchestrator.DecisionRequest{By: "ops"})
+		if code != http.StatusOK || json.Unmarshal(body, &a) != nil || a.State != persistence.ApprovalApproved || a.DecidedBy != "ops" {
+			t.Errorf("approve through %s (owner %s): status %d: %s", tc.nodes[via].id, owner, code, body)
+		}
+		if code, body := tc.api(via, http.MethodPost, "/v1/approvals/"+p.ApprovalID+"/deny", orchestrator.DecisionRequest{By: "ops"}); code != http.StatusConflict {
+			t.Errorf("a second decision through %s: status %d, want 409: %s", tc.nodes[via].id, code, body)
+		}
+	})
+	if !waited || got != "listed" {
+		t.Fatalf("waited %v, answer %q", waited, got)
+	}
+	for i := range tc.nodes {
+		if code, _ := tc.api(i, http.MethodGet, "/v1/approvals/apr-0000000000000000", nil); code != http.StatusNotFound {
+			t.Errorf("an unknown approval through %s: status %d, want 404", tc.nodes[i].id, code)
+		}
+	}
+	var forwarded int64
+	for i := range tc.nodes {
+		if s, ok := tc.status(i); ok && s.Cluster != nil {
+			forwarded += s.Cluster.APIForwarded
+		}
+	}
+	if forwarded < 4 { // the answer, the read, the approval, the refused second decision
+		t.Errorf("%d API requests handed to another node, want at least 4", forwarded)
 	}
 }

@@ -31,6 +31,9 @@ type nodeRequest struct {
 	// WaitMembers waits until the node's cluster has exactly this many
 	// members.
 	WaitMembers int `json:"wait_members,omitempty"`
+	// Reports asks for the node's counts of routed agents' reports
+	// (cluster.ReportCounts as JSON in the reply's text).
+	Reports bool `json:"reports,omitempty"`
 }
 
 // nodeReply answers the request with the same ID.
@@ -99,7 +102,12 @@ func ServeNode(ctx context.Context, dataDir, listen string, no NodeOptions, stdi
 		go func() {
 			defer wg.Done()
 			rep := nodeReply{ID: req.ID}
-			if req.WaitMembers > 0 {
+			if req.Reports {
+				if c := n.Status().Cluster; c != nil {
+					b, _ := json.Marshal(c.Reports) // plain fields always marshal
+					rep.Text = string(b)
+				}
+			} else if req.WaitMembers > 0 {
 				err := waitFor(ctx, clusterWait, fmt.Sprintf("%d cluster members", req.WaitMembers), func() bool {
 					c := n.Status().Cluster
 					return c != nil && len(c.Members) == req.WaitMembers
@@ -228,6 +236,16 @@ func (nc *nodeChild) chat(ctx context.Context, conv, text string) (string, error
 func (nc *nodeChild) waitMembers(ctx context.Context, k int) error {
 	_, err := nc.request(ctx, nodeRequest{WaitMembers: k})
 	return err
+}
+
+// reports returns the node's counts of routed agents' reports.
+func (nc *nodeChild) reports(ctx context.Context) (cluster.ReportCounts, error) {
+	var rc cluster.ReportCounts
+	rep, err := nc.request(ctx, nodeRequest{Reports: true})
+	if err == nil {
+		err = json.Unmarshal([]byte(rep.Text), &rc)
+	}
+	return rc, err
 }
 
 func (nc *nodeChild) waitAgent(ctx context.Context, id string) error {

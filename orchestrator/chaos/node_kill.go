@@ -165,6 +165,18 @@ func nodeKill(ctx context.Context, r *run) error {
 	if calls := r.callsAfter(ok); len(calls) > 0 {
 		r.rep.note("after the kill the model saw the conversation's history: %d user messages at the last call", calls[len(calls)-1].History)
 	}
+	var sum cluster.ReportCounts
+	for _, nc := range cr.alive() {
+		rc, err := nc.reports(ctx)
+		if err != nil {
+			r.rep.problem("reports routed by a node: %v", err)
+			continue
+		}
+		sum.FromBroker, sum.ToOwner, sum.ToAll, sum.RelayedIn, sum.NoOwner = sum.FromBroker+rc.FromBroker, sum.ToOwner+rc.ToOwner,
+			sum.ToAll+rc.ToAll, sum.RelayedIn+rc.RelayedIn, sum.NoOwner+rc.NoOwner
+	}
+	r.rep.note("agents' reports (shared subscription) routed by the nodes alive at the end: %d from the broker, %d relayed to the node whose call they answer, %d to every node, %d dropped (their node was gone)",
+		sum.FromBroker, sum.ToOwner, sum.ToAll, sum.NoOwner)
 	return nil
 }
 

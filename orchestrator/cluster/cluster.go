@@ -195,3 +195,31 @@ func (c *Cluster) Close() {
 		}
 	})
 }
+
+// AddressesOf returns the actor addresses of the other members running
+// node (one, or two for the moments a restarted node's previous life is
+// still a member).
+func (c *Cluster) AddressesOf(node string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.members {
+		if m.Node == node && !m.Self {
+			out = append(out, m.Address)
+		}
+	}
+	return out
+}
+
+// OtherAddresses returns the actor addresses of every member but this one.
+func (c *Cluster) OtherAddresses() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.members))
+	for _, m := range c.members {
+		if !m.Self {
+			out = append(out, m.Address)
+		}
+	}
+	return out
+}

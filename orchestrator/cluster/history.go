@@ -39,6 +39,10 @@ type SharedHistory struct {
 
 	schemaMu sync.Mutex
 	schemaOK bool
+
+	// pruned is when each job's old claims were last deleted.
+	pruneMu sync.Mutex
+	pruned  map[string]time.Time
 }
 
 var _ persistence.ConversationStore = (*SharedHistory)(nil)
@@ -70,8 +74,10 @@ func (h *SharedHistory) ensureSchema(ctx context.Context) error {
 	if h.schemaOK {
 		return nil
 	}
-	if _, err := h.db.ExecContext(ctx, sharedSchema); err != nil {
-		return fmt.Errorf("cluster state: create table: %w", err)
+	for _, stmt := range []string{sharedSchema, jobClaimsSchema} {
+		if _, err := h.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("cluster state: create table: %w", err)
+		}
 	}
 	h.schemaOK = true
 	return nil
@@ -93,12 +99,16 @@ func (h *SharedHistory) AppendMessages(ctx context.Context, id string, msgs []pe
 	if err := h.ensureSchema(ctx); err != nil {
 		return err
 	}
-	// Another writer of the same database (another node, the audit cold
-	// tier shipping to the same sqld) may hold its lock: try again, a
-	// little later each time, within the caller's deadline.
+	return retryBusy(ctx, func() error { return h.append(ctx, id, msgs) })
+}
+
+// retryBusy runs f until it does not find the database locked by another
+// writer (another node, the audit cold tier shipping to the same sqld),
+// a little later each time, within ctx and maxBusyAttempts.
+func retryBusy(ctx context.Context, f func() error) error {
 	wait := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := h.append(ctx, id, msgs)
+		err := f()
 		if err == nil || !busy(err) || attempt == maxBusyAttempts {
 			return err
 		}

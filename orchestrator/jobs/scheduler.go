@@ -121,6 +121,14 @@ type Options struct {
 	// two ticks is logged and audited as a jump (default 5 min).
 	JumpThreshold time.Duration
 	Logger        *slog.Logger
+	// Claim, when set, is asked for each run a tick decides (missed,
+	// skipped or to start) before it is recorded: in a cluster the nodes
+	// that declare a job all plan its instants, and only the node that
+	// holds the run's claim records and starts it; a run another node
+	// holds is neither recorded nor started here. window is the job's
+	// catch-up window. An error leaves the tick's runs of the job
+	// undecided: the next tick asks again.
+	Claim func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error)
 }
 
 // entry is one job as the scheduler holds it.
@@ -389,6 +397,10 @@ func (s *Scheduler) carryOut(ctx context.Context, e *entry, p Plan, now time.Tim
 			runs = append(runs, r)
 		}
 	}
+	runs, start, err := s.claim(ctx, e, runs, start)
+	if err != nil {
+		return err
+	}
 	claimed, err := s.o.Store.RecordJobRuns(ctx, e.rec.ID, p.Watermark, runs)
 	if err != nil {
 		for _, i := range start {
@@ -409,6 +421,46 @@ func (s *Scheduler) carryOut(ctx context.Context, e *entry, p Plan, now time.Tim
 		s.launch(e.job, runs[i])
 	}
 	return nil
+}
+
+// claim keeps the runs this node holds the claim of (Options.Claim; all
+// of them without it) and the indexes, among those kept, of the runs to
+// start; the reserved runs it drops are released.
+func (s *Scheduler) claim(ctx context.Context, e *entry, runs []persistence.JobRun, start []int) ([]persistence.JobRun, []int, error) {
+	if s.o.Claim == nil {
+		return runs, start, nil
+	}
+	toStart := map[int]bool{}
+	for _, i := range start {
+		toStart[i] = true
+	}
+	var kept []persistence.JobRun
+	var keptStart []int
+	for i, r := range runs {
+		held, err := s.o.Claim(ctx, e.rec.ID, r.AgentID, r.Scheduled, e.job.window)
+		if err != nil {
+			for j := i; j < len(runs); j++ {
+				if toStart[j] {
+					s.release(e.rec.ID, runs[j].AgentID)
+				}
+			}
+			for _, j := range keptStart {
+				s.release(e.rec.ID, kept[j].AgentID)
+			}
+			return nil, nil, fmt.Errorf("job %q: %w", e.rec.ID, err)
+		}
+		if !held {
+			if toStart[i] {
+				s.release(e.rec.ID, r.AgentID) // another node runs it
+			}
+			continue
+		}
+		if toStart[i] {
+			keptStart = append(keptStart, len(kept))
+		}
+		kept = append(kept, r)
+	}
+	return kept, keptStart, nil
 }
 
 // reserve marks job e's run for agent as running, or returns it as a

@@ -28,6 +28,10 @@ type harness struct {
 	// run, when set, decides a run's result.
 	run   func(ctx context.Context, r Run) Result
 	ready func(ctx context.Context, agent string) error
+	// node names the scheduler's node (default n1); claim is its
+	// Options.Claim.
+	node  string
+	claim func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error)
 }
 
 func newHarness(t *testing.T, now time.Time) *harness {
@@ -48,7 +52,11 @@ func (h *harness) openStore() {
 // start opens a scheduler (a node starting) with config jobs.
 func (h *harness) start(config ...Spec) {
 	h.t.Helper()
-	s, err := New(Options{Store: h.store, Node: "n1", Clock: h.clock, Events: h.store,
+	node := h.node
+	if node == "" {
+		node = "n1"
+	}
+	s, err := New(Options{Store: h.store, Node: node, Clock: h.clock, Events: h.store, Claim: h.claim,
 		Runner: func(ctx context.Context, r Run) Result {
 			h.mu.Lock()
 			h.runs = append(h.runs, r)

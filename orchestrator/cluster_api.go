@@ -1,0 +1,157 @@
+//go:build !nocluster
+
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+)
+
+// apiActorName is the actor, on every clustered node, that carries out
+// what a person asked another node's API about this node's questions
+// and approvals.
+const apiActorName = "evoclaw-api"
+
+// remoteAskTimeout bounds one node's answer to remoteAsk.
+const remoteAskTimeout = 5 * time.Second
+
+// maxRemoteOp bounds one remote API message: an answer or a decision
+// with its note, and their framing.
+const maxRemoteOp = 64 << 10
+
+// What one node asks another about a question or an approval.
+const (
+	remoteAnswer   = "question_answer"
+	remoteApproval = "approval_get"
+	remoteApprove  = "approval_approve"
+	remoteDeny     = "approval_deny"
+)
+
+// remoteOp is a question's answer or an approval's read or decision,
+// taken by one node's API for another node's question or approval.
+type remoteOp struct {
+	Op     string `json:"op"`
+	ID     string `json:"id"`
+	Answer string `json:"answer,omitempty"`
+	By     string `json:"by,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// remoteResult is the answer of the node asked: Found is false when it
+// has no such question or approval either.
+type remoteResult struct {
+	Found    bool            `json:"found"`
+	Node     string          `json:"node,omitempty"`
+	Status   int             `json:"status,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Approval json.RawMessage `json:"approval,omitempty"`
+}
+
+// startRemoteAPI spawns the actor answering the other nodes' remoteOps.
+func (n *Node) startRemoteAPI() error {
+	_, err := n.system.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		m, ok := c.Message().(*wrapperspb.BytesValue)
+		if !ok || c.Sender() == nil {
+			return
+		}
+		var op remoteOp
+		if len(m.Value) > maxRemoteOp || json.Unmarshal(m.Value, &op) != nil || op.ID == "" || len(op.ID) > 128 {
+			n.log.Warn("dropping a malformed request of another node", "bytes", len(m.Value))
+			return
+		}
+		sender, root := c.Sender(), c.ActorSystem().Root
+		go func() { // off the mailbox: a decision writes the audit store
+			ctx, cancel := context.WithTimeout(context.Background(), remoteAskTimeout)
+			defer cancel()
+			res := n.localOp(ctx, op)
+			res.Node = n.cfg.NodeID
+			b, _ := json.Marshal(res) // plain fields: cannot fail
+			root.Send(sender, wrapperspb.Bytes(b))
+		}()
+	}), apiActorName)
+	if err != nil {
+		return fmt.Errorf("cluster: spawn the API relay: %w", err)
+	}
+	return nil
+}
+
+// localOp carries out op on this node's questions and approvals.
+func (n *Node) localOp(ctx context.Context, op remoteOp) remoteResult {
+	switch op.Op {
+	case remoteAnswer:
+		if n.questions == nil || n.questions.answer(op.ID, op.Answer) != nil {
+			return remoteResult{}
+		}
+		return remoteResult{Found: true, Status: http.StatusNoContent}
+	case remoteApproval, remoteApprove, remoteDeny:
+		var err error
+		var a any
+		if op.Op == remoteApproval {
+			a, err = n.gate.Get(ctx, op.ID)
+		} else {
+			a, err = n.gate.Decide(ctx, op.ID, op.Op == remoteApprove, op.By, op.Note)
+		}
+		switch {
+		case errors.Is(err, sqlite.ErrNoApproval):
+			return remoteResult{}
+		case errors.Is(err, sqlite.ErrDecided):
+			return remoteResult{Found: true, Status: http.StatusConflict, Error: err.Error()}
+		case err != nil:
+			return remoteResult{Found: true, Status: http.StatusInternalServerError, Error: err.Error()}
+		}
+		b, _ := json.Marshal(a)
+		return remoteResult{Found: true, Status: http.StatusOK, Approval: b}
+	}
+	return remoteResult{}
+}
+
+// askOthers hands op to the other nodes in turn, for a question or an
+// approval this node does not have: the one that has it answers. ok is
+// false on a node alone, or when no node has it.
+func (n *Node) askOthers(ctx context.Context, op remoteOp) (res remoteResult, ok bool) {
+	cn := n.cluster
+	if cn == nil || cn.c == nil {
+		return remoteResult{}, false
+	}
+	b, _ := json.Marshal(op) // plain fields: cannot fail
+	for _, addr := range cn.c.OtherAddresses() {
+		if ctx.Err() != nil {
+			break
+		}
+		reply, err := n.system.Root.RequestFuture(actor.NewPID(addr, apiActorName), wrapperspb.Bytes(b), remoteAskTimeout).Result()
+		if err != nil {
+			n.log.Warn("another node did not answer about a question or approval", "node_address", addr, "id", op.ID, "err", err)
+			continue
+		}
+		m, isBytes := reply.(*wrapperspb.BytesValue)
+		if !isBytes || json.Unmarshal(m.Value, &res) != nil || !res.Found {
+			continue
+		}
+		cn.apiForwarded.Add(1)
+		return res, true
+	}
+	return remoteResult{}, false
+}
+
+// writeRemote writes what another node answered as this API's response.
+func writeRemote(w http.ResponseWriter, res remoteResult) {
+	switch {
+	case res.Status == http.StatusNoContent:
+		w.WriteHeader(res.Status)
+	case res.Approval != nil && res.Status == http.StatusOK:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(res.Status)
+		_, _ = w.Write(append(res.Approval, '\n'))
+	default:
+		httpError(w, res.Status, res.Error+" (on node "+res.Node+")")
+	}
+}
