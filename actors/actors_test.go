@@ -333,36 +333,53 @@ func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, func() bool { return len(agent().Tools) == 1 }, "tools listed again")
 }
 
-// TestPendingCommandResentOnOnlineStatus: a broker that restarts keeps no
-// sessions, so a result the agent publishes before the orchestrator has
-// re-subscribed is lost. The agent's online status (retained, so the
-// orchestrator gets it once subscribed) must bring the pending command
-// again under its request_id, which the agent answers from its request log.
-func TestPendingCommandResentOnOnlineStatus(t *testing.T) {
-	h := newHarness(t, echoTranscript, nil)
-	var mu sync.Mutex
-	seen := map[string]int{}
-	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
-		mu.Lock()
-		seen[cmd.RequestID]++
-		n := seen[cmd.RequestID]
-		mu.Unlock()
-		if n == 1 {
-			// The result of the first delivery is lost; the agent
-			// reconnects and says it is online.
-			h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
-			return
-		}
-		echoReply(h)(cmd, p)
-	}
-	ans := h.chat(t, "say hi")
-	if ans.Err != nil || ans.Text != "tool said: echo:hi" {
-		t.Fatalf("answer %+v", ans)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 1 {
-		t.Fatalf("commands by request_id %v, want one request sent again under its id", seen)
+// TestPendingCommandResent: a result the agent published may be lost on
+// the way (a broker that restarted kept no session; in a cluster, the
+// node the broker handed it to died before relaying it). The agent's
+// online status after it reconnects, and a cluster node leaving
+// (ResendPending), must each bring the pending command again under its
+// request_id, which the agent answers from its request log.
+func TestPendingCommandResent(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		trigger func(h *harness) any
+	}{
+		{"agent online again", func(*harness) any {
+			return &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}}
+		}},
+		{"cluster node left", func(*harness) any { return &ResendPending{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, echoTranscript, nil)
+			var mu sync.Mutex
+			seen := map[string]int{}
+			h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+				mu.Lock()
+				seen[cmd.RequestID]++
+				n := seen[cmd.RequestID]
+				mu.Unlock()
+				if n == 1 {
+					// The result of the first delivery is lost.
+					h.sys.Root.Send(h.edges.PID, tc.trigger(h))
+					return
+				}
+				echoReply(h)(cmd, p)
+			}
+			ans := h.chat(t, "say hi")
+			if ans.Err != nil || ans.Text != "tool said: echo:hi" {
+				t.Fatalf("answer %+v", ans)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 {
+				t.Fatalf("commands by request_id %v, want one request sent again under its id", seen)
+			}
+			for id, n := range seen {
+				if n != 2 {
+					t.Fatalf("request %s sent %d times, want 2", id, n)
+				}
+			}
+		})
 	}
 }
 

@@ -85,13 +85,15 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			// not receive it; or it restarted with other tools. Ask
 			// again, once the outstanding tools_list (if any) is settled.
 			e.requestTools(ctx, true)
-			e.resendPending(ctx, now)
+			e.resendPending(ctx, now, "the agent reconnected")
 		}
 		if !online && e.info.PresenceUnknown {
 			e.info.PresenceUnknown = false
 			e.publishInfo()
 		}
 		e.setOnline(ctx, online, "agent reported "+m.Status.Status)
+	case *ResendPending:
+		e.resendPending(ctx, now, "a cluster node left: a report relayed through it may be lost")
 	case *CapabilitiesIn:
 		e.info.Capabilities = m.Capabilities
 		if !e.info.Online && !e.saidOffline {
@@ -205,16 +207,17 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 }
 
 // resendPending sends every awaited command again under its request_id.
-// Called when an agent that was online all along says it is online again:
-// it reconnected, and a broker that restarted in between kept no session,
-// so a command or a result may have been dropped. The agent runs a
+// Called when an agent that was online all along says it is online again
+// (it reconnected, and a broker that restarted in between kept no
+// session, so a command or a result may have been dropped), and in a
+// cluster when another node left (ResendPending). The agent runs a
 // request_id at most once and answers a repeat from its request log.
-func (e *edgeActor) resendPending(ctx actor.Context, now time.Time) {
+func (e *edgeActor) resendPending(ctx actor.Context, now time.Time, why string) {
 	for id, p := range e.pending {
 		if p.replyTo == nil || now.After(p.deadline) {
 			continue
 		}
-		e.log.Info("sending a pending command again after the agent reconnected", "request_id", id)
+		e.log.Info("sending a pending command again", "request_id", id, "why", why)
 		e.publish(ctx, p.cmd)
 	}
 }

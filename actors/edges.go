@@ -187,6 +187,11 @@ func (r *registry) Receive(ctx actor.Context) {
 		if _, known := r.children[id]; !known {
 			return
 		}
+	case *ResendPending:
+		for _, pid := range r.children {
+			ctx.Send(pid, m)
+		}
+		return
 	case *actor.Terminated:
 		for k, pid := range r.children {
 			if pid.Equal(m.Who) {

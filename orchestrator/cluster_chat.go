@@ -153,6 +153,9 @@ func (n *Node) startCluster() error {
 		for _, m := range left {
 			cn.chat.fwd.lost(m.Address, m.Node)
 		}
+		// A report the broker handed to a node that died before relaying
+		// it is gone: ask the agents again for every awaited call.
+		n.system.Root.Send(n.edges.PID, &actors.ResendPending{})
 	})
 	return nil
 }
