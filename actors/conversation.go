@@ -202,7 +202,14 @@ func (c *conversation) next(ctx actor.Context) {
 		return
 	}
 	q := c.queue[0]
+	// The slot is cleared: the backing array outlives the slice, and would
+	// keep the chat and its sender (an asking actor, with its mailbox)
+	// alive as long as the conversation.
+	c.queue[0] = queued{}
 	c.queue = c.queue[1:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
 	c.begin(ctx, q.chat, q.sender)
 }
 
@@ -475,6 +482,9 @@ func (c *conversation) onFinished(ctx actor.Context, m *finished) {
 		ctx.Send(c.cur.sender, m.ans)
 	}
 	c.cur = nil
+	// The answer's write waited for every write before it: none is left
+	// to order the next one after.
+	c.lastStore = nil
 	if m.ans.Err != nil && errors.Is(m.ans.Err, ErrHistory) {
 		// Memory and store disagree now: stop, so that the next chat starts
 		// from what is stored.
