@@ -156,12 +156,12 @@ func (c *conversation) load(ctx actor.Context) {
 	}
 	c.loading = true
 	self, root, id, h, timeout := ctx.Self(), ctx.ActorSystem().Root, c.id, c.o.History, c.o.AuditTimeout
-	go func() {
+	hot.Go(func() {
 		lctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		msgs, err := h.LoadHistory(lctx, id)
 		root.Send(self, &historyLoaded{msgs: msgs, err: err})
-	}()
+	})
 }
 
 func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
@@ -337,7 +337,7 @@ func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *cal
 	s.index, s.gen, s.progress = i, t.gen, t.progress
 	s.started = c.o.Now()
 	s.deadline = s.started.Add(s.timeout + c.o.ReplySlack)
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }, onHot),
 		safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
 	if err != nil {
 		c.immediate(ctx, i, call, s.agentID, skills.Failed(wire.ErrInternal, fmt.Sprintf("start tool call: %v", err)))
@@ -464,7 +464,7 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 	}
 	store, audits := c.storeFunc(t), t.takeAudits()
 	self, root, timeout := ctx.Self(), ctx.ActorSystem().Root, c.o.AuditTimeout
-	go func() {
+	hot.Go(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if serr := store(sctx); serr != nil {
@@ -474,7 +474,7 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 			ans.Text, ans.Err = "", errors.Join(ans.Err, fmt.Errorf("%w: %w", ErrAudit, aerr))
 		}
 		root.Send(self, &finished{ans: ans})
-	}()
+	})
 }
 
 func (c *conversation) onFinished(ctx actor.Context, m *finished) {

@@ -161,7 +161,7 @@ func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
 	gs := &gauges{}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &registry{opts: &o, cat: cat, gauges: gs, children: map[string]*actor.PID{}}
-	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)))
+	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)), onHot)
 	pid, err := root.SpawnNamed(props, safeName("", "edges"))
 	if err != nil {
 		return nil, fmt.Errorf("spawn edge registry: %w", err)
@@ -217,7 +217,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{},
 				gauges: r.gauges.of(id)}
-		}, actor.WithMailbox(actor.Bounded(r.opts.AgentMailboxSize)))
+		}, actor.WithMailbox(actor.Bounded(r.opts.AgentMailboxSize)), onHot)
 		var err error
 		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
 		if err != nil {

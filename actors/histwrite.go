@@ -58,7 +58,7 @@ func (c *conversation) dispatchAfterStore(ctx actor.Context, msg llm.Message, ef
 	t.preRecorded = true
 	store, audits := c.storeFunc(t), t.takeAudits()
 	self, root, gen, timeout := ctx.Self(), ctx.ActorSystem().Root, t.gen, c.o.AuditTimeout
-	go func() {
+	hot.Go(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		err := store(sctx)
@@ -68,7 +68,7 @@ func (c *conversation) dispatchAfterStore(ctx actor.Context, msg llm.Message, ef
 			}
 		}
 		root.Send(self, &persisted{gen: gen, effects: effects, err: err})
-	}()
+	})
 }
 
 func (c *conversation) onPersisted(ctx actor.Context, m *persisted) {

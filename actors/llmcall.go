@@ -36,7 +36,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	record := c.llmRecorder(t.m.Iterations())
 	progress, iteration, convID, now := t.progress, t.m.Iterations(), c.id, c.o.Now
 	progress.emit(Progress{Kind: ProgressLLMStart, ConversationID: convID, Time: now(), Iteration: iteration})
-	go func() {
+	hot.Go(func() {
 		defer cancel()
 		began := time.Now()
 		resp, err := p.Complete(lctx, req)
@@ -55,7 +55,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 		}
 		progress.emit(end)
 		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
-	}()
+	})
 }
 
 // llmRecorder returns the function that audits one completion of turn

@@ -236,7 +236,7 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 	lctx, cancel := context.WithTimeout(WithCaller(skills.WithCall(context.Background(), skills.Call{ConversationID: s.convID}), s.caller), s.timeout)
 	c.stop = cancel
 	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
-	go func() {
+	hot.Go(func() {
 		defer cancel()
 		var res skills.Output
 		func() {
@@ -256,7 +256,7 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 			}
 		}
 		root.Send(self, &localDone{res: res})
-	}()
+	})
 }
 
 // finish audits the outcome off the mailbox, then tells the parent and stops.
@@ -291,11 +291,11 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		}
 		// Not queued (queue full, store closed): the write below reports it.
 	}
-	go func() {
+	hot.Go(func() {
 		msg, aerr := completeCall(s.o, s.convID, s.call, s.agent(), s.requestID, res, observed, remote)
 		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
-	}()
+	})
 }
 
 // ToolCallQueue is an AuditLog that can queue a tool-call row and return
