@@ -38,6 +38,10 @@ type turn struct {
 	cancel    context.CancelFunc
 	progress  ProgressFunc
 	unpersist []llm.Message
+	// preRecorded: the current model turn's assistant message is in the
+	// history already (stored before its calls were dispatched), so the
+	// loop's Record of the turn adds only the results.
+	preRecorded bool
 	// audits are the results of tool-call rows queued, not waited for
 	// (ToolCallQueue): checked after the next history write, before the
 	// model or the user sees anything more.
@@ -76,6 +80,11 @@ type conversation struct {
 	cur    *turn
 	seq    int
 	gen    int
+	// lastStore is the conversation's latest history write (storeFunc).
+	lastStore *storeLink
+	// repair holds the results closeCut gave to calls the stored history
+	// left without one; the next chat stores them first.
+	repair []llm.Message
 }
 
 func (c *conversation) Receive(ctx actor.Context) {
@@ -114,6 +123,8 @@ func (c *conversation) Receive(ctx actor.Context) {
 			return
 		}
 		c.onLLM(ctx, m)
+	case *persisted:
+		c.onPersisted(ctx, m)
 	case *callDone:
 		c.onCall(ctx, m)
 	case *approvalDone:
@@ -145,12 +156,12 @@ func (c *conversation) load(ctx actor.Context) {
 	}
 	c.loading = true
 	self, root, id, h, timeout := ctx.Self(), ctx.ActorSystem().Root, c.id, c.o.History, c.o.AuditTimeout
-	go func() {
+	hot.Go(func() {
 		lctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		msgs, err := h.LoadHistory(lctx, id)
 		root.Send(self, &historyLoaded{msgs: msgs, err: err})
-	}()
+	})
 }
 
 func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
@@ -163,6 +174,14 @@ func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
 		return
 	}
 	c.history = m.msgs
+	if fix := closeCut(c.history); len(fix) > 0 {
+		// A node stopped while calls of this conversation ran: they are
+		// answered as interrupted before the model sees the history again.
+		c.o.Logger.Warn("stored history ends with tool calls without results; answered as interrupted",
+			"conversation", c.id, "calls", len(fix))
+		c.history = append(c.history, fix...)
+		c.repair = fix
+	}
 	c.next(ctx)
 }
 
@@ -183,7 +202,14 @@ func (c *conversation) next(ctx actor.Context) {
 		return
 	}
 	q := c.queue[0]
+	// The slot is cleared: the backing array outlives the slice, and would
+	// keep the chat and its sender (an asking actor, with its mailbox)
+	// alive as long as the conversation.
+	c.queue[0] = queued{}
 	c.queue = c.queue[1:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
 	c.begin(ctx, q.chat, q.sender)
 }
 
@@ -202,6 +228,7 @@ func (c *conversation) begin(ctx actor.Context, m *Chat, sender *actor.PID) {
 	if m.Toolbox != nil {
 		c.cur.toolbox = m.Toolbox
 	}
+	c.cur.unpersist, c.repair = c.repair, nil // in the history already
 	c.add(m.Seed...)
 	c.add(llm.Message{Role: llm.RoleUser, Content: m.Text})
 	c.apply(ctx, c.cur.m.Start())
@@ -219,7 +246,12 @@ func (c *conversation) apply(ctx actor.Context, effects []loop.Effect) {
 		case loop.RunCall:
 			c.runCall(ctx, e)
 		case loop.Record:
-			c.add(e.Messages...)
+			msgs := e.Messages
+			if c.cur.preRecorded && len(msgs) > 0 {
+				msgs = msgs[1:] // the turn's assistant message, added before its dispatch
+				c.cur.preRecorded = false
+			}
+			c.add(msgs...)
 		case loop.BatchEnded:
 			c.o.Metrics.batch(e.Calls, e.Peak, e.SumElapsed, c.o.Now().Sub(c.cur.batchAt))
 			c.cur.specs = map[string]*callSpec{}
@@ -254,7 +286,12 @@ func (c *conversation) onLLM(ctx actor.Context, m *llmDone) {
 	n := len(m.resp.Message.ToolCalls)
 	t.gen, t.assistant, t.batchAt = c.gen, m.resp.Message, c.o.Now()
 	t.calls, t.started = make([]plannedCall, n), make([]time.Time, n)
-	c.apply(ctx, t.m.ModelAnswered(m.resp.Message))
+	effects := t.m.ModelAnswered(m.resp.Message)
+	if startsCalls(effects) {
+		c.dispatchAfterStore(ctx, m.resp.Message, effects)
+		return
+	}
+	c.apply(ctx, effects)
 }
 
 // runCall starts call e.Index of the current turn: answered at once when
@@ -300,7 +337,7 @@ func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *cal
 	s.index, s.gen, s.progress = i, t.gen, t.progress
 	s.started = c.o.Now()
 	s.deadline = s.started.Add(s.timeout + c.o.ReplySlack)
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }, onHot),
 		safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
 	if err != nil {
 		c.immediate(ctx, i, call, s.agentID, skills.Failed(wire.ErrInternal, fmt.Sprintf("start tool call: %v", err)))
@@ -418,9 +455,16 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 	if f.Limit != nil {
 		ans.Limit = f.Limit.Error()
 	}
+	if t.preRecorded {
+		// The turn's calls were dispatched (or about to be) and their
+		// results are not all in: stored without results, the history
+		// would hold calls a model can never see answered.
+		c.add(closeCut(c.history)...)
+		t.preRecorded = false
+	}
 	store, audits := c.storeFunc(t), t.takeAudits()
 	self, root, timeout := ctx.Self(), ctx.ActorSystem().Root, c.o.AuditTimeout
-	go func() {
+	hot.Go(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if serr := store(sctx); serr != nil {
@@ -430,7 +474,7 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 			ans.Text, ans.Err = "", errors.Join(ans.Err, fmt.Errorf("%w: %w", ErrAudit, aerr))
 		}
 		root.Send(self, &finished{ans: ans})
-	}()
+	})
 }
 
 func (c *conversation) onFinished(ctx actor.Context, m *finished) {
@@ -438,6 +482,9 @@ func (c *conversation) onFinished(ctx actor.Context, m *finished) {
 		ctx.Send(c.cur.sender, m.ans)
 	}
 	c.cur = nil
+	// The answer's write waited for every write before it: none is left
+	// to order the next one after.
+	c.lastStore = nil
 	if m.ans.Err != nil && errors.Is(m.ans.Err, ErrHistory) {
 		// Memory and store disagree now: stop, so that the next chat starts
 		// from what is stored.

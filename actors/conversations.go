@@ -27,7 +27,7 @@ func SpawnConversations(root *actor.RootContext, o ConvOptions) (*Conversations,
 	o.fill()
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &manager{o: &o, children: map[string]*actor.PID{}, forwarded: map[string]int{}}
-	})
+	}, onHot)
 	name := o.Name
 	if name == "" {
 		name = "conversations"
@@ -53,7 +53,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		pid, ok := m.children[msg.ConversationID]
 		if !ok {
 			id := msg.ConversationID
-			props := actor.PropsFromProducer(func() actor.Actor { return &conversation{id: id, o: m.o} },
+			props := actor.PropsFromProducer(func() actor.Actor { return &conversation{id: id, o: m.o} }, onHot,
 				actor.WithSupervisor(actor.NewOneForOneStrategy(m.o.CallRetries, m.o.CallRetryWindow,
 					func(any) actor.Directive { return actor.RestartDirective })))
 			var err error

@@ -290,12 +290,12 @@ func (e *edgeActor) publish(ctx actor.Context, cmd wire.Command) {
 		return
 	}
 	self, sys, topic, pub, timeout := ctx.Self(), ctx.ActorSystem(), wire.CommandsTopic(e.info.ID), e.opts.Publisher, e.opts.PublishTimeout
-	go func() {
+	hot.Go(func() {
 		pctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		err := pub.Publish(pctx, topic, b)
 		sys.Root.Send(self, &publishResult{requestID: cmd.RequestID, err: err})
-	}()
+	})
 }
 
 // route hands a report to whoever waits for its request_id.

@@ -20,6 +20,10 @@ const (
 	DefaultTickInterval     = time.Second
 	DefaultPublishTimeout   = 10 * time.Second
 	DefaultMailboxSize      = 1024
+	// DefaultAgentMailboxSize bounds each agent actor's mailbox: four
+	// times DefaultMaxInFlight. Protoactor's bounded mailbox allocates
+	// every slot up front (24 bytes each), so 1,024 cost 24 KB per agent.
+	DefaultAgentMailboxSize = 256
 	DefaultMaxInFlight      = 64 // requests waiting on one agent
 	// DefaultToolsListTimeout bounds the wait for an answer to tools_list.
 	DefaultToolsListTimeout = 10 * time.Second
@@ -51,9 +55,13 @@ type EdgeOptions struct {
 	TickInterval time.Duration
 	// PublishTimeout bounds one command publish (default 10 s).
 	PublishTimeout time.Duration
-	// MailboxSize bounds each actor's mailbox (default 1024); a full mailbox
-	// blocks the sender, which pushes back on the MQTT client.
-	MailboxSize int
+	// MailboxSize bounds the registry's mailbox (default 1024), and
+	// AgentMailboxSize each agent actor's (default 256). A full mailbox
+	// blocks its sender, which pushes back on the MQTT client; nothing is
+	// dropped. An agent's actor answers a dispatch beyond MaxInFlight at
+	// once (busy), so its mailbox drains as fast as messages come.
+	MailboxSize      int
+	AgentMailboxSize int
 	// MaxInFlight bounds the requests waiting on one agent (default 64);
 	// one more is refused at once with error type "busy", so a saturated
 	// agent pushes back on the tool loop instead of queueing without bound.
@@ -103,6 +111,9 @@ func (o *EdgeOptions) fill() {
 	if o.MailboxSize <= 0 {
 		o.MailboxSize = DefaultMailboxSize
 	}
+	if o.AgentMailboxSize <= 0 {
+		o.AgentMailboxSize = DefaultAgentMailboxSize
+	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
@@ -150,7 +161,7 @@ func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
 	gs := &gauges{}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &registry{opts: &o, cat: cat, gauges: gs, children: map[string]*actor.PID{}}
-	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)))
+	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)), onHot)
 	pid, err := root.SpawnNamed(props, safeName("", "edges"))
 	if err != nil {
 		return nil, fmt.Errorf("spawn edge registry: %w", err)
@@ -211,7 +222,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{},
 				gauges: r.gauges.of(id)}
-		}, actor.WithMailbox(actor.Bounded(r.opts.MailboxSize)))
+		}, actor.WithMailbox(actor.Bounded(r.opts.AgentMailboxSize)), onHot)
 		var err error
 		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
 		if err != nil {

@@ -15,7 +15,10 @@ import (
 )
 
 // callLLM asks the model over the history, off the mailbox; the answer
-// comes back as llmDone. What the chat added so far is stored first.
+// comes back as llmDone. Nothing is stored first: a completion is no
+// acknowledgement to anyone, so what the chat added so far is made durable
+// by the write that precedes the next tool dispatch, or by the answer's
+// (see dispatchAfterStore and end).
 func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	c.seq++
 	t := c.cur
@@ -29,31 +32,12 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	}
 	lctx, cancel := context.WithTimeout(context.Background(), c.o.LLMTimeout)
 	t.cancel = cancel
-	store, audits := c.storeFunc(t), t.takeAudits()
-	self, root, seq, p, metrics, auditTimeout := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics, c.o.AuditTimeout
+	self, root, seq, p, metrics := ctx.Self(), ctx.ActorSystem().Root, c.seq, c.o.Provider, c.o.Metrics
 	record := c.llmRecorder(t.m.Iterations())
 	progress, iteration, convID, now := t.progress, t.m.Iterations(), c.id, c.o.Now
 	progress.emit(Progress{Kind: ProgressLLMStart, ConversationID: convID, Time: now(), Iteration: iteration})
-	go func() {
+	hot.Go(func() {
 		defer cancel()
-		// What the turn added is durable before the model sees it, so a
-		// crash never loses a step the model already acted on. Its own
-		// context: a canceled chat still stores what it said.
-		sctx, scancel := context.WithTimeout(context.Background(), auditTimeout)
-		err := store(sctx)
-		if err == nil {
-			// The model sees no result whose audit row is not committed.
-			if aerr := awaitAudits(sctx, audits); aerr != nil {
-				err = fmt.Errorf("%w: %w", ErrAudit, aerr)
-			}
-		}
-		scancel()
-		if err != nil {
-			progress.emit(Progress{Kind: ProgressLLMEnd, ConversationID: convID, Time: now(), Iteration: iteration,
-				Status: wire.StatusError, Error: truncate(err.Error(), summaryBytes)})
-			root.Send(self, &llmDone{seq: seq, err: err})
-			return
-		}
 		began := time.Now()
 		resp, err := p.Complete(lctx, req)
 		timedOut := errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil
@@ -71,7 +55,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 		}
 		progress.emit(end)
 		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})
-	}()
+	})
 }
 
 // llmRecorder returns the function that audits one completion of turn
@@ -97,7 +81,7 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 		}
 		if q, ok := o.LLMLog.(LLMCallQueue); ok {
 			// Off the chat's path: the history write before the next
-			// completion, or at the end of the chat, commits it too.
+			// tool dispatch, or at the end of the chat, commits it too.
 			if aerr := q.QueueLLMCall(rec, func(err error) {
 				if err != nil {
 					o.Logger.Error("audit llm call", "conversation", id, "err", err)
@@ -120,7 +104,7 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 // committing no earlier than the record (sqlite.Store is one). A
 // conversation whose LLMLog is one, and is also its HistoryStore's store,
 // queues the record of each completion instead of waiting for it: the
-// history write that precedes its next completion, or ends the chat,
+// history write that precedes the next tool dispatch, or ends the chat,
 // commits it at the latest, so a record is never missing for a step the
 // history holds, and the chat does not wait for one commit per completion.
 type LLMCallQueue interface {
@@ -132,20 +116,43 @@ type LLMCallQueue interface {
 }
 
 // storeFunc takes the messages not yet stored and returns the function
-// that stores them (no-op without a HistoryStore).
+// that stores them (no-op without a HistoryStore). The writes of one
+// conversation run off the mailbox, one goroutine each, so each waits for
+// the one before it: the stored order is the order of the history, and a
+// write never lands after a failed one (it fails too).
 func (c *conversation) storeFunc(t *turn) func(context.Context) error {
 	msgs := t.unpersist
 	t.unpersist = nil
-	if c.o.History == nil || len(msgs) == 0 {
-		return func(context.Context) error { return nil }
-	}
+	prev, link := c.lastStore, &storeLink{done: make(chan struct{})}
+	c.lastStore = link
 	h, id := c.o.History, c.id
-	return func(ctx context.Context) error {
+	return func(ctx context.Context) (err error) {
+		defer func() { link.err = err; close(link.done) }()
+		if prev != nil {
+			select {
+			case <-prev.done:
+			case <-ctx.Done():
+				return fmt.Errorf("%w: store %d messages of %s after the write before them: %w", ErrHistory, len(msgs), id, ctx.Err())
+			}
+			if prev.err != nil {
+				return fmt.Errorf("%w: the write before failed: %w", ErrHistory, prev.err)
+			}
+		}
+		if h == nil || len(msgs) == 0 {
+			return nil
+		}
 		if err := h.AppendHistory(ctx, id, msgs); err != nil {
 			return fmt.Errorf("%w: store %d messages of %s: %w", ErrHistory, len(msgs), id, err)
 		}
 		return nil
 	}
+}
+
+// storeLink is one history write of a conversation: done closes when it
+// has ended, with err its outcome.
+type storeLink struct {
+	done chan struct{}
+	err  error
 }
 
 // takeAudits returns the queued audit results of t and forgets them.
@@ -158,6 +165,8 @@ func (t *turn) takeAudits() []<-chan error {
 // awaitAudits waits for the queued audit writes and returns the first
 // error. They were queued before the history write that precedes this
 // wait, so by then they are answered; ctx bounds the wait all the same.
+// It runs before a tool dispatch and before the answer: nothing more runs,
+// and nobody hears anything, before every call so far is on record.
 func awaitAudits(ctx context.Context, audits []<-chan error) error {
 	var first error
 	for _, ch := range audits {

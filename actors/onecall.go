@@ -80,7 +80,7 @@ func (cs *Conversations) RunOne(ctx context.Context, root *actor.RootContext, c 
 	s.started = o.Now()
 	s.deadline = s.started.Add(s.timeout + o.ReplySlack)
 	done := make(chan *callDone, 1)
-	props := actor.PropsFromProducer(func() actor.Actor { return &oneCall{s: s, done: done} },
+	props := actor.PropsFromProducer(func() actor.Actor { return &oneCall{s: s, done: done} }, onHot,
 		actor.WithSupervisor(actor.NewOneForOneStrategy(o.CallRetries, o.CallRetryWindow,
 			func(any) actor.Directive { return actor.RestartDirective })))
 	pid, err := root.SpawnNamed(props, safeName("", fmt.Sprintf("onecall-%d", callSeq.Add(1))))
@@ -122,7 +122,7 @@ func (p *oneCall) Receive(ctx actor.Context) {
 	s := p.s
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		if _, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }),
+		if _, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }, onHot),
 			safeName(ctx.Self().Id, "call")); err != nil {
 			p.pass(&callDone{res: skills.Failed(wire.ErrInternal, fmt.Sprintf("start tool call: %v", err))})
 		}

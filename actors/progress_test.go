@@ -80,8 +80,8 @@ func (a *queuedFailingAudit) QueueToolCall(_ persistence.ToolCall, then func(err
 }
 
 // An audit row that fails, written at once or queued (ToolCallQueue) and
-// failing at its commit, ends the chat with ErrAudit before the model sees
-// the result.
+// failing at its commit, ends the chat with ErrAudit and no answer text: a
+// queued row is checked before the next dispatch and before the answer.
 func TestAuditFailureEndsTheChat(t *testing.T) {
 	queued := &queuedFailingAudit{}
 	tests := []struct {

@@ -236,7 +236,7 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 	lctx, cancel := context.WithTimeout(WithCaller(skills.WithCall(context.Background(), skills.Call{ConversationID: s.convID}), s.caller), s.timeout)
 	c.stop = cancel
 	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
-	go func() {
+	hot.Go(func() {
 		defer cancel()
 		var res skills.Output
 		func() {
@@ -256,7 +256,7 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 			}
 		}
 		root.Send(self, &localDone{res: res})
-	}()
+	})
 }
 
 // finish audits the outcome off the mailbox, then tells the parent and stops.
@@ -272,8 +272,9 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 	observed := s.o.Now().Sub(s.started)
 	if q, ok := s.o.Audit.(ToolCallQueue); ok {
 		// The row is queued before the parent hears of the result, so the
-		// history write that precedes the next LLM call commits it at the
-		// latest; the conversation checks its result before that call.
+		// history write that precedes the next dispatch or the answer
+		// commits it at the latest; the conversation checks its result
+		// after that write.
 		pending := make(chan error, 1)
 		rec := AuditRow(CallRef{Node: s.o.Node, Side: s.o.Side, ConversationID: s.convID, RequestID: s.requestID, CallID: s.call.ID,
 			AgentID: s.agent(), Tool: s.call.Name, Params: s.call.Arguments, Elapsed: observed, AgentReported: remote}, res, s.o.Now())
@@ -291,22 +292,23 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		}
 		// Not queued (queue full, store closed): the write below reports it.
 	}
-	go func() {
+	hot.Go(func() {
 		msg, aerr := completeCall(s.o, s.convID, s.call, s.agent(), s.requestID, res, observed, remote)
 		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
-	}()
+	})
 }
 
 // ToolCallQueue is an AuditLog that can queue a tool-call row and return
 // before it commits, with every write submitted to the same store
 // afterwards committing no earlier than the row (sqlite.Store is one). A
 // conversation whose Audit is one, and is also its HistoryStore's store,
-// does not wait for each row: the history write before the next LLM call
-// commits it at the latest, and the conversation checks the row's result
-// after that write and before the call, so the model still never sees a
-// result whose row is not committed, and a failed row still ends the chat
-// with loop.ErrAudit.
+// does not wait for each row: the history write before the next dispatch
+// or the answer commits it at the latest, and the conversation checks the
+// row's result after that write, so nothing more runs and nobody is
+// answered before the row is committed, and a failed row still ends the
+// chat with loop.ErrAudit. The model may see the result first: a
+// completion acknowledges nothing to anyone.
 type ToolCallQueue interface {
 	// QueueToolCall queues c; then, which may be nil, gets the commit's
 	// result on the store's writer and must be quick. The error is for a

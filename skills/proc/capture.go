@@ -1,9 +1,17 @@
 package proc
 
-import "io"
+import (
+	"io"
+	"sync"
+)
 
 // readChunk is the size of one read from an output pipe.
 const readChunk = 32 << 10
+
+// chunks are the read buffers of drain, reused: two fresh 32 KB buffers
+// per run were most of the garbage an agent made per tool call, and the
+// collections they caused ran beside every call.
+var chunks = sync.Pool{New: func() any { return new([readChunk]byte) }}
 
 // capture keeps the first max bytes of a stream and counts the rest.
 // It is owned by the one goroutine running drain until drain returns.
@@ -21,7 +29,9 @@ type capture struct {
 // discards everything beyond max, so memory stays bounded whatever the
 // child writes.
 func (c *capture) drain(r io.Reader) {
-	chunk := make([]byte, readChunk)
+	buf := chunks.Get().(*[readChunk]byte)
+	defer chunks.Put(buf)
+	chunk := buf[:]
 	for {
 		n, err := r.Read(chunk)
 		c.total += int64(n)

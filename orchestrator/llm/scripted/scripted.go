@@ -188,8 +188,51 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 }
 
 // approxTokens estimates the request size the way a rough tokenizer would
-// (4 bytes a token), so that cost reports have plausible numbers.
+// (4 bytes a token), so that cost reports have plausible numbers. It adds
+// up the request's strings instead of encoding it: the encoding (every
+// tool schema, every message) was the scripted model's whole cost, on the
+// path of every round trip `evoclaw bench` measures.
 func approxTokens(req llm.Request) int {
-	b, _ := json.Marshal(req)
-	return len(b)/4 + 1
+	// The constants stand for the JSON keys and punctuation around each.
+	n := 40 + len(req.Model) + len(req.System)
+	for _, m := range req.Messages {
+		n += 40 + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+		for _, p := range m.Parts {
+			n += 30 + len(p.Type) + len(p.Text) + len(p.MIMEType) + len(p.Data)
+		}
+		for _, c := range m.ToolCalls {
+			n += 40 + len(c.ID) + len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += 40 + len(t.Name) + len(t.Description) + approxSize(t.Parameters)
+	}
+	return n/4 + 1
+}
+
+// approxSize is about the length of v encoded as JSON.
+func approxSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v) + 2
+	case map[string]any:
+		n := 2
+		for k, e := range v {
+			n += len(k) + 4 + approxSize(e)
+		}
+		return n
+	case []any:
+		n := 2
+		for _, e := range v {
+			n += approxSize(e) + 1
+		}
+		return n
+	case []string:
+		n := 2
+		for _, e := range v {
+			n += len(e) + 3
+		}
+		return n
+	}
+	return 5
 }

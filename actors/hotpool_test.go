@@ -1,0 +1,48 @@
+package actors
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+)
+
+// A function given to the pool runs on a goroutine that waits for work
+// when there is one; functions that block do not hold up the others; and
+// goroutines idle for the pool's idle time end.
+func TestHotPool(t *testing.T) {
+	p := newHotPool(200 * time.Millisecond)
+	ran := make(chan int, 10)
+	// One at a time: after the first, each reuses the waiting goroutine.
+	for i := range 5 {
+		p.Go(func() { ran <- i })
+		if got := <-ran; got != i {
+			t.Fatalf("ran %d, want %d", got, i)
+		}
+		// The goroutine goes back to waiting after fn returns.
+		testenv.Eventually(t, 5*time.Second, func() bool { return len(p.work) == 0 && p.live.Load() == 1 }, "one goroutine")
+	}
+	// Blocked functions: each new one gets a goroutine of its own.
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		p.Go(func() { defer wg.Done(); <-release })
+	}
+	p.Go(func() { ran <- 99 })
+	select {
+	case got := <-ran:
+		if got != 99 {
+			t.Fatalf("ran %d", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a function waited behind blocked ones")
+	}
+	close(release)
+	wg.Wait()
+	if s := p.started.Load(); s < 4 || s > 5 {
+		t.Fatalf("goroutines started %d, want 4 or 5 (one reused for the first five calls)", s)
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return p.live.Load() == 0 }, "idle goroutines end")
+}
