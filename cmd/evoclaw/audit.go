@@ -160,7 +160,11 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := tf.check(); err != nil {
 		return err
 	}
-	res, err := queryTier(ctx, tf, r.Query, qargs...)
+	q := r.Query
+	if *tf.tier == tierCold {
+		q = r.RawQuery() // the cold tier keeps no report summaries
+	}
+	res, err := queryTier(ctx, tf, q, qargs...)
 	if err != nil {
 		return err
 	}

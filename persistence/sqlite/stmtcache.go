@@ -27,13 +27,16 @@ var hotQueries = []string{qSeal, qMessageCount, qUpsertConversation, qBeginReque
 // that does not prepare (a schema a migration has not reached) is left
 // out and runs unprepared.
 func prepareStmts(ctx context.Context, db *sql.DB) stmtCache {
-	c := stmtCache{stmts: make(map[string]*sql.Stmt, len(hotQueries)+len(chainInserts))}
+	c := stmtCache{stmts: make(map[string]*sql.Stmt, len(hotQueries)+len(summaryQueries)+len(chainInserts))}
 	add := func(q string) {
 		if st, err := db.PrepareContext(ctx, q); err == nil {
 			c.stmts[q] = st
 		}
 	}
 	for _, q := range hotQueries {
+		add(q)
+	}
+	for _, q := range summaryQueries {
 		add(q)
 	}
 	for _, q := range chainInserts {

@@ -291,23 +291,33 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	// must leave it where the database is.
 	saved := s.chain
 	s.pending = s.pending[:0]
+	s.sums.reset()
+	// fail undoes what the transaction changed in the committer's state.
+	fail := func() {
+		s.rollback(tx)
+		s.chain = saved
+		clear(s.sums.floors) // they may hold what was rolled back
+	}
 	for i, o := range ops {
 		if err := o.apply(ctx, tx); err != nil {
-			s.rollback(tx)
-			s.chain = saved
+			fail()
 			return i, err
+		}
+	}
+	if !s.sums.empty() {
+		if err := s.writeSummaries(ctx, tx); err != nil {
+			fail()
+			return -1, err
 		}
 	}
 	if s.chain != saved {
 		if err := s.writeSeal(ctx, tx); err != nil {
-			s.rollback(tx)
-			s.chain = saved
+			fail()
 			return -1, err
 		}
 	}
 	if err := s.commit(tx, len(ops)); err != nil {
-		s.rollback(tx)
-		s.chain = saved
+		fail()
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
 	}
 	s.committed()
