@@ -162,13 +162,34 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	q := r.Query
 	if *tf.tier == tierCold {
-		q = r.RawQuery() // the cold tier keeps no report summaries
+		if q, err = coldReportQuery(ctx, tf, r); err != nil {
+			return err
+		}
 	}
 	res, err := queryTier(ctx, tf, q, qargs...)
 	if err != nil {
 		return err
 	}
 	return out.write(stdout, res)
+}
+
+// coldReportQuery returns r's SQL for the cold tier: its Query where the
+// cold database keeps the report summaries, else its query over the
+// records.
+func coldReportQuery(ctx context.Context, tf tierFlags, r sqlite.Report) (string, error) {
+	c, err := tf.openCold()
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	ok, err := c.HasSummaries(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return r.RawQuery(), nil
+	}
+	return r.Query, nil
 }
 
 func queryCold(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {

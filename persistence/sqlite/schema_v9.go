@@ -16,7 +16,12 @@ package sqlite
 // elapsed_ms, then ts, then record_id): the overall slowest are among them.
 const migrationV9 = `DROP INDEX tool_calls_agent_tool;
 	DROP INDEX llm_calls_model;
-	CREATE TABLE report_tools (
+	` + SummaryTablesSQL + SummaryBackfillSQL
+
+// SummaryTablesSQL creates the report summary tables. The cold tier
+// creates the same ones (its schema v3), so the reports run there
+// unchanged. Part of migration v9: never change it, append a migration.
+const SummaryTablesSQL = `CREATE TABLE report_tools (
 		tool TEXT NOT NULL,
 		agent TEXT NOT NULL,
 		day TEXT NOT NULL,
@@ -57,11 +62,12 @@ const migrationV9 = `DROP INDEX tool_calls_agent_tool;
 		output_tokens INTEGER NOT NULL,
 		PRIMARY KEY (day, provider, model)
 	) WITHOUT ROWID;
-	` + rebuildSummariesSQL
+	`
 
-// rebuildSummariesSQL fills the empty summary tables from the rows of
-// tool_calls and llm_calls (migration v9, and RebuildSummaries).
-const rebuildSummariesSQL = `INSERT INTO report_tools (tool, agent, day, calls, errors, elapsed_sum, elapsed_max)
+// SummaryBackfillSQL fills the empty summary tables from the rows of
+// tool_calls and llm_calls (migration v9, RebuildSummaries, and the cold
+// tier's schema v3). Part of migration v9: never change it.
+const SummaryBackfillSQL = `INSERT INTO report_tools (tool, agent, day, calls, errors, elapsed_sum, elapsed_max)
 	SELECT tool, coalesce(agent_id, ''), substr(ts, 1, 10), count(*), sum(status = 'error'), sum(elapsed_ms), max(elapsed_ms)
 	FROM tool_calls GROUP BY 1, 2, 3;
 	INSERT INTO report_errors (error_type, tool, day, calls)

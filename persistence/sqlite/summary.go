@@ -30,7 +30,7 @@ import (
 
 // slowestPerDay is how many of each day's slowest tool calls
 // report_slowest keeps: the slowest report's LIMIT (and the 20 in
-// rebuildSummariesSQL).
+// SummaryBackfillSQL).
 const slowestPerDay = 20
 
 // maxFloorDays bounds the committer's cache of per-day ranking floors.
@@ -473,7 +473,7 @@ type execer interface {
 // MergeTiers builds); run it in a transaction to make it all or nothing.
 func RebuildSummaries(ctx context.Context, db execer) error {
 	if _, err := db.ExecContext(ctx, `DELETE FROM report_tools; DELETE FROM report_errors; DELETE FROM report_slowest;
-		DELETE FROM report_conversation_tokens; DELETE FROM report_day_tokens;`+rebuildSummariesSQL); err != nil {
+		DELETE FROM report_conversation_tokens; DELETE FROM report_day_tokens;`+SummaryBackfillSQL); err != nil {
 		return fmt.Errorf("rebuild report summaries: %w", err)
 	}
 	return nil
@@ -501,17 +501,17 @@ func VerifySummaries(ctx context.Context, path string) error {
 		if err != nil {
 			return fmt.Errorf("verify summaries: report %s from the records: %w", r.Name, err)
 		}
-		if i, ok := sameRows(got, want); !ok {
+		if i, ok := SameRows(got, want); !ok {
 			return fmt.Errorf("%w: report %s differs at row %d", ErrSummaryMismatch, r.Name, i+1)
 		}
 	}
 	return nil
 }
 
-// sameRows compares two report results cell by cell; a comma-separated
+// SameRows compares two report results cell by cell; a comma-separated
 // list (group_concat) compares as a set of names. It returns the first
 // row that differs.
-func sameRows(a, b *Result) (int, bool) {
+func SameRows(a, b *Result) (int, bool) {
 	n := max(len(a.Rows), len(b.Rows))
 	for i := range n {
 		if i >= len(a.Rows) || i >= len(b.Rows) || len(a.Rows[i]) != len(b.Rows[i]) {
