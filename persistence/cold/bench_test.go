@@ -30,7 +30,8 @@ func BenchmarkShip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := conn.ExecContext(ctx, "DELETE FROM tool_calls; DELETE FROM llm_calls; DELETE FROM messages; DELETE FROM events; DELETE FROM chains"); err != nil {
+		if _, err := conn.ExecContext(ctx, "DELETE FROM tool_calls; DELETE FROM llm_calls; DELETE FROM messages; DELETE FROM events; DELETE FROM chains; "+
+			"DELETE FROM report_tools; DELETE FROM report_errors; DELETE FROM report_slowest; DELETE FROM report_conversation_tokens; DELETE FROM report_day_tokens"); err != nil {
 			b.Fatal(err)
 		}
 		conn.Close()

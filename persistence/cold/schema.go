@@ -35,7 +35,9 @@ var upgrades = []string{
 
 // summaryTriggers keep the cold tier's report summaries as records are
 // inserted, as the warm committer does per transaction (one row at a
-// time here: the server runs them, beside its inserts).
+// time here: the server runs them, beside its inserts). Cold records are
+// never deleted; one deleted by hand stays counted (and, shipped again,
+// does not fail on its ranking row).
 const summaryTriggers = `CREATE TRIGGER tool_calls_summaries AFTER INSERT ON tool_calls BEGIN
 		INSERT INTO report_tools (tool, agent, day, calls, errors, elapsed_sum, elapsed_max)
 		VALUES (NEW.tool, coalesce(NEW.agent_id, ''), substr(NEW.ts, 1, 10), 1, NEW.status = 'error', NEW.elapsed_ms, NEW.elapsed_ms)
@@ -44,7 +46,13 @@ const summaryTriggers = `CREATE TRIGGER tool_calls_summaries AFTER INSERT ON too
 		INSERT INTO report_errors (error_type, tool, day, calls)
 		SELECT coalesce(NEW.error_type, ''), NEW.tool, substr(NEW.ts, 1, 10), 1 WHERE NEW.status = 'error'
 		ON CONFLICT (error_type, tool, day) DO UPDATE SET calls = calls + 1;
-		INSERT INTO report_slowest (day, elapsed_ms, ts, record_id)
+	END;
+	CREATE TRIGGER tool_calls_slowest AFTER INSERT ON tool_calls
+	WHEN (SELECT count(*) FROM report_slowest WHERE day = substr(NEW.ts, 1, 10)) < 20
+		OR (-NEW.elapsed_ms, NEW.ts, NEW.record_id) < (SELECT -elapsed_ms, ts, record_id FROM report_slowest
+			WHERE day = substr(NEW.ts, 1, 10) ORDER BY elapsed_ms DESC, ts, record_id LIMIT 1 OFFSET 19)
+	BEGIN
+		INSERT OR IGNORE INTO report_slowest (day, elapsed_ms, ts, record_id)
 		VALUES (substr(NEW.ts, 1, 10), NEW.elapsed_ms, NEW.ts, NEW.record_id);
 		DELETE FROM report_slowest WHERE day = substr(NEW.ts, 1, 10) AND (elapsed_ms, ts, record_id) IN (
 			SELECT elapsed_ms, ts, record_id FROM report_slowest WHERE day = substr(NEW.ts, 1, 10)
