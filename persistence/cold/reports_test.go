@@ -89,7 +89,7 @@ func TestColdSummariesUpgradeAndReship(t *testing.T) {
 		}
 	}
 	warm, _ := openWarm(t)
-	fill(t, warm, 30) // more tool calls in a day than the day's ranking keeps
+	fill(t, warm, 30)   // more tool calls in a day than the day's ranking keeps
 	for i := range 10 { // and some slower ones the ranking takes in later
 		if err := warm.RecordToolCall(ctx, persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, Tool: "slow",
 			Status: persistence.StatusSuccess, ElapsedMs: int64(100 - 3*i)}); err != nil {
