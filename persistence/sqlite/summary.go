@@ -29,8 +29,10 @@ import (
 )
 
 // slowestPerDay is how many of each day's slowest tool calls
-// report_slowest keeps: the slowest report's LIMIT (and the 20 in
-// SummaryBackfillSQL).
+// report_slowest keeps: the slowest report's LIMIT. The SQL spells it out
+// (OFFSET 19 and 20 in qSlowFloor and qTrimSlow, LIMIT 20 in
+// pruneSummaries, n <= 20 in SummaryBackfillSQL, 20 in the cold tier's
+// triggers).
 const slowestPerDay = 20
 
 // maxFloorDays bounds the committer's cache of per-day ranking floors.
@@ -70,10 +72,9 @@ type (
 
 // slowCall is a tool call as report_slowest ranks it.
 type slowCall struct {
-	elapsed       int64
-	ts, recordID  string
-	day           string
-	alreadyStored bool
+	elapsed      int64
+	ts, recordID string
+	day          string
 }
 
 // slower reports whether a ranks before b (slower, then earlier).
@@ -81,6 +82,7 @@ func (a slowCall) slower(b slowCall) bool {
 	return cmpSlow(a, b) < 0
 }
 
+// cmpSlow orders calls as report_slowest ranks them.
 func cmpSlow(a, b slowCall) int {
 	if c := cmp.Compare(b.elapsed, a.elapsed); c != 0 {
 		return c
@@ -135,11 +137,11 @@ func (b *summaryBatch) empty() bool {
 func (b *summaryBatch) add(table string, vals []any) {
 	switch table {
 	case "tool_calls":
-		ts := vals[tcTS].(string)
+		ts := textOrEmpty(vals[tcTS])
 		day := ts[:min(len(ts), 10)]
-		tool := vals[tcTool].(string)
+		tool := textOrEmpty(vals[tcTool])
 		elapsed := asInt(vals[tcElapsed])
-		isErr := vals[tcStatus].(string) == "error"
+		isErr := textOrEmpty(vals[tcStatus]) == "error"
 		k := toolKey{tool: tool, agent: textOrEmpty(vals[tcAgent]), day: day}
 		a := b.tools[k]
 		a.calls++
@@ -152,9 +154,9 @@ func (b *summaryBatch) add(table string, vals []any) {
 			b.errs[errKey{errorType: textOrEmpty(vals[tcErrorType]), tool: tool, day: day}]++
 		}
 		b.tools[k] = a
-		b.slow = append(b.slow, slowCall{elapsed: elapsed, ts: ts, recordID: vals[tcRecordID].(string), day: day})
+		b.slow = append(b.slow, slowCall{elapsed: elapsed, ts: ts, recordID: textOrEmpty(vals[tcRecordID]), day: day})
 	case "llm_calls":
-		ts := vals[lcTS].(string)
+		ts := textOrEmpty(vals[lcTS])
 		in, out, latency := asInt(vals[lcIn]), asInt(vals[lcOut]), asInt(vals[lcLatency])
 		conv := textOrEmpty(vals[lcConv])
 		c := b.conv[conv]
@@ -162,11 +164,11 @@ func (b *summaryBatch) add(table string, vals []any) {
 		c.in += in
 		c.out += out
 		c.latency += latency
-		if vals[lcStatus].(string) == "error" {
+		if textOrEmpty(vals[lcStatus]) == "error" {
 			c.errors++
 		}
 		b.conv[conv] = c
-		k := dayTokKey{day: ts[:min(len(ts), 10)], provider: vals[lcProvider].(string), model: textOrEmpty(vals[lcModel])}
+		k := dayTokKey{day: ts[:min(len(ts), 10)], provider: textOrEmpty(vals[lcProvider]), model: textOrEmpty(vals[lcModel])}
 		d := b.dayTok[k]
 		d.requests++
 		d.in += in
