@@ -19,7 +19,7 @@ import (
 )
 
 const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
-       evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
+       evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--summaries] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
        evoclaw audit status [--config FILE] [--data-dir DIR] [--json]
        evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
 (--config: the node's evoclaw.toml gives data_dir and [audit.cold] url; flags win)`
@@ -239,6 +239,7 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	tf := addTierFlags(fs)
 	keyFile := fs.String("key", "", "the key that sealed the warm chain (default: audit.key in --data-dir)")
 	unkeyed := fs.Bool("unkeyed", false, "check only the warm chain's consistency, without the key (cannot detect a rewritten chain, a moved start or removed newest records)")
+	summaries := fs.Bool("summaries", false, "also check that the warm report summaries match the records (reads every record once more)")
 	if err := parseNoArgs(fs, args, "audit verify"); err != nil {
 		return err
 	}
@@ -260,6 +261,17 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 				return err
 			}
 			broken = append(broken, err)
+		}
+		if *summaries {
+			switch err := sqlite.VerifySummaries(ctx, tf.warmPath()); {
+			case errors.Is(err, sqlite.ErrSummaryMismatch):
+				fmt.Fprintf(stdout, "warm: report summaries: BROKEN: %v\n", err)
+				broken = append(broken, fmt.Errorf("%w: %w", errChainBroken, err))
+			case err != nil:
+				return err
+			default:
+				fmt.Fprintln(stdout, "warm: report summaries: ok, every report matches the records")
+			}
 		}
 	}
 	if *tf.tier != tierWarm {

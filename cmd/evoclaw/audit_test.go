@@ -66,6 +66,32 @@ func TestAuditVerifyCommand(t *testing.T) {
 	}
 }
 
+// audit verify --summaries checks the report summaries against the
+// records: ok as written, BROKEN (exit 1) once a summary row is changed
+// behind the store's back, while the chain itself still verifies.
+func TestAuditVerifySummaries(t *testing.T) {
+	dir := auditDir(t, 5)
+	code, out, errOut := runArgs("audit", "verify", "--summaries", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "report summaries: ok") {
+		t.Fatalf("as written: exit %d\n%s%s", code, out, errOut)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, orchestrator.AuditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("UPDATE report_tools SET elapsed_max = elapsed_max + 1000"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if code, out, _ := runArgs("audit", "verify", "--data-dir", dir); code != 0 || !strings.Contains(out, "warm: ok") {
+		t.Fatalf("without --summaries the chain alone is checked: exit %d\n%s", code, out)
+	}
+	code, out, errOut = runArgs("audit", "verify", "--summaries", "--data-dir", dir)
+	if code != 1 || !strings.Contains(out, "report summaries: BROKEN") || !strings.Contains(out, "report tools") {
+		t.Fatalf("changed summary: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
 func TestAuditStatusCommand(t *testing.T) {
 	dir := auditDir(t, 3)
 	code, out, errOut := runArgs("audit", "status", "--data-dir", dir)
