@@ -154,7 +154,7 @@ func TestColdSummariesUpgradeAndReship(t *testing.T) {
 }
 
 // mustDigest parses a stored hash.
-func mustDigest(t *testing.T, s string) auditchain.Digest {
+func mustDigest(t testing.TB, s string) auditchain.Digest {
 	t.Helper()
 	d, err := auditchain.ParseDigest(s)
 	if err != nil {
