@@ -487,27 +487,74 @@ var ErrSummaryMismatch = errors.New("report summary does not match the records")
 
 // VerifySummaries runs every report that reads the summaries both ways,
 // from the summaries (Query) and from the records alone (Raw), on the
-// database at path, read-only, and fails with ErrSummaryMismatch naming
-// the first report whose answers differ. It reads every record, so it
-// costs what the reports cost before the summaries.
+// database at path, read-only and in one read transaction (a snapshot: a
+// node writing meanwhile cannot make them differ), and fails with
+// ErrSummaryMismatch naming the first report whose answers differ. It
+// streams both answers side by side and reads every record, so it costs
+// what the reports cost before the summaries.
 func VerifySummaries(ctx context.Context, path string) error {
+	conn, closeConn, err := openReadOnly(ctx, path)
+	if err != nil {
+		return fmt.Errorf("verify summaries: %w", err)
+	}
+	defer closeConn()
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("verify summaries: %w", err)
+	}
+	defer tx.Rollback() // read only: nothing to keep
 	for _, r := range Reports {
 		if r.Raw == "" || r.Arg != "" {
 			continue
 		}
-		got, err := QueryReadOnly(ctx, path, r.Query)
-		if err != nil {
-			return fmt.Errorf("verify summaries: report %s: %w", r.Name, err)
-		}
-		want, err := QueryReadOnly(ctx, path, r.Raw)
-		if err != nil {
-			return fmt.Errorf("verify summaries: report %s from the records: %w", r.Name, err)
-		}
-		if i, ok := SameRows(got, want); !ok {
-			return fmt.Errorf("%w: report %s differs at row %d", ErrSummaryMismatch, r.Name, i+1)
+		row, same, err := sameAnswers(ctx, tx, r.Query, r.Raw)
+		switch {
+		case err != nil:
+			return fmt.Errorf("verify summaries: report %s: %w", r.Name, classifyReadError(err))
+		case !same:
+			return fmt.Errorf("%w: report %s differs at row %d", ErrSummaryMismatch, r.Name, row+1)
 		}
 	}
 	return nil
+}
+
+// sameAnswers runs queries a and b in tx and compares their rows as they
+// come (SameRows), returning the first row that differs.
+func sameAnswers(ctx context.Context, tx *sql.Tx, a, b string) (int, bool, error) {
+	ra, err := tx.QueryContext(ctx, a)
+	if err != nil {
+		return 0, false, err
+	}
+	defer ra.Close()
+	rb, err := tx.QueryContext(ctx, b)
+	if err != nil {
+		return 0, false, err
+	}
+	defer rb.Close()
+	cols, err := ra.Columns()
+	if err != nil {
+		return 0, false, err
+	}
+	x, y := make([]any, len(cols)), make([]any, len(cols))
+	px, py := make([]any, len(cols)), make([]any, len(cols))
+	for i := range cols {
+		px[i], py[i] = &x[i], &y[i]
+	}
+	for i := 0; ; i++ {
+		na, nb := ra.Next(), rb.Next()
+		if !na || !nb {
+			if err := errors.Join(ra.Err(), rb.Err()); err != nil {
+				return i, false, err
+			}
+			return i, na == nb, nil
+		}
+		if err := errors.Join(ra.Scan(px...), rb.Scan(py...)); err != nil {
+			return i, false, err
+		}
+		if _, same := SameRows(&Result{Rows: [][]any{x}}, &Result{Rows: [][]any{y}}); !same {
+			return i, false, nil
+		}
+	}
 }
 
 // SameRows compares two report results cell by cell; a comma-separated

@@ -361,3 +361,42 @@ func TestVerifySummariesFindsDrift(t *testing.T) {
 		t.Fatalf("after changing report_day_tokens: %v, want ErrSummaryMismatch naming tokens-by-day", err)
 	}
 }
+
+// VerifySummaries reads the summaries and the records in one snapshot: a
+// node writing all the while never makes them differ.
+func TestVerifySummariesWhileWriting(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, Options{})
+	writeRandom(t, s, 21, 50, 1)
+	stop := make(chan struct{})
+	type result struct {
+		checks int
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		var r result
+		for {
+			select {
+			case <-stop:
+				res <- r
+				return
+			default:
+			}
+			if r.err = VerifySummaries(context.Background(), path); r.err != nil {
+				res <- r
+				return
+			}
+			r.checks++
+		}
+	}()
+	writeRandom(t, s, 22, 600, 4)
+	close(stop)
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("check %d while writing: %v", r.checks+1, r.err)
+	}
+	if r.checks < 2 {
+		t.Fatalf("only %d checks ran while writing", r.checks)
+	}
+}
