@@ -161,8 +161,13 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	q := r.Query
-	if *tf.tier == tierCold {
+	switch *tf.tier {
+	case tierCold:
 		if q, err = coldReportQuery(ctx, tf, r); err != nil {
+			return err
+		}
+	case tierWarm:
+		if q, err = sqlite.ReportSQL(ctx, tf.warmPath(), r); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +102,33 @@ func TestAuditStatusCommand(t *testing.T) {
 	code, out, _ = runArgs("audit", "status", "--data-dir", dir, "--json")
 	if code != 0 || !strings.Contains(out, `"unshipped": 3`) || !strings.Contains(out, `"last_prune": null`) {
 		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+}
+
+// The reports and metrics --tools read a database an older evoclaw wrote
+// as it is (no upgrade, so no summaries): from its records.
+func TestReportsReadOlderDatabase(t *testing.T) {
+	b, err := os.ReadFile("../../persistence/sqlite/testdata/v5.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, orchestrator.AuditFile)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"audit", "report", "tools", "--data-dir", dir, "--csv"},
+		{"audit", "report", "slowest", "--data-dir", dir, "--csv"},
+		{"metrics", "--tools", "--data-dir", dir, "--csv"},
+	} {
+		code, out, errOut := runArgs(args...)
+		if code != 0 || !strings.HasPrefix(out, "tool,agent,calls,") && !strings.HasPrefix(out, "ts,tool,agent,elapsed_ms,") || strings.Count(out, "\n") < 2 {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	res, err := sqlite.QueryReadOnly(context.Background(), path, "PRAGMA user_version")
+	if err != nil || res.Rows[0][0] != int64(5) {
+		t.Fatalf("schema version after the reports: %v, %v (want 5: read as it is)", res, err)
 	}
 }

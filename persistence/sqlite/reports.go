@@ -1,5 +1,10 @@
 package sqlite
 
+import (
+	"context"
+	"fmt"
+)
+
 // Report is a ready-made audit query; docs/AUDIT.md shows it. Query runs
 // on the warm store and on the merged view of both tiers: the aggregating
 // reports read the summaries the store keeps as records are written
@@ -107,4 +112,27 @@ func ReportByName(name string) (Report, bool) {
 		}
 	}
 	return Report{}, false
+}
+
+// summariesVersion is the first schema version with the report summaries.
+const summariesVersion = 9
+
+// ReportSQL returns the SQL to run r on the warm database at path, which
+// read-only commands read as it is, without upgrading it: r.Query where
+// the database has the report summaries (schema v9 on), r.RawQuery() on
+// an older one.
+func ReportSQL(ctx context.Context, path string, r Report) (string, error) {
+	conn, closeConn, err := openReadOnly(ctx, path)
+	if err != nil {
+		return "", fmt.Errorf("query audit database: %w", err)
+	}
+	defer closeConn()
+	var version int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return "", fmt.Errorf("read schema version: %w", classifyReadError(err))
+	}
+	if version < summariesVersion {
+		return r.RawQuery(), nil
+	}
+	return r.Query, nil
 }
