@@ -408,20 +408,26 @@ func TestReportSQLReadsOlderDatabases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := fixtureV5(t)
-	before := map[string][]string{}
-	for _, r := range Reports {
-		if r.Arg != "" {
-			continue
+	// answers runs every report without an argument as ReportSQL says,
+	// which must be the query want picks.
+	answers := func(stage string, want func(Report) string) map[string][]string {
+		out := map[string][]string{}
+		for _, r := range Reports {
+			if r.Arg != "" {
+				continue
+			}
+			q, err := ReportSQL(ctx, path, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q != want(r) {
+				t.Fatalf("report %s %s: ReportSQL picked the wrong query", r.Name, stage)
+			}
+			out[r.Name] = reportRows(t, path, r.Name, q)
 		}
-		q, err := ReportSQL(ctx, path, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q != r.RawQuery() {
-			t.Fatalf("report %s on schema v5: not its query over the records", r.Name)
-		}
-		before[r.Name] = reportRows(t, path, r.Name, q)
+		return out
 	}
+	before := answers("on schema v5", Report.RawQuery)
 	if len(before["tools"]) == 0 {
 		t.Fatal("the tools report of v5.db is empty")
 	}
@@ -432,19 +438,10 @@ func TestReportSQLReadsOlderDatabases(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range Reports {
-		if r.Arg != "" {
-			continue
-		}
-		q, err := ReportSQL(ctx, path, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q != r.Query {
-			t.Fatalf("report %s after the upgrade: not its query", r.Name)
-		}
-		if got := reportRows(t, path, r.Name, q); !slices.Equal(got, before[r.Name]) {
-			t.Errorf("report %s: before the upgrade\n%v\nafter\n%v", r.Name, before[r.Name], got)
+	after := answers("after the upgrade", func(r Report) string { return r.Query })
+	for name, rows := range before {
+		if !slices.Equal(rows, after[name]) {
+			t.Errorf("report %s: before the upgrade\n%v\nafter\n%v", name, rows, after[name])
 		}
 	}
 }
