@@ -413,17 +413,34 @@ func (s *Store) pruneSummaries(ctx context.Context, tx *sql.Tx, upTo int64) (fun
 				return fmt.Errorf("prune summaries: %w", err)
 			}
 		}
+		// A bucket whose maximum was among the deleted rows needs it
+		// recomputed from the rows left; one pass over such a day's rows
+		// (found by ts_ms, indexed) recomputes every bucket of the day.
+		stale := map[string]bool{}
 		for _, b := range maxima {
-			lo, hi, ok := dayBounds(b.k.day)
+			if stale[b.k.day] {
+				continue
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM report_tools WHERE tool = ? AND agent = ? AND day = ? AND elapsed_max <= ?`,
+				b.k.tool, b.k.agent, b.k.day, b.max).Scan(&n); err != nil {
+				return fmt.Errorf("prune summaries: %w", err)
+			}
+			stale[b.k.day] = n > 0
+		}
+		for day, ok := range stale {
+			if !ok {
+				continue
+			}
+			lo, hi, ok := dayBounds(day)
 			if !ok {
 				lo, hi = 0, 1<<62
 			}
-			// Only a bucket whose maximum was among the deleted rows
-			// changes; the day's rows are found by ts_ms (indexed).
-			if _, err := tx.ExecContext(ctx, `UPDATE report_tools SET elapsed_max = coalesce((SELECT max(elapsed_ms) FROM tool_calls
-					WHERE ts_ms >= ?4 AND ts_ms < ?5 AND substr(ts, 1, 10) = ?3 AND tool = ?1 AND coalesce(agent_id, '') = ?2), 0)
-				WHERE tool = ?1 AND agent = ?2 AND day = ?3 AND elapsed_max <= ?6`,
-				b.k.tool, b.k.agent, b.k.day, lo, hi, b.max); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE report_tools SET elapsed_max = m.elapsed_max
+				FROM (SELECT tool, coalesce(agent_id, '') AS agent, max(elapsed_ms) AS elapsed_max FROM tool_calls
+					WHERE ts_ms >= ?2 AND ts_ms < ?3 AND substr(ts, 1, 10) = ?1 GROUP BY 1, 2) AS m
+				WHERE report_tools.day = ?1 AND report_tools.tool = m.tool AND report_tools.agent = m.agent`,
+				day, lo, hi); err != nil {
 				return fmt.Errorf("prune summaries: %w", err)
 			}
 		}
