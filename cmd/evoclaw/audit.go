@@ -19,7 +19,7 @@ import (
 )
 
 const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
-       evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
+       evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--summaries] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
        evoclaw audit status [--config FILE] [--data-dir DIR] [--json]
        evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
 (--config: the node's evoclaw.toml gives data_dir and [audit.cold] url; flags win)`
@@ -160,11 +160,41 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := tf.check(); err != nil {
 		return err
 	}
-	res, err := queryTier(ctx, tf, r.Query, qargs...)
+	q := r.Query
+	switch *tf.tier {
+	case tierCold:
+		if q, err = coldReportQuery(ctx, tf, r); err != nil {
+			return err
+		}
+	case tierWarm:
+		if q, err = sqlite.ReportSQL(ctx, tf.warmPath(), r); err != nil {
+			return err
+		}
+	}
+	res, err := queryTier(ctx, tf, q, qargs...)
 	if err != nil {
 		return err
 	}
 	return out.write(stdout, res)
+}
+
+// coldReportQuery returns r's SQL for the cold tier: its Query where the
+// cold database keeps the report summaries, else its query over the
+// records.
+func coldReportQuery(ctx context.Context, tf tierFlags, r sqlite.Report) (string, error) {
+	c, err := tf.openCold()
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	ok, err := c.HasSummaries(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return r.RawQuery(), nil
+	}
+	return r.Query, nil
 }
 
 func queryCold(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
@@ -214,6 +244,7 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	tf := addTierFlags(fs)
 	keyFile := fs.String("key", "", "the key that sealed the warm chain (default: audit.key in --data-dir)")
 	unkeyed := fs.Bool("unkeyed", false, "check only the warm chain's consistency, without the key (cannot detect a rewritten chain, a moved start or removed newest records)")
+	summaries := fs.Bool("summaries", false, "also check that the warm report summaries match the records (reads every record once more)")
 	if err := parseNoArgs(fs, args, "audit verify"); err != nil {
 		return err
 	}
@@ -235,6 +266,17 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 				return err
 			}
 			broken = append(broken, err)
+		}
+		if *summaries {
+			switch err := sqlite.VerifySummaries(ctx, tf.warmPath()); {
+			case errors.Is(err, sqlite.ErrSummaryMismatch):
+				fmt.Fprintf(stdout, "warm: report summaries: BROKEN: %v\n", err)
+				broken = append(broken, fmt.Errorf("%w: %w", errChainBroken, err))
+			case err != nil:
+				return err
+			default:
+				fmt.Fprintln(stdout, "warm: report summaries: ok, every report matches the records")
+			}
 		}
 	}
 	if *tf.tier != tierWarm {

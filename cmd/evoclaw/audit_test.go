@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +67,32 @@ func TestAuditVerifyCommand(t *testing.T) {
 	}
 }
 
+// audit verify --summaries checks the report summaries against the
+// records: ok as written, BROKEN (exit 1) once a summary row is changed
+// behind the store's back, while the chain itself still verifies.
+func TestAuditVerifySummaries(t *testing.T) {
+	dir := auditDir(t, 5)
+	code, out, errOut := runArgs("audit", "verify", "--summaries", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "report summaries: ok") {
+		t.Fatalf("as written: exit %d\n%s%s", code, out, errOut)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, orchestrator.AuditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("UPDATE report_tools SET elapsed_max = elapsed_max + 1000"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if code, out, _ := runArgs("audit", "verify", "--data-dir", dir); code != 0 || !strings.Contains(out, "warm: ok") {
+		t.Fatalf("without --summaries the chain alone is checked: exit %d\n%s", code, out)
+	}
+	code, out, errOut = runArgs("audit", "verify", "--summaries", "--data-dir", dir)
+	if code != 1 || !strings.Contains(out, "report summaries: BROKEN") || !strings.Contains(out, "report tools") {
+		t.Fatalf("changed summary: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
 func TestAuditStatusCommand(t *testing.T) {
 	dir := auditDir(t, 3)
 	code, out, errOut := runArgs("audit", "status", "--data-dir", dir)
@@ -75,5 +102,33 @@ func TestAuditStatusCommand(t *testing.T) {
 	code, out, _ = runArgs("audit", "status", "--data-dir", dir, "--json")
 	if code != 0 || !strings.Contains(out, `"unshipped": 3`) || !strings.Contains(out, `"last_prune": null`) {
 		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+}
+
+// The reports and metrics --tools read a database an older evoclaw wrote
+// as it is (no upgrade, so no summaries): from its records.
+func TestReportsReadOlderDatabase(t *testing.T) {
+	b, err := os.ReadFile("../../persistence/sqlite/testdata/v5.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, orchestrator.AuditFile)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"audit", "report", "tools", "--data-dir", dir, "--csv"},
+		{"audit", "report", "slowest", "--data-dir", dir, "--csv"},
+		{"metrics", "--tools", "--data-dir", dir, "--csv"},
+	} {
+		code, out, errOut := runArgs(args...)
+		if code != 0 || !strings.HasPrefix(out, "tool,agent,calls,") && !strings.HasPrefix(out, "ts,tool,agent,elapsed_ms,") || strings.Count(out, "\n") < 2 {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	res, err := sqlite.QueryReadOnly(context.Background(), path, "PRAGMA user_version")
+	if err != nil || res.Rows[0][0] != int64(5) {
+		t.Fatalf("schema version after the reports: %v, %v (want 5: read as it is)", res, err)
 	}
 }

@@ -30,7 +30,12 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	r, _ := sqlite.ReportByName("tools")
-	res, err := sqlite.QueryReadOnly(ctx, filepath.Join(*dataDir, orchestrator.AuditFile), r.Query)
+	path := filepath.Join(*dataDir, orchestrator.AuditFile)
+	q, err := sqlite.ReportSQL(ctx, path, r)
+	if err != nil {
+		return err
+	}
+	res, err := sqlite.QueryReadOnly(ctx, path, q)
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,11 @@ func MergeTiers(ctx context.Context, warmPath string, c *Store, dir string) (str
 		SELECT conversation_id, min(ts), min(ts_ms), max(ts), max(ts_ms), max(seq) FROM messages GROUP BY conversation_id`); err != nil {
 		return "", fmt.Errorf("merge tiers: rebuild conversations: %w", err)
 	}
+	// The reports read the summaries of the warm schema: build them over
+	// the merged records.
+	if err := sqlite.RebuildSummaries(ctx, db); err != nil {
+		return "", fmt.Errorf("merge tiers: %w", err)
+	}
 	return dst, nil
 }
 

@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // schemaVersion is the cold schema this build writes, kept in the cold
 // database's schema_meta table: 1 plus the steps in upgrades.
-const schemaVersion = 2
+const schemaVersion = 3
+
+// SummariesVersion is the first cold schema with the report summaries.
+const SummariesVersion = 3
 
 // upgrades take a cold database from version i+1 to i+2; they are only
 // ever appended.
@@ -18,7 +23,53 @@ var upgrades = []string{
 	// v2: the elapsed time an edge agent reported, beside the one the
 	// writer observed (warm schema v8).
 	`ALTER TABLE tool_calls ADD COLUMN agent_elapsed_ms INTEGER`,
+	// v3: the report summaries of warm schema v9, so the ready-made
+	// reports run here as on warm. Triggers keep them: a shipped batch
+	// inserts its records and their summary changes in one transaction,
+	// and a record already there (ON CONFLICT DO NOTHING) fires none, so a
+	// batch shipped twice counts once. Nothing deletes cold records. The
+	// summaries of the records already held are built in the upgrade.
+	`DROP INDEX IF EXISTS tool_calls_agent_tool;
+	` + sqlite.SummaryTablesSQL + summaryTriggers + sqlite.SummaryBackfillSQL,
 }
+
+// summaryTriggers keep the cold tier's report summaries as records are
+// inserted, as the warm committer does per transaction (one row at a
+// time here: the server runs them, beside its inserts). Cold records are
+// never deleted; one deleted by hand stays counted (and, shipped again,
+// does not fail on its ranking row).
+const summaryTriggers = `CREATE TRIGGER tool_calls_summaries AFTER INSERT ON tool_calls BEGIN
+		INSERT INTO report_tools (tool, agent, day, calls, errors, elapsed_sum, elapsed_max)
+		VALUES (NEW.tool, coalesce(NEW.agent_id, ''), substr(NEW.ts, 1, 10), 1, NEW.status = 'error', NEW.elapsed_ms, NEW.elapsed_ms)
+		ON CONFLICT (tool, agent, day) DO UPDATE SET calls = calls + 1, errors = errors + excluded.errors,
+			elapsed_sum = elapsed_sum + excluded.elapsed_sum, elapsed_max = max(elapsed_max, excluded.elapsed_max);
+		INSERT INTO report_errors (error_type, tool, day, calls)
+		SELECT coalesce(NEW.error_type, ''), NEW.tool, substr(NEW.ts, 1, 10), 1 WHERE NEW.status = 'error'
+		ON CONFLICT (error_type, tool, day) DO UPDATE SET calls = calls + 1;
+	END;
+	CREATE TRIGGER tool_calls_slowest AFTER INSERT ON tool_calls
+	WHEN (SELECT count(*) FROM report_slowest WHERE day = substr(NEW.ts, 1, 10)) < 20
+		OR (-NEW.elapsed_ms, NEW.ts, NEW.record_id) < (SELECT -elapsed_ms, ts, record_id FROM report_slowest
+			WHERE day = substr(NEW.ts, 1, 10) ORDER BY elapsed_ms DESC, ts, record_id LIMIT 1 OFFSET 19)
+	BEGIN
+		INSERT OR IGNORE INTO report_slowest (day, elapsed_ms, ts, record_id)
+		VALUES (substr(NEW.ts, 1, 10), NEW.elapsed_ms, NEW.ts, NEW.record_id);
+		DELETE FROM report_slowest WHERE day = substr(NEW.ts, 1, 10) AND (elapsed_ms, ts, record_id) IN (
+			SELECT elapsed_ms, ts, record_id FROM report_slowest WHERE day = substr(NEW.ts, 1, 10)
+			ORDER BY elapsed_ms DESC, ts, record_id LIMIT -1 OFFSET 20);
+	END;
+	CREATE TRIGGER llm_calls_summaries AFTER INSERT ON llm_calls BEGIN
+		INSERT INTO report_conversation_tokens (conversation, requests, input_tokens, output_tokens, latency_ms, errors)
+		VALUES (coalesce(NEW.conversation_id, ''), 1, NEW.input_tokens, NEW.output_tokens, NEW.latency_ms, NEW.status = 'error')
+		ON CONFLICT (conversation) DO UPDATE SET requests = requests + 1, input_tokens = input_tokens + excluded.input_tokens,
+			output_tokens = output_tokens + excluded.output_tokens, latency_ms = latency_ms + excluded.latency_ms,
+			errors = errors + excluded.errors;
+		INSERT INTO report_day_tokens (day, provider, model, requests, input_tokens, output_tokens)
+		VALUES (substr(NEW.ts, 1, 10), NEW.provider, coalesce(NEW.model, ''), 1, NEW.input_tokens, NEW.output_tokens)
+		ON CONFLICT (day, provider, model) DO UPDATE SET requests = requests + 1,
+			input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens;
+	END;
+	`
 
 // schema creates the cold tables. They hold the warm tables' chained
 // columns (see persistence/auditchain) plus chain_id, which tells the nodes

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/tursodatabase/libsql-client-go/libsql"
@@ -59,6 +60,24 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close cold tier: %w", err)
 	}
 	return nil
+}
+
+// HasSummaries reports whether the cold database keeps the report
+// summaries (cold schema SummariesVersion and later), so that a report's
+// Query runs on it; on an older one (not yet upgraded by a shipper of
+// this build) run its Raw query. It only reads: a read-only token will do.
+func (s *Store) HasSummaries(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var version int
+	err := s.db.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || (err != nil && strings.Contains(err.Error(), "no such table")):
+		return false, nil // nothing shipped yet
+	case err != nil:
+		return false, fmt.Errorf("read cold schema version: %w", classifyColdError(err))
+	}
+	return version >= SummariesVersion, nil
 }
 
 // EnsureSchema creates the cold tables when they are missing.

@@ -2,6 +2,7 @@ package cold
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestColdSchemaV1Upgrades(t *testing.T) {
 	sh := startShipper(t, warm, c)
 	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up")
 	checkSame(t, c, path, warm.ChainID())
-	if err := c.db.QueryRowContext(ctx, `SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&v); err != nil || v != "2" {
+	if err := c.db.QueryRowContext(ctx, `SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&v); err != nil || v != fmt.Sprint(schemaVersion) {
 		t.Fatalf("cold schema after shipping %q, %v", v, err)
 	}
 	_, rows, err := c.Query(ctx, "SELECT count(agent_elapsed_ms), sum(agent_elapsed_ms) FROM tool_calls")

@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
 )
@@ -49,6 +51,36 @@ func BenchmarkRecordToolCall(b *testing.B) {
 				b.ReportMetric(float64(b.N)/float64(max(commits.Load(), 1)), "records/commit")
 			})
 		}
+	}
+}
+
+// BenchmarkCommitBatch is the ceiling of group commit: the committer alone
+// writing transactions of n tool calls each (records chained, summarized
+// and sealed as RecordToolCall's are), with no callers to answer and no
+// goroutine hand-offs. ns/op is per record.
+func BenchmarkCommitBatch(b *testing.B) {
+	for _, n := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			s, _ := openStore(b, Options{})
+			c := sampleCall(1)
+			ops := make([]*op, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += n {
+				for j := range ops {
+					c.RecordID, c.Time = "", time.Time{}
+					stamp(&c.RecordID, &c.Time)
+					args := toolCallArgs(&c)
+					ops[j] = &op{apply: func(ctx context.Context, tx *sql.Tx) error {
+						return s.insertChained(ctx, tx, "tool_calls", args)
+					}}
+				}
+				if failed, err := s.runTx(ops); failed >= 0 || err != nil {
+					b.Fatalf("write %d: %v", failed, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
 	}
 }
 

@@ -44,6 +44,7 @@ func (s *Store) insertChained(ctx context.Context, tx *sql.Tx, table string, val
 		return fmt.Errorf("insert %s row: %w", table, err)
 	}
 	s.chain = chainState{seq: seq, head: h}
+	s.sums.add(table, vals)
 	if s.opts.Ring != nil {
 		s.pending = append(s.pending, EntryOf(auditchain.Record{Table: table, Seq: seq, Values: full}))
 	}

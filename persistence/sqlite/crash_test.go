@@ -132,7 +132,11 @@ func TestCrashKeepsAcknowledgedRecords(t *testing.T) {
 				WHERE message_count != (SELECT count(*) FROM messages m WHERE m.conversation_id = c.conversation_id)`); holes != int64(0) {
 				t.Fatalf("%v conversations whose message count disagrees with their messages", holes)
 			}
-			t.Logf("%d acknowledged, %d stored, chain verified", len(acked), len(stored))
+			// The report summaries committed with their records.
+			if err := VerifySummaries(context.Background(), path); err != nil {
+				t.Fatalf("report summaries after SIGKILL: %v", err)
+			}
+			t.Logf("%d acknowledged, %d stored, chain and report summaries verified", len(acked), len(stored))
 		})
 	}
 }

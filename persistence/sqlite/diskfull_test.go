@@ -94,4 +94,8 @@ func TestDiskFull(t *testing.T) {
 	if seq := queryOne(t, path, "SELECT seq FROM messages WHERE conversation_id = 'c'"); seq != int64(1) {
 		t.Fatalf("message after recovery has seq %v, want 1 (the failed append used none)", seq)
 	}
+	// Writes that failed on the full disk left no summary change behind.
+	if err := VerifySummaries(ctx, path); err != nil {
+		t.Fatalf("report summaries after disk full: %v", err)
+	}
 }

@@ -29,6 +29,21 @@ func fixture(t *testing.T, name string) string {
 	return path
 }
 
+// fixtureV5 copies testdata/v5.db and its key (to the default key file
+// beside it) into a fresh directory and returns the database's path.
+func fixtureV5(t *testing.T) string {
+	t.Helper()
+	path := fixture(t, "v5.db")
+	key, err := os.ReadFile(filepath.Join("testdata", "v5.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(DefaultKeyFile(path), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Databases written by schema v4 (testdata, made by the evoclaw before
 // authenticated anchors) upgrade to v5 keeping every record verifiable:
 // the upgrade creates the key, authenticates the existing checkpoint,
@@ -213,14 +228,7 @@ func TestRetentionKeepsChainVerifiable(t *testing.T) {
 func TestMigrateV5AddsAgentElapsed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := fixture(t, "v5.db")
-	key, err := os.ReadFile(filepath.Join("testdata", "v5.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(DefaultKeyFile(path), key, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := fixtureV5(t)
 	rep, err := VerifyChain(ctx, path)
 	if err != nil || rep.Verified != 15 || rep.KeyID == "" {
 		t.Fatalf("v5 as it is: %+v, %v", rep, err)

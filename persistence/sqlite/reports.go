@@ -1,43 +1,82 @@
 package sqlite
 
-// Report is a ready-made audit query. The same SQL runs on the warm store,
-// the cold tier and the merged view of both; docs/AUDIT.md shows it.
+import (
+	"context"
+	"fmt"
+)
+
+// Report is a ready-made audit query; docs/AUDIT.md shows it. Query runs
+// on the warm store and on the merged view of both tiers: the aggregating
+// reports read the summaries the store keeps as records are written
+// (summary.go). Raw, when set, computes the same answer from the records
+// themselves: the cold tier, which keeps no summaries, runs it, and it
+// checks the summaries (VerifySummaries).
 type Report struct {
 	Name  string // as given to `evoclaw audit report NAME`
 	Doc   string // one line: what it answers
 	Arg   string // the name of its one parameter (?1), empty when none
 	Query string // the SQL, one statement
+	Raw   string // the same report over the records alone; empty when Query reads only records
+}
+
+// RawQuery returns the report's SQL over the records alone: Raw, or Query
+// when the report reads nothing else.
+func (r Report) RawQuery() string {
+	if r.Raw != "" {
+		return r.Raw
+	}
+	return r.Query
 }
 
 // Reports are the ready-made audit queries, in documentation order.
 var Reports = []Report{
-	{Name: "tools", Doc: "calls, errors and latency per tool and agent", Query: `SELECT tool, coalesce(agent_id, '') AS agent, count(*) AS calls,
+	{Name: "tools", Doc: "calls, errors and latency per tool and agent", Query: `SELECT tool, agent, sum(calls) AS calls,
+  sum(errors) AS errors,
+  round(100.0 * sum(errors) / sum(calls), 1) AS error_pct,
+  round(1.0 * sum(elapsed_sum) / sum(calls), 1) AS avg_ms, max(elapsed_max) AS max_ms
+FROM report_tools
+GROUP BY tool, agent
+ORDER BY calls DESC, tool, agent`, Raw: `SELECT tool, coalesce(agent_id, '') AS agent, count(*) AS calls,
   sum(status = 'error') AS errors,
   round(100.0 * sum(status = 'error') / count(*), 1) AS error_pct,
   round(avg(elapsed_ms), 1) AS avg_ms, max(elapsed_ms) AS max_ms
 FROM tool_calls
 GROUP BY tool, agent
 ORDER BY calls DESC, tool, agent`},
-	{Name: "errors", Doc: "failed tool calls by error type", Query: `SELECT coalesce(error_type, '') AS error_type, count(*) AS calls,
+	{Name: "errors", Doc: "failed tool calls by error type", Query: `SELECT error_type, sum(calls) AS calls,
+  round(100.0 * sum(calls) / (SELECT sum(calls) FROM report_tools), 1) AS pct_of_all_calls,
+  group_concat(tool) AS tools
+FROM (SELECT error_type, tool, sum(calls) AS calls FROM report_errors GROUP BY error_type, tool ORDER BY error_type, tool)
+GROUP BY error_type
+ORDER BY calls DESC, error_type`, Raw: `SELECT coalesce(error_type, '') AS error_type, count(*) AS calls,
   round(100.0 * count(*) / (SELECT count(*) FROM tool_calls), 1) AS pct_of_all_calls,
   group_concat(DISTINCT tool) AS tools
 FROM tool_calls
 WHERE status = 'error'
 GROUP BY error_type
 ORDER BY calls DESC, error_type`},
-	{Name: "slowest", Doc: "the 20 slowest tool calls", Query: `SELECT ts, tool, coalesce(agent_id, '') AS agent, elapsed_ms, status,
+	{Name: "slowest", Doc: "the 20 slowest tool calls", Query: `SELECT t.ts, t.tool, coalesce(t.agent_id, '') AS agent, t.elapsed_ms, t.status,
+  coalesce(t.error_type, '') AS error_type, coalesce(t.request_id, '') AS request_id
+FROM (SELECT record_id FROM report_slowest ORDER BY elapsed_ms DESC, ts, record_id LIMIT 20) AS s
+JOIN tool_calls AS t ON t.record_id = s.record_id
+ORDER BY t.elapsed_ms DESC, t.ts, t.record_id`, Raw: `SELECT ts, tool, coalesce(agent_id, '') AS agent, elapsed_ms, status,
   coalesce(error_type, '') AS error_type, coalesce(request_id, '') AS request_id
 FROM tool_calls
-ORDER BY elapsed_ms DESC, ts
+ORDER BY elapsed_ms DESC, ts, record_id
 LIMIT 20`},
-	{Name: "tokens-by-conversation", Doc: "LLM requests, tokens and latency per conversation", Query: `SELECT coalesce(conversation_id, '') AS conversation, count(*) AS requests,
+	{Name: "tokens-by-conversation", Doc: "LLM requests, tokens and latency per conversation", Query: `SELECT conversation, requests, input_tokens, output_tokens,
+  input_tokens + output_tokens AS total_tokens, latency_ms, errors
+FROM report_conversation_tokens
+ORDER BY total_tokens DESC, conversation`, Raw: `SELECT coalesce(conversation_id, '') AS conversation, count(*) AS requests,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(input_tokens + output_tokens) AS total_tokens, sum(latency_ms) AS latency_ms,
   sum(status = 'error') AS errors
 FROM llm_calls
 GROUP BY conversation
 ORDER BY total_tokens DESC, conversation`},
-	{Name: "tokens-by-day", Doc: "LLM requests and tokens per UTC day, provider and model", Query: `SELECT substr(ts, 1, 10) AS day, provider, coalesce(model, '') AS model,
+	{Name: "tokens-by-day", Doc: "LLM requests and tokens per UTC day, provider and model", Query: `SELECT day, provider, model, requests, input_tokens, output_tokens
+FROM report_day_tokens
+ORDER BY day, provider, model`, Raw: `SELECT substr(ts, 1, 10) AS day, provider, coalesce(model, '') AS model,
   count(*) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
 FROM llm_calls
 GROUP BY day, provider, model
@@ -73,4 +112,27 @@ func ReportByName(name string) (Report, bool) {
 		}
 	}
 	return Report{}, false
+}
+
+// summariesVersion is the first schema version with the report summaries.
+const summariesVersion = 9
+
+// ReportSQL returns the SQL to run r on the warm database at path, which
+// read-only commands read as it is, without upgrading it: r.Query where
+// the database has the report summaries (schema v9 on), r.RawQuery() on
+// an older one.
+func ReportSQL(ctx context.Context, path string, r Report) (string, error) {
+	conn, closeConn, err := openReadOnly(ctx, path)
+	if err != nil {
+		return "", fmt.Errorf("query audit database: %w", err)
+	}
+	defer closeConn()
+	var version int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return "", fmt.Errorf("read schema version: %w", classifyReadError(err))
+	}
+	if version < summariesVersion {
+		return r.RawQuery(), nil
+	}
+	return r.Query, nil
 }

@@ -136,5 +136,8 @@ func TestReportsDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), r.Query) {
 			t.Errorf("docs/AUDIT.md does not show the %q report's query verbatim", r.Name)
 		}
+		if r.Raw != "" && !strings.Contains(string(doc), r.Raw) {
+			t.Errorf("docs/AUDIT.md does not show the %q report's query over the records verbatim", r.Name)
+		}
 	}
 }

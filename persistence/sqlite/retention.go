@@ -99,12 +99,19 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 		if err != nil {
 			return err
 		}
+		afterDelete, err := s.pruneSummaries(ctx, tx, upTo)
+		if err != nil {
+			return err
+		}
 		for _, t := range auditchain.Tables {
 			n, err := execCount(ctx, tx, fmt.Sprintf("DELETE FROM %s WHERE chain_seq <= ?", t.Name), upTo)
 			if err != nil {
 				return fmt.Errorf("delete old %s: %w", t.Name, err)
 			}
 			res.Deleted += n
+		}
+		if err := afterDelete(); err != nil {
+			return err
 		}
 		mac, err := s.checkpointMAC(upTo, hash)
 		if err != nil {

@@ -170,6 +170,8 @@ var migrations = []string{
 	// not NULL (auditchain.Table.Optional), so every older row keeps its
 	// hash and the chain verifies across the upgrade.
 	`ALTER TABLE tool_calls ADD COLUMN agent_elapsed_ms INTEGER CHECK(agent_elapsed_ms IS NULL OR agent_elapsed_ms >= 0);`,
+	// v9: the report summaries, kept as records are written (schema_v9.go).
+	migrationV9,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,

@@ -14,9 +14,13 @@ import (
 // on the writer's one connection, and bound to each transaction with
 // Tx.StmtContext, which reuses the connection's prepared statement. They
 // are prepared up front because preparing needs the connection, which a
-// transaction holds while the writer runs. It is read-only after Open.
+// transaction holds while the writer runs. Its statements do not change after Open.
 type stmtCache struct {
 	stmts map[string]*sql.Stmt
+	// tx and bound are the statements of stmts bound to the committer's
+	// current transaction.
+	tx    *sql.Tx
+	bound map[string]*sql.Stmt
 }
 
 // hotQueries are the writes of every tool call and chat (chained inserts
@@ -27,13 +31,16 @@ var hotQueries = []string{qSeal, qMessageCount, qUpsertConversation, qBeginReque
 // that does not prepare (a schema a migration has not reached) is left
 // out and runs unprepared.
 func prepareStmts(ctx context.Context, db *sql.DB) stmtCache {
-	c := stmtCache{stmts: make(map[string]*sql.Stmt, len(hotQueries)+len(chainInserts))}
+	c := stmtCache{stmts: make(map[string]*sql.Stmt, len(hotQueries)+len(summaryQueries)+len(chainInserts)), bound: make(map[string]*sql.Stmt)}
 	add := func(q string) {
 		if st, err := db.PrepareContext(ctx, q); err == nil {
 			c.stmts[q] = st
 		}
 	}
 	for _, q := range hotQueries {
+		add(q)
+	}
+	for _, q := range summaryQueries {
 		add(q)
 	}
 	for _, q := range chainInserts {
@@ -51,21 +58,45 @@ func (c *stmtCache) close() error {
 		}
 		delete(c.stmts, q)
 	}
+	clear(c.bound)
+	c.tx = nil
 	return first
 }
 
 // txExec runs query, prepared once, inside tx (the writer's transaction).
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if st, ok := s.stmts.stmts[query]; ok {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := s.stmts.in(ctx, tx, query); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
 }
 
 // txQueryRow runs query, prepared once, inside tx.
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if st, ok := s.stmts.stmts[query]; ok {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := s.stmts.in(ctx, tx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// in returns query's prepared statement bound to tx, or nil when query is
+// not prepared. A statement is bound once per transaction (Tx.StmtContext
+// builds a new one on every call): a batch of n records runs each insert n
+// times. The transaction closes the statements it bound when it ends; the
+// committer alone calls in.
+func (c *stmtCache) in(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	st, ok := c.stmts[query]
+	if !ok {
+		return nil
+	}
+	if c.tx != tx {
+		clear(c.bound)
+		c.tx = tx
+	}
+	b, ok := c.bound[query]
+	if !ok {
+		b = tx.StmtContext(ctx, st)
+		c.bound[query] = b
+	}
+	return b
 }

@@ -157,6 +157,7 @@ type Store struct {
 	chainID string         // this database's hash chain id
 	chain   chainState     // committer only: the last chained record
 	pending []hot.Entry    // committer only: entries for Ring once the transaction commits
+	sums    summaryBatch   // committer only: the transaction's report summary changes (summary.go)
 	health  writeHealth    // what the writer last saw, for WriteHealth
 	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
 	wq      writeQueue     // writes waiting for their commit (writer.go)
