@@ -60,9 +60,13 @@ type GroupToolbox struct {
 	// its schema differs (per member, tool and schema).
 	Logger *slog.Logger
 
-	mu     sync.Mutex
-	turns  map[string]uint64 // group/tool → picks so far, for round robin
-	logged map[string]bool   // group/tool/member/schema lines logged
+	mu sync.Mutex
+	// picks: group/tool → member → the pick sequence number of its last
+	// pick (keys bounded by the config and the agents' tools; members by
+	// the group's current members); seq counts picks.
+	picks  map[string]map[string]uint64
+	seq    uint64
+	logged map[string]bool // group/tool/member/schema lines logged
 }
 
 // maxLoggedDiffs bounds the remembered schema-difference lines; past it
@@ -273,34 +277,53 @@ func (r *GroupRoute) next(tried map[string]bool, first bool) (wire.ToolInfo, gro
 	if len(ids) == 0 {
 		return wire.ToolInfo{}, groupMember{}, false
 	}
-	turnKey := r.group.Name + ToolSep + r.tool
+	key := r.group.Name + ToolSep + r.tool
 	r.box.mu.Lock()
-	if r.box.turns == nil {
-		r.box.turns = map[string]uint64{}
+	defer r.box.mu.Unlock()
+	if r.box.picks == nil {
+		r.box.picks = map[string]map[string]uint64{}
 	}
-	turn := r.box.turns[turnKey] // keys: one per group tool, bounded by the config and agents' tools
-	r.box.turns[turnKey] = turn + 1
-	r.box.mu.Unlock()
-	id := pickLeastBusy(ids, r.box.Edges.InFlight, turn)
+	last := r.box.picks[key]
+	if last == nil {
+		last = map[string]uint64{}
+		r.box.picks[key] = last
+	}
+	id := pickLeastBusy(ids, r.box.Edges.InFlight, func(id string) uint64 { return last[id] })
+	r.box.seq++
+	last[id] = r.box.seq
+	if len(last) > len(ms) {
+		// Forget members that left the group.
+		keep := make(map[string]bool, len(ms))
+		for _, m := range ms {
+			keep[m.id] = true
+		}
+		for k := range last {
+			if !keep[k] {
+				delete(last, k)
+			}
+		}
+	}
 	return info, byID[id], true
 }
 
 // pickLeastBusy returns the id in ids (sorted, not empty) with the fewest
-// requests in flight; among equals, the turn-th in a rotation, so that
-// successive picks share the work round robin.
-func pickLeastBusy(ids []string, inFlight func(string) int64, turn uint64) string {
-	var ties []string
+// requests in flight; among equals, the one picked longest ago (lastPick:
+// the sequence number of its last pick, 0 for never), so that every
+// member takes its turn whatever the load of the others. (A rotation by a
+// global turn counter over the changing set of equals could pass over a
+// member again and again: with two members alternating busy, the third
+// fell on the wrong turn every time.)
+func pickLeastBusy(ids []string, inFlight func(string) int64, lastPick func(string) uint64) string {
+	var pick string
 	var least int64
+	var oldest uint64
 	for _, id := range ids {
-		n := inFlight(id)
-		switch {
-		case len(ties) == 0 || n < least:
-			ties, least = append(ties[:0], id), n
-		case n == least:
-			ties = append(ties, id)
+		n, l := inFlight(id), lastPick(id)
+		if pick == "" || n < least || (n == least && l < oldest) {
+			pick, least, oldest = id, n, l
 		}
 	}
-	return ties[turn%uint64(len(ties))]
+	return pick
 }
 
 // GroupView is one group as status shows it.

@@ -11,27 +11,35 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
+// TestPickLeastBusy drives a group's picks through sequences of loads:
+// each step's loads are the members' calls in flight when a call is
+// placed, and the pick is recorded as the group does.
 func TestPickLeastBusy(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		ids   []string
-		load  map[string]int64
-		turns []uint64
+		loads []map[string]int64 // one per pick
 		want  []string
 	}{
-		{"one member", []string{"a"}, nil, []uint64{0, 1, 2}, []string{"a", "a", "a"}},
-		{"least busy wins whatever the turn", []string{"a", "b", "c"}, map[string]int64{"a": 2, "b": 0, "c": 1},
-			[]uint64{0, 1, 2}, []string{"b", "b", "b"}},
-		{"ties rotate", []string{"a", "b", "c"}, nil, []uint64{0, 1, 2, 3}, []string{"a", "b", "c", "a"}},
-		{"rotation among the least busy only", []string{"a", "b", "c"}, map[string]int64{"a": 1},
-			[]uint64{0, 1, 2}, []string{"b", "c", "b"}},
-		{"a huge turn stays in range", []string{"a", "b"}, nil, []uint64{1<<64 - 1}, []string{"b"}},
+		{"one member", []string{"a"}, []map[string]int64{nil, nil, nil}, []string{"a", "a", "a"}},
+		{"least busy wins whoever went last", []string{"a", "b", "c"},
+			[]map[string]int64{{"a": 2, "c": 1}, {"a": 2, "c": 1}, {"a": 2, "c": 1}}, []string{"b", "b", "b"}},
+		{"equals take turns", []string{"a", "b", "c"}, []map[string]int64{nil, nil, nil, nil}, []string{"a", "b", "c", "a"}},
+		{"turns among the least busy only", []string{"a", "b", "c"},
+			[]map[string]int64{{"a": 1}, {"a": 1}, {"a": 1}}, []string{"b", "c", "b"}},
+		// Two members alternately busy: a rotation by a global turn
+		// counter picked a, c, a, c, a and never b.
+		{"no member passed over while others alternate", []string{"a", "b", "c"},
+			[]map[string]int64{nil, {"a": 1}, {"c": 1}, {"a": 1}, {"c": 1}}, []string{"a", "b", "a", "c", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for i, turn := range tc.turns {
-				got := pickLeastBusy(tc.ids, func(id string) int64 { return tc.load[id] }, turn)
+			last, seq := map[string]uint64{}, uint64(0)
+			for i, load := range tc.loads {
+				got := pickLeastBusy(tc.ids, func(id string) int64 { return load[id] }, func(id string) uint64 { return last[id] })
+				seq++
+				last[got] = seq
 				if got != tc.want[i] {
-					t.Errorf("turn %d: picked %s, want %s", turn, got, tc.want[i])
+					t.Errorf("pick %d: %s, want %s (loads %v)", i, got, tc.want[i], load)
 				}
 			}
 		})
