@@ -18,6 +18,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	gcReady := startupGC()
 	var cfg orchestrator.Config
 	if *config != "" {
 		var err error
@@ -45,6 +46,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		api = "http://" + a
 	}
 	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s, api %s\n", node.BrokerURL(), node.AuditPath(), api)
+	go func() {
+		gcReady()
+		idleTrim(ctx)
+	}()
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "evoclaw orchestrator stopping")
 	return node.Close()
@@ -57,6 +62,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	gcReady := startupGC()
 	cfg, err := edge.LoadConfig(*config)
 	if err != nil {
 		return err
@@ -73,8 +79,12 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	a.Ready = func() {
+	a.Ready = func() { // called once
 		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
+		go func() {
+			gcReady()
+			idleTrim(ctx)
+		}()
 	}
 	return a.Run(ctx)
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// Garbage collection of the long-running roles (serve, edge).
+//
+// Start-up allocates a few MB that are garbage once the role is ready
+// (configuration, the audit schema, TLS and MQTT set-up, the HTTP routes).
+// With the collector's default goal the heap crosses its 4 MB minimum
+// during start-up and a collection runs beside it, on a board's one or two
+// cores. So start-up runs with a laxer goal; once the role is ready the
+// goal is restored and one collection returns the start-up garbage to the
+// operating system.
+//
+// At idle, what heartbeats and housekeeping allocate stays in the process
+// until the next collection (at the latest the runtime's forced one every
+// two minutes), and freed pages are returned only gradually. idleTrim
+// collects and returns them whenever the process was idle for a while, so
+// an idle process's private memory stays flat at what it holds live.
+
+// startupGCPercent is the collector's goal (GOGC) during start-up.
+const startupGCPercent = 400
+
+// startupGC sets the start-up goal, unless GOGC is set (the operator's
+// choice stands), and returns what to call once the role is ready: it
+// restores the goal and returns the start-up garbage to the OS. It is safe
+// to call more than once.
+func startupGC() (ready func()) {
+	restore := func() {}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		old := debug.SetGCPercent(startupGCPercent)
+		restore = func() { debug.SetGCPercent(old) }
+	}
+	return sync.OnceFunc(func() {
+		restore()
+		debug.FreeOSMemory()
+	})
+}
+
+// Idle trimming: every idleTrimEvery, a process that allocated less than
+// idleAllocBytes since the last look (it is idle), and at least
+// idleTrimMinGarbage since it last trimmed (there is something to give
+// back: at idle nearly everything allocated is garbage soon), collects and
+// returns the free memory to the OS. Under load it does nothing.
+const (
+	idleTrimEvery      = 30 * time.Second
+	idleAllocBytes     = 4 << 20
+	idleTrimMinGarbage = 256 << 10
+)
+
+// idleTrim trims at idle until ctx ends (see above).
+func idleTrim(ctx context.Context) {
+	t := time.NewTicker(idleTrimEvery)
+	defer t.Stop()
+	m := newIdleMeter()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if m.tick() {
+			debug.FreeOSMemory()
+			m.trimmed()
+		}
+	}
+}
+
+// idleMeter decides when to trim, from the bytes the process allocated.
+type idleMeter struct {
+	allocs     func() uint64 // bytes allocated so far
+	last, trim uint64        // allocs at the last tick, at the last trim
+}
+
+func newIdleMeter() *idleMeter {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	m := &idleMeter{allocs: func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}}
+	m.last = m.allocs()
+	m.trim = m.last
+	return m
+}
+
+// tick reads the allocations anew and tells whether to trim now.
+func (m *idleMeter) tick() bool {
+	now := m.allocs()
+	idle := now-m.last < idleAllocBytes
+	m.last = now
+	return idle && now-m.trim >= idleTrimMinGarbage
+}
+
+// trimmed notes a trim.
+func (m *idleMeter) trimmed() { m.trim = m.allocs() }
