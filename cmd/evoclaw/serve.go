@@ -62,7 +62,6 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	gcReady := startupGC()
 	cfg, err := edge.LoadConfig(*config)
 	if err != nil {
 		return err
@@ -79,12 +78,11 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	a.Ready = func() { // called once
+	// No start-up goal and no idle trim here (see startgc.go): an idle
+	// agent allocates about 2 KB/s, and returning memory to the OS left it
+	// holding more, not less.
+	a.Ready = func() {
 		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
-		go func() {
-			gcReady()
-			idleTrim(ctx)
-		}()
 	}
 	return a.Run(ctx)
 }
