@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/internal/console"
@@ -109,7 +110,10 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /v1/models", api.auth(n.handleModels))
 	mux.HandleFunc("GET /v1/models/{model}", api.auth(n.handleModel))
 	mux.HandleFunc("POST /v1/chat/completions", api.auth(n.handleChatCompletions))
-	mux.HandleFunc("GET /metrics", api.auth(n.metricsHandler().ServeHTTP))
+	// Built on first use, as the console below: neither is needed to
+	// answer /healthz, and a node that is never scraped or browsed never
+	// builds them.
+	mux.HandleFunc("GET /metrics", api.auth(lazyHandler(n.metricsHandler)))
 	mux.HandleFunc("GET /v1/jobs", api.auth(n.handleJobs))
 	mux.HandleFunc("POST /v1/jobs", api.auth(n.handleAddJob))
 	mux.HandleFunc("GET /v1/jobs/{id}", api.auth(n.handleJob))
@@ -132,7 +136,7 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("POST /v1/audit/verify", api.auth(n.handleVerify))
 	// The web console: static files without the token (they hold no
 	// data); every /v1 call the page makes carries it.
-	ui := console.New()
+	ui := lazyHandler(func() http.Handler { return console.New() })
 	mux.Handle("GET /{$}", ui)
 	mux.Handle("GET "+console.Prefix, ui)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -177,6 +181,12 @@ func writeTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("write http token: %w", err)
 	}
 	return token, nil
+}
+
+// lazyHandler serves with the handler build makes on the first request.
+func lazyHandler(build func() http.Handler) http.HandlerFunc {
+	h := sync.OnceValue(build)
+	return func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }
 }
 
 // writeFileAtomic replaces path with data: a reader sees the old file or

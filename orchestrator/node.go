@@ -162,15 +162,27 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	if n.tiers, err = tiers.Open(filepath.Join(cfg.DataDir, AuditFile), sqlite.Options{Sync: cfg.AuditSync, Logger: log},
-		cfg.Audit, log.With("component", "audit")); err != nil {
-		return nil, fmt.Errorf("open audit trail: %w", err)
+	// The audit trail opens beside the broker, the MQTT session, the actor
+	// system and the node's own tools, none of which uses it; everything
+	// after joinAudit does. Opening it (creating the schema on a fresh
+	// data directory, checking the chain's seal) is the largest step of
+	// start-up. Its error comes first, as when it opened first.
+	audit := make(chan error, 1)
+	go func() { audit <- n.openAudit(ctx) }()
+	auditJoined := false
+	joinAudit := func() error {
+		auditJoined = true
+		return <-audit
 	}
-	n.store = n.tiers.Warm
-	if err := n.tiers.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start audit trail: %w", err)
-	}
-	n.event(persistence.EventNodeStart, map[string]any{"version": cfg.Version})
+	defer func() {
+		// Runs before the Close above: a failed start waits for the
+		// audit trail, so that Close closes it too.
+		if !auditJoined {
+			if aerr := joinAudit(); aerr != nil {
+				err = aerr
+			}
+		}
+	}()
 
 	brokerURL := cfg.Broker.URL
 	username, password := cfg.Broker.Username, ""
@@ -204,18 +216,21 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	pub := actors.PublisherFunc(func(ctx context.Context, topic string, payload []byte) error {
 		return n.client.Publish(ctx, mqttc.Message{Topic: topic, Payload: payload, QoS: 1})
 	})
-	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
-		LogLimiter: n.in.logLim, EventQuota: n.in.events, ExcerptBytes: n.in.excerpt,
-		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
-		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
-		return nil, err
-	}
 	if n.box, err = toolbox.New(toolbox.Config{SkillDirs: cfg.Skills.Dirs, Permissions: cfg.Skills.Permissions, Builtin: cfg.Builtin, DataDir: cfg.DataDir,
 		MCPServers: cfg.Tools.MCPServers, DefaultTimeout: cfg.Tools.DefaultTimeout.Duration, MaxTimeout: cfg.Tools.MaxTimeout.Duration},
 		log.With("component", "tools")); err != nil {
 		return nil, fmt.Errorf("orchestrator tools: %w", err)
 	}
 	n.box.Connect(ctx)
+	if err := joinAudit(); err != nil {
+		return nil, err
+	}
+	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
+		LogLimiter: n.in.logLim, EventQuota: n.in.events, ExcerptBytes: n.in.excerpt,
+		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
+		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
+		return nil, err
+	}
 	tools := n.box.Tools
 	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied,
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
@@ -281,12 +296,42 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	for _, kind := range []string{wire.KindReports, wire.KindStatus, wire.KindCapabilities} {
-		if err := n.client.Subscribe(n.agentFilter(kind), 1, n.onMessage); err != nil {
-			return nil, fmt.Errorf("subscribe to agent %s: %w", kind, err)
-		}
+	if err := n.subscribeAgents(); err != nil {
+		return nil, err
 	}
 	return n, nil
+}
+
+// openAudit opens and starts the audit trail and records the node's start.
+func (n *Node) openAudit(ctx context.Context) error {
+	t, err := tiers.Open(filepath.Join(n.cfg.DataDir, AuditFile), sqlite.Options{Sync: n.cfg.AuditSync, Logger: n.log},
+		n.cfg.Audit, n.log.With("component", "audit"))
+	if err != nil {
+		return fmt.Errorf("open audit trail: %w", err)
+	}
+	n.tiers, n.store = t, t.Warm
+	if err := t.Start(ctx); err != nil {
+		return fmt.Errorf("start audit trail: %w", err)
+	}
+	n.event(persistence.EventNodeStart, map[string]any{"version": n.cfg.Version})
+	return nil
+}
+
+// subscribeAgents subscribes to what agents publish, the three
+// subscriptions in flight at once (each waits for the broker's SUBACK).
+func (n *Node) subscribeAgents() error {
+	kinds := []string{wire.KindReports, wire.KindStatus, wire.KindCapabilities}
+	errs := make([]error, len(kinds))
+	var wg sync.WaitGroup
+	for i, kind := range kinds {
+		wg.Go(func() {
+			if err := n.client.Subscribe(n.agentFilter(kind), 1, n.onMessage); err != nil {
+				errs[i] = fmt.Errorf("subscribe to agent %s: %w", kind, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // HTTPAddr is the HTTP API's address, or "" when it is off.

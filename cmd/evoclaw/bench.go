@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -98,28 +100,39 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	_ = serve.Stop()
 	// Start-up, as the median of 5: on a fresh data directory (the schema
 	// is created) and restarting on an existing one (what a Pi does at boot).
-	ready := func(data string) (time.Duration, error) {
-		c, err := startChild("serve", []string{"serve", "--config", servConf, "--data-dir", data}, io.Discard)
+	// Two figures each: exec to the first 200 of GET /healthz (the API on a
+	// fixed port, polled), and exec to the "ready" line, printed once the
+	// node also holds its subscriptions to the agents.
+	readyConf, healthz, err := benchReadyConfig(dir, *auditSync)
+	if err != nil {
+		return err
+	}
+	ready := func(data string) (line, live time.Duration, err error) {
+		began := time.Now()
+		c, err := startChild("serve", []string{"serve", "--config", readyConf, "--data-dir", data}, io.Discard)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer c.Stop()
-		if _, err := c.WaitReady(ctx); err != nil {
-			return 0, err
+		if live, err = pollHealthz(ctx, healthz, began); err != nil {
+			return 0, 0, err
 		}
-		return c.ReadyAfter(), nil
+		if _, err := c.WaitReady(ctx); err != nil {
+			return 0, 0, err
+		}
+		return c.ReadyAfter(), live, nil
 	}
-	var fresh, restarts []time.Duration
+	var fresh, restarts, freshLive, restartLive []time.Duration
 	for i := range 5 {
-		d, err := ready(filepath.Join(dir, fmt.Sprintf("fresh-%d", i)))
+		d, live, err := ready(filepath.Join(dir, fmt.Sprintf("fresh-%d", i)))
 		if err != nil {
 			return err
 		}
-		fresh = append(fresh, d)
-		if d, err = ready(filepath.Join(dir, "serve")); err != nil {
+		fresh, freshLive = append(fresh, d), append(freshLive, live)
+		if d, live, err = ready(filepath.Join(dir, "serve")); err != nil {
 			return err
 		}
-		restarts = append(restarts, d)
+		restarts, restartLive = append(restarts, d), append(restartLive, live)
 	}
 	median := func(ds []time.Duration) time.Duration {
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
@@ -202,7 +215,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	builtinRT.print(say)
 	say("processes")
 	say("  orchestrator (serve, embedded broker, SQLite): idle %s", serveMem)
-	say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s", len(fresh), median(fresh), median(restarts))
+	say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s (the ready line; /healthz 200: %s, %s)",
+		len(fresh), median(fresh), median(restarts), median(freshLive), median(restartLive))
 	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.ReadyAfter().Round(100*time.Microsecond), edgeMem)
 	return nil
 }
@@ -258,4 +272,44 @@ func (r roundTrips) print(say func(string, ...any)) {
 	pct := func(q float64) time.Duration { return r.lat[int(q*float64(len(r.lat)-1))] }
 	say("  p50 %-10s p90 %-10s p99 %-10s max %s", pct(0.50), pct(0.90), pct(0.99), r.lat[len(r.lat)-1])
 	say("  %.0f calls/s over %s", float64(len(r.lat))/r.wall.Seconds(), r.wall.Round(time.Millisecond))
+}
+
+// benchReadyConfig writes the config of the start-up runs, the HTTP API on
+// a loopback port that was free a moment ago, and returns its path and the
+// URL of its /healthz.
+func benchReadyConfig(dir, auditSync string) (path, healthz string, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	path = filepath.Join(dir, "ready.toml")
+	conf := fmt.Sprintf("audit_sync = %q\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n[http]\nlisten = %q\n", auditSync, addr)
+	return path, "http://" + addr + "/healthz", os.WriteFile(path, []byte(conf), 0o600)
+}
+
+// pollHealthz asks url every half millisecond until it answers 200 and
+// returns how long after began that was.
+func pollHealthz(ctx context.Context, url string, began time.Time) (time.Duration, error) {
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, err
+		}
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(began), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("GET %s: no 200: %w", url, ctx.Err())
+		case <-time.After(500 * time.Microsecond):
+		}
+	}
 }

@@ -47,7 +47,7 @@ func TestErrorTypeOfAnswers(t *testing.T) {
 		{`marked call-0001`, ""},
 	} {
 		got := ""
-		if m := errorType.FindStringSubmatch(tc.text); m != nil {
+		if m := errorType().FindStringSubmatch(tc.text); m != nil {
 			got = m[1]
 		}
 		if got != tc.want {

@@ -268,10 +268,10 @@ func (r *run) goCall(ctx context.Context, agent string, seconds float64) (*Call,
 }
 
 // errorType reads the error type from the loop's error text.
-var errorType = regexp.MustCompile(`^Error \(([a-z_]+)\)`)
+var errorType = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Error \(([a-z_]+)\)`) })
 
 // historyMark reads the driver's count of user messages.
-var historyMark = regexp.MustCompile(`\[history (\d+)\]$`)
+var historyMark = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[history (\d+)\]$`) })
 
 // OutcomeNodeKilled is the outcome of a call whose orchestrator process
 // was killed before it answered.
@@ -302,12 +302,12 @@ func (r *run) do(ctx context.Context, c *Call) {
 	default:
 		out = ans
 		outcome = "untyped"
-		if m := errorType.FindStringSubmatch(ans); m != nil {
+		if m := errorType().FindStringSubmatch(ans); m != nil {
 			outcome = m[1]
 		}
 	}
 	history := 0
-	if m := historyMark.FindStringSubmatch(ans); m != nil {
+	if m := historyMark().FindStringSubmatch(ans); m != nil {
 		history, _ = strconv.Atoi(m[1])
 	}
 	r.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -96,11 +97,14 @@ func (j *Job) Window() time.Duration { return j.window }
 // Next is the first scheduled instant after t.
 func (j *Job) Next(t time.Time) time.Time { return j.sched.Next(t) }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+// idPattern is a job id. The patterns compile on first use: a counted
+// repetition compiles to one instruction per count, a thousand
+// allocations every process would make at start-up.
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`) })
 
 // agentPattern is wire's agent id rule, repeated to keep this package
 // free of the wire protocol.
-var agentPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,48}$`)
+var agentPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,48}$`) })
 
 // parser reads standard five-field cron expressions and descriptors.
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -160,7 +164,7 @@ func (e every) Next(t time.Time) time.Time {
 func Compile(s Spec) (*Job, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !idPattern.MatchString(s.ID) {
+	if !idPattern().MatchString(s.ID) {
 		bad("id %.60q: use letters, digits, '-' and '_', at most 40", s.ID)
 	}
 	sched, err := ParseSchedule(s.Schedule)
@@ -177,7 +181,7 @@ func Compile(s Spec) (*Job, error) {
 	}
 	seen := map[string]bool{}
 	for _, a := range s.Agents {
-		if !agentPattern.MatchString(a) {
+		if !agentPattern().MatchString(a) {
 			bad("agents: %.60q is not an agent id", a)
 		}
 		if seen[a] {

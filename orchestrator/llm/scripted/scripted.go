@@ -37,6 +37,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/textcalls"
@@ -113,7 +114,9 @@ func Parse(b []byte) (*Provider, error) {
 // Name reports the provider label.
 func (p *Provider) Name() string { return Label }
 
-var placeholder = regexp.MustCompile(`\{\{\s*(result\s+([^\s}]+)|user|last_result)\s*\}\}`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\{\{\s*(result\s+([^\s}]+)|user|last_result)\s*\}\}`)
+})
 
 // Complete returns the turn that matches the number of assistant messages
 // already in the conversation.
@@ -152,8 +155,8 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 			return llm.Response{}, fmt.Errorf("scripted transcript %q turn %d expects tool %q, but the request offers %v", p.t.Name, n+1, want, names)
 		}
 	}
-	content := placeholder.ReplaceAllStringFunc(turn.Content, func(s string) string {
-		m := placeholder.FindStringSubmatch(s)
+	content := placeholder().ReplaceAllStringFunc(turn.Content, func(s string) string {
+		m := placeholder().FindStringSubmatch(s)
 		switch m[1] {
 		case "user":
 			return lastUser
