@@ -119,3 +119,39 @@ func closeCut(history []llm.Message) []llm.Message {
 	}
 	return out
 }
+
+// load reads the stored history off the mailbox; chats queue meanwhile.
+func (c *conversation) load(ctx actor.Context) {
+	if c.o.History == nil {
+		return
+	}
+	c.loading = true
+	self, root, id, h, timeout := ctx.Self(), ctx.ActorSystem().Root, c.id, c.o.History, c.o.AuditTimeout
+	hot.Go(func() {
+		lctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		msgs, err := h.LoadHistory(lctx, id)
+		root.Send(self, &historyLoaded{msgs: msgs, err: err})
+	})
+}
+
+func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
+	c.loading = false
+	if m.err != nil {
+		// Answering without the stored history would silently fork the
+		// conversation: refuse, and stop so that the next chat loads again.
+		c.o.Logger.Error("load conversation history", "conversation", c.id, "err", m.err)
+		c.fail(ctx, fmt.Errorf("%w: load %s: %w", ErrHistory, c.id, m.err))
+		return
+	}
+	c.history = m.msgs
+	if fix := closeCut(c.history); len(fix) > 0 {
+		// A node stopped while calls of this conversation ran: they are
+		// answered as interrupted before the model sees the history again.
+		c.o.Logger.Warn("stored history ends with tool calls without results; answered as interrupted",
+			"conversation", c.id, "calls", len(fix))
+		c.history = append(c.history, fix...)
+		c.repair = fix
+	}
+	c.next(ctx)
+}
