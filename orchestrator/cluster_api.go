@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -56,32 +57,52 @@ type remoteResult struct {
 	Approval json.RawMessage `json:"approval,omitempty"`
 }
 
+// maxRemoteOps bounds the other nodes' remoteOps carried out at once;
+// one more is answered 503 at once.
+const maxRemoteOps = 8
+
 // startRemoteAPI spawns the actor answering the other nodes' remoteOps.
 func (n *Node) startRemoteAPI() error {
-	_, err := n.system.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+	if _, err := n.system.Root.SpawnNamed(remoteAPIProps(n.cfg.NodeID, n.log, n.localOp), apiActorName); err != nil {
+		return fmt.Errorf("cluster: spawn the API relay: %w", err)
+	}
+	return nil
+}
+
+// remoteAPIProps is the actor answering the other nodes' remoteOps with
+// do, off its mailbox (a decision writes the audit store), at most
+// maxRemoteOps at once; node names this node in the answers.
+func remoteAPIProps(node string, log *slog.Logger, do func(context.Context, remoteOp) remoteResult) *actor.Props {
+	slots := make(chan struct{}, maxRemoteOps)
+	return actor.PropsFromFunc(func(c actor.Context) {
 		m, ok := c.Message().(*wrapperspb.BytesValue)
 		if !ok || c.Sender() == nil {
 			return
 		}
 		var op remoteOp
 		if len(m.Value) > maxRemoteOp || json.Unmarshal(m.Value, &op) != nil || op.ID == "" || len(op.ID) > 128 {
-			n.log.Warn("dropping a malformed request of another node", "bytes", len(m.Value))
+			log.Warn("dropping a malformed request of another node", "bytes", len(m.Value))
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			b, _ := json.Marshal(remoteResult{Found: true, Node: node, Status: http.StatusServiceUnavailable,
+				Error: fmt.Sprintf("busy: %d requests of other nodes are being carried out", maxRemoteOps)})
+			c.Respond(wrapperspb.Bytes(b))
 			return
 		}
 		sender, root := c.Sender(), c.ActorSystem().Root
-		go func() { // off the mailbox: a decision writes the audit store
+		go func() {
+			defer func() { <-slots }()
 			ctx, cancel := context.WithTimeout(context.Background(), remoteAskTimeout)
 			defer cancel()
-			res := n.localOp(ctx, op)
-			res.Node = n.cfg.NodeID
+			res := do(ctx, op)
+			res.Node = node
 			b, _ := json.Marshal(res) // plain fields: cannot fail
 			root.Send(sender, wrapperspb.Bytes(b))
 		}()
-	}), apiActorName)
-	if err != nil {
-		return fmt.Errorf("cluster: spawn the API relay: %w", err)
-	}
-	return nil
+	})
 }
 
 // localOp carries out op on this node's questions and approvals.
