@@ -208,6 +208,34 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 	case version == len(migrations):
 		return nil
 	}
+	fresh := false
+	if version == 0 {
+		var objects int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&objects); err != nil {
+			return fmt.Errorf("read schema: %w", err)
+		}
+		fresh = objects == 0
+	}
+	if fresh {
+		err = createFresh(ctx, tx, key)
+	} else {
+		err = migrateSteps(ctx, tx, version, key)
+	}
+	if err != nil {
+		return err
+	}
+	// PRAGMA takes no bound parameters; the version is an int we computed.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return fmt.Errorf("set schema version %d: %w", len(migrations), err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit schema version %d: %w", len(migrations), err)
+	}
+	return nil
+}
+
+// migrateSteps applies the migrations after version, each with its hook.
+func migrateSteps(ctx context.Context, tx *sql.Tx, version int, key auditchain.Key) error {
 	for v := version; v < len(migrations); v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
@@ -217,13 +245,6 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 			}
 		}
-	}
-	// PRAGMA takes no bound parameters; the version is an int we computed.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
-		return fmt.Errorf("set schema version %d: %w", len(migrations), err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit schema version %d: %w", len(migrations), err)
 	}
 	return nil
 }
