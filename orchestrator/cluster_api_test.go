@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 // found", which would send the person a wrong 404). Malformed requests
 // get no answer.
 func TestRemoteAPIIsBounded(t *testing.T) {
+	if strconv.IntSize == 32 {
+		// protoactor's registry panics on half of all future ids there.
+		t.Skip("clustering is refused on 32-bit builds (cluster.ErrNot64Bit); the remote API never runs there")
+	}
 	sys := actor.NewActorSystem()
 	t.Cleanup(sys.Shutdown)
 	release := make(chan struct{})
