@@ -12,7 +12,7 @@ import (
 
 // A database with nothing in it is not taken through every migration:
 // it gets the schema the migrations end with in one script, fresh.sql,
-// then the rows the migrations would have written. Applying the nine
+// then the rows the migrations would have written. Applying the
 // steps one after the other (ALTER TABLE rewriting the schema each time,
 // tables created and altered, the summaries' backfill) costs a node's
 // first start several milliseconds; the script is one pass.
