@@ -240,6 +240,12 @@ func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 // restart of the orchestrator) is recognised and ignored quietly.
 func toolsIDPrefix(agentID string) string { return "tools-" + agentID + "-" }
 
+// IsToolsListID says whether requestID is one of this orchestrator's
+// tools_list requests to agentID (whose answers concern no tool call).
+func IsToolsListID(agentID, requestID string) bool {
+	return strings.HasPrefix(requestID, toolsIDPrefix(agentID))
+}
+
 // requestTools asks the agent for its tools unless a tools_list is
 // outstanding (at most one is, per agent). reconnected says the agent
 // announced a (re)connect: then an outstanding one left unanswered is
@@ -274,9 +280,10 @@ func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
 			Movable: true})
 		return
 	}
-	p := &pending{replyTo: m.ReplyTo, command: m.Command.Command, cmd: m.Command, deadline: m.Deadline, sent: now, gated: m.Gated}
-	if resend {
-		p.started = old.started // once told to run, never moved
+	p := &pending{replyTo: m.ReplyTo, command: m.Command.Command, cmd: m.Command, deadline: m.Deadline, sent: now, gated: m.Gated,
+		started: m.Started}
+	if resend && old.started {
+		p.started = true // once told to run, never moved
 	}
 	e.pending[m.Command.RequestID] = p
 	e.publish(ctx, m.Command)

@@ -174,6 +174,8 @@ type registry struct {
 	cat      *catalogRef
 	gauges   *gauges
 	children map[string]*actor.PID
+	// router places calls in a cluster (PlaceCalls); nil on a node alone.
+	router *actor.PID
 }
 
 func (r *registry) Receive(ctx actor.Context) {
@@ -185,8 +187,15 @@ func (r *registry) Receive(ctx actor.Context) {
 		id = m.AgentID
 	case *CapabilitiesIn:
 		id = m.AgentID
+	case *PlaceCalls:
+		r.router = m.Router
+		return
 	case *Dispatch:
 		id = m.AgentID
+		if r.router != nil && !m.Placed {
+			ctx.Send(r.router, m)
+			return
+		}
 		if _, known := r.children[id]; !known {
 			// Never heard of it: do not create an actor for a typo.
 			ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
@@ -195,6 +204,10 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 	case *CancelDispatch:
 		id = m.AgentID
+		if r.router != nil && !m.Placed {
+			ctx.Send(r.router, m)
+			return
+		}
 		if _, known := r.children[id]; !known {
 			return
 		}

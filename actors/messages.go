@@ -42,6 +42,14 @@ type Dispatch struct {
 	// Gated: the command asks for the start gate (wire.ToolPayload.StartGate);
 	// the edge actor sends the start when the agent accepts it.
 	Gated bool
+	// Started: the agent may already have been told to run the command
+	// (it was placed on another node before, in a cluster), so it is never
+	// reported movable.
+	Started bool
+	// Placed: a cluster's call router placed it on this node (the node
+	// holding the agent's calls); the registry hands it to the agent's
+	// actor. Unset, a clustered registry sends it to the router first.
+	Placed bool
 }
 
 // Reply carries the report answering a dispatched command.
@@ -68,6 +76,15 @@ type DispatchFailed struct {
 type CancelDispatch struct {
 	AgentID   string
 	RequestID string
+	// Placed: as Dispatch.Placed.
+	Placed bool
+}
+
+// PlaceCalls makes a clustered node's edge registry send every Dispatch
+// and CancelDispatch not yet Placed to Router, which places each on the
+// node holding the agent's calls (docs/CLUSTER.md, "Agents").
+type PlaceCalls struct {
+	Router *actor.PID
 }
 
 // Chat is a user message to a conversation; the conversation answers the

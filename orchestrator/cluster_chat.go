@@ -136,7 +136,7 @@ func (n *Node) startCluster() error {
 	if n.cluster == nil {
 		return nil
 	}
-	c, err := cluster.Start(n.system, n.cfg.NodeID, n.cfg.Cluster, []*pcluster.Kind{n.conversationKind()},
+	c, err := cluster.Start(n.system, n.cfg.NodeID, n.cfg.Cluster, []*pcluster.Kind{n.conversationKind(), n.agentGrainKind()},
 		n.log.With("component", "cluster"))
 	if err != nil {
 		return err
@@ -149,6 +149,10 @@ func (n *Node) startCluster() error {
 	if err := n.startRemoteAPI(); err != nil {
 		return err
 	}
+	if err := n.startCallRouter(); err != nil {
+		return err
+	}
+	c.OnChange(func() { n.system.Root.Send(cn.router, &topologyMoved{}) })
 	c.OnLeft(func(left []cluster.Member) {
 		for _, m := range left {
 			cn.chat.fwd.lost(m.Address, m.Node)

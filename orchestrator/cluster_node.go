@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
@@ -28,6 +30,11 @@ type clusterNode struct {
 	// apiForwarded counts the answers and decisions this node's API took
 	// for another node's questions and approvals.
 	apiForwarded atomic.Int64
+	// router places this node's calls at their agents' grains
+	// (cluster_agents.go); replaced counts the calls it placed again
+	// because their agent moved to another node.
+	router   *actor.PID
+	replaced atomic.Int64
 }
 
 // clusterStatus is the membership this node sees and the reports it
@@ -38,6 +45,7 @@ func (n *Node) clusterStatus() cluster.Status {
 	s.Reports = cluster.ReportCounts{FromBroker: cn.fromBroker.Load(), ToOwner: cn.toOwner.Load(), ToAll: cn.toAll.Load(),
 		RelayedIn: cn.relayedIn.Load(), NoOwner: cn.noOwner.Load()}
 	s.APIForwarded = cn.apiForwarded.Load()
+	s.CallsMoved = cn.replaced.Load()
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -36,39 +37,65 @@ func (n *Node) agentFilter(kind string) string {
 }
 
 // relayReport routes a report the broker delivered to this node; false
-// means it is this node's to take. A report answering another node's
-// call goes to that node only (through the cluster's remote, not the
-// broker); one answering no node in particular (a heartbeat, a
-// tools_list reply) is taken here and relayed to every other node, which
-// each keep their own view of the agent. A delegate request without a
-// node's token is answered here alone.
+// means it is this node's to take. A report answering a call goes to the
+// node holding the agent's calls (the owner of the agent's grain,
+// cluster_agents.go), which answers the calling node; one answering a
+// delegate grant goes to the node that made the grant (its token says
+// which); one answering no call (a heartbeat, a tools_list reply) is
+// taken here and relayed to every other node, which each keep their own
+// view of the agent. A delegate request without a node's token is
+// answered here alone.
 func (n *Node) relayReport(agentID string, r wire.Report, payload []byte) bool {
 	cn := n.cluster
 	if cn == nil || cn.c == nil {
 		return false
 	}
 	cn.fromBroker.Add(1)
-	owner := reportOwner(r)
+	tag := reportOwner(r)
+	var addrs []string
 	switch {
-	case owner == n.cfg.NodeID:
-		return false
-	case owner == "":
-		if r.ReportType != wire.ReportDelegate {
-			if n.relayTo(cn.c.OtherAddresses(), agentID, payload) {
-				cn.toAll.Add(1)
-			}
+	case r.ReportType == wire.ReportDelegate:
+		if tag == "" || tag == n.cfg.NodeID {
+			return false
+		}
+		addrs = cn.c.AddressesOf(tag)
+	case answersCall(agentID, r):
+		if tag != "" && tag != n.cfg.NodeID && !cn.c.IsMember(tag) {
+			// The call's node is gone, and its calls ended with it.
+			cn.noOwner.Add(1)
+			return true
+		}
+		owner := cn.c.OwnerOf(agentID, agentKind)
+		if owner == "" || owner == n.system.Address() {
+			return false
+		}
+		addrs = []string{owner}
+	default:
+		if n.relayTo(cn.c.OtherAddresses(), agentID, payload) {
+			cn.toAll.Add(1)
 		}
 		return false
 	}
-	addrs := cn.c.AddressesOf(owner)
 	if len(addrs) == 0 {
-		// Its node is gone, and its calls ended with it.
 		cn.noOwner.Add(1)
 		return true
 	}
 	n.relayTo(addrs, agentID, payload)
 	cn.toOwner.Add(1)
 	return true
+}
+
+// answersCall says whether r answers a call of the tool loop (a result,
+// an error, progress, an acceptance; the public agent's ping answer,
+// which carries no request_id): the agent's edge actor holds those on
+// the agent's owner. Heartbeats, metrics and the answers to an edge
+// actor's own tools_list answer no call: every node keeps its own view.
+func answersCall(agentID string, r wire.Report) bool {
+	switch r.ReportType {
+	case wire.ReportHeartbeat, wire.ReportMetric:
+		return false
+	}
+	return !actors.IsToolsListID(agentID, r.RequestID())
 }
 
 // relayTo sends a report to the relay actor of each address: the agent

@@ -43,9 +43,13 @@ type AgentStatus struct {
 	Capabilities string    `json:"capabilities"`
 	Tools        []string  `json:"tools"`
 	LastSeen     time.Time `json:"last_seen"`
-	// InFlight is how many tool calls and prompts of the node wait on the
-	// agent now.
+	// InFlight is how many tool calls and prompts wait on the agent now:
+	// of this node alone, or in a cluster, of every node when this node
+	// holds the agent's calls (Node) and 0 on the others.
 	InFlight int64 `json:"in_flight"`
+	// Node, in a cluster, is the node holding the agent's calls: the
+	// owner of its grain, which every node's calls to it go through.
+	Node string `json:"node,omitempty"`
 	// PresenceUnknown: known from its retained capabilities only, not
 	// heard from since the node started; calls to it are tried.
 	PresenceUnknown bool `json:"presence_unknown,omitempty"`
@@ -116,7 +120,7 @@ func (n *Node) Status() Status {
 		NodeTools: []ToolStatus{}, Ready: n.Ready(), Groups: n.groupStatus()}
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
-		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a),
+		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a), Node: n.agentHolder(a.ID),
 			InFlight: n.edges.InFlight(a.ID), PresenceUnknown: a.PresenceUnknown, ToolsListed: a.Listed, ToolStats: []ToolStatus{}}
 		for _, t := range a.Tools {
 			as.Tools = append(as.Tools, t.Name)

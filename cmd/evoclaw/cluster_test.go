@@ -496,9 +496,17 @@ func TestClusterEdgeCalls(t *testing.T) {
 		t.Fatalf("the tool ran %d times for 3 chats", n)
 	}
 	owner := owners(t, db, "conv-tools")[0]
+	// pi1 is a cluster identity: one node holds its calls, every node
+	// names the same one.
+	holder := agentHolder(t, tc, 0, "pi1")
+	for i := range tc.nodes {
+		if h := agentHolder(t, tc, i, "pi1"); h != holder {
+			t.Fatalf("%s says %s holds pi1's calls, %s says %s", tc.nodes[i].id, h, tc.nodes[0].id, holder)
+		}
+	}
 	// The broker gave each report to one node (a shared subscription);
-	// the results of the owner's calls that another node took reached the
-	// owner through the cluster.
+	// the results of pi1's calls that another node took reached pi1's
+	// holder through the cluster.
 	var toOwner, in, fromBroker int64
 	for i, nd := range tc.nodes {
 		s, _ := tc.status(i)
@@ -508,8 +516,8 @@ func TestClusterEdgeCalls(t *testing.T) {
 		r := s.Cluster.Reports
 		t.Logf("%s: reports %+v", nd.id, r)
 		toOwner, in, fromBroker = toOwner+r.ToOwner, in+r.RelayedIn, fromBroker+r.FromBroker
-		if nd.id == owner && r.ToOwner != 0 {
-			t.Errorf("the owner %s relayed %d reports answering calls: all its calls are its own", nd.id, r.ToOwner)
+		if nd.id == holder && r.ToOwner != 0 {
+			t.Errorf("pi1's holder %s relayed %d reports answering calls: it holds every call to pi1", nd.id, r.ToOwner)
 		}
 	}
 	if in < toOwner || fromBroker == 0 {
@@ -569,10 +577,12 @@ func TestClusterEdgeCalls(t *testing.T) {
 		}
 	}
 
-	// Results answering one node's calls, published to the shared broker:
-	// whichever node the broker hands each to, they reach that node alone
-	// (which audits them as late: it sent no such call).
-	target, bystander := alive[0], alive[1]
+	// Results answering a live node's calls to agents nobody called,
+	// published to the shared broker: whichever node the broker hands
+	// each to, it reaches the node holding that agent's calls alone,
+	// which audits it as late (no such call is pending). Each is
+	// audited once in the cluster, on its agent's holder.
+	target := alive[0]
 	pub := mqtttest.Connect(t, mqttc.Options{BrokerURL: tc.mqtt, ClientID: "ghosts"})
 	const ghosts = 6
 	for g := range ghosts {
@@ -581,17 +591,105 @@ func TestClusterEdgeCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lateOf := func(i int) int64 {
+	lateOf := func(i int) map[string]int64 {
 		audit := filepath.Join(tc.nodes[i].dir, orchestrator.AuditFile)
-		return query(t, audit, "SELECT COUNT(*) FROM events WHERE kind = 'late_result' AND agent_id LIKE 'ghost-%'")[0][0].(int64)
+		got := map[string]int64{}
+		for _, row := range query(t, audit, "SELECT agent_id, COUNT(*) FROM events WHERE kind = 'late_result' AND agent_id LIKE 'ghost-%' GROUP BY agent_id") {
+			got[row[0].(string)] = row[1].(int64)
+		}
+		return got
 	}
-	testenv.Eventually(t, clusterWait, func() bool { return lateOf(target) == ghosts }, fmt.Sprintf("%s audits the %d results of its calls", tc.nodes[target].id, ghosts))
-	if n := lateOf(bystander); n != 0 {
-		t.Errorf("%s audited %d results of %s's calls", tc.nodes[bystander].id, n, tc.nodes[target].id)
+	testenv.Eventually(t, clusterWait, func() bool {
+		n := 0
+		for _, i := range alive {
+			n += len(lateOf(i))
+		}
+		return n == ghosts
+	}, fmt.Sprintf("the %d ghost results are audited", ghosts))
+	for _, i := range alive {
+		for agent, n := range lateOf(i) {
+			if h := agentHolder(t, tc, i, agent); n != 1 || h != tc.nodes[i].id {
+				t.Errorf("%s audited %d late results of %s, whose calls %s holds", tc.nodes[i].id, n, agent, h)
+			}
+		}
 	}
-	if s, _ := tc.status(bystander); s.Cluster == nil || s.Cluster.Reports.ToOwner == 0 {
-		t.Errorf("%s relayed none of %s's results: the broker gave it none of %d?", tc.nodes[bystander].id, tc.nodes[target].id, ghosts)
+
+	// pi1's holder SIGKILLed while another node's call runs on pi1: the
+	// call is placed again on the new holder, under its request_id, and
+	// pi1 answers it once it finishes: the chat succeeds, the tool ran
+	// once.
+	holder = agentHolder(t, tc, alive[0], "pi1")
+	hi := slices.IndexFunc(tc.nodes, func(s clusterNodeSpec) bool { return s.id == holder })
+	caller := alive[0]
+	if caller == hi {
+		caller = alive[1]
 	}
+	conv := ""
+	for k := 0; k < 12 && conv == ""; k++ {
+		c := fmt.Sprintf("conv-move-%d", k)
+		if got := tc.chat(caller, c, "go"); got != "tool said slept 2" {
+			t.Fatalf("chat %s = %q", c, got)
+		}
+		if owners(t, db, c)[0] == tc.nodes[caller].id {
+			conv = c
+		}
+	}
+	if conv == "" {
+		t.Fatalf("no conversation of 12 is run by %s", tc.nodes[caller].id)
+	}
+	runs := lines(marker)
+	go func() {
+		code, b := tc.api(caller, http.MethodPost, "/v1/chat", orchestrator.ChatRequest{ConversationID: conv, Text: "again"})
+		done <- result{code, b}
+	}()
+	testenv.Eventually(t, clusterWait, func() bool { return lines(marker) == runs+1 }, "the call starts on pi1")
+	// One node holds the call in flight, the holder, not the caller.
+	if got := [2]int64{agentInFlight(t, tc, hi, "pi1"), agentInFlight(t, tc, caller, "pi1")}; got != [2]int64{1, 0} {
+		t.Errorf("pi1's calls in flight on its holder and on the caller = %v, want [1 0]", got)
+	}
+	tc.procs[hi].kill()
+	r = <-done
+	var ok orchestrator.ChatResponse
+	if err := json.Unmarshal(r.body, &ok); err != nil || r.code != http.StatusOK || ok.Text != "tool said slept 2" {
+		t.Fatalf("chat whose agent's holder died: status %d, body %s", r.code, r.body)
+	}
+	if n := lines(marker); n != runs+1 {
+		t.Errorf("the tool ran %d times for one call", n-runs)
+	}
+	if s, _ := tc.status(caller); s.Cluster == nil || s.Cluster.CallsMoved == 0 {
+		t.Errorf("%s placed no call again after pi1's holder died", tc.nodes[caller].id)
+	}
+	if h := agentHolder(t, tc, caller, "pi1"); h != tc.nodes[caller].id {
+		t.Errorf("pi1's calls are held by %q, want the survivor %s", h, tc.nodes[caller].id)
+	}
+}
+
+// agentHolder is the node that node i says holds agent's calls.
+func agentHolder(t *testing.T, tc *testCluster, i int, agent string) string {
+	t.Helper()
+	return agentStatus(t, tc, i, agent).Node
+}
+
+// agentInFlight is how many calls node i says wait on agent.
+func agentInFlight(t *testing.T, tc *testCluster, i int, agent string) int64 {
+	t.Helper()
+	return agentStatus(t, tc, i, agent).InFlight
+}
+
+// agentStatus is agent as node i's status shows it (zero when absent).
+func agentStatus(t *testing.T, tc *testCluster, i int, agent string) orchestrator.AgentStatus {
+	t.Helper()
+	code, b := tc.api(i, http.MethodGet, "/v1/status", nil)
+	var s orchestrator.Status
+	if code != http.StatusOK || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("status of %s: %d %s", tc.nodes[i].id, code, b)
+	}
+	for _, a := range s.Agents {
+		if a.ID == agent {
+			return a
+		}
+	}
+	return orchestrator.AgentStatus{}
 }
 
 // TestClusterJobRunsOnce: three nodes declare the same job (@every 1m,

@@ -175,7 +175,7 @@ func nodeKill(ctx context.Context, r *run) error {
 		sum.FromBroker, sum.ToOwner, sum.ToAll, sum.RelayedIn, sum.NoOwner = sum.FromBroker+rc.FromBroker, sum.ToOwner+rc.ToOwner,
 			sum.ToAll+rc.ToAll, sum.RelayedIn+rc.RelayedIn, sum.NoOwner+rc.NoOwner
 	}
-	r.rep.note("agents' reports (shared subscription) routed by the nodes alive at the end: %d from the broker, %d relayed to the node whose call they answer, %d to every node, %d dropped (their node was gone)",
+	r.rep.note("agents' reports (shared subscription) routed by the nodes alive at the end: %d from the broker, %d relayed to the node holding the agent's calls (or the grant), %d to every node, %d dropped (their node was gone)",
 		sum.FromBroker, sum.ToOwner, sum.ToAll, sum.NoOwner)
 	return nil
 }

@@ -35,9 +35,14 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	members []Member
-	// onLeft are called with the members that left, on the event
-	// stream's goroutine.
-	onLeft []func(left []Member)
+	// rdv places identities on the members as protoactor's disthash
+	// does (rendezvous hashing over the members of the kind), so this
+	// node can name an identity's owner without asking anyone.
+	rdv *pcluster.Rendezvous
+	// onLeft are called with the members that left, and onChange after
+	// every new topology, on the event stream's goroutine.
+	onLeft   []func(left []Member)
+	onChange []func()
 
 	sub       any // the event stream subscription
 	closeOnce sync.Once
@@ -69,7 +74,7 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	// The member id is node.instance: a restarted node is a new member,
 	// so the lease of its previous life expiring never removes it.
 	system.ID = nodeID + "." + instanceID()
-	c := &Cluster{name: cfg.Name, self: cfg.Name + "@" + system.ID, log: log}
+	c := &Cluster{name: cfg.Name, self: cfg.Name + "@" + system.ID, log: log, rdv: pcluster.NewRendezvous()}
 	c.pc = pcluster.New(system, pcfg)
 	c.sub = system.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
@@ -134,9 +139,10 @@ func (c *Cluster) topology(t *pcluster.ClusterTopology) {
 	for _, m := range t.Left {
 		left = append(left, c.member(m))
 	}
+	c.rdv.UpdateMembers(t.Members)
 	c.mu.Lock()
 	c.members = ms
-	cbs := slices.Clone(c.onLeft)
+	cbs, changed := slices.Clone(c.onLeft), slices.Clone(c.onChange)
 	c.mu.Unlock()
 	if len(left) > 0 {
 		c.log.Warn("cluster members left", "members", left)
@@ -144,6 +150,50 @@ func (c *Cluster) topology(t *pcluster.ClusterTopology) {
 			f(left)
 		}
 	}
+	for _, f := range changed {
+		f()
+	}
+}
+
+// OwnerOf returns the actor address of the member that owns identity of
+// kind: the member protoactor's disthash lookup activates its grain on.
+// "" while no member of the kind is known (before the first topology).
+func (c *Cluster) OwnerOf(identity, kind string) string {
+	return c.rdv.GetByClusterIdentity(pcluster.NewClusterIdentity(identity, kind))
+}
+
+// NodeAt returns the node id of the member at address ("" for none).
+func (c *Cluster) NodeAt(address string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.Address == address {
+			return m.Node
+		}
+	}
+	return ""
+}
+
+// IsMember says whether node has a member in the cluster now (this
+// node included).
+func (c *Cluster) IsMember(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
+// OnChange registers f to be called after every new topology (a member
+// joined or left); it runs on the actor system's event stream and must
+// be quick.
+func (c *Cluster) OnChange(f func()) {
+	c.mu.Lock()
+	c.onChange = append(c.onChange, f)
+	c.mu.Unlock()
 }
 
 // member converts a protoactor member.

@@ -38,26 +38,29 @@ type Status struct {
 	// APIForwarded counts the answers to questions and the approvals
 	// read or decided through this node's API for another node.
 	APIForwarded int64 `json:"api_forwarded"`
+	// CallsMoved counts this node's tool calls placed again at their
+	// agent's new owner after the membership changed.
+	CallsMoved int64 `json:"calls_moved"`
 }
 
 // ReportCounts are the agents' reports a node routed: the broker hands
 // each report to one node of the cluster (a shared subscription), which
-// keeps it, relays it to the node whose call it answers, or (a report
-// answering no node's call: heartbeats, tools_list replies) keeps it and
-// relays it to every other node.
+// keeps it, relays it to the node holding the agent's calls (the owner
+// of its grain), or (a report answering no call: heartbeats, tools_list
+// replies) keeps it and relays it to every other node.
 type ReportCounts struct {
 	// FromBroker is how many reports the broker delivered to this node.
 	FromBroker int64 `json:"from_broker"`
-	// ToOwner is how many reports this node relayed to the node whose
-	// call they answer.
+	// ToOwner is how many reports answering a call this node relayed to
+	// the node holding the agent's calls.
 	ToOwner int64 `json:"to_owner"`
 	// ToAll is how many reports answering no node in particular this
 	// node relayed to every other node (counted once per report).
 	ToAll int64 `json:"to_all"`
 	// RelayedIn is how many reports other nodes relayed to this one.
 	RelayedIn int64 `json:"relayed_in"`
-	// NoOwner is how many reports answered a node that is not a member
-	// (it died): dropped, as its calls ended with it.
+	// NoOwner is how many reports answered a call of a node that is not
+	// a member (it died): dropped, as its calls ended with it.
 	NoOwner int64 `json:"no_owner"`
 }
 
