@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,44 +22,86 @@ import (
 // `evoclaw bench` (runtime.newstack/copystack). A goroutine kept for the
 // next function keeps its grown stack.
 type hotPool struct {
-	work chan func() // unbuffered: a send succeeds only if a goroutine waits
 	idle time.Duration
+	mu   sync.Mutex // guards waiting
+	// waiting are the goroutines waiting for work, the most recently
+	// idle last. Work goes to the last: under a trickle of work the same
+	// few goroutines take it and the others reach their idle time and
+	// end. (Handed out oldest first, as a shared channel does, a trickle
+	// of r functions a second keeps r times idle goroutines alive for
+	// ever, each with its grown stack: 200 agents' one-second ticks kept
+	// the 1,000 goroutines of a burst of conversations, 10 MB.)
+	waiting []*hotWorker
 	// live counts the pool's goroutines, started those ever started.
 	live, started atomic.Int64
 }
 
-func newHotPool(idle time.Duration) *hotPool {
-	return &hotPool{work: make(chan func()), idle: idle}
+// hotWorker is one goroutine of the pool, as the pool hands it work.
+type hotWorker struct {
+	work chan func() // buffered (1): the pool never waits to hand work
 }
 
-// hot is the pool of the actors of this package and their off-mailbox work.
-// Goroutines idle for 5 s end, so an idle node keeps none.
-var hot = newHotPool(5 * time.Second)
+func newHotPool(idle time.Duration) *hotPool {
+	return &hotPool{idle: idle}
+}
 
-// Go runs fn on a waiting goroutine of p, or on a new one.
+// HotIdle is how long a goroutine of the actors' pool waits for work
+// before it ends, so an idle node keeps none.
+const HotIdle = 5 * time.Second
+
+// hot is the pool of the actors of this package and their off-mailbox work.
+var hot = newHotPool(HotIdle)
+
+// Go runs fn on the goroutine of p that waited least, or on a new one.
 func (p *hotPool) Go(fn func()) {
-	select {
-	case p.work <- fn:
-	default:
-		p.live.Add(1)
-		p.started.Add(1)
-		go p.run(fn)
+	p.mu.Lock()
+	if n := len(p.waiting); n > 0 {
+		w := p.waiting[n-1]
+		p.waiting[n-1] = nil
+		p.waiting = p.waiting[:n-1]
+		p.mu.Unlock()
+		w.work <- fn
+		return
 	}
+	p.mu.Unlock()
+	p.live.Add(1)
+	p.started.Add(1)
+	go p.run(fn)
+}
+
+// waitingCount is how many goroutines wait for work.
+func (p *hotPool) waitingCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiting)
 }
 
 func (p *hotPool) run(fn func()) {
 	defer p.live.Add(-1)
-	fn()
+	w := &hotWorker{work: make(chan func(), 1)}
 	t := time.NewTimer(p.idle)
 	defer t.Stop()
 	for {
+		fn()
+		fn = nil
+		t.Reset(p.idle)
+		p.mu.Lock()
+		p.waiting = append(p.waiting, w)
+		p.mu.Unlock()
 		select {
-		case fn := <-p.work:
-			fn()
-			t.Reset(p.idle)
+		case fn = <-w.work:
+			continue
 		case <-t.C:
+		}
+		p.mu.Lock()
+		if i := slices.Index(p.waiting, w); i >= 0 {
+			p.waiting = slices.Delete(p.waiting, i, i+1)
+			p.mu.Unlock()
 			return
 		}
+		p.mu.Unlock()
+		// Handed work as the timer fired: it is in w.work or on its way.
+		fn = <-w.work
 	}
 }
 

@@ -21,7 +21,7 @@ func TestHotPool(t *testing.T) {
 			t.Fatalf("ran %d, want %d", got, i)
 		}
 		// The goroutine goes back to waiting after fn returns.
-		testenv.Eventually(t, 5*time.Second, func() bool { return len(p.work) == 0 && p.live.Load() == 1 }, "one goroutine")
+		testenv.Eventually(t, 5*time.Second, func() bool { return p.waitingCount() == 1 && p.live.Load() == 1 }, "one goroutine")
 	}
 	// Blocked functions: each new one gets a goroutine of its own.
 	release := make(chan struct{})
@@ -45,4 +45,33 @@ func TestHotPool(t *testing.T) {
 		t.Fatalf("goroutines started %d, want 4 or 5 (one reused for the first five calls)", s)
 	}
 	testenv.Eventually(t, 5*time.Second, func() bool { return p.live.Load() == 0 }, "idle goroutines end")
+}
+
+// TestHotPoolShrinksUnderATrickle: after a burst, a trickle of work (the
+// agents' ticks) keeps one goroutine, not the burst's: the others reach
+// their idle time. Handed out oldest first, every goroutine of the burst
+// got work within its idle time and none ever ended.
+func TestHotPoolShrinksUnderATrickle(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	p := newHotPool(idle)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		p.Go(func() { defer wg.Done(); <-release })
+	}
+	close(release)
+	wg.Wait()
+	// A function every 10 ms for four idle times: one waiting goroutine
+	// takes each in turn.
+	done := make(chan struct{})
+	deadline := time.Now().Add(4 * idle)
+	for time.Now().Before(deadline) {
+		p.Go(func() { done <- struct{}{} })
+		<-done
+		time.Sleep(10 * time.Millisecond)
+	}
+	if live := p.live.Load(); live > 2 {
+		t.Fatalf("%d goroutines live under a trickle of work after a burst of 20, want at most 2", live)
+	}
 }

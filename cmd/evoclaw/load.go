@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -108,6 +109,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := writeHeapProfile(*memProfile); err != nil {
 		return err
 	}
+	// Idle: once the goroutines that ran the burst reached their idle
+	// time and ended, what is left is what idle conversations hold.
+	time.Sleep(actors.HotIdle + time.Second)
+	idleConvs, err := settledMem()
+	if err != nil {
+		return err
+	}
 	pct := r.pct
 	say("")
 	say("conversations (chat → scripted LLM → tool call over MQTT → simulated agent → back, audited, history stored)")
@@ -121,6 +129,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		*agents, withAgents.mem, mb(withAgents.heap), float64(withAgents.mem.Anon-base.mem.Anon)/float64(*agents))
 	say("  %4d conversations held:  %s, Go heap %.1f MB  → %.1f KB private per conversation",
 		*convs, withConvs.mem, mb(withConvs.heap), float64(withConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
+	say("  %4d idle %s later:   %s, Go heap %.1f MB  → %.1f KB private per idle conversation",
+		*convs, actors.HotIdle+time.Second, idleConvs.mem, mb(idleConvs.heap), float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
 	if firstErr != nil {
 		return fmt.Errorf("%d of %d conversations failed; first: %w", failed, *convs, firstErr)
 	}
