@@ -129,6 +129,11 @@ type Options struct {
 	// catch-up window. An error leaves the tick's runs of the job
 	// undecided: the next tick asks again.
 	Claim func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error)
+	// Shared, when set, keeps the jobs made through the API or by the
+	// model for every node of a cluster: Add, Remove, Pause and Resume
+	// change them there first, and each Tick (and Open) makes this
+	// node's jobs agree with it. Config jobs stay each node's own.
+	Shared SharedStore
 }
 
 // entry is one job as the scheduler holds it.
@@ -239,6 +244,10 @@ func (s *Scheduler) Open(ctx context.Context, config []Spec) error {
 		s.jobs[r.ID] = &entry{job: job, rec: r}
 	}
 	s.mu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		// The next tick tries again; the jobs stored here run meanwhile.
+		s.log.Warn("open scheduler: the cluster's jobs are not loaded yet", "err", err)
+	}
 	left, err := s.o.Store.UnfinishedJobRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("open scheduler: %w", err)
@@ -307,9 +316,12 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	var errs []error
+	if err := s.sync(ctx); err != nil {
+		errs = append(errs, err) // plan the jobs this node has
+	}
 	now := s.o.Clock.Now()
 	s.noteClock(ctx, now)
-	var errs []error
 	for _, e := range s.snapshot() {
 		if e.rec.Paused {
 			continue
