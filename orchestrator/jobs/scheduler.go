@@ -153,12 +153,15 @@ type Scheduler struct {
 	// opMu serialises Tick, RunNow and job changes: each decides from the
 	// state the previous one left.
 	opMu sync.Mutex
-	// mu guards jobs, running, lastNow and stopped.
+	// mu guards jobs, running, lastNow, stopped and syncErr(At).
 	mu      sync.Mutex
 	jobs    map[string]*entry
 	running map[runKey]time.Time // the scheduled instant of each running run
 	lastNow time.Time
 	stopped bool
+	// syncErr and syncErrAt are the last sync failure logged, and when.
+	syncErr   string
+	syncErrAt time.Time
 
 	runs     sync.WaitGroup // run goroutines
 	loopDone chan struct{}  // closed when the loop returns; nil before Start
@@ -244,10 +247,7 @@ func (s *Scheduler) Open(ctx context.Context, config []Spec) error {
 		s.jobs[r.ID] = &entry{job: job, rec: r}
 	}
 	s.mu.Unlock()
-	if err := s.sync(ctx); err != nil {
-		// The next tick tries again; the jobs stored here run meanwhile.
-		s.log.Warn("open scheduler: the cluster's jobs are not loaded yet", "err", err)
-	}
+	s.syncLogged(ctx) // on failure the next tick tries again; the jobs stored here run meanwhile
 	left, err := s.o.Store.UnfinishedJobRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("open scheduler: %w", err)
@@ -316,10 +316,8 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	s.syncLogged(ctx) // on failure, plan the jobs this node has
 	var errs []error
-	if err := s.sync(ctx); err != nil {
-		errs = append(errs, err) // plan the jobs this node has
-	}
 	now := s.o.Clock.Now()
 	s.noteClock(ctx, now)
 	for _, e := range s.snapshot() {

@@ -160,6 +160,31 @@ func (s *Scheduler) syncOne(ctx context.Context, sj SharedJob, now time.Time) er
 	return nil
 }
 
+// syncLogRepeat is how often a sync failure that persists is logged
+// again (sqld unreachable: every tick fails the same way).
+const syncLogRepeat = time.Minute
+
+// syncLogged syncs and logs a failure: a new one at once, the same one
+// again after syncLogRepeat. The caller holds opMu.
+func (s *Scheduler) syncLogged(ctx context.Context) {
+	err := s.sync(ctx)
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		if s.syncErr != "" {
+			s.log.Info("sync jobs with the cluster: working again")
+		}
+		s.syncErr = ""
+		return
+	}
+	if err.Error() == s.syncErr && now.Sub(s.syncErrAt) < syncLogRepeat {
+		return
+	}
+	s.syncErr, s.syncErrAt = err.Error(), now
+	s.log.Warn("sync jobs with the cluster; the jobs this node has are planned meanwhile", "err", err)
+}
+
 // entryOrSync returns job id's entry, reading the shared jobs once when
 // this node does not have it yet (added on another node moments ago).
 // The caller holds opMu.
@@ -168,8 +193,6 @@ func (s *Scheduler) entryOrSync(ctx context.Context, id string) (*entry, error) 
 	if err == nil || s.o.Shared == nil {
 		return e, err
 	}
-	if serr := s.sync(ctx); serr != nil {
-		s.log.Warn("sync jobs", "err", serr)
-	}
+	s.syncLogged(ctx)
 	return s.entry(id)
 }
