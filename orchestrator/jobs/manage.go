@@ -89,10 +89,10 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error 
 		}
 	}
 	added, err := s.o.Store.PutJob(ctx, rec, s.o.Node, by)
+	if (err != nil || !added) && s.shared(source) {
+		s.unshare(job.ID, by) // the cluster must not plan what this node refused
+	}
 	if err != nil {
-		if s.shared(source) {
-			s.unshare(job.ID, by)
-		}
 		return fmt.Errorf("add job %q: %w", job.ID, err)
 	}
 	if !added {

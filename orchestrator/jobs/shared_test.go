@@ -3,10 +3,12 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // downShared is a cluster store that cannot be reached.
@@ -53,4 +55,60 @@ func TestSharedStoreDown(t *testing.T) {
 	}
 	h.tick(t6.Add(time.Second))
 	equal(t, "runs", h.outcomes("morning"), []string{"03-02T06:00 pi-1 succeeded schedule"})
+}
+
+// memShared is a cluster store in memory that records removals.
+type memShared struct {
+	downShared
+	jobs    map[string]persistence.JobRecord
+	removed []string
+}
+
+func (m *memShared) AddJob(_ context.Context, j persistence.JobRecord, _ string) error {
+	if _, ok := m.jobs[j.ID]; ok {
+		return ErrExists
+	}
+	m.jobs[j.ID] = j
+	return nil
+}
+
+func (m *memShared) DeleteJob(_ context.Context, id, _ string) error {
+	delete(m.jobs, id)
+	m.removed = append(m.removed, id)
+	return nil
+}
+
+func (m *memShared) SharedJobs(context.Context) ([]SharedJob, error) {
+	var out []SharedJob
+	for _, j := range m.jobs {
+		out = append(out, SharedJob{JobRecord: j})
+	}
+	return out, nil
+}
+
+// A job the cluster took but this node cannot store (its own table is
+// full) is taken back from the cluster: no other node plans it.
+func TestSharedAddRefusedHereIsUnshared(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t6.Add(-time.Hour))
+	ctx := context.Background()
+	for i := range sqlite.MaxJobs {
+		id := fmt.Sprintf("local-%d", i)
+		if _, err := h.store.PutJob(ctx, persistence.JobRecord{ID: id, Source: SourceAPI, Spec: []byte(`{}`)}, "n1", "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &memShared{jobs: map[string]persistence.JobRecord{}}
+	h.shared = m
+	h.start()
+	j, err := DecodeSpec([]byte(`{"id": "evening", "schedule": "CRON_TZ=UTC 0 18 * * *", "prompt": "close the valve"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.Add(ctx, j, SourceAPI, "alice"); !errors.Is(err, sqlite.ErrTooManyJobs) {
+		t.Fatalf("add with this node's table full: %v", err)
+	}
+	if len(m.jobs) != 0 || fmt.Sprint(m.removed) != "[evening]" {
+		t.Fatalf("the cluster keeps %v, removed %v; want evening removed", m.jobs, m.removed)
+	}
 }
