@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,9 +15,17 @@ import (
 // maxDecisionBody bounds a decision body.
 const maxDecisionBody = 8 << 10
 
-// ApprovalsPage is what GET /v1/approvals answers.
+// maxApprovalsLimit bounds GET /v1/approvals?limit=.
+const maxApprovalsLimit = sqlite.DefaultApprovalsKept * 2
+
+// ApprovalsPage is what GET /v1/approvals answers: in a cluster, every
+// member's approvals (each naming its node), newest first.
 type ApprovalsPage struct {
 	Approvals []persistence.Approval `json:"approvals"`
+	// Partial is set when the list may lack approvals: a member did not
+	// answer in time (named in Unanswered) or left its oldest out.
+	Partial    bool     `json:"partial,omitempty"`
+	Unanswered []string `json:"unanswered,omitempty"`
 }
 
 // DecisionRequest is the body of POST /v1/approvals/{id}/approve|deny.
@@ -66,7 +75,7 @@ func (n *Node) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	limit := 100
 	if v := q.Get("limit"); v != "" {
 		var err error
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > sqlite.DefaultApprovalsKept*2 {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxApprovalsLimit {
 			httpError(w, http.StatusBadRequest, "limit: want a number from 1")
 			return
 		}
@@ -76,10 +85,31 @@ func (n *Node) handleApprovals(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	for i := range list {
+		list[i].Node = n.cfg.NodeID
+	}
+	others, unanswered, truncated := n.listOthers(r.Context(), state, limit)
+	list = mergeApprovals(list, others, limit)
 	if list == nil {
 		list = []persistence.Approval{}
 	}
-	writeJSON(w, http.StatusOK, ApprovalsPage{Approvals: list})
+	writeJSON(w, http.StatusOK, ApprovalsPage{Approvals: list, Partial: truncated || len(unanswered) > 0, Unanswered: unanswered})
+}
+
+// mergeApprovals is the newest limit of own and others (each newest
+// first), newest first, as one store lists them.
+func mergeApprovals(own, others []persistence.Approval, limit int) []persistence.Approval {
+	if len(others) == 0 {
+		return own
+	}
+	all := append(own, others...)
+	slices.SortStableFunc(all, func(a, b persistence.Approval) int {
+		if c := b.Requested.Compare(a.Requested); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return all[:min(len(all), limit)]
 }
 
 func (n *Node) handleApproval(w http.ResponseWriter, r *http.Request) {

@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -35,6 +38,7 @@ const (
 	remoteApproval = "approval_get"
 	remoteApprove  = "approval_approve"
 	remoteDeny     = "approval_deny"
+	remoteList     = "approval_list"
 )
 
 // remoteOp is a question's answer or an approval's read or decision,
@@ -45,6 +49,9 @@ type remoteOp struct {
 	Answer string `json:"answer,omitempty"`
 	By     string `json:"by,omitempty"`
 	Note   string `json:"note,omitempty"`
+	// State and Limit ask remoteList for the node's approvals.
+	State string `json:"state,omitempty"`
+	Limit int    `json:"limit,omitempty"`
 }
 
 // remoteResult is the answer of the node asked: Found is false when it
@@ -55,7 +62,15 @@ type remoteResult struct {
 	Status   int             `json:"status,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Approval json.RawMessage `json:"approval,omitempty"`
+	// Approvals answer remoteList, newest first; Truncated is set when
+	// the oldest were left out to keep the answer under maxRemoteReply.
+	Approvals []persistence.Approval `json:"approvals,omitempty"`
+	Truncated bool                   `json:"truncated,omitempty"`
 }
+
+// maxRemoteReply bounds the approvals one node sends another for a
+// listing (the gRPC transport refuses messages over 4 MiB).
+const maxRemoteReply = 1 << 20
 
 // maxRemoteOps bounds the other nodes' remoteOps carried out at once;
 // one more is answered 503 at once.
@@ -80,7 +95,7 @@ func remoteAPIProps(node string, log *slog.Logger, do func(context.Context, remo
 			return
 		}
 		var op remoteOp
-		if len(m.Value) > maxRemoteOp || json.Unmarshal(m.Value, &op) != nil || op.ID == "" || len(op.ID) > 128 {
+		if len(m.Value) > maxRemoteOp || json.Unmarshal(m.Value, &op) != nil || (op.ID == "" && op.Op != remoteList) || len(op.ID) > 128 {
 			log.Warn("dropping a malformed request of another node", "bytes", len(m.Value))
 			return
 		}
@@ -131,8 +146,84 @@ func (n *Node) localOp(ctx context.Context, op remoteOp) remoteResult {
 		}
 		b, _ := json.Marshal(a)
 		return remoteResult{Found: true, Status: http.StatusOK, Approval: b}
+	case remoteList:
+		list, err := n.gate.List(ctx, op.State, min(max(op.Limit, 1), maxApprovalsLimit))
+		if err != nil {
+			return remoteResult{Found: true, Status: http.StatusInternalServerError, Error: err.Error()}
+		}
+		res := remoteResult{Found: true, Status: http.StatusOK}
+		size := 0
+		for _, a := range list {
+			b, _ := json.Marshal(a) // plain fields: cannot fail
+			if size += len(b) + 1; size > maxRemoteReply {
+				res.Truncated = true
+				break
+			}
+			a.Node = n.cfg.NodeID
+			res.Approvals = append(res.Approvals, a)
+		}
+		return res
 	}
 	return remoteResult{}
+}
+
+// listOthers asks every other member for its approvals in state (""
+// for all), at most limit each, at most maxRemoteOps members at once and
+// remoteAskTimeout each. unanswered names the members that did not
+// answer in time (or answered an error); truncated is set when one left
+// its oldest out to keep its answer bounded.
+func (n *Node) listOthers(ctx context.Context, state string, limit int) (list []persistence.Approval, unanswered []string, truncated bool) {
+	cn := n.cluster
+	if cn == nil || cn.c == nil {
+		return nil, nil, false
+	}
+	b, _ := json.Marshal(remoteOp{Op: remoteList, State: state, Limit: limit}) // plain fields: cannot fail
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, maxRemoteOps)
+	)
+	for _, m := range cn.c.Status().Members {
+		if m.Self {
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			mu.Lock()
+			unanswered = append(unanswered, m.Node)
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			var res remoteResult
+			reply, err := n.system.Root.RequestFuture(actor.NewPID(m.Address, apiActorName), wrapperspb.Bytes(b), remoteAskTimeout).Result()
+			if err == nil {
+				if bv, ok := reply.(*wrapperspb.BytesValue); !ok || json.Unmarshal(bv.Value, &res) != nil {
+					err = errors.New("a malformed answer")
+				} else if res.Status != http.StatusOK {
+					err = fmt.Errorf("status %d: %s", res.Status, res.Error)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				n.log.Warn("another node did not list its approvals", "node", m.Node, "node_address", m.Address, "err", err)
+				unanswered = append(unanswered, m.Node)
+				return
+			}
+			for _, a := range res.Approvals {
+				a.Node = res.Node
+				list = append(list, a)
+			}
+			truncated = truncated || res.Truncated
+		}()
+	}
+	wg.Wait()
+	slices.Sort(unanswered)
+	return list, unanswered, truncated
 }
 
 // askOthers hands op to the other nodes in turn, for a question or an

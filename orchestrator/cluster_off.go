@@ -9,6 +9,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // This evoclaw was built with the tag nocluster: no protoactor cluster,
@@ -58,6 +59,11 @@ const (
 // askOthers has nobody to ask.
 func (n *Node) askOthers(context.Context, remoteOp) (remoteResult, bool) {
 	return remoteResult{}, false
+}
+
+// listOthers has nobody to ask.
+func (n *Node) listOthers(context.Context, string, int) ([]persistence.Approval, []string, bool) {
+	return nil, nil, false
 }
 
 // writeRemote is never called in this build.

@@ -24,7 +24,7 @@ const sweepInterval = time.Second
 func (n *Node) startScheduler(ctx context.Context) error {
 	s, err := jobs.New(jobs.Options{Store: n.store, Runner: n.runJob, Node: n.cfg.NodeID, Clock: jobs.ClockFunc(n.now),
 		Ready: n.agentReady, Events: n.store, MaxRunning: n.cfg.Scheduler.MaxRunning, Logger: n.log.With("component", "jobs"),
-		Claim: n.jobClaim()})
+		Claim: n.jobClaim(), Shared: n.sharedJobs()})
 	if err != nil {
 		return err
 	}

@@ -809,7 +809,8 @@ func (tc *testCluster) stream(i int, conv, text string, on func(p actors.Progres
 // TestClusterQuestionsAndApprovals: a chat streamed through one node runs
 // on its conversation's owner; the question it asks and the approval its
 // gated call waits for are answered, read and decided through a node that
-// owns neither, which hands them to the owner through the cluster.
+// owns neither, which hands them to the owner through the cluster; every
+// node lists the pending approval, naming its owner.
 func TestClusterQuestionsAndApprovals(t *testing.T) {
 	state := sqldtest.Start(t, sqldtest.Options{})
 	dir := t.TempDir()
@@ -870,6 +871,15 @@ func TestClusterQuestionsAndApprovals(t *testing.T) {
 		}
 		waited = true
 		via, owner := elsewhere()
+		// Pending on the owner, listed by every node, naming it.
+		for i := range tc.nodes {
+			code, body := tc.api(i, http.MethodGet, "/v1/approvals", nil)
+			var page orchestrator.ApprovalsPage
+			if code != http.StatusOK || json.Unmarshal(body, &page) != nil || page.Partial ||
+				!slices.ContainsFunc(page.Approvals, func(a persistence.Approval) bool { return a.ID == p.ApprovalID && a.Node == owner }) {
+				t.Errorf("approvals listed through %s (owner %s): status %d: %s", tc.nodes[i].id, owner, code, body)
+			}
+		}
 		code, body := tc.api(via, http.MethodGet, "/v1/approvals/"+p.ApprovalID, nil)
 		var a persistence.Approval
 		if code != http.StatusOK || json.Unmarshal(body, &a) != nil || !strings.HasPrefix(a.RequestID, "tool-"+owner+".") || a.State != persistence.ApprovalPending {

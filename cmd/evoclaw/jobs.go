@@ -186,11 +186,17 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if *asJSON {
 			return printJSON(stdout, page)
 		}
-		tw := newTable(stdout, "ID\tSTATE\tTOOL\tREQUESTED\tEXPIRES\tDECIDED BY\tPARAMS\tWHY")
+		tw := newTable(stdout, "ID\tNODE\tSTATE\tTOOL\tREQUESTED\tEXPIRES\tDECIDED BY\tPARAMS\tWHY")
 		for _, a := range page.Approvals {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termLine(a.ID, 40), a.State, termLine(a.Tool, 80),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termLine(a.ID, 40), termLine(a.Node, 40), a.State, termLine(a.Tool, 80),
 				a.Requested.Local().Format("01-02 15:04:05"), a.Expires.Local().Format("15:04:05"), termLine(listOr([]string{a.DecidedBy}, "-"), 40),
 				termLine(a.Params, 60), termLine(a.Reason, 80))
+		}
+		switch {
+		case len(page.Unanswered) > 0:
+			fmt.Fprintf(stderr, "partial list: no answer in time from %s\n", strings.Join(page.Unanswered, ", "))
+		case page.Partial:
+			fmt.Fprintln(stderr, "partial list: a node left its oldest approvals out (its answer is bounded)")
 		}
 		return tw.Flush()
 	case "approve", "deny":

@@ -74,7 +74,7 @@ func (h *SharedHistory) ensureSchema(ctx context.Context) error {
 	if h.schemaOK {
 		return nil
 	}
-	for _, stmt := range []string{sharedSchema, jobClaimsSchema} {
+	for _, stmt := range []string{sharedSchema, jobClaimsSchema, sharedJobsSchema} {
 		if _, err := h.db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("cluster state: create table: %w", err)
 		}

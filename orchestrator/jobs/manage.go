@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -80,7 +81,17 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error 
 	}
 	now := s.o.Clock.Now()
 	rec := persistence.JobRecord{ID: job.ID, Source: source, Spec: b, Paused: job.Paused, Created: now, Updated: now, Watermark: now}
+	if s.shared(source) {
+		// The cluster's first: its primary key refuses an id taken on
+		// any node.
+		if err := s.o.Shared.AddJob(ctx, rec, by); err != nil {
+			return fmt.Errorf("add job %q: %w", job.ID, err)
+		}
+	}
 	added, err := s.o.Store.PutJob(ctx, rec, s.o.Node, by)
+	if (err != nil || !added) && s.shared(source) {
+		s.unshare(job.ID, by) // the cluster must not plan what this node refused
+	}
 	if err != nil {
 		return fmt.Errorf("add job %q: %w", job.ID, err)
 	}
@@ -98,12 +109,19 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error 
 func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	e, err := s.entry(id)
+	e, err := s.entryOrSync(ctx, id)
 	if err != nil {
 		return err
 	}
 	if e.rec.Source == SourceConfig {
 		return fmt.Errorf("%w: %q: remove it from evoclaw.toml", ErrConfigJob, id)
+	}
+	if s.shared(e.rec.Source) {
+		// A job the cluster no longer has (removed on another node a
+		// moment ago) is removed here all the same.
+		if err := s.o.Shared.DeleteJob(ctx, id, by); err != nil && !errors.Is(err, ErrNoJob) {
+			return err
+		}
 	}
 	if err := s.o.Store.DeleteJob(ctx, id, s.o.Node, by); err != nil {
 		return err
@@ -128,14 +146,21 @@ func (s *Scheduler) Resume(ctx context.Context, id, by string) error {
 func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by string) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	e, err := s.entry(id)
+	e, err := s.entryOrSync(ctx, id)
 	if err != nil {
 		return err
+	}
+	now := s.o.Clock.Now()
+	if s.shared(e.rec.Source) {
+		// Written to the cluster even when this node's copy agrees: the
+		// cluster's may not (changed on another node since the last sync).
+		if err := s.o.Shared.SetJobPaused(ctx, id, paused, now, by); err != nil {
+			return err
+		}
 	}
 	if e.rec.Paused == paused {
 		return nil
 	}
-	now := s.o.Clock.Now()
 	if err := s.o.Store.SetJobPaused(ctx, id, paused, now, s.o.Node, by); err != nil {
 		return err
 	}
@@ -146,6 +171,16 @@ func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by st
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// unshare removes a job just added to the cluster that this node could
+// not store: the other nodes remove it at their next sync.
+func (s *Scheduler) unshare(id, by string) {
+	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+	defer cancel()
+	if err := s.o.Shared.DeleteJob(ctx, id, by); err != nil {
+		s.log.Error("remove a job from the cluster that this node could not store", "job", id, "err", err)
+	}
 }
 
 // RunNow claims and starts a run of job id at the clock's time, for each

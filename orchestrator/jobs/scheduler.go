@@ -129,6 +129,11 @@ type Options struct {
 	// catch-up window. An error leaves the tick's runs of the job
 	// undecided: the next tick asks again.
 	Claim func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error)
+	// Shared, when set, keeps the jobs made through the API or by the
+	// model for every node of a cluster: Add, Remove, Pause and Resume
+	// change them there first, and each Tick (and Open) makes this
+	// node's jobs agree with it. Config jobs stay each node's own.
+	Shared SharedStore
 }
 
 // entry is one job as the scheduler holds it.
@@ -148,12 +153,15 @@ type Scheduler struct {
 	// opMu serialises Tick, RunNow and job changes: each decides from the
 	// state the previous one left.
 	opMu sync.Mutex
-	// mu guards jobs, running, lastNow and stopped.
+	// mu guards jobs, running, lastNow, stopped and syncErr(At).
 	mu      sync.Mutex
 	jobs    map[string]*entry
 	running map[runKey]time.Time // the scheduled instant of each running run
 	lastNow time.Time
 	stopped bool
+	// syncErr and syncErrAt are the last sync failure logged, and when.
+	syncErr   string
+	syncErrAt time.Time
 
 	runs     sync.WaitGroup // run goroutines
 	loopDone chan struct{}  // closed when the loop returns; nil before Start
@@ -239,6 +247,7 @@ func (s *Scheduler) Open(ctx context.Context, config []Spec) error {
 		s.jobs[r.ID] = &entry{job: job, rec: r}
 	}
 	s.mu.Unlock()
+	s.syncLogged(ctx) // on failure the next tick tries again; the jobs stored here run meanwhile
 	left, err := s.o.Store.UnfinishedJobRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("open scheduler: %w", err)
@@ -307,9 +316,10 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	s.syncLogged(ctx) // on failure, plan the jobs this node has
+	var errs []error
 	now := s.o.Clock.Now()
 	s.noteClock(ctx, now)
-	var errs []error
 	for _, e := range s.snapshot() {
 		if e.rec.Paused {
 			continue

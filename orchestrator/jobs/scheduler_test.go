@@ -32,6 +32,8 @@ type harness struct {
 	// Options.Claim.
 	node  string
 	claim func(ctx context.Context, job, agent string, at time.Time, window time.Duration) (bool, error)
+	// shared is its Options.Shared.
+	shared SharedStore
 }
 
 func newHarness(t *testing.T, now time.Time) *harness {
@@ -56,7 +58,7 @@ func (h *harness) start(config ...Spec) {
 	if node == "" {
 		node = "n1"
 	}
-	s, err := New(Options{Store: h.store, Node: node, Clock: h.clock, Events: h.store, Claim: h.claim,
+	s, err := New(Options{Store: h.store, Node: node, Clock: h.clock, Events: h.store, Claim: h.claim, Shared: h.shared,
 		Runner: func(ctx context.Context, r Run) Result {
 			h.mu.Lock()
 			h.runs = append(h.runs, r)

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
+)
+
+// jobStates returns node i's jobs as "id paused", by id; nil when it
+// does not answer.
+func (tc *testCluster) jobStates(i int) []string {
+	tc.t.Helper()
+	code, b := tc.api(i, http.MethodGet, "/v1/jobs", nil)
+	var page orchestrator.JobsPage
+	if code != http.StatusOK || json.Unmarshal(b, &page) != nil {
+		return nil
+	}
+	var out []string
+	for _, j := range page.Jobs {
+		out = append(out, fmt.Sprintf("%s %t", j.ID, j.Paused))
+	}
+	return out
+}
+
+// seeJobs waits until each node in idx lists exactly want.
+func (tc *testCluster) seeJobs(idx []int, want ...string) {
+	tc.t.Helper()
+	for _, i := range idx {
+		testenv.Eventually(tc.t, 15*time.Second, func() bool {
+			time.Sleep(100 * time.Millisecond) // one listing per 100ms, not a wait for an outcome
+			return slices.Equal(tc.jobStates(i), want)
+		}, fmt.Sprintf("%s lists jobs %v (last %v)", tc.nodes[i].id, want, tc.jobStates(i)))
+	}
+}
+
+// TestClusterSharedJobs: jobs added through one node's API are the
+// cluster's (with state_url): every node lists them, a node that was down
+// when they were added loads them when it starts, a pause through
+// another node holds everywhere, the first instant of a one-minute job
+// runs on one node only and the paused job on none, and a removal
+// through a third node removes it everywhere. Last, a member that does
+// not answer (stopped) is named in another node's approvals listing.
+// About 70 s, most of it waiting for the job's first instant (skipped
+// with -short, the rest not).
+func TestClusterSharedJobs(t *testing.T) {
+	state := sqldtest.Start(t, sqldtest.Options{})
+	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n", state.URL()))
+	tc.start(0)
+	tc.start(1)
+	tc.waitMembers([]int{0, 1}, "node1", "node2")
+
+	added := time.Now()
+	for _, spec := range []map[string]any{
+		{"id": "look", "schedule": "@every 1m", "prompt": "say look", "missed": "skip"},
+		{"id": "quiet", "schedule": "@every 1m", "prompt": "say quiet", "missed": "skip"},
+	} {
+		if code, b := tc.api(0, http.MethodPost, "/v1/jobs?by=alice", spec); code != http.StatusCreated {
+			t.Fatalf("add %s through node1: status %d: %s", spec["id"], code, b)
+		}
+	}
+	if code, b := tc.api(1, http.MethodPost, "/v1/jobs", map[string]any{"id": "look", "schedule": "@every 1h", "prompt": "x"}); code != http.StatusConflict {
+		t.Fatalf("the same id through node2: status %d, want 409: %s", code, b)
+	}
+	tc.seeJobs([]int{1}, "look false", "quiet false")
+	if code, b := tc.api(1, http.MethodPost, "/v1/jobs/quiet/pause?by=bob", nil); code != http.StatusOK {
+		t.Fatalf("pause through node2: status %d: %s", code, b)
+	}
+	tc.seeJobs([]int{0, 1}, "look false", "quiet true")
+
+	// node3 was down for all of it.
+	tc.start(2)
+	tc.waitMembers([]int{0, 1, 2}, "node1", "node2", "node3")
+	tc.seeJobs([]int{2}, "look false", "quiet true")
+
+	if !testing.Short() {
+		// runs returns the nodes that recorded a run of job, by instant.
+		runs := func(job string) map[int64][]string {
+			by := map[int64][]string{}
+			for i, nd := range tc.nodes {
+				for _, row := range query(t, filepath.Join(nd.dir, orchestrator.AuditFile),
+					fmt.Sprintf("SELECT scheduled_ms FROM job_runs WHERE job_id = %q", job)) {
+					by[row[0].(int64)] = append(by[row[0].(int64)], tc.nodes[i].id)
+				}
+			}
+			return by
+		}
+		testenv.Eventually(t, 75*time.Second, func() bool {
+			time.Sleep(200 * time.Millisecond) // one look at the trails per 200ms
+			return len(runs("look")) >= 1
+		}, "a node runs look's first instant")
+		time.Sleep(3 * time.Second) // every node has ticked past the instant by now
+		look, quiet := runs("look"), runs("quiet")
+		if len(look) != 1 {
+			t.Fatalf("look's instants %v, want the first only (added %s)", look, added.UTC().Format(time.TimeOnly))
+		}
+		for at, nodes := range look {
+			if len(nodes) != 1 {
+				t.Fatalf("look's instant %d recorded by %v, want one node", at, nodes)
+			}
+			t.Logf("look's first instant ran on %s", nodes[0])
+		}
+		if len(quiet) != 0 {
+			t.Fatalf("the paused job ran: %v", quiet)
+		}
+	}
+
+	if code, b := tc.api(2, http.MethodDelete, "/v1/jobs/look?by=carol", nil); code != http.StatusNoContent {
+		t.Fatalf("remove through node3: status %d: %s", code, b)
+	}
+	tc.seeJobs([]int{0, 1, 2}, "quiet true")
+	var rows int
+	if err := openState(t, state.URL()).QueryRow(`SELECT count(*) FROM cluster_jobs WHERE deleted_ms IS NULL`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("%d live jobs in sqld (%v), want 1", rows, err)
+	}
+
+	// A member that does not answer is named, not left out silently.
+	page := func(i int) orchestrator.ApprovalsPage {
+		code, b := tc.api(i, http.MethodGet, "/v1/approvals?state=all", nil)
+		var p orchestrator.ApprovalsPage
+		if code != http.StatusOK || json.Unmarshal(b, &p) != nil {
+			t.Fatalf("approvals through %s: status %d: %s", tc.nodes[i].id, code, b)
+		}
+		return p
+	}
+	if p := page(0); p.Partial || len(p.Unanswered) != 0 {
+		t.Fatalf("every member answered, yet %+v", p)
+	}
+	stopped := tc.procs[2].cmd.Process
+	if err := stopped.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stopped.Signal(syscall.SIGCONT) }()
+	if p := page(0); !p.Partial || strings.Join(p.Unanswered, ",") != "node3" {
+		t.Fatalf("node3 stopped: %+v, want partial with node3 unanswered", p)
+	}
+}
