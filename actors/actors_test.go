@@ -496,6 +496,61 @@ func TestDispatchToUnknownAgent(t *testing.T) {
 	}
 }
 
+// TestPlacedDispatches: a call a cluster's router placed here is tried on
+// an agent this node has not heard of yet (it just joined: the agent's
+// retained status is on its way), and a call that may have started
+// elsewhere is never reported movable.
+func TestPlacedDispatches(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		agent           string
+		placed, started bool
+		want            string // "sent", or the failure's movability: "movable", "fixed"
+	}{
+		{"unknown agent", "ghost", false, false, "movable"},
+		{"unknown agent, may have started", "ghost", false, true, "fixed"},
+		{"unknown agent, placed here", "ghost", true, true, "sent"},
+		{"known agent", "pi-1", false, false, "sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := make(chan string, 4)
+			h := newHarnessEdges(t, echoTranscript, nil, func(eo *EdgeOptions) {
+				inner := eo.Publisher
+				eo.Publisher = PublisherFunc(func(ctx context.Context, topic string, payload []byte) error {
+					if cmd, err := wire.DecodeCommand(payload); err == nil && cmd.Command == wire.CmdTool {
+						sent <- topic
+						return nil
+					}
+					if topic == wire.CommandsTopic("ghost") {
+						return nil // its tools_list: unanswered
+					}
+					return inner.Publish(ctx, topic, payload)
+				})
+			}, nil)
+			replyTo, replies := inbox(t, h.sys)
+			payload, _ := json.Marshal(wire.ToolPayload{Tool: "echo", Parameters: json.RawMessage(`{"text":"x"}`)})
+			cmd := wire.Command{Command: wire.CmdTool, Payload: payload, RequestID: "tool-n1.1-1"}
+			h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: tc.agent, Command: cmd, ReplyTo: replyTo,
+				Deadline: time.Now().Add(5 * time.Second), Placed: tc.placed, Started: tc.started})
+			if tc.want == "sent" {
+				select {
+				case topic := <-sent:
+					if topic != wire.CommandsTopic(tc.agent) {
+						t.Fatalf("sent on %q", topic)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("the command was not sent to the agent")
+				}
+				return
+			}
+			f, ok := receive(t, replies, 5*time.Second).(*DispatchFailed)
+			if !ok || f.Type != wire.ErrAgentOffline || f.Movable != (tc.want == "movable") {
+				t.Fatalf("got %#v, want a failure %s", f, tc.want)
+			}
+		})
+	}
+}
+
 func TestIdleConversationPassivatesAndComesBack(t *testing.T) {
 	tr := echoTranscript[:len(echoTranscript)-2] + `,{"content":"remembered: {{result c1}}"}]}`
 	store := &memHistory{}

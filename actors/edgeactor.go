@@ -270,14 +270,14 @@ func (e *edgeActor) requestTools(ctx actor.Context, reconnected bool) {
 func (e *edgeActor) dispatch(ctx actor.Context, m *Dispatch, now time.Time) {
 	if !e.info.Online && !e.info.PresenceUnknown {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
-			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID), Movable: true})
+			Err: fmt.Sprintf("edge agent %q is offline", e.info.ID), Movable: !m.Started})
 		return
 	}
 	old, resend := e.pending[m.Command.RequestID]
 	if !resend && len(e.pending) >= e.opts.MaxInFlight {
 		ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrBusy,
 			Err:     fmt.Sprintf("edge agent %q is saturated: %d requests already in flight; try again later or use another agent", e.info.ID, len(e.pending)),
-			Movable: true})
+			Movable: !m.Started})
 		return
 	}
 	p := &pending{replyTo: m.ReplyTo, command: m.Command.Command, cmd: m.Command, deadline: m.Deadline, sent: now, gated: m.Gated,

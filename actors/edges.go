@@ -196,10 +196,10 @@ func (r *registry) Receive(ctx actor.Context) {
 			ctx.Send(r.router, m)
 			return
 		}
-		if _, known := r.children[id]; !known {
+		if _, known := r.children[id]; !known && !m.Placed {
 			// Never heard of it: do not create an actor for a typo.
 			ctx.Send(m.ReplyTo, &DispatchFailed{RequestID: m.Command.RequestID, Type: wire.ErrAgentOffline,
-				Err: fmt.Sprintf("edge agent %q is not known to this orchestrator", id), Movable: true})
+				Err: fmt.Sprintf("edge agent %q is not known to this orchestrator", id), Movable: !m.Started})
 			return
 		}
 	case *CancelDispatch:
@@ -232,9 +232,19 @@ func (r *registry) Receive(ctx actor.Context) {
 			r.opts.Logger.Warn("dropping message for invalid agent id", "agent", id, "err", err)
 			return
 		}
+		info := AgentInfo{ID: id}
+		var unknownSince time.Time
+		if d, ok := ctx.Message().(*Dispatch); ok && d.Placed {
+			// A call another node placed here (this node holds the
+			// agent's calls in a cluster) before this node heard of the
+			// agent: it has just joined, and the agent's retained status
+			// is on its way. The calling node knows the agent: the call
+			// is tried, as for an agent known from its capabilities only.
+			info.PresenceUnknown, unknownSince = true, r.opts.Now()
+		}
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return &edgeActor{opts: r.opts, cat: r.cat, info: AgentInfo{ID: id}, pending: map[string]*pending{},
-				gauges: r.gauges.of(id)}
+			return &edgeActor{opts: r.opts, cat: r.cat, info: info, pending: map[string]*pending{},
+				gauges: r.gauges.of(id), unknownSince: unknownSince}
 		}, actor.WithMailbox(actor.Bounded(r.opts.AgentMailboxSize)), onHot)
 		var err error
 		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
