@@ -435,12 +435,18 @@ description = "how long to sleep"
 // then answers "tool said <its result>".
 func slowTranscript(t *testing.T, dir, marker, seconds string, chats int) string {
 	t.Helper()
+	return slowTranscriptOf(t, dir, "pi1", marker, seconds, chats)
+}
+
+// slowTranscriptOf is slowTranscript for the agent named agent.
+func slowTranscriptOf(t *testing.T, dir, agent, marker, seconds string, chats int) string {
+	t.Helper()
 	var ts []map[string]any
 	for i := 1; i <= chats; i++ {
 		id := fmt.Sprintf("c%d", i)
 		ts = append(ts,
-			map[string]any{"content": "calling", "expect_tools": []string{"pi1__slow"},
-				"tool_calls": []map[string]any{{"id": id, "name": "pi1__slow", "arguments": map[string]string{"marker": marker, "seconds": seconds}}}},
+			map[string]any{"content": "calling", "expect_tools": []string{agent + "__slow"},
+				"tool_calls": []map[string]any{{"id": id, "name": agent + "__slow", "arguments": map[string]string{"marker": marker, "seconds": seconds}}}},
 			map[string]any{"content": "tool said {{result " + id + "}}"})
 	}
 	b, err := json.Marshal(map[string]any{"name": "slow", "turns": ts})

@@ -162,6 +162,27 @@ func (c *Cluster) OwnerOf(identity, kind string) string {
 	return c.rdv.GetByClusterIdentity(pcluster.NewClusterIdentity(identity, kind))
 }
 
+// OwnerAmong returns which of the members at addresses would own
+// identity of kind, all of them hosting the kind: the placement OwnerOf
+// and disthash make, for a membership that is not (yet) the current one.
+func OwnerAmong(addresses []string, identity, kind string) (string, error) {
+	ms := make(pcluster.Members, 0, len(addresses))
+	for i, a := range addresses {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return "", err
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return "", fmt.Errorf("member address %q: %w", a, err)
+		}
+		ms = append(ms, &pcluster.Member{Id: strconv.Itoa(i), Host: host, Port: int32(p), Kinds: []string{kind}})
+	}
+	r := pcluster.NewRendezvous()
+	r.UpdateMembers(ms)
+	return r.GetByClusterIdentity(pcluster.NewClusterIdentity(identity, kind)), nil
+}
+
 // NodeAt returns the node id of the member at address ("" for none).
 func (c *Cluster) NodeAt(address string) string {
 	c.mu.Lock()
