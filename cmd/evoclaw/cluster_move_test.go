@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,9 @@ func TestClusterAgentMovesOnJoin(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Error("no node placed the call again when its agent moved")
+	}
+	if code, out, errOut := runBinary(t, "", "status", "--data-dir", tc.nodes[0].dir); code != 0 || !strings.Contains(out, "calls held by node3") {
+		t.Errorf("evoclaw status exit %d does not name node3 as %s's holder:\n%s\n%s", code, agent, out, errOut)
 	}
 	// The next call goes to the new holder at once.
 	if got := tc.chat(1, "conv-move-2", "go"); got != "tool said slept 6" {

@@ -99,6 +99,10 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 		if a.Online {
 			state = "online"
 		}
+		if a.Node != "" {
+			// In a cluster: the node holding the agent's calls.
+			state += ", calls held by " + termLine(a.Node, 64)
+		}
 		fmt.Fprintf(tw, "  %s\t%s\theard %s\t%s\n", termLine(a.ID, 64), state, ago(a.LastSeen, now), termLine(a.Capabilities, 120))
 		if !tools && len(a.Tools) > 0 {
 			fmt.Fprintf(tw, "  \ttools: %s\n", termLine(strings.Join(a.Tools, ", "), maxProgressLine))
