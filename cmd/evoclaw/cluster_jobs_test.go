@@ -135,12 +135,27 @@ func TestClusterSharedJobs(t *testing.T) {
 	if p := page(0); p.Partial || len(p.Unanswered) != 0 {
 		t.Fatalf("every member answered, yet %+v", p)
 	}
+	// A stopped node leaves the membership when its etcd lease ends (3 s):
+	// a listing that starts later rightly does not ask it. On a loaded
+	// machine the request may come that late, so it is tried again, with
+	// node3 back, until one was asked while node3 was a member.
 	stopped := tc.procs[2].cmd.Process
-	if err := stopped.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	defer func() { _ = stopped.Signal(syscall.SIGCONT) }()
-	if p := page(0); !p.Partial || strings.Join(p.Unanswered, ",") != "node3" {
-		t.Fatalf("node3 stopped: %+v, want partial with node3 unanswered", p)
+	for try := 1; ; try++ {
+		if err := stopped.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		p := page(0)
+		if p.Partial && strings.Join(p.Unanswered, ",") == "node3" {
+			break
+		}
+		left := !slices.Contains(tc.members(0), "node3")
+		if !left || try == 3 {
+			t.Fatalf("node3 stopped (try %d; node1 sees members %v): %+v, want partial with node3 unanswered", try, tc.members(0), p)
+		}
+		if err := stopped.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		tc.waitMembers([]int{0}, "node1", "node2", "node3")
 	}
 }
