@@ -174,26 +174,40 @@ type ToolsList struct {
 // ({"status","tool","result",...} at the top level), which it wraps in an
 // envelope. An envelope naming another agent than its topic is refused.
 func DecodeReport(topicAgent string, b []byte) (Report, error) {
-	var probe struct {
-		ReportType *string `json:"report_type"`
+	// An envelope is decoded in one pass, with what tells it from a flat
+	// result. Input that does not decode so (a flat result whose fields
+	// do not fit an envelope's, or a broken message) takes the two steps
+	// that say which it is and what is wrong.
+	var one struct {
+		Report
+		ReportType *string `json:"report_type"` // shadows Report's: absent is not ""
 		Status     *string `json:"status"`
 	}
-	if err := decodeObject("report", b, &probe); err != nil {
-		return Report{}, err
-	}
-	if probe.ReportType == nil {
-		if probe.Status == nil {
-			return Report{}, &DecodeError{What: "report", Field: "report_type", Msg: "required (or a flat result with \"status\")"}
-		}
-		rt := ReportResult
-		if *probe.Status == StatusError {
-			rt = ReportError
-		}
-		return Report{AgentID: topicAgent, ReportType: rt, Payload: json.RawMessage(bytes.TrimSpace(b))}, nil
-	}
 	var r Report
-	if err := decodeObject("report", b, &r); err != nil {
-		return Report{}, err
+	if t, err := objectBytes("report", b); err == nil && json.Unmarshal(t, &one) == nil && one.ReportType != nil {
+		r = one.Report
+		r.ReportType = *one.ReportType
+	} else {
+		var probe struct {
+			ReportType *string `json:"report_type"`
+			Status     *string `json:"status"`
+		}
+		if err := decodeObject("report", b, &probe); err != nil {
+			return Report{}, err
+		}
+		if probe.ReportType == nil {
+			if probe.Status == nil {
+				return Report{}, &DecodeError{What: "report", Field: "report_type", Msg: "required (or a flat result with \"status\")"}
+			}
+			rt := ReportResult
+			if *probe.Status == StatusError {
+				rt = ReportError
+			}
+			return Report{AgentID: topicAgent, ReportType: rt, Payload: json.RawMessage(bytes.TrimSpace(b))}, nil
+		}
+		if err := decodeObject("report", b, &r); err != nil {
+			return Report{}, err
+		}
 	}
 	switch r.ReportType {
 	case ReportResult, ReportError, ReportHeartbeat, ReportMetric, ReportProgress, ReportAccepted, ReportDelegate:
