@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"sync"
@@ -146,7 +147,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return func() (time.Duration, error) {
 			id := fmt.Sprintf("b%d", seq.Add(1))
 			start := time.Now()
+			// A region per round trip: an execution trace (EVOCLAW_TRACE)
+			// shows where each begins and ends beside GC and scheduling.
+			region := trace.StartRegion(ctx, "round trip")
 			ans, err := node.Chat(ctx, id, prompt)
+			region.End()
 			if err != nil {
 				return 0, err
 			}
