@@ -63,8 +63,16 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idle := fs.Duration("idle", 0, "instead of round trips: an orchestrator and an edge agent left idle this long (e.g. 10m), their private memory and storage writes read 21 times")
 	tools := fs.String("tools", "process,builtin", "which round trips to measure, comma-separated: process (a /bin/sh tool), builtin (a tool with no process)")
 	startup := fs.Bool("startup", true, "measure start-up time and idle memory of both processes first")
+	floorN := fs.Int("floor", 1000, "after the round trips, measure this machine's floor with this many of each (an MQTT round trip across processes, a spawn of the tool, a commit) and print each round trip's ratio to it; 0: none")
+	echo := fs.String("echo", "", "run as the echo process of the MQTT floor for the broker at this URL (the bench starts it)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *echo != "" {
+		return benchEcho(ctx, *echo, stdout)
+	}
+	if *floorN < 0 {
+		return fmt.Errorf("%w: --floor must not be negative", errUsage)
 	}
 	if *idle < 0 {
 		return fmt.Errorf("%w: --idle must not be negative", errUsage)
@@ -118,7 +126,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer node.Close()
 
 	// 3. An edge agent process: time to ready and idle memory.
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
+	benchSkill, err := shipped.Install("bench", filepath.Join(dir, "skills"))
+	if err != nil {
 		return err
 	}
 	edgeProc, err := startBenchEdge(ctx, dir, fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n[builtin]\ngroups = [\"todo\"]\n",
@@ -174,14 +183,28 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
+	var floor floorFigures
+	if *floorN > 0 {
+		startEcho := func() (func(), error) { return startBenchEcho(ctx, node.BrokerURL()) }
+		if floor, err = measureFloor(ctx, node.BrokerURL(), startEcho, filepath.Join(benchSkill, "bin", "noop"), dir, *auditSync, *floorN); err != nil {
+			return err
+		}
+	}
+
 	say("")
+	var process, builtinOnly *roundTrips
 	if kinds.process {
 		say("round trip (chat → LLM(scripted) → tool call → broker → edge → /bin/sh tool → back, audited both sides)")
 		shellRT.print(say)
+		process = &shellRT
 	}
 	if kinds.builtin {
 		say("round trip, built-in tool (same, the agent's todoread: no process)")
 		builtinRT.print(say)
+		builtinOnly = &builtinRT
+	}
+	if *floorN > 0 {
+		floor.print(say, process, builtinOnly)
 	}
 	if *startup {
 		say("processes")
