@@ -413,8 +413,8 @@ func (a *Agent) worker(ctx context.Context) {
 func (a *Agent) dispatch(ctx context.Context, q queued) {
 	tool := ""
 	if q.cmd.Command == wire.CmdTool {
-		if p, err := wire.DecodeToolPayload(q.cmd.Payload); err == nil {
-			tool = p.Tool
+		if q.tool, q.toolErr = wire.DecodeToolPayload(q.cmd.Payload); q.toolErr == nil {
+			tool = q.tool.Tool
 		}
 	}
 	if tool == "" {
@@ -447,10 +447,11 @@ func (a *Agent) runQueued(ctx context.Context, q queued) {
 		a.rejectExpired(ctx, q.cmd, why)
 		return
 	}
-	a.handle(ctx, q.cmd)
+	a.handle(ctx, q)
 }
 
-func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
+func (a *Agent) handle(ctx context.Context, q queued) {
+	cmd := q.cmd
 	switch cmd.Command {
 	case wire.CmdPing:
 		a.succeeded.Add(1)
@@ -466,7 +467,7 @@ func (a *Agent) handle(ctx context.Context, cmd wire.Command) {
 			RequestID string `json:"request_id"`
 		}{hb, cmd.RequestID})
 	case wire.CmdTool:
-		a.handleTool(ctx, cmd)
+		a.handleTool(ctx, cmd, q.tool, q.toolErr)
 	case wire.CmdShutdown:
 		a.succeeded.Add(1)
 		a.cmdLog.Info("shutdown requested by the orchestrator", "request_id", cmd.RequestID)

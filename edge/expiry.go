@@ -25,6 +25,11 @@ type queued struct {
 	// received is when the MQTT handler took the command; it carries Go's
 	// monotonic reading, so durations from it ignore wall-clock jumps.
 	received time.Time
+	// tool is the payload of a tool command, decoded once when a worker
+	// takes it (dispatch), with the decoding's error in toolErr: the lanes
+	// need its tool and the run its parameters.
+	tool    wire.ToolPayload
+	toolErr error
 }
 
 // expired reports whether q must not start at now, and why. It is checked

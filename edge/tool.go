@@ -71,15 +71,15 @@ func (a *Agent) begin(ctx context.Context, requestID string, run persistence.Run
 	return beginAnswered
 }
 
-// handleTool runs a tool command at most once per request_id.
-func (a *Agent) handleTool(ctx context.Context, cmd wire.Command) {
+// handleTool runs a tool command at most once per request_id; p is its
+// payload as decoded when a worker took it, err the decoding's error.
+func (a *Agent) handleTool(ctx context.Context, cmd wire.Command, p wire.ToolPayload, err error) {
 	release, ok := a.claim(cmd.RequestID)
 	if !ok {
 		return
 	}
 	defer release()
 
-	p, err := wire.DecodeToolPayload(cmd.Payload)
 	if err != nil {
 		// Nothing can run, so there is nothing to deduplicate.
 		a.failed.Add(1)

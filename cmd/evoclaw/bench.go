@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"sync"
@@ -60,8 +61,18 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	conc := fs.Int("concurrency", 1, "round trips in flight at once")
 	auditSync := fs.String("audit-sync", "normal", "audit durability of both sides: normal or full")
 	idle := fs.Duration("idle", 0, "instead of round trips: an orchestrator and an edge agent left idle this long (e.g. 10m), their private memory and storage writes read 21 times")
+	tools := fs.String("tools", "process,builtin", "which round trips to measure, comma-separated: process (a /bin/sh tool), builtin (a tool with no process)")
+	startup := fs.Bool("startup", true, "measure start-up time and idle memory of both processes first")
+	floorN := fs.Int("floor", 1000, "after the round trips, measure this machine's floor with this many of each (an MQTT round trip across processes, a spawn of the tool, a commit) and print each round trip's ratio to it; 0: none")
+	echo := fs.String("echo", "", "run as the echo process of the MQTT floor for the broker at this URL (the bench starts it)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *echo != "" {
+		return benchEcho(ctx, *echo, stdout)
+	}
+	if *floorN < 0 {
+		return fmt.Errorf("%w: --floor must not be negative", errUsage)
 	}
 	if *idle < 0 {
 		return fmt.Errorf("%w: --idle must not be negative", errUsage)
@@ -72,6 +83,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *calls <= 0 || *conc <= 0 || *warmup < 0 {
 		return fmt.Errorf("%w: --calls and --concurrency must be positive", errUsage)
 	}
+	kinds, err := parseBenchTools(*tools)
+	if err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "evoclaw-bench-")
 	if err != nil {
 		return err
@@ -80,63 +95,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("evoclaw bench: %d round trips, concurrency %d, audit_sync=%s", *calls, *conc, *auditSync)
 
-	// 1. An orchestrator process alone: time to ready and idle RSS.
-	servConf := filepath.Join(dir, "evoclaw.toml")
-	if err := os.WriteFile(servConf, []byte(fmt.Sprintf("data_dir = \"serve\"\naudit_sync = %q\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n[http]\nlisten = \"127.0.0.1:0\"\n", *auditSync)), 0o600); err != nil {
-		return err
-	}
-	serve, err := startChild("serve", []string{"serve", "--config", servConf}, io.Discard)
-	if err != nil {
-		return err
-	}
-	if _, err := serve.WaitReady(ctx); err != nil {
-		return err
-	}
-	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading RSS
-	serveMem, err := readMem(serve.Pid())
-	if err != nil {
-		return err
-	}
-	_ = serve.Stop()
-	// Start-up, as the median of 5: on a fresh data directory (the schema
-	// is created) and restarting on an existing one (what a Pi does at boot).
-	// Two figures each: exec to the first 200 of GET /healthz (the API on a
-	// fixed port, polled), and exec to the "ready" line, printed once the
-	// node also holds its subscriptions to the agents.
-	readyConf, healthz, err := benchReadyConfig(dir, *auditSync)
-	if err != nil {
-		return err
-	}
-	ready := func(data string) (line, live time.Duration, err error) {
-		began := time.Now()
-		c, err := startChild("serve", []string{"serve", "--config", readyConf, "--data-dir", data}, io.Discard)
-		if err != nil {
-			return 0, 0, err
-		}
-		defer c.Stop()
-		if live, err = pollHealthz(ctx, healthz, began); err != nil {
-			return 0, 0, err
-		}
-		if _, err := c.WaitReady(ctx); err != nil {
-			return 0, 0, err
-		}
-		return c.ReadyAfter(), live, nil
-	}
-	var fresh, restarts, freshLive, restartLive []time.Duration
-	for i := range 5 {
-		d, live, err := ready(filepath.Join(dir, fmt.Sprintf("fresh-%d", i)))
-		if err != nil {
+	// 1. An orchestrator process alone: start-up time and idle memory.
+	var up startupFigures
+	if *startup {
+		if up, err = benchStartup(ctx, dir, *auditSync); err != nil {
 			return err
 		}
-		fresh, freshLive = append(fresh, d), append(freshLive, live)
-		if d, live, err = ready(filepath.Join(dir, "serve")); err != nil {
-			return err
-		}
-		restarts, restartLive = append(restarts, d), append(restartLive, live)
-	}
-	median := func(ds []time.Duration) time.Duration {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[len(ds)/2].Round(100 * time.Microsecond)
 	}
 
 	// 2. The in-process orchestrator the round trips go through.
@@ -161,8 +125,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer node.Close()
 
-	// 3. An edge agent process: time to ready and idle RSS.
-	if _, err := shipped.Install("bench", filepath.Join(dir, "skills")); err != nil {
+	// 3. An edge agent process: time to ready and idle memory.
+	benchSkill, err := shipped.Install("bench", filepath.Join(dir, "skills"))
+	if err != nil {
 		return err
 	}
 	edgeProc, err := startBenchEdge(ctx, dir, fmt.Sprintf("agent_id = \"bench-edge\"\ndata_dir = \"edge\"\naudit_sync = %q\n[mqtt]\nbroker = %q\n[skills]\ndirs = [\"skills\"]\n[builtin]\ngroups = [\"todo\"]\n",
@@ -177,10 +142,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	time.Sleep(500 * time.Millisecond)
-	edgeMem, err := readMem(edgeProc.Pid())
-	if err != nil {
-		return err
+	var edgeMem memKB
+	if *startup {
+		time.Sleep(500 * time.Millisecond)
+		if edgeMem, err = readMem(edgeProc.Pid()); err != nil {
+			return err
+		}
 	}
 
 	// 4. Round trips: the process tool, then the built-in one.
@@ -189,7 +156,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return func() (time.Duration, error) {
 			id := fmt.Sprintf("b%d", seq.Add(1))
 			start := time.Now()
+			// A region per round trip: an execution trace (EVOCLAW_TRACE)
+			// shows where each begins and ends beside GC and scheduling.
+			region := trace.StartRegion(ctx, "round trip")
 			ans, err := node.Chat(ctx, id, prompt)
+			region.End()
 			if err != nil {
 				return 0, err
 			}
@@ -199,26 +170,145 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return time.Since(start), nil
 		}
 	}
-	shellRT, err := measureRoundTrips(round("go", func(s string) bool { return s == "ok" }), *warmup, *calls, *conc)
-	if err != nil {
-		return err
+	var shellRT, builtinRT roundTrips
+	if kinds.process {
+		if shellRT, err = measureRoundTrips(round("go", func(s string) bool { return s == "ok" }), *warmup, *calls, *conc); err != nil {
+			return err
+		}
 	}
-	builtinRT, err := measureRoundTrips(round(benchBuiltinPrompt, func(s string) bool { return s != "" && !strings.Contains(s, "Error") }), *warmup, *calls, *conc)
-	if err != nil {
-		return err
+	if kinds.builtin {
+		builtinRT, err = measureRoundTrips(round(benchBuiltinPrompt, func(s string) bool { return s != "" && !strings.Contains(s, "Error") }), *warmup, *calls, *conc)
+		if err != nil {
+			return err
+		}
+	}
+
+	var floor floorFigures
+	if *floorN > 0 {
+		startEcho := func() (func(), error) { return startBenchEcho(ctx, node.BrokerURL()) }
+		if floor, err = measureFloor(ctx, node.BrokerURL(), startEcho, filepath.Join(benchSkill, "bin", "noop"), dir, *auditSync, *floorN); err != nil {
+			return err
+		}
 	}
 
 	say("")
-	say("round trip (chat → LLM(scripted) → tool call → broker → edge → /bin/sh tool → back, audited both sides)")
-	shellRT.print(say)
-	say("round trip, built-in tool (same, the agent's todoread: no process)")
-	builtinRT.print(say)
-	say("processes")
-	say("  orchestrator (serve, embedded broker, SQLite): idle %s", serveMem)
-	say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s (the ready line; /healthz 200: %s, %s)",
-		len(fresh), median(fresh), median(restarts), median(freshLive), median(restartLive))
-	say("  edge agent:                                    ready in %-8s idle %s", edgeProc.ReadyAfter().Round(100*time.Microsecond), edgeMem)
+	var process, builtinOnly *roundTrips
+	if kinds.process {
+		say("round trip (chat → LLM(scripted) → tool call → broker → edge → /bin/sh tool → back, audited both sides)")
+		shellRT.print(say)
+		process = &shellRT
+	}
+	if kinds.builtin {
+		say("round trip, built-in tool (same, the agent's todoread: no process)")
+		builtinRT.print(say)
+		builtinOnly = &builtinRT
+	}
+	if *floorN > 0 {
+		floor.print(say, process, builtinOnly)
+	}
+	if *startup {
+		say("processes")
+		say("  orchestrator (serve, embedded broker, SQLite): idle %s", up.serveMem)
+		say("    ready after exec, median of %d: fresh data directory %s, restart on its data directory %s (the ready line; /healthz 200: %s, %s)",
+			up.runs, up.fresh, up.restart, up.freshLive, up.restartLive)
+		say("  edge agent:                                    ready in %-8s idle %s", edgeProc.ReadyAfter().Round(100*time.Microsecond), edgeMem)
+	}
 	return nil
+}
+
+// benchKinds says which round trips the bench measures.
+type benchKinds struct{ process, builtin bool }
+
+// parseBenchTools reads --tools: a comma-separated list of process and
+// builtin, at least one.
+func parseBenchTools(list string) (benchKinds, error) {
+	var k benchKinds
+	for _, name := range strings.Split(list, ",") {
+		switch strings.TrimSpace(name) {
+		case "process":
+			k.process = true
+		case "builtin":
+			k.builtin = true
+		case "":
+		default:
+			return k, fmt.Errorf("%w: --tools: unknown round trip %q (process, builtin)", errUsage, name)
+		}
+	}
+	if !k.process && !k.builtin {
+		return k, fmt.Errorf("%w: --tools names no round trip (process, builtin)", errUsage)
+	}
+	return k, nil
+}
+
+// startupFigures is what benchStartup measured: medians of runs.
+type startupFigures struct {
+	serveMem                               memKB
+	runs                                   int
+	fresh, restart, freshLive, restartLive time.Duration
+}
+
+// benchStartup measures an orchestrator process alone: its idle memory,
+// then its start-up as the median of 5, on a fresh data directory (the
+// schema is created) and restarting on an existing one (what a Pi does at
+// boot). Two figures each: exec to the first 200 of GET /healthz (the API
+// on a fixed port, polled), and exec to the "ready" line, printed once the
+// node also holds its subscriptions to the agents.
+func benchStartup(ctx context.Context, dir, auditSync string) (startupFigures, error) {
+	var f startupFigures
+	servConf := filepath.Join(dir, "evoclaw.toml")
+	if err := os.WriteFile(servConf, []byte(fmt.Sprintf("data_dir = \"serve\"\naudit_sync = %q\n[broker]\nlisten = \"127.0.0.1:0\"\nallow_anonymous = true\n[http]\nlisten = \"127.0.0.1:0\"\n", auditSync)), 0o600); err != nil {
+		return f, err
+	}
+	serve, err := startChild("serve", []string{"serve", "--config", servConf}, io.Discard)
+	if err != nil {
+		return f, err
+	}
+	if _, err := serve.WaitReady(ctx); err != nil {
+		return f, err
+	}
+	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading RSS
+	if f.serveMem, err = readMem(serve.Pid()); err != nil {
+		return f, err
+	}
+	_ = serve.Stop()
+	readyConf, healthz, err := benchReadyConfig(dir, auditSync)
+	if err != nil {
+		return f, err
+	}
+	ready := func(data string) (line, live time.Duration, err error) {
+		began := time.Now()
+		c, err := startChild("serve", []string{"serve", "--config", readyConf, "--data-dir", data}, io.Discard)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer c.Stop()
+		if live, err = pollHealthz(ctx, healthz, began); err != nil {
+			return 0, 0, err
+		}
+		if _, err := c.WaitReady(ctx); err != nil {
+			return 0, 0, err
+		}
+		return c.ReadyAfter(), live, nil
+	}
+	var fresh, restarts, freshLive, restartLive []time.Duration
+	for i := range 5 {
+		d, live, err := ready(filepath.Join(dir, fmt.Sprintf("fresh-%d", i)))
+		if err != nil {
+			return f, err
+		}
+		fresh, freshLive = append(fresh, d), append(freshLive, live)
+		if d, live, err = ready(filepath.Join(dir, "serve")); err != nil {
+			return f, err
+		}
+		restarts, restartLive = append(restarts, d), append(restartLive, live)
+	}
+	median := func(ds []time.Duration) time.Duration {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2].Round(100 * time.Microsecond)
+	}
+	f.runs = len(fresh)
+	f.fresh, f.restart, f.freshLive, f.restartLive = median(fresh), median(restarts), median(freshLive), median(restartLive)
+	return f, nil
 }
 
 // roundTrips is what measureRoundTrips saw.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,5 +42,35 @@ func TestPollHealthz(t *testing.T) {
 	defer cancel()
 	if _, err := pollHealthz(ctx, "http://"+addr+"/healthz", time.Now()); err == nil || !strings.Contains(err.Error(), "no 200") {
 		t.Fatalf("pollHealthz with nothing listening = %v, want an error saying no 200", err)
+	}
+}
+
+// --tools names the round trips to measure; an unknown or empty list is a
+// usage error.
+func TestParseBenchTools(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    benchKinds
+		wantErr bool
+	}{
+		{in: "process,builtin", want: benchKinds{process: true, builtin: true}},
+		{in: "builtin", want: benchKinds{builtin: true}},
+		{in: " process ", want: benchKinds{process: true}},
+		{in: "builtin,builtin", want: benchKinds{builtin: true}},
+		{in: "", wantErr: true},
+		{in: ",", wantErr: true},
+		{in: "shell", wantErr: true},
+		{in: "process,mcp", wantErr: true},
+	} {
+		got, err := parseBenchTools(tc.in)
+		if tc.wantErr {
+			if !errors.Is(err, errUsage) {
+				t.Errorf("parseBenchTools(%q) = %+v, %v; want a usage error", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("parseBenchTools(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
 	}
 }

@@ -148,7 +148,13 @@ func startBenchEdge(ctx context.Context, dir, conf string) (*child.Process, erro
 	if err := os.WriteFile(agentConf, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	p, err := startChild("edge", []string{"edge", "--config", agentConf}, io.Discard)
+	return startReady(ctx, "edge", []string{"edge", "--config", agentConf})
+}
+
+// startReady starts this binary with args as a child and waits for its
+// ready line.
+func startReady(ctx context.Context, name string, args []string) (*child.Process, error) {
+	p, err := startChild(name, args, io.Discard)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ usage:
   evoclaw audit status [--data-dir DIR] [--json]   chain head, retention, records waiting for the cold tier
   evoclaw logs   [--data-dir DIR] [--filter=tool|llm|message|event] [--agent A] [--follow]   newest audited records
   evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
-  evoclaw bench  [--calls N] [--concurrency N]              round-trip latency, throughput, RSS and start time across real processes
+  evoclaw bench  [--calls N] [--concurrency N] [--tools process,builtin] [--startup=false] [--floor N]   round-trip latency and its ratio to this machine's floor, throughput, RSS and start time across real processes
   evoclaw load   [--agents 200] [--conversations 1000] [--cluster 1,2,3]   one orchestrator (or clusters of those sizes) against simulated agents and concurrent conversations
   evoclaw chaos  SCENARIO [--calls N] [--data-dir DIR] | list   fault scenarios against real processes: broker-restart, edge-kill, network-cut, orchestrator-kill, node-kill
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME

@@ -38,17 +38,47 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // decodeObject unmarshals one JSON object from b into v, translating the
 // standard library's errors into DecodeErrors that name the field.
+//
+// Well-formed input, the common case, is decoded in place; only input that
+// is not one well-formed JSON value goes through a stream decoder
+// (decodeStream), which says what is wrong with it (trailing data, say) and
+// accepts what it always accepted: the two answer alike for every input.
 func decodeObject(what string, b []byte, v any) error {
+	t, err := objectBytes(what, b)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(t, v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			// json.Unmarshal checks the whole input before it sets
+			// anything, so v is as it was.
+			return decodeStream(what, t, v)
+		}
+		return translate(what, err)
+	}
+	return nil
+}
+
+// objectBytes bounds b and trims it to what should be one JSON object.
+func objectBytes(what string, b []byte) ([]byte, error) {
 	if len(b) > MaxMessageBytes {
-		return &DecodeError{What: what, Msg: fmt.Sprintf("%d bytes, at most %d allowed", len(b), MaxMessageBytes), Err: ErrTooLarge}
+		return nil, &DecodeError{What: what, Msg: fmt.Sprintf("%d bytes, at most %d allowed", len(b), MaxMessageBytes), Err: ErrTooLarge}
 	}
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 {
-		return &DecodeError{What: what, Msg: "empty message"}
+		return nil, &DecodeError{What: what, Msg: "empty message"}
 	}
 	if t[0] != '{' {
-		return &DecodeError{What: what, Msg: "want a JSON object"}
+		return nil, &DecodeError{What: what, Msg: "want a JSON object"}
 	}
+	return t, nil
+}
+
+// decodeStream decodes the first JSON value of t into v with a stream
+// decoder, and refuses anything after it but a closing bracket (which a
+// stream decoder does not count as more data).
+func decodeStream(what string, t []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(t))
 	if err := dec.Decode(v); err != nil {
 		return translate(what, err)

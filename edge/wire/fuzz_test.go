@@ -19,6 +19,7 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		sameDecoding(t, b)
 		if c, err := DecodeCommand(b); err == nil {
 			if c.Command == "" || c.RequestID == "" || len(c.RequestID) > MaxRequestIDLen || len(c.Payload) == 0 || c.ExpiresAt < 0 || c.TTLMS < 0 {
 				t.Fatalf("accepted invalid command %+v", c)

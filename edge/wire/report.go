@@ -174,6 +174,26 @@ type ToolsList struct {
 // ({"status","tool","result",...} at the top level), which it wraps in an
 // envelope. An envelope naming another agent than its topic is refused.
 func DecodeReport(topicAgent string, b []byte) (Report, error) {
+	// An envelope is decoded in one pass, with what tells it from a flat
+	// result. Input that does not decode so (a flat result whose fields
+	// do not fit an envelope's, or a broken message) takes the two steps
+	// that say which it is and what is wrong; both answer alike.
+	var one struct {
+		Report
+		ReportType *string `json:"report_type"` // shadows Report's: absent is not ""
+		Status     *string `json:"status"`
+	}
+	if t, err := objectBytes("report", b); err == nil && json.Unmarshal(t, &one) == nil && one.ReportType != nil {
+		r := one.Report
+		r.ReportType = *one.ReportType
+		return checkEnvelope(topicAgent, r)
+	}
+	return decodeReportSteps(topicAgent, b)
+}
+
+// decodeReportSteps is DecodeReport in two steps: a probe for report_type
+// and status, then the envelope.
+func decodeReportSteps(topicAgent string, b []byte) (Report, error) {
 	var probe struct {
 		ReportType *string `json:"report_type"`
 		Status     *string `json:"status"`
@@ -195,6 +215,12 @@ func DecodeReport(topicAgent string, b []byte) (Report, error) {
 	if err := decodeObject("report", b, &r); err != nil {
 		return Report{}, err
 	}
+	return checkEnvelope(topicAgent, r)
+}
+
+// checkEnvelope checks a decoded envelope from topicAgent's reports topic
+// and normalises its agent_id and payload.
+func checkEnvelope(topicAgent string, r Report) (Report, error) {
 	switch r.ReportType {
 	case ReportResult, ReportError, ReportHeartbeat, ReportMetric, ReportProgress, ReportAccepted, ReportDelegate:
 	default:
