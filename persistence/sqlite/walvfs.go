@@ -1,3 +1,5 @@
+//go:build linux
+
 package sqlite
 
 // This file is the writer's VFS, walVFSName: SQLite's own unix VFS with
