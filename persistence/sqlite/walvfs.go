@@ -7,8 +7,8 @@ package sqlite
 //
 // SQLite appends a transaction to the log one frame at a time, and each
 // frame with two writes, its 24-byte header and then its page: a tool
-// call's commit of eight pages made sixteen pwrite calls, 40% of the CPU
-// time of a lone writer's commit (a CPU profile of the serial
+// call's commit of eight pages made sixteen pwrite calls, 45% of a lone
+// writer's CPU time per record (a CPU profile of the serial
 // BenchmarkRecordToolCall). This VFS is the unix VFS with the log file's
 // write method replaced: writes that continue the previous one are copied
 // into a buffer, and the buffer goes to the file in one write as soon as
