@@ -314,6 +314,10 @@ func writerDSN(path string, o Options) (string, error) {
 	// this is the backstop when commits never pause.
 	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", backstopPages))
 	q.Set("_txlock", "immediate")
+	if registerWALVFS() {
+		// One write per commit to the log (walvfs.go).
+		q.Set("vfs", walVFSName)
+	}
 	return uri + "?" + q.Encode(), nil
 }
 
