@@ -111,7 +111,8 @@ func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
 		SetUsername(o.Username).
 		SetPassword(o.Password).
 		SetCleanSession(true).
-		SetProtocolVersion(4). // 3.1.1, without paho's silent fallback to 3.1
+		SetStore(newCopyingStore()). // store.go: a copy of what it resends
+		SetProtocolVersion(4).       // 3.1.1, without paho's silent fallback to 3.1
 		SetKeepAlive(o.KeepAlive).
 		SetPingTimeout(min(pingTimeout, o.KeepAlive)).
 		SetConnectTimeout(o.ConnectTimeout).
