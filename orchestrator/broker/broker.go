@@ -157,6 +157,9 @@ func Start(o Options) (_ *Broker, err error) {
 		// any uptime, and dropSysTopics removes what Serve published.
 		SysTopicResendInterval: sysTopicSeconds,
 	})
+	if err := slowHousekeeping(server, housekeepingEvery); err != nil {
+		log.Warn("mqtt broker keeps mochi's housekeeping every second", logKeyError, err)
+	}
 	b := &Broker{opts: o, server: server, log: log}
 	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog}
 	accts, _ := buildAccounts(o.Users, nil)
