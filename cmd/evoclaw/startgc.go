@@ -60,7 +60,7 @@ func startupGC() (ready func()) {
 const (
 	idleTrimEvery      = 30 * time.Second
 	idleAllocBytes     = 4 << 20
-	idleTrimMinGarbage = 64 << 10
+	idleTrimMinGarbage = 16 << 10
 )
 
 // warmUpCycles is how many collections settle runs: the collector's
