@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -82,10 +83,15 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// No start-up goal here: an agent's start-up stays under the
 	// collector's 4 MB minimum. Settling and idle trimming as for serve
-	// (startgc.go).
+	// (startgc.go), until Run returns (a shutdown command ends Run, not
+	// ctx).
+	trimCtx, stopTrim := context.WithCancel(ctx)
+	var trimming sync.WaitGroup
+	defer trimming.Wait()
+	defer stopTrim()
 	a.Ready = func() {
 		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
-		go settle(ctx)
+		trimming.Go(func() { settle(trimCtx) })
 	}
 	return a.Run(ctx)
 }
