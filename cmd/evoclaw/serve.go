@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -18,6 +19,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	noMemProfile()
 	gcReady := startupGC()
 	var cfg orchestrator.Config
 	if *config != "" {
@@ -48,7 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s, api %s\n", node.BrokerURL(), node.AuditPath(), api)
 	go func() {
 		gcReady()
-		idleTrim(ctx)
+		settle(ctx)
 	}()
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "evoclaw orchestrator stopping")
@@ -62,6 +64,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	noMemProfile()
 	cfg, err := edge.LoadConfig(*config)
 	if err != nil {
 		return err
@@ -78,11 +81,17 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	// No start-up goal and no idle trim here (see startgc.go): an idle
-	// agent allocates about 2 KB/s, and returning memory to the OS left it
-	// holding more, not less.
+	// No start-up goal here: an agent's start-up stays under the
+	// collector's 4 MB minimum. Settling and idle trimming as for serve
+	// (startgc.go), until Run returns (a shutdown command ends Run, not
+	// ctx).
+	trimCtx, stopTrim := context.WithCancel(ctx)
+	var trimming sync.WaitGroup
+	defer trimming.Wait()
+	defer stopTrim()
 	a.Ready = func() {
 		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
+		trimming.Go(func() { settle(trimCtx) })
 	}
 	return a.Run(ctx)
 }

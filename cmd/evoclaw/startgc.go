@@ -3,34 +3,40 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"time"
 )
 
-// Garbage collection of the orchestrator (serve).
+// Garbage collection of the two long-running roles (serve and edge).
 //
 // Start-up allocates a few MB that are garbage once the role is ready
 // (configuration, the audit schema, TLS and MQTT set-up, the HTTP routes).
-// With the collector's default goal the heap crosses its 4 MB minimum
-// during start-up and a collection runs beside it, on a board's one or two
-// cores. So start-up runs with a laxer goal, restored once the role is
-// ready; the next collection then comes soon.
+// With the collector's default goal the orchestrator's heap crosses its
+// 4 MB minimum during start-up and a collection runs beside it, on a
+// board's one or two cores. So serve starts with a laxer goal, restored
+// once the role is ready.
 //
-// At idle, what heartbeats and housekeeping allocate stays in the process
-// until the next collection (at the latest the runtime's forced one every
-// two minutes), and freed pages are returned only gradually. idleTrim
-// collects and returns them whenever the process was idle for a while, so
-// an idle process's private memory stays flat at what it holds live.
+// The collector's own bookkeeping (mark bits, work buffers, span queues)
+// is allocated by its first collections and kept: the first collection of
+// a process adds 0.3-0.6 MB of private memory outside the heap, the next
+// few some tens of KB each until it levels off. An idle process collects
+// only every two minutes (the runtime's forced collection), so that
+// bookkeeping used to arrive over the first ten to twenty minutes of
+// idling, and with it the garbage of heartbeats and housekeeping: private
+// memory crept up by 0.4-0.9 MB while nothing happened. Now, once a role
+// is ready, settle runs warmUpCycles collections and returns the free
+// memory (start-up's garbage) to the OS, so the process reaches its idle
+// level at once; idleTrim then collects and returns what heartbeats and
+// housekeeping allocate whenever the process was idle for a while, so it
+// stays there.
 //
-// Returning memory at ready as well (debug.FreeOSMemory) was tried: an
-// idle edge agent then held 0.35-0.45 MB more private memory for minutes
-// than one without it (agents side by side for five minutes), so the
-// first return waits for idleTrim. The edge agent has neither: it
-// allocates about 2 KB/s at idle, and its first trim cost it 0.37 MB of
-// private memory that stayed (side by side with an agent that did not
-// trim, four minutes).
+// Neither role reads memory profiles (no pprof endpoint), so both turn the
+// runtime's allocation sampling off: every sampled allocation with a new
+// call stack kept a profile bucket, and the bucket table's pages, for the
+// life of the process.
 
 // startupGCPercent is the collector's goal (GOGC) during start-up.
 const startupGCPercent = 400
@@ -54,8 +60,26 @@ func startupGC() (ready func()) {
 const (
 	idleTrimEvery      = 30 * time.Second
 	idleAllocBytes     = 4 << 20
-	idleTrimMinGarbage = 256 << 10
+	idleTrimMinGarbage = 16 << 10
 )
+
+// warmUpCycles is how many collections settle runs: the collector's
+// bookkeeping grows over its first few cycles and then levels off.
+const warmUpCycles = 4
+
+// noMemProfile turns off the runtime's allocation sampling for the rest
+// of the process (see above). Call it first thing in a long-running role.
+func noMemProfile() { runtime.MemProfileRate = 0 }
+
+// settle collects start-up's garbage and the collector's first cycles at
+// once (see above), then trims at idle until ctx ends.
+func settle(ctx context.Context) {
+	for range warmUpCycles - 1 {
+		runtime.GC()
+	}
+	debug.FreeOSMemory() // the last cycle, and the return of free memory
+	idleTrim(ctx)
+}
 
 // idleTrim trims at idle until ctx ends (see above).
 func idleTrim(ctx context.Context) {

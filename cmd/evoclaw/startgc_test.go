@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,5 +118,29 @@ func TestIdleMeter(t *testing.T) {
 	}
 	if real := newIdleMeter(); real.allocs() < real.last {
 		t.Errorf("the runtime's allocation count went back: %d after %d", real.allocs(), real.last)
+	}
+}
+
+// settle runs the collector's first cycles at once and then trims until
+// its context ends; noMemProfile turns allocation sampling off.
+func TestSettle(t *testing.T) {
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := cycles()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // idleTrim returns at once
+	settle(ctx)
+	if got := cycles() - before; got < warmUpCycles {
+		t.Errorf("settle ran %d collections, want at least %d", got, warmUpCycles)
+	}
+
+	rate := runtime.MemProfileRate
+	defer func() { runtime.MemProfileRate = rate }()
+	noMemProfile()
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("MemProfileRate = %d after noMemProfile, want 0", runtime.MemProfileRate)
 	}
 }

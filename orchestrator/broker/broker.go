@@ -131,32 +131,13 @@ func Start(o Options) (_ *Broker, err error) {
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	log = log.With(logKeyComponent, "mqtt-broker")
 
-	caps := mqtt.NewDefaultServerCapabilities()
-	caps.MaximumPacketSize = uint32(o.MaxPacketBytes)
-	// mochi deletes every retained message 24 h after it was published unless
-	// this is zero. Agents publish retained capabilities and status once per
-	// connection, so a long-lived agent would silently vanish from late
-	// subscribers after a day.
-	caps.MaximumMessageExpiryInterval = 0
-	// Our clients use clean sessions. mochi keeps the session of a client
-	// that asks for a persistent one forever by default; cap it.
-	caps.MaximumSessionExpiryInterval = maxSessionExpirySeconds
-
 	lim := o.LogLimiter
 	if lim == nil {
 		lim = boundlog.NewLimiter()
 	}
 	// Lines about clients quote what they sent: bounded and rate-limited.
 	inputLog := boundlog.Logger(log, lim)
-	server := mqtt.New(&mqtt.Options{
-		Capabilities: caps,
-		Logger:       mochiLogger(log, lim),
-		// No client may read $SYS (see auth.go), so its topics are not
-		// worth a stop-the-world memory reading and twenty retained
-		// publishes a second on an idle board: mochi's ticker is set past
-		// any uptime, and dropSysTopics removes what Serve published.
-		SysTopicResendInterval: sysTopicSeconds,
-	})
+	server := newServer(o, log, lim)
 	b := &Broker{opts: o, server: server, log: log}
 	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog}
 	accts, _ := buildAccounts(o.Users, nil)
@@ -218,6 +199,35 @@ func Start(o Options) (_ *Broker, err error) {
 			logKeyAddr, b.Addr())
 	}
 	return b, nil
+}
+
+// newServer makes the mochi server with the broker's capabilities and
+// housekeeping; it does not serve yet.
+func newServer(o Options, log *slog.Logger, lim *boundlog.Limiter) *mqtt.Server {
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = uint32(o.MaxPacketBytes)
+	// mochi deletes every retained message 24 h after it was published unless
+	// this is zero. Agents publish retained capabilities and status once per
+	// connection, so a long-lived agent would silently vanish from late
+	// subscribers after a day.
+	caps.MaximumMessageExpiryInterval = 0
+	// Our clients use clean sessions. mochi keeps the session of a client
+	// that asks for a persistent one forever by default; cap it.
+	caps.MaximumSessionExpiryInterval = maxSessionExpirySeconds
+
+	server := mqtt.New(&mqtt.Options{
+		Capabilities: caps,
+		Logger:       mochiLogger(log, lim),
+		// No client may read $SYS (see auth.go), so its topics are not
+		// worth a stop-the-world memory reading and twenty retained
+		// publishes a second on an idle board: mochi's ticker is set past
+		// any uptime, and dropSysTopics removes what Serve published.
+		SysTopicResendInterval: sysTopicSeconds,
+	})
+	if err := slowHousekeeping(server, housekeepingEvery); err != nil {
+		log.Warn("mqtt broker keeps mochi's housekeeping every second", logKeyError, err)
+	}
+	return server
 }
 
 // Reload re-reads the users file and the TLS certificate and key. On error
