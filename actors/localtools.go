@@ -91,14 +91,30 @@ var _ Toolbox = Toolboxes(nil)
 
 // Defs implements Toolbox; a name offered twice keeps its first toolbox.
 func (t Toolboxes) Defs() []llm.ToolDef {
-	seen := map[string]bool{}
-	var defs []llm.ToolDef
-	for _, b := range t {
-		for _, d := range b.Defs() {
-			if !seen[d.Name] {
-				seen[d.Name] = true
-				defs = append(defs, d)
+	all := make([][]llm.ToolDef, len(t))
+	n := 0
+	for i, b := range t {
+		all[i] = b.Defs()
+		n += len(all[i])
+	}
+	// Only the names of the boxes before the last are remembered: a box
+	// offers each name once, and nothing comes after the last one to be
+	// checked against it (the agents' tools, the longest list, come last).
+	if n == 0 {
+		return nil
+	}
+	seen := make(map[string]struct{}, n-len(all[len(all)-1]))
+	defs := make([]llm.ToolDef, 0, n)
+	for i, box := range all {
+		last := i == len(all)-1
+		for _, d := range box {
+			if _, dup := seen[d.Name]; dup {
+				continue
 			}
+			if !last {
+				seen[d.Name] = struct{}{}
+			}
+			defs = append(defs, d)
 		}
 	}
 	return defs

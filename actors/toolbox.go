@@ -48,7 +48,7 @@ type Target struct {
 // Toolbox is what a conversation offers the model and how it resolves the
 // calls the model makes. Implementations are safe for concurrent use.
 type Toolbox interface {
-	// Defs lists the tools to offer now.
+	// Defs lists the tools to offer now, each name once.
 	Defs() []llm.ToolDef
 	// Resolve maps a call to its target, or to an error result the model
 	// sees (unknown tool, offline agent, malformed edge_call).
@@ -160,7 +160,9 @@ func (b *EdgeToolbox) build(cat *Catalog) []llm.ToolDef {
 				defs = append(defs, llm.ToolDef{Name: a.ID + ToolSep + t.Name, Description: desc, Parameters: params})
 			}
 		}
-		sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+		sort.SliceStable(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+		// An agent that lists a tool twice offers it once (the first).
+		defs = slices.CompactFunc(defs, func(x, y llm.ToolDef) bool { return x.Name == y.Name })
 	}
 	return append(defs, b.edgeCallDef(callable))
 }

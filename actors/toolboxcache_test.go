@@ -2,10 +2,13 @@ package actors
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // EdgeToolbox.Defs builds the definitions once per catalog snapshot: the
@@ -62,5 +65,58 @@ func BenchmarkEdgeToolboxDefs(b *testing.B) {
 		if len(box.Defs()) != 201 {
 			b.Fatal("wrong number of definitions")
 		}
+	}
+}
+
+// defsBox offers fixed definitions.
+type defsBox []string
+
+func (b defsBox) Defs() []llm.ToolDef {
+	var d []llm.ToolDef
+	for _, n := range b {
+		d = append(d, llm.ToolDef{Name: n})
+	}
+	return d
+}
+
+func (b defsBox) Resolve(llm.ToolCall) (Target, *skills.Output) { return Target{}, nil }
+
+// Toolboxes offer each name once, the first box's, in box order; an
+// agent that lists a tool twice offers it once.
+func TestToolboxesOfferEachNameOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		boxes Toolboxes
+		want  string
+	}{
+		{"none", Toolboxes{}, ""},
+		{"empty boxes", Toolboxes{defsBox{}, defsBox{}}, ""},
+		{"one", Toolboxes{defsBox{"a", "b"}}, "a b"},
+		{"disjoint", Toolboxes{defsBox{"a"}, defsBox{"b"}, defsBox{"c", "d"}}, "a b c d"},
+		{"the first box wins", Toolboxes{defsBox{"a", "b"}, defsBox{"b", "c"}, defsBox{"a", "c", "e"}}, "a b c e"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			defs := tc.boxes.Defs()
+			for _, d := range defs {
+				got = append(got, d.Name)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("defs %v, want %q", got, tc.want)
+			}
+			if tc.want == "" && defs != nil {
+				t.Error("no tools must be nil, not an empty list (a provider may refuse an empty tools array)")
+			}
+		})
+	}
+	edges := &Edges{cat: &catalogRef{}}
+	edges.cat.store(AgentInfo{ID: "a", Online: true, Listed: true, LastSeen: time.Now(),
+		Tools: []wire.ToolInfo{{Name: "x", Description: "first"}, {Name: "x", Description: "again"}, {Name: "w"}}})
+	var got []string
+	for _, d := range (&EdgeToolbox{Edges: edges}).Defs() {
+		got = append(got, d.Name+":"+d.Description)
+	}
+	if !strings.HasPrefix(strings.Join(got, " "), "a__w: a__x:first edge_call:") || len(got) != 3 {
+		t.Errorf("an agent listing x twice offers %v", got)
 	}
 }

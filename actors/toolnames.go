@@ -27,7 +27,8 @@ type toolNames struct {
 // newToolNames returns the mapping for defs and defs renamed for the model.
 func newToolNames(defs []llm.ToolDef) (*toolNames, []llm.ToolDef) {
 	n := &toolNames{fromModel: map[string]string{}}
-	if len(defs) == 0 {
+	if len(defs) == 0 || allValidOnce(defs) {
+		// The common case: every name goes to the model as it is.
 		return n, defs
 	}
 	// Valid names keep themselves; the others are assigned in name order,
@@ -62,6 +63,22 @@ func newToolNames(defs []llm.ToolDef) (*toolNames, []llm.ToolDef) {
 		out[i] = d
 	}
 	return n, out
+}
+
+// allValidOnce says whether every name of defs is valid and offered
+// once: then none is renamed.
+func allValidOnce(defs []llm.ToolDef) bool {
+	seen := make(map[string]struct{}, len(defs))
+	for _, d := range defs {
+		if !validToolName(d.Name) {
+			return false
+		}
+		if _, dup := seen[d.Name]; dup {
+			return false
+		}
+		seen[d.Name] = struct{}{}
+	}
+	return true
 }
 
 // original is the offered name behind a name the model used; a name the
