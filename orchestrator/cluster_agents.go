@@ -311,6 +311,9 @@ func (r *callRouter) Receive(ctx actor.Context) {
 		r.send(ctx, m.AgentID, r.dispatchMsg(ctx, m))
 	case *actors.CancelDispatch:
 		if _, ok := r.calls[m.RequestID]; !ok {
+			// Not placed by this router (sent before the node joined the
+			// cluster): this node's edge actor holds it, if anyone does.
+			ctx.Send(r.n.edges.PID, &actors.CancelDispatch{AgentID: m.AgentID, RequestID: m.RequestID, Placed: true})
 			return
 		}
 		delete(r.calls, m.RequestID)
