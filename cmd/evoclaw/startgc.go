@@ -68,8 +68,13 @@ const (
 const warmUpCycles = 4
 
 // noMemProfile turns off the runtime's allocation sampling for the rest
-// of the process (see above). Call it first thing in a long-running role.
-func noMemProfile() { runtime.MemProfileRate = 0 }
+// of the process (see above), unless a heap profile was asked for
+// (memProfileEnv, profile.go). Call it first thing in a long-running role.
+func noMemProfile() {
+	if os.Getenv(memProfileEnv) == "" {
+		runtime.MemProfileRate = 0
+	}
+}
 
 // settle collects start-up's garbage and the collector's first cycles at
 // once (see above), then trims at idle until ctx ends.

@@ -144,3 +144,25 @@ func TestSettle(t *testing.T) {
 		t.Errorf("MemProfileRate = %d after noMemProfile, want 0", runtime.MemProfileRate)
 	}
 }
+
+// TestNoMemProfileUnlessAsked: the long-running roles stop sampling
+// allocations, except when EVOCLAW_MEMPROFILE asks for a heap profile,
+// which sampling makes.
+func TestNoMemProfileUnlessAsked(t *testing.T) {
+	rate := runtime.MemProfileRate
+	t.Cleanup(func() { runtime.MemProfileRate = rate })
+	for _, tc := range []struct {
+		env  string
+		want int
+	}{
+		{"", 0},
+		{"/tmp/prof", 512 * 1024},
+	} {
+		runtime.MemProfileRate = 512 * 1024
+		t.Setenv(memProfileEnv, tc.env)
+		noMemProfile()
+		if runtime.MemProfileRate != tc.want {
+			t.Errorf("with %s=%q the sampling rate is %d, want %d", memProfileEnv, tc.env, runtime.MemProfileRate, tc.want)
+		}
+	}
+}
