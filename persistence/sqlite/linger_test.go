@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,5 +103,35 @@ func TestQueuedWritesLingerForAWaitedOne(t *testing.T) {
 				t.Fatalf("%d rows stored, want %d", n, tc.want[0])
 			}
 		})
+	}
+}
+
+// A waited write that finds queued writes lingering commits them on its
+// own caller's goroutine: no goroutine is started for the queued writes
+// only to hand the commit to. With one P, a goroutine started when the
+// first write was queued has not run yet when the waited one comes, so
+// it, not the caller, would commit the three (a hand-off to another
+// goroutine and back, on a new stack the commit grows).
+func TestWaitedWriteCommitsLingeringOnItsOwnGoroutine(t *testing.T) {
+	var onCaller []bool
+	commit := func(tx *sql.Tx, n int) error {
+		buf := make([]byte, 64<<10)
+		stack := string(buf[:runtime.Stack(buf, false)])
+		onCaller = append(onCaller, strings.Contains(stack, "sqlite.(*Store).submit("))
+		return tx.Commit()
+	}
+	s, _ := openStoreWithCommit(t, Options{Linger: time.Hour}, commit)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, b := queueCall(t, s, sampleCall(1)), queueCall(t, s, sampleCall(2))
+	if err := s.RecordToolCall(context.Background(), sampleCall(3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan error{a, b} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(onCaller, []bool{true}) {
+		t.Fatalf("commits on the waited write's caller: %v, want one commit, on the caller", onCaller)
 	}
 }

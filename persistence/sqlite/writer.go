@@ -66,10 +66,11 @@ type writeQueue struct {
 	leading bool
 	// lastBatch is how many writes the last transaction took (leader only).
 	lastBatch int
-	// lingering is non-nil while the leader holds queued writes for a
-	// waited one (Options.Linger). Closing it hands the lead to whoever
-	// closed it: the lingering leader returns without committing.
-	lingering chan struct{}
+	// lingering is non-nil while queued writes wait for a waited one
+	// (Options.Linger): the lead is taken, but nobody runs it; the timer
+	// commits them once the linger has passed. A waited write or Close
+	// that finds it set stops the timer and leads itself.
+	lingering *linger
 	closed    bool
 	// drained is closed by the last leader once the store is closed and
 	// the queue empty.
@@ -84,9 +85,54 @@ type writeQueue struct {
 func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
 	lead, err := s.enqueue(&op{apply: apply, then: then})
 	if lead {
-		go s.lead(nil)
+		go s.lead(nil, false)
 	}
 	return err
+}
+
+// linger is a lead held for queued writes while they wait for a waited
+// one: nobody runs the lead until the timer fires.
+type linger struct {
+	timer *time.Timer
+}
+
+// lingerLocked holds the lead for the queued writes, when they should
+// linger (lingerFor), by arming a timer that commits them once the linger
+// has passed, and says whether it did. No goroutine waits meanwhile: a
+// waited write that comes first takes the lead and commits them on its
+// caller's goroutine, with no hand-off to another one and back. q.mu is
+// held, and the caller holds the lead.
+func (s *Store) lingerLocked() bool {
+	wait, ok := s.lingerFor()
+	if !ok {
+		return false
+	}
+	l := &linger{}
+	l.timer = time.AfterFunc(wait, func() { s.lingered(l) })
+	s.wq.lingering = l
+	return true
+}
+
+// lingered runs when l's linger has passed: it commits the queue unless
+// the lead was taken meanwhile.
+func (s *Store) lingered(l *linger) {
+	q := &s.wq
+	q.mu.Lock()
+	if q.lingering != l {
+		q.mu.Unlock() // taken by a waited write or by Close
+		return
+	}
+	q.lingering = nil
+	q.mu.Unlock()
+	s.lead(nil, true)
+}
+
+// takeLingering takes the lead from a linger; q.mu is held and
+// q.lingering set. The timer may be firing already: lingered then finds
+// the lead taken.
+func (s *Store) takeLingering() {
+	s.wq.lingering.timer.Stop()
+	s.wq.lingering = nil
 }
 
 // submit commits apply and waits for the commit: on the caller's
@@ -102,7 +148,7 @@ func (s *Store) submit(ctx context.Context, apply func(ctx context.Context, tx *
 		return err
 	}
 	if lead {
-		s.lead(o)
+		s.lead(o, false)
 	}
 	select {
 	case err := <-o.done:
@@ -129,10 +175,12 @@ func (s *Store) enqueue(o *op) (lead bool, err error) {
 	switch {
 	case !q.leading:
 		q.leading = true
+		if o.done == nil && s.lingerLocked() {
+			return false, nil // held for a waited write, or the timer
+		}
 		return true, nil
 	case q.lingering != nil && o.done != nil:
-		close(q.lingering) // the lead passes to this caller
-		q.lingering = nil
+		s.takeLingering() // the lead passes to this caller
 		return true, nil
 	}
 	return false, nil
@@ -140,22 +188,25 @@ func (s *Store) enqueue(o *op) (lead bool, err error) {
 
 // lead commits the queue, one transaction of up to MaxBatch writes at a
 // time, as its one leader. A caller leading for its own write (own) stops
-// once that write is answered and leaves what others queued meanwhile to a
-// goroutine of its own; a goroutine leading for queued writes (own nil)
-// stops when the queue is empty. A batch of queued writes only, which
-// nobody waits for, lingers (Options.Linger) for a write somebody waits
-// for, then shares its commit: queued writes take no commit of their own,
-// which would compete for the CPU and the disk with the work that queued
-// them.
-func (s *Store) lead(own *op) {
+// once that write is answered and leaves what others queued meanwhile to
+// a linger or a goroutine of its own; a goroutine leading for queued
+// writes (own nil) stops when the queue is empty. A batch of queued writes
+// only, which nobody waits for, lingers (Options.Linger) for a write
+// somebody waits for, then shares its commit: queued writes take no
+// commit of their own, which would compete for the CPU and the disk with
+// the work that queued them. lingered says the queue has lingered already:
+// commit it now.
+func (s *Store) lead(own *op, lingered bool) {
 	q := &s.wq
 	var batch []*op
 	for {
 		q.mu.Lock()
 		if own != nil && own.answered {
 			if len(q.pending) > 0 {
+				if !s.lingerLocked() {
+					go s.lead(nil, false) // still leading: the lead passes on
+				}
 				q.mu.Unlock()
-				go s.lead(nil) // still leading: the lead passes on
 				return
 			}
 			s.standDown()
@@ -167,15 +218,11 @@ func (s *Store) lead(own *op) {
 			q.mu.Unlock()
 			return
 		}
-		if wait, ok := s.lingerFor(); ok {
-			ch := make(chan struct{})
-			q.lingering = ch
+		if !lingered && s.lingerLocked() {
 			q.mu.Unlock()
-			if !s.waitLinger(ch, wait) {
-				return // handed the lead to a waited write, or to Close
-			}
-			q.mu.Lock()
+			return // the lead waits in the linger
 		}
+		lingered = false
 		if q.lastBatch > len(q.pending) && len(q.pending) < s.opts.MaxBatch {
 			// Fewer writes wait than the last commit answered: the
 			// writers it answered are runnable (its answers readied
@@ -225,28 +272,6 @@ func (s *Store) lingerFor() (time.Duration, bool) {
 	return s.opts.Linger, true
 }
 
-// waitLinger waits until ch is closed (the lead was taken: false) or wait
-// has passed (true: commit now, still the leader).
-func (s *Store) waitLinger(ch chan struct{}, wait time.Duration) bool {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return false
-	case <-t.C:
-	}
-	q := &s.wq
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	select {
-	case <-ch:
-		return false // taken just as the time ran out
-	default:
-	}
-	q.lingering = nil // still the leader: nobody may take the lead now
-	return true
-}
-
 // closeWriter stops accepting writes and returns once every write queued
 // before it has been committed (or has failed).
 func (s *Store) closeWriter() {
@@ -255,10 +280,9 @@ func (s *Store) closeWriter() {
 	q.closed = true
 	switch {
 	case q.lingering != nil:
-		close(q.lingering) // Close takes the lead: no lingering once closed
-		q.lingering = nil
+		s.takeLingering() // Close takes the lead: no lingering once closed
 		q.mu.Unlock()
-		s.lead(nil)
+		s.lead(nil, true)
 	case q.leading:
 		q.mu.Unlock()
 		<-q.drained
