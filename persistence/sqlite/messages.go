@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -57,11 +56,6 @@ func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs 
 // appendMessagesTx inserts rows after the conversation's last message and
 // updates its summary row. It returns the Seq given to rows[0].
 func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persistence.Message, ids []string) (int64, error) {
-	var last int64
-	err := s.txQueryRow(ctx, tx, qMessageCount, conv).Scan(&last)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("read conversation: %w", err)
-	}
 	lo, hi := rows[0].Time, rows[0].Time
 	for _, m := range rows[1:] {
 		if m.Time.Before(lo) {
@@ -71,12 +65,17 @@ func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, r
 			hi = m.Time
 		}
 	}
-	// Upsert the summary first: messages reference it (foreign key).
-	_, err = s.txExec(ctx, tx, qUpsertConversation,
-		conv, lo.Format(tsLayout), lo.UnixMilli(), hi.Format(tsLayout), hi.UnixMilli(), last+int64(len(rows)))
+	// Upsert the summary first: messages reference it (foreign key). The
+	// one statement counts the rows in and returns the new count, so the
+	// last Seq is not read by a statement of its own.
+	n := int64(len(rows))
+	var count int64
+	err := s.txQueryRow(ctx, tx, qUpsertConversation,
+		conv, lo.Format(tsLayout), lo.UnixMilli(), hi.Format(tsLayout), hi.UnixMilli(), n).Scan(&count)
 	if err != nil {
 		return 0, fmt.Errorf("update conversation: %w", err)
 	}
+	last := count - n
 	for i, m := range rows {
 		err := s.insertChained(ctx, tx, "messages", []any{
 			ids[i], conv, last + 1 + int64(i), m.Time.Format(tsLayout), m.Time.UnixMilli(), m.Role, string(m.Body)})
@@ -92,8 +91,15 @@ func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, r
 // read-only connections, so it sees every committed append and does not
 // wait for the writer.
 func (s *Store) LoadMessages(ctx context.Context, conversationID string) ([]persistence.Message, error) {
-	rows, err := s.rdb.QueryContext(ctx,
-		`SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq`, conversationID)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if s.loadStmt != nil {
+		rows, err = s.loadStmt.QueryContext(ctx, conversationID)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, qLoadMessages, conversationID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
 	}
@@ -242,10 +248,14 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, limit
 	return out, err
 }
 
-// qMessageCount is a hot write, prepared once (stmtcache.go).
-const qMessageCount = `SELECT message_count FROM conversations WHERE conversation_id = ?`
+// qLoadMessages is LoadMessages' query, which every new conversation
+// actor runs: prepared once on the read connections (Open), so it is not
+// parsed again on every load.
+const qLoadMessages = `SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq`
 
-// qUpsertConversation is a hot write, prepared once (stmtcache.go).
+// qUpsertConversation is a hot write, prepared once (stmtcache.go): it adds
+// the appended messages to the conversation's summary row and returns its
+// new message_count, the Seq of the last of them.
 const qUpsertConversation = `INSERT INTO conversations (conversation_id, first_ts, first_ms, last_ts, last_ms, message_count)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id) DO UPDATE SET
@@ -253,4 +263,5 @@ const qUpsertConversation = `INSERT INTO conversations (conversation_id, first_t
 			first_ms = min(first_ms, excluded.first_ms),
 			last_ts = CASE WHEN excluded.last_ms > last_ms THEN excluded.last_ts ELSE last_ts END,
 			last_ms = max(last_ms, excluded.last_ms),
-			message_count = excluded.message_count`
+			message_count = message_count + excluded.message_count
+		RETURNING message_count`

@@ -25,7 +25,7 @@ type stmtCache struct {
 
 // hotQueries are the writes of every tool call and chat (chained inserts
 // are added from chainInserts).
-var hotQueries = []string{qSeal, qMessageCount, qUpsertConversation, qBeginRequest, qReadRequest, qFinishRequest, qNoteProcess}
+var hotQueries = []string{qSeal, qUpsertConversation, qBeginRequest, qReadRequest, qFinishRequest, qNoteProcess}
 
 // prepareStmts prepares hotQueries and every chained insert on db. A query
 // that does not prepare (a schema a migration has not reached) is left

@@ -160,8 +160,11 @@ type Store struct {
 	sums    summaryBatch   // committer only: the transaction's report summary changes (summary.go)
 	health  writeHealth    // what the writer last saw, for WriteHealth
 	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
-	wq      writeQueue     // writes waiting for their commit (writer.go)
-	ck      checkpointer   // checkpoints beside the commits (checkpoint.go)
+	// loadStmt is LoadMessages' query prepared on rdb; nil when it did
+	// not prepare.
+	loadStmt *sql.Stmt
+	wq       writeQueue   // writes waiting for their commit (writer.go)
+	ck       checkpointer // checkpoints beside the commits (checkpoint.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -221,6 +224,12 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
 	stmts := prepareStmts(context.Background(), db)
+	// A statement of the pool, prepared on each read connection the
+	// first time it runs there; without it LoadMessages prepares anew.
+	loadStmt, err := rdb.Prepare(qLoadMessages)
+	if err != nil {
+		loadStmt = nil
+	}
 	s := &Store{
 		path:    path,
 		opts:    opts,
@@ -232,10 +241,15 @@ func Open(path string, opts Options) (*Store, error) {
 		chain:   chain,
 		commit:  commitHook,
 		stmts:   stmts,
+
+		loadStmt: loadStmt,
 	}
 	s.wq.drained = make(chan struct{})
 	if err := s.startCheckpointer(dsn); err != nil {
 		stmts.close()
+		if loadStmt != nil {
+			loadStmt.Close()
+		}
 		rdb.Close()
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
@@ -253,6 +267,9 @@ func (s *Store) Close() error {
 		s.closeWriter() // commits what is queued
 		cerr := s.stopCheckpointer()
 		serr := s.stmts.close()
+		if s.loadStmt != nil {
+			serr = errors.Join(serr, s.loadStmt.Close())
+		}
 		rerr := s.rdb.Close()
 		// The writer's connection closes last: SQLite checkpoints the log
 		// when the last connection closes.
