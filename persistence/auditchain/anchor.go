@@ -72,17 +72,28 @@ func (k Key) ID() string {
 // MAC returns the HMAC-SHA256 under k of an anchor of chainID: kind, the
 // chain_seq and the hash of the record anchored.
 func (k Key) MAC(kind, chainID string, seq int64, hash Digest) Digest {
-	m := hmac.New(sha256.New, k[:])
-	buf := append([]byte(anchorDomain), kind...)
+	var x Hasher
+	return x.MAC(k, kind, chainID, seq, hash)
+}
+
+// MAC is k.MAC, with the HMAC state kept for the next call under the same
+// key.
+func (x *Hasher) MAC(k Key, kind, chainID string, seq int64, hash Digest) Digest {
+	if x.mac == nil || x.macKey != k {
+		x.mac, x.macKey = hmac.New(sha256.New, k[:]), k
+	}
+	m := x.mac
+	m.Reset()
+	buf := append(x.buf[:0], anchorDomain...)
+	buf = append(buf, kind...)
 	buf = append(buf, 0)
 	buf = binary.AppendUvarint(buf, uint64(len(chainID)))
 	buf = append(buf, chainID...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(seq))
 	buf = append(buf, hash[:]...)
 	m.Write(buf)
-	var d Digest
-	m.Sum(d[:0])
-	return d
+	x.buf = buf[:0]
+	return x.sum(m)
 }
 
 // MACText is MAC over a text (a summary that is not a record), for kind.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 )
 
@@ -57,29 +58,74 @@ func Genesis(chainID string) Digest {
 // (Table.HashedValues); the count of values is part of the encoding, so a
 // row with such a value never hashes like one without.
 func Hash(prev Digest, table string, vals []any) (Digest, error) {
-	if t, ok := TableByName(table); ok {
-		vals = t.HashedValues(vals)
+	var x Hasher
+	return x.Hash(prev, table, vals)
+}
+
+// Hasher computes Hash, and Key.MAC (MAC), with the state and buffer it
+// keeps from one call to the next: a writer that hashes record after
+// record allocates nothing per record. The results are those of Hash and
+// Key.MAC. Not safe for concurrent use; the zero value is ready.
+type Hasher struct {
+	sha hash.Hash
+	buf []byte
+	mac hash.Hash // HMAC under macKey, once MAC has run
+	// macKey is the key of mac.
+	macKey Key
+	out    []byte // a digest, as Sum returns it
+}
+
+// Hash is the package's Hash.
+func (x *Hasher) Hash(prev Digest, table string, vals []any) (Digest, error) {
+	// The values the hash covers (Table.HashedValues), without a copy.
+	t, _ := TableByName(table)
+	skipping := len(t.Optional) > 0 && len(vals) == len(t.Columns)
+	covered := len(vals)
+	if skipping {
+		for i, v := range vals {
+			if v == nil && t.optional(t.Columns[i]) {
+				covered--
+			}
+		}
 	}
-	h := sha256.New()
-	buf := make([]byte, 0, 256)
+	if x.sha == nil {
+		x.sha = sha256.New()
+		x.buf = make([]byte, 0, 256)
+	}
+	h := x.sha
+	h.Reset()
+	buf := x.buf[:0]
 	buf = append(buf, hashDomain...)
 	buf = append(buf, prev[:]...)
 	buf = appendString(buf, 's', table)
-	buf = binary.AppendUvarint(buf, uint64(len(vals)))
+	buf = binary.AppendUvarint(buf, uint64(covered))
+	n := 0 // index among the covered values
 	for i, v := range vals {
+		if skipping && v == nil && t.optional(t.Columns[i]) {
+			continue
+		}
 		var err error
 		if buf, err = appendValue(buf, v); err != nil {
-			return Digest{}, fmt.Errorf("hash %s record: column %d: %w", table, i, err)
+			return Digest{}, fmt.Errorf("hash %s record: column %d: %w", table, n, err)
 		}
+		n++
 		if len(buf) > 64<<10 {
 			h.Write(buf)
 			buf = buf[:0]
 		}
 	}
 	h.Write(buf)
-	var d Digest
-	h.Sum(d[:0])
-	return d, nil
+	if cap(buf) <= 64<<10+1<<10 {
+		x.buf = buf[:0] // keep it, unless a huge value grew it
+	}
+	return x.sum(h), nil
+}
+
+// sum returns h's digest, through the Hasher's own buffer: a Digest on
+// the stack given to the interface's Sum would escape.
+func (x *Hasher) sum(h hash.Hash) Digest {
+	x.out = h.Sum(x.out[:0])
+	return Digest(x.out)
 }
 
 // appendValue appends the canonical encoding of v: a type tag, then the

@@ -35,12 +35,17 @@ var chainInserts = func() map[string]string {
 // the committer inside its transaction.
 func (s *Store) insertChained(ctx context.Context, tx *sql.Tx, table string, vals []any) error {
 	seq := s.chain.seq + 1
-	full := append(vals[:len(vals):len(vals)], seq)
-	h, err := auditchain.Hash(s.chain.head, table, full)
+	// One array holds the hashed values, chain_seq, then the hash.
+	args := make([]any, len(vals)+2)
+	copy(args, vals)
+	args[len(vals)] = seq
+	full := args[: len(vals)+1 : len(vals)+1]
+	h, err := s.hasher.Hash(s.chain.head, table, full)
 	if err != nil {
 		return err
 	}
-	if _, err := s.txExec(ctx, tx, chainInserts[table], append(full, h.String())...); err != nil {
+	args[len(vals)+1] = h.String()
+	if _, err := s.txExec(ctx, tx, chainInserts[table], args...); err != nil {
 		return fmt.Errorf("insert %s row: %w", table, err)
 	}
 	s.chain = chainState{seq: seq, head: h}

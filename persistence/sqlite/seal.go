@@ -130,7 +130,7 @@ func parseLegacy(s string) (auditchain.Legacy, error) {
 
 // writeSeal seals the writer's chain head, in its transaction.
 func (s *Store) writeSeal(ctx context.Context, tx *sql.Tx) error {
-	mac := s.key.MAC(auditchain.AnchorSeal, s.chainID, s.chain.seq, s.chain.head)
+	mac := s.hasher.MAC(s.key, auditchain.AnchorSeal, s.chainID, s.chain.seq, s.chain.head)
 	res, err := s.txExec(ctx, tx, qSeal,
 		s.chain.seq, s.chain.head.String(), mac.String())
 	if err != nil {

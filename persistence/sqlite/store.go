@@ -153,13 +153,14 @@ type Store struct {
 	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
 
-	key     auditchain.Key // authenticates the chain's anchors (seal.go)
-	chainID string         // this database's hash chain id
-	chain   chainState     // committer only: the last chained record
-	pending []hot.Entry    // committer only: entries for Ring once the transaction commits
-	sums    summaryBatch   // committer only: the transaction's report summary changes (summary.go)
-	health  writeHealth    // what the writer last saw, for WriteHealth
-	stmts   stmtCache      // the writer's prepared statements (stmtcache.go)
+	key     auditchain.Key    // authenticates the chain's anchors (seal.go)
+	chainID string            // this database's hash chain id
+	chain   chainState        // committer only: the last chained record
+	hasher  auditchain.Hasher // committer only: hashes records, MACs seals
+	pending []hot.Entry       // committer only: entries for Ring once the transaction commits
+	sums    summaryBatch      // committer only: the transaction's report summary changes (summary.go)
+	health  writeHealth       // what the writer last saw, for WriteHealth
+	stmts   stmtCache         // the writer's prepared statements (stmtcache.go)
 	// loadStmt is LoadMessages' query prepared on rdb; nil when it did
 	// not prepare.
 	loadStmt *sql.Stmt
