@@ -224,7 +224,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	stmts := prepareStmts(context.Background(), db)
+	stmts := newStmtCache()
 	// A statement of the pool, prepared on each read connection the
 	// first time it runs there; without it LoadMessages prepares anew.
 	loadStmt, err := rdb.Prepare(qLoadMessages)

@@ -296,6 +296,9 @@ func (s *Store) closeWriter() {
 // the error and the others are retried as a new batch; when BEGIN or COMMIT
 // fails, nothing was written and every caller gets that error.
 func (s *Store) commitBatch(batch []*op) {
+	// Once the batch is answered and the connection free: the statements
+	// it ran unprepared are prepared for the next ones (stmtcache.go).
+	defer s.stmts.prepareWanted(context.Background(), s.db)
 	for len(batch) > 0 {
 		failed, err := s.runTx(batch)
 		err = classifyWriteError(err)
