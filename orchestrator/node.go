@@ -68,6 +68,9 @@ type Node struct {
 	// llm stops the background work (capability probes, warm-up) of a
 	// provider the node built; nil when it was given one.
 	llm io.Closer
+	// startRecorded is closed once the node_start event is committed (or
+	// its failure logged).
+	startRecorded chan struct{}
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 	// progress counts streamed tool output; progressLim bounds it per agent.
@@ -291,6 +294,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startSweeper()
+	<-n.startRecorded
 	if cfg.HTTP.enabled() {
 		if err := n.startHTTP(); err != nil {
 			return nil, err
@@ -310,10 +314,18 @@ func (n *Node) openAudit(ctx context.Context) error {
 		return fmt.Errorf("open audit trail: %w", err)
 	}
 	n.tiers, n.store = t, t.Warm
+	// The node's start is recorded beside the rest of start-up, whose
+	// steps do not wait for its commit (for the disk); Start waits for it
+	// before it serves HTTP.
+	started := make(chan struct{})
+	n.startRecorded = started
+	go func() {
+		defer close(started)
+		n.event(persistence.EventNodeStart, map[string]any{"version": n.cfg.Version})
+	}()
 	if err := t.Start(ctx); err != nil {
 		return fmt.Errorf("start audit trail: %w", err)
 	}
-	n.event(persistence.EventNodeStart, map[string]any{"version": n.cfg.Version})
 	return nil
 }
 
