@@ -68,9 +68,8 @@ type Node struct {
 	// llm stops the background work (capability probes, warm-up) of a
 	// provider the node built; nil when it was given one.
 	llm io.Closer
-	// startRecorded is closed once the node_start event is committed (or
-	// its failure logged).
-	startRecorded chan struct{}
+	// startRecorded gets the result of the node_start event's commit.
+	startRecorded chan error
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 	// progress counts streamed tool output; progressLim bounds it per agent.
@@ -294,7 +293,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startSweeper()
-	<-n.startRecorded
+	n.awaitStartEvent()
 	if cfg.HTTP.enabled() {
 		if err := n.startHTTP(); err != nil {
 			return nil, err
@@ -314,19 +313,38 @@ func (n *Node) openAudit(ctx context.Context) error {
 		return fmt.Errorf("open audit trail: %w", err)
 	}
 	n.tiers, n.store = t, t.Warm
-	// The node's start is recorded beside the rest of start-up, whose
-	// steps do not wait for its commit (for the disk); Start waits for it
-	// before it serves HTTP.
-	started := make(chan struct{})
+	// The node's start is the first record of this run: queued before
+	// retention's first pass and whatever the rest of start-up writes
+	// (approvals a restart denies, jobs), which commit no earlier. Its
+	// commit (the disk's) overlaps the rest of start-up; Start waits for
+	// it before it serves HTTP.
+	started := make(chan error, 1)
 	n.startRecorded = started
-	go func() {
-		defer close(started)
-		n.event(persistence.EventNodeStart, map[string]any{"version": n.cfg.Version})
-	}()
+	b, _ := json.Marshal(map[string]any{"version": n.cfg.Version}) // a string
+	if err := n.store.QueueEvent(persistence.Event{Node: n.cfg.NodeID, Kind: persistence.EventNodeStart, Detail: b},
+		func(err error) { started <- err }); err != nil {
+		started <- err
+	}
 	if err := t.Start(ctx); err != nil {
 		return fmt.Errorf("start audit trail: %w", err)
 	}
 	return nil
+}
+
+// awaitStartEvent waits for the commit of the node_start event openAudit
+// queued, as long as a waited event would, and logs its failure.
+func (n *Node) awaitStartEvent() {
+	t := time.NewTimer(actors.DefaultAuditTimeout)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-n.startRecorded:
+	case <-t.C:
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		n.log.Error("audit event", "kind", persistence.EventNodeStart, "err", err)
+	}
 }
 
 // subscribeAgents subscribes to what agents publish, the three

@@ -36,6 +36,9 @@ type op struct {
 	// then, when set, gets the result of a write whose caller did not wait
 	// for it (submitQueued). It runs on the writer, so it must be quick.
 	then func(error)
+	// prompt marks a queued write that does not linger (QueueEvent): a
+	// queue holding one commits at once.
+	prompt bool
 	// answered is set by the writer once done or then has the result.
 	answered bool
 }
@@ -175,7 +178,7 @@ func (s *Store) enqueue(o *op) (lead bool, err error) {
 	switch {
 	case !q.leading:
 		q.leading = true
-		if o.done == nil && s.lingerLocked() {
+		if o.done == nil && !o.prompt && s.lingerLocked() {
 			return false, nil // held for a waited write, or the timer
 		}
 		return true, nil
@@ -265,7 +268,7 @@ func (s *Store) lingerFor() (time.Duration, bool) {
 		return 0, false
 	}
 	for _, o := range q.pending {
-		if o.done != nil {
+		if o.done != nil || o.prompt {
 			return 0, false
 		}
 	}
