@@ -12,17 +12,24 @@ import (
 // write submitted after it, and reports its result to then.
 func TestQueueEvent(t *testing.T) {
 	tests := []struct {
-		name  string
-		after bool // a waited write follows at once
+		name   string
+		before bool // a queued record lingers when the event comes
+		after  bool // a waited write follows at once
 	}{
-		{"alone", false},
-		{"before a waited write", true},
+		{"alone", false, false},
+		{"before a waited write", false, true},
+		{"behind a lingering record", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// An hour's linger: a queued write that lingered would not
 			// commit within the test's time.
 			s, path := openStore(t, Options{Linger: time.Hour})
+			if tt.before {
+				if err := s.QueueLLMCall(sampleLLMCall(1), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
 			got := make(chan error, 1)
 			if err := s.QueueEvent(persistence.Event{Node: "n", Kind: persistence.EventNodeStart}, func(err error) { got <- err }); err != nil {
 				t.Fatal(err)
@@ -42,6 +49,11 @@ func TestQueueEvent(t *testing.T) {
 			}
 			if first := queryOne(t, path, "SELECT kind FROM events ORDER BY chain_seq LIMIT 1"); first != persistence.EventNodeStart {
 				t.Errorf("first event = %v, want %s", first, persistence.EventNodeStart)
+			}
+			if tt.before {
+				if n := queryOne(t, path, "SELECT count(*) FROM llm_calls"); n != int64(1) {
+					t.Errorf("llm_calls = %v, want the lingering record committed with the event", n)
+				}
 			}
 			want := map[bool]int64{false: 1, true: 2}[tt.after]
 			if n := queryOne(t, path, "SELECT count(*) FROM events"); n != want {

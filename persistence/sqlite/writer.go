@@ -182,7 +182,7 @@ func (s *Store) enqueue(o *op) (lead bool, err error) {
 			return false, nil // held for a waited write, or the timer
 		}
 		return true, nil
-	case q.lingering != nil && o.done != nil:
+	case q.lingering != nil && (o.done != nil || o.prompt):
 		s.takeLingering() // the lead passes to this caller
 		return true, nil
 	}
