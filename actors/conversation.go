@@ -85,17 +85,34 @@ type conversation struct {
 	// repair holds the results closeCut gave to calls the stored history
 	// left without one; the next chat stores them first.
 	repair []llm.Message
+	// woken is the state the conversation left with when it went dormant,
+	// until the actor takes it when it starts.
+	woken *dormantConv
 }
 
 func (c *conversation) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.SetReceiveTimeout(c.o.IdleTimeout)
+		_, idle := c.o.dormancy()
+		ctx.SetReceiveTimeout(idle)
+		if w := c.woken; w != nil {
+			// Woken from dormancy: the history is the one it left with.
+			c.woken, c.history, c.repair = nil, w.history, w.repair
+			return
+		}
 		c.load(ctx)
 	case *actor.ReceiveTimeout, *Evict:
+		if _, evict := m.(*Evict); evict {
+			c.received++ // the manager counts it (see manager.Receive)
+		}
 		if c.cur == nil && len(c.queue) == 0 && !c.loading {
 			// The manager stops us, so no Chat is forwarded to a dead actor.
-			ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self(), received: c.received})
+			p := &passivate{id: c.id, pid: ctx.Self(), received: c.received}
+			_, timedOut := m.(*actor.ReceiveTimeout)
+			if dormant, _ := c.o.dormancy(); dormant && timedOut && c.broken == nil {
+				p.keep = &dormantConv{history: compactHistory(c.history), repair: compactHistory(c.repair)}
+			}
+			ctx.Send(ctx.Parent(), p)
 		}
 	case *historyLoaded:
 		c.onLoaded(ctx, m)
@@ -132,6 +149,7 @@ func (c *conversation) Receive(ctx actor.Context) {
 	case *finished:
 		c.onFinished(ctx, m)
 	case *actor.Terminated:
+		releaseRemovedChild(ctx)
 		c.onTerminated(ctx, m.Who)
 	case *actor.Stopping:
 		if c.cur != nil {
