@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -102,7 +103,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	cpuBefore := processCPU()
 	r := runConversations(ctx, *convs, *agents, func(i int) *orchestrator.Node { return node })
+	cpuBurst := processCPU() - cpuBefore
 	if err := stopCPU(); err != nil {
 		return err
 	}
@@ -111,9 +114,11 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	// Idle: once the goroutines that ran the burst reached their idle
-	// time and ended, what is left is what idle conversations hold.
-	time.Sleep(actors.HotIdle + time.Second)
+	// Idle: once the conversations went dormant and the goroutines that
+	// ran the burst and the dormancy reached their idle time and ended,
+	// what is left is what idle conversations hold.
+	idleAfter := actors.DefaultDormantAfter + actors.HotIdle + 2*time.Second
+	time.Sleep(idleAfter)
 	idleConvs, err := settledMem()
 	if err != nil {
 		return err
@@ -129,6 +134,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("conversations (chat → scripted LLM → tool call over MQTT → simulated agent → back, audited, history stored)")
 	say("  %d done, %d failed in %s: %.0f conversations/s", *convs-failed, failed, wall.Round(time.Millisecond), float64(*convs)/wall.Seconds())
 	say("  round trip p50 %s  p90 %s  p99 %s  max %s", pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1].Round(time.Microsecond))
+	say("  CPU of this process (orchestrator and the conversations' callers) %s: %.0f µs per conversation",
+		cpuBurst.Round(time.Millisecond), float64(cpuBurst.Microseconds())/float64(*convs))
 	m := node.Metrics()
 	say("  tool calls %d (%d ok, %d errors, %d timeouts)", m.Calls, m.Successes, m.Errors, m.Timeouts)
 	say("orchestrator memory (this process, after GC; private = RssAnon)")
@@ -138,10 +145,12 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("  %4d conversations held:  %s, Go heap %.1f MB  → %.1f KB private per conversation",
 		*convs, withConvs.mem, mb(withConvs.heap), float64(withConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
 	say("  %4d idle %s later:   %s, Go heap %.1f MB  → %.1f KB private per idle conversation",
-		*convs, actors.HotIdle+time.Second, idleConvs.mem, mb(idleConvs.heap), float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
-	say("    of which, per idle conversation: Go heap %.1f KB (live objects %.1f KB), goroutine stacks %.1f KB, runtime's own %.1f KB",
+		*convs, idleAfter, idleConvs.mem, mb(idleConvs.heap), float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
+	goKB := perConv(idleConvs.heap+idleConvs.stacks+idleConvs.runtime, withAgents.heap+withAgents.stacks+withAgents.runtime, *convs)
+	say("    of which, per idle conversation: Go heap %.1f KB (live objects %.1f KB), goroutine stacks %.1f KB, runtime's own %.1f KB, outside Go (SQLite's C heap) %.1f KB",
 		perConv(idleConvs.heap, withAgents.heap, *convs), perConv(idleConvs.live, withAgents.live, *convs),
-		perConv(idleConvs.stacks, withAgents.stacks, *convs), perConv(idleConvs.runtime, withAgents.runtime, *convs))
+		perConv(idleConvs.stacks, withAgents.stacks, *convs), perConv(idleConvs.runtime, withAgents.runtime, *convs),
+		float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs)-goKB)
 	if firstErr != nil {
 		return fmt.Errorf("%d of %d conversations failed; first: %w", failed, *convs, firstErr)
 	}
@@ -221,6 +230,15 @@ func settledMem() (memPoint, error) {
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// processCPU is the CPU time (user and system) this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // loadProvider is the load test's scripted model: it calls the noop tool
 // of the agent the user message names, then answers with the result.
