@@ -29,6 +29,12 @@ const (
 	DefaultMaxDormant        = 10_000
 )
 
+// historyLoads bounds the history reads that run at once. The store reads
+// on two connections; more reads than that in flight keep its queue fed,
+// the rest wait in the loads' queue, without a goroutine each (4 at once
+// cost a third of the conversations/s of evoclaw load, 32 none).
+const historyLoads = 32
+
 // What a conversation does when the loop hits a limit (max iterations,
 // consecutive failing turns, a repeated identical call): see package loop.
 const (
@@ -152,6 +158,8 @@ type ConvOptions struct {
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
 	fault func(call llm.ToolCall, attempt int)
+	// loads runs the conversations' history reads, historyLoads at a time.
+	loads *limited
 	// started, when set by tests, sees every conversation actor made.
 	started func(*conversation)
 	schemas *schemaCache
@@ -214,6 +222,7 @@ func (o *ConvOptions) fill() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.schemas = &schemaCache{}
+	o.loads = newLimited(historyLoads)
 }
 
 // dormancy tells whether idle conversations go dormant, and after how
