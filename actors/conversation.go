@@ -104,6 +104,13 @@ func (c *conversation) Receive(ctx actor.Context) {
 	case *actor.ReceiveTimeout, *Evict:
 		if _, evict := m.(*Evict); evict {
 			c.received++ // the manager counts it (see manager.Receive)
+		} else {
+			// protoactor cancels the receive timeout when it fires: set
+			// again, or a conversation that was busy (a turn waiting on a
+			// slow model or tool) or whose request crossed a chat would
+			// never be idle again, and stay in memory for good.
+			_, idle := c.o.dormancy()
+			ctx.SetReceiveTimeout(idle)
 		}
 		if c.cur == nil && len(c.queue) == 0 && !c.loading {
 			// The manager stops us, so no Chat is forwarded to a dead actor.

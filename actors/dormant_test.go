@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -320,6 +321,33 @@ func TestStoppedConversationsAreReleased(t *testing.T) {
 			if len(made) != n {
 				t.Fatalf("%d conversation actors made, want %d", len(made), n)
 			}
+		})
+	}
+}
+
+// TestSlowTurnStillGoesIdle: the receive timeout fires during a turn that
+// waits longer than it on a tool (and is ignored then); the conversation
+// must still go dormant, or passivate, once the turn ended. protoactor
+// cancels a receive timeout when it fires, so such a conversation stayed
+// in memory for good.
+func TestSlowTurnStillGoesIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tune func(*ConvOptions)
+	}{
+		{"dormant", func(o *ConvOptions) { o.DormantAfter = 20 * time.Millisecond }},
+		{"passivated", func(o *ConvOptions) { o.DormantAfter, o.IdleTimeout = -1, 20*time.Millisecond }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, echoTranscript, tc.tune)
+			h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+				time.Sleep(150 * time.Millisecond) // several idle times without a message
+				echoReply(h)(cmd, p)
+			}
+			if ans := h.chat(t, "slow"); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+				t.Fatalf("answer %+v", ans)
+			}
+			testenv.Eventually(t, 5*time.Second, func() bool { return !hasActor(h, "c") }, "the conversation's actor stopped after its slow turn")
 		})
 	}
 }
