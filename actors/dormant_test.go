@@ -262,19 +262,22 @@ func joinComma(s []string) string {
 	return out
 }
 
+// idleModes are the two ways an idle conversation gives up its actor.
+var idleModes = []struct {
+	name string
+	tune func(*ConvOptions)
+}{
+	{"dormant", func(o *ConvOptions) { o.DormantAfter = 20 * time.Millisecond }},
+	{"passivated", func(o *ConvOptions) { o.DormantAfter, o.IdleTimeout = -1, 20*time.Millisecond }},
+}
+
 // TestStoppedConversationsAreReleased: once a conversation's actor stopped
 // (gone dormant, or passivated), nothing keeps the actor's state
 // reachable. protoactor's set of the manager's children kept a stopped
 // child's PID, and with it the actor, past the end of its slice: of 50
 // conversations, most stayed in memory for good.
 func TestStoppedConversationsAreReleased(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		tune func(*ConvOptions)
-	}{
-		{"dormant", func(o *ConvOptions) { o.DormantAfter = 20 * time.Millisecond }},
-		{"passivated", func(o *ConvOptions) { o.DormantAfter, o.IdleTimeout = -1, 50*time.Millisecond }},
-	} {
+	for _, tc := range idleModes {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var made []weak.Pointer[conversation]
@@ -331,13 +334,7 @@ func TestStoppedConversationsAreReleased(t *testing.T) {
 // cancels a receive timeout when it fires, so such a conversation stayed
 // in memory for good.
 func TestSlowTurnStillGoesIdle(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		tune func(*ConvOptions)
-	}{
-		{"dormant", func(o *ConvOptions) { o.DormantAfter = 20 * time.Millisecond }},
-		{"passivated", func(o *ConvOptions) { o.DormantAfter, o.IdleTimeout = -1, 20*time.Millisecond }},
-	} {
+	for _, tc := range idleModes {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, echoTranscript, tc.tune)
 			h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
