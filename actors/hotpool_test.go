@@ -130,11 +130,13 @@ func TestLimitedRunsAllInOrderAtMostMaxAtOnce(t *testing.T) {
 			if len(order) != n {
 				t.Fatalf("%d ran, want %d", len(order), n)
 			}
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if l.running != 0 || l.queue != nil {
-				t.Fatalf("after: %d running, queue %v", l.running, l.queue)
-			}
+			// The last workers note they are done just after their
+			// function returned.
+			testenv.Eventually(t, 5*time.Second, func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return l.running == 0 && l.queue == nil
+			}, "no worker left, the queue's array released")
 		})
 	}
 }
