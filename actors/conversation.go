@@ -85,18 +85,42 @@ type conversation struct {
 	// repair holds the results closeCut gave to calls the stored history
 	// left without one; the next chat stores them first.
 	repair []llm.Message
+	// woken is the state the conversation left with when it went dormant,
+	// until the actor takes it when it starts.
+	woken *dormantConv
+	// lastMsg is when the actor last had a message other than idleTick;
+	// idleTimer sends idleTick (armIdle).
+	lastMsg   time.Time
+	idleTimer *time.Timer
 }
 
 func (c *conversation) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg := ctx.Message()
+	if _, tick := msg.(idleTick); !tick {
+		c.lastMsg = time.Now()
+	}
+	switch m := msg.(type) {
 	case *actor.Started:
-		ctx.SetReceiveTimeout(c.o.IdleTimeout)
-		c.load(ctx)
-	case *actor.ReceiveTimeout, *Evict:
-		if c.cur == nil && len(c.queue) == 0 && !c.loading {
-			// The manager stops us, so no Chat is forwarded to a dead actor.
-			ctx.Send(ctx.Parent(), &passivate{id: c.id, pid: ctx.Self(), received: c.received})
+		c.armIdle(ctx)
+		if w := c.woken; w != nil {
+			// Woken from dormancy: the history is the one it left with.
+			c.woken, c.history, c.repair = nil, w.history, w.repair
+			return
 		}
+		c.load(ctx)
+	case idleTick:
+		_, idle := c.o.dormancy()
+		if left := idle - time.Since(c.lastMsg); left > 0 {
+			c.idleTimer.Reset(left)
+			return
+		}
+		// Checked again later: it stays if busy, or if a chat crossed
+		// its request to stop.
+		c.idleTimer.Reset(idle)
+		c.onIdle(ctx, true)
+	case *Evict:
+		c.received++ // the manager counts it (see manager.Receive)
+		c.onIdle(ctx, false)
 	case *historyLoaded:
 		c.onLoaded(ctx, m)
 	case *Chat:
@@ -132,8 +156,12 @@ func (c *conversation) Receive(ctx actor.Context) {
 	case *finished:
 		c.onFinished(ctx, m)
 	case *actor.Terminated:
+		releaseRemovedChild(ctx)
 		c.onTerminated(ctx, m.Who)
+	case *actor.Restarting:
+		c.stopIdle()
 	case *actor.Stopping:
+		c.stopIdle()
 		if c.cur != nil {
 			if c.cur.cancel != nil {
 				c.cur.cancel()
@@ -147,6 +175,44 @@ func (c *conversation) Receive(ctx actor.Context) {
 			ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: ErrStopped})
 		}
 	}
+}
+
+// idleTick is the conversation's idle timer firing.
+//
+// Not protoactor's receive timeout: its timer, when it fires, cancels the
+// timeout from the timer's goroutine, writing fields the actor's own
+// goroutine reads as it takes a message (a data race), and leaves the
+// actor without a timeout from then on (a conversation busy when it fired
+// was never idle again).
+type idleTick struct{}
+
+// armIdle starts the idle timer: the actor checks, idle time after its
+// last message, whether it is idle (idleTick).
+func (c *conversation) armIdle(ctx actor.Context) {
+	_, idle := c.o.dormancy()
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	c.idleTimer = time.AfterFunc(idle, func() { root.Send(self, idleTick{}) })
+}
+
+// stopIdle stops the idle timer, if it started.
+func (c *conversation) stopIdle() {
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
+}
+
+// onIdle asks the manager to stop this actor if it is idle: dormant when
+// its idle timer fired and conversations go dormant, else passivated.
+func (c *conversation) onIdle(ctx actor.Context, timedOut bool) {
+	if c.cur != nil || len(c.queue) > 0 || c.loading {
+		return
+	}
+	// The manager stops us, so no Chat is forwarded to a dead actor.
+	p := &passivate{id: c.id, pid: ctx.Self(), received: c.received}
+	if dormant, _ := c.o.dormancy(); dormant && timedOut && c.broken == nil {
+		p.keep = &dormantConv{history: compactHistory(c.history), repair: compactHistory(c.repair)}
+	}
+	ctx.Send(ctx.Parent(), p)
 }
 
 // fail marks the conversation broken: queued and later chats get err, and

@@ -25,7 +25,15 @@ const (
 	DefaultAuditTimeout      = 10 * time.Second
 	DefaultQueueLen          = 16
 	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultDormantAfter      = 2 * time.Second
+	DefaultMaxDormant        = 10_000
 )
+
+// historyLoads bounds the history reads that run at once. The store reads
+// on two connections; more reads than that in flight keep its queue fed,
+// the rest wait in the loads' queue, without a goroutine each (4 at once
+// cost a third of the conversations/s of evoclaw load, 32 none).
+const historyLoads = 32
 
 // What a conversation does when the loop hits a limit (max iterations,
 // consecutive failing turns, a repeated identical call): see package loop.
@@ -134,11 +142,26 @@ type ConvOptions struct {
 	// IdleTimeout stops a conversation actor that had no message for this
 	// long (default 10 min), so idle conversations hold no memory.
 	IdleTimeout time.Duration
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// DormantAfter is how long a conversation waits idle, nothing queued,
+	// before it gives up its actor (mailbox, timer, registry entry, the
+	// actors of its last tool calls): the manager keeps its history,
+	// compacted, until IdleTimeout, and its next chat starts an actor with
+	// that history instead of reading the store (default 2 s; negative,
+	// or not below IdleTimeout: the actor stays until IdleTimeout).
+	DormantAfter time.Duration
+	// MaxDormant bounds the dormant conversations the manager keeps
+	// (default 10,000); past it an idle conversation passivates fully and
+	// its next chat reads its history from the store.
+	MaxDormant int
+	Now        func() time.Time
+	Logger     *slog.Logger
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
-	fault   func(call llm.ToolCall, attempt int)
+	fault func(call llm.ToolCall, attempt int)
+	// loads runs the conversations' history reads, historyLoads at a time.
+	loads *limited
+	// started, when set by tests, sees every conversation actor made.
+	started func(*conversation)
 	schemas *schemaCache
 }
 
@@ -185,6 +208,10 @@ func (o *ConvOptions) fill() {
 	def(&o.LLMTimeout, DefaultLLMTimeout)
 	def(&o.AuditTimeout, DefaultAuditTimeout)
 	def(&o.IdleTimeout, DefaultIdleTimeout)
+	if o.DormantAfter == 0 {
+		o.DormantAfter = DefaultDormantAfter
+	}
+	defInt(&o.MaxDormant, DefaultMaxDormant)
 	if o.Toolbox == nil && o.Edges != nil {
 		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
 	}
@@ -195,6 +222,16 @@ func (o *ConvOptions) fill() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.schemas = &schemaCache{}
+	o.loads = newLimited(historyLoads)
+}
+
+// dormancy tells whether idle conversations go dormant, and after how
+// long without a message a conversation actor acts on being idle.
+func (o *ConvOptions) dormancy() (dormant bool, idle time.Duration) {
+	if o.DormantAfter > 0 && o.DormantAfter < o.IdleTimeout {
+		return true, o.DormantAfter
+	}
+	return false, o.IdleTimeout
 }
 
 // rules are the loop's limits of a chat; maxIter, when positive and lower,

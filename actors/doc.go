@@ -4,8 +4,13 @@
 //
 //	edges                 registry: routes reports/status/capabilities, keeps the Catalog
 //	└── edge-{agent_id}   pending requests by request_id, online state, offline detection
-//	conv-{id}             history, tool-loop state machine; LLM calls run off the mailbox
-//	└── call-{n}          one tool call: deadline, supervised restart with backoff
+//	conversations         manager: one actor per conversation; keeps dormant ones' history
+//	└── conv-{id}         history, tool-loop state machine; LLM calls run off the mailbox
+//	    └── call-{n}      one tool call: deadline, supervised restart with backoff
+//
+// A conversation idle for ConvOptions.DormantAfter gives its actor up and
+// the manager keeps only its history, compacted (dormant.go), until
+// IdleTimeout; its next chat starts an actor with that history.
 //
 // # Concurrency
 //

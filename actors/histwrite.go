@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -126,9 +127,11 @@ func (c *conversation) load(ctx actor.Context) {
 		return
 	}
 	c.loading = true
-	self, root, id, h, timeout := ctx.Self(), ctx.ActorSystem().Root, c.id, c.o.History, c.o.AuditTimeout
-	hot.Go(func() {
-		lctx, cancel := context.WithTimeout(context.Background(), timeout)
+	self, root, id, h := ctx.Self(), ctx.ActorSystem().Root, c.id, c.o.History
+	// The read's time counts from now, its wait for a turn included.
+	deadline := time.Now().Add(c.o.AuditTimeout)
+	c.o.loads.Go(func() {
+		lctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		msgs, err := h.LoadHistory(lctx, id)
 		root.Send(self, &historyLoaded{msgs: msgs, err: err})

@@ -114,3 +114,54 @@ func (hotDispatcher) Throughput() int    { return 300 }
 
 // onHot is the props option of every actor of this package.
 var onHot = actor.WithDispatcher(hotDispatcher{})
+
+// limited runs functions on hot, at most max at a time, in the order they
+// came: the others wait in its queue, not on goroutines of their own.
+//
+// Why: a burst of new conversations each read their history at once, and
+// the store serves reads on two connections. On hot, each read had a
+// goroutine (blocked in database/sql for a connection), grown a stack
+// deep enough for SQLite, and left the runtime a goroutine descriptor it
+// never frees: 1,000 of each for 1,000 conversations.
+//
+// The queue holds at most one function per conversation actor (one
+// history read each), so it is bounded by the conversations in memory.
+type limited struct {
+	max     int
+	mu      sync.Mutex // guards running and queue
+	running int
+	queue   []func()
+}
+
+func newLimited(max int) *limited { return &limited{max: max} }
+
+// Go runs fn now if fewer than max run, else once the others before it ran.
+func (l *limited) Go(fn func()) {
+	l.mu.Lock()
+	if l.running < l.max {
+		l.running++
+		l.mu.Unlock()
+		hot.Go(func() { l.work(fn) })
+		return
+	}
+	l.queue = append(l.queue, fn)
+	l.mu.Unlock()
+}
+
+// work runs fn, then what is queued, until the queue is empty.
+func (l *limited) work(fn func()) {
+	for {
+		fn()
+		l.mu.Lock()
+		if len(l.queue) == 0 {
+			l.running--
+			l.queue = nil // a burst's array does not stay
+			l.mu.Unlock()
+			return
+		}
+		fn = l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		l.mu.Unlock()
+	}
+}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -73,5 +74,69 @@ func TestHotPoolShrinksUnderATrickle(t *testing.T) {
 	}
 	if live := p.live.Load(); live > 2 {
 		t.Fatalf("%d goroutines live under a trickle of work after a burst of 20, want at most 2", live)
+	}
+}
+
+// TestLimitedRunsAllInOrderAtMostMaxAtOnce: functions beyond max wait in
+// the queue, not on goroutines, and all run, in the order they came.
+func TestLimitedRunsAllInOrderAtMostMaxAtOnce(t *testing.T) {
+	for _, limit := range []int{1, 4} {
+		t.Run(fmt.Sprint("max ", limit), func(t *testing.T) {
+			l := newLimited(limit)
+			const n = 200
+			release := make(chan struct{})
+			var mu sync.Mutex // guards running, peak and order
+			var running, peak int
+			var order []int
+			var wg sync.WaitGroup
+			wg.Add(n)
+			for i := range n {
+				l.Go(func() {
+					defer wg.Done()
+					mu.Lock()
+					running++
+					peak = max(peak, running)
+					order = append(order, i)
+					mu.Unlock()
+					<-release
+					mu.Lock()
+					running--
+					mu.Unlock()
+				})
+			}
+			l.mu.Lock()
+			queued := len(l.queue)
+			l.mu.Unlock()
+			if queued != n-limit {
+				t.Fatalf("%d queued, want %d (the rest of %d beyond max %d)", queued, n-limit, n, limit)
+			}
+			testenv.Eventually(t, 5*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return running == limit
+			}, "the first functions running")
+			close(release)
+			wg.Wait()
+			if peak != limit {
+				t.Fatalf("%d ran at once, want max %d", peak, limit)
+			}
+			if limit == 1 {
+				for i, v := range order {
+					if v != i {
+						t.Fatalf("ran %v, want in the order they came", order[:i+1])
+					}
+				}
+			}
+			if len(order) != n {
+				t.Fatalf("%d ran, want %d", len(order), n)
+			}
+			// The last workers note they are done just after their
+			// function returned.
+			testenv.Eventually(t, 5*time.Second, func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return l.running == 0 && l.queue == nil
+			}, "no worker left, the queue's array released")
+		})
 	}
 }

@@ -11,8 +11,9 @@ type StateQuery struct {
 // SessionState is what a conversation is doing now.
 type SessionState struct {
 	ConversationID string
-	// Loaded is true when the conversation has an actor (it ran recently);
-	// a conversation without one is idle with nothing queued.
+	// Loaded is true when the conversation has an actor or is dormant (it
+	// ran recently); a conversation that is neither is idle with nothing
+	// queued.
 	Loaded bool
 	// Running is true while a chat is being answered.
 	Running bool
@@ -31,5 +32,6 @@ func (m *manager) onStateQuery(ctx actor.Context, q *StateQuery) {
 		ctx.Forward(pid)
 		return
 	}
-	ctx.Respond(&SessionState{ConversationID: q.ConversationID})
+	_, dormant := m.dormant[q.ConversationID]
+	ctx.Respond(&SessionState{ConversationID: q.ConversationID, Loaded: dormant})
 }

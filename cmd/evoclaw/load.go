@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -35,7 +36,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	convs := fs.Int("conversations", 1000, "conversations started at once, one tool call each")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the conversations to this file (go tool pprof)")
-	memProfile := fs.String("memprofile", "", "write a heap profile, taken with the conversations held, to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile of the idle conversations to this file, and one of the agents alone to FILE.agents (go tool pprof -base FILE.agents FILE)")
 	clusterSizes := fs.String("cluster", "", "run against clusters of these node counts instead, e.g. 1,2,3 (etcd on PATH; docs/CLUSTER.md)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -92,12 +93,19 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile + ".agents"); err != nil {
+			return err
+		}
+	}
 
 	stopCPU, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
+	cpuBefore := processCPU()
 	r := runConversations(ctx, *convs, *agents, func(i int) *orchestrator.Node { return node })
+	cpuBurst := processCPU() - cpuBefore
 	if err := stopCPU(); err != nil {
 		return err
 	}
@@ -106,14 +114,19 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// Idle: once the conversations went dormant and the goroutines that
+	// ran the burst and the dormancy reached their idle time and ended,
+	// what is left is what idle conversations hold.
+	idleAfter := actors.DefaultDormantAfter + actors.HotIdle + 2*time.Second
+	time.Sleep(idleAfter)
+	idleConvs, err := settledMem()
+	if err != nil {
+		return err
+	}
 	if err := writeHeapProfile(*memProfile); err != nil {
 		return err
 	}
-	// Idle: once the goroutines that ran the burst reached their idle
-	// time and ended, what is left is what idle conversations hold.
-	time.Sleep(actors.HotIdle + time.Second)
-	idleConvs, err := settledMem()
-	if err != nil {
+	if err := writeProfile("goroutine", *memProfile+".goroutines"); err != nil {
 		return err
 	}
 	pct := r.pct
@@ -121,6 +134,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("conversations (chat → scripted LLM → tool call over MQTT → simulated agent → back, audited, history stored)")
 	say("  %d done, %d failed in %s: %.0f conversations/s", *convs-failed, failed, wall.Round(time.Millisecond), float64(*convs)/wall.Seconds())
 	say("  round trip p50 %s  p90 %s  p99 %s  max %s", pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1].Round(time.Microsecond))
+	say("  CPU of this process (orchestrator and the conversations' callers) %s: %.0f µs per conversation",
+		cpuBurst.Round(time.Millisecond), float64(cpuBurst.Microseconds())/float64(*convs))
 	m := node.Metrics()
 	say("  tool calls %d (%d ok, %d errors, %d timeouts)", m.Calls, m.Successes, m.Errors, m.Timeouts)
 	say("orchestrator memory (this process, after GC; private = RssAnon)")
@@ -130,7 +145,12 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("  %4d conversations held:  %s, Go heap %.1f MB  → %.1f KB private per conversation",
 		*convs, withConvs.mem, mb(withConvs.heap), float64(withConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
 	say("  %4d idle %s later:   %s, Go heap %.1f MB  → %.1f KB private per idle conversation",
-		*convs, actors.HotIdle+time.Second, idleConvs.mem, mb(idleConvs.heap), float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
+		*convs, idleAfter, idleConvs.mem, mb(idleConvs.heap), float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs))
+	goKB := perConv(idleConvs.heap+idleConvs.stacks+idleConvs.runtime, withAgents.heap+withAgents.stacks+withAgents.runtime, *convs)
+	say("    of which, per idle conversation: Go heap %.1f KB (live objects %.1f KB), goroutine stacks %.1f KB, runtime's own %.1f KB, outside Go (SQLite's C heap) %.1f KB",
+		perConv(idleConvs.heap, withAgents.heap, *convs), perConv(idleConvs.live, withAgents.live, *convs),
+		perConv(idleConvs.stacks, withAgents.stacks, *convs), perConv(idleConvs.runtime, withAgents.runtime, *convs),
+		float64(idleConvs.mem.Anon-withAgents.mem.Anon)/float64(*convs)-goKB)
 	if firstErr != nil {
 		return fmt.Errorf("%d of %d conversations failed; first: %w", failed, *convs, firstErr)
 	}
@@ -139,7 +159,15 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 type memPoint struct {
 	mem  memKB
-	heap uint64
+	heap uint64 // in spans in use
+	// live is the heap's live objects; stacks the goroutines' stacks;
+	// runtime the runtime's own structures (spans, GC metadata, buckets).
+	live, stacks, runtime uint64
+}
+
+// perConv is the growth from a to b in KB, per conversation.
+func perConv(b, a uint64, convs int) float64 {
+	return (float64(b) - float64(a)) / 1024 / float64(convs)
 }
 
 // loadRun is the outcome of runConversations: latencies sorted.
@@ -197,10 +225,20 @@ func settledMem() (memPoint, error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m, err := readMem(os.Getpid())
-	return memPoint{mem: m, heap: ms.HeapInuse}, err
+	return memPoint{mem: m, heap: ms.HeapInuse, live: ms.HeapAlloc, stacks: ms.StackInuse,
+		runtime: ms.MSpanInuse + ms.MCacheInuse + ms.BuckHashSys + ms.GCSys + ms.OtherSys}, err
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// processCPU is the CPU time (user and system) this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // loadProvider is the load test's scripted model: it calls the noop tool
 // of the agent the user message names, then answers with the result.
@@ -336,15 +374,23 @@ func startCPUProfile(path string) (stop func() error, err error) {
 
 // writeHeapProfile writes the live heap to path (nothing when path is
 // empty).
-func writeHeapProfile(path string) error {
-	if path == "" {
+func writeHeapProfile(path string) error { return writeProfile("heap", path) }
+
+// writeProfile writes the named runtime profile to path in its text form
+// for goroutines, else in pprof's (nothing when path is empty).
+func writeProfile(name, path string) error {
+	if path == "" || path == ".goroutines" {
 		return nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
+	debug := 0
+	if name == "goroutine" {
+		debug = 1
+	}
+	if err := pprof.Lookup(name).WriteTo(f, debug); err != nil {
 		f.Close()
 		return err
 	}
