@@ -70,8 +70,10 @@ type conversation struct {
 	o       *ConvOptions
 	history []llm.Message
 	loading bool
-	// received counts chats, for the passivation handshake.
-	received int
+	// received counts chats, for the passivation handshake. It is shared
+	// by the actor's incarnations: a restarted actor counts on from the
+	// chats its crashed one took, as the manager does.
+	received *int
 	// broken is set when stored and in-memory history may disagree (a load
 	// or store failed): every chat gets it until the actor stops and the
 	// next one loads afresh.
@@ -119,12 +121,15 @@ func (c *conversation) Receive(ctx actor.Context) {
 		c.idleTimer.Reset(idle)
 		c.onIdle(ctx, true)
 	case *Evict:
-		c.received++ // the manager counts it (see manager.Receive)
+		*c.received++ // the manager counts it (see manager.Receive)
 		c.onIdle(ctx, false)
 	case *historyLoaded:
 		c.onLoaded(ctx, m)
 	case *Chat:
-		c.received++
+		*c.received++
+		if c.o.chatFault != nil {
+			c.o.chatFault(m)
+		}
 		if c.broken != nil {
 			ctx.Respond(&Answer{ConversationID: c.id, Err: c.broken})
 			return
@@ -175,44 +180,6 @@ func (c *conversation) Receive(ctx actor.Context) {
 			ctx.Send(q.sender, &Answer{ConversationID: c.id, Err: ErrStopped})
 		}
 	}
-}
-
-// idleTick is the conversation's idle timer firing.
-//
-// Not protoactor's receive timeout: its timer, when it fires, cancels the
-// timeout from the timer's goroutine, writing fields the actor's own
-// goroutine reads as it takes a message (a data race), and leaves the
-// actor without a timeout from then on (a conversation busy when it fired
-// was never idle again).
-type idleTick struct{}
-
-// armIdle starts the idle timer: the actor checks, idle time after its
-// last message, whether it is idle (idleTick).
-func (c *conversation) armIdle(ctx actor.Context) {
-	_, idle := c.o.dormancy()
-	root, self := ctx.ActorSystem().Root, ctx.Self()
-	c.idleTimer = time.AfterFunc(idle, func() { root.Send(self, idleTick{}) })
-}
-
-// stopIdle stops the idle timer, if it started.
-func (c *conversation) stopIdle() {
-	if c.idleTimer != nil {
-		c.idleTimer.Stop()
-	}
-}
-
-// onIdle asks the manager to stop this actor if it is idle: dormant when
-// its idle timer fired and conversations go dormant, else passivated.
-func (c *conversation) onIdle(ctx actor.Context, timedOut bool) {
-	if c.cur != nil || len(c.queue) > 0 || c.loading {
-		return
-	}
-	// The manager stops us, so no Chat is forwarded to a dead actor.
-	p := &passivate{id: c.id, pid: ctx.Self(), received: c.received}
-	if dormant, _ := c.o.dormancy(); dormant && timedOut && c.broken == nil {
-		p.keep = &dormantConv{history: compactHistory(c.history), repair: compactHistory(c.repair)}
-	}
-	ctx.Send(ctx.Parent(), p)
 }
 
 // fail marks the conversation broken: queued and later chats get err, and
@@ -523,14 +490,4 @@ func (c *conversation) onFinished(ctx actor.Context, m *finished) {
 		return
 	}
 	c.next(ctx)
-}
-
-// summaryBytes bounds the result or error kept in a CallSummary.
-const summaryBytes = 512
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

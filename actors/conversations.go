@@ -124,10 +124,11 @@ func (m *manager) Receive(ctx actor.Context) {
 // the manager kept one.
 func (m *manager) spawn(ctx actor.Context, id string) (*actor.PID, error) {
 	d := m.dormant[id]
+	received := new(int) // counted across restarts (conversation.received)
 	props := actor.PropsFromProducer(func() actor.Actor {
 		// A restarted actor reads the store: what it was given is only
 		// for its first incarnation.
-		c := &conversation{id: id, o: m.o, woken: d}
+		c := &conversation{id: id, o: m.o, woken: d, received: received}
 		d = nil
 		if m.o.started != nil {
 			m.o.started(c)

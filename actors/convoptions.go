@@ -158,6 +158,8 @@ type ConvOptions struct {
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
 	fault func(call llm.ToolCall, attempt int)
+	// chatFault, when set by tests, runs as a conversation takes a chat.
+	chatFault func(*Chat)
 	// loads runs the conversations' history reads, historyLoads at a time.
 	loads *limited
 	// started, when set by tests, sees every conversation actor made.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 	"weak"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -346,5 +347,55 @@ func TestSlowTurnStillGoesIdle(t *testing.T) {
 			}
 			testenv.Eventually(t, 5*time.Second, func() bool { return !hasActor(h, "c") }, "the conversation's actor stopped after its slow turn")
 		})
+	}
+}
+
+// TestRestartedConversationStillGoesIdle: the supervisor restarts a
+// conversation actor whose chat panicked. The manager counted that chat,
+// so the restarted actor must count it too, or every request of its to go
+// idle is refused as crossed by a chat and it stays in memory for ever.
+func TestRestartedConversationStillGoesIdle(t *testing.T) {
+	var crashed atomic.Bool
+	h := newHarness(t, `{"name":"t","turns":[{"content":"turn 1"}]}`, func(o *ConvOptions) {
+		o.DormantAfter, o.IdleTimeout = 20*time.Millisecond, time.Minute
+		o.chatFault = func(m *Chat) {
+			if m.Text == "boom" && crashed.CompareAndSwap(false, true) {
+				panic("injected conversation fault")
+			}
+		}
+	})
+	h.sys.Root.Send(h.convs.PID, &Chat{ConversationID: "c", Text: "boom"})
+	if ans := h.chat(t, "one"); ans.Err != nil || ans.Text != "turn 1" {
+		t.Fatalf("chat after the restart: %+v", ans)
+	}
+	if !crashed.Load() {
+		t.Fatal("the conversation never took the chat that panics")
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return !hasActor(h, "c") }, "the restarted conversation went dormant")
+	if st := state(t, h, "c"); !st.Loaded {
+		t.Fatalf("state %+v, want the conversation dormant", st)
+	}
+}
+
+func TestTruncateCutsOnACharacter(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"héllo", 2, "h…"}, // é is two bytes: not cut in half
+		{"日本語", 4, "日…"},
+		{"日本語", 2, "…"},
+	}
+	for _, tt := range tests {
+		if got := truncate(tt.in, tt.n); got != tt.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+		if got := truncate(tt.in, tt.n); !utf8.ValidString(got) {
+			t.Errorf("truncate(%q, %d) = %q: not valid UTF-8", tt.in, tt.n, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -194,3 +195,18 @@ type (
 	callTimeout   struct{}
 	callRedeliver struct{}
 )
+
+// summaryBytes bounds the result or error kept in a CallSummary.
+const summaryBytes = 512
+
+// truncate cuts s to at most n bytes, back to the start of a character so
+// that no character is cut in half, and marks the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
