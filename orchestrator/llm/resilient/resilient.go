@@ -45,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evoclaw/evoclaw/internal/pause"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -187,7 +188,7 @@ func New(links []Link, o Options) (*Chain, error) {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = pause.For
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Float64
@@ -367,15 +368,4 @@ func (c *Chain) backoff(attempt int) time.Duration {
 	}
 	d = min(d, c.o.MaxBackoff)
 	return d/2 + time.Duration(c.o.Jitter()*float64(d/2))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
