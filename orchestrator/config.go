@@ -11,6 +11,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/internal/defaults"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
@@ -258,9 +259,7 @@ func (c *Config) Validate() error {
 	if err := c.Inbound.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Loop.ChatTimeout.Duration <= 0 {
-		c.Loop.ChatTimeout.Duration = DefaultChatTimeout
-	}
+	defaults.Positive(&c.Loop.ChatTimeout.Duration, DefaultChatTimeout)
 	ids := map[string]bool{}
 	for i, j := range c.Jobs {
 		if _, err := jobs.Compile(j); err != nil {

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evoclaw/evoclaw/internal/defaults"
 	"github.com/evoclaw/evoclaw/skills"
 )
 
@@ -108,15 +109,9 @@ func (c *Config) Validate(prefix string) []error {
 			errs = append(errs, fmt.Errorf("%s.allow_hosts: %q is not a host name or *.domain", prefix, h))
 		}
 	}
-	if c.MaxBytes <= 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxChars <= 0 {
-		c.MaxChars = DefaultMaxChars
-	}
-	if c.Timeout.Duration <= 0 {
-		c.Timeout.Duration = DefaultTimeout
-	}
+	defaults.Positive(&c.MaxBytes, DefaultMaxBytes)
+	defaults.Positive(&c.MaxChars, DefaultMaxChars)
+	defaults.Positive(&c.Timeout.Duration, DefaultTimeout)
 	switch c.SearchFormat {
 	case "":
 		c.SearchFormat = FormatSearXNG
