@@ -9,9 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/evoclaw/evoclaw/edge/boundlog"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/defaults"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 

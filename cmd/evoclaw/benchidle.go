@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/pause"
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
 

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/defaults"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 )
 
 // Defaults of InboundLimits.

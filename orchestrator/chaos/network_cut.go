@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/pause"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 

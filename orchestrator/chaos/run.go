@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/pause"
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )

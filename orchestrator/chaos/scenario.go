@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/defaults"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 )
 
 // Scenario is one fault scenario.

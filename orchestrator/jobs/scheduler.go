@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/defaults"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 

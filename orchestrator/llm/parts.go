@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/evoclaw/evoclaw/internal/defaults"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 )
 
 // Types of Part.

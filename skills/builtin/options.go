@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/wire"
-	"github.com/evoclaw/evoclaw/internal/defaults"
 	"github.com/evoclaw/evoclaw/skills"
 )
 

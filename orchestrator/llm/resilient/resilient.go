@@ -45,8 +45,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/defaults"
-	"github.com/evoclaw/evoclaw/internal/pause"
+	"github.com/evoclaw/evoclaw/edge/defaults"
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 

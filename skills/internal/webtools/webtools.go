@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evoclaw/evoclaw/internal/defaults"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/skills"
 )
 

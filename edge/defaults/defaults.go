@@ -1,5 +1,9 @@
 // Package defaults fills in the fields of options and configuration whose
 // zero value means "the default".
+//
+// This package is part of evoclaw's implementation, not its embedding API
+// (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
+// cannot live in an internal/ folder, and it may change without notice.
 package defaults
 
 // number is what Positive fills: counts, sizes, rates and durations.
