@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/evoclaw/evoclaw/edge/atomicfile"
 )
 
 //go:embed all:demo all:bench all:system all:camera
@@ -47,37 +49,10 @@ func Install(name, dir string) (string, error) {
 		if filepath.Base(filepath.Dir(target)) == "bin" {
 			mode = 0o755
 		}
-		return writeFileAtomic(target, b, mode)
+		return atomicfile.Write(target, b, mode)
 	})
 	if err != nil {
 		return "", fmt.Errorf("install skill %q: %w", name, err)
 	}
 	return dest, nil
-}
-
-// writeFileAtomic writes via a temporary file and a rename, so a crash never
-// leaves a half-written tool binary behind.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
