@@ -179,12 +179,8 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Builtin.Validate("builtin")...)
 	errs = append(errs, mcptools.ValidateServers("tools.mcp_servers", c.Tools.MCPServers)...)
-	switch c.AuditSync {
-	case "":
-		c.AuditSync = "normal"
-	case "normal", "full":
-	default:
-		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	if err := tiers.ValidateSync(&c.AuditSync); err != nil {
+		errs = append(errs, err)
 	}
 	l := &c.LLM
 	if l.Provider != "" {

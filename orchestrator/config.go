@@ -209,12 +209,8 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
-	switch c.AuditSync {
-	case "":
-		c.AuditSync = "normal"
-	case "normal", "full":
-	default:
-		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	if err := tiers.ValidateSync(&c.AuditSync); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Broker.URL == "" && c.Broker.Listen == "" {
 		c.Broker.Listen = DefaultBrokerListen
