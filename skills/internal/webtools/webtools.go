@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/defaults"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/skills"
 )
 
@@ -68,7 +69,7 @@ type Config struct {
 	// MaxChars is the most text returned (default 100000).
 	MaxChars int `toml:"max_chars"`
 	// Timeout bounds one call, body included (default 20 s).
-	Timeout Duration `toml:"timeout"`
+	Timeout tomlconf.Duration `toml:"timeout"`
 	// SearchURL is the search endpoint: a SearXNG /search URL, or
 	// https://api.search.brave.com/res/v1/web/search. Empty: no websearch.
 	SearchURL string `toml:"search_url"`
@@ -78,22 +79,6 @@ type Config struct {
 	// (Brave's X-Subscription-Token); keys never live in the file.
 	SearchKeyEnv string `toml:"search_key_env"`
 }
-
-// Duration is a time.Duration written as "20s" in TOML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
 
 // Validate fills defaults and returns every problem, each naming its key
 // under prefix ("builtin.web").
