@@ -33,7 +33,17 @@ func Install(name, dir string) (string, error) {
 		return "", fmt.Errorf("install skill %q: no such shipped skill (have %v)", name, Names())
 	}
 	dest := filepath.Join(dir, name)
-	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+	if err := WriteTree(sub, dest); err != nil {
+		return "", fmt.Errorf("install skill %q: %w", name, err)
+	}
+	return dest, nil
+}
+
+// WriteTree writes the files of fsys (a skill's directory, or a directory
+// of skills) under dest, keeping executable bits for files in a bin/
+// directory. Existing files are replaced, each atomically.
+func WriteTree(fsys fs.FS, dest string) error {
+	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -41,7 +51,7 @@ func Install(name, dir string) (string, error) {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		b, err := fs.ReadFile(sub, p)
+		b, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
@@ -51,8 +61,4 @@ func Install(name, dir string) (string, error) {
 		}
 		return atomicfile.Write(target, b, mode)
 	})
-	if err != nil {
-		return "", fmt.Errorf("install skill %q: %w", name, err)
-	}
-	return dest, nil
 }
