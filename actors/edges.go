@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/evoclaw/evoclaw/edge/boundlog"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -99,27 +100,13 @@ type EdgeOptions struct {
 const EventLateResult = "late_result"
 
 func (o *EdgeOptions) fill() {
-	if o.HeartbeatTimeout <= 0 {
-		o.HeartbeatTimeout = DefaultHeartbeatTimeout
-	}
-	if o.TickInterval <= 0 {
-		o.TickInterval = DefaultTickInterval
-	}
-	if o.PublishTimeout <= 0 {
-		o.PublishTimeout = DefaultPublishTimeout
-	}
-	if o.MailboxSize <= 0 {
-		o.MailboxSize = DefaultMailboxSize
-	}
-	if o.AgentMailboxSize <= 0 {
-		o.AgentMailboxSize = DefaultAgentMailboxSize
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.ToolsListTimeout <= 0 {
-		o.ToolsListTimeout = DefaultToolsListTimeout
-	}
+	defaults.Positive(&o.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	defaults.Positive(&o.TickInterval, DefaultTickInterval)
+	defaults.Positive(&o.PublishTimeout, DefaultPublishTimeout)
+	defaults.Positive(&o.MailboxSize, DefaultMailboxSize)
+	defaults.Positive(&o.AgentMailboxSize, DefaultAgentMailboxSize)
+	defaults.Positive(&o.MaxInFlight, DefaultMaxInFlight)
+	defaults.Positive(&o.ToolsListTimeout, DefaultToolsListTimeout)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -136,9 +123,7 @@ func (o *EdgeOptions) fill() {
 	if o.EventQuota == nil {
 		o.EventQuota = NewEventQuota(0, 0)
 	}
-	if o.ExcerptBytes <= 0 {
-		o.ExcerptBytes = DefaultEventExcerptBytes
-	}
+	defaults.Positive(&o.ExcerptBytes, DefaultEventExcerptBytes)
 }
 
 // Edges is the handle of a spawned edge registry.

@@ -204,27 +204,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.stopLoop()
 	var wg sync.WaitGroup
 	for range a.cfg.Tools.MaxConcurrent {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.worker(ctx)
-		}()
+		wg.Go(func() { a.worker(ctx) })
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.presence(ctx, advertised)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.drainOutbox(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.progress.run(ctx)
-	}()
+	wg.Go(func() { a.presence(ctx, advertised) })
+	wg.Go(func() { a.drainOutbox(ctx) })
+	wg.Go(func() { a.progress.run(ctx) })
 	wg.Wait()
 
 	// Say goodbye while the session is still up: a clean disconnect does not

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/proc"
@@ -34,15 +35,11 @@ type streamLimits struct {
 }
 
 func (l streamLimits) withDefaults() streamLimits {
-	if l.Interval <= 0 {
-		l.Interval = StreamInterval
-	}
+	defaults.Positive(&l.Interval, StreamInterval)
 	if l.ChunkBytes <= markerReserve {
 		l.ChunkBytes = StreamChunkBytes
 	}
-	if l.BudgetBytes <= 0 {
-		l.BudgetBytes = StreamBudgetBytes
-	}
+	defaults.Positive(&l.BudgetBytes, StreamBudgetBytes)
 	return l
 }
 

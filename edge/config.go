@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -160,42 +161,26 @@ func (c *Config) Validate() error {
 	if c.MQTT.Broker == "" {
 		c.MQTT.Broker = DefaultBroker
 	}
-	if c.MQTT.OutboxLen <= 0 {
-		c.MQTT.OutboxLen = DefaultOutboxLen
-	}
+	defaults.Positive(&c.MQTT.OutboxLen, DefaultOutboxLen)
 	if c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("mqtt.password_env: environment variable %s is empty", c.MQTT.PasswordEnv))
 	}
-	if c.HeartbeatInterval.Duration <= 0 {
-		c.HeartbeatInterval.Duration = DefaultHeartbeatInterval
-	}
+	defaults.Positive(&c.HeartbeatInterval.Duration, DefaultHeartbeatInterval)
 	t := &c.Tools
-	if t.DefaultTimeout.Duration <= 0 {
-		t.DefaultTimeout.Duration = DefaultToolTimeout
-	}
-	if t.MaxTimeout.Duration <= 0 {
-		t.MaxTimeout.Duration = DefaultMaxToolTimeout
-	}
+	defaults.Positive(&t.DefaultTimeout.Duration, DefaultToolTimeout)
+	defaults.Positive(&t.MaxTimeout.Duration, DefaultMaxToolTimeout)
 	if t.DefaultTimeout.Duration > t.MaxTimeout.Duration {
 		errs = append(errs, fmt.Errorf("tools.default_timeout %s exceeds tools.max_timeout %s", t.DefaultTimeout, t.MaxTimeout))
 	}
-	if t.MaxConcurrent <= 0 {
-		t.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if t.QueueLen <= 0 {
-		t.QueueLen = DefaultQueueLen
-	}
+	defaults.Positive(&t.MaxConcurrent, DefaultMaxConcurrent)
+	defaults.Positive(&t.QueueLen, DefaultQueueLen)
 	if t.MaxResultBytes <= 0 || t.MaxResultBytes > wire.MaxMessageBytes/2 {
 		t.MaxResultBytes = DefaultMaxResultBytes
 	}
 	errs = append(errs, c.Builtin.Validate("builtin")...)
 	errs = append(errs, mcptools.ValidateServers("tools.mcp_servers", c.Tools.MCPServers)...)
-	switch c.AuditSync {
-	case "":
-		c.AuditSync = "normal"
-	case "normal", "full":
-	default:
-		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	if err := tiers.ValidateSync(&c.AuditSync); err != nil {
+		errs = append(errs, err)
 	}
 	l := &c.LLM
 	if l.Provider != "" {
@@ -207,11 +192,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if l.PromptTimeout.Duration <= 0 {
-		l.PromptTimeout.Duration = DefaultPromptTimeout
-	}
-	if l.MaxToolIterations <= 0 {
-		l.MaxToolIterations = DefaultPromptIterations
-	}
+	defaults.Positive(&l.PromptTimeout.Duration, DefaultPromptTimeout)
+	defaults.Positive(&l.MaxToolIterations, DefaultPromptIterations)
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -39,14 +40,8 @@ func TestDecodeCallEnvelope(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := decodeCallEnvelope([]byte(tc.in))
-			if tc.err == "" {
-				if err != nil || e == nil {
-					t.Fatalf("decodeCallEnvelope: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("decodeCallEnvelope = %v, want an error containing %q", err, tc.err)
+			if !testenv.WantErr(t, err, tc.err) && e == nil {
+				t.Fatal("decodeCallEnvelope: no error and no envelope")
 			}
 		})
 	}

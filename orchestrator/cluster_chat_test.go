@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 func TestDecodeEnvelope(t *testing.T) {
@@ -32,14 +33,8 @@ func TestDecodeEnvelope(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := decodeEnvelope([]byte(tc.in))
-			if tc.err == "" {
-				if err != nil || e == nil {
-					t.Fatalf("decodeEnvelope: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("decodeEnvelope = %v, want an error containing %q", err, tc.err)
+			if !testenv.WantErr(t, err, tc.err) && e == nil {
+				t.Fatal("decodeEnvelope: no error and no envelope")
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -208,12 +209,8 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
-	switch c.AuditSync {
-	case "":
-		c.AuditSync = "normal"
-	case "normal", "full":
-	default:
-		errs = append(errs, fmt.Errorf("audit_sync: %q, want \"normal\" or \"full\"", c.AuditSync))
+	if err := tiers.ValidateSync(&c.AuditSync); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Broker.URL == "" && c.Broker.Listen == "" {
 		c.Broker.Listen = DefaultBrokerListen
@@ -258,9 +255,7 @@ func (c *Config) Validate() error {
 	if err := c.Inbound.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Loop.ChatTimeout.Duration <= 0 {
-		c.Loop.ChatTimeout.Duration = DefaultChatTimeout
-	}
+	defaults.Positive(&c.Loop.ChatTimeout.Duration, DefaultChatTimeout)
 	ids := map[string]bool{}
 	for i, j := range c.Jobs {
 		if _, err := jobs.Compile(j); err != nil {

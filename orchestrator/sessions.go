@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -68,12 +69,8 @@ var _ actors.Toolbox = (*sessionTools)(nil)
 func newSessionTools(n *Node) *sessionTools {
 	s := &sessionTools{n: n, maxDepth: n.cfg.Loop.MaxSpawnDepth, maxChildren: n.cfg.Loop.MaxChildren,
 		chatTimeoutMS: n.cfg.Loop.ChatTimeout.Duration.Milliseconds(), waiter: map[string]string{}, children: map[string]int{}}
-	if s.maxDepth <= 0 {
-		s.maxDepth = DefaultMaxSpawnDepth
-	}
-	if s.maxChildren <= 0 {
-		s.maxChildren = DefaultMaxChildren
-	}
+	defaults.Positive(&s.maxDepth, DefaultMaxSpawnDepth)
+	defaults.Positive(&s.maxChildren, DefaultMaxChildren)
 	return s
 }
 

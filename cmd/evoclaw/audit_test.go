@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,14 +45,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 		t.Fatalf("intact: exit %d\n%s%s", code, out, errOut)
 	}
 
-	db, err := sql.Open("sqlite", filepath.Join(dir, orchestrator.AuditFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("UPDATE tool_calls SET elapsed_ms = 0 WHERE chain_seq = 3"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	tamperDir(t, dir, "UPDATE tool_calls SET elapsed_ms = 0 WHERE chain_seq = 3")
 	code, out, errOut = runArgs("audit", "verify", "--data-dir", dir)
 	if code != 1 || !strings.Contains(out, "BROKEN") || !strings.Contains(errOut, "chain_seq 3") {
 		t.Fatalf("tampered: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -76,14 +68,7 @@ func TestAuditVerifySummaries(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "report summaries: ok") {
 		t.Fatalf("as written: exit %d\n%s%s", code, out, errOut)
 	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, orchestrator.AuditFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("UPDATE report_tools SET elapsed_max = elapsed_max + 1000"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	tamperDir(t, dir, "UPDATE report_tools SET elapsed_max = elapsed_max + 1000")
 	if code, out, _ := runArgs("audit", "verify", "--data-dir", dir); code != 0 || !strings.Contains(out, "warm: ok") {
 		t.Fatalf("without --summaries the chain alone is checked: exit %d\n%s", code, out)
 	}

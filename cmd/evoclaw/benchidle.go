@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
 
@@ -109,10 +110,8 @@ func benchIdle(ctx context.Context, d time.Duration, stdout io.Writer) error {
 	}
 	defer edgeProc.Stop()
 	const settle = 5 * time.Second // start-up's own writes and garbage
-	select {
-	case <-time.After(settle):
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := pause.For(ctx, settle); err != nil {
+		return err
 	}
 	series := []*idleSeries{{name: "orchestrator"}, {name: "edge agent"}}
 	pids := []int{serve.Pid(), edgeProc.Pid()}
@@ -120,10 +119,8 @@ func benchIdle(ctx context.Context, d time.Duration, stdout io.Writer) error {
 	began := time.Now()
 	for i := 0; i <= readings; i++ {
 		if i > 0 {
-			select {
-			case <-time.After(d / readings):
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := pause.For(ctx, d/readings); err != nil {
+				return err
 			}
 		}
 		for j, pid := range pids {

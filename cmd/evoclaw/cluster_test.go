@@ -250,6 +250,19 @@ func TestClusterOffByDefault(t *testing.T) {
 	}
 }
 
+// writeTranscript writes the scripted provider's transcript name with
+// turns to dir/name.json and returns its path.
+func writeTranscript(t *testing.T, dir, name string, turns any) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"name": name, "turns": turns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".json")
+	writeTestFile(t, path, string(b))
+	return path
+}
+
 // countingTranscript answers the n-th assistant turn of a conversation
 // with "turn n: <the user's text>", so an answer shows how much history
 // the node that ran it had.
@@ -259,13 +272,7 @@ func countingTranscript(t *testing.T, dir string, turns int) string {
 	for i := 1; i <= turns; i++ {
 		ts = append(ts, map[string]string{"content": fmt.Sprintf("turn %d: {{user}}", i)})
 	}
-	b, err := json.Marshal(map[string]any{"name": "counting", "turns": ts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "counting.json")
-	writeTestFile(t, path, string(b))
-	return path
+	return writeTranscript(t, dir, "counting", ts)
 }
 
 // owners returns the nodes that appended conv's messages to the shared
@@ -449,13 +456,7 @@ func slowTranscriptOf(t *testing.T, dir, agent, marker, seconds string, chats in
 				"tool_calls": []map[string]any{{"id": id, "name": agent + "__slow", "arguments": map[string]string{"marker": marker, "seconds": seconds}}}},
 			map[string]any{"content": "tool said {{result " + id + "}}"})
 	}
-	b, err := json.Marshal(map[string]any{"name": "slow", "turns": ts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "slow.json")
-	writeTestFile(t, path, string(b))
-	return path
+	return writeTranscript(t, dir, "slow", ts)
 }
 
 // lines counts the lines of the file at path (0 when missing).
@@ -820,17 +821,12 @@ func (tc *testCluster) stream(i int, conv, text string, on func(p actors.Progres
 func TestClusterQuestionsAndApprovals(t *testing.T) {
 	state := sqldtest.Start(t, sqldtest.Options{})
 	dir := t.TempDir()
-	b, err := json.Marshal(map[string]any{"name": "asking", "turns": []map[string]any{
+	transcript := writeTranscript(t, dir, "asking", []map[string]any{
 		{"content": "asking", "tool_calls": []map[string]any{{"id": "q1", "name": orchestrator.ToolQuestion, "arguments": map[string]string{"question": "which tank?"}}}},
 		{"content": "filling {{result q1}}"},
 		{"content": "listing", "tool_calls": []map[string]any{{"id": "a1", "name": orchestrator.ToolAgentsList, "arguments": map[string]string{}}}},
 		{"content": "listed"},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	transcript := filepath.Join(dir, "asking.json")
-	writeTestFile(t, transcript, string(b))
+	})
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n[[approvals.rules]]\ntools = [%q]\n",
 		state.URL(), transcript, orchestrator.ToolAgentsList))
 	tc.startAll()

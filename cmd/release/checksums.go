@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/evoclaw/evoclaw/edge/atomicfile"
 )
 
 // ChecksumsFile is the name of the checksums file in the output directory.
@@ -44,27 +46,5 @@ func writeChecksums(dir string, names []string) error {
 		}
 		fmt.Fprintf(&b, "%s  %s\n", sum, n)
 	}
-	return writeFileAtomic(filepath.Join(dir, ChecksumsFile), []byte(b.String()), 0o644)
-}
-
-// writeFileAtomic writes a file through a temporary file and a rename, so
-// a reader never sees half of it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(filepath.Join(dir, ChecksumsFile), []byte(b.String()), 0o644)
 }

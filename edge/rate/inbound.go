@@ -3,6 +3,8 @@ package rate
 import (
 	"sync"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/defaults"
 )
 
 // Defaults of InboundLimits.
@@ -42,15 +44,11 @@ func (l InboundLimits) withDefaults() InboundLimits {
 	if l.MessagesPerSecond == 0 {
 		l.MessagesPerSecond = DefaultMessagesPerSecond
 	}
-	if l.MessageBurst <= 0 {
-		l.MessageBurst = DefaultMessageBurst
-	}
+	defaults.Positive(&l.MessageBurst, DefaultMessageBurst)
 	if l.BytesPerSecond == 0 {
 		l.BytesPerSecond = DefaultBytesPerSecond
 	}
-	if l.ByteBurst <= 0 {
-		l.ByteBurst = DefaultByteBurst
-	}
+	defaults.Positive(&l.ByteBurst, DefaultByteBurst)
 	return l
 }
 

@@ -8,12 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/evoclaw/evoclaw/edge/atomicfile"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -126,46 +126,10 @@ func FormatUsers(users []FileUser) []byte {
 // it, renames it over path and syncs the directory. A crash leaves either
 // the old file or the new one, never a mix.
 func WriteUsersFile(path string, users []FileUser) error {
-	if err := writeFileAtomic(path, FormatUsers(users)); err != nil {
+	if err := atomicfile.Write(path, FormatUsers(users), 0o600); err != nil {
 		return fmt.Errorf("write mqtt users: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic is temp file, fsync, rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // readBounded reads at most limit bytes and fails if there are more.

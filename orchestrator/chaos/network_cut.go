@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -59,7 +60,7 @@ func networkCut(ctx context.Context, r *run) error {
 		} else if c.Took > time.Second {
 			r.rep.problem("%s during the cut took %s to fail, want under 1 s", c.Tag, c.Took)
 		}
-		if err := pause(ctx, pace); err != nil {
+		if err := pause.For(ctx, pace); err != nil {
 			return err
 		}
 	}

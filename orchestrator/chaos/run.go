@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/chaos/child"
 )
@@ -355,24 +356,11 @@ func (r *run) untilSuccess(ctx context.Context, agent string) (time.Time, error)
 		if c.Outcome == "success" {
 			return c.Start.Add(c.Took), nil
 		}
-		if err := pause(ctx, pace); err != nil {
+		if err := pause.For(ctx, pace); err != nil {
 			return time.Time{}, err
 		}
 	}
 	return time.Time{}, fmt.Errorf("no successful call on %s within %s", agent, recoverWithin)
-}
-
-// pause waits d or until ctx ends: pacing of a load generator, never
-// synchronisation.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // waitFor polls cond until it holds, within ends or ctx ends.
@@ -382,7 +370,7 @@ func waitFor(ctx context.Context, within time.Duration, what string, cond func()
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not within %s: %s", within, what)
 		}
-		if err := pause(ctx, poll); err != nil {
+		if err := pause.For(ctx, poll); err != nil {
 			return fmt.Errorf("wait for %s: %w", what, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/defaults"
 )
 
 // Scenario is one fault scenario.
@@ -48,9 +50,7 @@ func Run(ctx context.Context, name string, o Options) (*Report, error) {
 	if o.Binary == "" {
 		return nil, errors.New("chaos: Options.Binary is required")
 	}
-	if o.Calls <= 0 {
-		o.Calls = DefaultCalls
-	}
+	defaults.Positive(&o.Calls, DefaultCalls)
 	o.Calls = max(o.Calls, 6)
 	dir := o.Dir
 	if dir == "" {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -178,15 +179,9 @@ func New(o Options) (*Scheduler, error) {
 	if o.Clock == nil {
 		o.Clock = ClockFunc(time.Now)
 	}
-	if o.MaxRunning <= 0 {
-		o.MaxRunning = DefaultMaxRunning
-	}
-	if o.Poll <= 0 {
-		o.Poll = DefaultPoll
-	}
-	if o.JumpThreshold <= 0 {
-		o.JumpThreshold = DefaultJumpThreshold
-	}
+	defaults.Positive(&o.MaxRunning, DefaultMaxRunning)
+	defaults.Positive(&o.Poll, DefaultPoll)
+	defaults.Positive(&o.JumpThreshold, DefaultJumpThreshold)
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	base, cancel := context.WithCancel(context.Background())
 	return &Scheduler{o: o, log: o.Logger, jobs: map[string]*entry{}, running: map[runKey]time.Time{}, base: base, cancel: cancel}, nil

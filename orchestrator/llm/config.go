@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 )
 
 // Provider names of Endpoint.Provider.
@@ -67,20 +69,7 @@ const (
 
 // Duration is a time.Duration written as a Go duration string ("90s") in
 // TOML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText parses a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration like \"90s\": %w", err)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText writes the duration as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+type Duration = tomlconf.Duration
 
 // Endpoint is one server and model: the [llm] section itself and each
 // [[llm.fallback]] entry.

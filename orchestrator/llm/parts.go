@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/evoclaw/evoclaw/edge/defaults"
 )
 
 // Types of Part.
@@ -103,12 +105,8 @@ type ImageLimits struct {
 // Parts and gets the notes appended to its Content. It reports how many
 // images it replaced; req itself is not modified.
 func LimitImages(req Request, l ImageLimits) (Request, int) {
-	if l.PerImage <= 0 {
-		l.PerImage = DefaultMaxImageBytes
-	}
-	if l.PerRequest <= 0 {
-		l.PerRequest = DefaultMaxRequestImageBytes
-	}
+	defaults.Positive(&l.PerImage, DefaultMaxImageBytes)
+	defaults.Positive(&l.PerRequest, DefaultMaxRequestImageBytes)
 	var msgs []Message // copied on the first change
 	replaced, total := 0, 0
 	for i := len(req.Messages) - 1; i >= 0; i-- {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +38,46 @@ func openStoreWithCommit(t testing.TB, opts Options, commit commitFunc) (*Store,
 	commitHook = commit
 	defer func() { commitHook = saved }()
 	return openStore(t, opts)
+}
+
+// openFullDiskStore is openStore whose commits fail as an fsync on a full
+// disk does (ENOSPC) while full is set; full starts set. As
+// openStoreWithCommit, callers must not run in parallel.
+func openFullDiskStore(t testing.TB) (s *Store, path string, full *atomic.Bool) {
+	t.Helper()
+	full = new(atomic.Bool)
+	full.Store(true)
+	s, path = openStoreWithCommit(t, Options{}, func(tx *sql.Tx, _ int) error {
+		if full.Load() {
+			return &os_SyscallError{"fsync", syscall.ENOSPC}
+		}
+		return tx.Commit()
+	})
+	return s, path, full
+}
+
+// os_SyscallError mimics how the os package reports a failed system call.
+type os_SyscallError struct {
+	call string
+	err  error
+}
+
+func (e *os_SyscallError) Error() string { return e.call + ": " + e.err.Error() }
+func (e *os_SyscallError) Unwrap() error { return e.err }
+
+// reopen closes s, as a restart of its process would, and opens path
+// again with opts; the new Store is closed at cleanup.
+func reopen(t testing.TB, s *Store, path string, opts Options) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // realCommit is the production commit, for seams that wrap it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -16,11 +15,7 @@ import (
 func TestInterruptedRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "audit.db")
-	s, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openStore(t, Options{})
 	run := persistence.Run{Tool: "loop", Params: json.RawMessage(`{"marker":"/w/m"}`), ConversationID: "c1"}
 	if st, _, err := s.BeginRun(ctx, "cut", run); err != nil || st != persistence.RequestNew {
 		t.Fatalf("BeginRun = %v, %v", st, err)
@@ -41,15 +36,8 @@ func TestInterruptedRuns(t *testing.T) {
 	if err := s.NoteRunProcess(ctx, "finished", proc); err != nil { // a no-op once done
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s = reopen(t, s, path, Options{})
 	runs, err := s.InterruptedRuns(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -31,14 +31,7 @@ func TestOutboxKeepsOrderAndItsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What is waiting survives a restart of the agent.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s, path, Options{})
 	if n, err := s2.OutboxLen(ctx); err != nil || n != 2 {
 		t.Fatalf("outbox length %d %v after reopen, want 2", n, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,12 +54,8 @@ func TestRequestLogStates(t *testing.T) {
 
 func TestRequestLogSurvivesReopen(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "a.db")
 	ctx := context.Background()
-	s, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openStore(t, Options{})
 	if _, _, err := s.BeginRequest(ctx, "crashed"); err != nil {
 		t.Fatal(err)
 	}
@@ -70,15 +65,8 @@ func TestRequestLogSurvivesReopen(t *testing.T) {
 	if err := s.FinishRequest(ctx, "finished", []byte("reply")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, path, Options{})
 	tests := []struct {
 		id         string
 		wantState  persistence.RequestState

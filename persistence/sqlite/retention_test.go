@@ -83,13 +83,7 @@ func TestPruneEverythingThenContinue(t *testing.T) {
 		t.Fatalf("prune: %+v %v", res, err)
 	}
 	writeAged(t, s, now)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := reopen(t, s, path, Options{})
 	if err := s2.RecordEvent(context.Background(), persistence.Event{Node: "n", Kind: "k"}); err != nil {
 		t.Fatal(err)
 	}

@@ -191,11 +191,7 @@ func TestSummariesMatchRecords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			path := t.TempDir() + "/audit.db"
-			s, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, path := openStore(t, Options{})
 			writeRandom(t, s, tt.seed, tt.n, tt.writers)
 			if rows := checkSummaries(t, path); rows == 0 {
 				t.Fatal("the tools report is empty: the test wrote nothing")
@@ -214,13 +210,7 @@ func TestSummariesMatchRecords(t *testing.T) {
 				writeRandom(t, s, tt.seed+100, 40, 2)
 				checkSummaries(t, path)
 			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s, err = Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s = reopen(t, s, path, Options{})
 			writeRandom(t, s, tt.seed+200, 60, 3)
 			checkSummaries(t, path)
 			if err := s.Close(); err != nil {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -173,20 +172,13 @@ func TestAppendMessagesInvalidStoresNothing(t *testing.T) {
 
 // A failed commit stores no message and uses up no Seq.
 func TestAppendMessagesCommitFailure(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	s, path := openStoreWithCommit(t, Options{}, func(tx *sql.Tx, n int) error {
-		if fail.Load() {
-			return &os_SyscallError{"fsync", syscall.ENOSPC}
-		}
-		return tx.Commit()
-	})
+	s, path, full := openFullDiskStore(t)
 	ctx := context.Background()
 	err := s.AppendMessages(ctx, "c1", []persistence.Message{msg("user", "lost")})
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), `append messages to "c1"`) {
 		t.Fatalf("append on a full disk: %v", err)
 	}
-	fail.Store(false)
+	full.Store(false)
 	kept := []persistence.Message{msg("user", "kept")}
 	if err := s.AppendMessages(ctx, "c1", kept); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -220,14 +219,7 @@ func TestConstraintViolationFailsOnlyItsCaller(t *testing.T) {
 }
 
 func TestCommitFailureThenRecovery(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	s, path := openStoreWithCommit(t, Options{}, func(tx *sql.Tx, n int) error {
-		if fail.Load() {
-			return &os_SyscallError{"fsync", syscall.ENOSPC}
-		}
-		return tx.Commit()
-	})
+	s, path, full := openFullDiskStore(t)
 	lost := sampleCall(1)
 	err := s.RecordToolCall(context.Background(), lost)
 	if !errors.Is(err, syscall.ENOSPC) {
@@ -246,7 +238,7 @@ func TestCommitFailureThenRecovery(t *testing.T) {
 		t.Fatalf("write health on a full disk: %+v, want failing, disk full", h)
 	}
 
-	fail.Store(false)
+	full.Store(false)
 	kept := sampleCall(2)
 	if err := s.RecordToolCall(context.Background(), kept); err != nil {
 		t.Fatalf("RecordToolCall after the disk recovered: %v", err)
@@ -263,15 +255,6 @@ func TestCommitFailureThenRecovery(t *testing.T) {
 		}
 	}
 }
-
-// os_SyscallError mimics how the os package reports a failed system call.
-type os_SyscallError struct {
-	call string
-	err  error
-}
-
-func (e *os_SyscallError) Error() string { return e.call + ": " + e.err.Error() }
-func (e *os_SyscallError) Unwrap() error { return e.err }
 
 func TestCloseDrainsQueue(t *testing.T) {
 	s, path, g := openGated(t, Options{MaxBatch: 4})

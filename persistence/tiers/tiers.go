@@ -50,6 +50,20 @@ type Config struct {
 	DiskBudgetMB int `toml:"disk_budget_mb"`
 }
 
+// ValidateSync checks the audit_sync setting of a node or an agent, which
+// becomes the warm store's sqlite.Options.Sync, and fills in its default:
+// empty means sqlite.SyncNormal. The error names the key.
+func ValidateSync(sync *string) error {
+	switch *sync {
+	case "":
+		*sync = sqlite.SyncNormal
+	case sqlite.SyncNormal, sqlite.SyncFull:
+	default:
+		return fmt.Errorf("audit_sync: %q, want %q or %q", *sync, sqlite.SyncNormal, sqlite.SyncFull)
+	}
+	return nil
+}
+
 // Status is what `status` reports about the audit trail.
 type Status struct {
 	// Retention is the warm retention's status.

@@ -72,3 +72,20 @@ func TestWithColdTier(t *testing.T) {
 		t.Fatalf("cold status %+v", st.Cold)
 	}
 }
+
+// ValidateSync fills in "normal", keeps the two known settings and refuses
+// anything else, naming the key.
+func TestValidateSync(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"", sqlite.SyncNormal, ""},
+		{"normal", sqlite.SyncNormal, ""},
+		{"full", sqlite.SyncFull, ""},
+		{"FULL", "FULL", `audit_sync: "FULL", want "normal" or "full"`},
+		{"off", "off", `audit_sync: "off"`},
+	} {
+		sync := tc.in
+		if !testenv.WantErr(t, ValidateSync(&sync), tc.err) && sync != tc.want {
+			t.Errorf("ValidateSync(%q) left %q, want %q", tc.in, sync, tc.want)
+		}
+	}
+}

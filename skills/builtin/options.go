@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -111,26 +112,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Exec == nil {
 		o.Exec = LocalExec{Dir: o.Dir, Sandbox: o.Sandbox, Network: o.Network}
 	}
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.MaxReadBytes, DefaultMaxReadBytes)
-	def(&o.MaxReadLines, DefaultMaxReadLines)
-	def(&o.MaxOutput, DefaultMaxOutput)
-	def(&o.MaxResults, DefaultMaxResults)
-	def(&o.MaxEditBytes, DefaultMaxEditBytes)
-	def(&o.MaxFileCalls, DefaultMaxFileCalls)
-	if o.FileTimeout <= 0 {
-		o.FileTimeout = DefaultFileTimeout
-	}
-	if o.BashTimeout <= 0 {
-		o.BashTimeout = DefaultBashTimeout
-	}
-	if o.MaxBashTimeout <= 0 {
-		o.MaxBashTimeout = DefaultMaxBashTimeout
-	}
+	defaults.Positive(&o.MaxReadBytes, DefaultMaxReadBytes)
+	defaults.Positive(&o.MaxReadLines, DefaultMaxReadLines)
+	defaults.Positive(&o.MaxOutput, DefaultMaxOutput)
+	defaults.Positive(&o.MaxResults, DefaultMaxResults)
+	defaults.Positive(&o.MaxEditBytes, DefaultMaxEditBytes)
+	defaults.Positive(&o.MaxFileCalls, DefaultMaxFileCalls)
+	defaults.Positive(&o.FileTimeout, DefaultFileTimeout)
+	defaults.Positive(&o.BashTimeout, DefaultBashTimeout)
+	defaults.Positive(&o.MaxBashTimeout, DefaultMaxBashTimeout)
 	o.BashTimeout = min(o.BashTimeout, o.MaxBashTimeout)
 	return o, nil
 }

@@ -138,24 +138,7 @@ func (c *child) wait(ctx context.Context, s Spec) (Result, error) {
 		f(pgid)
 	}
 
-	timer := time.NewTimer(s.Timeout)
-	defer timer.Stop()
-	var (
-		waitErr    error
-		timedOut   bool
-		ctxStopped bool
-	)
-	select {
-	case waitErr = <-reaped:
-	case <-timer.C:
-		killGroup(pgid)
-		timedOut = true
-		waitErr = <-reaped
-	case <-ctx.Done():
-		killGroup(pgid)
-		ctxStopped = true
-		waitErr = <-reaped
-	}
+	waitErr, timedOut, ctxStopped := Await(ctx, reaped, s.Timeout, func() { killGroup(pgid) })
 	elapsed := time.Since(c.started)
 	// The leader is gone; anything it left in its group goes with it, so
 	// that the pipes close and nothing outlives the call. The kernel keeps

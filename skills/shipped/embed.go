@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/evoclaw/evoclaw/edge/atomicfile"
 )
 
 //go:embed all:demo all:bench all:system all:camera
@@ -31,7 +33,17 @@ func Install(name, dir string) (string, error) {
 		return "", fmt.Errorf("install skill %q: no such shipped skill (have %v)", name, Names())
 	}
 	dest := filepath.Join(dir, name)
-	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+	if err := WriteTree(sub, dest); err != nil {
+		return "", fmt.Errorf("install skill %q: %w", name, err)
+	}
+	return dest, nil
+}
+
+// WriteTree writes the files of fsys (a skill's directory, or a directory
+// of skills) under dest, keeping executable bits for files in a bin/
+// directory. Existing files are replaced, each atomically.
+func WriteTree(fsys fs.FS, dest string) error {
+	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -39,7 +51,7 @@ func Install(name, dir string) (string, error) {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		b, err := fs.ReadFile(sub, p)
+		b, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
@@ -47,37 +59,6 @@ func Install(name, dir string) (string, error) {
 		if filepath.Base(filepath.Dir(target)) == "bin" {
 			mode = 0o755
 		}
-		return writeFileAtomic(target, b, mode)
+		return atomicfile.Write(target, b, mode)
 	})
-	if err != nil {
-		return "", fmt.Errorf("install skill %q: %w", name, err)
-	}
-	return dest, nil
-}
-
-// writeFileAtomic writes via a temporary file and a rename, so a crash never
-// leaves a half-written tool binary behind.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

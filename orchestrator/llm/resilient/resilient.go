@@ -45,6 +45,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
+	"github.com/evoclaw/evoclaw/edge/pause"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -168,26 +170,16 @@ func New(links []Link, o Options) (*Chain, error) {
 	if len(links) == 0 {
 		return nil, errors.New("llm chain: no providers")
 	}
-	if o.Backoff <= 0 {
-		o.Backoff = DefaultBackoff
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.MaxRetryAfter <= 0 {
-		o.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if o.FailureThreshold <= 0 {
-		o.FailureThreshold = DefaultFailureThreshold
-	}
-	if o.Cooldown <= 0 {
-		o.Cooldown = DefaultCooldown
-	}
+	defaults.Positive(&o.Backoff, DefaultBackoff)
+	defaults.Positive(&o.MaxBackoff, DefaultMaxBackoff)
+	defaults.Positive(&o.MaxRetryAfter, DefaultMaxRetryAfter)
+	defaults.Positive(&o.FailureThreshold, DefaultFailureThreshold)
+	defaults.Positive(&o.Cooldown, DefaultCooldown)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = pause.For
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Float64
@@ -200,9 +192,7 @@ func New(links []Link, o Options) (*Chain, error) {
 		if l.Provider == nil {
 			return nil, fmt.Errorf("llm chain: link %d has no provider", i)
 		}
-		if l.Timeout <= 0 {
-			l.Timeout = DefaultTimeout
-		}
+		defaults.Positive(&l.Timeout, DefaultTimeout)
 		if l.Retries < 0 {
 			l.Retries = 0
 		}
@@ -367,15 +357,4 @@ func (c *Chain) backoff(attempt int) time.Duration {
 	}
 	d = min(d, c.o.MaxBackoff)
 	return d/2 + time.Duration(c.o.Jitter()*float64(d/2))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -65,12 +66,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("git tools: workspace directory must be absolute, got %q", o.Dir)
 	}
 	o.Dir = filepath.Clean(o.Dir)
-	if o.MaxLines <= 0 {
-		o.MaxLines = DefaultMaxLines
-	}
-	if o.MaxDiffBytes <= 0 {
-		o.MaxDiffBytes = DefaultMaxDiffBytes
-	}
+	defaults.Positive(&o.MaxLines, DefaultMaxLines)
+	defaults.Positive(&o.MaxDiffBytes, DefaultMaxDiffBytes)
 	return o, nil
 }
 

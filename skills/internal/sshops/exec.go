@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/evoclaw/evoclaw/skills/builtin"
+	"github.com/evoclaw/evoclaw/skills/proc"
 )
 
 // Exec is builtin.ExecOps over SSH sessions in the remote workspace.
@@ -67,25 +68,10 @@ func (e *Exec) Exec(ctx context.Context, req builtin.ExecRequest) (builtin.ExecR
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }() // received below on every path
 
-	timer := time.NewTimer(req.Timeout)
-	defer timer.Stop()
-	var (
-		waitErr    error
-		timedOut   bool
-		ctxStopped bool
-	)
-	select {
-	case waitErr = <-done:
-	case <-timer.C:
-		timedOut = true
-	case <-ctx.Done():
-		ctxStopped = true
-	}
-	if timedOut || ctxStopped {
+	waitErr, timedOut, ctxStopped := proc.Await(ctx, done, req.Timeout, func() {
 		e.killGroup(stderr)
 		sess.Close() // unblocks Wait if the remote side is slow to notice
-		waitErr = <-done
-	}
+	})
 	res := builtin.ExecResult{
 		Stdout: stdout.buf, Stderr: stderr.buf,
 		StdoutBytes: stdout.total, StderrBytes: stderr.total,

@@ -15,7 +15,6 @@ package todo
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/atomicfile"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -158,7 +158,7 @@ func (s *Store) Write(conv string, items []Item) ([]Item, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := writeAtomic(s.dir, s.file(conv), b); err != nil {
+	if err := atomicfile.Write(s.file(conv), b, 0o600); err != nil {
 		return nil, fmt.Errorf("write todo list: %w", err)
 	}
 	s.trim()
@@ -185,38 +185,6 @@ func (s *Store) trim() {
 	for _, x := range files[:max(0, len(files)-s.maxLists)] {
 		os.Remove(filepath.Join(s.dir, x.name)) // best effort: the bound is soft by a file or two
 	}
-}
-
-// writeAtomic writes data to name through a synced temporary file and a
-// rename, then syncs the directory.
-func writeAtomic(dir, name string, data []byte) error {
-	var rnd [6]byte
-	rand.Read(rnd[:]) // never fails
-	tmp := filepath.Join(dir, ".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		return err
-	}
-	return nil
 }
 
 // Tools returns todowrite and todoread over s. They need no permission:

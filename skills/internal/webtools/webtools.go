@@ -30,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/defaults"
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/skills"
 )
 
@@ -67,7 +69,7 @@ type Config struct {
 	// MaxChars is the most text returned (default 100000).
 	MaxChars int `toml:"max_chars"`
 	// Timeout bounds one call, body included (default 20 s).
-	Timeout Duration `toml:"timeout"`
+	Timeout tomlconf.Duration `toml:"timeout"`
 	// SearchURL is the search endpoint: a SearXNG /search URL, or
 	// https://api.search.brave.com/res/v1/web/search. Empty: no websearch.
 	SearchURL string `toml:"search_url"`
@@ -77,22 +79,6 @@ type Config struct {
 	// (Brave's X-Subscription-Token); keys never live in the file.
 	SearchKeyEnv string `toml:"search_key_env"`
 }
-
-// Duration is a time.Duration written as "20s" in TOML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
 
 // Validate fills defaults and returns every problem, each naming its key
 // under prefix ("builtin.web").
@@ -108,15 +94,9 @@ func (c *Config) Validate(prefix string) []error {
 			errs = append(errs, fmt.Errorf("%s.allow_hosts: %q is not a host name or *.domain", prefix, h))
 		}
 	}
-	if c.MaxBytes <= 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxChars <= 0 {
-		c.MaxChars = DefaultMaxChars
-	}
-	if c.Timeout.Duration <= 0 {
-		c.Timeout.Duration = DefaultTimeout
-	}
+	defaults.Positive(&c.MaxBytes, DefaultMaxBytes)
+	defaults.Positive(&c.MaxChars, DefaultMaxChars)
+	defaults.Positive(&c.Timeout.Duration, DefaultTimeout)
 	switch c.SearchFormat {
 	case "":
 		c.SearchFormat = FormatSearXNG

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -198,7 +199,7 @@ func TestWebfetchLimits(t *testing.T) {
 			}
 		}
 	})
-	tool := fetchTool(t, Config{AllowNetworks: []string{"127.0.0.1/32"}, MaxBytes: 1000, Timeout: Duration{300 * time.Millisecond}}, nil)
+	tool := fetchTool(t, Config{AllowNetworks: []string{"127.0.0.1/32"}, MaxBytes: 1000, Timeout: tomlconf.Duration{Duration: 300 * time.Millisecond}}, nil)
 	out := fetch(t, tool, srv.URL+"/big")
 	if out.ErrorType() != "" || !out.Truncated || !strings.Contains(out.Text(), "[cut at") || strings.Count(out.Text(), "0123456789") != 100 {
 		t.Fatalf("big = truncated %v %q", out.Truncated, out.Text())

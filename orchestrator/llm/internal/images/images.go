@@ -8,9 +8,9 @@ package images
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/tunable"
 )
 
 // Log keys.
@@ -36,9 +36,8 @@ type Settings struct {
 // Safe for concurrent use when the wrapped provider is; Set may be called
 // at any time and applies to calls that start afterwards.
 type Provider struct {
-	next llm.Provider
-	s    atomic.Pointer[Settings]
-	log  *slog.Logger
+	tunable.Wrapper[Settings]
+	log *slog.Logger
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -48,29 +47,20 @@ func Wrap(next llm.Provider, s Settings, logger *slog.Logger) *Provider {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Provider{next: next, log: logger}
-	p.Set(s)
+	p := &Provider{log: logger}
+	p.Init(next, s)
 	return p
 }
-
-// Set replaces the settings for later calls.
-func (p *Provider) Set(s Settings) { p.s.Store(&s) }
-
-// Settings reports the current settings.
-func (p *Provider) Settings() Settings { return *p.s.Load() }
-
-// Name is the wrapped provider's name.
-func (p *Provider) Name() string { return p.next.Name() }
 
 // Complete passes req on with its images as the settings say.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	s := p.Settings()
 	if !s.Send {
-		return p.next.Complete(ctx, llm.TextOnly(req))
+		return p.Next().Complete(ctx, llm.TextOnly(req))
 	}
 	out, n := llm.LimitImages(req, s.Limits)
 	if n > 0 {
 		p.log.Info("llm request images replaced by notes", logModel, req.Model, logReplaced, n)
 	}
-	return p.next.Complete(ctx, out)
+	return p.Next().Complete(ctx, out)
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync/atomic"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/tunable"
 )
 
 // Settings say what a Provider does with tools. The zero value passes
@@ -32,27 +32,17 @@ type Settings struct {
 // A Provider is safe for concurrent use when the wrapped one is; Set may
 // be called at any time and applies to calls that start afterwards.
 type Provider struct {
-	next llm.Provider
-	s    atomic.Pointer[Settings]
+	tunable.Wrapper[Settings]
 }
 
 var _ llm.Provider = (*Provider)(nil)
 
 // Wrap returns next with settings s.
 func Wrap(next llm.Provider, s Settings) *Provider {
-	p := &Provider{next: next}
-	p.s.Store(&s)
+	p := &Provider{}
+	p.Init(next, s)
 	return p
 }
-
-// Set replaces the settings for later calls.
-func (p *Provider) Set(s Settings) { p.s.Store(&s) }
-
-// Settings reports the current settings.
-func (p *Provider) Settings() Settings { return *p.s.Load() }
-
-// Name is the wrapped provider's name.
-func (p *Provider) Name() string { return p.next.Name() }
 
 // Complete asks the wrapped provider and recovers calls written as text.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -61,7 +51,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	if s.Prompt && len(req.Tools) > 0 {
 		sent = PromptRequest(req)
 	}
-	resp, err := p.next.Complete(ctx, sent)
+	resp, err := p.Next().Complete(ctx, sent)
 	if err != nil || !(s.Recover || s.Prompt) {
 		return resp, err
 	}
