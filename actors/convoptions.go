@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/actors/loop"
+	"github.com/evoclaw/evoclaw/edge/defaults"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -168,22 +169,12 @@ type ConvOptions struct {
 }
 
 func (o *ConvOptions) fill() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	defInt := func(n *int, v int) {
-		if *n <= 0 {
-			*n = v
-		}
-	}
-	defInt(&o.MaxIterations, DefaultMaxIterations)
-	defInt(&o.ToolErrorLimit, DefaultToolErrorLimit)
-	defInt(&o.MaxIdenticalCalls, DefaultMaxIdenticalCalls)
-	defInt(&o.MaxParallel, DefaultMaxParallel)
-	defInt(&o.CallRetries, DefaultCallRetries)
-	defInt(&o.QueueLen, DefaultQueueLen)
+	defaults.Positive(&o.MaxIterations, DefaultMaxIterations)
+	defaults.Positive(&o.ToolErrorLimit, DefaultToolErrorLimit)
+	defaults.Positive(&o.MaxIdenticalCalls, DefaultMaxIdenticalCalls)
+	defaults.Positive(&o.MaxParallel, DefaultMaxParallel)
+	defaults.Positive(&o.CallRetries, DefaultCallRetries)
+	defaults.Positive(&o.QueueLen, DefaultQueueLen)
 	if o.OnLimit == "" {
 		o.OnLimit = OnLimitAnswer
 	}
@@ -205,15 +196,15 @@ func (o *ConvOptions) fill() {
 		rules[k] = r
 	}
 	o.TimeoutRules = rules
-	def(&o.ReplySlack, DefaultReplySlack)
-	def(&o.CallRetryWindow, DefaultCallRetryWindow)
-	def(&o.LLMTimeout, DefaultLLMTimeout)
-	def(&o.AuditTimeout, DefaultAuditTimeout)
-	def(&o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Positive(&o.ReplySlack, DefaultReplySlack)
+	defaults.Positive(&o.CallRetryWindow, DefaultCallRetryWindow)
+	defaults.Positive(&o.LLMTimeout, DefaultLLMTimeout)
+	defaults.Positive(&o.AuditTimeout, DefaultAuditTimeout)
+	defaults.Positive(&o.IdleTimeout, DefaultIdleTimeout)
 	if o.DormantAfter == 0 {
 		o.DormantAfter = DefaultDormantAfter
 	}
-	defInt(&o.MaxDormant, DefaultMaxDormant)
+	defaults.Positive(&o.MaxDormant, DefaultMaxDormant)
 	if o.Toolbox == nil && o.Edges != nil {
 		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
 	}
