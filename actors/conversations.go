@@ -48,11 +48,14 @@ type manager struct {
 	// child's request to stop is ignored when a chat is already on its way.
 	forwarded map[string]int
 	// dormant are the conversations without an actor whose history is
-	// kept (dormant.go), at most o.MaxDormant; sweepArmed tells whether a
+	// kept (dormant.go), at most o.MaxDormant of them and
+	// o.MaxDormantBytes of history; sweepArmed tells whether a
 	// sweepDormant is on its way.
 	dormant    map[string]*dormantConv
 	sweepArmed bool
-	supervisor actor.SupervisorStrategy
+	// dormantBytes is what the dormant conversations hold (historyBytes).
+	dormantBytes int
+	supervisor   actor.SupervisorStrategy
 	// stopping are the ids of the actors the manager stopped whose
 	// Terminated has not come yet.
 	stopping map[string]struct{}
@@ -84,7 +87,7 @@ func (m *manager) Receive(ctx actor.Context) {
 			m.forwarded[msg.ConversationID]++
 			ctx.Forward(pid)
 		}
-		delete(m.dormant, msg.ConversationID)
+		m.forgetDormant(msg.ConversationID)
 	case sweepDormant:
 		m.sweep(ctx)
 	case *passivate:
@@ -154,7 +157,7 @@ func (m *manager) spawn(ctx actor.Context, id string) (*actor.PID, error) {
 	if err != nil {
 		return nil, err
 	}
-	delete(m.dormant, id)
+	m.forgetDormant(id)
 	m.children[id] = pid
 	m.forwarded[id] = 0
 	return pid, nil

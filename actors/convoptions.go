@@ -28,6 +28,7 @@ const (
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultDormantAfter      = 2 * time.Second
 	DefaultMaxDormant        = 10_000
+	DefaultMaxDormantBytes   = 32 << 20
 )
 
 // historyLoads bounds the history reads that run at once. The store reads
@@ -154,8 +155,12 @@ type ConvOptions struct {
 	// (default 10,000); past it an idle conversation passivates fully and
 	// its next chat reads its history from the store.
 	MaxDormant int
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// MaxDormantBytes bounds the history the dormant conversations hold
+	// in memory, images included (default 32 MiB); past it an idle
+	// conversation passivates fully.
+	MaxDormantBytes int
+	Now             func() time.Time
+	Logger          *slog.Logger
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
 	fault func(call llm.ToolCall, attempt int)
@@ -205,6 +210,7 @@ func (o *ConvOptions) fill() {
 		o.DormantAfter = DefaultDormantAfter
 	}
 	defaults.Positive(&o.MaxDormant, DefaultMaxDormant)
+	defaults.Positive(&o.MaxDormantBytes, DefaultMaxDormantBytes)
 	if o.Toolbox == nil && o.Edges != nil {
 		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
 	}

@@ -3,6 +3,7 @@ package actors
 import (
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -33,6 +34,9 @@ type dormantConv struct {
 	repair []llm.Message
 	// until is when the manager forgets it.
 	until time.Time
+	// bytes is what it holds (historyBytes), counted against
+	// ConvOptions.MaxDormantBytes.
+	bytes int
 }
 
 // sweepDormant is the manager's timer telling it to forget the dormant
@@ -136,15 +140,35 @@ func internRole(role string) string {
 	return ""
 }
 
+// historyBytes is about what msgs hold in memory: their strings, tool
+// call arguments and images, and the messages and calls themselves.
+func historyBytes(msgs []llm.Message) int {
+	n := len(msgs) * int(unsafe.Sizeof(llm.Message{}))
+	for _, m := range msgs {
+		n += len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+		for _, p := range m.Parts {
+			n += int(unsafe.Sizeof(p)) + len(p.Type) + len(p.Text) + len(p.MIMEType) + len(p.Data)
+		}
+		for _, c := range m.ToolCalls {
+			n += int(unsafe.Sizeof(c)) + len(c.ID) + len(c.Name) + len(c.ArgumentsError) + len(c.Arguments)
+		}
+	}
+	return n
+}
+
 // keepDormant keeps d as conversation id's dormant state, unless the
-// manager holds MaxDormant already (then it is forgotten: the next chat
-// reads the store). It arms the sweep when none is armed.
+// manager holds MaxDormant conversations or MaxDormantBytes of history
+// already (then it is forgotten: the next chat reads the store). It arms
+// the sweep when none is armed.
 func (m *manager) keepDormant(ctx actor.Context, id string, d *dormantConv) {
-	if len(m.dormant) >= m.o.MaxDormant {
+	m.forgetDormant(id) // none is kept while the conversation has an actor; this keeps the count true regardless
+	d.bytes = historyBytes(d.history) + historyBytes(d.repair)
+	if len(m.dormant) >= m.o.MaxDormant || m.dormantBytes+d.bytes > m.o.MaxDormantBytes {
 		return
 	}
 	d.until = m.o.Now().Add(m.o.IdleTimeout - m.o.DormantAfter)
 	m.dormant[id] = d
+	m.dormantBytes += d.bytes
 	if !m.sweepArmed {
 		m.armSweep(ctx, m.o.IdleTimeout-m.o.DormantAfter)
 	}
@@ -171,7 +195,7 @@ func (m *manager) sweep(ctx actor.Context) {
 	var next time.Time
 	for id, d := range m.dormant {
 		if !d.until.After(now) {
-			delete(m.dormant, id)
+			m.forgetDormant(id)
 			continue
 		}
 		if next.IsZero() || d.until.Before(next) {
@@ -183,4 +207,12 @@ func (m *manager) sweep(ctx actor.Context) {
 		return
 	}
 	m.armSweep(ctx, next.Sub(now))
+}
+
+// forgetDormant forgets conversation id's dormant state, if any.
+func (m *manager) forgetDormant(id string) {
+	if d, ok := m.dormant[id]; ok {
+		m.dormantBytes -= d.bytes
+		delete(m.dormant, id)
+	}
 }

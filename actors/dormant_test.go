@@ -203,31 +203,56 @@ func TestEvictForgetsADormantConversation(t *testing.T) {
 	}
 }
 
+// TestDormantConversationsAreBounded: the manager keeps at most
+// MaxDormant dormant conversations and MaxDormantBytes of their history;
+// the others are forgotten (their next chat reads the store).
 func TestDormantConversationsAreBounded(t *testing.T) {
 	tr := `{"name":"t","turns":[{"content":"turn 1"},{"content":"turn 2"}]}`
-	h := newHarness(t, tr, func(o *ConvOptions) { o.DormantAfter, o.MaxDormant = 20*time.Millisecond, 2 })
-	ids := []string{"a", "b", "c", "d"}
-	for _, id := range ids {
-		if ans := h.ask(t, &Chat{ConversationID: id, Text: "hi"}); ans.Err != nil {
-			t.Fatal(ans.Err)
-		}
+	// What each conversation below holds once dormant.
+	one := historyBytes([]llm.Message{{Role: llm.RoleUser, Content: "hi"}, {Role: llm.RoleAssistant, Content: "turn 1"}})
+	tests := []struct {
+		name  string
+		bound func(o *ConvOptions)
+	}{
+		{"by count", func(o *ConvOptions) { o.MaxDormant = 2 }},
+		{"by bytes", func(o *ConvOptions) { o.MaxDormantBytes = 2*one + one/2 }},
 	}
-	testenv.Eventually(t, 5*time.Second, func() bool {
-		for _, id := range ids {
-			if hasActor(h, id) {
-				return false
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tr, func(o *ConvOptions) {
+				o.DormantAfter = 20 * time.Millisecond
+				tt.bound(o)
+			})
+			ids := []string{"a", "b", "c", "d"}
+			for _, id := range ids {
+				if ans := h.ask(t, &Chat{ConversationID: id, Text: "hi"}); ans.Err != nil {
+					t.Fatal(ans.Err)
+				}
 			}
-		}
-		return true
-	}, "every conversation's actor stopped")
-	kept := 0
-	for _, id := range ids {
-		if state(t, h, id).Loaded {
-			kept++
-		}
-	}
-	if kept != 2 {
-		t.Fatalf("%d conversations kept dormant, want MaxDormant (2)", kept)
+			testenv.Eventually(t, 5*time.Second, func() bool {
+				for _, id := range ids {
+					if hasActor(h, id) {
+						return false
+					}
+				}
+				return true
+			}, "every conversation's actor stopped")
+			kept := 0
+			for _, id := range ids {
+				if state(t, h, id).Loaded {
+					kept++
+				}
+			}
+			if kept != 2 {
+				t.Fatalf("%d conversations kept dormant, want 2", kept)
+			}
+			// A forgotten conversation still answers.
+			for _, id := range ids {
+				if ans := h.ask(t, &Chat{ConversationID: id, Text: "again"}); ans.Err != nil {
+					t.Fatalf("conversation %s after dormancy: %+v", id, ans)
+				}
+			}
+		})
 	}
 }
 
