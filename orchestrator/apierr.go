@@ -45,6 +45,10 @@ type errorBody struct {
 
 // writeAPIError answers with status and an OpenAI-shaped error body.
 func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	if status == http.StatusTooManyRequests {
+		// Busy now (a full queue): clients such as OpenAI's retry after it.
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, status, errorBody{Error: APIError{Message: msg, Type: typ}})
 }
 
@@ -101,7 +105,7 @@ func chatErrorStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, ErrTypeNotReady
 	case errors.Is(err, actors.ErrSeeded):
 		return http.StatusConflict, ErrTypeConflict
-	case errors.Is(err, actors.ErrBusy):
+	case errors.Is(err, actors.ErrBusy), errors.Is(err, ErrTooManyChats):
 		return http.StatusTooManyRequests, ErrTypeBusy
 	case errors.Is(err, actors.ErrAskTimeout):
 		return http.StatusGatewayTimeout, ErrTypeTimeout
@@ -124,6 +128,9 @@ func chatErrorStatus(err error) (int, string) {
 			return statusClientClosed, ErrTypeCanceled
 		}
 		return http.StatusBadGateway, ErrTypeUpstream
+	case errors.Is(err, context.Canceled):
+		// the caller went away (while the chat waited for a slot)
+		return statusClientClosed, ErrTypeCanceled
 	case errors.Is(err, context.DeadlineExceeded):
 		// the chat's deadline ended the LLM call before the node gave up
 		return http.StatusGatewayTimeout, ErrTypeTimeout

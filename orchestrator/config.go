@@ -27,7 +27,9 @@ const (
 	DefaultDataDir      = "evoclaw-data"
 	DefaultBrokerListen = "127.0.0.1:1883"
 	DefaultChatTimeout  = 10 * time.Minute
-	DefaultAgentWait    = 30 * time.Second
+	// DefaultMaxRunningChats bounds the chats a node runs at once.
+	DefaultMaxRunningChats = 512
+	DefaultAgentWait       = 30 * time.Second
 )
 
 // Config is a node's configuration, read from evoclaw.toml. The zero value
@@ -155,6 +157,10 @@ type LoopConf struct {
 	// reply (default 5 min).
 	QuestionTool    *bool    `toml:"question_tool"`
 	QuestionTimeout Duration `toml:"question_timeout"`
+	// MaxRunningChats bounds the chats the node runs at once (default
+	// 512); more wait for a slot, within their own deadline. Sub-agent
+	// chats and sends (sessions tools) run within their parent's slot.
+	MaxRunningChats int `toml:"max_running_chats"`
 }
 
 // SessionToolsOn reports whether the session tools are offered.
@@ -247,7 +253,8 @@ func (c *Config) Validate() error {
 		v   int
 	}{{"max_tool_iterations", c.Loop.MaxToolIterations}, {"tool_error_limit", c.Loop.ToolErrorLimit},
 		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools},
-		{"max_spawn_depth", c.Loop.MaxSpawnDepth}, {"max_children", c.Loop.MaxChildren}} {
+		{"max_spawn_depth", c.Loop.MaxSpawnDepth}, {"max_children", c.Loop.MaxChildren},
+		{"max_running_chats", c.Loop.MaxRunningChats}} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
 		}
@@ -256,6 +263,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	defaults.Positive(&c.Loop.ChatTimeout.Duration, DefaultChatTimeout)
+	defaults.Positive(&c.Loop.MaxRunningChats, DefaultMaxRunningChats)
 	ids := map[string]bool{}
 	for i, j := range c.Jobs {
 		if _, err := jobs.Compile(j); err != nil {

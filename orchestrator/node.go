@@ -70,6 +70,9 @@ type Node struct {
 	llm io.Closer
 	// startRecorded gets the result of the node_start event's commit.
 	startRecorded chan error
+	// chatSlots holds one token per chat running ([loop]
+	// max_running_chats; takeChatSlot).
+	chatSlots chan struct{}
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 	// progress counts streamed tool output; progressLim bounds it per agent.
@@ -136,7 +139,8 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, started: time.Now(),
-		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents)}
+		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
+		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats)}
 	if n.now == nil {
 		n.now = time.Now
 	}
@@ -489,6 +493,36 @@ func (n *Node) recordEvent(ev persistence.Event) {
 // AuditStatus reports retention and cold-tier shipping of the audit trail.
 func (n *Node) AuditStatus() tiers.Status { return n.tiers.Status() }
 
+// ErrTooManyChats refuses a chat that found every slot of [loop]
+// max_running_chats taken for as long as it could wait. The HTTP API
+// answers 429 with Retry-After.
+var ErrTooManyChats = errors.New("too many chats running")
+
+// takeChatSlot takes one of the node's chat slots, waiting up to timeout
+// or until ctx ends for one to free, and says how long it waited. Chats
+// beyond the bound wait here instead of all running at once: each running
+// chat holds model and tool calls and queues audit writes, and a burst of
+// them would overflow the audit writer's bounded queue and fail chats
+// half-way.
+func (n *Node) takeChatSlot(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	select {
+	case n.chatSlots <- struct{}{}:
+		return 0, nil
+	default:
+	}
+	start := time.Now()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case n.chatSlots <- struct{}{}:
+		return time.Since(start), nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("waiting for one of %d running chats to end: %w", cap(n.chatSlots), ctx.Err())
+	case <-t.C:
+		return 0, fmt.Errorf("%w: %d, and none ended within %s", ErrTooManyChats, cap(n.chatSlots), timeout.Round(time.Millisecond))
+	}
+}
+
 // Chat sends one user message to a conversation and waits for its answer.
 func (n *Node) Chat(ctx context.Context, conversationID, text string) (*actors.Answer, error) {
 	return n.Converse(ctx, ChatInput{ConversationID: conversationID, Text: text})
@@ -547,6 +581,17 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	timeout := n.cfg.Loop.ChatTimeout.Duration
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
+	}
+	if in.Parent == "" {
+		// A sub-agent's chat or a send runs within its parent's slot: a
+		// parent waiting on a child that waits for a slot would hold its
+		// own until its deadline.
+		waited, err := n.takeChatSlot(ctx, timeout)
+		if err != nil {
+			return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
+		}
+		defer func() { <-n.chatSlots }()
+		timeout -= waited
 	}
 	// A caller that gives up cancels the chat: its LLM call and tool calls
 	// stop instead of running on for nobody.
