@@ -57,6 +57,17 @@ func TestRunningChatsAreBounded(t *testing.T) {
 		t.Fatalf("answered %d %s, Retry-After %q; want 429 %s with Retry-After", rec.Code, typ, rec.Header().Get("Retry-After"), ErrTypeBusy)
 	}
 
+	// A caller that gives up while it waits: canceled, not busy.
+	cctx, ccancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, ccancel)
+	_, err = node.Chat(cctx, "gone", "gone")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTooManyChats) {
+		t.Fatalf("chat canceled while it waited: %v, want context.Canceled", err)
+	}
+	if code, typ := chatErrorStatus(err); code != statusClientClosed || typ != ErrTypeCanceled {
+		t.Fatalf("canceled wait answered %d %s, want %d %s", code, typ, statusClientClosed, ErrTypeCanceled)
+	}
+
 	// A sub-agent's chat does not wait for a slot.
 	ans, err := node.Converse(context.Background(), ChatInput{ConversationID: "child", Text: "child", Parent: "holder", Depth: 1})
 	if err != nil || ans.Err != nil {

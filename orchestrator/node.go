@@ -517,10 +517,14 @@ func (n *Node) takeChatSlot(ctx context.Context, timeout time.Duration) (time.Du
 	case n.chatSlots <- struct{}{}:
 		return time.Since(start), nil
 	case <-ctx.Done():
-		return 0, fmt.Errorf("waiting for one of %d running chats to end: %w", cap(n.chatSlots), ctx.Err())
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return 0, fmt.Errorf("waiting for one of %d running chats to end: %w", cap(n.chatSlots), ctx.Err())
+		}
+		// The caller's deadline is this wait's timeout too: the same answer
+		// whichever of the two fires first.
 	case <-t.C:
-		return 0, fmt.Errorf("%w: %d, and none ended within %s", ErrTooManyChats, cap(n.chatSlots), timeout.Round(time.Millisecond))
 	}
+	return 0, fmt.Errorf("%w: %d, and none ended within %s", ErrTooManyChats, cap(n.chatSlots), timeout.Round(time.Millisecond))
 }
 
 // Chat sends one user message to a conversation and waits for its answer.
