@@ -114,10 +114,25 @@ func groupFailover(t *testing.T, broker string) {
 		}
 		return false
 	}, "group sensors with three members offering mark")
-	// Their online status (which may come after their first report) says
-	// they speak the start gate.
+	// Each member must be eligible on its own before gpi-2 is stopped: the
+	// group's tools above are those of any member, and a member whose
+	// tools_list answer has not arrived yet is never picked (stopped
+	// before it answers, gpi-2 would never get a call). Its online status
+	// (which may come after its first report) says it speaks the start
+	// gate.
 	for _, id := range ids {
-		testenv.Eventually(t, 30*time.Second, func() bool { return node.Catalog().Agents[id].StartGate }, id+" announcing the start gate")
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			a := node.Catalog().Agents[id]
+			if !a.Callable() || !a.StartGate {
+				return false
+			}
+			for _, tool := range a.Tools {
+				if tool.Name == "mark" {
+					return true
+				}
+			}
+			return false
+		}, id+" callable, announcing the start gate and offering mark")
 	}
 
 	// gpi-2 stops reading: what it is sent stays unstarted.
