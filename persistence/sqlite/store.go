@@ -310,6 +310,14 @@ func fileURI(path string) (string, error) {
 	return u.String(), nil
 }
 
+// writerCacheKiB bounds the writer connection's page cache. SQLite's
+// default (2,000 KiB) fills as the writes touch pages and is never given
+// back: on a small board that is 2 MiB of memory outside Go's heap for pages
+// the OS page cache holds anyway. The writer appends: what it needs cached is
+// the right edge of each table and index and the few pages a commit touches
+// (docs/PERFORMANCE.md, "Scale", measures both the memory and the commits).
+const writerCacheKiB = 256
+
 // writerDSN builds the DSN of the Store's connection. The _pragma values run
 // on every new connection (busy_timeout first, then in lexical order), and
 // _txlock=immediate makes each transaction take the write lock at BEGIN, so
@@ -325,6 +333,7 @@ func writerDSN(path string, o Options) (string, error) {
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -writerCacheKiB))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")

@@ -105,6 +105,22 @@ func TestSyncModeApplied(t *testing.T) {
 	}
 }
 
+// TestWriterCacheIsBounded: the writer's page cache is bounded below
+// SQLite's default of 2,000 KiB, which a busy node fills and never gives
+// back (docs/PERFORMANCE.md, "Scale"), on the connection the writes use.
+func TestWriterCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, Options{})
+	var got int64
+	if err := s.db.QueryRow("PRAGMA cache_size").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	// A negative cache_size is in KiB, a positive one in pages.
+	if got >= 0 || -got > writerCacheKiB || -got >= 2000 {
+		t.Errorf("PRAGMA cache_size = %d on the writer, want at most %d KiB (negative)", got, writerCacheKiB)
+	}
+}
+
 func TestMigrateFromEmptyFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.db")
