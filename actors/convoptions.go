@@ -26,6 +26,7 @@ const (
 	DefaultAuditTimeout      = 10 * time.Second
 	DefaultQueueLen          = 16
 	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultDormantAfter      = 2 * time.Second
 	DefaultMaxDormant        = 10_000
 	DefaultMaxDormantBytes   = 32 << 20
 )
@@ -147,11 +148,8 @@ type ConvOptions struct {
 	// before it gives up its actor (mailbox, timer, registry entry, the
 	// actors of its last tool calls): the manager keeps its history,
 	// compacted, until IdleTimeout, and its next chat starts an actor with
-	// that history instead of reading the store (2 s is a good value).
-	// Zero (the default) or negative, or not below IdleTimeout: off, the
-	// actor stays until IdleTimeout. Off by default while a failure of an
-	// end-to-end group failover test seen with it on is not understood
-	// (docs/PERFORMANCE.md, "Scale").
+	// that history instead of reading the store (default 2 s; negative,
+	// or not below IdleTimeout: the actor stays until IdleTimeout).
 	DormantAfter time.Duration
 	// MaxDormant bounds the dormant conversations the manager keeps
 	// (default 10,000); past it an idle conversation passivates fully and
@@ -208,6 +206,9 @@ func (o *ConvOptions) fill() {
 	defaults.Positive(&o.LLMTimeout, DefaultLLMTimeout)
 	defaults.Positive(&o.AuditTimeout, DefaultAuditTimeout)
 	defaults.Positive(&o.IdleTimeout, DefaultIdleTimeout)
+	if o.DormantAfter == 0 {
+		o.DormantAfter = DefaultDormantAfter
+	}
 	defaults.Positive(&o.MaxDormant, DefaultMaxDormant)
 	defaults.Positive(&o.MaxDormantBytes, DefaultMaxDormantBytes)
 	if o.Toolbox == nil && o.Edges != nil {

@@ -8,10 +8,9 @@
 //	└── conv-{id}         history, tool-loop state machine; LLM calls run off the mailbox
 //	    └── call-{n}      one tool call: deadline, supervised restart with backoff
 //
-// With ConvOptions.DormantAfter set (off by default), a conversation idle
-// that long gives its actor up and the manager keeps only its history,
-// compacted (dormant.go), until IdleTimeout; its next chat starts an actor
-// with that history.
+// A conversation idle for ConvOptions.DormantAfter gives its actor up and
+// the manager keeps only its history, compacted (dormant.go), until
+// IdleTimeout; its next chat starts an actor with that history.
 //
 // # Concurrency
 //

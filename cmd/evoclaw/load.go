@@ -114,9 +114,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	// Idle: once the goroutines that ran the burst reached their idle
-	// time and ended, what is left is what idle conversations hold.
-	idleAfter := actors.HotIdle + 2*time.Second
+	// Idle: once the conversations went dormant and the goroutines that
+	// ran the burst and the dormancy reached their idle time and ended,
+	// what is left is what idle conversations hold.
+	idleAfter := actors.DefaultDormantAfter + actors.HotIdle + 2*time.Second
 	time.Sleep(idleAfter)
 	idleConvs, err := settledMem()
 	if err != nil {
