@@ -171,6 +171,7 @@ type ConvOptions struct {
 	// started, when set by tests, sees every conversation actor made.
 	started func(*conversation)
 	schemas *schemaCache
+	offers  *offers
 }
 
 func (o *ConvOptions) fill() {
@@ -221,6 +222,7 @@ func (o *ConvOptions) fill() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.schemas = &schemaCache{}
+	o.offers = &offers{}
 	o.loads = newLimited(historyLoads)
 }
 

@@ -25,7 +25,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	t.seq = c.seq
 	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Messages: append([]llm.Message(nil), c.history...)}
 	if e.Tools {
-		t.names, req.Tools = newToolNames(t.toolbox.Defs())
+		t.names, req.Tools = c.o.offers.of(t.toolbox)
 	} else {
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf(
 			"[evoclaw] Stop using tools: %v. Answer the user now from the results above, and say what could not be done.", e.Limit)})

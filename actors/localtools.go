@@ -92,10 +92,18 @@ var _ Toolbox = Toolboxes(nil)
 // Defs implements Toolbox; a name offered twice keeps its first toolbox.
 func (t Toolboxes) Defs() []llm.ToolDef {
 	all := make([][]llm.ToolDef, len(t))
-	n := 0
 	for i, b := range t {
 		all[i] = b.Defs()
-		n += len(all[i])
+	}
+	return mergeDefs(all)
+}
+
+// mergeDefs is what Toolboxes made of the boxes' definitions all offer: in
+// their order, a name offered twice kept from its first box.
+func mergeDefs(all [][]llm.ToolDef) []llm.ToolDef {
+	n := 0
+	for _, box := range all {
+		n += len(box)
 	}
 	// Only the names of the boxes before the last are remembered: a box
 	// offers each name once, and nothing comes after the last one to be

@@ -48,7 +48,8 @@ type Target struct {
 // Toolbox is what a conversation offers the model and how it resolves the
 // calls the model makes. Implementations are safe for concurrent use.
 type Toolbox interface {
-	// Defs lists the tools to offer now, each name once.
+	// Defs lists the tools to offer now, each name once. The list may be
+	// shared with other callers: it is read, never changed.
 	Defs() []llm.ToolDef
 	// Resolve maps a call to its target, or to an error result the model
 	// sees (unknown tool, offline agent, malformed edge_call).
@@ -122,18 +123,18 @@ func (b *EdgeToolbox) delegation(agentID string) *wire.Delegation {
 // Defs implements Toolbox.
 //
 // The catalog is an immutable snapshot, replaced on every change: the
-// definitions built from one are kept and returned again (a clone of the
-// slice; the parameter maps are shared and never written) until it is
-// replaced. Building them for every completion of every conversation was
+// definitions built from one are kept and returned again, shared (read,
+// never written: see Toolbox), until it is replaced. Building them for every completion of every conversation was
 // a third of the orchestrator's CPU under `evoclaw load` with 200 agents.
 func (b *EdgeToolbox) Defs() []llm.ToolDef {
 	cat := b.Edges.Catalog()
 	if d := b.defs.Load(); d != nil && d.cat == cat {
-		return slices.Clone(d.defs)
+		return d.defs
 	}
 	defs := b.build(cat)
+	defs = defs[:len(defs):len(defs)] // an append by a reader copies
 	b.defs.Store(&edgeDefs{cat: cat, defs: defs})
-	return slices.Clone(defs)
+	return defs
 }
 
 // build makes the definitions of the callable agents of cat.

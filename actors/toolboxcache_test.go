@@ -12,8 +12,8 @@ import (
 )
 
 // EdgeToolbox.Defs builds the definitions once per catalog snapshot: the
-// same snapshot gives the same definitions (a caller's changes to the
-// slice it got do not leak into the next), and a changed catalog is
+// same snapshot gives the same definitions (shared; a caller's append to
+// the list it got does not leak into the next), and a changed catalog is
 // seen at once.
 func TestEdgeToolboxDefsFollowTheCatalog(t *testing.T) {
 	edges := &Edges{cat: &catalogRef{}}
@@ -36,9 +36,14 @@ func TestEdgeToolboxDefsFollowTheCatalog(t *testing.T) {
 	if box.defs.Load().cat != edges.Catalog() {
 		t.Fatal("the definitions are not kept for the snapshot they were built from")
 	}
-	first[0].Name = "changed by a caller"
+	// The definitions are shared and read only; an append by a caller
+	// copies them and leaves the kept ones as they were.
+	if again := box.Defs(); &again[0] != &first[0] {
+		t.Fatal("the same snapshot gave new definitions, not the kept ones")
+	}
+	_ = append(first, llm.ToolDef{Name: "appended by a caller"})
 	if got, want := names(), "a__x edge_call "; got != want {
-		t.Fatalf("after a caller changed its copy: %q, want %q", got, want)
+		t.Fatalf("after a caller appended to its list: %q, want %q", got, want)
 	}
 	edges.cat.store(AgentInfo{ID: "b", Online: true, Listed: true, Tools: []wire.ToolInfo{tool("y")}, LastSeen: time.Now()})
 	if got, want := names(), "a__x b__y edge_call "; got != want {
