@@ -29,7 +29,10 @@ const (
 	DefaultChatTimeout  = 10 * time.Minute
 	// DefaultMaxRunningChats bounds the chats a node runs at once.
 	DefaultMaxRunningChats = 512
-	DefaultAgentWait       = 30 * time.Second
+	// maxDormantMemoryMB bounds [loop] dormant_memory_mb (its bytes fit a
+	// 32-bit int).
+	maxDormantMemoryMB = 1024
+	DefaultAgentWait   = 30 * time.Second
 )
 
 // Config is a node's configuration, read from evoclaw.toml. The zero value
@@ -161,6 +164,14 @@ type LoopConf struct {
 	// 512); more wait for a slot, within their own deadline. Sub-agent
 	// chats and sends (sessions tools) run within their parent's slot.
 	MaxRunningChats int `toml:"max_running_chats"`
+	// DormantAfter is how long a conversation waits idle before it gives
+	// up its actor and keeps only its history, compacted, in memory
+	// (default 2 s); at IdleTimeout (10 min) or more, conversations keep
+	// their actors until they stop. DormantMemoryMB bounds the history
+	// dormant conversations hold (default 32 MiB, at most 1024); past it
+	// an idle conversation stops and its next chat reads the store.
+	DormantAfter    Duration `toml:"dormant_after"`
+	DormantMemoryMB int      `toml:"dormant_memory_mb"`
 }
 
 // SessionToolsOn reports whether the session tools are offered.
@@ -254,10 +265,17 @@ func (c *Config) Validate() error {
 	}{{"max_tool_iterations", c.Loop.MaxToolIterations}, {"tool_error_limit", c.Loop.ToolErrorLimit},
 		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools},
 		{"max_spawn_depth", c.Loop.MaxSpawnDepth}, {"max_children", c.Loop.MaxChildren},
-		{"max_running_chats", c.Loop.MaxRunningChats}} {
+		{"max_running_chats", c.Loop.MaxRunningChats}, {"dormant_memory_mb", c.Loop.DormantMemoryMB}} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
 		}
+	}
+	if c.Loop.DormantMemoryMB > maxDormantMemoryMB {
+		errs = append(errs, fmt.Errorf("loop.dormant_memory_mb: %d is more than %d", c.Loop.DormantMemoryMB, maxDormantMemoryMB))
+	}
+	if c.Loop.DormantAfter.Duration < 0 {
+		errs = append(errs, fmt.Errorf("loop.dormant_after: %s must not be negative (0 means the default, %s; %s or more keeps conversations whole until they stop)",
+			c.Loop.DormantAfter.Duration, actors.DefaultDormantAfter, actors.DefaultIdleTimeout))
 	}
 	if err := c.Inbound.validate(); err != nil {
 		errs = append(errs, err)

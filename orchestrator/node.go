@@ -287,6 +287,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		// [llm] timeout bounds one attempt inside the provider chain; a
 		// completion with its retries and fallbacks is bounded by the chat.
 		TimeoutRules: rules, LLMTimeout: cfg.Loop.ChatTimeout.Duration, Logger: log.With("component", "conversations"),
+		DormantAfter: cfg.Loop.DormantAfter.Duration, MaxDormantBytes: cfg.Loop.DormantMemoryMB << 20,
 	}); err != nil {
 		return nil, err
 	}

@@ -139,6 +139,10 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown timeout category", "[loop.timeouts.gpio]\ndefault = \"1s\"\n", "loop.timeouts.gpio: unknown category"},
 		{"default over max", "[loop.timeouts.exec]\ndefault = \"10m\"\nmax = \"1m\"\n", "loop.timeouts.exec"},
 		{"negative limit", "[loop]\ntool_error_limit = -1\n", "loop.tool_error_limit"},
+		{"negative dormant memory", "[loop]\ndormant_memory_mb = -1\n", "loop.dormant_memory_mb"},
+		{"dormant memory past an int32", "[loop]\ndormant_memory_mb = 4096\n", "loop.dormant_memory_mb: 4096 is more than 1024"},
+		{"negative dormant_after", "[loop]\ndormant_after = \"-1s\"\n", "loop.dormant_after"},
+		{"dormancy off", "[loop]\ndormant_after = \"10m\"\ndormant_memory_mb = 1024\n", ""},
 		{"missing password env", "[broker]\npassword_env = \"EVOCLAW_TEST_SURELY_UNSET\"\n", "EVOCLAW_TEST_SURELY_UNSET"},
 	}
 	for _, tt := range tests {
@@ -158,6 +162,8 @@ tool_error_limit = 2
 max_identical_calls = 2
 on_limit = "error"
 tools = "compact"
+dormant_after = "30s"
+dormant_memory_mb = 8
 [loop.select]
 pi-kitchen = ["sysinfo"]
 [loop.timeouts.exec]
@@ -167,7 +173,8 @@ max = "20m"
 	c, _ := loadConfig(t, t.TempDir(), conf, "")
 	l := c.Loop
 	if l.MaxToolIterations != 4 || l.ToolErrorLimit != 2 || l.MaxIdenticalCalls != 2 || l.OnLimit != "error" || l.Tools != "compact" ||
-		len(l.Select["pi-kitchen"]) != 1 || l.Timeouts["exec"].Default.Duration != 2*time.Minute || l.Timeouts["exec"].Max.Duration != 20*time.Minute {
+		len(l.Select["pi-kitchen"]) != 1 || l.Timeouts["exec"].Default.Duration != 2*time.Minute || l.Timeouts["exec"].Max.Duration != 20*time.Minute ||
+		l.DormantAfter.Duration != 30*time.Second || l.DormantMemoryMB != 8 {
 		t.Fatalf("loop config %+v", l)
 	}
 }
