@@ -124,8 +124,9 @@ func (b *EdgeToolbox) delegation(agentID string) *wire.Delegation {
 //
 // The catalog is an immutable snapshot, replaced on every change: the
 // definitions built from one are kept and returned again, shared (read,
-// never written: see Toolbox), until it is replaced. Building them for every completion of every conversation was
-// a third of the orchestrator's CPU under `evoclaw load` with 200 agents.
+// never written: see Toolbox), until it is replaced. Building them for
+// every completion of every conversation was a third of the
+// orchestrator's CPU under `evoclaw load` with 200 agents.
 func (b *EdgeToolbox) Defs() []llm.ToolDef {
 	cat := b.Edges.Catalog()
 	if d := b.defs.Load(); d != nil && d.cat == cat {
