@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -27,6 +28,19 @@ type LocalTools struct {
 	// Denied, when set, answers a call of a tool this node knows but may
 	// not run for lack of permissions (skills.Toolset.Denied); nil: none.
 	Denied func(name string) *skills.Output
+	// Generation, when set, changes whenever List may return something
+	// else (skills.Toolset.Generation): the definitions are then built once
+	// per generation and shared, so that the offers of completions find
+	// them unchanged (offers.go). Nil: built on every call.
+	Generation func() uint64
+
+	built atomic.Pointer[localDefs]
+}
+
+// localDefs are the definitions LocalTools built in one generation.
+type localDefs struct {
+	gen  uint64
+	defs []llm.ToolDef
 }
 
 // deny implements denier.
@@ -49,6 +63,22 @@ func (l *LocalTools) Defs() []llm.ToolDef {
 	if l.List == nil || l.Off != "" {
 		return nil
 	}
+	if l.Generation == nil {
+		return l.build()
+	}
+	// The generation is read before the list: a change in between is seen
+	// as a newer generation on the next call.
+	gen := l.Generation()
+	if b := l.built.Load(); b != nil && b.gen == gen {
+		return b.defs
+	}
+	defs := l.build()
+	defs = defs[:len(defs):len(defs)] // an append by a reader copies
+	l.built.Store(&localDefs{gen: gen, defs: defs})
+	return defs
+}
+
+func (l *LocalTools) build() []llm.ToolDef {
 	var defs []llm.ToolDef
 	for _, d := range l.List() {
 		defs = append(defs, llm.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})

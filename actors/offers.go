@@ -50,8 +50,8 @@ func (o *offers) of(box Toolbox) (*toolNames, []llm.ToolDef) {
 // sameParts reports whether a and b define the same tools, box by box: the
 // same names and descriptions in the same order, with the same schema (the
 // same map: a schema is never changed once offered). An equal schema in
-// another map only misses the memo: a skills catalog hands out copies, so
-// a node with skill tools of its own merges on every completion, as before.
+// another map only misses the memo (LocalTools keeps its definitions per
+// toolset generation so that it gives the same maps).
 func sameParts(a, b [][]llm.ToolDef) bool {
 	if len(a) != len(b) {
 		return false

@@ -1,9 +1,11 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +188,78 @@ func BenchmarkOffers(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLocalToolsKeptPerGeneration: with a Generation, LocalTools builds
+// its definitions once per generation, so a completion's offer is reused
+// although the toolset hands out fresh copies of its schemas; a new
+// generation is offered at once.
+func TestLocalToolsKeptPerGeneration(t *testing.T) {
+	var gen atomic.Uint64
+	name := atomic.Pointer[string]{}
+	first := "clock"
+	name.Store(&first)
+	list := func() []skills.ToolDef { // fresh copies, as a skills.Toolset gives
+		return []skills.ToolDef{{Name: *name.Load(), Description: "time", Parameters: map[string]any{"type": "object"}}}
+	}
+	local := &LocalTools{List: list, Generation: gen.Load}
+	edges := &Edges{cat: &catalogRef{}}
+	edges.cat.store(AgentInfo{ID: "pi", Online: true, Listed: true, LastSeen: time.Now(),
+		Tools: []wire.ToolInfo{{Name: "read", Parameters: map[string]any{"type": "object"}}}})
+	boxes := Toolboxes{local, &EdgeToolbox{Edges: edges}}
+	o := &offers{}
+	_, a := o.of(boxes)
+	_, b := o.of(boxes)
+	if &a[0] != &b[0] {
+		t.Fatal("the same generation gave a new offer")
+	}
+	second := "wall_clock"
+	name.Store(&second)
+	gen.Add(1)
+	_, c := o.of(boxes)
+	if c[0].Name != "wall_clock" {
+		t.Fatalf("after a new generation the offer starts with %q, want wall_clock", c[0].Name)
+	}
+	// Without a Generation every call builds afresh, as before.
+	plain := &LocalTools{List: list}
+	if x, y := plain.Defs(), plain.Defs(); sameMap(x[0].Parameters, y[0].Parameters) {
+		t.Fatal("LocalTools without a Generation kept its definitions")
+	}
+}
+
+// BenchmarkOffersWithLocalTools is BenchmarkOffers for a node with ten
+// tools of its own from a skills.Toolset, which copies their schemas on
+// every List: NAME/kept with the toolset's Generation (as the node runs),
+// NAME/copied without it (every completion copies and merges).
+func BenchmarkOffersWithLocalTools(b *testing.B) {
+	edges := &Edges{cat: &catalogRef{}}
+	for i := range 200 {
+		edges.cat.store(AgentInfo{ID: fmt.Sprintf("load-%03d", i), Online: true, Listed: true, Capabilities: "simulated agent",
+			Tools: []wire.ToolInfo{{Name: "noop", Parameters: map[string]any{"type": "object"}}}, LastSeen: time.Now()})
+	}
+	ts := skills.NewToolset(nil, skills.ExecOptions{})
+	for _, n := range []string{"read", "write", "edit", "ls", "grep", "find", "bash", "web_fetch", "todo_read", "todo_write"} {
+		err := ts.Add(skills.GoTool{Tool: skills.Tool{Name: n, Description: "the node's own " + n, Parameters: skills.Parameters{
+			Properties: map[string]skills.Param{"path": {Type: "string", Description: "where"}, "limit": {Type: "integer"}},
+			Required:   []string{"path"}}},
+			Run: func(context.Context, map[string]any) skills.Output { return skills.Output{} }})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		gen  func() uint64
+	}{{"kept", ts.Generation}, {"copied", nil}} {
+		b.Run(tc.name, func(b *testing.B) {
+			boxes := Toolboxes{&LocalTools{List: ts.Defs, Generation: tc.gen}, &EdgeToolbox{Edges: edges}}
+			o := &offers{}
+			b.ReportAllocs()
+			for range b.N {
+				if _, tools := o.of(boxes); len(tools) != 211 {
+					b.Fatalf("%d definitions", len(tools))
+				}
+			}
+		})
+	}
 }

@@ -238,7 +238,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	tools := n.box.Tools
-	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied,
+	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied, Generation: tools.Generation,
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 			return tools.CallJSONTimeout(ctx, name, args, timeoutMS)
 		}}

@@ -93,6 +93,14 @@ func (c *Catalog) Defs() []ToolDef {
 	return out
 }
 
+// generation is Loads after a check for changed skill files.
+func (c *Catalog) generation() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked()
+	return c.loads
+}
+
 // Loads counts how many times the catalog read its skill files; it lets
 // tests and metrics see that an unchanged catalog is served from memory.
 func (c *Catalog) Loads() int {

@@ -51,8 +51,10 @@ type Toolset struct {
 	catalog *Catalog
 	opts    ExecOptions
 
-	mu  sync.RWMutex      // guards gos
+	mu  sync.RWMutex      // guards gos and added
 	gos map[string]GoTool // by name
+	// added counts the calls of Add (Generation).
+	added uint64
 }
 
 // NewToolset returns a toolset over the skills of catalog (nil for none)
@@ -80,7 +82,22 @@ func (s *Toolset) Add(tools ...GoTool) error {
 		}
 		s.gos[g.Tool.Name] = g
 	}
+	s.added++
 	return nil
+}
+
+// Generation changes whenever what List returns may change: on every Add,
+// and when the catalog reloads its skills (which it checks here, as List
+// does). A caller that keeps what it built from Defs can serve it again
+// for as long as Generation returns the same number.
+func (s *Toolset) Generation() uint64 {
+	s.mu.RLock()
+	g := s.added
+	s.mu.RUnlock()
+	if s.catalog != nil {
+		g += uint64(s.catalog.generation())
+	}
+	return g
 }
 
 // List returns every known tool, offered or not, sorted by name; a skill
