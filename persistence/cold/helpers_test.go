@@ -3,6 +3,7 @@ package cold
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,7 +98,9 @@ func warmCount(t testing.TB, path, table string) int64 {
 // startShipper starts a shipper from warm to c, closed at cleanup.
 func startShipper(t testing.TB, warm *sqlite.Store, c *Store) *Shipper {
 	t.Helper()
-	sh := NewShipper(warm, c, nil)
+	// The shipper's warnings go to the test's output: a failing test shows
+	// what the shipper saw.
+	sh := NewShipper(warm, c, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err := sh.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -180,13 +180,8 @@ var fullSchema = append(append([]string(nil), schema...), upgrades...)
 // ensureSchema creates the cold tables when missing, in one transaction, and
 // refuses a database whose cold schema is newer than this build.
 func ensureSchema(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("create cold schema: %w", err)
-	}
-	defer conn.Close()
 	var version int
-	err = conn.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version)
+	err := db.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
 		// Unreachable, unauthorized, ...: say so rather than fail later.
 		return fmt.Errorf("read cold schema version: %w", err)
@@ -197,31 +192,25 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 	if err == nil && version == schemaVersion {
 		return nil
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("create cold schema: %w", err)
-	}
-	defer tx.Rollback() // no-op after Commit
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("create cold schema: %w", err)
+	return inTx(ctx, db, true, func(conn *sql.Conn) error {
+		for _, stmt := range schema {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create cold schema: %w", err)
+			}
 		}
-	}
-	// Read again inside the transaction: another node may have upgraded
-	// the database meanwhile.
-	if err := tx.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version); err != nil {
-		return fmt.Errorf("read cold schema version: %w", err)
-	}
-	for v := version; v < schemaVersion; v++ {
-		if _, err := tx.ExecContext(ctx, upgrades[v-1]); err != nil {
-			return fmt.Errorf("upgrade cold schema to version %d: %w", v+1, err)
+		// Read again inside the transaction: another node may have
+		// upgraded the database meanwhile.
+		if err := conn.QueryRowContext(ctx, `SELECT CAST(value AS INTEGER) FROM schema_meta WHERE key = 'version'`).Scan(&version); err != nil {
+			return fmt.Errorf("read cold schema version: %w", err)
 		}
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE schema_meta SET value = ? WHERE key = 'version'`, fmt.Sprint(schemaVersion)); err != nil {
-		return fmt.Errorf("upgrade cold schema: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create cold schema: %w", err)
-	}
-	return nil
+		for v := version; v < schemaVersion; v++ {
+			if _, err := conn.ExecContext(ctx, upgrades[v-1]); err != nil {
+				return fmt.Errorf("upgrade cold schema to version %d: %w", v+1, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, `UPDATE schema_meta SET value = ? WHERE key = 'version'`, fmt.Sprint(schemaVersion)); err != nil {
+			return fmt.Errorf("upgrade cold schema: %w", err)
+		}
+		return nil
+	})
 }

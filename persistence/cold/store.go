@@ -3,6 +3,7 @@ package cold
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -94,4 +95,45 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	}
 	s.schemaOK = true
 	return nil
+}
+
+// RecheckSchema makes the next EnsureSchema look at the server again. The
+// shipper calls it after a failure: the database may have been replaced
+// by an empty one (recreated, restored from an older copy) while this
+// Store believed its tables were there.
+func (s *Store) RecheckSchema() {
+	s.schemaMu.Lock()
+	defer s.schemaMu.Unlock()
+	s.schemaOK = false
+}
+
+// inTx runs fn on one connection inside BEGIN ... COMMIT, or ROLLBACK when
+// commit is false, every statement bounded by ctx. The driver's own
+// transactions end with no deadline at all (its Commit and Rollback take no
+// context), so a server that stops answering would hang them. When fn or
+// the end fails, the connection is dropped rather than pooled: closing its
+// stream makes the server roll back whatever is left open.
+func inTx(ctx context.Context, db *sql.DB, commit bool, fn func(conn *sql.Conn) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	if err := fn(conn); err != nil {
+		return err
+	}
+	end := "ROLLBACK"
+	if commit {
+		end = "COMMIT"
+	}
+	_, err = conn.ExecContext(ctx, end)
+	return err
 }

@@ -2,6 +2,7 @@ package cold
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,32 +70,35 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (columns [
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
+	// Run in a transaction that is rolled back: nothing the statement did
+	// stays.
+	err = inTx(ctx, s.db, false, func(conn *sql.Conn) error {
+		r, err := conn.QueryContext(ctx, query, args...)
+		if err != nil {
+			return classifyColdError(err)
+		}
+		defer r.Close()
+		if columns, err = r.Columns(); err != nil {
+			return err
+		}
+		for r.Next() {
+			row := make([]any, len(columns))
+			ptrs := make([]any, len(columns))
+			for i := range row {
+				ptrs[i] = &row[i]
+			}
+			if err := r.Scan(ptrs...); err != nil {
+				return err
+			}
+			rows = append(rows, row)
+		}
+		if err := r.Err(); err != nil {
+			return classifyColdError(err)
+		}
+		return r.Close() // before the ROLLBACK on the same connection
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("query cold tier: %w", err)
-	}
-	defer tx.Rollback() // never committed: nothing the statement did stays
-	r, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("query cold tier: %w", classifyColdError(err))
-	}
-	defer r.Close()
-	if columns, err = r.Columns(); err != nil {
-		return nil, nil, fmt.Errorf("query cold tier: %w", err)
-	}
-	for r.Next() {
-		row := make([]any, len(columns))
-		ptrs := make([]any, len(columns))
-		for i := range row {
-			ptrs[i] = &row[i]
-		}
-		if err := r.Scan(ptrs...); err != nil {
-			return nil, nil, fmt.Errorf("query cold tier: %w", err)
-		}
-		rows = append(rows, row)
-	}
-	if err := r.Err(); err != nil {
-		return nil, nil, fmt.Errorf("query cold tier: %w", classifyColdError(err))
 	}
 	return columns, rows, nil
 }

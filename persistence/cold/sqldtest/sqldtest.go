@@ -73,7 +73,8 @@ type Options struct {
 // Server is one sqld child process, restartable on its port with its data.
 // Its methods are called from the test goroutine only.
 type Server struct {
-	p *testenv.Process
+	p      *testenv.Process
+	dbPath string
 }
 
 // Start starts sqld on a free loopback port with a fresh database.
@@ -119,7 +120,7 @@ func Start(t testing.TB, opts Options) *Server {
 		},
 		StartTimeout: startTimeout,
 	})
-	return &Server{p: p}
+	return &Server{p: p, dbPath: dbPath}
 }
 
 // URL returns the server's HTTP URL.
@@ -131,6 +132,18 @@ func (s *Server) Kill() { s.p.Kill() }
 
 // Restart starts sqld again on the same port and database.
 func (s *Server) Restart() { s.p.Restart() }
+
+// Wipe kills sqld, deletes its database and starts it again on the same
+// port with an empty one, as an operator who recreates a cold database
+// would.
+func (s *Server) Wipe(t testing.TB) {
+	t.Helper()
+	s.p.Kill()
+	if err := os.RemoveAll(s.dbPath); err != nil {
+		t.Fatal(err)
+	}
+	s.p.Restart()
+}
 
 // NewKey returns a fresh Ed25519 key pair for Options.JWTKey and Token.
 func NewKey(t testing.TB) (ed25519.PublicKey, ed25519.PrivateKey) {
