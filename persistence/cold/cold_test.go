@@ -44,7 +44,7 @@ func TestShipAllAndReshipChangesNothing(t *testing.T) {
 	_, warm, path, c := tiers(t)
 	fill(t, warm, 30) // 150 records, 3 batches of 50
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipper to catch up")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up")
 	checkSame(t, c, path, warm.ChainID())
 	if st := sh.Status(); st.Lag != 0 || st.Shipped != 150 || st.LastError != "" {
 		t.Fatalf("status %+v", st)
@@ -79,7 +79,7 @@ func TestServerDownThenBack(t *testing.T) {
 	srv, warm, path, c := tiers(t)
 	sh := startShipper(t, warm, c)
 	fill(t, warm, 10)
-	waitCaughtUp(t, sh, warm, "first records shipped")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
 
 	srv.Kill()
 	fill(t, warm, 20) // written while the cold tier is unreachable
@@ -92,7 +92,7 @@ func TestServerDownThenBack(t *testing.T) {
 		t.Fatalf("backoff %v outside (0, %v]", st.RetryIn, c.cfg.MaxBackoff)
 	}
 	srv.Restart()
-	waitCaughtUp(t, sh, warm, "shipper to catch up after the outage")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up after the outage")
 	checkSame(t, c, path, warm.ChainID())
 	if st := sh.Status(); st.LastError != "" || st.Failures != 0 {
 		t.Fatalf("status after recovery %+v", st)
@@ -129,7 +129,7 @@ func TestAuthToken(t *testing.T) {
 	good := sqldtest.Token(t, priv, map[string]any{"a": "rw"})
 	c := openCold(t, srv.URL(), good)
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipping with the right token")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping with the right token")
 	checkSame(t, c, path, warm.ChainID())
 
 	// A read-only token reads but cannot write, refused by the server.
@@ -147,7 +147,7 @@ func TestQueryIsReadOnly(t *testing.T) {
 	_, warm, _, c := tiers(t)
 	fill(t, warm, 1)
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipping")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	for _, q := range []string{
 		"DELETE FROM tool_calls",
 		"UPDATE events SET kind = 'x'",
@@ -176,7 +176,7 @@ func TestShipAfterWarmPrune(t *testing.T) {
 		t.Fatalf("prune: %+v %v", res, err)
 	}
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipping")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	st, ok, err := c.Chain(context.Background(), warm.ChainID())
 	if err != nil || !ok || st.FirstSeq != 8 || st.ShippedSeq != 20 {
 		t.Fatalf("cold chain %+v %v %v", st, ok, err)
@@ -256,7 +256,7 @@ func TestColdAheadOfWarm(t *testing.T) {
 	copyFile(t, path, backup)
 	fill(t, warm, 1) // 10 records
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipping")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	sh.Close()
 
 	// The backup's anchors are sealed with the node's key, kept apart from it.

@@ -29,7 +29,7 @@ func TestLagIsCurrentDuringOutage(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	sh := startShipper(t, warm, c)
 	fill(t, warm, 2)
-	waitCaughtUp(t, sh, warm, "first records shipped")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
 
 	srv.Kill()
 	fill(t, warm, 3) // 15 records written while the cold tier is down
@@ -59,7 +59,7 @@ func TestWarmEmptiedByRetention(t *testing.T) {
 	}
 	t.Cleanup(func() { sh.Close() })
 	fill(t, warm, 2)
-	waitCaughtUp(t, sh, warm, "records shipped")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "records shipped")
 	res, err := warm.Prune(context.Background(), sqlite.Retention{MaxAge: time.Nanosecond, Batch: 100}, time.Now().Add(time.Hour))
 	if err != nil || res.UpToSeq != 10 {
 		t.Fatalf("prune: %+v %v", res, err)
@@ -79,7 +79,7 @@ func TestWarmEmptiedByRetention(t *testing.T) {
 		t.Fatalf("status %+v, logs:\n%s", st, logs.String())
 	}
 	fill(t, warm, 1)
-	waitCaughtUp(t, sh, warm, "the next records shipped")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "the next records shipped")
 	st, _, err := c.Chain(context.Background(), warm.ChainID())
 	if err != nil || st.ShippedSeq != 15 {
 		t.Fatalf("cold chain %+v %v", st, err)

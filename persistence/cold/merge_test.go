@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -18,7 +19,7 @@ func TestMergeTiers(t *testing.T) {
 	_, warm, path, c := tiers(t)
 	fill(t, warm, 10) // 50 records
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipping")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	sh.Close()
 	// Prune the first 20 from warm (they are shipped), then write 10 more
 	// that stay warm only.

@@ -119,7 +119,7 @@ func TestServerKilledMidBatch(t *testing.T) {
 	c.cfg.RequestTimeout = 5 * time.Second
 	fill(t, warm, 4)
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "first records shipped")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
 
 	fill(t, warm, 200) // 1000 records: the next batches are large requests
 	proxy.armed.Store(true)
@@ -129,6 +129,6 @@ func TestServerKilledMidBatch(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, func() bool { return sh.Status().Failures > 0 }, "the shipper to see the failure")
 	t.Logf("failure while the server was down: %s", sh.Status().LastError)
 	srv.Restart()
-	waitCaughtUp(t, sh, warm, "shipper to catch up after the restart")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up after the restart")
 	checkSame(t, c, path, warm.ChainID())
 }

@@ -2,6 +2,9 @@ package cold
 
 import (
 	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // The cold database is replaced by an empty one while the shipper runs (an
@@ -13,10 +16,10 @@ func TestColdDatabaseReplaced(t *testing.T) {
 	srv, warm, path, c := tiers(t)
 	fill(t, warm, 4)
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "first records shipped")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
 	srv.Wipe(t)
 	fill(t, warm, 4)
-	waitCaughtUp(t, sh, warm, "shipper to catch up on the empty database")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up on the empty database")
 	st, ok, err := c.Chain(t.Context(), warm.ChainID())
 	if err != nil || !ok {
 		t.Fatalf("cold chain after the wipe: ok=%v err=%v", ok, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
@@ -27,7 +29,7 @@ func TestReportsAgreeAcrossTiers(t *testing.T) {
 		}
 	}
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipping")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
 	merged, err := MergeTiers(context.Background(), path, c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

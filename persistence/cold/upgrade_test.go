@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 )
@@ -36,7 +38,7 @@ func TestColdSchemaV1Upgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := startShipper(t, warm, c)
-	waitCaughtUp(t, sh, warm, "shipper to catch up")
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipper to catch up")
 	checkSame(t, c, path, warm.ChainID())
 	if err := c.db.QueryRowContext(ctx, `SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&v); err != nil || v != fmt.Sprint(schemaVersion) {
 		t.Fatalf("cold schema after shipping %q, %v", v, err)
