@@ -118,13 +118,23 @@ func TestServerKilledMidBatch(t *testing.T) {
 	// so that a busy machine sees the failure well within the wait below.
 	c.cfg.RequestTimeout = 5 * time.Second
 	fill(t, warm, 4)
-	sh := startShipper(t, warm, c)
-	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "first records shipped")
-
-	fill(t, warm, 200) // 1000 records: the next batches are large requests
+	first := startShipper(t, warm, c)
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, first, warm), "first records shipped")
+	// The backlog is written while no shipper runs, so that the next one
+	// starts with batches of 400 records: requests far larger than the
+	// trip threshold. (A shipper running beside fill would ship it in
+	// small pieces, maybe all of it before the proxy is armed.)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, warm, 200) // 1000 records
 	proxy.armed.Store(true)
-	sh.Kick()
-	<-proxy.tripped
+	sh := startShipper(t, warm, c)
+	select {
+	case <-proxy.tripped:
+	case <-time.After(60 * time.Second): // a bound on a hang, not a timing claim
+		t.Fatalf("no request of more than 64 KiB reached the server within 60s; shipper status %+v", sh.Status())
+	}
 	srv.Kill()
 	testenv.Eventually(t, 60*time.Second, func() bool { return sh.Status().Failures > 0 }, "the shipper to see the failure")
 	t.Logf("failure while the server was down: %s", sh.Status().LastError)
