@@ -218,6 +218,7 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	asked := *pos == nil // the position comes from the cold tier this step
 	if *pos == nil {
 		sh.seedProgress(ctx)
 		st, ok, err := sh.dst.Chain(ctx, chainID)
@@ -255,6 +256,18 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 		// until an operator looks.
 		return 0, fmt.Errorf("%w: cold tier holds chain %s up to chain_seq %d, warm only up to %d",
 			ErrAhead, chainID, p.seq, head)
+	}
+	if asked && p.seq > 0 {
+		// The cold tier may hold records the warm store never heard were
+		// shipped: a batch it committed whose answer was lost (the
+		// server died after its commit, the connection broke). Move the
+		// warm mark up to them, or the lag would count them and
+		// retention keep them until newer records ship. The mark never
+		// moves backwards, and this runs only when the position was
+		// asked for (at the start, after a failure), not at every poll.
+		if err := sh.src.MarkShipped(ctx, p.seq); err != nil {
+			return 0, fmt.Errorf("record shipped mark: %w", err)
+		}
 	}
 	if head == p.seq {
 		return 0, nil
