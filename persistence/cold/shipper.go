@@ -25,8 +25,13 @@ type Source interface {
 	// HeadSeq returns the newest chain_seq.
 	HeadSeq(ctx context.Context) (int64, error)
 	// MarkShipped durably records that the cold tier holds every record up
-	// to seq.
+	// to seq; the mark never moves backwards.
 	MarkShipped(ctx context.Context, seq int64) error
+	// SetShipped durably records that the cold tier holds every record up
+	// to seq and none after, moving the mark either way.
+	SetShipped(ctx context.Context, seq int64) error
+	// ShippedSeq returns the mark (0 when never set).
+	ShippedSeq(ctx context.Context) (int64, error)
 }
 
 // Errors of the shipper.
@@ -257,16 +262,9 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 		return 0, fmt.Errorf("%w: cold tier holds chain %s up to chain_seq %d, warm only up to %d",
 			ErrAhead, chainID, p.seq, head)
 	}
-	if asked && p.seq > 0 {
-		// The cold tier may hold records the warm store never heard were
-		// shipped: a batch it committed whose answer was lost (the
-		// server died after its commit, the connection broke). Move the
-		// warm mark up to them, or the lag would count them and
-		// retention keep them until newer records ship. The mark never
-		// moves backwards, and this runs only when the position was
-		// asked for (at the start, after a failure), not at every poll.
-		if err := sh.src.MarkShipped(ctx, p.seq); err != nil {
-			return 0, fmt.Errorf("record shipped mark: %w", err)
+	if asked {
+		if err := sh.markAsCold(ctx, p.seq); err != nil {
+			return 0, err
 		}
 	}
 	if head == p.seq {
@@ -301,17 +299,38 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 	return len(recs), nil
 }
 
+// markAsCold makes the warm store's shipped mark what the cold tier, just
+// asked, holds: seq. The cold tier may hold more than the mark says: a
+// batch it committed whose answer was lost (the server died after its
+// commit, the connection broke); without this the lag would count those
+// records, and retention keep them, until newer records ship. It may hold
+// less: it was replaced by an empty database or lost data; without this,
+// retention would delete warm records the cold tier does not have. It
+// writes only when the two differ, and runs only when the position was
+// asked for (at the start, after a failure), never at an idle poll.
+func (sh *Shipper) markAsCold(ctx context.Context, seq int64) error {
+	marked, err := sh.src.ShippedSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if seq == marked {
+		return nil
+	}
+	if seq < marked {
+		sh.log.Warn("the cold tier holds less of the chain than was shipped to it; the warm store keeps the rest until it is shipped again",
+			logKeyFrom, seq+1, logKeyTo, marked)
+	}
+	if err := sh.src.SetShipped(ctx, seq); err != nil {
+		return fmt.Errorf("record shipped mark: %w", err)
+	}
+	return nil
+}
+
 // seedProgress takes the shipped mark from the warm store while the
 // shipper knows none (before its first step reached the cold tier), so its
 // lag is right during an outage that began before it started.
 func (sh *Shipper) seedProgress(ctx context.Context) {
-	m, ok := sh.src.(interface {
-		ShippedSeq(ctx context.Context) (int64, error)
-	})
-	if !ok {
-		return
-	}
-	seq, err := m.ShippedSeq(ctx)
+	seq, err := sh.src.ShippedSeq(ctx)
 	if err != nil {
 		return
 	}

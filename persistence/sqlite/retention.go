@@ -26,7 +26,8 @@ const (
 type Retention struct {
 	// ColdTier is true when a cold tier is configured: then a record is
 	// deleted only once it is older than WarmWindow and the cold tier holds
-	// it (MarkShipped), and MaxAge and MaxBytes are ignored.
+	// it (the shipped mark: MarkShipped, SetShipped), and MaxAge and
+	// MaxBytes are ignored.
 	ColdTier bool `toml:"-"`
 	// WarmWindow is how long records stay warm with a cold tier. Zero means
 	// DefaultWarmWindow.

@@ -59,24 +59,43 @@ func (s *Store) HeadSeq(ctx context.Context) (int64, error) {
 // MarkShipped records durably, through the writer, that the cold tier holds
 // every record up to chain_seq seq. The mark never moves backwards.
 func (s *Store) MarkShipped(ctx context.Context, seq int64) error {
-	now := time.Now().UTC().Format(tsLayout)
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO cold_shipped (id, shipped_seq, ts) VALUES (1, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET shipped_seq = excluded.shipped_seq, ts = excluded.ts
-			WHERE excluded.shipped_seq > cold_shipped.shipped_seq`, seq, now)
-		if err != nil {
-			return fmt.Errorf("store shipped mark: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.storeShipped(ctx, seq, true); err != nil {
 		return fmt.Errorf("mark shipped up to chain_seq %d: %w", seq, err)
 	}
 	return nil
 }
 
+// SetShipped records durably, through the writer, that the cold tier holds
+// every record up to chain_seq seq and none after: unlike MarkShipped it
+// moves the mark backwards too. The shipper calls it when the cold tier,
+// asked for its position, holds less than the mark says (it was replaced
+// by an empty database, or lost data): the records after seq are then
+// kept in warm by retention until they are shipped again.
+func (s *Store) SetShipped(ctx context.Context, seq int64) error {
+	if err := s.storeShipped(ctx, seq, false); err != nil {
+		return fmt.Errorf("set shipped mark to chain_seq %d: %w", seq, err)
+	}
+	return nil
+}
+
+// storeShipped writes the shipped mark; forwardOnly keeps a higher one.
+func (s *Store) storeShipped(ctx context.Context, seq int64, forwardOnly bool) error {
+	q := `INSERT INTO cold_shipped (id, shipped_seq, ts) VALUES (1, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET shipped_seq = excluded.shipped_seq, ts = excluded.ts`
+	if forwardOnly {
+		q += ` WHERE excluded.shipped_seq > cold_shipped.shipped_seq`
+	}
+	now := time.Now().UTC().Format(tsLayout)
+	return s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, q, seq, now); err != nil {
+			return fmt.Errorf("store shipped mark: %w", err)
+		}
+		return nil
+	})
+}
+
 // ShippedSeq returns the chain_seq up to which the cold tier holds every
-// record, as last recorded by MarkShipped (0 when never).
+// record, as last recorded by MarkShipped or SetShipped (0 when never).
 func (s *Store) ShippedSeq(ctx context.Context) (int64, error) {
 	return shippedSeq(ctx, s.rdb)
 }
