@@ -59,7 +59,7 @@ func TestShippedMarkComesDownToTheColdTier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw.RecheckSchema()
+	rw.recheckSchema()
 	if err := rw.Ship(ctx, Batch{ChainID: warm.ChainID(), Prev: auditchain.Genesis(warm.ChainID()), Records: recs}); err != nil {
 		t.Fatal(err)
 	}

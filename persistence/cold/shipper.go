@@ -186,7 +186,7 @@ func (sh *Shipper) run(ctx context.Context) {
 			pos = nil // the cold tier may have stored the batch: ask it
 			// It may also have been replaced by an empty database:
 			// look for the tables again too.
-			sh.dst.RecheckSchema()
+			sh.dst.recheckSchema()
 			backoff = min(max(2*backoff, sh.cfg.MinBackoff), sh.cfg.MaxBackoff)
 			wait = backoff
 			sh.mu.Lock()

@@ -97,11 +97,11 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	return nil
 }
 
-// RecheckSchema makes the next EnsureSchema look at the server again. The
+// recheckSchema makes the next EnsureSchema look at the server again. The
 // shipper calls it after a failure: the database may have been replaced
 // by an empty one (recreated, restored from an older copy) while this
 // Store believed its tables were there.
-func (s *Store) RecheckSchema() {
+func (s *Store) recheckSchema() {
 	s.schemaMu.Lock()
 	defer s.schemaMu.Unlock()
 	s.schemaOK = false
