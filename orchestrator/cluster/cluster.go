@@ -17,10 +17,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdBaseKey is the etcd key prefix of every evoclaw cluster's members.
@@ -64,7 +62,7 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	if err := probeEtcd(cfg.Etcd); err != nil {
 		return nil, err
 	}
-	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: DefaultDialTimeout}}
+	provider := &etcdProvider{endpoints: cfg.Etcd, log: log}
 	var ropts []remote.ConfigOption
 	if cfg.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
@@ -92,32 +90,57 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	return c, nil
 }
 
-// lazyEtcd is protoactor's etcd provider, made when the cluster starts
-// the member: after the actor remote has started, so the etcd client's
-// gRPC connections never run while the remote sets gRPC's global logger.
-type lazyEtcd struct {
-	cfg clientv3.Config
-	p   *etcd.Provider
+// etcdProvider is the cluster provider protoactor's cluster starts the
+// member with: this member's key in etcd and the watch of the others
+// (etcdgw.go), made once the actor remote has started and the member's
+// address is known.
+type etcdProvider struct {
+	endpoints []string
+	log       *slog.Logger
+	m         *etcdMembership
 }
 
-func (l *lazyEtcd) StartMember(c *pcluster.Cluster) error {
-	p, err := etcd.NewWithConfig(etcdBaseKey, l.cfg)
+func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
+	h, port, err := net.SplitHostPort(c.ActorSystem.Address())
 	if err != nil {
-		return fmt.Errorf("cluster: etcd client: %w", err)
+		return fmt.Errorf("cluster: member address: %w", err)
 	}
-	l.p = p
-	return p.StartMember(c)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("cluster: member address %q: %w", c.ActorSystem.Address(), err)
+	}
+	id := c.Config.Name + "@" + c.ActorSystem.ID
+	self := etcdNode{ID: id, Name: id, Host: h, Address: h, Port: n, Kinds: c.GetClusterKinds(), Alive: true}
+	p.m = newEtcdMembership(p.endpoints, etcdBaseKey, c.Config.Name, self, func(nodes []etcdNode) {
+		ms := make([]*pcluster.Member, len(nodes))
+		for i, n := range nodes {
+			host, port := n.hostPort()
+			kinds := n.Kinds
+			if kinds == nil {
+				kinds = []string{}
+			}
+			ms[i] = &pcluster.Member{Id: n.ID, Host: host, Port: int32(port), Kinds: kinds}
+		}
+		c.MemberList.UpdateClusterTopology(ms)
+	}, p.log)
+	if err := p.m.start(); err != nil {
+		_ = p.m.shutdown(true)
+		return err
+	}
+	return nil
 }
 
-func (l *lazyEtcd) StartClient(*pcluster.Cluster) error {
+func (p *etcdProvider) StartClient(*pcluster.Cluster) error {
 	return errors.New("cluster: a node is always a member")
 }
 
-func (l *lazyEtcd) Shutdown(graceful bool) error {
-	if l.p == nil {
+// Shutdown leaves etcd: the member's key is deleted and its lease
+// revoked, each within the lease's TTL.
+func (p *etcdProvider) Shutdown(bool) error {
+	if p.m == nil {
 		return nil
 	}
-	return l.p.Shutdown(graceful)
+	return p.m.shutdown(true)
 }
 
 // instanceID is 8 random hex digits.
