@@ -447,8 +447,12 @@ func (m *etcdMembership) apply(ev etcdEvent) {
 		return
 	}
 	var n etcdNode
-	if err := json.Unmarshal(ev.KV.Value, &n); err != nil || n.ID == "" {
-		m.log.Warn("cluster: not a member value in etcd; ignored", "key", string(ev.KV.Key), "err", err)
+	if err := json.Unmarshal(ev.KV.Value, &n); err != nil || n.ID != id {
+		m.log.Warn("cluster: not a member value in etcd (or not this key's member); ignored", "key", string(ev.KV.Key), "err", err)
+		return
+	}
+	if host, port := n.hostPort(); host == "" || port <= 0 || port > 65535 {
+		m.log.Warn("cluster: a member in etcd without a reachable address; ignored", "key", string(ev.KV.Key), "host", host, "port", port)
 		return
 	}
 	if !n.Alive {

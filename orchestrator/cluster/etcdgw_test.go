@@ -269,6 +269,12 @@ func TestEtcdWatchBadInput(t *testing.T) {
 			kvJSON("/evoclaw/lab2/lab2@x.1", testNode("lab2@x.1"), false),
 			kvJSON("/evoclaw/lab/x/y", testNode("y"), false),
 			`{"kv":{"key":"`+b64("/evoclaw/lab/lab@z.1")+`","value":"`+b64("not a member")+`"}}`,
+			// Another member's value under a key of its own, and members
+			// with no address to reach them at.
+			kvJSON("/evoclaw/lab/lab@y.1", testNode("lab@b.1"), false),
+			kvJSON("/evoclaw/lab/lab@p.1", etcdNode{ID: "lab@p.1", Host: "127.0.0.1", Port: 0, Alive: true}, false),
+			kvJSON("/evoclaw/lab/lab@q.1", etcdNode{ID: "lab@q.1", Host: "127.0.0.1", Port: 70000, Alive: true}, false),
+			kvJSON("/evoclaw/lab/lab@r.1", etcdNode{ID: "lab@r.1", Port: 9000, Alive: true}, false),
 		)}, abc},
 		{"canceled by a compaction", nil, []string{`{"result":{"canceled":true,"compact_revision":"3","cancel_reason":"compacted"}}`}, abc},
 		{"a line past the bound", nil, []string{`{"result":{"events":[` + strings.Repeat(" ", maxEtcdMessage) + `]}}`}, abc},
@@ -375,9 +381,12 @@ func FuzzWatchMessage(f *testing.F) {
 		if !slices.ContainsFunc(got, func(n etcdNode) bool { return n.ID == "lab@a.1" }) {
 			t.Fatalf("self missing from %v", got)
 		}
-		for id := range m.members {
-			if id == "" || strings.Contains(id, "/") {
-				t.Fatalf("member id %q", id)
+		for id, n := range m.members {
+			if id == "" || strings.Contains(id, "/") || n.ID != id {
+				t.Fatalf("member id %q holds %+v", id, n)
+			}
+			if h, p := n.hostPort(); h == "" || p <= 0 || p > 65535 {
+				t.Fatalf("member %q without an address: %+v", id, n)
 			}
 		}
 	})
