@@ -68,9 +68,11 @@ type etcdMembership struct {
 	endpoints []string // base URLs, http(s)://host:port
 	prefix    string   // baseKey/cluster/
 	ttl       time.Duration
-	hc        *http.Client
-	log       *slog.Logger
-	publish   func([]etcdNode)
+	// callTimeout bounds each call made while starting.
+	callTimeout time.Duration
+	hc          *http.Client
+	log         *slog.Logger
+	publish     func([]etcdNode)
 
 	self etcdNode
 	key  string
@@ -108,27 +110,35 @@ func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNod
 		endpoints: eps,
 		// The trailing slash keeps cluster "lab" from seeing the
 		// members of cluster "lab2".
-		prefix:  baseKey + "/" + cluster + "/",
-		ttl:     memberTTL,
-		hc:      &http.Client{Transport: tr},
-		log:     log,
-		publish: publish,
-		self:    self,
-		key:     baseKey + "/" + cluster + "/" + self.ID,
-		ctx:     ctx,
-		cancel:  cancel,
-		resync:  make(chan struct{}, 1),
-		members: map[string]etcdNode{},
+		prefix:      baseKey + "/" + cluster + "/",
+		ttl:         memberTTL,
+		callTimeout: DefaultDialTimeout,
+		hc:          &http.Client{Transport: tr},
+		log:         log,
+		publish:     publish,
+		self:        self,
+		key:         baseKey + "/" + cluster + "/" + self.ID,
+		ctx:         ctx,
+		cancel:      cancel,
+		resync:      make(chan struct{}, 1),
+		members:     map[string]etcdNode{},
 	}
 }
 
 // start registers this member, publishes the members etcd holds and keeps
 // both going until shutdown.
 func (m *etcdMembership) start() error {
-	if err := m.register(m.ctx); err != nil {
+	// An etcd that accepts connections and never answers makes start
+	// fail, not hang: each call is bounded.
+	ctx, cancel := context.WithTimeout(m.ctx, m.callTimeout)
+	err := m.register(ctx)
+	cancel()
+	if err != nil {
 		return err
 	}
-	rev, err := m.list(m.ctx)
+	ctx, cancel = context.WithTimeout(m.ctx, m.callTimeout)
+	rev, err := m.list(ctx)
+	cancel()
 	if err != nil {
 		return err
 	}

@@ -391,3 +391,40 @@ func FuzzWatchMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestEtcdStartBounded: an etcd that accepts connections and never
+// answers fails the start within the call timeout instead of hanging it.
+func TestEtcdStartBounded(t *testing.T) {
+	for _, hangOn := range []string{"/v3/lease/grant", "/v3/kv/range"} {
+		t.Run(strings.TrimPrefix(hangOn, "/v3/"), func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if r.URL.Path == hangOn {
+					select {
+					case <-release:
+					case <-r.Context().Done():
+					}
+					return
+				}
+				(&fakeEtcd{}).ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(release) })
+			m := newEtcdMembership([]string{srv.URL}, etcdBaseKey, "lab", testNode("lab@a.1"), func([]etcdNode) {}, nil)
+			m.callTimeout = 300 * time.Millisecond
+			done := make(chan error, 1)
+			go func() { done <- m.start() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					_ = m.shutdown(false)
+					t.Fatal("start succeeded against an etcd that does not answer")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("start still waits after 10 s for an etcd that does not answer")
+			}
+			_ = m.shutdown(false)
+		})
+	}
+}
