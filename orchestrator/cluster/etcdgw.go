@@ -103,7 +103,7 @@ func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNod
 		}
 		eps[i] = strings.TrimSuffix(e, "/")
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := etcdTransport()
 	tr.MaxIdleConnsPerHost = 4
 	ctx, cancel := context.WithCancel(context.Background())
 	return &etcdMembership{
@@ -123,6 +123,15 @@ func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNod
 		resync:      make(chan struct{}, 1),
 		members:     map[string]etcdNode{},
 	}
+}
+
+// etcdTransport is how a node reaches etcd: directly, never through a
+// proxy that the environment names for other traffic (HTTP_PROXY set for
+// package downloads must not carry the cluster's membership).
+func etcdTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	return tr
 }
 
 // start registers this member, publishes the members etcd holds and keeps

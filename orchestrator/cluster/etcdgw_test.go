@@ -428,3 +428,27 @@ func TestEtcdStartBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestEtcdNeverThroughAProxy: a proxy the environment names for other
+// traffic does not carry the membership (loopback is never proxied, so
+// this looks at the transport itself).
+func TestEtcdNeverThroughAProxy(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+	m := newEtcdMembership([]string{"10.0.0.1:2379"}, etcdBaseKey, "lab", testNode("lab@a.1"), func([]etcdNode) {}, nil)
+	tr, ok := m.hc.Transport.(*http.Transport)
+	if !ok {
+		t.Fatalf("transport %T", m.hc.Transport)
+	}
+	req, _ := http.NewRequest(http.MethodPost, m.endpoints[0]+"/v3/kv/range", nil)
+	if tr.Proxy != nil {
+		if u, err := tr.Proxy(req); u != nil || err != nil {
+			t.Fatalf("etcd requests go through %v (%v)", u, err)
+		}
+	}
+	if p := etcdTransport().Proxy; p != nil {
+		if u, _ := p(req); u != nil {
+			t.Fatalf("the probe's transport goes through %v", u)
+		}
+	}
+}

@@ -77,11 +77,10 @@ func NodeOf(memberID string) string {
 }
 
 // probeEtcd asks the endpoints for their health over plain HTTP within
-// the dial timeout: the provider's own calls would wait forever for an
-// etcd that is not there (and a gRPC client started before the actor
-// remote would race with the remote setting gRPC's global logger).
+// the dial timeout, so that a node without a healthy etcd refuses to
+// start with one clear error before anything else is started.
 func probeEtcd(endpoints []string) error {
-	hc := http.Client{Timeout: DefaultDialTimeout}
+	hc := http.Client{Timeout: DefaultDialTimeout, Transport: etcdTransport()}
 	var errs []error
 	for _, e := range endpoints {
 		base := e
