@@ -125,15 +125,6 @@ func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNod
 	}
 }
 
-// etcdTransport is how a node reaches etcd: directly, never through a
-// proxy that the environment names for other traffic (HTTP_PROXY set for
-// package downloads must not carry the cluster's membership).
-func etcdTransport() *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
-	return tr
-}
-
 // start registers this member, publishes the members etcd holds and keeps
 // both going until shutdown.
 func (m *etcdMembership) start() error {

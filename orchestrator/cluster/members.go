@@ -1,9 +1,9 @@
 // Package cluster joins a node to other evoclaw nodes with protoactor-go's
-// cluster: membership from etcd (its etcd provider), grains placed by
-// distributed hashing (disthash), and actor messages between the nodes
-// over protoactor remote. It is started only when [cluster] names etcd
-// endpoints; the build tag nocluster leaves protoactor's cluster, its gRPC
-// remote and the etcd client out of the binary altogether.
+// cluster: membership from etcd (a provider speaking etcd's JSON gateway,
+// etcdgw.go), grains placed by distributed hashing (disthash), and actor
+// messages between the nodes over protoactor remote. It is started only
+// when [cluster] names etcd endpoints; the build tag nocluster leaves
+// protoactor's cluster and its gRPC remote out of the binary altogether.
 // docs/CLUSTER.md describes the design.
 package cluster
 
@@ -74,6 +74,15 @@ func NodeOf(memberID string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// etcdTransport is how a node reaches etcd: directly, never through a
+// proxy that the environment names for other traffic (HTTP_PROXY set for
+// package downloads must not carry the cluster's membership).
+func etcdTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	return tr
 }
 
 // probeEtcd asks the endpoints for their health over plain HTTP within
