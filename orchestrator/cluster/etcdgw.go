@@ -98,10 +98,7 @@ func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNod
 	}
 	eps := make([]string, len(endpoints))
 	for i, e := range endpoints {
-		if !strings.Contains(e, "://") {
-			e = "http://" + e
-		}
-		eps[i] = strings.TrimSuffix(e, "/")
+		eps[i] = etcdBaseURL(e)
 	}
 	tr := etcdTransport()
 	tr.MaxIdleConnsPerHost = 4

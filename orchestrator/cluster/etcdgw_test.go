@@ -332,26 +332,31 @@ func TestReadLine(t *testing.T) {
 		in      string
 		max     int
 		want    []string
-		wantErr bool
+		wantErr string // "" means the input ends with io.EOF
 	}{
-		{"a\nbb\n", 10, []string{"a\n", "bb\n"}, false},
-		{"a\nlast", 10, []string{"a\n", "last"}, false},
-		{strings.Repeat("x", 40) + "\n", 64, []string{strings.Repeat("x", 40) + "\n"}, false},
-		{strings.Repeat("x", 65) + "\n", 64, nil, true},
+		{"a\nbb\n", 10, []string{"a\n", "bb\n"}, ""},
+		{"a\nlast", 10, []string{"a\n", "last"}, ""},
+		{strings.Repeat("x", 40) + "\n", 64, []string{strings.Repeat("x", 40) + "\n"}, ""},
+		{"ok\n" + strings.Repeat("x", 65) + "\n", 64, []string{"ok\n"}, "longer than 64 bytes"},
 	} {
 		r := bufio.NewReaderSize(strings.NewReader(tc.in), 16)
 		var got []string
 		var err error
 		for {
 			var l []byte
-			l, err = readLine(r, tc.max)
-			if err != nil {
+			if l, err = readLine(r, tc.max); err != nil {
 				break
 			}
 			got = append(got, string(l))
 		}
-		if !slices.Equal(got, tc.want) || (err != nil && !strings.Contains(err.Error(), "longer than")) != !tc.wantErr && tc.wantErr {
-			t.Errorf("readLine(%.20q, %d) = %q, %v; want %q (error %v)", tc.in, tc.max, got, err, tc.want, tc.wantErr)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("readLine(%.20q, %d) read %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+		switch {
+		case tc.wantErr == "" && err != io.EOF:
+			t.Errorf("readLine(%.20q, %d) ended with %v, want io.EOF", tc.in, tc.max, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("readLine(%.20q, %d) ended with %v, want %q", tc.in, tc.max, err, tc.wantErr)
 		}
 	}
 }

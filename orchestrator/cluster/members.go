@@ -85,6 +85,15 @@ func etcdTransport() *http.Transport {
 	return tr
 }
 
+// etcdBaseURL is the URL of a configured endpoint ("host:port" or
+// "http://host:port"), without a trailing slash.
+func etcdBaseURL(endpoint string) string {
+	if !strings.Contains(endpoint, "://") {
+		endpoint = "http://" + endpoint
+	}
+	return strings.TrimSuffix(endpoint, "/")
+}
+
 // probeEtcd asks the endpoints for their health over plain HTTP within
 // the dial timeout, so that a node without a healthy etcd refuses to
 // start with one clear error before anything else is started.
@@ -92,11 +101,7 @@ func probeEtcd(endpoints []string) error {
 	hc := http.Client{Timeout: DefaultDialTimeout, Transport: etcdTransport()}
 	var errs []error
 	for _, e := range endpoints {
-		base := e
-		if !strings.Contains(e, "://") {
-			base = "http://" + e
-		}
-		resp, err := hc.Get(strings.TrimSuffix(base, "/") + "/health")
+		resp, err := hc.Get(etcdBaseURL(e) + "/health")
 		if err != nil {
 			errs = append(errs, err)
 			continue
