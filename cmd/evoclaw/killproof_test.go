@@ -69,6 +69,13 @@ func TestToolsDieWithTheAgent(t *testing.T) {
 				testenv.Eventually(t, 20*time.Second, func() bool { return evoclawtest.Size(r.marker) > 0 }, r.tool+" to start writing "+r.marker)
 				if r.bg != "" {
 					testenv.Eventually(t, 20*time.Second, func() bool { return evoclawtest.Size(r.bg) > 0 }, r.tool+"'s background job to start")
+					// The run's process group is committed just after the
+					// tool starts; a kill before that commit leaves the
+					// background job unfound (docs/SECURITY.md), which is
+					// not what this test is about.
+					testenv.Eventually(t, 20*time.Second, func() bool {
+						return len(e.Query(fmt.Sprintf(`SELECT 1 FROM request_log WHERE request_id = '%s' AND pgid IS NOT NULL`, r.requestID))) == 1
+					}, r.tool+"'s process group to be recorded")
 				}
 			}
 
