@@ -67,7 +67,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		pid, ok := m.children[msg.ConversationID]
 		if !ok {
 			var err error
-			if pid, err = m.spawn(ctx, msg.ConversationID); err != nil {
+			if pid, err = m.spawn(ctx, msg.ConversationID, msg.Fresh); err != nil {
 				ctx.Respond(&Answer{ConversationID: msg.ConversationID, Err: fmt.Errorf("start conversation: %w", err)})
 				return
 			}
@@ -124,9 +124,12 @@ func (m *manager) Receive(ctx actor.Context) {
 }
 
 // spawn starts the actor of conversation id, with its dormant state if
-// the manager kept one.
-func (m *manager) spawn(ctx actor.Context, id string) (*actor.PID, error) {
+// the manager kept one, or with no history if the id is fresh (Chat.Fresh).
+func (m *manager) spawn(ctx actor.Context, id string, fresh bool) (*actor.PID, error) {
 	d := m.dormant[id]
+	if d == nil && fresh {
+		d = &dormantConv{} // nothing stored: woken with an empty history
+	}
 	received := new(int) // counted across restarts (conversation.received)
 	props := actor.PropsFromProducer(func() actor.Actor {
 		// A restarted actor reads the store: what it was given is only

@@ -424,3 +424,42 @@ func TestTruncateCutsOnACharacter(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshConversationDoesNotReadTheStore: a chat whose id the caller
+// just made (Chat.Fresh) starts with no history without a read of the
+// store, and stores its turns as any other; a conversation that is not
+// fresh reads the store as before, and a fresh flag on a chat for a
+// conversation that has an actor changes nothing.
+func TestFreshConversationDoesNotReadTheStore(t *testing.T) {
+	cases := []struct {
+		name      string
+		fresh     []bool // Fresh of each chat, in turn
+		wantLoads int64
+	}{
+		{"fresh", []bool{true}, 0},
+		{"not fresh", []bool{false}, 1},
+		{"fresh on a running conversation", []bool{false, true}, 1},
+		{"fresh, then a chat that is not", []bool{true, false}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &loadCountingHistory{}
+			h := newHarness(t, rememberTranscript, func(o *ConvOptions) { o.History = store })
+			h.edge.onTool = echoReply(h)
+			want := []string{"tool said: echo:hi", "remembered: echo:hi"}
+			for i, fresh := range tc.fresh {
+				ans := h.ask(t, &Chat{ConversationID: "c", Text: fmt.Sprint("turn ", i), Fresh: fresh})
+				if ans.Err != nil || ans.Text != want[i] {
+					t.Fatalf("chat %d: %+v, want %q", i, ans, want[i])
+				}
+			}
+			if n := store.loads.Load(); n != tc.wantLoads {
+				t.Fatalf("history loaded %d times, want %d", n, tc.wantLoads)
+			}
+			got, _ := store.memHistory.LoadHistory(context.Background(), "c")
+			if wantLen := 4 + 2*(len(tc.fresh)-1); len(got) != wantLen || got[0].Content != "turn 0" {
+				t.Fatalf("stored history %+v, want %d messages from turn 0", got, wantLen)
+			}
+		})
+	}
+}

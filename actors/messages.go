@@ -105,6 +105,12 @@ type Chat struct {
 	// time). It is stored like any other step; a conversation that already
 	// has history refuses a seeded chat with ErrSeeded.
 	Seed []llm.Message
+	// Fresh says the caller made ConversationID for this chat a moment
+	// ago, from enough random bits that nothing can be stored under it:
+	// the conversation starts with no history instead of reading the
+	// store. Only ids the node made itself may set it; a chat for a
+	// conversation that already has an actor ignores it.
+	Fresh bool
 	// Progress, when set, receives the chat's steps as they happen.
 	Progress ProgressFunc
 	// Toolbox, when set, replaces ConvOptions.Toolbox for this chat (a

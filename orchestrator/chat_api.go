@@ -138,11 +138,12 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if req.ConversationID == "" {
+	fresh := req.ConversationID == ""
+	if fresh {
 		req.ConversationID = newConversationID("chat")
 	}
 	w.Header().Set(ConversationHeader, req.ConversationID)
-	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text}
+	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text, fresh: fresh}
 	if !req.Stream && !wantsEventStream(r) {
 		ans, err := n.Converse(r.Context(), in)
 		if err != nil {

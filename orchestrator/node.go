@@ -558,6 +558,9 @@ type ChatInput struct {
 	// local runs the chat on this node even in a cluster: it was
 	// forwarded here by the conversation's grain.
 	local bool
+	// fresh: the node made ConversationID for this chat with
+	// newConversationID (actors.Chat.Fresh).
+	fresh bool
 }
 
 // ErrConversationID is a missing or malformed conversation id.
@@ -604,7 +607,7 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	// while this one waits in its queue.
 	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
 		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox,
-		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth}
+		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh}
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
 	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()

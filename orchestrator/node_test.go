@@ -39,20 +39,28 @@ func inProcess(tb testing.TB, auditSync string) *Node {
 
 // BenchmarkRoundTrip measures one chat that makes one tool call:
 // conversation → tool-call actor → broker → edge agent → /bin/sh tool →
-// back, audited on both sides.
+// back, audited on both sides. Each chat is a new conversation, named by
+// the client (its history is read first) or made by the node, as for a
+// stateless client (no read: actors.Chat.Fresh).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, mode := range []string{"normal", "full"} {
-		b.Run("audit_sync="+mode, func(b *testing.B) {
-			node := inProcess(b, mode)
-			ctx := context.Background()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				ans, err := node.Chat(ctx, fmt.Sprintf("b%d", i), "go")
-				if err != nil || ans.Text != "ok" {
-					b.Fatalf("round trip %d: %v %+v", i, err, ans)
+		for _, id := range []string{"client", "node"} {
+			b.Run("audit_sync="+mode+"/id="+id, func(b *testing.B) {
+				node := inProcess(b, mode)
+				ctx := context.Background()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					in := ChatInput{ConversationID: fmt.Sprintf("b%d", i), Text: "go"}
+					if id == "node" {
+						in.ConversationID, in.fresh = newConversationID("b"), true
+					}
+					ans, err := node.Converse(ctx, in)
+					if err != nil || ans.Text != "ok" {
+						b.Fatalf("round trip %d: %v %+v", i, err, ans)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

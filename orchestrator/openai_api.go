@@ -138,7 +138,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	case req.ConversationID != "":
 		in.ConversationID = req.ConversationID
 	default:
-		in.ConversationID, in.Seed = newConversationID("oai"), req.Seed
+		in.ConversationID, in.Seed, in.fresh = newConversationID("oai"), req.Seed, true
 	}
 	w.Header().Set(ConversationHeader, in.ConversationID)
 	id, created := newConversationID("chatcmpl"), n.now().Unix()
