@@ -13,6 +13,12 @@ import (
 // when a signal arrives on sig (nil: none). Polling a handful of stat calls
 // every few seconds costs nothing measurable, needs no inotify support, and
 // sees an atomic rename.
+//
+// A change is acted on once it has settled: the files look the same at two
+// polls in a row. A file rewritten in place (an editor, os.WriteFile) is
+// empty or half written for a moment; read then, an empty users file would
+// end every agent's session, a half-written one some of them. Settling
+// costs one interval of delay.
 type watcher struct {
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -45,7 +51,7 @@ func startWatcher(interval time.Duration, files []string, sig <-chan os.Signal, 
 	if len(files) == 0 && sig == nil {
 		return w
 	}
-	last := stamps(files)
+	st := newSettler(stamps(files))
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -57,21 +63,43 @@ func startWatcher(interval time.Duration, files []string, sig <-chan os.Signal, 
 				return
 			case <-sig:
 				log.Info("reloading mqtt identities and certificate on signal")
-				last = stamps(files)
+				st.applied(stamps(files))
 				onChange()
 				continue
 			case <-t.C:
 			}
-			now := stamps(files)
-			if !slices.EqualFunc(now, last, fileStamp.same) {
+			if st.observe(stamps(files)) {
 				log.Debug("watched broker files changed", logKeyFile, files)
-				last = now
 				onChange()
 			}
 		}
 	}()
 	return w
 }
+
+// settler decides from successive polls when a change has settled.
+type settler struct {
+	seen, done []fileStamp // the last poll; what onChange last read
+}
+
+func newSettler(baseline []fileStamp) *settler {
+	return &settler{seen: baseline, done: baseline}
+}
+
+// observe takes a poll and tells whether to act on it: it differs from
+// what was last acted on and equals the poll before it.
+func (s *settler) observe(now []fileStamp) bool {
+	settled := slices.EqualFunc(now, s.seen, fileStamp.same)
+	s.seen = now
+	if !settled || slices.EqualFunc(now, s.done, fileStamp.same) {
+		return false
+	}
+	s.done = now
+	return true
+}
+
+// applied records that onChange read the files as now (a signal's reload).
+func (s *settler) applied(now []fileStamp) { s.seen, s.done = now, now }
 
 // stop ends the polling and waits for it.
 func (w *watcher) stop() {
