@@ -217,6 +217,16 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 		fresh = objects == 0
 	}
 	if fresh {
+		// Creating the schema touches every table and index once: with
+		// the writer's cache that would fill the cache for good (SQLite's
+		// allocator keeps what it once held), where steady writes touch
+		// only the right edges. A small cache for this transaction spills
+		// what does not fit to the log instead; the writer gets its own
+		// cache back after the commit. (An upgrade keeps the writer's
+		// cache: its backfills read whole tables.)
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = %d", -createCacheKiB)); err != nil {
+			return fmt.Errorf("bound the schema's cache: %w", err)
+		}
 		err = createFresh(ctx, tx, key)
 	} else {
 		err = migrateSteps(ctx, tx, version, key)
@@ -230,6 +240,11 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit schema version %d: %w", len(migrations), err)
+	}
+	if fresh {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = %d", -writerCacheKiB)); err != nil {
+			return fmt.Errorf("restore the writer's cache: %w", err)
+		}
 	}
 	return nil
 }

@@ -318,6 +318,10 @@ func fileURI(path string) (string, error) {
 // (docs/PERFORMANCE.md, "Scale", measures both the memory and the commits).
 const writerCacheKiB = 256
 
+// createCacheKiB bounds the writer's page cache while migrate creates the
+// schema of a new database (see there).
+const createCacheKiB = 64
+
 // writerDSN builds the DSN of the Store's connection. The _pragma values run
 // on every new connection (busy_timeout first, then in lexical order), and
 // _txlock=immediate makes each transaction take the write lock at BEGIN, so

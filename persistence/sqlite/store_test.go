@@ -108,16 +108,40 @@ func TestSyncModeApplied(t *testing.T) {
 // TestWriterCacheIsBounded: the writer's page cache is bounded below
 // SQLite's default of 2,000 KiB, which a busy node fills and never gives
 // back (docs/PERFORMANCE.md, "Scale"), on the connection the writes use.
+// Creating the schema of a new database runs with a smaller cache still
+// (createCacheKiB); the writer has exactly its own afterwards, whatever
+// migrate had to do: create the schema, upgrade an old one, or nothing.
 func TestWriterCacheIsBounded(t *testing.T) {
 	t.Parallel()
-	s, _ := openStore(t, Options{})
-	var got int64
-	if err := s.db.QueryRow("PRAGMA cache_size").Scan(&got); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		open func(t *testing.T) *Store
+	}{
+		{"fresh", func(t *testing.T) *Store { s, _ := openStore(t, Options{}); return s }},
+		{"reopened", func(t *testing.T) *Store { s, path := openStore(t, Options{}); return reopen(t, s, path, Options{}) }},
+		{"upgraded from v5", func(t *testing.T) *Store {
+			s, err := Open(fixtureV5(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
 	}
-	// A negative cache_size is in KiB, a positive one in pages.
-	if got >= 0 || -got > writerCacheKiB || -got >= 2000 {
-		t.Errorf("PRAGMA cache_size = %d on the writer, want at most %d KiB (negative)", got, writerCacheKiB)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.open(t)
+			var got int64
+			if err := s.db.QueryRow("PRAGMA cache_size").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			// A negative cache_size is in KiB, a positive one in pages.
+			if got != -writerCacheKiB || writerCacheKiB >= 2000 || createCacheKiB >= writerCacheKiB {
+				t.Errorf("PRAGMA cache_size = %d on the writer, want %d (KiB, under 2,000 and over the migration's %d)",
+					got, -writerCacheKiB, createCacheKiB)
+			}
+		})
 	}
 }
 
