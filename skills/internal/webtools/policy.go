@@ -14,14 +14,15 @@ import (
 var ErrDenied = errors.New("denied by the network policy")
 
 // nonPublic are the ranges denied unless allowed: loopback, private,
-// link-local, unique-local, CGNAT, multicast, "this network" and
-// documentation/benchmark ranges that no public site uses.
+// link-local, unique-local, CGNAT, multicast, "this network", NAT64 and
+// the documentation and benchmark ranges that no public site uses.
 var nonPublic = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96",
+		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96", "2001:db8::/32",
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
@@ -67,9 +68,12 @@ func (p policy) checkHost(host string) error {
 	return fmt.Errorf("host %q is not in the allowed hosts: %w", host, ErrDenied)
 }
 
-// checkAddr refuses an address that is not public unless allowed.
+// checkAddr refuses an address that is not public unless allowed. The
+// ranges are checked without the address's zone ("fe80::1%eth0"): a
+// prefix never contains a zoned address, so the zone would let any
+// address through.
 func (p policy) checkAddr(a netip.Addr) error {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	for _, n := range p.nets {
 		if n.Contains(a) {
 			return nil

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"net"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
@@ -145,6 +146,9 @@ func TestWebfetchDenied(t *testing.T) {
 		{"name resolving to loopback", open, "http://rebind.test:" + port + "/"},
 		{"localhost, system resolver", fetchTool(t, Config{}, nil), "http://localhost:" + port + "/"},
 		{"IPv4-mapped IPv6 loopback", open, "http://[::ffff:127.0.0.2]:" + port + "/"},
+		{"IPv6 loopback with a zone", open, "http://[::1%25lo]:" + port + "/"},
+		{"IPv6 link-local with a zone", open, "http://[fe80::1%25lo]:" + port + "/"},
+		{"redirect to IPv6 loopback with a zone", allowFront, front.URL + "/?to=" + url.QueryEscape("http://[::1%25lo]:"+port+"/")},
 		{"redirect to a denied address", allowFront, front.URL + "/?to=" + secret.URL},
 		{"redirect to a name resolving to a denied address", allowFront, front.URL + "/?to=http://rebind.test:" + port + "/"},
 		{"host outside the allowlist", hosts, "http://127.0.0.1:" + frontPort + "/?to=" + secret.URL},
@@ -176,6 +180,11 @@ func TestPolicyControl(t *testing.T) {
 		"127.0.0.1:80": false, "10.1.2.3:443": false, "169.254.169.254:80": false, "[::1]:80": false, "[fe80::1]:80": false,
 		"[fd00::1]:80": false, "100.64.0.1:80": false, "0.0.0.0:80": false, "[::ffff:10.0.0.1]:80": false, "[2002:7f00:1::]:80": false,
 		"192.168.1.20:80": true, "192.168.2.20:80": false, "93.184.215.14:443": true, "[2606:2800:21f:cb07::1]:443": true,
+		// A zone must not hide the address from the ranges.
+		"[::1%lo]:80": false, "[::1%1]:80": false, "[fe80::1%eth0]:80": false, "[fd00::2%eth0]:80": false,
+		"[fd00:ec2::254%eth0]:80": false, "[ff02::1%eth0]:80": false, "[2002:7f00:1::%eth0]:80": false,
+		// Documentation ranges.
+		"192.0.2.2:80": false, "198.51.100.7:80": false, "203.0.113.9:80": false, "[2001:db8::1]:80": false,
 	} {
 		if err := p.control("tcp", addr, nil); (err == nil) != ok {
 			t.Errorf("control(%s) = %v, want allowed %v", addr, err, ok)
