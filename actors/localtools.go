@@ -33,6 +33,11 @@ type LocalTools struct {
 	// per generation and shared, so that the offers of completions find
 	// them unchanged (offers.go). Nil: built on every call.
 	Generation func() uint64
+	// Reserved, when set, withholds a tool whose name the node keeps for
+	// its own tools (edge_call, an agent's AGENT__TOOL): such a tool is
+	// neither offered nor run from here, so that the name reaches the
+	// node's own toolbox after this one. Nil: none.
+	Reserved func(name string) bool
 
 	built atomic.Pointer[localDefs]
 }
@@ -43,9 +48,14 @@ type localDefs struct {
 	defs []llm.ToolDef
 }
 
+// reserved reports whether name is withheld (Reserved).
+func (l *LocalTools) reserved(name string) bool {
+	return l.Reserved != nil && l.Reserved(name)
+}
+
 // deny implements denier.
 func (l *LocalTools) deny(name string) *skills.Output {
-	if l.Denied == nil || l.Off != "" {
+	if l.Denied == nil || l.Off != "" || l.reserved(name) {
 		return nil
 	}
 	return l.Denied(name)
@@ -81,6 +91,9 @@ func (l *LocalTools) Defs() []llm.ToolDef {
 func (l *LocalTools) build() []llm.ToolDef {
 	var defs []llm.ToolDef
 	for _, d := range l.List() {
+		if l.reserved(d.Name) {
+			continue
+		}
 		defs = append(defs, llm.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 	}
 	return defs
@@ -93,7 +106,7 @@ func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 	}
 	if l.List != nil {
 		for _, d := range l.List() {
-			if d.Name != call.Name {
+			if d.Name != call.Name || l.reserved(d.Name) {
 				continue
 			}
 			run := l.Run

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/mcptools"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
@@ -254,6 +256,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		boxes = append(boxes, n.scheduleTool())
 	}
 	boxes = n.sessionBoxes(boxes)
+	local.Reserved = reservedNames(boxes[1:], cfg.Tools.MCPServers, log.With("component", "tools"))
 	// The node's own tools first; a name no local tool has goes to the agents.
 	if len(cfg.Groups) > 0 {
 		// Before the agents' own tools: a group's name is not an agent's.
@@ -697,4 +700,33 @@ func (n *Node) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// reservedNames withholds from the node's own skills, built-ins and MCP
+// tools the names the node keeps for other tools: edge_call, the tools of
+// the node's other boxes (own: the scheduler's and the sessions' tools)
+// and every AGENT__TOOL or GROUP__TOOL name. Without it a skill named
+// "edge_call" or "pi-kitchen__sysinfo" came first and took every such
+// call. An MCP tool's name is SERVER__TOOL: it is kept when SERVER is one
+// of the configured servers (the operator's choice of name). Each name is
+// logged once, when first withheld.
+func reservedNames(own actors.Toolboxes, mcp map[string]mcptools.ServerConfig, log *slog.Logger) func(string) bool {
+	names := map[string]bool{actors.EdgeCallTool: true}
+	for _, d := range own.Defs() {
+		names[d.Name] = true
+	}
+	var warned sync.Map
+	return func(name string) bool {
+		reserved := names[name]
+		if prefix, _, ok := strings.Cut(name, actors.ToolSep); ok && !reserved {
+			_, isMCP := mcp[prefix]
+			reserved = !isMCP
+		}
+		if reserved {
+			if _, seen := warned.LoadOrStore(name, true); !seen {
+				log.Warn("a local tool's name is reserved for the node's own tools and agents' tools: not offered", "tool", name)
+			}
+		}
+		return reserved
+	}
 }
