@@ -416,6 +416,40 @@ func TestCompactModeAndSelection(t *testing.T) {
 	if _, bad := compact.Resolve(llm.ToolCall{Name: "pi-1__echo", Arguments: json.RawMessage(`{}`)}); bad == nil {
 		t.Fatal("compact mode resolved a direct tool name it does not offer")
 	}
+	// A query runs the agent's own loop with all its tools: a selection
+	// refuses it unless it names edge_call.
+	query := llm.ToolCall{Name: EdgeCallTool, Arguments: json.RawMessage(`{"agent_id":"pi-1","query":"run other"}`)}
+	withQuery := &EdgeToolbox{Edges: h.edges, Select: map[string][]string{"pi-1": {"echo", EdgeCallTool}}}
+	otherAgent := &EdgeToolbox{Edges: h.edges, Select: map[string][]string{"pi-9": {"echo"}}}
+	for _, tc := range []struct {
+		name   string
+		box    *EdgeToolbox
+		refuse bool
+	}{
+		{"no selection", direct, false},
+		{"selection of another agent", otherAgent, false},
+		{"selection without edge_call", selected, true},
+		{"selection without edge_call, compact", &EdgeToolbox{Edges: h.edges, Mode: ToolsCompact, Select: selected.Select}, true},
+		{"selection with edge_call", withQuery, false},
+	} {
+		target, bad := tc.box.Resolve(query)
+		if tc.refuse {
+			if bad == nil || bad.ErrorType() != wire.ErrPermissionDenied || !strings.Contains(bad.ErrorText(), "echo") {
+				t.Errorf("%s: a query resolved: %+v %+v", tc.name, target, bad)
+			}
+			continue
+		}
+		if bad != nil || target.Prompt == nil || target.AgentID != "pi-1" {
+			t.Errorf("%s: query refused: %+v", tc.name, bad)
+		}
+	}
+	// Actions stay as selected.
+	if target, bad := selected.Resolve(llm.ToolCall{Name: EdgeCallTool, Arguments: json.RawMessage(`{"agent_id":"pi-1","action":"echo","params":{"text":"x"}}`)}); bad != nil || target.Tool != "echo" {
+		t.Errorf("selected action: %+v %+v", target, bad)
+	}
+	if _, bad := selected.Resolve(llm.ToolCall{Name: EdgeCallTool, Arguments: json.RawMessage(`{"agent_id":"pi-1","action":"other"}`)}); bad == nil || bad.ErrorType() != wire.ErrNotFound {
+		t.Errorf("an action left out by selection resolved: %+v", bad)
+	}
 }
 
 // memHistory is a HistoryStore in memory with fault switches.

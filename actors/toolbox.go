@@ -281,6 +281,12 @@ func (b *EdgeToolbox) resolveEdgeCall(cat *Catalog, call llm.ToolCall) (Target, 
 		return Target{}, toolError(wire.ErrAgentOffline, fmt.Sprintf("edge agent %q is %s. Online agents: %s", a.AgentID, state, onlineIDs(cat)))
 	}
 	if a.Action == "" {
+		if !b.selected(agent.ID, EdgeCallTool) {
+			// The agent's own loop would run any of its tools: a
+			// selection without edge_call allows only its actions.
+			return Target{}, toolError(wire.ErrPermissionDenied, fmt.Sprintf("edge agent %q takes no query here: [loop.select] limits it to %s. Call one of them with action instead.",
+				agent.ID, listOrNone(b.Select[agent.ID])))
+		}
 		return Target{AgentID: agent.ID, Tool: EdgeCallTool, Category: CategoryEdgeCall,
 			Args:   call.Arguments,
 			Prompt: &wire.PromptPayload{Prompt: a.Query, EnableTools: true, Delegation: b.delegation(agent.ID)}}, nil
