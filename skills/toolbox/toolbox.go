@@ -210,6 +210,9 @@ func New(cfg Config, log *slog.Logger) (*Box, error) {
 	if errs := cfg.Builtin.Validate("builtin"); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if err := checkWorkspace(cfg); err != nil {
+		return nil, err
+	}
 	cat := skills.NewCatalog(cfg.SkillDirs...)
 	_, errs := cat.Skills()
 	for _, err := range errs {
