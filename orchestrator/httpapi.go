@@ -144,11 +144,12 @@ func (n *Node) startHTTP() error {
 	})
 	base, stop := context.WithCancel(context.Background())
 	api.stop = stop
-	api.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	limits := n.httpLimits.withDefaults()
+	api.srv = &http.Server{Handler: limits.guard(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: limits.Idle,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	go func() {
 		defer close(api.done)
-		if err := api.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := api.srv.Serve(limits.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http api stopped", "err", err)
 		}
 	}()
@@ -221,6 +222,9 @@ func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evoclaw"`)
+			// Nothing of the request is read: close rather than wait to
+			// discard a body that may never come.
+			w.Header().Set("Connection", "close")
 			writeAPIError(w, http.StatusUnauthorized, ErrTypeAuth,
 				"missing or wrong bearer token: send \"Authorization: Bearer TOKEN\" with the token of [http] token_env or DATA_DIR/"+HTTPTokenFile)
 			return

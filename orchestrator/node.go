@@ -88,7 +88,8 @@ type Node struct {
 	diskFree func(path string) (uint64, error)
 	// keepAlive is the silence after which a streamed answer sends an SSE
 	// comment (default DefaultSSEKeepAlive).
-	keepAlive time.Duration
+	keepAlive  time.Duration
+	httpLimits httpLimits // Options.httpLimits
 	// now is the clock of readiness decisions and API timestamps.
 	now func() time.Time
 	// started is when Start began.
@@ -129,6 +130,8 @@ type Options struct {
 	diskFree  func(path string) (uint64, error)
 	keepAlive time.Duration
 	now       func() time.Time
+	// httpLimits: zero fields take defaultHTTPLimits (tests shorten them).
+	httpLimits httpLimits
 }
 
 // Start brings a node up. On error everything already started is stopped.
@@ -140,7 +143,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, started: time.Now(),
+	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, httpLimits: o.httpLimits, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
 		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats)}
 	if n.now == nil {
