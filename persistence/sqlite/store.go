@@ -52,6 +52,9 @@ var (
 	// ErrSchemaTooNew reports a database written by a newer evoclaw whose
 	// schema this build does not know.
 	ErrSchemaTooNew = errors.New("audit database schema is newer than this build")
+	// ErrInUse reports a database another process holds open for
+	// writing (lock_unix.go).
+	ErrInUse = errors.New("audit database is in use")
 	// ErrReadOnly reports a statement given to QueryReadOnly that tried to
 	// change the database or open another one.
 	ErrReadOnly = errors.New("the audit database is read-only")
@@ -167,6 +170,10 @@ type Store struct {
 	wq       writeQueue   // writes waiting for their commit (writer.go)
 	ck       checkpointer // checkpoints beside the commits (checkpoint.go)
 
+	// lock holds the database's advisory lock (lock_unix.go) until
+	// Close; nil where the file system has none.
+	lock *os.File
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -196,6 +203,21 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := createFile(path); err != nil {
 		return nil, fmt.Errorf("open audit store: %w", err)
 	}
+	// Before anything reads the chain's head: a second writer must not
+	// start at all.
+	lock, unlocked, err := lockFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	if unlocked {
+		opts.Logger.Warn("audit database not locked: the file system has no flock; make sure one process at a time writes it", logKeyPath, path)
+	}
+	ok := false
+	defer func() {
+		if !ok && lock != nil {
+			lock.Close()
+		}
+	}()
 	dsn, err := writerDSN(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
@@ -244,6 +266,7 @@ func Open(path string, opts Options) (*Store, error) {
 		stmts:   stmts,
 
 		loadStmt: loadStmt,
+		lock:     lock,
 	}
 	s.wq.drained = make(chan struct{})
 	if err := s.startCheckpointer(dsn); err != nil {
@@ -256,6 +279,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
 	s.log.Debug("audit store open", logKeySync, opts.Sync)
+	ok = true
 	return s, nil
 }
 
@@ -276,6 +300,9 @@ func (s *Store) Close() error {
 		// when the last connection closes.
 		if err := errors.Join(cerr, serr, rerr, s.db.Close()); err != nil {
 			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
+		}
+		if s.lock != nil {
+			s.lock.Close() // after the last connection: another writer may start
 		}
 	})
 	return s.closeErr

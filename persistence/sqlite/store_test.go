@@ -195,7 +195,10 @@ func TestMigrateFromEmptyFile(t *testing.T) {
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	t.Parallel()
-	_, path := openStore(t, Options{})
+	s0, path := openStore(t, Options{})
+	if err := s0.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// Another handle plays the newer evoclaw that bumped the version.
 	db, err := sql.Open("sqlite", path)
 	if err != nil {

@@ -16,6 +16,10 @@ func writeMixed(t *testing.T, n int) string {
 	t.Helper()
 	s, path := openStore(t, Options{})
 	fillMixed(t, s, n)
+	// Closed: the file is the caller's (only one Store may write it).
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
 
