@@ -18,10 +18,15 @@ func TestAgentOverTLSWithClientCertificate(t *testing.T) {
 	pki := mqtttest.NewPKI(t, "fleet")
 	cert, key := pki.Issue(t, "broker", true)
 	agentCert, agentKey := pki.Issue(t, "pi-tls", false)
-	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0",
-		// Known identity, unused password: the certificate authenticates.
-		Users: []broker.User{{Name: "pi-tls", Role: broker.RoleAgent, Password: "unused-" + t.Name()}},
-		TLS:   broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CAFile, RequireClientCert: true}})
+	// Known identity, unused password: the certificate authenticates. It
+	// must be in the users file: a certificate never names an in-memory
+	// identity.
+	users := filepath.Join(t.TempDir(), broker.UsersFileName)
+	if _, err := broker.AddUser(users, "pi-tls", broker.RoleAgent, 4, false); err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", UsersFile: users,
+		TLS: broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CAFile, RequireClientCert: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,10 @@ type account struct {
 	fingerprint string
 }
 
+// inFile reports whether the identity comes from the users file, the only
+// ones a client certificate may name.
+func (a *account) inFile() bool { return a.bcrypt != nil }
+
 // accounts is an immutable snapshot of every identity, swapped whole on reload.
 type accounts struct {
 	byName map[string]*account

@@ -74,9 +74,13 @@ func (h *authHook) authenticate(cl *mqtt.Client, pk packets.Packet) (*session, e
 			if pk.Connect.UsernameFlag && user != cn {
 				return nil, fmt.Errorf("username %q differs from its certificate's common name %q", user, cn)
 			}
+			// Only an identity of the users file: `evoclaw agents remove`
+			// must be able to revoke a certificate (there is no CRL), and
+			// in-memory identities (the node's own session) are no one's
+			// to claim by certificate.
 			a := accts.byName[cn]
-			if a == nil {
-				return nil, fmt.Errorf("certificate common name %q is not a known identity", cn)
+			if a == nil || !a.inFile() {
+				return nil, fmt.Errorf("certificate common name %q is not an identity of the users file", cn)
 			}
 			return &session{identity: a.identity, fingerprint: certFingerprint}, nil
 		}

@@ -24,8 +24,8 @@
 // and from the users file written by `evoclaw agents` (bcrypt hashes,
 // userfile.go), which the broker re-reads when it changes (watch.go),
 // ending sessions it no longer allows. A TLS client certificate signed by
-// Options.TLS.ClientCAFile authenticates the identity named by its common
-// name. No identity may take over a client id another one holds. A client
+// Options.TLS.ClientCAFile authenticates the identity of the users file
+// named by its common name (never an in-memory one). No identity may take over a client id another one holds. A client
 // that publishes outside its topics, to $SYS/ or to a wildcard topic is
 // disconnected (an MQTT 5 client first gets DISCONNECT 0x87); refused
 // subscriptions get SUBACK 0x80. Every refusal is logged; every line that

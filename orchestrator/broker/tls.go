@@ -21,8 +21,9 @@ type TLSOptions struct {
 	// ClientCAFile, when set, holds the PEM certificates of the CA that signs
 	// client certificates. A client presenting a certificate it signed is
 	// authenticated as the identity named by the certificate's common name
-	// (which must be in the users file or Options.Users) without a password.
-	// Read once at start.
+	// without a password. The identity must be in the users file: an
+	// in-memory one (Options.Users) authenticates by password only. Read
+	// once at start.
 	ClientCAFile string
 	// RequireClientCert refuses TLS clients without a valid client
 	// certificate. It needs ClientCAFile.

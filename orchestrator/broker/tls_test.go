@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,12 +51,21 @@ func TestTLSListener(t *testing.T) {
 	pki := mqtttest.NewPKI(t, "fleet")
 	other := mqtttest.NewPKI(t, "stranger")
 	cert, key := pki.Issue(t, "broker", true)
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet,
-		TLS: broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CAFile}})
+	// carol-cam is in the users file; the fleet's identities and the
+	// node's own (node:n1) live in memory.
+	users := filepath.Join(t.TempDir(), broker.UsersFileName)
+	if _, err := broker.AddUser(users, "carol-cam", broker.RoleAgent, 4, false); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: users,
+		Users: append([]broker.User{{Name: "node:n1", Role: broker.RoleOrchestrator, Password: "node-pw"}}, fleet...),
+		TLS:   broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CAFile}})
 	if !strings.HasPrefix(b.TLSURL(), "tls://127.0.0.1:") {
 		t.Fatalf("TLSURL() = %q", b.TLSURL())
 	}
+	carolCert, carolKey := pki.Issue(t, "carol-cam", false)
 	alexCert, alexKey := pki.Issue(t, "alex-eye", false)
+	nodeCert, nodeKey := pki.Issue(t, "node:n1", false)
 	malloryCert, malloryKey := pki.Issue(t, "mallory", false)
 	strangerCert, strangerKey := other.Issue(t, "alex-eye", false)
 	ca := mqttc.TLSFiles{CAFile: pki.CAFile}
@@ -73,16 +83,21 @@ func TestTLSListener(t *testing.T) {
 		}
 	})
 	t.Run("client certificate is the identity", func(t *testing.T) {
-		files := mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: alexCert, KeyFile: alexKey}
-		c, err := tlsConnect(t, b.TLSURL(), files, "evoclaw-alex-eye", "", "", nil, oneAttempt)
+		files := mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: carolCert, KeyFile: carolKey}
+		c, err := tlsConnect(t, b.TLSURL(), files, "evoclaw-carol-cam", "", "", nil, oneAttempt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Subscribe(wire.CommandsTopic("alex-eye"), 1, func(mqttc.Message) {}); err != nil {
+		if err := c.Subscribe(wire.CommandsTopic("carol-cam"), 1, func(mqttc.Message) {}); err != nil {
 			t.Fatalf("own commands: %v", err)
 		}
 		if err := c.Subscribe(wire.CommandsTopic("bob"), 1, func(mqttc.Message) {}); !errors.Is(err, mqttc.ErrSubscriptionRefused) {
-			t.Fatalf("certificate alex-eye subscribing to bob's commands = %v, want refused", err)
+			t.Fatalf("certificate carol-cam subscribing to bob's commands = %v, want refused", err)
+		}
+	})
+	t.Run("the node's in-memory identity still logs in by password", func(t *testing.T) {
+		if _, err := tlsConnect(t, b.TLSURL(), ca, "evoclaw-orchestrator-n1", "node:n1", "node-pw", nil, oneAttempt); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -95,7 +110,12 @@ func TestTLSListener(t *testing.T) {
 		{"system roots do not know the fleet CA", mqttc.TLSFiles{}, "evoclaw-alex-eye", "alex-eye", "alex-pw", "certificate"},
 		{"another CA", mqttc.TLSFiles{CAFile: other.CAFile}, "evoclaw-alex-eye", "alex-eye", "alex-pw", "certificate"},
 		{"certificate of an unknown identity", mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: malloryCert, KeyFile: malloryKey}, "evoclaw-mallory", "", "", "refused"},
-		{"certificate and another name", mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: alexCert, KeyFile: alexKey}, "evoclaw-bob", "bob", "bob-pw", "refused"},
+		{"certificate and another name", mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: carolCert, KeyFile: carolKey}, "evoclaw-bob", "bob", "bob-pw", "refused"},
+		// In-memory identities are in no users file, so `agents remove`
+		// could never revoke such a certificate: the node's own identity
+		// would be anyone's who got one signed.
+		{"certificate naming the node's in-memory identity", mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: nodeCert, KeyFile: nodeKey}, "evoclaw-orchestrator-n1", "", "", "refused"},
+		{"certificate naming an in-memory agent", mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: alexCert, KeyFile: alexKey}, "evoclaw-alex-eye", "", "", "refused"},
 		// The client offers no certificate the broker asked for (Go picks one
 		// signed by an acceptable CA), so it connects as anonymous: refused.
 		{"certificate from another CA", mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: strangerCert, KeyFile: strangerKey}, "evoclaw-alex-eye", "", "", "refused"},
@@ -132,13 +152,18 @@ func TestTLSRequireClientCert(t *testing.T) {
 	t.Parallel()
 	pki := mqtttest.NewPKI(t, "fleet")
 	cert, key := pki.Issue(t, "broker", true)
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet,
+	users := filepath.Join(t.TempDir(), broker.UsersFileName)
+	carolPW, err := broker.AddUser(users, "carol-cam", broker.RoleAgent, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: users,
 		TLS: broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CAFile, RequireClientCert: true}})
-	if _, err := tlsConnect(t, b.TLSURL(), mqttc.TLSFiles{CAFile: pki.CAFile}, "evoclaw-alex-eye", "alex-eye", "alex-pw", nil, untilRetried); err == nil {
+	if _, err := tlsConnect(t, b.TLSURL(), mqttc.TLSFiles{CAFile: pki.CAFile}, "evoclaw-carol-cam", "carol-cam", carolPW, nil, untilRetried); err == nil {
 		t.Fatal("password without a client certificate accepted, want the handshake refused")
 	}
-	alexCert, alexKey := pki.Issue(t, "alex-eye", false)
-	if _, err := tlsConnect(t, b.TLSURL(), mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: alexCert, KeyFile: alexKey}, "evoclaw-alex-eye", "", "", nil, oneAttempt); err != nil {
+	carolCert, carolKey := pki.Issue(t, "carol-cam", false)
+	if _, err := tlsConnect(t, b.TLSURL(), mqttc.TLSFiles{CAFile: pki.CAFile, CertFile: carolCert, KeyFile: carolKey}, "evoclaw-carol-cam", "", "", nil, oneAttempt); err != nil {
 		t.Fatal(err)
 	}
 }
