@@ -108,3 +108,12 @@ func underApprovals(filter string) bool {
 	rest, ok := strings.CutPrefix(filter, ApprovalsPrefix)
 	return ok && rest != ""
 }
+
+// isCommandsTopic reports whether topic is an agent's commands topic,
+// evoclaw/agents/{id}/commands. Nothing may be retained there: a retained
+// command would run again at every start of the agent (a retained shutdown
+// is a restart loop under a service manager); docs/WIRE.md.
+func isCommandsTopic(topic string) bool {
+	_, kind, err := wire.ParseTopic(topic)
+	return err == nil && kind == wire.KindCommands
+}

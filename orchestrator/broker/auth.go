@@ -109,6 +109,9 @@ func (h *authHook) admit(cl *mqtt.Client, pk packets.Packet, id identity) error 
 	if pk.Connect.WillFlag && !id.mayPublish(pk.Connect.WillTopic) {
 		return fmt.Errorf("last will on %q, a topic %s %q may not publish on", pk.Connect.WillTopic, id.role, id.name)
 	}
+	if pk.Connect.WillFlag && pk.Connect.WillRetain && isCommandsTopic(pk.Connect.WillTopic) {
+		return fmt.Errorf("retained last will on %q: commands are never retained", pk.Connect.WillTopic)
+	}
 	if want := "evoclaw-" + id.name; id.role == RoleAgent && cl.ID != want {
 		return fmt.Errorf("client id %q: agent %q must use %q", cl.ID, id.name, want)
 	}
@@ -143,16 +146,27 @@ func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return false
 }
 
-// OnPacketRead refuses a PUBLISH on a topic no client may publish on: under
-// $SYS/ or with a wildcard. mochi drops those before asking OnACLCheck,
-// without an answer or a log line; here they are treated like any publish
-// outside the client's topics.
+// OnPacketRead refuses, for every identity, a PUBLISH on a topic no client
+// may publish on (under $SYS/ or with a wildcard), which mochi would drop
+// before asking OnACLCheck, without an answer or a log line, and a retained
+// PUBLISH on an agent's commands topic, which OnACLCheck cannot see (it is
+// not told the retain flag). Both are treated like any publish outside the
+// client's topics.
 func (h *authHook) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if pk.FixedHeader.Type != packets.Publish || pk.TopicName == "" || mqtt.IsValidFilter(pk.TopicName, true) {
+	if pk.FixedHeader.Type != packets.Publish || pk.TopicName == "" {
+		return pk, nil
+	}
+	var why string
+	switch {
+	case !mqtt.IsValidFilter(pk.TopicName, true):
+		why = "topic reserved for the broker or not a topic name"
+	case pk.FixedHeader.Retain && isCommandsTopic(pk.TopicName):
+		why = "commands are never retained"
+	default:
 		return pk, nil
 	}
 	h.refuse("mqtt access denied", cl, string(cl.Properties.Username), logKeyOp, "publish", logKeyTopic, pk.TopicName,
-		logKeyReason, "topic reserved for the broker or not a topic name")
+		logKeyReason, why)
 	h.revoke(cl)
 	return pk, packets.ErrRejectPacket
 }
