@@ -36,9 +36,10 @@ type Result struct {
 // QueryReadOnly runs one SQL statement against the audit database at path
 // and returns its rows. It opens its own read-only connection, so it works
 // while a Store writes the same file, and never creates a missing file.
-// Statements that try to write, to attach another database or to change the
-// journal mode fail with an error wrapping ErrReadOnly; the refusal comes
-// from SQLite, not from inspecting the SQL. A query producing more than
+// Statements that try to write or to attach another database fail with an
+// error wrapping ErrReadOnly; the refusal comes from SQLite, not from
+// inspecting the SQL, except for the pragmas CheckPragma refuses (a journal
+// mode change, a WAL checkpoint, any setting). A query producing more than
 // MaxQueryRows rows fails with ErrTooManyRows.
 func QueryReadOnly(ctx context.Context, path string, query string, args ...any) (*Result, error) {
 	return queryReadOnly(ctx, path, Limits{}, true, query, args...)
@@ -68,6 +69,9 @@ func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool
 		lim.Rows = MaxQueryRows
 	}
 	if err := checkOneStatement(query); err != nil {
+		return nil, fmt.Errorf("query audit database: %w", err)
+	}
+	if err := CheckPragma(query); err != nil {
 		return nil, fmt.Errorf("query audit database: %w", err)
 	}
 	conn, closeConn, err := openReadOnly(ctx, path)
@@ -187,4 +191,144 @@ func classifyReadError(err error) error {
 		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	}
 	return err
+}
+
+// readArgPragmas are the pragmas whose argument only names what to read
+// (PRAGMA table_info(t), PRAGMA quick_check(10)): CheckPragma lets them
+// take one.
+var readArgPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true,
+	"index_info": true, "index_xinfo": true, "index_list": true,
+	"foreign_key_list": true, "foreign_key_check": true,
+	"integrity_check": true, "quick_check": true,
+}
+
+// actingPragmas act even without an argument: a checkpoint writes the
+// database file and truncates the WAL, optimize runs ANALYZE,
+// incremental_vacuum frees pages.
+var actingPragmas = map[string]bool{
+	"wal_checkpoint": true, "optimize": true, "incremental_vacuum": true,
+}
+
+// CheckPragma reports an error wrapping ErrReadOnly when query, one SQL
+// statement, is a PRAGMA (EXPLAIN or not: SQLite runs some pragmas while
+// it prepares them) that does more than read: one given a value (PRAGMA
+// journal_mode = DELETE, PRAGMA cache_size(10)), except those whose
+// argument names what to read (table_info, index_list, integrity_check
+// ...), and wal_checkpoint, optimize and incremental_vacuum with or
+// without one.
+//
+// SQLite refuses most of these on a read-only connection, but not as
+// read-only: a journal mode change fails with SQLITE_BUSY while a node
+// writes the file, a checkpoint with a disk I/O error; and some it runs,
+// changing the whole process rather than the database
+// (temp_store_directory, hard_heap_limit, soft_heap_limit). Refusing every
+// setting here is simpler than sorting them: the connection of one query
+// has no use for one. Statements other than PRAGMA are left to SQLite.
+func CheckPragma(query string) error {
+	tk := pragmaTokens{q: query}
+	word := strings.ToLower(tk.next())
+	if word == "explain" {
+		if word = strings.ToLower(tk.next()); word == "query" {
+			tk.next() // PLAN
+			word = strings.ToLower(tk.next())
+		}
+	}
+	if word != "pragma" {
+		return nil
+	}
+	name := tk.next()
+	if tk.peek() == "." {
+		tk.next()
+		name = tk.next()
+	}
+	name = strings.ToLower(unquoteName(name))
+	switch op := tk.next(); {
+	case actingPragmas[name]:
+		return fmt.Errorf("%w: PRAGMA %s changes the database file", ErrReadOnly, name)
+	case (op == "=" || op == "(") && !readArgPragmas[name]:
+		return fmt.Errorf("%w: PRAGMA %s with a value changes a setting; read it without one (PRAGMA %s)", ErrReadOnly, name, name)
+	}
+	return nil
+}
+
+// pragmaTokens splits the start of a statement into SQL tokens, enough for
+// CheckPragma: words and quoted names whole, any other character alone;
+// white space and comments are skipped. At the end next returns "".
+type pragmaTokens struct {
+	q string
+	i int
+}
+
+func (t *pragmaTokens) peek() string {
+	save := t.i
+	tok := t.next()
+	t.i = save
+	return tok
+}
+
+func (t *pragmaTokens) next() string {
+	q := t.q
+	for t.i < len(q) {
+		c := q[t.i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			t.i++
+		case c == '-' && t.i+1 < len(q) && q[t.i+1] == '-':
+			t.i = skipPast(q, t.i+2, "\n")
+		case c == '/' && t.i+1 < len(q) && q[t.i+1] == '*':
+			t.i = skipPast(q, t.i+2, "*/")
+		case c == '\'' || c == '"' || c == '`' || c == '[':
+			end := string(c)
+			if c == '[' {
+				end = "]"
+			}
+			start := t.i
+			t.i = start + 1
+			for {
+				t.i = skipPast(q, t.i, end)
+				// A doubled quote is an escaped one, still inside.
+				if end == "]" || t.i >= len(q) || q[t.i] != c {
+					break
+				}
+				t.i++
+			}
+			return q[start:t.i]
+		case isWordByte(c):
+			start := t.i
+			for t.i < len(q) && isWordByte(q[t.i]) {
+				t.i++
+			}
+			return q[start:t.i]
+		default:
+			t.i++
+			return string(c)
+		}
+	}
+	return ""
+}
+
+// isWordByte reports a byte of an SQL keyword or bare name; bytes of
+// UTF-8 sequences count, as in SQLite.
+func isWordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 0x80 || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// unquoteName returns a quoted name ("a""b", `a`, [a], 'a') as SQLite
+// reads it; a bare name is returned as is.
+func unquoteName(s string) string {
+	if len(s) < 2 {
+		return s
+	}
+	switch c := s[0]; c {
+	case '"', '`', '\'':
+		if s[len(s)-1] == c {
+			return strings.ReplaceAll(s[1:len(s)-1], string([]byte{c, c}), string(c))
+		}
+	case '[':
+		if s[len(s)-1] == ']' {
+			return s[1 : len(s)-1]
+		}
+	}
+	return s
 }

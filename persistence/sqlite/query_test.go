@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // writeStatements are statements QueryReadOnly must refuse. %s in a
@@ -45,6 +46,20 @@ var writeStatements = []struct {
 	{"pragma user_version", `PRAGMA user_version = 5`},
 	{"pragma application_id", `PRAGMA application_id = 5`},
 	{"pragma journal_mode", `PRAGMA journal_mode = DELETE`},
+	{"pragma journal_mode memory", `PRAGMA journal_mode=MEMORY`},
+	{"pragma journal_mode off", `PRAGMA main.journal_mode(OFF)`},
+	{"pragma journal_mode quoted", `/* c */ PRAGMA "main"."journal_mode" = 'delete'`},
+	{"explain pragma journal_mode", `EXPLAIN PRAGMA journal_mode = DELETE`},
+	{"pragma wal_checkpoint truncate", `PRAGMA wal_checkpoint(TRUNCATE)`},
+	{"pragma wal_checkpoint", `PRAGMA wal_checkpoint`},
+	{"pragma wal_checkpoint bracketed", `pragma [WAL_CHECKPOINT];`},
+	{"pragma optimize", `PRAGMA optimize`},
+	{"pragma incremental_vacuum", `PRAGMA incremental_vacuum(10)`},
+	{"pragma temp_store_directory", `PRAGMA temp_store_directory = '%s'`},
+	{"pragma hard_heap_limit", `PRAGMA hard_heap_limit = 1`},
+	{"pragma locking_mode", `PRAGMA locking_mode = EXCLUSIVE`},
+	{"pragma writable_schema", `PRAGMA writable_schema = ON`},
+	{"pragma query_only", `PRAGMA query_only = 0`},
 }
 
 // snapshot is what must not change when a write is refused.
@@ -146,12 +161,6 @@ func TestQueryReadOnlyRefusesWritesWhileStoreOpen(t *testing.T) {
 	}
 	target := filepath.Join(filepath.Dir(path), "other.db")
 	for _, tt := range writeStatements {
-		if tt.name == "pragma journal_mode" {
-			// With the writer's connection open SQLite answers this one
-			// with SQLITE_BUSY after the busy timeout: still refused,
-			// but slowly, and not as read-only.
-			continue
-		}
 		t.Run(tt.name, func(t *testing.T) {
 			q := tt.sql
 			if strings.Contains(q, "%s") {
@@ -170,6 +179,102 @@ func TestQueryReadOnlyRefusesWritesWhileStoreOpen(t *testing.T) {
 	}
 	// The store still writes after all that.
 	if err := s.RecordToolCall(context.Background(), sampleCall(9)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckPragma: a pragma that sets something or acts is refused as
+// read-only before SQLite sees it; one that reads (with or without the
+// name of what to read) is not, and neither is anything else.
+func TestCheckPragma(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		sql     string
+		refused bool
+	}{
+		{"PRAGMA journal_mode", false},
+		{"pragma main.journal_mode;", false},
+		{"PRAGMA user_version", false},
+		{"PRAGMA integrity_check", false},
+		{"PRAGMA quick_check(5)", false},
+		{"PRAGMA table_info(tool_calls)", false},
+		{"PRAGMA main.index_list = 'tool_calls'", false},
+		{"PRAGMA foreign_key_check", false},
+		{"EXPLAIN QUERY PLAN SELECT * FROM tool_calls", false},
+		{"SELECT * FROM pragma_table_info('tool_calls')", false},
+		{"SELECT 'PRAGMA journal_mode = DELETE'", false},
+		{"-- PRAGMA wal_checkpoint\nSELECT 1", false},
+		{"PRAGMA journal_mode = DELETE", true},
+		{"PRAGMA journal_mode=MEMORY", true},
+		{"PRAGMA journal_mode = OFF", true},
+		{"PRAGMA journal_mode('wal')", true},
+		{"PRAGMA main . journal_mode ( 'delete' )", true},
+		{"PRAGMA \"journal_mode\" = delete", true},
+		{"PRAGMA `Journal_Mode` = delete", true},
+		{"PRAGMA 'journal_mode' = delete", true},
+		{"PRAGMA [main].[journal_mode] = delete", true},
+		{"/* x */ PRAGMA -- y\n journal_mode = delete", true},
+		{"EXPLAIN PRAGMA journal_mode = delete", true},
+		{"EXPLAIN QUERY PLAN PRAGMA temp_store_directory = '/tmp'", true},
+		{"PRAGMA wal_checkpoint", true},
+		{"PRAGMA wal_checkpoint(TRUNCATE)", true},
+		{"PRAGMA main.wal_checkpoint(PASSIVE)", true},
+		{"PRAGMA optimize", true},
+		{"PRAGMA optimize(0x10002)", true},
+		{"PRAGMA incremental_vacuum", true},
+		{"PRAGMA temp_store_directory = '/tmp'", true},
+		{"PRAGMA data_store_directory = '/tmp'", true},
+		{"PRAGMA hard_heap_limit = 1", true},
+		{"PRAGMA soft_heap_limit = 1", true},
+		{"PRAGMA cache_size = 10", true},
+		{"PRAGMA user_version = 5", true},
+		{"PRAGMA query_only = 0", true},
+		{"PRAGMA writable_schema = 1", true},
+		{"PRAGMA locking_mode = EXCLUSIVE", true},
+		{"PRAGMA wal_autocheckpoint = 1", true},
+		{"PRAGMA journal_size_limit = 0", true},
+	}
+	for _, tt := range tests {
+		err := CheckPragma(tt.sql)
+		switch {
+		case tt.refused && !errors.Is(err, ErrReadOnly):
+			t.Errorf("CheckPragma(%q): got %v, want ErrReadOnly", tt.sql, err)
+		case !tt.refused && err != nil:
+			t.Errorf("CheckPragma(%q): got %v, want nil", tt.sql, err)
+		}
+	}
+}
+
+// TestQueryReadOnlyPragmasWhileStoreOpen runs the pragmas a prober found
+// answered as busy or as an I/O error (so 503 over HTTP) while a node
+// writes the file: each is refused as read-only, at once, and the pragmas
+// that read still work.
+func TestQueryReadOnlyPragmasWhileStoreOpen(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, Options{})
+	if err := s.RecordToolCall(context.Background(), sampleCall(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"PRAGMA journal_mode=DELETE", "PRAGMA journal_mode=MEMORY", "PRAGMA journal_mode=OFF",
+		"PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint", "PRAGMA temp_store_directory = '.'",
+	} {
+		start := time.Now()
+		_, err := QueryReadOnly(context.Background(), path, q)
+		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "audit database is read-only") {
+			t.Errorf("%s: got %v, want the audit database is read-only", q, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s: refused after %v", q, d)
+		}
+	}
+	for q, want := range map[string]any{"PRAGMA journal_mode": "wal", "PRAGMA quick_check(1)": "ok"} {
+		res, err := QueryReadOnly(context.Background(), path, q)
+		if err != nil || len(res.Rows) != 1 || res.Rows[0][0] != want {
+			t.Errorf("%s: got %v, %v; want %v", q, res, err, want)
+		}
+	}
+	if err := s.RecordToolCall(context.Background(), sampleCall(2)); err != nil {
 		t.Fatal(err)
 	}
 }
