@@ -310,6 +310,15 @@ const (
 
 // onMessage runs on the MQTT client's goroutine: decode, then hand off.
 func (a *Agent) onMessage(m mqttc.Message) {
+	if m.Retained {
+		// Commands are never retained (docs/WIRE.md): a retained one
+		// would run again at every start, and a retained shutdown would
+		// be a restart loop. Not answered: whoever published it is long
+		// gone, and an answer at each start would be noise.
+		a.cmdLog.Warn("ignoring a command delivered retained; commands must not be retained",
+			"topic", m.Topic, "bytes", len(m.Payload), "request_id", salvageRequestID(m.Payload))
+		return
+	}
 	cmd, err := wire.DecodeCommand(m.Payload)
 	if err != nil {
 		a.cmdLog.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
