@@ -49,7 +49,9 @@ func TestParseDigest(t *testing.T) {
 	if got, err := ParseDigest(d.String()); err != nil || got != d {
 		t.Fatalf("round trip: %v %v", got, err)
 	}
-	for _, bad := range []string{"", "abc", strings.Repeat("g", 64), strings.Repeat("a", 66)} {
+	upper := strings.ToUpper(d.String())
+	for _, bad := range []string{"", "abc", strings.Repeat("g", 64), strings.Repeat("a", 66),
+		upper, d.String()[:63] + "F", "A" + d.String()[1:], strings.Repeat(" ", 64)} {
 		if _, err := ParseDigest(bad); !errors.Is(err, ErrBadHash) {
 			t.Errorf("ParseDigest(%q): %v, want ErrBadHash", bad, err)
 		}

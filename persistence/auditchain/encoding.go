@@ -27,11 +27,19 @@ func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 // ErrBadHash reports a stored hash that is not 64 hex characters.
 var ErrBadHash = errors.New("malformed record hash")
 
-// ParseDigest parses a stored hash.
+// ParseDigest parses a stored hash, which must be exactly what
+// Digest.String writes: 64 lower-case hex characters. The stored text is
+// what outside records (a head noted elsewhere, the cold tier) compare
+// against, so a hash rewritten in upper case is not the same hash.
 func ParseDigest(s string) (Digest, error) {
 	var d Digest
 	if len(s) != 2*HashSize {
 		return d, fmt.Errorf("%w: %d characters, want %d", ErrBadHash, len(s), 2*HashSize)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return d, fmt.Errorf("%w: character %d is %q, want lower-case hex", ErrBadHash, i+1, c)
+		}
 	}
 	if _, err := hex.Decode(d[:], []byte(s)); err != nil {
 		return d, fmt.Errorf("%w: %v", ErrBadHash, err)

@@ -118,6 +118,28 @@ func TestVerifyChainRejectsForgeries(t *testing.T) {
 			tamperSchema(t, p, "ALTER TABLE llm_calls ADD COLUMN note TEXT DEFAULT 'x'")
 		}, "note"},
 		{"column dropped", false, func(t *testing.T, p string) { tamperSchema(t, p, "ALTER TABLE tool_calls DROP COLUMN result_excerpt") }, "result_excerpt"},
+		// The stored text is what an outside record compares with:
+		// the same digest in upper case is a changed hash.
+		{"a hash in upper case", false, func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE tool_calls SET hash = upper(hash) WHERE chain_seq = 1")
+		}, "lower-case hex"},
+		{"every hash in upper case", false, func(t *testing.T, p string) {
+			for _, tbl := range []string{"tool_calls", "llm_calls", "messages", "events"} {
+				tamper(t, p, "UPDATE "+tbl+" SET hash = upper(hash)")
+			}
+		}, "lower-case hex"},
+		{"checkpoint hash in upper case", true, func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE chain_checkpoints SET hash = upper(hash)")
+		}, "checkpoint"},
+		{"checkpoint MAC in upper case", true, func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE chain_checkpoints SET mac = upper(mac)")
+		}, "checkpoint"},
+		{"seal hash in upper case", false, func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE chain_seal SET hash = upper(hash)")
+		}, "seal"},
+		{"seal MAC in upper case", false, func(t *testing.T, p string) {
+			tamper(t, p, "UPDATE chain_seal SET mac = upper(mac)")
+		}, "seal"},
 		{"same chain_seq in two tables", false, func(t *testing.T, p string) {
 			tamper(t, p, `INSERT INTO events (record_id, ts, ts_ms, node, kind, chain_seq, hash) VALUES ('forged-dup', '2025-01-01T00:00:00.000000000Z', 1, 'n', 'node_start', 6, ?)`, strings.Repeat("ab", 32))
 		}, "chain_seq 6"},
