@@ -73,7 +73,12 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, o VerifyOptions) (*a
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
-	if version < 3 {
+	switch {
+	case version > len(migrations):
+		// A newer schema may hash, chain or anchor differently: what this
+		// build would call intact proves nothing about it.
+		return nil, fmt.Errorf("%w: database has schema version %d, this build knows up to %d; verify it with that evoclaw or newer", ErrSchemaTooNew, version, len(migrations))
+	case version < 3:
 		return nil, fmt.Errorf("schema version %d predates the hash chain (v3): nothing to verify", version)
 	}
 	if err := checkChainedColumns(ctx, tx, version); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -81,6 +83,22 @@ func TestVerifyChainIntactAcrossReopen(t *testing.T) {
 	}
 	if stored := queryOne(t, path, "SELECT hash FROM events WHERE chain_seq = ?", want); stored != rep.HeadHash {
 		t.Fatalf("head hash %s is not the last record's %v", rep.HeadHash, stored)
+	}
+}
+
+// TestVerifyChainRefusesNewerSchema: a database whose user_version is
+// newer than this build knows is refused, as Open refuses it, with or
+// without the key, rather than called intact by rules it may not follow.
+func TestVerifyChainRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	path := writeMixed(t, 2)
+	tamperSchema(t, path, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+1))
+	for _, o := range []VerifyOptions{{}, {Unkeyed: true}} {
+		rep, err := VerifyChainWith(context.Background(), path, o)
+		if !errors.Is(err, ErrSchemaTooNew) || errors.Is(err, auditchain.ErrBroken) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("schema version %d", SchemaVersion+1)) {
+			t.Fatalf("%+v: got %v (report %+v), want ErrSchemaTooNew naming the version", o, err, rep)
+		}
 	}
 }
 
