@@ -18,6 +18,14 @@ import (
 // password from.
 const agentPasswordEnv = "EVOCLAW_MQTT_PASSWORD"
 
+// agentsUsage is what `evoclaw agents --help` prints.
+const agentsUsage = `usage: evoclaw agents add NAME [--config FILE] [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL] [--bcrypt-cost N]
+       evoclaw agents list [--config FILE] [--data-dir DIR]
+       evoclaw agents remove NAME [--config FILE] [--data-dir DIR]
+the broker's identities: add prints the agent.toml lines and the password once
+(evoclaw agents COMMAND --help lists the command's flags)
+`
+
 // cmdAgents manages the identities of the embedded broker: evoclaw agents
 // add|list|remove.
 func cmdAgents(args []string, stdout, stderr io.Writer) error {
@@ -66,7 +74,8 @@ func cmdAgents(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "removed %q from %s; a running node ends its sessions within seconds\n", pos[0], path)
 		return nil
-	case "-h", "--help", "help":
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stderr, agentsUsage)
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("%w: evoclaw agents %s: want add, list or remove", errUsage, args[0])
