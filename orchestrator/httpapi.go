@@ -216,11 +216,13 @@ func apiURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// auth requires the bearer token.
+// auth requires the bearer token. The scheme is case-insensitive (RFC 7235:
+// "bearer" is "Bearer"); the token is compared in constant time.
 func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		got = strings.TrimLeft(got, " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evoclaw"`)
 			// Nothing of the request is read: close rather than wait to
 			// discard a body that may never come.
