@@ -139,7 +139,27 @@ func (n *Node) startHTTP() error {
 	ui := lazyHandler(func() http.Handler { return console.New() })
 	mux.Handle("GET /{$}", ui)
 	mux.Handle("GET "+console.Prefix, ui)
+	// The catch-all matches every method, so the mux never answers 405
+	// itself: a known path asked with a wrong method is found here by
+	// asking the mux which methods it would route elsewhere.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+			if m == r.Method {
+				continue
+			}
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeAPIError(w, http.StatusMethodNotAllowed, ErrTypeInvalidRequest, fmt.Sprintf("%s %s: method not allowed (allowed: %s; see docs/API.md)",
+				r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s (see docs/API.md)", r.Method, r.URL.Path))
 	})
 	base, stop := context.WithCancel(context.Background())
