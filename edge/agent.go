@@ -140,6 +140,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.store = trail.Warm
 	defer trail.Close()
+	if a.store.KeyPredatesTrail() {
+		a.store.NoteKeyPredatesTrail(a.cfg.AgentID, a.cfg.AgentID)
+	}
 	if a.llm != nil {
 		// Stops the provider's capability probes and warm-up.
 		defer a.llm.Close()

@@ -324,6 +324,11 @@ func (n *Node) openAudit(ctx context.Context) error {
 		return fmt.Errorf("open audit trail: %w", err)
 	}
 	n.tiers, n.store = t, t.Warm
+	// A new trail beside an old key: its first record says the earlier
+	// trail is missing.
+	if n.store.KeyPredatesTrail() {
+		n.store.NoteKeyPredatesTrail(n.cfg.NodeID, "")
+	}
 	// The node's start is the first record of this run: queued before
 	// retention's first pass and whatever the rest of start-up writes
 	// (approvals a restart denies, jobs), which commit no earlier. Its

@@ -19,6 +19,10 @@ const (
 	EventAgentOnline    = "agent_online"    // an edge agent came online
 	EventAgentOffline   = "agent_offline"   // an edge agent went offline
 	EventInvalidMessage = "invalid_message" // a malformed wire message was dropped
+	// EventKeyPredatesTrail: the audit trail was new but its key file was
+	// already there, so the database that key sealed before is gone
+	// (deleted, moved or lost): the first record of the new trail says so.
+	EventKeyPredatesTrail = "audit_key_predates_trail"
 )
 
 // Event is one node or agent event worth auditing (start, stop, presence

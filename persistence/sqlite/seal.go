@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -215,8 +216,9 @@ func checkSealOnOpen(ctx context.Context, q queryer, key auditchain.Key, chainID
 // openChain prepares the chain of the database behind db for writing: it
 // loads the key (creating it for a database not sealed yet), migrates the
 // schema, and returns the chain id and the head to continue from, which
-// must be the sealed one.
-func openChain(ctx context.Context, db *sql.DB, path, keyFile string) (auditchain.Key, string, chainState, error) {
+// must be the sealed one. keyPredates is set when the database is new
+// but its key file was already there.
+func openChain(ctx context.Context, db *sql.DB, path, keyFile string, keyPredates *bool) (auditchain.Key, string, chainState, error) {
 	if keyFile == "" {
 		keyFile = DefaultKeyFile(path)
 	}
@@ -229,6 +231,10 @@ func openChain(ctx context.Context, db *sql.DB, path, keyFile string) (auditchai
 	}
 	// A sealed database needs its own key; only a database about to be
 	// sealed (new, or older than v5) may get a new one.
+	if version == 0 {
+		_, err := os.Stat(keyFile)
+		*keyPredates = err == nil
+	}
 	key, err := loadOrCreateKey(keyFile, version < sealVersion)
 	if err != nil {
 		return key, "", chainState{}, err

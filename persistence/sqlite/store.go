@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -170,6 +171,9 @@ type Store struct {
 	wq       writeQueue   // writes waiting for their commit (writer.go)
 	ck       checkpointer // checkpoints beside the commits (checkpoint.go)
 
+	// keyPredates: the database was new at Open but its key file was
+	// already there (KeyPredatesTrail).
+	keyPredates bool
 	// lock holds the database's advisory lock (lock_unix.go) until
 	// Close; nil where the file system has none.
 	lock *os.File
@@ -236,7 +240,8 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	key, chainID, chain, err := openChain(context.Background(), db, path, opts.KeyFile)
+	var keyPredates bool
+	key, chainID, chain, err := openChain(context.Background(), db, path, opts.KeyFile, &keyPredates)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
@@ -267,6 +272,8 @@ func Open(path string, opts Options) (*Store, error) {
 
 		loadStmt: loadStmt,
 		lock:     lock,
+
+		keyPredates: keyPredates,
 	}
 	s.wq.drained = make(chan struct{})
 	if err := s.startCheckpointer(dsn); err != nil {
@@ -281,6 +288,35 @@ func Open(path string, opts Options) (*Store, error) {
 	s.log.Debug("audit store open", logKeySync, opts.Sync)
 	ok = true
 	return s, nil
+}
+
+// KeyPredatesTrail reports that Open found a new database beside an
+// existing key file: the trail that key sealed before is not this one
+// (deleted, moved or lost). The caller records it as the first event of
+// the new trail (persistence.EventKeyPredatesTrail) and says it loudly.
+// A first start cut between creating the key and the schema also leaves
+// a key without a trail, and is reported the same way.
+func (s *Store) KeyPredatesTrail() bool { return s.keyPredates }
+
+// NoteKeyPredatesTrail says loudly, and as a record of the new trail
+// (queued: it commits with the next commit), that the trail the key
+// sealed before is missing. node and agent are the event's.
+func (s *Store) NoteKeyPredatesTrail(node, agent string) {
+	const msg = "the audit database is new but its key file was already there: the audit trail this key sealed before is missing (deleted, moved or lost)"
+	keyFile := s.opts.KeyFile
+	if keyFile == "" {
+		keyFile = DefaultKeyFile(s.path)
+	}
+	s.log.Error(msg, "key_file", keyFile)
+	b, _ := json.Marshal(map[string]string{"message": msg, "key_file": keyFile})
+	failed := func(err error) {
+		if err != nil {
+			s.log.Error("record the missing audit trail", "err", err)
+		}
+	}
+	if err := s.QueueEvent(persistence.Event{Node: node, AgentID: agent, Kind: persistence.EventKeyPredatesTrail, Detail: b}, failed); err != nil {
+		failed(err)
+	}
 }
 
 // Close stops accepting writes, commits the writes already queued, waits for
