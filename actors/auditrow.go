@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -65,8 +67,21 @@ func AuditRow(ref CallRef, res skills.Output, at time.Time) persistence.ToolCall
 	if rec.Tool == "" {
 		rec.Tool = "(unknown)"
 	}
-	if len(ref.Params) > 0 && json.Valid(ref.Params) {
+	if len(ref.Params) > MaxArgsBytes {
+		rec.Params = auditParams(ref.Params)
+	} else if len(ref.Params) > 0 && json.Valid(ref.Params) {
 		rec.Params = ref.Params
 	}
 	return rec
+}
+
+// auditParams is what a row keeps of a call's arguments: the arguments,
+// or past MaxArgsBytes (a call refused for it) their size and SHA-256.
+func auditParams(args json.RawMessage) json.RawMessage {
+	if len(args) <= MaxArgsBytes {
+		return args
+	}
+	sum := sha256.Sum256(args)
+	b, _ := json.Marshal(map[string]any{"evoclaw_omitted": "arguments larger than the limit", "bytes": len(args), "sha256": hex.EncodeToString(sum[:])})
+	return b
 }

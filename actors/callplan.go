@@ -19,6 +19,11 @@ type plannedCall struct {
 
 // prepare resolves one call and checks its arguments.
 func (c *conversation) prepare(call llm.ToolCall) plannedCall {
+	if n := len(call.Arguments); n > MaxArgsBytes {
+		return plannedCall{immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+			"Invalid parameters for %q: the arguments are %d bytes, more than the %d a call may carry; pass large content in smaller parts or by reference (a file).",
+			call.Name, n, MaxArgsBytes))}
+	}
 	target, bad := c.cur.toolbox.Resolve(call)
 	if bad != nil {
 		return plannedCall{immediate: bad, agentID: target.AgentID}

@@ -301,7 +301,12 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 	// and shown under it. The history keeps the model's own.
 	call.Name = t.names.original(call.Name)
 	p := plannedCall{immediate: toolError(ErrRepeatedCall, e.Refusal)}
-	if e.Refusal == "" {
+	switch {
+	case e.Refusal != "":
+	case i >= MaxCallsPerTurn:
+		p = plannedCall{immediate: toolError(ErrTooManyCalls, fmt.Sprintf(
+			"not run: one turn runs at most %d tool calls; this was call %d. Ask for fewer at a time.", MaxCallsPerTurn, i+1))}
+	default:
 		p = c.prepare(call)
 	}
 	t.calls[i] = p

@@ -66,6 +66,20 @@ var (
 // same tool with the same arguments already ran in this chat.
 const ErrRepeatedCall wire.ErrorType = "repeated_call"
 
+// ErrTooManyCalls is the error type of a tool call past MaxCallsPerTurn
+// in one assistant turn: refused, not run.
+const ErrTooManyCalls wire.ErrorType = "too_many_calls"
+
+// MaxCallsPerTurn bounds the tool calls one assistant turn runs; the
+// calls after it are answered ErrTooManyCalls. A model output can hold
+// thousands of calls, each a run and an audit row.
+const MaxCallsPerTurn = 64
+
+// MaxArgsBytes bounds a tool call's arguments (JSON): larger ones are
+// refused as invalid_params, and the audit row keeps their size and
+// SHA-256 instead of the bytes (AuditRow).
+const MaxArgsBytes = 256 << 10
+
 // AuditLog is where tool calls are recorded.
 type AuditLog interface {
 	RecordToolCall(ctx context.Context, c persistence.ToolCall) error
