@@ -349,6 +349,12 @@ func toolContent(name string, res skills.Output) string {
 	if res.Succeeded() {
 		text := res.Text()
 		if len(text) > MaxToolResultBytes {
+			if res.Truncated && res.ResultBytes > int64(len(text)) {
+				// Cut twice: the cut's own note counts what reached
+				// here, so the agent's total is said after it.
+				note := fmt.Sprintf("\n[output truncated by the agent: %d bytes in all]", res.ResultBytes)
+				return truncateResult(text, MaxToolResultBytes-len(note)) + note
+			}
 			return truncateResult(text, MaxToolResultBytes)
 		}
 		if res.Truncated {
