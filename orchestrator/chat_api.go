@@ -73,19 +73,38 @@ func decodeChatRequest(body []byte) (ChatRequest, error) {
 		return req, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		return req, errors.New("text: required")
+		return req, &fieldError{param: "text", msg: "text: required"}
 	}
 	return req, nil
 }
 
+// fieldError is a refused request body that names the field at fault
+// (the param of the error body); param is "" for the body as a whole.
+type fieldError struct {
+	param, msg string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+
+// errParam is the field an error names (see fieldError), else "".
+func errParam(err error) string {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return fe.param
+	}
+	return ""
+}
+
 // decodeStrict decodes body, one JSON object, into v, refusing unknown
-// fields and trailing data. A body that does not decode is an error that
-// names shape, the body the endpoint wants.
+// fields and trailing data. A body that does not decode is a *fieldError
+// that names shape, the body the endpoint wants, what is wrong (the JSON
+// type a field wants, the byte offset of a syntax error) and the field.
 func decodeStrict(body []byte, v any, shape string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("body: want %s: %w", shape, err)
+		msg, param := jsonDecodeProblem(err)
+		return &fieldError{param: param, msg: fmt.Sprintf("body: want %s: %s", shape, msg)}
 	}
 	if dec.More() {
 		return errors.New("body: trailing data after the JSON object")
@@ -135,7 +154,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := decodeChatRequest(body)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		writeAPIErrorParam(w, http.StatusBadRequest, errParam(err), err.Error())
 		return
 	}
 	fresh := req.ConversationID == ""
@@ -190,7 +209,7 @@ func chatResponse(ans *actors.Answer) ChatResponse {
 // chatFailure maps a failed chat to its status and body; ans may be nil.
 func chatFailure(convID string, ans *actors.Answer, err error) (int, ChatFailure) {
 	code, typ := chatErrorStatus(err)
-	f := ChatFailure{Error: APIError{Message: err.Error(), Type: typ}, Status: code, ConversationID: convID,
+	f := ChatFailure{Error: apiErrorf(typ, chatErrParam(err), "%s", err.Error()), Status: code, ConversationID: convID,
 		Calls: []actors.CallSummary{}}
 	if ans != nil {
 		f.Iterations, f.ToolCalls = ans.Iterations, ans.ToolCalls
@@ -199,6 +218,15 @@ func chatFailure(convID string, ans *actors.Answer, err error) (int, ChatFailure
 		}
 	}
 	return code, f
+}
+
+// chatErrParam is the request field a failed chat blames: the
+// conversation id when it is not one, else none.
+func chatErrParam(err error) string {
+	if errors.Is(err, ErrConversationID) {
+		return "conversation_id"
+	}
+	return ""
 }
 
 // logChatFailure logs a chat that did not answer, at a level by its cause.

@@ -147,7 +147,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			code, typ := chatErrorStatus(err)
 			n.logChatFailure(in.ConversationID, code, err)
-			writeAPIError(w, code, typ, err.Error())
+			writeChatError(w, code, apiErrorf(typ, completionErrParam(req, err), "%s", err.Error()))
 			return
 		}
 		writeJSON(w, http.StatusOK, ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model,
@@ -176,13 +176,14 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code, typ := chatErrorStatus(err)
 		n.logChatFailure(in.ConversationID, code, err)
+		e := apiErrorf(typ, completionErrParam(req, err), "%s", err.Error())
 		if !sw.started {
-			writeAPIError(w, code, typ, err.Error())
+			writeChatError(w, code, e)
 			return
 		}
 		// After the 200 header: an error event, as OpenAI's clients expect,
 		// and no [DONE].
-		sw.event("", errorBody{Error: APIError{Message: err.Error(), Type: typ}})
+		sw.event("", errorBody{Error: e})
 		return
 	}
 	text, finish := ans.Text, finishReason(ans)
@@ -194,6 +195,25 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			Choices: []ChunkChoice{}, Usage: &u, ConversationID: in.ConversationID})
 	}
 	sw.event("", "[DONE]")
+}
+
+// completionErrParam is the request field a failed chat blames: the body's
+// conversation_id when it is not a conversation id (none when only the
+// header named it).
+func completionErrParam(req completionInput, err error) string {
+	if req.ConversationID == "" {
+		return ""
+	}
+	return chatErrParam(err)
+}
+
+// writeChatError answers a failed chat with code and the error body e; a
+// 429 carries Retry-After as writeAPIError's does.
+func writeChatError(w http.ResponseWriter, code int, e APIError) {
+	if code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, code, errorBody{Error: e})
 }
 
 // quote80 quotes s for a message, cut at 80 bytes.

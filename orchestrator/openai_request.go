@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -87,7 +90,13 @@ func badRequest(param, format string, args ...any) *requestError {
 func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	var req completionRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return completionInput{}, badRequest("", "%s", jsonProblem(err))
+		_, param := jsonDecodeProblem(err)
+		msg := jsonProblem(err)
+		if p := messageParam(body, param); p != param {
+			// name the message in the text as in param
+			msg, param = strings.Replace(msg, param, p, 1), p
+		}
+		return completionInput{}, badRequest(param, "%s", msg)
 	}
 	in := completionInput{Model: req.Model, Stream: req.Stream, ConversationID: req.ConversationID}
 	if req.StreamOptions != nil {
@@ -244,34 +253,91 @@ func present(raw json.RawMessage) bool {
 // jsonProblem says what is wrong with a body that did not decode, without
 // the decoder's Go type names.
 func jsonProblem(err error) string {
+	msg, _ := jsonDecodeProblem(err)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "body is " + msg
+	}
+	if strings.HasPrefix(msg, "got ") {
+		return "body: " + msg
+	}
+	return msg
+}
+
+// jsonDecodeProblem says what is wrong with JSON that did not decode (the
+// byte offset of a syntax error, the field and the JSON type wanted of a
+// type error), and names the field at fault as param ("" when it is the
+// whole body). A field inside an array is named without its index (the
+// decoder does not say it): see messageParam.
+func jsonDecodeProblem(err error) (msg, param string) {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Sprintf("body is not valid JSON: %s (at byte %d)", se.Error(), se.Offset)
+		return fmt.Sprintf("not valid JSON: %s (at byte %d)", se.Error(), se.Offset), ""
 	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			return fmt.Sprintf("body: got a JSON %s, want an object", te.Value)
+		if te.Field == "" {
+			return fmt.Sprintf("got a JSON %s, want %s", te.Value, jsonKind(te.Type)), ""
 		}
-		return fmt.Sprintf("%s: got a JSON %s, want %s", field, te.Value, jsonKind(te.Type.Kind().String()))
+		return fmt.Sprintf("%s: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type)), te.Field
+	case errors.Is(err, io.EOF):
+		return "empty body", ""
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "not valid JSON: unexpected end of the body", ""
 	}
-	return "body: " + err.Error()
+	// DisallowUnknownFields: `json: unknown field "name"`.
+	if q, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if name, uerr := strconv.Unquote(q); uerr == nil {
+			return fmt.Sprintf("unknown field %.60q", name), name
+		}
+	}
+	return strings.TrimPrefix(err.Error(), "json: "), ""
 }
 
-// jsonKind names a Go kind the way a JSON user would.
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "int", "int64", "float64":
-		return "a number"
-	case "slice":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
+// jsonKind names what a Go type decodes from, the way a JSON user would.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
 	}
-	return kind
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another type"
+}
+
+// messageParam adds the index the decoder leaves out of a param inside
+// messages ("messages.role" is "messages[2].role"): the first message
+// that does not decode on its own is the one at fault.
+func messageParam(body []byte, param string) string {
+	rest, ok := strings.CutPrefix(param, "messages")
+	if !ok || rest != "" && rest[0] != '.' {
+		return param
+	}
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return param
+	}
+	for i, raw := range req.Messages {
+		var m completionMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return fmt.Sprintf("messages[%d]%s", i, rest)
+		}
+	}
+	return param
 }
