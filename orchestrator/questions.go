@@ -141,7 +141,25 @@ func (q *questions) answer(id, reply string) error {
 
 // AnswerRequest is the body of POST /v1/chat/questions/{id}.
 type AnswerRequest struct {
+	// Answer is the person's reply; required, and may be "" (a person who
+	// only pressed Enter: the model gets an empty reply rather than
+	// waiting until the question times out).
 	Answer string `json:"answer"`
+}
+
+// decodeAnswer parses a reply body: exactly {"answer": "..."}, unknown
+// fields and trailing data refused, answer required (a *fieldError).
+func decodeAnswer(body []byte) (AnswerRequest, error) {
+	var req struct {
+		Answer *string `json:"answer"`
+	}
+	if err := decodeStrict(body, &req, `{"answer": "..."}`); err != nil {
+		return AnswerRequest{}, err
+	}
+	if req.Answer == nil {
+		return AnswerRequest{}, &fieldError{param: "answer", msg: `answer: required: the body is {"answer": "..."}`}
+	}
+	return AnswerRequest{Answer: *req.Answer}, nil
 }
 
 func (n *Node) handleAnswer(w http.ResponseWriter, r *http.Request) {
@@ -153,9 +171,9 @@ func (n *Node) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req AnswerRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeAPIErrorParam(w, http.StatusBadRequest, "answer", "body: want {\"answer\": \"...\"}: "+err.Error())
+	req, err := decodeAnswer(body)
+	if err != nil {
+		writeAPIErrorParam(w, http.StatusBadRequest, errParam(err), err.Error())
 		return
 	}
 	if len(req.Answer) > MaxQuestionText {
