@@ -168,7 +168,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			code, f := chatFailure(req.ConversationID, ans, err)
 			n.logChatFailure(req.ConversationID, code, err)
-			writeJSON(w, code, f)
+			writeChatFailure(w, code, f)
 			return
 		}
 		writeJSON(w, http.StatusOK, chatResponse(ans))
@@ -177,10 +177,13 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err := n.auditGate(); err != nil {
 		// Refused before the stream starts, so the status says so.
 		code, f := chatFailure(req.ConversationID, nil, err)
-		writeJSON(w, code, f)
+		writeChatFailure(w, code, f)
 		return
 	}
 	sw := newSSEWriter(w)
+	// Held, as the chat's first steps are (see streamChat): a chat refused
+	// at once answers with its status, not a stream.
+	sw.held = true
 	sw.event(EventConversation, map[string]string{"conversation_id": req.ConversationID})
 	// A streamed chat is read live: its questions can be answered.
 	in.Person = true
@@ -191,10 +194,23 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code, f := chatFailure(req.ConversationID, ans, err)
 		n.logChatFailure(req.ConversationID, code, err)
+		if !sw.started {
+			writeChatFailure(w, code, f)
+			return
+		}
 		sw.event(EventError, f)
 		return
 	}
 	sw.event(EventAnswer, chatResponse(ans))
+}
+
+// writeChatFailure answers a failed chat with code and f; a 429 carries
+// Retry-After, as every busy answer of the API does.
+func writeChatFailure(w http.ResponseWriter, code int, f ChatFailure) {
+	if code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, code, f)
 }
 
 func chatResponse(ans *actors.Answer) ChatResponse {

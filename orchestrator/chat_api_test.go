@@ -104,16 +104,16 @@ func TestChatStreaming(t *testing.T) {
 		})
 	}
 
+	// Failed before the stream showed a step (the first LLM call failed):
+	// a plain status. A failure after one is an error event
+	// (TestStreamFailures).
 	nodes := &statusNodes{t: t, nodes: map[string][2]string{}}
 	base, token = nodes.get("upstream")
 	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{ConversationID: "fails", Text: "x", Stream: true})
-	defer resp.Body.Close()
-	events := readSSE(t, resp.Body)
-	last := events[len(events)-1]
 	var f ChatFailure
-	if last.name != EventError || json.Unmarshal([]byte(last.data), &f) != nil || f.Status != 502 || f.Error.Type != ErrTypeUpstream ||
-		f.ConversationID != "fails" {
-		t.Fatalf("error event %+v", last)
+	decodeBody(t, resp, &f)
+	if resp.StatusCode != 502 || f.Status != 502 || f.Error.Type != ErrTypeUpstream || f.ConversationID != "fails" {
+		t.Fatalf("failed stream %d %+v", resp.StatusCode, f)
 	}
 	// Refused before the stream starts: a plain status.
 	base, token = nodes.get("diskfull")

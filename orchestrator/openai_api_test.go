@@ -410,29 +410,17 @@ func TestChatCompletionsLimitIsLength(t *testing.T) {
 }
 
 // TestChatCompletionsStreamErrors: a chat refused before anything was
-// streamed answers with its status; one that fails after the 200 header
-// ends with an error event and no [DONE].
+// streamed answers with its status, also one whose first LLM call is
+// refused (busy: 429 and Retry-After); one that fails after the 200 header
+// ends with an error event and no [DONE] (TestStreamFailures).
 func TestChatCompletionsStreamErrors(t *testing.T) {
 	nodes := &statusNodes{t: t, nodes: map[string][2]string{}}
 	base, token := nodes.get("overloaded")
 	resp := send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "stream", true))
-	cs, raw := chunks(t, readSSE(t, resp.Body))
-	resp.Body.Close()
-	if resp.StatusCode != 200 || len(raw) == 0 {
-		t.Fatalf("status %d, events %v", resp.StatusCode, raw)
-	}
-	// The LLM call started (a progress chunk) before it failed.
-	if len(cs) < 2 || cs[1].Evoclaw == nil {
-		t.Fatalf("chunks before the error: %+v", cs)
-	}
 	var e errorBody
-	if err := json.Unmarshal([]byte(raw[len(raw)-1]), &e); err != nil || e.Error.Type != ErrTypeBusy {
-		t.Fatalf("last event %s (%v), want a rate_limit_error", raw[len(raw)-1], err)
-	}
-	for _, r := range raw {
-		if r == "[DONE]" {
-			t.Fatal("a failed stream sent [DONE]")
-		}
+	decodeBody(t, resp, &e)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || e.Error.Type != ErrTypeBusy {
+		t.Fatalf("busy stream: %d, Retry-After %q, %+v", resp.StatusCode, resp.Header.Get("Retry-After"), e)
 	}
 	base, token = nodes.get("diskfull")
 	resp = send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "stream", true))
