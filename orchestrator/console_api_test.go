@@ -276,7 +276,7 @@ func TestConsoleRoutes(t *testing.T) {
 		{"GET", "/ui/index.html", 200, "text/html; charset=utf-8"},
 		{"GET", "/ui/nothing.js", 404, "text/plain; charset=utf-8"},
 		{"GET", "/ui/%2e%2e/httpapi.go", 404, "text/plain; charset=utf-8"},
-		{"POST", "/", 404, "application/json"},
+		{"POST", "/", 405, "application/json"},
 		{"GET", "/nothing", 404, "application/json"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
