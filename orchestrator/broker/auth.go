@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,6 +52,9 @@ func (h *authHook) Provides(b byte) bool {
 // topic it may publish, an agent uses its own client id (evoclaw-{id}), and
 // it does not take over a client id held by another identity.
 func (h *authHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	// Decided either way: the connection no longer counts against
+	// Options.MaxPendingConnects (a refused one is closed right after).
+	defer loggedIn(cl.Net.Conn)
 	s, err := h.authenticate(cl, pk)
 	if err == nil {
 		err = h.admit(cl, pk, s.identity)
@@ -68,8 +70,8 @@ func (h *authHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) boo
 func (h *authHook) authenticate(cl *mqtt.Client, pk packets.Packet) (*session, error) {
 	accts := *h.accts.Load()
 	user := string(pk.Connect.Username)
-	if tc, ok := cl.Net.Conn.(*tls.Conn); ok {
-		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+	if st, ok := tlsState(cl.Net.Conn); ok {
+		if len(st.VerifiedChains) > 0 {
 			cn := st.PeerCertificates[0].Subject.CommonName
 			if pk.Connect.UsernameFlag && user != cn {
 				return nil, fmt.Errorf("username %q differs from its certificate's common name %q", user, cn)

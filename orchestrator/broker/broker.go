@@ -93,6 +93,11 @@ type Options struct {
 	// bytes. Zero means DefaultMaxPacketBytes. A larger packet ends the
 	// client's connection.
 	MaxPacketBytes int
+	// MaxPendingConnects is how many connections may be waiting to log in
+	// at once, across listeners: from accept, through the TLS handshake and
+	// the CONNECT packet (at most MaxConnectBytes), to the password check.
+	// More are closed at once. Zero means DefaultMaxPendingConnects.
+	MaxPendingConnects int
 	// Logger receives the broker's logs. Nil discards them. The broker's own
 	// informational chatter is logged at debug level.
 	Logger *slog.Logger
@@ -158,7 +163,9 @@ func Start(o Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.Listen, err)
 	}
-	b.ln = newListener(listenerID, nl, inputLog)
+	pending := newPendingGate(o.MaxPendingConnects)
+	maxConnect := min(MaxConnectBytes, o.MaxPacketBytes)
+	b.ln = newListener(listenerID, nl, inputLog, pending, maxConnect)
 	if o.TLS.Listen != "" {
 		cfg, err := o.TLS.serverTLS(&b.cert)
 		if err != nil {
@@ -168,7 +175,7 @@ func Start(o Options) (_ *Broker, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.TLS.Listen, err)
 		}
-		b.tlsLn = newListener(tlsListenerID, tls.NewListener(tl, cfg), inputLog)
+		b.tlsLn = newListener(tlsListenerID, tls.NewListener(tl, cfg), inputLog, pending, maxConnect)
 	}
 	for _, ln := range b.listeners() {
 		if err := server.AddListener(ln); err != nil {
@@ -406,6 +413,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxPacketBytes = DefaultMaxPacketBytes
 	case o.MaxPacketBytes < 0 || int64(o.MaxPacketBytes) > math.MaxUint32:
 		return o, fmt.Errorf("%w: max packet bytes %d out of range", ErrInvalidOptions, o.MaxPacketBytes)
+	}
+	switch {
+	case o.MaxPendingConnects == 0:
+		o.MaxPendingConnects = DefaultMaxPendingConnects
+	case o.MaxPendingConnects < 0:
+		return o, fmt.Errorf("%w: max pending connects %d is negative", ErrInvalidOptions, o.MaxPendingConnects)
 	}
 	if o.AllowAnonymous {
 		for _, l := range []string{o.Listen, o.TLS.Listen} {

@@ -32,6 +32,11 @@
 // quotes a client, mochi's included, is cut and rate-limited
 // (edge/boundlog) through Options.LogLimiter.
 //
+// Before mochi sees a connection, its listener (listener.go, preauth.go)
+// refuses a first packet that is not a CONNECT of at most MaxConnectBytes,
+// and closes connections beyond Options.MaxPendingConnects that have not
+// logged in: what a client costs before authenticating is bounded.
+//
 // Anonymous clients are refused unless Options.AllowAnonymous is set, which
 // Start accepts only when every listener is on a loopback address
 // ([ErrExposedAnonymous]).

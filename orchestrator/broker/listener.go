@@ -21,7 +21,12 @@ const connectPacketTimeout = 10 * time.Second
 type listener struct {
 	id  string
 	nl  net.Listener
-	log *slog.Logger
+	log *slog.Logger // bounded and rate-limited: lines quote client input
+	// pending bounds the connections that have not logged in, shared by
+	// every listener of the broker; maxConnect is the largest CONNECT
+	// (remaining length) let through to mochi.
+	pending    *pendingGate
+	maxConnect int
 
 	// mu guards closed and conns; wg counts the accept loop and connection
 	// handlers, and is only added to under mu while closed is false.
@@ -33,8 +38,8 @@ type listener struct {
 
 var _ listeners.Listener = (*listener)(nil)
 
-func newListener(id string, nl net.Listener, log *slog.Logger) *listener {
-	return &listener{id: id, nl: nl, log: log, conns: make(map[net.Conn]struct{})}
+func newListener(id string, nl net.Listener, log *slog.Logger, pending *pendingGate, maxConnect int) *listener {
+	return &listener{id: id, nl: nl, log: log, pending: pending, maxConnect: maxConnect, conns: make(map[net.Conn]struct{})}
 }
 
 // ID returns the listener id used by mochi.
@@ -64,7 +69,16 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			}
 			return
 		}
+		if !l.pending.enter() {
+			// Closed at once rather than queued: waiting would hold the
+			// socket anyway, and clients retry with backoff.
+			l.log.Warn("mqtt connection refused: too many connections have not logged in yet",
+				logKeyRemote, conn.RemoteAddr().String(), logKeyLimit, cap(l.pending.slots))
+			_ = conn.Close()
+			continue
+		}
 		if !l.track(conn) {
+			l.pending.leave()
 			_ = conn.Close()
 			return
 		}
@@ -72,12 +86,30 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 	}
 }
 
-// handle runs mochi's session for one connection.
+// handle runs mochi's session for one connection, once its first packet
+// has shown a CONNECT header of an acceptable size.
 func (l *listener) handle(conn net.Conn, establish listeners.EstablishFn) {
 	defer l.wg.Done()
 	defer l.untrack(conn)
-	_ = conn.SetReadDeadline(time.Now().Add(connectPacketTimeout)) // mochi replaces it after CONNECT
-	if err := establish(l.id, conn); err != nil {
+	pc := &pendingConn{Conn: conn, gate: l.pending}
+	defer pc.release()
+	// mochi replaces the deadline after CONNECT; until then it bounds the
+	// TLS handshake, the header peeked here and the rest of the CONNECT.
+	_ = conn.SetReadDeadline(time.Now().Add(connectPacketTimeout))
+	hdr, err := readConnectHeader(conn, l.maxConnect)
+	if err != nil {
+		if errors.Is(err, errNotConnect) || errors.Is(err, errConnectTooLarge) || errors.Is(err, errBadLength) {
+			l.log.Warn("mqtt connection refused before CONNECT", logKeyRemote, conn.RemoteAddr().String(), logKeyReason, err.Error())
+		} else {
+			// A peer that went away, a TLS handshake that failed, a
+			// silent one past the deadline: nothing worth a warning.
+			l.log.Debug("mqtt connection ended before CONNECT", logKeyRemote, conn.RemoteAddr().String(), logKeyError, err)
+		}
+		_ = conn.Close()
+		return
+	}
+	pc.hdr = hdr
+	if err := establish(l.id, pc); err != nil {
 		// Lost connections, refused credentials and protocol errors all end
 		// here; the auth hook has already logged refusals.
 		l.log.Debug("mqtt client connection ended", logKeyRemote, conn.RemoteAddr().String(), logKeyError, err)

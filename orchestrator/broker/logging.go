@@ -26,6 +26,7 @@ const (
 	logKeyUsers     = "identities"
 	logKeyTLSAddr   = "tls_addr"
 	logKeyAnonymous = "anonymous"
+	logKeyLimit     = "limit"
 )
 
 // demoteInfo wraps the handler given to mochi so that its informational

@@ -1,0 +1,150 @@
+package broker_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
+)
+
+// atOnce is how soon a refused connection must be closed: well under the
+// 10 s the broker gives a connection to send its CONNECT, which is when a
+// connection the broker kept reading would end.
+const atOnce = 3 * time.Second
+
+// remainingLength encodes n as MQTT's variable-length integer.
+func remainingLength(n int) []byte {
+	var out []byte
+	for {
+		b := byte(n % 128)
+		n /= 128
+		if n > 0 {
+			b |= 0x80
+		}
+		out = append(out, b)
+		if n == 0 {
+			return out
+		}
+	}
+}
+
+func dialTCP(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestFirstPacketCheckedBeforeMochiReadsIt: a first packet that is not a
+// CONNECT, or a CONNECT announcing more than MaxConnectBytes, is refused
+// from its fixed header: the connection is closed at once and its body
+// never read (mochi would allocate the announced size and wait for it).
+// Over TLS the check happens after the handshake, on the plaintext.
+func TestFirstPacketCheckedBeforeMochiReadsIt(t *testing.T) {
+	t.Parallel()
+	pki := mqtttest.NewPKI(t, "fleet")
+	cert, key := pki.Issue(t, "broker", true)
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: logs.Logger(slog.LevelDebug),
+		TLS: broker.TLSOptions{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key}})
+	pem, err := os.ReadFile(pki.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	dials := map[string]func() net.Conn{
+		"tcp": func() net.Conn { return dialTCP(t, b.Addr()) },
+		"tls": func() net.Conn {
+			c, err := tls.Dial("tcp", b.TLSAddr(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		},
+	}
+	refused := []struct {
+		name, log string
+		first     []byte
+	}{
+		// Half of a 1 MiB CONNECT: the probe that took a node from 64 MB to
+		// 517 MB with 500 connections.
+		{"CONNECT of 1 MiB", "CONNECT packet over the size limit", append(append([]byte{0x10}, remainingLength(1<<20-8)...), make([]byte, 4096)...)},
+		{"CONNECT one byte over", "CONNECT packet over the size limit", append([]byte{0x10}, remainingLength(broker.MaxConnectBytes+1)...)},
+		{"PUBLISH first", "first packet is not CONNECT", append([]byte{0x30}, remainingLength(1000)...)},
+		{"remaining length of five bytes", "malformed remaining length", []byte{0x10, 0xff, 0xff, 0xff, 0xff, 0x01}},
+	}
+	for kind, dial := range dials {
+		for _, tt := range refused {
+			t.Run(kind+"/"+tt.name, func(t *testing.T) {
+				c := dial()
+				// A write that fails found the connection closed already.
+				if _, err := c.Write(tt.first); err == nil && !mqtttest.RawClosed(c, atOnce) {
+					t.Fatalf("connection still open %v after %q, want it closed at once", atOnce, tt.first[:min(len(tt.first), 6)])
+				}
+				wantLog(t, &logs, "mqtt connection refused before CONNECT", tt.log)
+			})
+		}
+	}
+	t.Run("a CONNECT under the bound is read", func(t *testing.T) {
+		// A long (wrong) password: mochi reads it, the broker answers.
+		pw := string(make([]byte, broker.MaxConnectBytes/2))
+		if _, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-bob", Username: "bob", Password: pw}); rc != 5 {
+			t.Fatalf("CONNACK %d, want 5 (bad password)", rc)
+		}
+	})
+}
+
+// TestPendingConnectsCapped: connections that have not logged in are
+// bounded (Options.MaxPendingConnects); more are closed at once. Logged-in
+// clients do not count, and once the silent ones go, clients connect again.
+func TestPendingConnectsCapped(t *testing.T) {
+	t.Parallel()
+	const pending = 4
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPendingConnects: pending, Logger: logs.Logger(slog.LevelDebug)})
+
+	// More logged-in clients than the cap: each gave its slot back.
+	for i := range 2 * pending {
+		mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: fmt.Sprintf("ops-%d", i), Username: "ops", Password: "ops-pw"})
+	}
+
+	// Connections that never finish their CONNECT fill the slots; the
+	// accept loop takes them in order, so the probes after them find no slot.
+	var silent []net.Conn
+	for i := range pending {
+		c := dialTCP(t, b.Addr())
+		if i%2 == 1 {
+			if _, err := c.Write(append([]byte{0x10}, remainingLength(broker.MaxConnectBytes)...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		silent = append(silent, c)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		c := dialTCP(t, b.Addr())
+		defer c.Close()
+		return mqtttest.RawClosed(c, 500*time.Millisecond)
+	}, "a connection over the cap closed at once")
+	wantLog(t, &logs, "too many connections have not logged in yet", fmt.Sprintf("limit=%d", pending))
+
+	for _, c := range silent {
+		_ = c.Close()
+	}
+	// paho, as the node and agents use it.
+	mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "alex-pw",
+		MaxReconnectInterval: 100 * time.Millisecond})
+}
