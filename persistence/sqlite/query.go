@@ -1,11 +1,16 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"unicode/utf8"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -68,59 +73,90 @@ func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool
 	if lim.Rows <= 0 || lim.Rows > MaxQueryRows {
 		lim.Rows = MaxQueryRows
 	}
+	res := &Result{Rows: [][]any{}}
+	var size int64
+	errStop := errors.New("stop")
+	err := eachRow(ctx, path, query, args, func(cols []string) error {
+		res.Columns = cols
+		return nil
+	}, func(row []any) error {
+		if len(res.Rows) == lim.Rows {
+			if failBeyond {
+				return fmt.Errorf("query audit database: %w: more than %d rows; narrow it with WHERE or LIMIT", ErrTooManyRows, lim.Rows)
+			}
+			res.Truncated = true
+			return errStop
+		}
+		if lim.Bytes > 0 {
+			if size += rowBytes(row); size > lim.Bytes {
+				res.Truncated = true
+				return errStop
+			}
+		}
+		res.Rows = append(res.Rows, row)
+		return nil
+	})
+	if err != nil && err != errStop {
+		return nil, err
+	}
+	return res, nil
+}
+
+// QueryEach runs one SQL statement like QueryReadOnly (the same read-only
+// connection and checks: writes fail with ErrReadOnly), but holds no rows:
+// it calls columns once with the result's column names, then row for each
+// row as SQLite produces it. Each row is a new slice, its values as in
+// Result.Rows. Nothing bounds the rows: bound the time with ctx (a
+// canceled ctx interrupts SQLite). An error returned by columns or row
+// ends the query and is returned as is.
+func QueryEach(ctx context.Context, path string, query string, args []any, columns func([]string) error, row func([]any) error) error {
+	return eachRow(ctx, path, query, args, columns, row)
+}
+
+func eachRow(ctx context.Context, path string, query string, args []any, columns func([]string) error, row func([]any) error) error {
 	if err := checkOneStatement(query); err != nil {
-		return nil, fmt.Errorf("query audit database: %w", err)
+		return fmt.Errorf("query audit database: %w", err)
 	}
 	if err := CheckPragma(query); err != nil {
-		return nil, fmt.Errorf("query audit database: %w", err)
+		return fmt.Errorf("query audit database: %w", err)
 	}
 	conn, closeConn, err := openReadOnly(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("query audit database: %w", err)
+		return fmt.Errorf("query audit database: %w", err)
 	}
 	defer closeConn()
 
 	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
+		return fmt.Errorf("query audit database: %w", classifyReadError(err))
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return nil, fmt.Errorf("read result columns: %w", err)
+		return fmt.Errorf("read result columns: %w", err)
 	}
-	res := &Result{Columns: cols, Rows: [][]any{}}
-	var size int64
+	if err := columns(cols); err != nil {
+		return err
+	}
 	for rows.Next() {
-		if len(res.Rows) == lim.Rows {
-			if failBeyond {
-				return nil, fmt.Errorf("query audit database: %w: more than %d rows; narrow it with WHERE or LIMIT", ErrTooManyRows, lim.Rows)
-			}
-			res.Truncated = true
-			break
-		}
-		row := make([]any, len(cols))
+		r := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
-		for i := range row {
-			ptrs[i] = &row[i]
+		for i := range r {
+			ptrs[i] = &r[i]
 		}
 		// Scanning into *any copies []byte values out of the driver's
 		// buffers, so rows stay valid after the connection closes.
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("read result row: %w", err)
+			return fmt.Errorf("read result row: %w", err)
 		}
-		if lim.Bytes > 0 {
-			if size += rowBytes(row); size > lim.Bytes {
-				res.Truncated = true
-				break
-			}
+		if err := row(r); err != nil {
+			return err
 		}
-		res.Rows = append(res.Rows, row)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query audit database: %w", classifyReadError(err))
+		return fmt.Errorf("query audit database: %w", classifyReadError(err))
 	}
-	return res, nil
+	return nil
 }
 
 // rowBytes is what one row counts against Limits.Bytes.
@@ -331,4 +367,180 @@ func unquoteName(s string) string {
 		}
 	}
 	return s
+}
+
+// RowWriter prints a result as it is read (QueryEach): Columns once, Row
+// for each row, then Close, which ends the output. After an error the
+// output is left as it is (a prefix of the whole).
+type RowWriter interface {
+	Columns(cols []string) error
+	Row(row []any) error
+	Close() error
+}
+
+// NewCSVWriter returns a RowWriter that writes what Result.WriteCSV
+// writes, row by row. With escape (for a terminal), every field, the
+// header's too, has its control characters escaped as in WriteTable (\n,
+// \x1b, \u009b) and invalid UTF-8 bytes written as \xNN, so that tool
+// output cannot drive the terminal; without it the values are written
+// exactly, for a file or a program.
+func NewCSVWriter(w io.Writer, escape bool) RowWriter {
+	return &csvRows{cw: csv.NewWriter(w), escape: escape}
+}
+
+type csvRows struct {
+	cw     *csv.Writer
+	escape bool
+	rec    []string
+}
+
+func (c *csvRows) field(s string) string {
+	if c.escape {
+		return escapeTerminal(s)
+	}
+	return s
+}
+
+func (c *csvRows) Columns(cols []string) error {
+	c.rec = make([]string, len(cols))
+	for i, col := range cols {
+		c.rec[i] = c.field(col)
+	}
+	return c.write()
+}
+
+func (c *csvRows) Row(row []any) error {
+	for i := range c.rec {
+		c.rec[i] = ""
+		if i < len(row) && row[i] != nil {
+			c.rec[i] = c.field(cellText(row[i]))
+		}
+	}
+	return c.write()
+}
+
+func (c *csvRows) write() error {
+	if err := c.cw.Write(c.rec); err != nil {
+		return fmt.Errorf("write result csv: %w", err)
+	}
+	return nil
+}
+
+func (c *csvRows) Close() error {
+	c.cw.Flush()
+	if err := c.cw.Error(); err != nil {
+		return fmt.Errorf("write result csv: %w", err)
+	}
+	return nil
+}
+
+// escapeTerminal is escapeControls that also writes each byte of invalid
+// UTF-8 as \xNN: a lone 0x9b byte is CSI to a terminal not in UTF-8 mode.
+func escapeTerminal(s string) string {
+	if utf8.ValidString(s) {
+		return escapeControls(s)
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(escapeControls(s[i : i+size]))
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// NewJSONWriter returns a RowWriter that writes what Result.WriteJSON
+// writes, row by row, except that DEL and the C1 control characters
+// (U+0080 to U+009F) in strings are written as \u escapes too, as
+// encoding/json already writes the other control characters: the same
+// JSON value, harmless on a terminal.
+func NewJSONWriter(w io.Writer) RowWriter {
+	return &jsonRows{w: w}
+}
+
+type jsonRows struct {
+	w    io.Writer
+	keys [][]byte
+	cols []string
+	n    int
+	buf  bytes.Buffer
+}
+
+func (j *jsonRows) Columns(cols []string) error {
+	j.cols = cols
+	j.keys = make([][]byte, len(cols))
+	for i, c := range cols {
+		k, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("write result json: %w", err)
+		}
+		j.keys[i] = escapeJSONControls(k)
+	}
+	_, err := io.WriteString(j.w, "[")
+	return err
+}
+
+func (j *jsonRows) Row(row []any) error {
+	j.buf.Reset()
+	if j.n > 0 {
+		j.buf.WriteString(",")
+	}
+	j.buf.WriteString("\n{")
+	for i, k := range j.keys {
+		if i > 0 {
+			j.buf.WriteString(",")
+		}
+		var v any
+		if i < len(row) {
+			v = row[i]
+		}
+		b, err := json.Marshal(jsonValue(v))
+		if err != nil {
+			return fmt.Errorf("write result json: column %s: %w", j.cols[i], err)
+		}
+		j.buf.Write(k)
+		j.buf.WriteString(":")
+		j.buf.Write(escapeJSONControls(b))
+	}
+	j.buf.WriteString("}")
+	j.n++
+	if _, err := j.w.Write(j.buf.Bytes()); err != nil {
+		return fmt.Errorf("write result json: %w", err)
+	}
+	return nil
+}
+
+func (j *jsonRows) Close() error {
+	end := "]\n"
+	if j.n > 0 {
+		end = "\n]\n"
+	}
+	if _, err := io.WriteString(j.w, end); err != nil {
+		return fmt.Errorf("write result json: %w", err)
+	}
+	return nil
+}
+
+// escapeJSONControls rewrites DEL and the UTF-8 encodings of U+0080 to
+// U+009F in b, encoding/json output, as \u escapes. Outside strings JSON
+// holds neither, so only strings change, and to the same value.
+func escapeJSONControls(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || (r >= 0x80 && r <= 0x9f) }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }
