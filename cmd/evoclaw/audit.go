@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
@@ -18,10 +21,10 @@ import (
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] "SELECT ..."
+const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] [--timeout 60s] "SELECT ..."
        evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--summaries] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
        evoclaw audit status [--config FILE] [--data-dir DIR] [--json]
-       evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
+       evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] [--timeout 60s]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
 (--config: the node's evoclaw.toml gives data_dir and [audit.cold] url; flags win)`
 
 // coldURLEnv is read when --cold-url is not given. The token always comes
@@ -91,10 +94,36 @@ func (f tierFlags) openCold() (*cold.Store, error) {
 	return cold.Open(cold.Config{URL: *f.coldURL}.FromEnv())
 }
 
+// defaultAuditQueryTimeout bounds audit sql and audit report unless
+// --timeout says otherwise.
+const defaultAuditQueryTimeout = 60 * time.Second
+
+// maxTableBytes bounds what the default table output holds (it needs
+// every row for the column widths): cells cut to what the table shows,
+// counted with their overhead. --csv and --json stream and hold no rows.
+const maxTableBytes = 64 << 20
+
+// tableCellOverhead is what one held cell costs besides its text.
+const tableCellOverhead = 32
+
+// addTimeoutFlag registers --timeout.
+func addTimeoutFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("timeout", defaultAuditQueryTimeout, "stop the query after this long and fail (0: no limit)")
+}
+
+// checkRowsFlags refuses --json with --csv.
+func checkRowsFlags(out rowsFlags) error {
+	if *out.json && *out.csv {
+		return fmt.Errorf("%w: --json and --csv exclude each other", errUsage)
+	}
+	return nil
+}
+
 func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit sql", stderr)
 	tf := addTierFlags(fs)
 	out := addRowsFlags(fs)
+	timeout := addTimeoutFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -102,34 +131,172 @@ func cmdAuditSQL(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return fmt.Errorf("%w: want exactly one SQL statement, got %d arguments", errUsage, len(pos))
 	}
+	if err := checkRowsFlags(out); err != nil {
+		return err
+	}
+	if *timeout < 0 {
+		return fmt.Errorf("%w: --timeout must not be negative", errUsage)
+	}
 	if err := tf.check(); err != nil {
 		return err
 	}
-	res, err := queryTier(ctx, tf, pos[0])
-	if err != nil {
-		return err
-	}
-	return out.write(stdout, res)
+	return printTier(ctx, tf, out, *timeout, stdout, pos[0])
 }
 
-// queryTier runs q with args read-only on the tier --tier names.
-func queryTier(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
+// printTier runs q with args read-only on the tier --tier names, within
+// timeout (0: none), and prints its rows as out asks. CSV and JSON are
+// written as the rows are read (from warm and all; the cold tier answers
+// a query whole), so a large result is not held in memory; a table needs
+// every row for its widths, so it holds them, cut to what it shows, up to
+// sqlite.MaxQueryRows rows and maxTableBytes. CSV to a terminal has its
+// control characters escaped, as the table has.
+func printTier(ctx context.Context, tf tierFlags, out rowsFlags, timeout time.Duration, w io.Writer, q string, args ...any) error {
+	parent := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var rw sqlite.RowWriter
+	switch {
+	case *out.json:
+		rw = sqlite.NewJSONWriter(bw)
+	case *out.csv:
+		rw = sqlite.NewCSVWriter(bw, isTerminal(w))
+	default:
+		rw = &tableRows{w: bw}
+	}
+	err := eachTierRow(ctx, tf, rw, q, args...)
+	if err == nil {
+		err = rw.Close()
+	}
+	if ferr := bw.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write result: %w", ferr)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case parent.Err() != nil:
+		return fmt.Errorf("%w: the query was stopped", errInterrupted)
+	case ctx.Err() != nil:
+		return fmt.Errorf("the query ran longer than --timeout %v and was stopped: narrow it, or raise --timeout (0: no limit)", timeout)
+	}
+	return err
+}
+
+// eachTierRow runs q with args read-only on the tier --tier names and
+// hands its columns and rows to rw.
+func eachTierRow(ctx context.Context, tf tierFlags, rw sqlite.RowWriter, q string, args ...any) error {
 	switch *tf.tier {
 	case tierCold:
-		return queryCold(ctx, tf, q, args...)
+		res, err := queryCold(ctx, tf, q, args...)
+		if err != nil {
+			return err
+		}
+		if err := rw.Columns(res.Columns); err != nil {
+			return err
+		}
+		for _, row := range res.Rows {
+			if err := rw.Row(row); err != nil {
+				return err
+			}
+		}
+		return nil
 	case tierAll:
-		return queryAll(ctx, tf, q, args...)
+		return withMerged(ctx, tf, func(merged string) error {
+			return sqlite.QueryEach(ctx, merged, q, args, rw.Columns, rw.Row)
+		})
 	}
-	return sqlite.QueryReadOnly(ctx, tf.warmPath(), q, args...)
+	return sqlite.QueryEach(ctx, tf.warmPath(), q, args, rw.Columns, rw.Row)
+}
+
+// tableRows holds a result for the default table output, each cell cut
+// to what WriteTable shows of it, and writes the table on Close.
+type tableRows struct {
+	w    io.Writer
+	res  sqlite.Result
+	size int64
+}
+
+func (t *tableRows) Columns(cols []string) error {
+	t.res = sqlite.Result{Columns: cols, Rows: [][]any{}}
+	return nil
+}
+
+func (t *tableRows) Row(row []any) error {
+	if len(t.res.Rows) == sqlite.MaxQueryRows {
+		return fmt.Errorf("query audit database: %w: more than %d rows for a table; narrow it with WHERE or LIMIT, or print it with --csv or --json, which hold no rows", sqlite.ErrTooManyRows, sqlite.MaxQueryRows)
+	}
+	for i, v := range row {
+		row[i] = tableValue(v)
+		t.size += tableCellOverhead
+		if s, ok := row[i].(string); ok {
+			t.size += int64(len(s))
+		}
+	}
+	if t.size > maxTableBytes {
+		return fmt.Errorf("query audit database: %w: more than %d MiB for a table; narrow it with WHERE or LIMIT, or print it with --csv or --json, which hold no rows", sqlite.ErrTooManyRows, maxTableBytes>>20)
+	}
+	t.res.Rows = append(t.res.Rows, row)
+	return nil
+}
+
+func (t *tableRows) Close() error { return t.res.WriteTable(t.w) }
+
+// tableCutRunes is how many runes of a cell tableRows keeps: one more than
+// WriteTable shows (80), so that it still sees the cell is longer and
+// cuts it the same way.
+const tableCutRunes = 81
+
+// tableValue returns v as tableRows holds it: text and blobs longer than
+// WriteTable shows are cut (a blob that is not UTF-8 becomes its x'hex'
+// text first, as WriteTable shows it); WriteTable prints the result as it
+// would have printed v.
+func tableValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return cutRunes(v, tableCutRunes)
+	case []byte:
+		if utf8.Valid(v) {
+			return cutRunes(string(v), tableCutRunes)
+		}
+		if len(v) > tableCutRunes/2 {
+			return cutRunes("x'"+hex.EncodeToString(v[:tableCutRunes/2]), tableCutRunes)
+		}
+		return "x'" + hex.EncodeToString(v) + "'"
+	}
+	return v
+}
+
+// cutRunes returns the first n runes of s.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for i := range s {
+		if n == 0 {
+			return strings.Clone(s[:i])
+		}
+		n--
+	}
+	return s
 }
 
 func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit report", stderr)
 	tf := addTierFlags(fs)
 	out := addRowsFlags(fs)
+	timeout := addTimeoutFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if err := checkRowsFlags(out); err != nil {
+		return err
+	}
+	if *timeout < 0 {
+		return fmt.Errorf("%w: --timeout must not be negative", errUsage)
 	}
 	if len(pos) == 1 && pos[0] == "list" {
 		for _, r := range sqlite.Reports {
@@ -171,11 +338,7 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	}
-	res, err := queryTier(ctx, tf, q, qargs...)
-	if err != nil {
-		return err
-	}
-	return out.write(stdout, res)
+	return printTier(ctx, tf, out, *timeout, stdout, q, qargs...)
 }
 
 // coldReportQuery returns r's SQL for the cold tier: its Query where the
@@ -218,27 +381,27 @@ func queryCold(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlit
 	return &sqlite.Result{Columns: cols, Rows: rows}, nil
 }
 
-// queryAll merges both tiers into a temporary database and queries it
-// read-only.
-func queryAll(ctx context.Context, tf tierFlags, q string, args ...any) (*sqlite.Result, error) {
+// withMerged merges both tiers into a temporary database and calls fn
+// with its path; the database is removed when fn returns.
+func withMerged(ctx context.Context, tf tierFlags, fn func(merged string) error) error {
 	c, err := tf.openCold()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
 	if _, err := os.Stat(tf.warmPath()); err != nil {
-		return nil, fmt.Errorf("query audit database: %w", err)
+		return fmt.Errorf("query audit database: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "evoclaw-audit-all-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	merged, err := cold.MergeTiers(ctx, tf.warmPath(), c, dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return sqlite.QueryReadOnly(ctx, merged, q, args...)
+	return fn(merged)
 }
 
 // errChainBroken makes `audit verify` exit non-zero after printing its report.
