@@ -166,7 +166,14 @@ func TestAuditSQLCSVEscapesOnTerminal(t *testing.T) {
 		}
 	}
 
-	code, out, errOut := runArgs("audit", "sql", "--data-dir", dir, "--csv", q)
+	// The table escapes too, a lone 0x9b byte included.
+	code, out, errOut := runArgs("audit", "sql", "--data-dir", dir, q)
+	if code != 0 || strings.ContainsAny(out, "\x1b\x07\x7f\u009b") || strings.ContainsRune(out, 0x9b) || strings.Contains(out, "\x9b") || strings.Contains(out, "\xff") ||
+		!strings.Contains(out, `A\xff\x9bB`) {
+		t.Fatalf("table: exit %d %q %s", code, out, errOut)
+	}
+
+	code, out, errOut = runArgs("audit", "sql", "--data-dir", dir, "--csv", q)
 	if code != 0 || !strings.Contains(out, hostile) || !strings.Contains(out, "A\xff\x9bB") {
 		t.Fatalf("not a terminal: CSV must be exact: exit %d %q %s", code, out, errOut)
 	}
