@@ -33,7 +33,7 @@ usage:
                  (jobs and approvals find the node like chat; changes and decisions are recorded --by NAME, default $USER)
   evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
   evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
-  evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] "SELECT ..."   read-only SQL over the audit trail
+  evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] [--timeout 60s] "SELECT ..."   read-only SQL over the audit trail
   evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
   evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
   evoclaw audit status [--data-dir DIR] [--json]   chain head, retention, records waiting for the cold tier
