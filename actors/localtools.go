@@ -38,6 +38,10 @@ type LocalTools struct {
 	// neither offered nor run from here, so that the name reaches the
 	// node's own toolbox after this one. Nil: none.
 	Reserved func(name string) bool
+	// Withheld, when set, hears of each tool of List that Reserved
+	// withholds, when the definitions are built (once per generation
+	// with Generation): the node logs it. Nil: nothing.
+	Withheld func(name string)
 
 	built atomic.Pointer[localDefs]
 }
@@ -92,6 +96,9 @@ func (l *LocalTools) build() []llm.ToolDef {
 	var defs []llm.ToolDef
 	for _, d := range l.List() {
 		if l.reserved(d.Name) {
+			if l.Withheld != nil {
+				l.Withheld(d.Name)
+			}
 			continue
 		}
 		defs = append(defs, llm.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Parameters})

@@ -33,6 +33,8 @@ func TestReservedLocalNamesReachTheNodesTools(t *testing.T) {
 		},
 		Reserved: func(name string) bool { return name == EdgeCallTool || strings.Contains(name, ToolSep) },
 	}
+	var withheld []string
+	local.Withheld = func(name string) { withheld = append(withheld, name) }
 	edges := &Edges{cat: &catalogRef{}}
 	edges.cat.store(AgentInfo{ID: "pi", Online: true, Listed: true, LastSeen: time.Now(),
 		Tools: []wire.ToolInfo{{Name: "read", Parameters: obj}}})
@@ -75,4 +77,29 @@ func TestReservedLocalNamesReachTheNodesTools(t *testing.T) {
 	if len(ran) != 0 {
 		t.Fatalf("reserved local tools ran: %v", ran)
 	}
+	// Withheld hears of the local tools withheld, not of every call of
+	// a reserved name (an agent's tools are called by such names).
+	for _, name := range withheld {
+		if name != EdgeCallTool && name != "pi"+ToolSep+"read" {
+			t.Fatalf("withheld %q, which the local box does not have: %v", name, withheld)
+		}
+	}
+	n := len(withheld)
+	if n == 0 {
+		t.Fatal("Withheld never heard of the withheld tools")
+	}
+	boxes.Resolve(llm.ToolCall{Name: "pi" + ToolSep + "read", Arguments: json.RawMessage(`{}`)})
+	boxes.Resolve(llm.ToolCall{Name: "pi" + ToolSep + "other", Arguments: json.RawMessage(`{}`)})
+	if slicesContain(withheld[n:], "pi"+ToolSep+"other") {
+		t.Fatalf("a call of an agent's tool was reported withheld: %v", withheld[n:])
+	}
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

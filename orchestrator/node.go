@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		boxes = append(boxes, n.scheduleTool())
 	}
 	boxes = n.sessionBoxes(boxes)
-	local.Reserved = reservedNames(boxes[1:], cfg.Tools.MCPServers, log.With("component", "tools"))
+	local.Reserved, local.Withheld = reservedNames(boxes[1:], cfg.Tools.MCPServers, log.With("component", "tools"))
 	// The node's own tools first; a name no local tool has goes to the agents.
 	if len(cfg.Groups) > 0 {
 		// Before the agents' own tools: a group's name is not an agent's.
@@ -716,25 +716,30 @@ func (n *Node) Close() error {
 // and every AGENT__TOOL or GROUP__TOOL name. Without it a skill named
 // "edge_call" or "pi-kitchen__sysinfo" came first and took every such
 // call. An MCP tool's name is SERVER__TOOL: it is kept when SERVER is one
-// of the configured servers (the operator's choice of name). Each name is
-// logged once, when first withheld.
-func reservedNames(own actors.Toolboxes, mcp map[string]mcptools.ServerConfig, log *slog.Logger) func(string) bool {
+// of the configured servers (the operator's choice of name). reserved is
+// the test (called for every name a call asks for); withheld logs a local
+// tool it withheld, once per name.
+func reservedNames(own actors.Toolboxes, mcp map[string]mcptools.ServerConfig, log *slog.Logger) (reserved func(string) bool, withheld func(string)) {
 	names := map[string]bool{actors.EdgeCallTool: true}
 	for _, d := range own.Defs() {
 		names[d.Name] = true
 	}
-	var warned sync.Map
-	return func(name string) bool {
-		reserved := names[name]
-		if prefix, _, ok := strings.Cut(name, actors.ToolSep); ok && !reserved {
-			_, isMCP := mcp[prefix]
-			reserved = !isMCP
+	reserved = func(name string) bool {
+		if names[name] {
+			return true
 		}
-		if reserved {
-			if _, seen := warned.LoadOrStore(name, true); !seen {
-				log.Warn("a local tool's name is reserved for the node's own tools and agents' tools: not offered", "tool", name)
-			}
+		prefix, _, ok := strings.Cut(name, actors.ToolSep)
+		if !ok {
+			return false
 		}
-		return reserved
+		_, isMCP := mcp[prefix]
+		return !isMCP
 	}
+	var warned sync.Map
+	withheld = func(name string) {
+		if _, seen := warned.LoadOrStore(name, true); !seen {
+			log.Warn("a local tool's name is reserved for the node's own tools and agents' tools: not offered", "tool", name)
+		}
+	}
+	return reserved, withheld
 }

@@ -18,7 +18,7 @@ import (
 // tools or an agent.
 func TestReservedNames(t *testing.T) {
 	own := actors.Toolboxes{&actors.LocalTools{List: nil}, newSessionTools(&Node{})}
-	reserved := reservedNames(own, map[string]mcptools.ServerConfig{"files": {Command: "x"}}, slog.New(slog.DiscardHandler))
+	reserved, _ := reservedNames(own, map[string]mcptools.ServerConfig{"files": {Command: "x"}}, slog.New(slog.DiscardHandler))
 	for name, want := range map[string]bool{
 		"clock":                   false,
 		"bash":                    false,
