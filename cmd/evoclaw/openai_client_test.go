@@ -144,7 +144,8 @@ func TestOpenAIClient(t *testing.T) {
 	}{
 		"auth": {401, orchestrator.ErrTypeAuth}, "model": {404, orchestrator.ErrTypeNotFound},
 		"tools": {400, orchestrator.ErrTypeInvalidRequest}, "upstream": {502, orchestrator.ErrTypeUpstream},
-		"timeout": {504, orchestrator.ErrTypeTimeout}, "streamed": {0, orchestrator.ErrTypeUpstream},
+		"timeout": {504, orchestrator.ErrTypeTimeout}, "streamed": {0, orchestrator.ErrTypeTimeout},
+		"streamed_at_once": {502, orchestrator.ErrTypeUpstream},
 	} {
 		got, ok := out.Errors[name]
 		status := 0

@@ -58,11 +58,18 @@ async function main() {
   // Two answers in the seed: turn three calls the hang tool, past chat_timeout.
   out.errors.timeout = await errorOf(() => client.chat.completions.create({ model: 'evoclaw',
     messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('hang')] }));
-  // A streamed failure after the header: the client throws from the stream.
+  // A streamed failure after the header (the hang tool has started, then
+  // chat_timeout): the client throws from the stream. A failure before any
+  // step answers with its status instead, as "upstream" does unstreamed.
   out.errors.streamed = await errorOf(async () => {
     const s = await client.chat.completions.create({ model: 'evoclaw', stream: true,
-      messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('c'), assistant('3'), user('d')] });
+      messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('hang')] });
     for await (const _ of s) { /* progress chunks, then the error event */ }
+  });
+  out.errors.streamed_at_once = await errorOf(async () => {
+    const s = await client.chat.completions.create({ model: 'evoclaw', stream: true,
+      messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('c'), assistant('3'), user('d')] });
+    for await (const _ of s) { /* nothing: the status comes first */ }
   });
 
   // Busy: a named conversation whose chat hangs queues 16 more; one more is refused.
