@@ -252,13 +252,12 @@ const tableCutRunes = 81
 // tableValue returns v as tableRows holds it: text and blobs longer than
 // WriteTable shows are cut (a blob that is not UTF-8 becomes its x'hex'
 // text first, as WriteTable shows it); WriteTable prints the result as it
-// would have printed v. Text that is not valid UTF-8 has its invalid bytes
-// written as \xNN first: WriteTable escapes control characters but would
-// pass a lone 0x9b byte, CSI to a terminal not in UTF-8 mode.
+// would have printed v (it escapes control characters and invalid UTF-8
+// after the cut, which only makes a cut cell longer).
 func tableValue(v any) any {
 	switch v := v.(type) {
 	case string:
-		return cutRunes(escapeInvalidUTF8(v), tableCutRunes)
+		return cutRunes(v, tableCutRunes)
 	case []byte:
 		if utf8.Valid(v) {
 			return cutRunes(string(v), tableCutRunes)
@@ -269,25 +268,6 @@ func tableValue(v any) any {
 		return "x'" + hex.EncodeToString(v) + "'"
 	}
 	return v
-}
-
-// escapeInvalidUTF8 writes each byte of s that is not part of valid UTF-8
-// as \xNN.
-func escapeInvalidUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		} else {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
 }
 
 // cutRunes returns the first n runes of s.

@@ -436,6 +436,7 @@ func (c *csvRows) Close() error {
 
 // escapeTerminal is escapeControls that also writes each byte of invalid
 // UTF-8 as \xNN: a lone 0x9b byte is CSI to a terminal not in UTF-8 mode.
+// (What it writes for an invalid byte is ASCII, so escapeControls leaves it.)
 func escapeTerminal(s string) string {
 	if utf8.ValidString(s) {
 		return escapeControls(s)
@@ -446,11 +447,11 @@ func escapeTerminal(s string) string {
 		if r == utf8.RuneError && size == 1 {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		} else {
-			b.WriteString(escapeControls(s[i : i+size]))
+			b.WriteString(s[i : i+size])
 		}
 		i += size
 	}
-	return b.String()
+	return escapeControls(b.String())
 }
 
 // NewJSONWriter returns a RowWriter that writes what Result.WriteJSON

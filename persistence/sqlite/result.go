@@ -79,9 +79,10 @@ func writeTableLine(bw *bufio.Writer, line []string, widths []int) {
 	bw.WriteByte('\n')
 }
 
-// tableCell escapes control characters in s and cuts it to maxCellRunes.
+// tableCell escapes control characters and invalid UTF-8 in s
+// (escapeTerminal) and cuts it to maxCellRunes.
 func tableCell(s string) string {
-	s = escapeControls(s)
+	s = escapeTerminal(s)
 	if utf8.RuneCountInString(s) <= maxCellRunes {
 		return s
 	}
