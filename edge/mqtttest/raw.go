@@ -96,19 +96,25 @@ func DialRaw(t testing.TB, addr string, c RawConnect) (net.Conn, byte) {
 // rawPacket frames an MQTT control packet: type byte, variable-length
 // remaining length, body.
 func rawPacket(typ byte, body []byte) []byte {
-	pkt := []byte{typ}
-	for n := len(body); ; {
+	return append(RawHeader(typ, len(body)), body...)
+}
+
+// RawHeader is a packet's fixed header: its type byte and n, the length
+// of what follows, as MQTT's variable-length integer. Sent alone, it
+// announces a body that may never come.
+func RawHeader(typ byte, n int) []byte {
+	out := []byte{typ}
+	for {
 		b := byte(n % 128)
 		n /= 128
 		if n > 0 {
 			b |= 0x80
 		}
-		pkt = append(pkt, b)
+		out = append(out, b)
 		if n == 0 {
-			break
+			return out
 		}
 	}
-	return append(pkt, body...)
 }
 
 func rawString(b []byte, s string) []byte {

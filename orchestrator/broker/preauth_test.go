@@ -21,22 +21,6 @@ import (
 // connection the broker kept reading would end.
 const atOnce = 3 * time.Second
 
-// remainingLength encodes n as MQTT's variable-length integer.
-func remainingLength(n int) []byte {
-	var out []byte
-	for {
-		b := byte(n % 128)
-		n /= 128
-		if n > 0 {
-			b |= 0x80
-		}
-		out = append(out, b)
-		if n == 0 {
-			return out
-		}
-	}
-}
-
 func dialTCP(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -82,9 +66,9 @@ func TestFirstPacketCheckedBeforeMochiReadsIt(t *testing.T) {
 	}{
 		// Half of a 1 MiB CONNECT: the probe that took a node from 64 MB to
 		// 517 MB with 500 connections.
-		{"CONNECT of 1 MiB", "CONNECT packet over the size limit", append(append([]byte{0x10}, remainingLength(1<<20-8)...), make([]byte, 4096)...)},
-		{"CONNECT one byte over", "CONNECT packet over the size limit", append([]byte{0x10}, remainingLength(broker.MaxConnectBytes+1)...)},
-		{"PUBLISH first", "first packet is not CONNECT", append([]byte{0x30}, remainingLength(1000)...)},
+		{"CONNECT of 1 MiB", "CONNECT packet over the size limit", append(mqtttest.RawHeader(0x10, 1<<20-8), make([]byte, 4096)...)},
+		{"CONNECT one byte over", "CONNECT packet over the size limit", mqtttest.RawHeader(0x10, broker.MaxConnectBytes+1)},
+		{"PUBLISH first", "first packet is not CONNECT", mqtttest.RawHeader(0x30, 1000)},
 		{"remaining length of five bytes", "malformed remaining length", []byte{0x10, 0xff, 0xff, 0xff, 0xff, 0x01}},
 	}
 	for kind, dial := range dials {
@@ -128,7 +112,7 @@ func TestPendingConnectsCapped(t *testing.T) {
 	for i := range pending {
 		c := dialTCP(t, b.Addr())
 		if i%2 == 1 {
-			if _, err := c.Write(append([]byte{0x10}, remainingLength(broker.MaxConnectBytes)...)); err != nil {
+			if _, err := c.Write(mqtttest.RawHeader(0x10, broker.MaxConnectBytes)); err != nil {
 				t.Fatal(err)
 			}
 		}
