@@ -68,19 +68,16 @@ func AuditRow(ref CallRef, res skills.Output, at time.Time) persistence.ToolCall
 		rec.Tool = "(unknown)"
 	}
 	if len(ref.Params) > MaxArgsBytes {
-		rec.Params = auditParams(ref.Params)
+		rec.Params = omittedParams(ref.Params)
 	} else if len(ref.Params) > 0 && json.Valid(ref.Params) {
 		rec.Params = ref.Params
 	}
 	return rec
 }
 
-// auditParams is what a row keeps of a call's arguments: the arguments,
-// or past MaxArgsBytes (a call refused for it) their size and SHA-256.
-func auditParams(args json.RawMessage) json.RawMessage {
-	if len(args) <= MaxArgsBytes {
-		return args
-	}
+// omittedParams is what a row keeps of arguments past MaxArgsBytes (a
+// call refused for them): their size and SHA-256.
+func omittedParams(args json.RawMessage) json.RawMessage {
 	sum := sha256.Sum256(args)
 	b, _ := json.Marshal(map[string]any{"evoclaw_omitted": "arguments larger than the limit", "bytes": len(args), "sha256": hex.EncodeToString(sum[:])})
 	return b
