@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -51,7 +52,7 @@ func TestCallArgumentsAreBounded(t *testing.T) {
 				Bytes  int    `json:"bytes"`
 				SHA256 string `json:"sha256"`
 			}
-			if recs[0].ErrorType != string(wire.ErrInvalidParams) || json.Unmarshal(recs[0].Params, &kept) != nil || kept.Bytes != len(args) || len(kept.SHA256) != 64 {
+			if recs[0].ErrorType != string(wire.ErrInvalidParams) || json.Unmarshal(recs[0].Params, &kept) != nil || kept.Bytes != len(args) || kept.SHA256 != fmt.Sprintf("%x", sha256.Sum256(args)) {
 				t.Fatalf("row: %s %s", recs[0].ErrorType, recs[0].Params)
 			}
 		})
