@@ -41,7 +41,7 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 	if msg := c.o.schemas.validateArgs(call.Name, target.Schema, args); msg != "" {
 		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, msg)}
 	}
-	timeout := toolTimeout(c.o.TimeoutRules, target.Category, target.OwnTimeoutMS)
+	timeout := toolTimeout(c.o.TimeoutRules, target.Category, callOwnTimeoutMS(target, args))
 	prefix := "tool"
 	if target.Prompt != nil {
 		prefix = "prompt"

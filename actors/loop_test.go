@@ -324,6 +324,57 @@ func TestCategoryTimeouts(t *testing.T) {
 	}
 }
 
+// TestTimeoutArgumentSetsTheCallsTimeout: a tool whose parameters
+// declare timeout_ms (bash) gets the timeout a call asks for, plus
+// ArgTimeoutGrace, within its category's maximum; the command on the
+// wire says so. Before, every such call was cut at the category's default.
+func TestTimeoutArgumentSetsTheCallsTimeout(t *testing.T) {
+	withArg := []wire.ToolInfo{{Name: "bash", Description: "runs", Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{"command": map[string]any{"type": "string"},
+			"timeout_ms": map[string]any{"type": "integer"}},
+		"required": []any{"command"},
+	}}}
+	withoutArg := []wire.ToolInfo{{Name: "bash", Description: "runs", TimeoutMS: 45_000, Parameters: map[string]any{
+		"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}},
+	}}}
+	grace := ArgTimeoutGrace.Milliseconds()
+	exec := DefaultTimeoutRules[CategoryExec]
+	tests := []struct {
+		name  string
+		tools []wire.ToolInfo
+		args  string
+		want  int64
+	}{
+		{"asked", withArg, `{"command":"sleep 60","timeout_ms":120000}`, 120_000 + grace},
+		{"short", withArg, `{"command":"true","timeout_ms":1}`, 1 + grace},
+		{"beyond the maximum", withArg, `{"command":"true","timeout_ms":9000000}`, exec.Max.Milliseconds()},
+		{"beyond any clock", withArg, `{"command":"true","timeout_ms":1e300}`, exec.Max.Milliseconds()},
+		{"not asked", withArg, `{"command":"true"}`, exec.Default.Milliseconds()},
+		{"zero", withArg, `{"command":"true","timeout_ms":0}`, exec.Default.Milliseconds()},
+		{"negative", withArg, `{"command":"true","timeout_ms":-5}`, exec.Default.Milliseconds()},
+		// Not a parameter of the tool: the tool's own timeout holds.
+		{"undeclared", withoutArg, `{"command":"true","timeout_ms":120000}`, 45_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarnessTools(t, transcript(callTurn("c", "pi-1__bash", tt.args), `{"content":"{{result c}}"}`), tt.tools, nil)
+			var sent atomic.Int64
+			h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+				sent.Store(p.TimeoutMS)
+				h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: p.Tool, Result: "ran", RequestID: cmd.RequestID, ElapsedMS: 1})
+			}
+			ans := h.chat(t, "go")
+			if ans.Err != nil || ans.Text != "ran" {
+				t.Fatalf("answer %+v", ans)
+			}
+			if got := sent.Load(); got != tt.want {
+				t.Fatalf("timeout_ms on the wire %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestEdgeCall(t *testing.T) {
 	agentAnswers := func(h *harness) {
 		h.edge.onPrompt = func(cmd wire.Command, p wire.PromptPayload) {

@@ -64,7 +64,7 @@ func (cs *Conversations) RunOne(ctx context.Context, root *actor.RootContext, c 
 				"tool %q needs a person's approval (%s); a delegated call is never held for approval, so it was not run", c.Call.Name, why)))
 		}
 	}
-	timeout := toolTimeout(o.TimeoutRules, t.Category, t.OwnTimeoutMS)
+	timeout := toolTimeout(o.TimeoutRules, t.Category, callOwnTimeoutMS(t, args))
 	if c.MaxTimeout > 0 && c.MaxTimeout < timeout {
 		timeout = c.MaxTimeout
 	}

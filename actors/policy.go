@@ -93,6 +93,38 @@ func toolTimeout(rules map[string]TimeoutRule, category string, ownMS int64) tim
 	return d
 }
 
+// ArgTimeoutGrace is what a call's timeout adds to the timeout_ms its
+// arguments ask for, so that the tool's own limit ends the call first and
+// its result says which limit that was.
+const ArgTimeoutGrace = time.Second
+
+// callOwnTimeoutMS is the own timeout of one call of t with args: the
+// timeout_ms argument plus ArgTimeoutGrace when the tool's parameters
+// declare timeout_ms (bash), else the tool's own timeout. toolTimeout
+// still clamps it at the category's maximum.
+func callOwnTimeoutMS(t Target, args map[string]any) int64 {
+	if t.Prompt != nil {
+		return t.OwnTimeoutMS
+	}
+	props, _ := t.Schema["properties"].(map[string]any)
+	if _, ok := props["timeout_ms"]; !ok {
+		return t.OwnTimeoutMS
+	}
+	// Far beyond any category's maximum; keeps the sum below overflow.
+	const ceiling = float64(24 * time.Hour / time.Millisecond)
+	switch v := args["timeout_ms"].(type) {
+	case float64:
+		if v >= 1 {
+			return int64(min(v, ceiling)) + ArgTimeoutGrace.Milliseconds()
+		}
+	case json.Number:
+		if f, err := v.Float64(); err == nil && f >= 1 {
+			return int64(min(f, ceiling)) + ArgTimeoutGrace.Milliseconds()
+		}
+	}
+	return t.OwnTimeoutMS
+}
+
 // schemaCacheLimit bounds the compiled schemas kept; past it the cache
 // starts over (schemas change only when agents re-advertise).
 const schemaCacheLimit = 1024

@@ -1,11 +1,13 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOrchestratorDeniesUngrantedTool: the orchestrator's own built-ins
@@ -30,6 +32,40 @@ func TestOrchestratorDeniesUngrantedTool(t *testing.T) {
 	}
 	res := queryAudit(t, node, `SELECT tool, status, coalesce(error_type, '') FROM tool_calls WHERE conversation_id = 'deny'`)
 	if got := fmt.Sprint(res.Rows); got != "[[bash error permission_denied]]" {
+		t.Fatalf("audit %s", got)
+	}
+}
+
+// TestBashTimeoutArgumentHolds: on a real node whose exec category
+// defaults to 1 s, a bash call asking for timeout_ms 5000 runs its 2 s
+// command to the end, and one asking for nothing is cut at the default.
+// Before, the loop cut every call at the category's default whatever
+// timeout_ms said.
+func TestBashTimeoutArgumentHolds(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := loadConfig(t, dir, fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"shell\"]\n"+
+		"[builtin]\nworkspace = %q\ngroups = [\"coding\"]\nsandbox = \"none\"\n[loop.timeouts.exec]\ndefault = \"1s\"\nmax = \"10s\"\n", ws), "")
+	node := startNode(t, cfg, Options{Provider: mustScript(t, `{"name":"long","turns":[
+	  {"content":"","tool_calls":[
+	    {"id":"a","name":"bash","arguments":{"command":"sleep 2; echo slept","timeout_ms":5000}},
+	    {"id":"b","name":"bash","arguments":{"command":"sleep 3; echo never"}}]},
+	  {"content":"A={{result a}} B={{result b}}"}]}`)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "long", "run both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, _ := strings.Cut(ans.Text, " B=")
+	if !strings.Contains(a, "slept") || strings.Contains(b, "never") || !strings.Contains(b, "timeout") {
+		t.Fatalf("answer %q: want A to have run to the end and B cut at the default", ans.Text)
+	}
+	res := queryAudit(t, node, `SELECT call_id, status, coalesce(error_type, '') FROM tool_calls WHERE conversation_id = 'long' ORDER BY call_id`)
+	if got := fmt.Sprint(res.Rows); got != "[[a success ] [b error timeout]]" {
 		t.Fatalf("audit %s", got)
 	}
 }
