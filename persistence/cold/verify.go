@@ -59,10 +59,17 @@ func (s *Store) RecordHash(ctx context.Context, chainID string, seq int64) (stri
 // the cold schema, locked down with query_only and no ATTACH, where SQLite
 // itself refuses any write (sqlite.CheckReadOnly); a refusal wraps
 // ErrReadOnly. Only then is it sent to the server, inside a transaction
-// that is rolled back. For isolation enforced by the server too, give
+// that is rolled back. Pragmas that set or act (sqlite.CheckPragma) are
+// refused before that. For isolation enforced by the server too, give
 // auditors a read-only token (a JWT with "a": "ro").
 func (s *Store) Query(ctx context.Context, query string, args ...any) (columns []string, rows [][]any, err error) {
-	if err := sqlite.CheckReadOnly(ctx, fullSchema, query, args...); err != nil {
+	// The in-memory copy has no journal or WAL to change, so a setting or
+	// checkpoint would pass there: such pragmas are refused by name first.
+	err = sqlite.CheckPragma(query)
+	if err == nil {
+		err = sqlite.CheckReadOnly(ctx, fullSchema, query, args...)
+	}
+	if err != nil {
 		if errors.Is(err, sqlite.ErrReadOnly) {
 			return nil, nil, fmt.Errorf("query cold tier: %w: %w", ErrReadOnly, err)
 		}
