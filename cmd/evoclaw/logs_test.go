@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,8 +86,24 @@ func TestMetricsAndReportCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "tool,agent,calls,errors,error_pct,avg_ms,max_ms\n") || !strings.Contains(out, "shell,edge-1,4,0,0,1.5,3\n") {
 		t.Fatalf("metrics: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, _ := runArgs("metrics", "--data-dir", dir); code != 2 {
-		t.Fatalf("metrics without a family: exit %d", code)
+	for _, bad := range [][]string{
+		{"metrics", "--data-dir", dir},                                // no family
+		{"metrics", "--tools", "--data-dir", dir, "--json", "--csv"},  // two formats
+		{"metrics", "--tools", "--data-dir", dir, "--timeout", "-1s"}, // a negative limit
+		{"metrics", "--tools", "--data-dir", dir, "--tier", "cold"},   // the warm tier only
+	} {
+		if code, out, errOut := runArgs(bad...); code != 2 {
+			t.Fatalf("%v: exit %d, want 2 (usage)\n%s%s", bad, code, out, errOut)
+		}
+	}
+	code, out, errOut = runArgs("metrics", "--tools", "--data-dir", dir, "--json")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 1 || rows[0]["tool"] != "shell" || rows[0]["calls"] != 4.0 {
+		t.Fatalf("metrics --json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	code, out, errOut = runArgs("metrics", "--tools", "--data-dir", dir)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) < 2 || !strings.Contains(lines[0], "error_pct") || !strings.Contains(out, "edge-1") {
+		t.Fatalf("metrics table: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runArgs("audit", "report", "list")
 	if code != 0 || !strings.Contains(out, "conversation CONVERSATION_ID") {

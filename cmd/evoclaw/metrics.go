@@ -5,41 +5,45 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 
-	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // cmdMetrics prints metrics computed from a node's audit trail. --tools
 // (the only family so far) gives calls, errors and latency per tool and
-// agent: the "tools" report of `evoclaw audit report`.
+// agent: the "tools" report of `evoclaw audit report` on the warm tier,
+// printed as that command prints it (streamed with --csv or --json,
+// bounded by --timeout).
 func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("metrics", stderr)
-	dataDir, conf := addDataDirFlags(fs)
+	warm, noCold := tierWarm, ""
+	tf := tierFlags{tier: &warm, coldURL: &noCold, fs: fs}
+	tf.dataDir, tf.config = addDataDirFlags(fs)
 	tools := fs.Bool("tools", false, "calls, errors and latency per tool and agent")
 	out := addRowsFlags(fs)
+	timeout := addTimeoutFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 || !*tools {
-		return fmt.Errorf("%w: evoclaw metrics --tools [--config FILE] [--data-dir DIR] [--json|--csv]", errUsage)
+		return fmt.Errorf("%w: evoclaw metrics --tools [--config FILE] [--data-dir DIR] [--json|--csv] [--timeout D]", errUsage)
 	}
-	if err := conf.apply(fs, dataDir, nil); err != nil {
+	if err := checkRowsFlags(out); err != nil {
+		return err
+	}
+	if *timeout < 0 {
+		return fmt.Errorf("%w: --timeout must not be negative", errUsage)
+	}
+	if err := tf.check(); err != nil {
 		return err
 	}
 	r, _ := sqlite.ReportByName("tools")
-	path := filepath.Join(*dataDir, orchestrator.AuditFile)
-	q, err := sqlite.ReportSQL(ctx, path, r)
+	q, err := sqlite.ReportSQL(ctx, tf.warmPath(), r)
 	if err != nil {
 		return err
 	}
-	res, err := sqlite.QueryReadOnly(ctx, path, q)
-	if err != nil {
-		return err
-	}
-	return out.write(stdout, res)
+	return printTier(ctx, tf, out, *timeout, stdout, q)
 }
 
 // rowsFlags are the --json and --csv flags of a command that prints rows.
@@ -53,15 +57,4 @@ func addRowsFlags(fs *flag.FlagSet) rowsFlags {
 		json: fs.Bool("json", false, "print rows as a JSON array"),
 		csv:  fs.Bool("csv", false, "print rows as CSV"),
 	}
-}
-
-// write prints res as the flags ask: JSON, CSV, or by default a table.
-func (f rowsFlags) write(w io.Writer, res *sqlite.Result) error {
-	switch {
-	case *f.json:
-		return res.WriteJSON(w)
-	case *f.csv:
-		return res.WriteCSV(w)
-	}
-	return res.WriteTable(w)
 }
