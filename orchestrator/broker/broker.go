@@ -98,6 +98,10 @@ type Options struct {
 	// the CONNECT packet (at most MaxConnectBytes), to the password check.
 	// More are closed at once. Zero means DefaultMaxPendingConnects.
 	MaxPendingConnects int
+	// MaxPendingPerAddress is how many of those may come from one address
+	// (an IPv6 /64 counts as one). Zero means the smaller of
+	// DefaultMaxPendingPerAddress and MaxPendingConnects.
+	MaxPendingPerAddress int
 	// Logger receives the broker's logs. Nil discards them. The broker's own
 	// informational chatter is logged at debug level.
 	Logger *slog.Logger
@@ -163,7 +167,7 @@ func Start(o Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start mqtt broker: listen on %s: %w", o.Listen, err)
 	}
-	pending := newPendingGate(o.MaxPendingConnects)
+	pending := newPendingGate(o.MaxPendingConnects, o.MaxPendingPerAddress)
 	maxConnect := min(MaxConnectBytes, o.MaxPacketBytes)
 	b.ln = newListener(listenerID, nl, inputLog, pending, maxConnect)
 	if o.TLS.Listen != "" {
@@ -419,6 +423,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxPendingConnects = DefaultMaxPendingConnects
 	case o.MaxPendingConnects < 0:
 		return o, fmt.Errorf("%w: max pending connects %d is negative", ErrInvalidOptions, o.MaxPendingConnects)
+	}
+	switch {
+	case o.MaxPendingPerAddress == 0:
+		o.MaxPendingPerAddress = min(DefaultMaxPendingPerAddress, o.MaxPendingConnects)
+	case o.MaxPendingPerAddress < 0:
+		return o, fmt.Errorf("%w: max pending connects per address %d is negative", ErrInvalidOptions, o.MaxPendingPerAddress)
 	}
 	if o.AllowAnonymous {
 		for _, l := range []string{o.Listen, o.TLS.Listen} {

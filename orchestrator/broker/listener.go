@@ -69,29 +69,34 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			}
 			return
 		}
-		if !l.pending.enter() {
+		key := addressKey(conn.RemoteAddr())
+		if err := l.pending.enter(key); err != nil {
 			// Closed at once rather than queued: waiting would hold the
 			// socket anyway, and clients retry with backoff.
-			l.log.Warn("mqtt connection refused: too many connections have not logged in yet",
-				logKeyRemote, conn.RemoteAddr().String(), logKeyLimit, cap(l.pending.slots))
+			limit := cap(l.pending.slots)
+			if errors.Is(err, errAddressFull) {
+				limit = l.pending.perAddr
+			}
+			l.log.Warn("mqtt connection refused: "+err.Error(),
+				logKeyRemote, conn.RemoteAddr().String(), logKeyLimit, limit)
 			_ = conn.Close()
 			continue
 		}
 		if !l.track(conn) {
-			l.pending.leave()
+			l.pending.leave(key)
 			_ = conn.Close()
 			return
 		}
-		go l.handle(conn, establish)
+		go l.handle(conn, key, establish)
 	}
 }
 
 // handle runs mochi's session for one connection, once its first packet
 // has shown a CONNECT header of an acceptable size.
-func (l *listener) handle(conn net.Conn, establish listeners.EstablishFn) {
+func (l *listener) handle(conn net.Conn, key string, establish listeners.EstablishFn) {
 	defer l.wg.Done()
 	defer l.untrack(conn)
-	pc := &pendingConn{Conn: conn, gate: l.pending}
+	pc := &pendingConn{Conn: conn, gate: l.pending, key: key}
 	defer pc.release()
 	// mochi replaces the deadline after CONNECT; until then it bounds the
 	// TLS handshake, the header peeked here and the rest of the CONNECT.

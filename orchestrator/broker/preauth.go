@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 )
 
@@ -25,6 +26,13 @@ const (
 	// listeners (TLS handshake, CONNECT packet, password check): about
 	// 50 MiB at most with mochi's per-client buffers.
 	DefaultMaxPendingConnects = 256
+	// DefaultMaxPendingPerAddress is how many of those one address may
+	// hold (an IPv6 /64 counts as one address, as one host has them all),
+	// so one host cannot take every slot and keep the fleet from logging
+	// in. A host logs in one client or a few at once; a group of agents
+	// behind one NAT that reconnects all at once retries past it with
+	// backoff.
+	DefaultMaxPendingPerAddress = 32
 )
 
 // Why a connection is closed before mochi sees it.
@@ -34,23 +42,78 @@ var (
 	errBadLength       = errors.New("malformed remaining length")
 )
 
-// pendingGate counts the connections that have not completed CONNECT. The
-// zero value admits none; build it with newPendingGate.
-type pendingGate struct{ slots chan struct{} }
+// pendingGate counts the connections that have not completed CONNECT, in
+// all and per address. The zero value admits none; build it with
+// newPendingGate.
+type pendingGate struct {
+	slots   chan struct{}
+	perAddr int
+	mu      sync.Mutex     // guards byAddr
+	byAddr  map[string]int // held slots by addressKey; no zero entries
+}
 
-func newPendingGate(n int) *pendingGate { return &pendingGate{slots: make(chan struct{}, n)} }
+func newPendingGate(n, perAddr int) *pendingGate {
+	return &pendingGate{slots: make(chan struct{}, n), perAddr: perAddr, byAddr: map[string]int{}}
+}
 
-// enter takes a slot, or reports false when all are held.
-func (g *pendingGate) enter() bool {
+// addressKey is what the per-address bound counts by: the IP of addr, an
+// IPv6 address cut to its /64; "" (not counted) for an address that is
+// not an IP one.
+func addressKey(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return ""
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+// errAddressFull and errAllFull say why enter refused a connection.
+var (
+	errAllFull     = errors.New("too many connections have not logged in yet")
+	errAddressFull = errors.New("too many connections from this address have not logged in yet")
+)
+
+// enter takes a slot for a connection from key, or says why not.
+func (g *pendingGate) enter(key string) error {
+	if key != "" {
+		g.mu.Lock()
+		if g.byAddr[key] >= g.perAddr {
+			g.mu.Unlock()
+			return errAddressFull
+		}
+		g.byAddr[key]++
+		g.mu.Unlock()
+	}
 	select {
 	case g.slots <- struct{}{}:
-		return true
+		return nil
 	default:
-		return false
+		g.forget(key)
+		return errAllFull
 	}
 }
 
-func (g *pendingGate) leave() { <-g.slots }
+// leave gives back a slot entered with key.
+func (g *pendingGate) leave(key string) {
+	<-g.slots
+	g.forget(key)
+}
+
+func (g *pendingGate) forget(key string) {
+	if key == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byAddr[key]--; g.byAddr[key] <= 0 {
+		delete(g.byAddr, key)
+	}
+}
 
 // pendingConn is a connection handed to mochi after its fixed header was
 // read (readConnectHeader): Read returns those bytes first. It holds a slot
@@ -59,6 +122,7 @@ type pendingConn struct {
 	net.Conn
 	hdr  []byte // read from Conn, not yet returned by Read; only mochi's reader goroutine reads
 	gate *pendingGate
+	key  string // the slot's addressKey
 	once sync.Once
 }
 
@@ -73,7 +137,7 @@ func (c *pendingConn) Read(p []byte) (int, error) {
 }
 
 // release gives the connection's slot back; later calls do nothing.
-func (c *pendingConn) release() { c.once.Do(c.gate.leave) }
+func (c *pendingConn) release() { c.once.Do(func() { c.gate.leave(c.key) }) }
 
 // loggedIn releases the slot of cl's connection, whose CONNECT was just
 // decided; a connection that did not come through a listener has none.

@@ -23,12 +23,7 @@ const atOnce = 3 * time.Second
 
 func dialTCP(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return dialFrom(t, "", addr)
 }
 
 // TestFirstPacketCheckedBeforeMochiReadsIt: a first packet that is not a
@@ -99,7 +94,10 @@ func TestPendingConnectsCapped(t *testing.T) {
 	t.Parallel()
 	const pending = 4
 	var logs testenv.Buffer
-	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPendingConnects: pending, Logger: logs.Logger(slog.LevelDebug)})
+	// Every connection here comes from 127.0.0.1: the per-address bound
+	// is set above the cap, which is what this test is about.
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPendingConnects: pending, MaxPendingPerAddress: pending + 1,
+		Logger: logs.Logger(slog.LevelDebug)})
 
 	// More logged-in clients than the cap: each gave its slot back.
 	for i := range 2 * pending {
@@ -131,4 +129,60 @@ func TestPendingConnectsCapped(t *testing.T) {
 	// paho, as the node and agents use it.
 	mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "alex-pw",
 		MaxReconnectInterval: 100 * time.Millisecond})
+}
+
+// dialFrom connects to addr from the loopback address local (Linux routes
+// all of 127.0.0.0/8 to lo), or from any address when local is "".
+func dialFrom(t *testing.T, local, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if local != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestPendingConnectsCappedPerAddress: one address cannot hold more than
+// MaxPendingPerAddress of the connections that have not logged in, so
+// other hosts still get slots and log in; its slots come back when its
+// connections end.
+func TestPendingConnectsCappedPerAddress(t *testing.T) {
+	t.Parallel()
+	const perAddr = 2
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, MaxPendingConnects: 8, MaxPendingPerAddress: perAddr,
+		Logger: logs.Logger(slog.LevelDebug)})
+
+	var silent []net.Conn
+	for range perAddr {
+		silent = append(silent, dialFrom(t, "127.0.0.2", b.Addr()))
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		c := dialFrom(t, "127.0.0.2", b.Addr())
+		defer c.Close()
+		return mqtttest.RawClosed(c, 500*time.Millisecond)
+	}, "a third connection from 127.0.0.2 closed at once")
+	wantLog(t, &logs, "too many connections from this address have not logged in yet", fmt.Sprintf("limit=%d", perAddr), "127.0.0.2")
+
+	// Another host is still served: its silent connection is held, and a
+	// client logs in.
+	if other := dialFrom(t, "127.0.0.3", b.Addr()); mqtttest.RawClosed(other, 300*time.Millisecond) {
+		t.Fatal("a connection from 127.0.0.3 was closed while 127.0.0.2 held its share")
+	}
+	mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "ops-1", Username: "ops", Password: "ops-pw"})
+
+	// 127.0.0.2's slots come back when its connections end.
+	for _, c := range silent {
+		_ = c.Close()
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		c := dialFrom(t, "127.0.0.2", b.Addr())
+		defer c.Close()
+		return !mqtttest.RawClosed(c, 300*time.Millisecond)
+	}, "127.0.0.2 served again once its connections ended")
 }
