@@ -17,7 +17,7 @@ func TestJobsAPI(t *testing.T) {
 	_, base, token := startAPI(t, func(c *Config) {
 		c.Jobs = []jobs.Spec{{ID: "declared", Schedule: "0 6 * * *", Prompt: "check"}}
 	}, Options{Provider: p})
-	resp := send(t, http.MethodPost, base+"/v1/jobs?by=alice", token, `{"id":"nightly","schedule":"@every 1h","prompt":"read the meter"}`)
+	resp := send(t, http.MethodPost, base+"/v1/jobs?by=alice", token, `{"id":"nightly","schedule":"0 3 29 2 *","prompt":"read the meter"}`)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("add: %d", resp.StatusCode)
