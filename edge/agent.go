@@ -88,6 +88,9 @@ type Agent struct {
 
 	// progress sends streamed tool output; set by Run.
 	progress *progressOut
+	// requestLogPruneEvery replaces requestLogPruneEvery when positive
+	// (tests).
+	requestLogPruneEvery time.Duration
 
 	loopOnce sync.Once // starts prompts
 	prompts  *promptLoop
@@ -211,6 +214,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { a.presence(ctx, advertised) })
 	wg.Go(func() { a.drainOutbox(ctx) })
+	wg.Go(func() { a.pruneRequests(ctx) })
 	wg.Go(func() { a.progress.run(ctx) })
 	wg.Wait()
 
