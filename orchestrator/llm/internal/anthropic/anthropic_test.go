@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 func turn1() llm.Request {
@@ -109,4 +114,73 @@ func TestTransportContract(t *testing.T) {
 	llmtest.Contract(t, Name, func(url string, stream bool, idle time.Duration) llm.Provider {
 		return New(Options{BaseURL: url, Stream: stream, IdleTimeout: idle})
 	}, turn1())
+}
+
+// streamHead starts a Messages stream with one text block.
+const streamHead = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\n" +
+	"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+
+func textDelta(text string) string {
+	return "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + text + "\"}}\n\n"
+}
+
+// TestEndlessStreamIsBounded: a model that streams without end (text, new
+// blocks, tool input) costs a bounded read and a malformed answer, not all
+// the node's memory. Small limits keep it quick; the defaults are those of
+// httpc.
+func TestEndlessStreamIsBounded(t *testing.T) {
+	text := textDelta(strings.Repeat("A", 4000))
+	input := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"" +
+		strings.Repeat("a", 4000) + "\"}}\n\n"
+	toolStart := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"x\",\"input\":{}}}\n\n"
+	for name, c := range map[string]struct {
+		head  string
+		chunk func(i int) string
+	}{
+		"text":  {streamHead, func(int) string { return text }},
+		"input": {streamHead + toolStart, func(int) string { return input }},
+		"new blocks": {streamHead, func(i int) string {
+			return fmt.Sprintf("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":%d,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n", i+1)
+		}},
+		"nothing kept": {streamHead, func(int) string {
+			return "event: ping\ndata: {\"type\":\"ping\",\"pad\":\"" + strings.Repeat("p", 4000) + "\"}\n\n"
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			const keep, events = 256 << 10, 1 << 20
+			s := llmtest.NewEndless(c.head, c.chunk)
+			call := &httpc.Call{Provider: Name, Model: "m", AnswerLimit: keep, StreamLimit: events}
+			_, err := readStream(context.Background(), call, s)
+			llmtest.WantError(t, err, Name, llm.KindMalformed, 200, "streamed answer")
+			if got := s.BytesRead(); got > events+sse.MaxEvent+8<<10 { // the reader's buffer reads ahead
+				t.Fatalf("read %d bytes of the stream, want at most about %d", got, events)
+			}
+		})
+	}
+}
+
+// TestManyTextDeltasCostLinear: text deltas are joined once, not by copying
+// the text so far at each delta (which made 20 000 one-byte deltas allocate
+// 211 MB, 50 000 of them 1.3 GB: quadratic in the stream; now 13 MB).
+func TestManyTextDeltasCostLinear(t *testing.T) {
+	const n = 20_000
+	var b strings.Builder
+	b.WriteString(streamHead)
+	for range n {
+		b.WriteString(textDelta("x"))
+	}
+	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	call := &httpc.Call{Provider: Name, Model: "m"}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := readStream(context.Background(), call, strings.NewReader(b.String()))
+	runtime.ReadMemStats(&after)
+	if err != nil || len(r.Message.Content) != n {
+		t.Fatalf("content %d bytes, err %v; want %d bytes", len(r.Message.Content), err, n)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Fatalf("reading %d deltas allocated %d MB, want it linear in the stream (%d KB)", n, alloc>>20, b.Len()>>10)
+	}
 }

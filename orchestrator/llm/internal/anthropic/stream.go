@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
@@ -26,19 +27,26 @@ type streamEvent struct {
 	Error json.RawMessage `json:"error"` // error
 }
 
+// blockCost is what a content block costs beyond its text, id and name,
+// counted against the answer's bound (httpc.Events.Keep), so that a stream
+// of empty blocks is bounded too.
+const blockCost = 256
+
 // readStream assembles a Messages event stream. A stream that ends before
 // message_stop is a network failure: the answer may be cut.
 func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
 	var (
 		model   string
 		blocks  []respBlock
-		partial = map[int]*bytes.Buffer{} // tool_use input JSON by block index
-		index   = map[int]int{}           // stream index to blocks index
+		partial = map[int]*bytes.Buffer{}    // tool_use input JSON by block index
+		texts   = map[int]*strings.Builder{} // text deltas by blocks index: += would copy the text at every delta
+		index   = map[int]int{}              // stream index to blocks index
 		stop    string
 		u       usage
 		done    bool
 	)
-	for ev, err := range call.Events(ctx, r).All() {
+	evs := call.Events(ctx, r)
+	for ev, err := range evs.All() {
 		if err != nil {
 			return llm.Response{}, err
 		}
@@ -65,6 +73,9 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 				b.Input = nil
 				partial[e.Index] = &bytes.Buffer{}
 			}
+			if err := evs.Keep(blockCost + len(b.Text) + len(b.ID) + len(b.Name)); err != nil {
+				return llm.Response{}, err
+			}
 			index[e.Index] = len(blocks)
 			blocks = append(blocks, b)
 		case "content_block_delta":
@@ -74,9 +85,21 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 			}
 			switch e.Delta.Type {
 			case "text_delta":
-				blocks[i].Text += e.Delta.Text
+				if err := evs.Keep(len(e.Delta.Text)); err != nil {
+					return llm.Response{}, err
+				}
+				tb := texts[i]
+				if tb == nil {
+					tb = &strings.Builder{}
+					tb.WriteString(blocks[i].Text)
+					texts[i] = tb
+				}
+				tb.WriteString(e.Delta.Text)
 			case "input_json_delta":
 				if buf := partial[e.Index]; buf != nil {
+					if err := evs.Keep(len(e.Delta.PartialJSON)); err != nil {
+						return llm.Response{}, err
+					}
 					buf.WriteString(e.Delta.PartialJSON)
 				}
 			}
@@ -101,6 +124,9 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 	}
 	if !done {
 		return llm.Response{}, call.Errorf(llm.KindNetwork, 200, io.ErrUnexpectedEOF, "stream ended before message_stop")
+	}
+	for i, tb := range texts {
+		blocks[i].Text = tb.String()
 	}
 	for si, buf := range partial {
 		blocks[index[si]].Input = json.RawMessage(buf.Bytes())

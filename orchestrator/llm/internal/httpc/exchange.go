@@ -97,16 +97,34 @@ func (c *Call) streamed(ctx context.Context, idle time.Duration, codec Codec) (l
 	return resp, err
 }
 
+// MaxStream bounds the event data of one streamed answer, in bytes (the
+// default of Call.StreamLimit). A streamed token costs a chunk of a few
+// hundred bytes, so this is room for an answer of some 200 000 tokens, and
+// it stops a server that streams without end long before memory runs out.
+const MaxStream = 4 * MaxBody
+
 // Events reads the events of a streamed answer for a codec's ReadStream.
+// It bounds what the stream may cost: the call's StreamLimit of event
+// data, and its AnswerLimit of answer kept (Keep), as for an answer read
+// whole.
 type Events struct {
-	ctx  context.Context
-	call *Call
-	r    *sse.Reader
+	ctx           context.Context
+	call          *Call
+	r             *sse.Reader
+	read, readMax int64 // event data read so far, and its bound
+	kept, keptMax int64 // answer bytes the codec kept so far (Keep), and their bound
 }
 
 // Events reads the server-sent events of r, a streamed answer to c.
 func (c *Call) Events(ctx context.Context, r io.Reader) *Events {
-	return &Events{ctx: ctx, call: c, r: sse.NewReader(r)}
+	e := &Events{ctx: ctx, call: c, r: sse.NewReader(r), readMax: c.StreamLimit, keptMax: c.AnswerLimit}
+	if e.readMax <= 0 {
+		e.readMax = MaxStream
+	}
+	if e.keptMax <= 0 {
+		e.keptMax = MaxBody
+	}
+	return e
 }
 
 // Next returns the next event with data; ok is false at the end of the
@@ -116,6 +134,9 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 	ev, err = e.r.Next()
 	switch {
 	case err == nil:
+		if e.read += int64(len(ev.Data)); e.read > e.readMax {
+			return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, nil, "streamed answer longer than %d bytes of events", e.readMax)
+		}
 		return ev, true, nil
 	case errors.Is(err, io.EOF):
 		return sse.Event{}, false, nil
@@ -123,6 +144,17 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
 	}
 	return sse.Event{}, false, e.call.Transport(e.ctx, err)
+}
+
+// Keep counts n bytes the codec keeps of the answer (text, tool-call
+// arguments, one call's own fields) and fails, as a malformed answer, once
+// they pass the call's AnswerLimit (MaxBody): a streamed answer holds no
+// more than one read whole.
+func (e *Events) Keep(n int) error {
+	if e.kept += int64(n); e.kept > e.keptMax {
+		return e.call.Errorf(llm.KindMalformed, 200, nil, "streamed answer larger than %d bytes", e.keptMax)
+	}
+	return nil
 }
 
 // All yields the events with data to the end of the stream; a read error

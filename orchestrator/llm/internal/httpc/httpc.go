@@ -40,6 +40,12 @@ type Call struct {
 	// Now is the clock for latency and Retry-After dates; nil means
 	// time.Now.
 	Now func() time.Time
+	// AnswerLimit bounds what a streamed answer keeps (Events.Keep), in
+	// bytes; 0 means MaxBody.
+	AnswerLimit int64
+	// StreamLimit bounds the event data of a streamed answer, in bytes; 0
+	// means MaxStream.
+	StreamLimit int64
 }
 
 func (c *Call) now() time.Time {

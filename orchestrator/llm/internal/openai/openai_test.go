@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/sse"
 )
 
 func turn1() llm.Request {
@@ -193,4 +196,37 @@ func TestTransportContract(t *testing.T) {
 
 func sameCall(a, b llm.ToolCall) bool {
 	return a.ID == b.ID && a.Name == b.Name && string(a.Arguments) == string(b.Arguments) && a.ArgumentsError == b.ArgumentsError
+}
+
+// TestEndlessStreamIsBounded: a model that streams without end (text, new
+// calls, one call's arguments, or chunks that add nothing) costs a bounded
+// read and a malformed answer, not all the node's memory (it grew by
+// 100 MB/s until the call's timeout before). Small limits keep it quick;
+// the defaults are those of httpc.
+func TestEndlessStreamIsBounded(t *testing.T) {
+	text := `data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("A", 4000) + `"}}]}` + "\n\n"
+	for name, chunk := range map[string]func(i int) string{
+		"text": func(int) string { return text },
+		"new calls": func(i int) string {
+			return fmt.Sprintf(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"name":"x"}}]}}]}`+"\n\n", i)
+		},
+		"nothing kept": func(int) string {
+			return `data: {"id":"` + strings.Repeat("i", 4000) + `","choices":[]}` + "\n\n"
+		},
+		"arguments": func(int) string {
+			return `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"x","arguments":"` +
+				strings.Repeat("a", 4000) + `"}}]}}]}` + "\n\n"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			const keep, events = 256 << 10, 1 << 20
+			s := llmtest.NewEndless("", chunk)
+			call := &httpc.Call{Provider: Name, Model: "m", AnswerLimit: keep, StreamLimit: events}
+			_, err := readStream(context.Background(), call, s)
+			llmtest.WantError(t, err, Name, llm.KindMalformed, 200, "streamed answer")
+			if got := s.BytesRead(); got > events+sse.MaxEvent+8<<10 { // the reader's buffer reads ahead
+				t.Fatalf("read %d bytes of the stream, want at most about %d", got, events)
+			}
+		})
+	}
 }

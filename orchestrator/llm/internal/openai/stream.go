@@ -34,7 +34,8 @@ type assembler struct {
 func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
 	a := &assembler{byIndex: map[int]*streamCall{}}
 	done := false
-	for ev, err := range call.Events(ctx, r).All() {
+	evs := call.Events(ctx, r)
+	for ev, err := range evs.All() {
 		if err != nil {
 			return llm.Response{}, err
 		}
@@ -43,7 +44,7 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 			done = true
 			break
 		}
-		if err := a.add(call, data); err != nil {
+		if err := a.add(call, evs, data); err != nil {
 			return llm.Response{}, err
 		}
 	}
@@ -57,8 +58,13 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 	return finish(call, a.respID, a.model, a.content.String(), calls, a.reason, a.usage)
 }
 
-// add folds one chunk.
-func (a *assembler) add(call *httpc.Call, data []byte) error {
+// callCost is what a call being assembled costs beyond its id, name and
+// arguments, counted against the answer's bound (Events.Keep), so that a
+// stream of empty calls is bounded too.
+const callCost = 256
+
+// add folds one chunk; what it keeps is counted by evs.
+func (a *assembler) add(call *httpc.Call, evs *httpc.Events, data []byte) error {
 	var ch chatResponse
 	if err := json.Unmarshal(data, &ch); err != nil {
 		return call.Errorf(llm.KindMalformed, 200, err, "stream chunk is not JSON: %s", llm.Excerpt(string(data), 200))
@@ -94,11 +100,15 @@ func (a *assembler) add(call *httpc.Call, data []byte) error {
 			return call.Errorf(llm.KindMalformed, 200, err, "stream delta content")
 		}
 		a.content.WriteString(text)
+		kept := len(text)
 		for _, tc := range d.ToolCalls {
-			a.addCall(tc)
+			kept += a.addCall(tc)
 		}
 		if d.FunctionCall != nil {
-			a.addCall(respToolCall{Function: *d.FunctionCall})
+			kept += a.addCall(respToolCall{Function: *d.FunctionCall})
+		}
+		if err := evs.Keep(kept); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -106,8 +116,10 @@ func (a *assembler) add(call *httpc.Call, data []byte) error {
 
 // addCall folds a tool-call delta into its call: by index when the server
 // sends one, else by id, else a delta with a name starts a new call and one
-// without continues the last.
-func (a *assembler) addCall(tc respToolCall) {
+// without continues the last. It returns how many bytes the call grew by
+// (callCost for a new one).
+func (a *assembler) addCall(tc respToolCall) int {
+	grown := 0
 	var sc *streamCall
 	switch {
 	case tc.Index != nil:
@@ -122,6 +134,7 @@ func (a *assembler) addCall(tc respToolCall) {
 		sc = a.calls[len(a.calls)-1]
 	}
 	if sc == nil {
+		grown += callCost
 		sc = &streamCall{}
 		a.calls = append(a.calls, sc)
 		if tc.Index != nil {
@@ -130,18 +143,24 @@ func (a *assembler) addCall(tc respToolCall) {
 	}
 	if sc.id == "" {
 		sc.id = string(tc.ID)
+		grown += len(sc.id)
 	}
 	if sc.name == "" {
 		sc.name = tc.Function.Name
+		grown += len(sc.name)
 	}
 	raw := bytes.TrimSpace(tc.Function.Arguments)
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 	case raw[0] == '"':
-		sc.args.Write(llm.ArgumentText(raw))
+		text := llm.ArgumentText(raw)
+		sc.args.Write(text)
+		grown += len(text)
 	default:
 		// A whole JSON value in one delta (servers that send objects).
 		sc.args.Reset()
 		sc.args.Write(raw)
+		grown += len(raw)
 	}
+	return grown
 }
