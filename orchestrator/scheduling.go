@@ -141,7 +141,8 @@ const ScheduleTaskTool = "schedule_task"
 func (n *Node) scheduleTool() actors.Toolbox {
 	def := skills.ToolDef{Name: ScheduleTaskTool,
 		Description: "Create a scheduled task that runs unattended later: a cron schedule (\"0 6 * * *\") or \"@every 1h\", " +
-			"the prompt to run, and optionally the edge agents it concerns and the only tools it may use.",
+			"the prompt to run, and optionally the edge agents it concerns and the only tools it may use. " +
+			fmt.Sprintf("Your tasks together: at most %d, running at most %d times a day (each run once per agent).", jobs.MaxModelJobs, jobs.MaxModelRunsPerDay),
 		Parameters: map[string]any{"type": "object", "required": []any{"id", "schedule", "prompt"},
 			"properties": map[string]any{
 				"id":              map[string]any{"type": "string", "description": "name: letters, digits, - and _"},

@@ -75,11 +75,16 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error 
 	if taken {
 		return fmt.Errorf("%w: %q", ErrExists, job.ID)
 	}
+	now := s.o.Clock.Now()
+	if source == SourceModel {
+		if err := s.modelRoom(job, now); err != nil {
+			return fmt.Errorf("add job %q: %w", job.ID, err)
+		}
+	}
 	b, err := json.Marshal(job.Spec)
 	if err != nil {
 		return fmt.Errorf("add job %q: %w", job.ID, err)
 	}
-	now := s.o.Clock.Now()
 	rec := persistence.JobRecord{ID: job.ID, Source: source, Spec: b, Paused: job.Paused, Created: now, Updated: now, Watermark: now}
 	if s.shared(source) {
 		// The cluster's first: its primary key refuses an id taken on
