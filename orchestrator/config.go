@@ -201,6 +201,7 @@ func LoadConfig(path string) (Config, error) {
 	c.DataDir = abs(c.DataDir)
 	c.Broker.TLSFiles = c.Broker.TLSFiles.Resolve(base)
 	c.Broker.BrokerSecurity = c.Broker.BrokerSecurity.resolve(base)
+	c.Cluster.TLS = c.Cluster.TLS.Resolve(base)
 	c.LLM.Transcript = abs(c.LLM.Transcript)
 	for i, d := range c.Skills.Dirs {
 		if !filepath.IsAbs(d) { // an empty entry names the file's directory

@@ -42,6 +42,8 @@ usage:
   evoclaw bench  [--calls N] [--concurrency N] [--tools process,builtin] [--startup=false] [--floor N]   round-trip latency and its ratio to this machine's floor, throughput, RSS and start time across real processes
   evoclaw load   [--agents 200] [--conversations 1000] [--cluster 1,2,3]   one orchestrator (or clusters of those sizes) against simulated agents and concurrent conversations
   evoclaw chaos  SCENARIO [--calls N] [--data-dir DIR] | list   fault scenarios against real processes: broker-restart, edge-kill, network-cut, orchestrator-kill, node-kill
+  evoclaw cluster ca --dir DIR [--days N]  a private CA for the mutual TLS of a cluster's actor port ([cluster.tls]): DIR/ca.crt, DIR/ca.key
+  evoclaw cluster cert --dir DIR NODE_ID [--host H]... [--days N]   a node's certificate signed by DIR's CA: DIR/NODE_ID.crt, .key
   evoclaw skills install NAME DIR           write a skill shipped in the binary to DIR/NAME
   evoclaw skills validate DIR...            check every skill.toml; exit 1 when any is broken
   evoclaw skills list [--permissions a,b] DIR... | --config agent.toml   the tools an agent would offer, and why others are not
@@ -126,6 +128,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"chaos-node":  cmdChaosNode,
 	"broker":      cmdBroker,
 	"skills":      withoutContext(cmdSkills),
+	"cluster":     cmdCluster,
 }
 
 // withoutContext adapts a command that needs no context.

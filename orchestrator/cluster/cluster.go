@@ -19,6 +19,8 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // etcdBaseKey is the etcd key prefix of every evoclaw cluster's members.
@@ -59,14 +61,14 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	ropts, err := remoteOptions(cfg, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	if err := probeEtcd(cfg.Etcd); err != nil {
 		return nil, err
 	}
 	provider := &etcdProvider{endpoints: cfg.Etcd, log: log}
-	var ropts []remote.ConfigOption
-	if cfg.Advertise != "" {
-		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
-	}
 	rcfg := remote.Configure(cfg.Host, cfg.Port, ropts...)
 	pcfg := pcluster.Configure(cfg.Name, provider, disthash.New(), rcfg, pcluster.WithKinds(kinds...))
 	// The member id is node.instance: a restarted node is a new member,
@@ -86,8 +88,29 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 		}
 	}()
 	c.pc.StartMember()
-	log.Info("joined cluster", "cluster", cfg.Name, "member", c.self, "address", system.Address())
+	log.Info("joined cluster", "cluster", cfg.Name, "member", c.self, "address", system.Address(), "mutual_tls", !cfg.TLS.IsZero())
 	return c, nil
+}
+
+// remoteOptions are the actor remote's options for cfg at time now: the
+// advertised address, and with [cluster.tls] the mutual TLS of its server
+// and of its dials. WithDialOptions replaces protoactor's default dial
+// options (grpc.WithInsecure alone), so no dial goes out in plain text.
+func remoteOptions(cfg Config, now time.Time) ([]remote.ConfigOption, error) {
+	var ropts []remote.ConfigOption
+	if cfg.Advertise != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
+	}
+	if cfg.TLS.IsZero() {
+		return ropts, nil
+	}
+	server, client, err := cfg.TLS.Load(now)
+	if err != nil {
+		return nil, err
+	}
+	return append(ropts,
+		remote.WithServerOptions(grpc.Creds(credentials.NewTLS(server))),
+		remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client)))), nil
 }
 
 // etcdProvider is the cluster provider protoactor's cluster starts the

@@ -35,7 +35,7 @@ type Config struct {
 	Name string `toml:"name"`
 	// Host and Port are where this node listens for the other nodes'
 	// actor messages (protoactor remote over gRPC). Default
-	// DefaultHost:DefaultPort.
+	// DefaultHost:DefaultPort. A host that is not loopback needs TLS.
 	Host string `toml:"host"`
 	Port int    `toml:"port"`
 	// Advertise is the host:port the other nodes dial to reach this one,
@@ -46,6 +46,10 @@ type Config struct {
 	// node when its owner dies. Its token, if any, is in the
 	// EVOCLAW_CLUSTER_STATE_TOKEN environment variable.
 	StateURL string `toml:"state_url"`
+	// TLS is the mutual TLS of the actor port ([cluster.tls]). The zero
+	// value means none, which only a loopback Host may have: a message
+	// to the port can run a chat with the node's tools.
+	TLS TLSFiles `toml:"tls"`
 }
 
 // StateTokenEnv names the environment variable holding the auth token
@@ -70,10 +74,11 @@ func (c Config) Enabled() bool { return len(c.Etcd) > 0 }
 
 // Validate fills the defaults of an enabled config and checks it; a
 // disabled one must set no other key, so a typo does not silently leave
-// a node alone.
+// a node alone. A Host beyond loopback without TLS is refused (ErrExposed).
+// The TLS files are read by Start, not here.
 func (c *Config) Validate() error {
 	if !c.Enabled() {
-		if c.Name != "" || c.Host != "" || c.Port != 0 || c.Advertise != "" || c.StateURL != "" {
+		if c.Name != "" || c.Host != "" || c.Port != 0 || c.Advertise != "" || c.StateURL != "" || !c.TLS.IsZero() {
 			return errors.New("cluster: keys set but cluster.etcd is empty (clustering is off without etcd endpoints)")
 		}
 		return nil
@@ -104,6 +109,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Port < 1 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("cluster.port %d: want 1-65535", c.Port))
+	}
+	if err := c.TLS.validate(); err != nil {
+		errs = append(errs, err)
+	} else if c.TLS.IsZero() && !loopbackHost(c.Host) {
+		errs = append(errs, &exposedError{host: c.Host, port: c.Port})
 	}
 	if c.Advertise != "" {
 		if _, p, err := net.SplitHostPort(c.Advertise); err != nil {
