@@ -53,7 +53,7 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 		requestID = c.cur.origin
 	}
 	s := &callSpec{convID: c.id, call: call, target: target, agentID: target.AgentID, tool: target.Tool,
-		requestID: requestID, timeout: timeout, o: c.o, caller: c.caller()}
+		requestID: requestID, runID: target.runID(c.o), timeout: timeout, o: c.o, caller: c.caller()}
 	if c.o.Edges != nil {
 		s.edges = c.o.Edges.PID
 	}

@@ -353,7 +353,7 @@ func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *cal
 func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res skills.Output) {
 	self, root, o, convID, gen, origin := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen, c.cur.origin
 	go func() {
-		msg, aerr := completeCall(o, convID, call, agentID, origin, res, 0, false)
+		msg, aerr := completeCall(o, convID, call, agentID, origin, "", res, 0, false)
 		root.Send(self, &callDone{gen: gen, index: i, res: res, result: msg, audit: aerr})
 	}()
 }
@@ -408,7 +408,7 @@ func (c *conversation) onTerminated(ctx actor.Context, who *actor.PID) {
 	res := s.gaveUp()
 	self, root, o := ctx.Self(), ctx.ActorSystem().Root, c.o
 	go func() {
-		msg, aerr := completeCall(o, s.convID, s.call, s.agent(), s.requestID, res, o.Now().Sub(s.started), false)
+		msg, aerr := completeCall(o, s.convID, s.call, s.agent(), s.requestID, s.runID, res, o.Now().Sub(s.started), false)
 		root.Send(self, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 	}()
 }

@@ -25,6 +25,10 @@ type LocalTools struct {
 	Run func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output
 	// Off, when set, is the reason given for every call (tools disabled).
 	Off string
+	// Journal, when set, records every run before it starts, so that the
+	// next start of the process can end and audit a run a crash cut
+	// (RunJournal). Nil: runs are audited only when they end.
+	Journal RunJournal
 	// Denied, when set, answers a call of a tool this node knows but may
 	// not run for lack of permissions (skills.Toolset.Denied); nil: none.
 	Denied func(name string) *skills.Output
@@ -119,7 +123,7 @@ func (l *LocalTools) Resolve(call llm.ToolCall) (Target, *skills.Output) {
 			run := l.Run
 			name := d.Name
 			return Target{Tool: name, Category: Category(d.Evoclaw.Metadata["category"], name), OwnTimeoutMS: d.Evoclaw.TimeoutMS,
-				Schema: d.Parameters, Args: call.Arguments, Permissions: d.Evoclaw.Permissions,
+				Schema: d.Parameters, Args: call.Arguments, Permissions: d.Evoclaw.Permissions, Journal: l.Journal,
 				Local: func(ctx context.Context, args json.RawMessage) skills.Output {
 					// The loop's context carries the call's timeout.
 					return run(ctx, name, args, 0)

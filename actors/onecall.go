@@ -73,7 +73,7 @@ func (cs *Conversations) RunOne(ctx context.Context, root *actor.RootContext, c 
 		prefix = "prompt"
 	}
 	s := &callSpec{convID: c.ConversationID, call: c.Call, target: t, agentID: t.AgentID, tool: t.Tool,
-		requestID: fmt.Sprintf("%s-%d-%d", prefix, o.Now().UnixNano(), requestSeq.Add(1)), timeout: timeout, o: o}
+		requestID: fmt.Sprintf("%s-%d-%d", prefix, o.Now().UnixNano(), requestSeq.Add(1)), runID: t.runID(o), timeout: timeout, o: o}
 	if o.Edges != nil {
 		s.edges = o.Edges.PID
 	}
@@ -94,7 +94,7 @@ func (cs *Conversations) RunOne(ctx context.Context, root *actor.RootContext, c 
 	case <-ctx.Done():
 		res := skills.Failed(wire.ErrInterrupted, "the orchestrator stopped while the call ran; it may or may not have run")
 		if s.finished.CompareAndSwap(false, true) {
-			_, _ = completeCall(o, s.convID, s.call, s.agentID, s.requestID, res, o.Now().Sub(s.started), false)
+			_, _ = completeCall(o, s.convID, s.call, s.agentID, s.requestID, s.runID, res, o.Now().Sub(s.started), false)
 		}
 		return OneResult{Output: res, RequestID: s.requestID}
 	case <-time.After(s.deadline.Sub(o.Now()) + o.AuditTimeout + o.ReplySlack):
@@ -137,7 +137,7 @@ func (p *oneCall) Receive(ctx actor.Context) {
 		done := p.done
 		p.sent = true
 		go func() {
-			_, _ = completeCall(o, s.convID, s.call, s.agentID, s.requestID, res, o.Now().Sub(s.started), false)
+			_, _ = completeCall(o, s.convID, s.call, s.agentID, s.requestID, s.runID, res, o.Now().Sub(s.started), false)
 			done <- &callDone{res: res}
 		}()
 	case *actor.Stopping:
@@ -159,7 +159,7 @@ func (p *oneCall) pass(m *callDone) {
 
 // AuditRefusal records c as refused with res before anything was sent.
 func (cs *Conversations) AuditRefusal(c OneCall, res skills.Output) {
-	_, _ = completeCall(cs.o, c.ConversationID, c.Call, c.Target.AgentID, "", res, 0, false)
+	_, _ = completeCall(cs.o, c.ConversationID, c.Call, c.Target.AgentID, "", "", res, 0, false)
 }
 
 // CallTimeout is the timeout a call of a tool of category with its own

@@ -34,6 +34,9 @@ type Target struct {
 	Prompt *wire.PromptPayload
 	// Local, when set, runs the tool in this process instead of sending it.
 	Local func(ctx context.Context, args json.RawMessage) skills.Output
+	// Journal, when set with Local, records each run of the local tool
+	// before it starts (RunJournal).
+	Journal RunJournal
 	// Permissions are the permissions a local tool declares (skill.toml);
 	// the wire does not carry an agent tool's.
 	Permissions []string

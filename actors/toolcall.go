@@ -15,6 +15,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/proc"
 )
 
 // callSpec is what a tool call is: it outlives restarts of the actor that
@@ -29,7 +30,10 @@ type callSpec struct {
 	agentID   string
 	tool      string
 	requestID string
-	timeout   time.Duration
+	// runID, set for a local tool with a Journal, is the request of the
+	// journal the run is recorded under; fixed when the spec is made.
+	runID   string
+	timeout time.Duration
 	// started is when the call was first dispatched: its audit row's
 	// elapsed_ms is the round trip observed from then.
 	started  time.Time
@@ -245,6 +249,13 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 					res = skills.Failed(wire.ErrInternal, fmt.Sprintf("tool %q panicked: %v", s.tool, r))
 				}
 			}()
+			if s.runID != "" {
+				var begun bool
+				if res, begun = s.beginRun(lctx); !begun {
+					return
+				}
+				lctx = proc.WithOnStart(lctx, NoteProcess(lctx, s.target.Journal, s.runID, s.o.Logger))
+			}
 			res = run(lctx, args)
 		}()
 		if errors.Is(lctx.Err(), context.DeadlineExceeded) {
@@ -257,6 +268,27 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 		}
 		root.Send(self, &localDone{res: res})
 	})
+}
+
+// beginRun records the run of a local tool in its journal before it
+// starts, and reports whether to start it: not when the record failed
+// (the result says so), nor when the call was finished meanwhile (its
+// deadline passed: its audit row ended the run first), nor when an
+// attempt before a restart of the call's actor started it.
+func (s *callSpec) beginRun(ctx context.Context) (skills.Output, bool) {
+	wctx, cancel := context.WithTimeout(ctx, journalTimeout)
+	defer cancel()
+	st, _, err := s.target.Journal.BeginRun(wctx, s.runID, persistence.Run{Tool: s.tool, Params: s.target.Args, ConversationID: s.convID})
+	switch {
+	case err != nil:
+		return skills.Failed(wire.ErrInternal, fmt.Sprintf("tool %q was not run: recording the run before it starts failed: %v", s.tool, err)), false
+	case st == persistence.RequestRunning:
+		// An attempt before a restart of the call's actor started it.
+		return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("tool %q was not run again: an earlier attempt of this call started it and was cut", s.tool)), false
+	case st != persistence.RequestNew:
+		return skills.Failed(wire.ErrInterrupted, fmt.Sprintf("tool %q was not run: the call ended before it started", s.tool)), false
+	}
+	return skills.Output{}, true
 }
 
 // finish audits the outcome off the mailbox, then tells the parent and stops.
@@ -278,6 +310,7 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		pending := make(chan error, 1)
 		rec := AuditRow(CallRef{Node: s.o.Node, Side: s.o.Side, ConversationID: s.convID, RequestID: s.requestID, CallID: s.call.ID,
 			AgentID: s.agent(), Tool: s.call.Name, Params: s.call.Arguments, Elapsed: observed, AgentReported: remote}, res, s.o.Now())
+		rec.FinishesRun = s.runID
 		log, requestID, tool := s.o.Logger, s.requestID, s.call.Name
 		err := q.QueueToolCall(rec, func(err error) {
 			if err != nil {
@@ -293,7 +326,7 @@ func (c *toolCall) finish(ctx actor.Context, res skills.Output) {
 		// Not queued (queue full, store closed): the write below reports it.
 	}
 	hot.Go(func() {
-		msg, aerr := completeCall(s.o, s.convID, s.call, s.agent(), s.requestID, res, observed, remote)
+		msg, aerr := completeCall(s.o, s.convID, s.call, s.agent(), s.requestID, s.runID, res, observed, remote)
 		root.Send(parent, &callDone{gen: s.gen, index: s.index, res: res, result: msg, audit: aerr})
 		root.Stop(self)
 	})
@@ -318,12 +351,14 @@ type ToolCallQueue interface {
 
 // completeCall records the outcome of a tool call in the audit trail and
 // turns it into the tool message the model sees; the error is the audit
-// write's. observed is the round trip this side saw (zero for a call that
-// never started); remote says res is an edge agent's answer.
-func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID string, res skills.Output,
+// write's. runID is the journal request the row ends ("" for none);
+// observed is the round trip this side saw (zero for a call that never
+// started); remote says res is an edge agent's answer.
+func completeCall(o *ConvOptions, convID string, call llm.ToolCall, agentID, requestID, runID string, res skills.Output,
 	observed time.Duration, remote bool) (llm.Message, error) {
 	rec := AuditRow(CallRef{Node: o.Node, Side: o.Side, ConversationID: convID, RequestID: requestID, CallID: call.ID,
 		AgentID: agentID, Tool: call.Name, Params: call.Arguments, Elapsed: observed, AgentReported: remote}, res, o.Now())
+	rec.FinishesRun = runID
 	var aerr error
 	if o.Audit != nil {
 		actx, cancel := context.WithTimeout(context.Background(), o.AuditTimeout)

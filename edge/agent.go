@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/rate"
@@ -88,8 +89,8 @@ type Agent struct {
 
 	// progress sends streamed tool output; set by Run.
 	progress *progressOut
-	// requestLogPruneEvery replaces requestLogPruneEvery when positive
-	// (tests).
+	// requestLogPruneEvery replaces actors.RequestLogPruneEvery when
+	// positive (tests).
 	requestLogPruneEvery time.Duration
 
 	loopOnce sync.Once // starts prompts
@@ -214,7 +215,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { a.presence(ctx, advertised) })
 	wg.Go(func() { a.drainOutbox(ctx) })
-	wg.Go(func() { a.pruneRequests(ctx) })
+	wg.Go(func() { actors.PruneRequestLog(ctx, a.store, a.requestLogPruneEvery, a.log) })
 	wg.Go(func() { a.progress.run(ctx) })
 	wg.Wait()
 

@@ -44,7 +44,7 @@ func (a *Agent) loop() (*promptLoop, error) {
 		}
 		l := &promptLoop{system: sys}
 		var err error
-		local := &actors.LocalTools{List: a.tools.Defs, Generation: a.tools.Generation,
+		local := &actors.LocalTools{List: a.tools.Defs, Generation: a.tools.Generation, Journal: a.store,
 			Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 				return a.runTool(ctx, wire.ToolPayload{Tool: name, Parameters: args, TimeoutMS: timeoutMS})
 			}}

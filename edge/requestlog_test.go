@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
-// TestRequestLogIsBounded: finished requests older than requestLogKeep
+// TestRequestLogIsBounded: finished requests older than actors.RequestLogKeep
 // leave the request log at start and at every later pass; newer ones and
 // running ones stay. Before, the log kept every request's report for
 // ever, and an agent's database grew with every call it ran.
@@ -46,8 +47,8 @@ func TestRequestLogIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	age("old", requestLogKeep+time.Minute)
-	age("recent", requestLogKeep-5*time.Minute)
+	age("old", actors.RequestLogKeep+time.Minute)
+	age("recent", actors.RequestLogKeep-5*time.Minute)
 
 	a, err := New(Config{AgentID: "pi-r", DataDir: dir, MQTT: MQTTConf{Broker: mqtttest.StartEmbedded(t)}}, nil)
 	if err != nil {
@@ -60,6 +61,6 @@ func TestRequestLogIsBounded(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, func() bool { return ids() == "later-old,recent" }, "the old request deleted at start")
 
-	age("later-old", 2*requestLogKeep)
+	age("later-old", 2*actors.RequestLogKeep)
 	testenv.Eventually(t, 10*time.Second, func() bool { return ids() == "recent" }, "a request that grew old deleted by a later pass")
 }

@@ -105,7 +105,7 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command, p wire.ToolPay
 	}
 	// Streaming only watches: the result below is the same with or without.
 	s := a.startStream(cmd.RequestID, p.StreamOutput)
-	out := a.runTool(proc.WithOnStart(s.context(ctx), a.noteProcess(ctx, cmd.RequestID)), p)
+	out := a.runTool(proc.WithOnStart(s.context(ctx), actors.NoteProcess(ctx, a.store, cmd.RequestID, a.log)), p)
 	s.finish()
 	if out.Succeeded() {
 		a.succeeded.Add(1)

@@ -105,6 +105,10 @@ type Node struct {
 	// sweepStop ends the approval sweeper; sweepDone is closed when it
 	// has returned (nil when it never started).
 	sweepStop, sweepDone chan struct{}
+	// journalStop ends the work on the journal of the node's own tool
+	// runs; journalDone is closed when it has returned (localruns.go).
+	journalStop context.CancelFunc
+	journalDone chan struct{}
 	// questions wait for a person's reply; nil when the question tool is off.
 	questions *questions
 	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
@@ -236,6 +240,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if err := joinAudit(); err != nil {
 		return nil, err
 	}
+	n.startRunJournal()
 	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
 		LogLimiter: n.in.logLim, EventQuota: n.in.events, ExcerptBytes: n.in.excerpt,
 		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
@@ -243,7 +248,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	tools := n.box.Tools
-	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied, Generation: tools.Generation,
+	local := &actors.LocalTools{List: tools.Defs, Denied: tools.Denied, Generation: tools.Generation, Journal: n.store,
 		Run: func(ctx context.Context, name string, args json.RawMessage, timeoutMS int64) skills.Output {
 			return tools.CallJSONTimeout(ctx, name, args, timeoutMS)
 		}}
@@ -701,6 +706,7 @@ func (n *Node) Close() error {
 		if n.llm != nil {
 			errs = append(errs, n.llm.Close())
 		}
+		n.stopRunJournal()
 		if n.tiers != nil {
 			n.recordEvent(persistence.Event{Node: n.cfg.NodeID, Kind: persistence.EventNodeStop})
 			errs = append(errs, n.tiers.Close())

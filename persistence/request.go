@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -83,3 +84,7 @@ type InterruptedRun struct {
 	// process started, or an agent older than this record wrote the row).
 	Process *RunProcess
 }
+
+// ErrNotRunning is a store's answer to ending, as interrupted, a request
+// that is no longer running: another start audited it already.
+var ErrNotRunning = errors.New("request is not running")

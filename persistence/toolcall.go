@@ -77,6 +77,12 @@ type ToolCall struct {
 	ResultExcerpt string
 	// ResultBytes is the full size of the result in bytes; never negative.
 	ResultBytes int64
+	// FinishesRun, when set, names the request of the request log
+	// (BeginRun) whose run this record ends: the store marks it done in
+	// the record's own transaction, so a crash never leaves the log
+	// saying the run is still going once its record exists, nor the
+	// other way round. It is not stored in the record.
+	FinishesRun string
 }
 
 // Validate reports whether c can be recorded: required fields present, Side

@@ -22,14 +22,26 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 		return fmt.Errorf("record tool call: %w", err)
 	}
 	stamp(&c.RecordID, &c.Time)
-	args := toolCallArgs(&c)
+	args, run := toolCallArgs(&c), c.FinishesRun
 	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return s.insertChained(ctx, tx, "tool_calls", args)
+		return s.insertToolCall(ctx, tx, args, run)
 	})
 	if err != nil {
 		return fmt.Errorf("record tool call %s: %w", c.RecordID, err)
 	}
 	return nil
+}
+
+// insertToolCall inserts a tool call's row (args from toolCallArgs) in tx
+// and, when run is set, marks that request of the request log done.
+func (s *Store) insertToolCall(ctx context.Context, tx *sql.Tx, args []any, run string) error {
+	if err := s.insertChained(ctx, tx, "tool_calls", args); err != nil {
+		return err
+	}
+	if run == "" {
+		return nil
+	}
+	return s.finishRequestTx(ctx, tx, run, []byte{})
 }
 
 // QueueToolCall queues c for the writer and returns without waiting for
@@ -48,9 +60,9 @@ func (s *Store) QueueToolCall(c persistence.ToolCall, then func(error)) error {
 	if c.Time.IsZero() {
 		c.Time = time.Now()
 	}
-	args, id := toolCallArgs(&c), c.RecordID
+	args, id, run := toolCallArgs(&c), c.RecordID, c.FinishesRun
 	err := s.submitQueued(func(ctx context.Context, tx *sql.Tx) error {
-		return s.insertChained(ctx, tx, "tool_calls", args)
+		return s.insertToolCall(ctx, tx, args, run)
 	}, func(err error) {
 		if then != nil {
 			if err != nil {

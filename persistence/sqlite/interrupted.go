@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 // ErrNotRunning is returned by FinishInterrupted for a request that is no
 // longer running: another start of the agent audited it already.
-var ErrNotRunning = errors.New("request is not running")
+var ErrNotRunning = persistence.ErrNotRunning
 
 // BeginRun is BeginRequest recording what the request runs, so that an
 // agent started after a crash can audit the run it cut (InterruptedRuns).

@@ -82,3 +82,48 @@ func TestInterruptedRuns(t *testing.T) {
 		t.Errorf("chain: %v", err)
 	}
 }
+
+// TestRecordFinishesRun: a tool call record naming the run it ends
+// (FinishesRun) marks it done in its own transaction, whether written at
+// once or queued, so the run is no longer interrupted after a reopen; a
+// record without it leaves the run running.
+func TestRecordFinishesRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, path := openStore(t, Options{})
+	run := persistence.Run{Tool: "bash", Params: json.RawMessage(`{"command":"true"}`), ConversationID: "c"}
+	for _, id := range []string{"recorded", "queued", "unrelated"} {
+		if _, _, err := s.BeginRun(ctx, id, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := sampleCall(1)
+	rec.FinishesRun = "recorded"
+	if err := s.RecordToolCall(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec = sampleCall(2)
+	rec.FinishesRun = "queued"
+	done := make(chan error, 1)
+	if err := s.QueueToolCall(rec, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordToolCall(ctx, sampleCall(3)); err != nil { // ends no run
+		t.Fatal(err)
+	}
+	s = reopen(t, s, path, Options{})
+	runs, err := s.InterruptedRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].RequestID != "unrelated" {
+		t.Fatalf("InterruptedRuns = %+v, want only unrelated", runs)
+	}
+	// A finished run is answered from the log, never run again.
+	if st, _, err := s.BeginRun(ctx, "queued", run); err != nil || st != persistence.RequestDone {
+		t.Fatalf("BeginRun of a finished run = %v, %v; want done", st, err)
+	}
+}

@@ -1,0 +1,77 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
+	"github.com/evoclaw/evoclaw/skills"
+)
+
+// TestLocalRunsAreJournaled: with a Journal, every run of a local tool is
+// recorded before it starts and ended by its own audit row, whether it
+// succeeded or was cut by its timeout, so nothing is left running for the
+// next start to call interrupted; without an audit log nothing is
+// journaled (no row could end it).
+func TestLocalRunsAreJournaled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	store, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	obj := map[string]any{"type": "object"}
+	local := &LocalTools{
+		List: func() []skills.ToolDef {
+			return []skills.ToolDef{{Name: "quick", Parameters: obj}, {Name: "slow", Parameters: obj}}
+		},
+		Run: func(ctx context.Context, name string, _ json.RawMessage, _ int64) skills.Output {
+			if name == "slow" {
+				<-ctx.Done() // cut by the call's timeout
+				return skills.Failed("", "cut: "+ctx.Err().Error())
+			}
+			return skills.Output{Content: []skills.Block{skills.TextBlock(name + " ran")}}
+		},
+		Journal: store,
+	}
+	tr := transcript(`{"content":"","tool_calls":[{"id":"q","name":"quick","arguments":{"n":1}},{"id":"s","name":"slow","arguments":{}}]}`,
+		`{"content":"{{result q}} / {{result s}}"}`)
+	h := newHarness(t, tr, func(o *ConvOptions) {
+		o.Toolbox, o.Audit = local, store
+		o.TimeoutRules = map[string]TimeoutRule{CategoryOther: {Default: 300 * time.Millisecond, Max: time.Second}}
+	})
+	if ans := h.chat(t, "go"); ans.Err != nil {
+		t.Fatalf("answer %+v", ans)
+	}
+	query := func(q string) string {
+		t.Helper()
+		res, err := sqlite.QueryReadOnly(context.Background(), path, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(res.Rows)
+	}
+	if got, want := query(`SELECT tool, state, params FROM request_log ORDER BY tool`), `[[quick done {"n":1}] [slow done {}]]`; got != want {
+		t.Fatalf("request log %s, want %s", got, want)
+	}
+	if got, want := query(`SELECT tool, status, coalesce(error_type, '') FROM tool_calls ORDER BY tool`), "[[quick success ] [slow error timeout]]"; got != want {
+		t.Fatalf("audit rows %s, want %s", got, want)
+	}
+	if runs, err := store.InterruptedRuns(context.Background()); err != nil || len(runs) != 0 {
+		t.Fatalf("interrupted runs %+v, %v; want none", runs, err)
+	}
+
+	// The same box with no audit log journals nothing.
+	bare := newHarness(t, transcript(`{"content":"","tool_calls":[{"id":"q","name":"quick","arguments":{"n":2}}]}`, `{"content":"{{result q}}"}`),
+		func(o *ConvOptions) { o.Toolbox, o.Audit = local, nil })
+	if ans := bare.chat(t, "go"); ans.Err != nil || ans.Text != "quick ran" {
+		t.Fatalf("answer without audit %+v", ans)
+	}
+	if got := query(`SELECT count(*) FROM request_log`); got != "[[2]]" {
+		t.Fatalf("request log rows %s after a chat without audit, want the 2 from before", got)
+	}
+}
