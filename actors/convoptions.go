@@ -29,6 +29,14 @@ const (
 	DefaultDormantAfter      = 2 * time.Second
 	DefaultMaxDormant        = 10_000
 	DefaultMaxDormantBytes   = 32 << 20
+	// DefaultMaxHistoryBytes bounds the history a conversation holds and
+	// sends the model (llm.Message.Size): far beyond any model's context
+	// window (2 million tokens and more), and a bound on what a
+	// conversation costs in memory however long it runs.
+	DefaultMaxHistoryBytes = 8 << 20
+	// DefaultMaxChatBytes bounds what one chat adds to the history before
+	// tool use ends (loop.Rules.MaxChatBytes).
+	DefaultMaxChatBytes = 4 << 20
 )
 
 // historyLoads bounds the history reads that run at once. The store reads
@@ -50,6 +58,7 @@ var (
 	ErrMaxIterations    = loop.ErrMaxIterations
 	ErrToolErrorLimit   = loop.ErrToolErrorLimit
 	ErrRepeatedToolCall = loop.ErrRepeatedToolCall
+	ErrChatTooLarge     = loop.ErrChatTooLarge
 	ErrCanceled         = loop.ErrCanceled
 	ErrAudit            = loop.ErrAudit
 	ErrBusy             = errors.New("conversation has too many queued messages")
@@ -173,8 +182,18 @@ type ConvOptions struct {
 	// in memory, images included (default 32 MiB); past it an idle
 	// conversation passivates fully.
 	MaxDormantBytes int
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// MaxHistoryBytes bounds the history a conversation keeps in memory
+	// and sends the model (default DefaultMaxHistoryBytes): before each
+	// completion the oldest exchanges are left out, whole, from a user
+	// message on, so that the rest fits; the current chat is never cut.
+	// The store keeps every message.
+	MaxHistoryBytes int
+	// MaxChatBytes bounds what one chat adds to the history, the model's
+	// messages and the tool results (default DefaultMaxChatBytes): after
+	// the turn that passes it, OnLimit applies.
+	MaxChatBytes int
+	Now          func() time.Time
+	Logger       *slog.Logger
 
 	// fault, when set by tests, runs at the start of every tool-call attempt.
 	fault func(call llm.ToolCall, attempt int)
@@ -226,6 +245,8 @@ func (o *ConvOptions) fill() {
 	}
 	defaults.Positive(&o.MaxDormant, DefaultMaxDormant)
 	defaults.Positive(&o.MaxDormantBytes, DefaultMaxDormantBytes)
+	defaults.Positive(&o.MaxHistoryBytes, DefaultMaxHistoryBytes)
+	defaults.Positive(&o.MaxChatBytes, DefaultMaxChatBytes)
 	if o.Toolbox == nil && o.Edges != nil {
 		o.Toolbox = &EdgeToolbox{Edges: o.Edges}
 	}
@@ -256,5 +277,5 @@ func (o *ConvOptions) rules(maxIter int) loop.Rules {
 		maxIter = o.MaxIterations
 	}
 	return loop.Rules{MaxIterations: maxIter, ToolErrorLimit: o.ToolErrorLimit,
-		MaxIdenticalCalls: o.MaxIdenticalCalls, MaxParallel: o.MaxParallel, OnLimit: o.OnLimit}
+		MaxIdenticalCalls: o.MaxIdenticalCalls, MaxParallel: o.MaxParallel, OnLimit: o.OnLimit, MaxChatBytes: o.MaxChatBytes}
 }

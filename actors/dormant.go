@@ -3,7 +3,6 @@ package actors
 import (
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -140,18 +139,11 @@ func internRole(role string) string {
 	return ""
 }
 
-// historyBytes is about what msgs hold in memory: their strings, tool
-// call arguments and images, and the messages and calls themselves.
+// historyBytes is about what msgs hold in memory (llm.Message.Size).
 func historyBytes(msgs []llm.Message) int {
-	n := len(msgs) * int(unsafe.Sizeof(llm.Message{}))
+	n := 0
 	for _, m := range msgs {
-		n += len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
-		for _, p := range m.Parts {
-			n += int(unsafe.Sizeof(p)) + len(p.Type) + len(p.Text) + len(p.MIMEType) + len(p.Data)
-		}
-		for _, c := range m.ToolCalls {
-			n += int(unsafe.Sizeof(c)) + len(c.ID) + len(c.Name) + len(c.ArgumentsError) + len(c.Arguments)
-		}
+		n += m.Size()
 	}
 	return n
 }

@@ -147,7 +147,7 @@ func (c *conversation) onLoaded(ctx actor.Context, m *historyLoaded) {
 		c.fail(ctx, fmt.Errorf("%w: load %s: %w", ErrHistory, c.id, m.err))
 		return
 	}
-	c.history = m.msgs
+	c.history = Window(m.msgs, c.o.MaxHistoryBytes)
 	if fix := closeCut(c.history); len(fix) > 0 {
 		// A node stopped while calls of this conversation ran: they are
 		// answered as interrupted before the model sees the history again.

@@ -23,6 +23,9 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	c.seq++
 	t := c.cur
 	t.seq = c.seq
+	// The oldest exchanges leave memory and the request once the history
+	// passes its bound; the store keeps them.
+	c.history = Window(c.history, c.o.MaxHistoryBytes)
 	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Messages: append([]llm.Message(nil), c.history...)}
 	if e.Tools {
 		t.names, req.Tools = c.o.offers.of(t.toolbox)

@@ -114,7 +114,7 @@ func chatErrorStatus(err error) (int, string) {
 	case errors.Is(err, actors.ErrCanceled):
 		return statusClientClosed, ErrTypeCanceled
 	case errors.Is(err, actors.ErrMaxIterations), errors.Is(err, actors.ErrToolErrorLimit),
-		errors.Is(err, actors.ErrRepeatedToolCall):
+		errors.Is(err, actors.ErrRepeatedToolCall), errors.Is(err, actors.ErrChatTooLarge):
 		// on_limit = "error": the model did not reach an answer.
 		return http.StatusBadGateway, ErrTypeUpstream
 	case errors.As(err, &le):

@@ -27,11 +27,22 @@ var (
 	_ actors.ToolCallQueue = (*sqlite.Store)(nil)
 )
 
-// LoadHistory implements actors.HistoryStore.
+// LoadHistory implements actors.HistoryStore. It reads the newest part of
+// the conversation that the model sees (actors.DefaultMaxHistoryBytes),
+// from a user message on, where the store can read a conversation's end
+// (RecentMessages): a conversation that ran for months costs its window,
+// not all it ever said.
 func (h history) LoadHistory(ctx context.Context, id string) ([]llm.Message, error) {
-	rows, err := h.store.LoadMessages(ctx, id)
+	rows, err := h.rows(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if len(rows) > 0 && rows[0].Seq > 1 {
+		// The start is cut: begin at a user message, so that no tool
+		// result comes without its call.
+		for len(rows) > 1 && rows[0].Role != llm.RoleUser {
+			rows = rows[1:]
+		}
 	}
 	msgs := make([]llm.Message, 0, len(rows))
 	for _, r := range rows {
@@ -41,7 +52,42 @@ func (h history) LoadHistory(ctx context.Context, id string) ([]llm.Message, err
 		}
 		msgs = append(msgs, m)
 	}
-	return msgs, nil
+	return actors.Window(msgs, actors.DefaultMaxHistoryBytes), nil
+}
+
+// tailReader reads the newest messages of a conversation
+// (*sqlite.Store).
+type tailReader interface {
+	RecentMessages(ctx context.Context, conversationID string, limit int) ([]persistence.Message, error)
+}
+
+// How many of a conversation's newest messages LoadHistory reads: at
+// first, then twice as many while they hold less than the window, up to
+// the most (a chat adds at most some 700 messages: 10 turns of 64 calls).
+const (
+	loadFirst = 256
+	loadMost  = 16384
+)
+
+// rows reads the stored messages LoadHistory needs, oldest first.
+func (h history) rows(ctx context.Context, id string) ([]persistence.Message, error) {
+	tr, ok := h.store.(tailReader)
+	if !ok {
+		return h.store.LoadMessages(ctx, id)
+	}
+	for n := loadFirst; ; n *= 2 {
+		rows, err := tr.RecentMessages(ctx, id, n)
+		if err != nil {
+			return nil, err
+		}
+		size := 0
+		for _, r := range rows {
+			size += len(r.Body)
+		}
+		if len(rows) < n || n >= loadMost || size >= actors.DefaultMaxHistoryBytes {
+			return rows, nil
+		}
+	}
 }
 
 // AppendHistory implements actors.HistoryStore.

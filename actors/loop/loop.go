@@ -45,7 +45,10 @@ var (
 	ErrMaxIterations    = errors.New("max tool iterations reached without a final answer")
 	ErrToolErrorLimit   = errors.New("too many consecutive turns in which every tool call failed")
 	ErrRepeatedToolCall = errors.New("the model kept repeating an identical tool call")
-	ErrCanceled         = errors.New("chat canceled")
+	// ErrChatTooLarge: the chat's model messages and tool results passed
+	// Rules.MaxChatBytes.
+	ErrChatTooLarge = errors.New("this request's messages and tool results passed their size bound")
+	ErrCanceled     = errors.New("chat canceled")
 	// ErrAudit ends a chat whose tool call could not be recorded: an
 	// answer that the audit trail does not back is not given.
 	ErrAudit = errors.New("audit trail cannot record")
@@ -67,6 +70,10 @@ type Rules struct {
 	MaxParallel int
 	// OnLimit is OnLimitAnswer or OnLimitError.
 	OnLimit string
+	// MaxChatBytes bounds what the chat adds to the history (the model's
+	// messages and the tool results, llm.Message.Size): after the turn
+	// that passes it, tool use ends. 0: no bound.
+	MaxChatBytes int
 }
 
 // Effect is what the driver must do next.
@@ -144,6 +151,7 @@ type Machine struct {
 	seen      map[string]int
 	warned    map[string]bool
 	errTurns  int   // consecutive turns in which every call failed
+	added     int   // bytes the chat's turns added to the history (MaxChatBytes)
 	limit     error // set once a limit is hit: the final, tool-less call runs
 	stopAfter bool  // the model repeated a call it was warned about: end after this turn
 	auditErr  error
@@ -230,6 +238,7 @@ func (m *Machine) ModelAnswered(msg llm.Message) []Effect {
 		return m.hitLimit(fmt.Errorf("%w (%d)", ErrMaxIterations, m.rules.MaxIterations))
 	}
 	m.iterations++
+	m.added += msg.Size()
 	n := len(msg.ToolCalls)
 	m.toolCalls += n
 	b := &batch{assistant: msg, refusals: make([]string, n), results: make([]llm.Message, n),
@@ -264,6 +273,7 @@ func (m *Machine) CallEnded(i int, r CallResult) []Effect {
 	b := m.batch
 	b.have[i] = true
 	b.results[i] = r.Message
+	m.added += r.Message.Size()
 	b.failed[i] = r.Failed
 	b.summaries[i] = r.Summary
 	b.remaining--
@@ -296,6 +306,8 @@ func (m *Machine) CallEnded(i int, r CallResult) []Effect {
 		return append(effects, m.finish("", fmt.Errorf("%w: %w", ErrAudit, m.auditErr))...)
 	case m.stopAfter:
 		return append(effects, m.hitLimit(ErrRepeatedToolCall)...)
+	case m.rules.MaxChatBytes > 0 && m.added >= m.rules.MaxChatBytes:
+		return append(effects, m.hitLimit(fmt.Errorf("%w (%d bytes)", ErrChatTooLarge, m.rules.MaxChatBytes))...)
 	case m.errTurns >= m.rules.ToolErrorLimit:
 		return append(effects, m.hitLimit(fmt.Errorf("%w (%d)", ErrToolErrorLimit, m.rules.ToolErrorLimit))...)
 	}

@@ -92,11 +92,29 @@ func TestMachine(t *testing.T) {
 	loose.MaxIterations = 5
 	maxErr := fmt.Sprintf("%v (2)", ErrMaxIterations)
 	errLimit := fmt.Sprintf("%v (2)", ErrToolErrorLimit)
+	// sized passes MaxChatBytes with its first turn, roomy does not.
+	sized, sizedStrict, roomy := loose, strict, loose
+	sized.MaxChatBytes, sizedStrict.MaxChatBytes, roomy.MaxChatBytes = 1, 1, 1<<20
+	sizeErr := fmt.Sprintf("%v (1 bytes)", ErrChatTooLarge)
 	tests := []struct {
 		name  string
 		rules Rules
 		steps []step
 	}{
+		{"a chat past its size ends tool use after the turn", sized, []step{
+			{answer("", "a", "b"), []string{"run 0", "run 1"}},
+			{ended(0, true), nil},
+			{ended(1, true), []string{"batch calls=2 peak=2", "record assistant:,tool:r0,tool:r1", "ask-final: " + sizeErr}},
+			{answer("from what I have", "a {\"n\":2}"), []string{"record assistant:from what I have", "finish text=from what I have limit"}},
+		}},
+		{"a chat past its size under on_limit error", sizedStrict, []step{
+			{answer("", "a"), []string{"run 0"}},
+			{ended(0, true), []string{"batch calls=1 peak=1", "record assistant:,tool:r0", "finish err=" + sizeErr}},
+		}},
+		{"a chat within its size goes on", roomy, []step{
+			{answer("", "a"), []string{"run 0"}},
+			{ended(0, true), []string{"batch calls=1 peak=1", "record assistant:,tool:r0", "ask"}},
+		}},
 		{"answer without tools", rules, []step{
 			{answer("hi"), []string{"record assistant:hi", "finish text=hi"}},
 		}},

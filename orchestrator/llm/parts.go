@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/evoclaw/evoclaw/edge/defaults"
 )
@@ -44,6 +45,20 @@ func TextPart(s string) Part { return Part{Type: PartText, Text: s} }
 // ImagePart returns an image part of base64 data.
 func ImagePart(mime, base64Data string) Part {
 	return Part{Type: PartImage, MIMEType: mime, Data: base64Data}
+}
+
+// Size is about what m holds in memory, in bytes: its strings, tool-call
+// arguments and images, and the message and its parts and calls
+// themselves. Bounds on a conversation's history count it.
+func (m Message) Size() int {
+	n := int(unsafe.Sizeof(m)) + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+	for _, p := range m.Parts {
+		n += int(unsafe.Sizeof(p)) + len(p.Type) + len(p.Text) + len(p.MIMEType) + len(p.Data)
+	}
+	for _, c := range m.ToolCalls {
+		n += int(unsafe.Sizeof(c)) + len(c.ID) + len(c.Name) + len(c.ArgumentsError) + len(c.Arguments)
+	}
+	return n
 }
 
 // HasImages reports whether m carries an image.
