@@ -17,11 +17,13 @@ import (
 // the audit row's tool and its error).
 const MaxCallFieldBytes = 256
 
-// boundCallFields cuts the names and ids of msg's tool calls past
+// boundAnswer cuts the names and ids of the answer's tool calls, and the
+// model name the server reported (kept in every llm_calls row), past
 // MaxCallFieldBytes. Two ids that differ stay different (the hash).
-func boundCallFields(msg *llm.Message) {
-	for i := range msg.ToolCalls {
-		c := &msg.ToolCalls[i]
+func boundAnswer(resp *llm.Response) {
+	resp.Model = cutCallField(resp.Model)
+	for i := range resp.Message.ToolCalls {
+		c := &resp.Message.ToolCalls[i]
 		c.Name, c.ID = cutCallField(c.Name), cutCallField(c.ID)
 	}
 }

@@ -25,16 +25,18 @@ func (p *longNameProvider) Complete(_ context.Context, req llm.Request) (llm.Res
 	if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "done"}}, nil
 	}
-	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+	return llm.Response{Model: strings.Repeat("m", 1<<20), Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
 		{ID: strings.Repeat("i", 1<<20), Name: strings.Repeat("n", 1<<20), Arguments: []byte(`{}`)}}}}, nil
 }
 
 // TestLongCallNamesAreCut: a tool call whose name and id are 1 MB is
 // answered not_found, and the history, the audit row and the answer keep
-// a few hundred bytes of each, not the megabyte (four times, before).
+// a few hundred bytes of each, not the megabyte (four times, before); so
+// does the LLM call's row of a model name of 1 MB.
 func TestLongCallNamesAreCut(t *testing.T) {
 	p := &longNameProvider{}
-	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Provider = p })
+	calls := &recordingLLMLog{}
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Provider, o.LLMLog = p, calls })
 	ans := h.chat(t, "go")
 	if ans.Err != nil || ans.Text != "done" || len(ans.Calls) != 1 || ans.Calls[0].Success {
 		t.Fatalf("answer %+v, want one failed call, then done", ans.Err)
@@ -45,6 +47,11 @@ func TestLongCallNamesAreCut(t *testing.T) {
 	}
 	if r := rows[0]; len(r.Tool)+len(r.CallID)+len(r.Error) > 4*MaxCallFieldBytes {
 		t.Fatalf("audit row keeps %d + %d + %d bytes of name, id and error", len(r.Tool), len(r.CallID), len(r.Error))
+	}
+	for _, c := range calls.All() {
+		if len(c.Model) > MaxCallFieldBytes {
+			t.Fatalf("an llm_calls row keeps %d bytes of model name", len(c.Model))
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

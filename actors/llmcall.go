@@ -43,7 +43,7 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 		defer cancel()
 		began := time.Now()
 		resp, err := p.Complete(lctx, req)
-		boundCallFields(&resp.Message)
+		boundAnswer(&resp)
 		timedOut := errors.Is(lctx.Err(), context.DeadlineExceeded) && err != nil
 		if timedOut {
 			err = fmt.Errorf("llm %s: no answer within %s: %w", p.Name(), c.o.LLMTimeout, err)
