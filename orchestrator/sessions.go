@@ -44,6 +44,12 @@ const (
 	historyMax      = 50
 	historyText     = 2000
 	maxAgentsListed = 100
+	// maxSpawnTools and maxSpawnPattern bound a spawn's tool list: each
+	// pattern is matched against every tool at every turn of the child
+	// and every call it makes (50 000 patterns cost 134 ms a match of the
+	// tool set, seconds a turn); a job's list has the same bound.
+	maxSpawnTools   = 64
+	maxSpawnPattern = 200
 )
 
 // sessionTools is the Toolbox of the session tools. It keeps no copy of
@@ -97,7 +103,8 @@ var (
 		{Name: ToolSessionsSpawn, Description: "Start a sub-agent on a task in a new conversation and return its answer. " +
 			"It may use only the tools you list (names or patterns such as \"pi-1__*\"), out of yours.",
 			Parameters: obj(map[string]any{"task": map[string]any{"type": "string"},
-				"tools":          map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+				"tools": map[string]any{"type": "array", "maxItems": maxSpawnTools,
+					"items": map[string]any{"type": "string", "maxLength": maxSpawnPattern}},
 				"max_iterations": map[string]any{"type": "integer", "minimum": 1}}, "task")},
 		{Name: ToolSessionStatus, Description: "Show a conversation's state: running or idle, queued messages, last activity.",
 			Parameters: obj(map[string]any{"session_id": sessionIDProp}, "session_id")},
@@ -327,6 +334,14 @@ func (s *sessionTools) send(ctx context.Context, c actors.Caller, id, text strin
 func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs) skills.Output {
 	if a.Task == "" {
 		return skills.Failed(wire.ErrInvalidParams, "task: required")
+	}
+	if len(a.Tools) > maxSpawnTools {
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("tools: at most %d names or patterns, not %d", maxSpawnTools, len(a.Tools)))
+	}
+	for _, p := range a.Tools {
+		if len(p) > maxSpawnPattern {
+			return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("tools: a name or pattern is at most %d bytes, not %d", maxSpawnPattern, len(p)))
+		}
 	}
 	depth := c.Depth + 1
 	if depth > s.maxDepth {

@@ -87,6 +87,12 @@ func TestSessionTools(t *testing.T) {
 			"boss":   {toolTurn("a", ToolSessionsSpawn, `{"task":"deeper","tools":["sessions_*"]}`), say("boss: {{last}}")},
 			"deeper": {toolTurn("b", ToolSessionsSpawn, `{"task":"deepest","tools":["sessions_*"]}`), say("child: {{last}}")},
 		}, want: []string{`depth 2 would pass max_spawn_depth 1`}},
+		{name: "a spawn's tool list is bounded", play: playbook{
+			"boss": {toolTurn("a", ToolSessionsSpawn, `{"task":"t","tools":[`+strings.Repeat(`"z*",`, maxSpawnTools)+`"agents_list"]}`), say("boss: {{last}}")},
+		}, want: []string{"Error (invalid_params)", "tools"}},
+		{name: "a spawn's tool pattern is bounded", play: playbook{
+			"boss": {toolTurn("a", ToolSessionsSpawn, `{"task":"t","tools":["`+strings.Repeat("z", maxSpawnPattern+1)+`"]}`), say("boss: {{last}}")},
+		}, want: []string{"Error (invalid_params)", "tools"}},
 		{name: "send to oneself is refused", play: playbook{
 			"boss": {toolTurn("a", ToolSessionsSend, `{"session_id":"boss-conv","message":"hi"}`), say("boss: {{last}}")},
 		}, want: []string{"Error (invalid_params)", "that is this conversation"}},
