@@ -114,20 +114,7 @@ func TestFreshSchemaIsTheMigratedOne(t *testing.T) {
 			if o[0] != "table" || o[1] == "sqlite_sequence" {
 				continue
 			}
-			rows, err := db.QueryContext(ctx, `SELECT * FROM "`+o[1]+`"`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cols, _ := rows.Columns()
-			for rows.Next() {
-				vals := make([]sql.NullString, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rows.Scan(ptrs...); err != nil {
-					t.Fatal(err)
-				}
+			for _, vals := range tableRows(t, db, o[1]) {
 				line := ""
 				for _, v := range vals {
 					if random.MatchString(v.String) {
@@ -137,7 +124,6 @@ func TestFreshSchemaIsTheMigratedOne(t *testing.T) {
 				}
 				out[o[1]] = append(out[o[1]], line)
 			}
-			rows.Close()
 		}
 		return out
 	}

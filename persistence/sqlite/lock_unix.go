@@ -22,6 +22,15 @@ func lockFile(path string) (f *os.File, unlocked bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if unlocked, err = lockOpen(f); err != nil || unlocked {
+		f.Close()
+		return nil, unlocked, err
+	}
+	return f, false, nil
+}
+
+// lockOpen takes lockFile's lock on the open file f.
+func lockOpen(f *os.File) (unlocked bool, err error) {
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EINTR) {
@@ -30,15 +39,12 @@ func lockFile(path string) (f *os.File, unlocked bool, err error) {
 	}
 	switch {
 	case err == nil:
-		return f, false, nil
+		return false, nil
 	case errors.Is(err, syscall.EWOULDBLOCK):
-		f.Close()
-		return nil, false, fmt.Errorf("%w: another process has it open for writing (a second serve or edge on the same data directory?)", ErrInUse)
+		return false, fmt.Errorf("%w: another process has it open for writing (a second serve or edge on the same data directory?)", ErrInUse)
 	case errors.Is(err, syscall.ENOLCK), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS):
-		f.Close()
-		return nil, true, nil
+		return true, nil
 	default:
-		f.Close()
-		return nil, false, fmt.Errorf("lock: %w", err)
+		return false, fmt.Errorf("lock: %w", err)
 	}
 }

@@ -282,8 +282,9 @@ func TestMigrateV5AddsAgentElapsed(t *testing.T) {
 }
 
 // An upgrade is all or nothing: when its last step fails, the database
-// keeps the version and the tables it had, a fresh file included, and the
-// next open (with the step working) brings it up to date.
+// keeps the version and the tables it had, a file without a schema
+// included, and the next open (with the step working) brings it up to
+// date.
 func TestMigrationIsAllOrNothing(t *testing.T) {
 	last := len(migrations)
 	for _, tc := range []struct {
@@ -292,7 +293,14 @@ func TestMigrationIsAllOrNothing(t *testing.T) {
 		version int64
 		tables  int64
 	}{
-		{"fresh file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "audit.db") }, 0, 0},
+		// A new path gets the image (image.go, TestImageInstallCut); a
+		// file without a schema (a first start cut after SQLite wrote its
+		// header) gets the script, which is all or nothing too.
+		{"file without schema", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "audit.db")
+			createWithoutSchema(t, path)
+			return path
+		}, 0, 0},
 		{"v4 database", func(t *testing.T) string { return fixture(t, "v4.db") }, 4, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

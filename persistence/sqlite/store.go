@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -174,9 +175,12 @@ type Store struct {
 	// keyPredates: the database was new at Open but its key file was
 	// already there (KeyPredatesTrail).
 	keyPredates bool
-	// lock holds the database's advisory lock (lock_unix.go) until
-	// Close; nil where the file system has none.
-	lock *os.File
+	// locks hold the database's advisory lock (lock_unix.go) until
+	// Close; none where the file system has none. A database made from
+	// the image (image.go) has two: the empty file's, which a process
+	// that opened the path before the image replaced it would lock, and
+	// the image's.
+	locks []*os.File
 
 	closeOnce sync.Once
 	closeErr  error
@@ -216,12 +220,24 @@ func Open(path string, opts Options) (*Store, error) {
 	if unlocked {
 		opts.Logger.Warn("audit database not locked: the file system has no flock; make sure one process at a time writes it", logKeyPath, path)
 	}
+	var locks []*os.File
+	if lock != nil {
+		locks = append(locks, lock)
+	}
 	ok := false
 	defer func() {
-		if !ok && lock != nil {
-			lock.Close()
+		if !ok {
+			closeLocks(locks)
 		}
 	}()
+	var keyPredates bool
+	imageLock, _, err := createFromImage(path, cmp.Or(opts.KeyFile, DefaultKeyFile(path)), &keyPredates)
+	if err != nil {
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
+	if imageLock != nil {
+		locks = append(locks, imageLock)
+	}
 	dsn, err := writerDSN(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
@@ -240,7 +256,6 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	var keyPredates bool
 	key, chainID, chain, err := openChain(context.Background(), db, path, opts.KeyFile, &keyPredates)
 	if err != nil {
 		db.Close()
@@ -271,7 +286,7 @@ func Open(path string, opts Options) (*Store, error) {
 		stmts:   stmts,
 
 		loadStmt: loadStmt,
-		lock:     lock,
+		locks:    locks,
 
 		keyPredates: keyPredates,
 	}
@@ -337,11 +352,16 @@ func (s *Store) Close() error {
 		if err := errors.Join(cerr, serr, rerr, s.db.Close()); err != nil {
 			s.closeErr = fmt.Errorf("close audit store %s: %w", s.path, err)
 		}
-		if s.lock != nil {
-			s.lock.Close() // after the last connection: another writer may start
-		}
+		closeLocks(s.locks) // after the last connection: another writer may start
 	})
 	return s.closeErr
+}
+
+// closeLocks releases the advisory locks.
+func closeLocks(locks []*os.File) {
+	for _, l := range locks {
+		l.Close()
+	}
 }
 
 // createFile creates the parent directory (0700) and an empty database file
