@@ -72,6 +72,16 @@ func (n *Node) runJob(ctx context.Context, r jobs.Run) jobs.Result {
 	if r.AgentID != "" || len(r.Tools) > 0 {
 		in.Toolbox = &actors.Filter{Box: n.toolbox, Allow: r.Tools, Agent: r.AgentID, Edges: n.edges}
 	}
+	// A run's conversation is new: its id is one run's alone, and a run
+	// never runs twice. History there was written by someone else (a
+	// model's sessions_send to a foreseen id): the run must not start
+	// from it.
+	switch planted, err := n.conversationExists(ctx, r.ConversationID); {
+	case err != nil:
+		return jobs.Result{Err: fmt.Errorf("check the run's conversation: %w", err)}
+	case planted:
+		return jobs.Result{Err: fmt.Errorf("conversation %s already has history this run did not write; refused to run from it", r.ConversationID)}
+	}
 	ans, err := n.Converse(ctx, in)
 	res := jobs.Result{Err: err}
 	if errors.Is(err, actors.ErrAskTimeout) || errors.Is(err, context.DeadlineExceeded) {

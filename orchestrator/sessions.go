@@ -320,6 +320,16 @@ func (s *sessionTools) send(ctx context.Context, c actors.Caller, id, text strin
 	case c.Depth+1 > s.maxDepth:
 		return skills.Failed(wire.ErrPermissionDenied, fmt.Sprintf("sessions_send: depth %d would pass max_spawn_depth %d", c.Depth+1, s.maxDepth))
 	}
+	// Only into a conversation that is: a send to an id nobody used
+	// would make it, and ids can be foreseen (a job run's is a hash of
+	// the job, the instant and the agent), so a model could write the
+	// history a later run starts from. sessions_spawn makes new ones.
+	switch known, err := s.n.conversationExists(ctx, id); {
+	case err != nil:
+		return skills.Failed(wire.ErrExecutionFailed, "sessions_send: "+err.Error())
+	case !known:
+		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("sessions_send: no conversation %q; sessions_list shows them, sessions_spawn starts a new one", id))
+	}
 	if err := s.enter(c.ConversationID, id); err != nil {
 		return skills.Failed(wire.ErrPermissionDenied, "sessions_send: "+err.Error())
 	}
@@ -388,6 +398,28 @@ func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("sub-agent %s: %v", child, err))
 	}
 	return result(map[string]any{"session_id": child, "answer": ans.Text, "iterations": ans.Iterations, "tool_calls": ans.ToolCalls})
+}
+
+// conversationExists reports whether conversation id has history: stored
+// on this node or in the cluster's shared history, or held by a
+// conversation actor of this node.
+func (n *Node) conversationExists(ctx context.Context, id string) (bool, error) {
+	msgs, err := n.store.RecentMessages(ctx, id, 1)
+	if err != nil || len(msgs) > 0 {
+		return len(msgs) > 0, err
+	}
+	if cn := n.cluster; cn != nil && cn.shared != nil {
+		rows, err := cn.shared.LoadMessages(ctx, id)
+		if err != nil || len(rows) > 0 {
+			return len(rows) > 0, err
+		}
+	}
+	res, err := actors.Ask(n.system.Root, n.convs.PID, &actors.StateQuery{ConversationID: id}, 5*time.Second)
+	if err != nil {
+		return false, fmt.Errorf("ask conversation state: %w", err)
+	}
+	st, ok := res.(*actors.SessionState)
+	return ok && st.Loaded, nil
 }
 
 // sessionBoxes appends the session tools and the question tool to boxes
