@@ -95,8 +95,8 @@ func (s *Store) LoadMessages(ctx context.Context, conversationID string) ([]pers
 		rows *sql.Rows
 		err  error
 	)
-	if s.loadStmt != nil {
-		rows, err = s.loadStmt.QueryContext(ctx, conversationID)
+	if st := s.loadStatement(); st != nil {
+		rows, err = st.QueryContext(ctx, conversationID)
 	} else {
 		rows, err = s.rdb.QueryContext(ctx, qLoadMessages, conversationID)
 	}

@@ -166,11 +166,13 @@ type Store struct {
 	sums    summaryBatch      // committer only: the transaction's report summary changes (summary.go)
 	health  writeHealth       // what the writer last saw, for WriteHealth
 	stmts   stmtCache         // the writer's prepared statements (stmtcache.go)
-	// loadStmt is LoadMessages' query prepared on rdb; nil when it did
-	// not prepare.
+	// loadStmt is LoadMessages' query prepared on rdb by warmReaders;
+	// nil when it did not prepare. Read it with loadStatement.
 	loadStmt *sql.Stmt
-	wq       writeQueue   // writes waiting for their commit (writer.go)
-	ck       checkpointer // checkpoints beside the commits (checkpoint.go)
+	// warmed is closed when warmReaders has returned.
+	warmed chan struct{}
+	wq     writeQueue   // writes waiting for their commit (writer.go)
+	ck     checkpointer // checkpoints beside the commits (checkpoint.go)
 
 	// keyPredates: the database was new at Open but its key file was
 	// already there (KeyPredatesTrail).
@@ -267,12 +269,6 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
 	stmts := newStmtCache()
-	// A statement of the pool, prepared on each read connection the
-	// first time it runs there; without it LoadMessages prepares anew.
-	loadStmt, err := rdb.Prepare(qLoadMessages)
-	if err != nil {
-		loadStmt = nil
-	}
 	s := &Store{
 		path:    path,
 		opts:    opts,
@@ -284,25 +280,49 @@ func Open(path string, opts Options) (*Store, error) {
 		chain:   chain,
 		commit:  commitHook,
 		stmts:   stmts,
-
-		loadStmt: loadStmt,
-		locks:    locks,
+		locks:   locks,
 
 		keyPredates: keyPredates,
 	}
 	s.wq.drained = make(chan struct{})
 	if err := s.startCheckpointer(dsn); err != nil {
 		stmts.close()
-		if loadStmt != nil {
-			loadStmt.Close()
-		}
 		rdb.Close()
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
+	s.warmed = make(chan struct{})
+	go s.warmReaders()
 	s.log.Debug("audit store open", logKeySync, opts.Sync)
 	ok = true
 	return s, nil
+}
+
+// warmReaders opens the first read connection, on which SQLite reads the
+// whole schema, and prepares LoadMessages' statement there (a statement
+// of the pool, prepared on each read connection the first time it runs
+// there). It runs beside the rest of a node's start instead of inside
+// Open: a tenth of a restart's CPU was the schema read twice in a row,
+// the writer's then the reader's. Until it is done the pool holds one
+// connection, so that a read meanwhile (at a node's start, the approvals
+// left pending) waits for this one instead of opening a second and
+// reading the schema there too.
+func (s *Store) warmReaders() {
+	defer close(s.warmed)
+	if st, err := s.rdb.Prepare(qLoadMessages); err == nil {
+		s.loadStmt = st
+	} else {
+		s.log.Warn("prepare the read connection", logKeyErr, err)
+	}
+	s.rdb.SetMaxOpenConns(readConns)
+	s.rdb.SetMaxIdleConns(readConns)
+}
+
+// loadStatement returns LoadMessages' prepared statement, or nil, once
+// warmReaders is done.
+func (s *Store) loadStatement() *sql.Stmt {
+	<-s.warmed
+	return s.loadStmt
 }
 
 // KeyPredatesTrail reports that Open found a new database beside an
@@ -343,8 +363,8 @@ func (s *Store) Close() error {
 		s.closeWriter() // commits what is queued
 		cerr := s.stopCheckpointer()
 		serr := s.stmts.close()
-		if s.loadStmt != nil {
-			serr = errors.Join(serr, s.loadStmt.Close())
+		if st := s.loadStatement(); st != nil {
+			serr = errors.Join(serr, st.Close())
 		}
 		rerr := s.rdb.Close()
 		// The writer's connection closes last: SQLite checkpoints the log
@@ -449,8 +469,9 @@ func checkWAL(db *sql.DB) error {
 	return nil
 }
 
-// openReaders opens the Store's pool of read-only connections to path (the
-// same DSN as QueryReadOnly: mode=ro and query_only).
+// openReaders makes the Store's pool of read-only connections to path (the
+// same DSN as QueryReadOnly: mode=ro and query_only), of one connection
+// until warmReaders has opened it.
 func openReaders(path string) (*sql.DB, error) {
 	dsn, err := readOnlyDSN(path)
 	if err != nil {
@@ -460,11 +481,7 @@ func openReaders(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open read connections: %w", err)
 	}
-	rdb.SetMaxOpenConns(readConns)
-	rdb.SetMaxIdleConns(readConns)
-	if err := rdb.Ping(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("open read connections: %w", err)
-	}
+	rdb.SetMaxOpenConns(1)
+	rdb.SetMaxIdleConns(1)
 	return rdb, nil
 }
