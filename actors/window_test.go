@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
@@ -92,5 +93,47 @@ func TestHistoryStaysWithinItsBound(t *testing.T) {
 	const turn = 2 * 31_000
 	if p.largest > hist+chat+turn {
 		t.Fatalf("a request carried %d bytes of history, want at most %d", p.largest, hist+chat+turn)
+	}
+}
+
+// wideProvider asks for 64 calls in one turn, then answers.
+type wideProvider struct {
+	mu      sync.Mutex // guards largest
+	largest int
+}
+
+func (p *wideProvider) Name() string { return "wide" }
+
+func (p *wideProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.largest = max(p.largest, historyBytes(req.Messages))
+	if len(req.Tools) == 0 || req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "seen"}}, nil
+	}
+	var calls []llm.ToolCall
+	for i := range MaxCallsPerTurn {
+		calls = append(calls, llm.ToolCall{ID: fmt.Sprint("w", i), Name: "pi-1__echo", Arguments: json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i))})
+	}
+	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}}, nil
+}
+
+// TestOneTurnStaysWithinTheChatBound: one turn of 64 calls with large
+// results (on a real node: 64 images, 41 MB of history from one turn)
+// keeps results only until the chat's bound is passed; the rest are a
+// notice each.
+func TestOneTurnStaysWithinTheChatBound(t *testing.T) {
+	const chat = 100 << 10
+	p := &wideProvider{}
+	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Provider, o.MaxChatBytes = p, chat })
+	h.edge.onTool = func(cmd wire.Command, pl wire.ToolPayload) {
+		h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: pl.Tool, Result: strings.Repeat("r", 30_000), RequestID: cmd.RequestID, ElapsedMS: 1})
+	}
+	if ans := h.chat(t, "go"); ans.Err != nil || ans.ToolCalls != MaxCallsPerTurn {
+		t.Fatalf("answer: err %v after %d calls", ans.Err, ans.ToolCalls)
+	}
+	const slack = 30_000 + 64*400 // the result that passed the bound, and the notices
+	if p.largest > chat+slack {
+		t.Fatalf("the model was sent %d bytes of history, want at most %d", p.largest, chat+slack)
 	}
 }

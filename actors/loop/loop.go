@@ -71,8 +71,9 @@ type Rules struct {
 	// OnLimit is OnLimitAnswer or OnLimitError.
 	OnLimit string
 	// MaxChatBytes bounds what the chat adds to the history (the model's
-	// messages and the tool results, llm.Message.Size): after the turn
-	// that passes it, tool use ends. 0: no bound.
+	// messages and the tool results, llm.Message.Size): a result that
+	// ends after it was passed is replaced by a short notice, and after
+	// the turn that passed it, tool use ends. 0: no bound.
 	MaxChatBytes int
 }
 
@@ -272,8 +273,14 @@ func (m *Machine) CallEnded(i int, r CallResult) []Effect {
 	}
 	b := m.batch
 	b.have[i] = true
-	b.results[i] = r.Message
-	m.added += r.Message.Size()
+	msg := r.Message
+	if m.rules.MaxChatBytes > 0 && m.added >= m.rules.MaxChatBytes {
+		// One turn's results alone could be 64 images of 4 MiB: past
+		// the bound the model gets a notice instead.
+		msg = leftOut(msg, m.rules.MaxChatBytes)
+	}
+	b.results[i] = msg
+	m.added += msg.Size()
 	b.failed[i] = r.Failed
 	b.summaries[i] = r.Summary
 	b.remaining--
@@ -312,6 +319,13 @@ func (m *Machine) CallEnded(i int, r CallResult) []Effect {
 		return append(effects, m.hitLimit(fmt.Errorf("%w (%d)", ErrToolErrorLimit, m.rules.ToolErrorLimit))...)
 	}
 	return append(effects, AskModel{Tools: true})
+}
+
+// leftOut is what the model sees of a result that came after its chat
+// passed max bytes: the call ran (and is audited), its result is not kept.
+func leftOut(msg llm.Message, max int) llm.Message {
+	return llm.Message{Role: msg.Role, ToolCallID: msg.ToolCallID, Name: msg.Name, IsError: msg.IsError,
+		Content: fmt.Sprintf("[result left out: this request's messages and tool results passed %d bytes before it came; the call ran. Ask for less at a time.]", max)}
 }
 
 // startMore starts calls of the current turn up to MaxParallel running.

@@ -92,24 +92,30 @@ func TestMachine(t *testing.T) {
 	loose.MaxIterations = 5
 	maxErr := fmt.Sprintf("%v (2)", ErrMaxIterations)
 	errLimit := fmt.Sprintf("%v (2)", ErrToolErrorLimit)
-	// sized passes MaxChatBytes with its first turn, roomy does not.
+	// sized passes MaxChatBytes with the first result of its first turn
+	// (of calls a and b), sizedStrict with its first message, roomy not.
+	twoCalls := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+		{ID: "c0", Name: "a", Arguments: json.RawMessage("{}")}, {ID: "c1", Name: "b", Arguments: json.RawMessage("{}")}}}
 	sized, sizedStrict, roomy := loose, strict, loose
-	sized.MaxChatBytes, sizedStrict.MaxChatBytes, roomy.MaxChatBytes = 1, 1, 1<<20
-	sizeErr := fmt.Sprintf("%v (1 bytes)", ErrChatTooLarge)
+	sized.MaxChatBytes, sizedStrict.MaxChatBytes, roomy.MaxChatBytes = twoCalls.Size()+1, 1, 1<<20
+	sizeErr := fmt.Sprintf("%v (%d bytes)", ErrChatTooLarge, sized.MaxChatBytes)
+	strictErr := fmt.Sprintf("%v (1 bytes)", ErrChatTooLarge)
+	leftOut := leftOut(llm.Message{}, sized.MaxChatBytes).Content
 	tests := []struct {
 		name  string
 		rules Rules
 		steps []step
 	}{
-		{"a chat past its size ends tool use after the turn", sized, []step{
+		{"a chat past its size leaves later results out and ends tool use after the turn", sized, []step{
 			{answer("", "a", "b"), []string{"run 0", "run 1"}},
 			{ended(0, true), nil},
-			{ended(1, true), []string{"batch calls=2 peak=2", "record assistant:,tool:r0,tool:r1", "ask-final: " + sizeErr}},
+			{ended(1, true), []string{"batch calls=2 peak=2", "record assistant:,tool:r0,tool:" + leftOut, "ask-final: " + sizeErr}},
 			{answer("from what I have", "a {\"n\":2}"), []string{"record assistant:from what I have", "finish text=from what I have limit"}},
 		}},
 		{"a chat past its size under on_limit error", sizedStrict, []step{
 			{answer("", "a"), []string{"run 0"}},
-			{ended(0, true), []string{"batch calls=1 peak=1", "record assistant:,tool:r0", "finish err=" + sizeErr}},
+			{ended(0, true), []string{"batch calls=1 peak=1", "record assistant:,tool:" + strings.Replace(leftOut, fmt.Sprint(sized.MaxChatBytes), "1", 1),
+				"finish err=" + strictErr}},
 		}},
 		{"a chat within its size goes on", roomy, []step{
 			{answer("", "a"), []string{"run 0"}},
