@@ -47,28 +47,45 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// sizeProvider answers every request that offers tools with one echo call
-// of 30 KB, and the others with text, and keeps the largest history it
-// was sent.
-type sizeProvider struct {
-	mu      sync.Mutex // guards calls and largest
-	calls   int
+// measuring is a provider that keeps the largest history it was sent and
+// answers with turn(req, n) for its n-th request.
+type measuring struct {
+	turn    func(req llm.Request, n int) llm.Message
+	mu      sync.Mutex // guards n and largest
+	n       int
 	largest int
 }
 
-func (p *sizeProvider) Name() string { return "size" }
+func (p *measuring) Name() string { return "measuring" }
 
-func (p *sizeProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+func (p *measuring) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.largest = max(p.largest, historyBytes(req.Messages))
+	p.n++
+	return llm.Response{Message: p.turn(req, p.n)}, nil
+}
+
+// oneLargeCall answers every request that offers tools with one echo call
+// of 30 KB, and the others with text.
+func oneLargeCall(req llm.Request, n int) llm.Message {
 	if len(req.Tools) == 0 {
-		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "from what I have"}}, nil
+		return llm.Message{Role: llm.RoleAssistant, Content: "from what I have"}
 	}
-	p.calls++
-	args, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("%d %s", p.calls, strings.Repeat("y", 30_000))})
-	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
-		{ID: fmt.Sprint("c", p.calls), Name: "pi-1__echo", Arguments: args}}}}, nil
+	args, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("%d %s", n, strings.Repeat("y", 30_000))})
+	return llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: fmt.Sprint("c", n), Name: "pi-1__echo", Arguments: args}}}
+}
+
+// manyCalls asks for 64 calls in one turn, then answers.
+func manyCalls(req llm.Request, _ int) llm.Message {
+	if len(req.Tools) == 0 || req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+		return llm.Message{Role: llm.RoleAssistant, Content: "seen"}
+	}
+	var calls []llm.ToolCall
+	for i := range MaxCallsPerTurn {
+		calls = append(calls, llm.ToolCall{ID: fmt.Sprint("w", i), Name: "pi-1__echo", Arguments: json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i))})
+	}
+	return llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}
 }
 
 // TestHistoryStaysWithinItsBound: a model that calls a tool with large
@@ -78,7 +95,7 @@ func (p *sizeProvider) Complete(_ context.Context, req llm.Request) (llm.Respons
 // MaxChatBytes and is sent at most MaxHistoryBytes of older history.
 func TestHistoryStaysWithinItsBound(t *testing.T) {
 	const hist, chat = 200 << 10, 100 << 10
-	p := &sizeProvider{}
+	p := &measuring{turn: oneLargeCall}
 	h := newHarness(t, echoTranscript, func(o *ConvOptions) {
 		o.Provider, o.MaxHistoryBytes, o.MaxChatBytes, o.MaxIterations = p, hist, chat, 50
 	})
@@ -96,35 +113,13 @@ func TestHistoryStaysWithinItsBound(t *testing.T) {
 	}
 }
 
-// wideProvider asks for 64 calls in one turn, then answers.
-type wideProvider struct {
-	mu      sync.Mutex // guards largest
-	largest int
-}
-
-func (p *wideProvider) Name() string { return "wide" }
-
-func (p *wideProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.largest = max(p.largest, historyBytes(req.Messages))
-	if len(req.Tools) == 0 || req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
-		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "seen"}}, nil
-	}
-	var calls []llm.ToolCall
-	for i := range MaxCallsPerTurn {
-		calls = append(calls, llm.ToolCall{ID: fmt.Sprint("w", i), Name: "pi-1__echo", Arguments: json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i))})
-	}
-	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}}, nil
-}
-
 // TestOneTurnStaysWithinTheChatBound: one turn of 64 calls with large
 // results (on a real node: 64 images, 41 MB of history from one turn)
 // keeps results only until the chat's bound is passed; the rest are a
 // notice each.
 func TestOneTurnStaysWithinTheChatBound(t *testing.T) {
 	const chat = 100 << 10
-	p := &wideProvider{}
+	p := &measuring{turn: manyCalls}
 	h := newHarness(t, echoTranscript, func(o *ConvOptions) { o.Provider, o.MaxChatBytes = p, chat })
 	h.edge.onTool = func(cmd wire.Command, pl wire.ToolPayload) {
 		h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: pl.Tool, Result: strings.Repeat("r", 30_000), RequestID: cmd.RequestID, ElapsedMS: 1})
