@@ -2,9 +2,12 @@ package actors
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -25,13 +28,30 @@ type RunJournal interface {
 	NoteRunProcess(ctx context.Context, requestID string, p persistence.RunProcess) error
 }
 
+// runPrefix begins the journal request id of every run this process
+// begins: "run-" and 16 random hex digits drawn at start, so that a run
+// of this process is never taken for one an earlier process left
+// (OwnRun), whatever the clock did in between.
+var runPrefix = func() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
+	return "run-" + hex.EncodeToString(b[:])
+}()
+
+// OwnRun reports whether id is a run this process began: a running one
+// is going now, not cut by a crash. The work on a journal after a start
+// skips them.
+func OwnRun(id string) bool {
+	return strings.HasPrefix(id, runPrefix+"-")
+}
+
 // runID returns the journal request a run of t is recorded under, or ""
 // when t is not a local tool with a journal.
 func (t Target) runID(o *ConvOptions) string {
 	if t.Local == nil || t.Journal == nil || o.Audit == nil {
 		return "" // without an audit row to end it, a run would stay running
 	}
-	return RequestID("run", o.RequestTag, o.Now().UnixNano(), requestSeq.Add(1))
+	return RequestID(runPrefix, o.RequestTag, o.Now().UnixNano(), requestSeq.Add(1))
 }
 
 // journalTimeout bounds one write to a RunJournal.

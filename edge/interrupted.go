@@ -22,6 +22,9 @@ func (a *Agent) auditInterrupted(ctx context.Context) error {
 		return err
 	}
 	for _, r := range runs {
+		if actors.OwnRun(r.RequestID) {
+			continue // a prompt's run begun since this start
+		}
 		now := time.Now()
 		elapsed, killed := actors.EndLeftovers(r, now, a.log)
 		out := skills.Failed(wire.ErrInterrupted, actors.InterruptedText("the edge agent", r, elapsed, killed))

@@ -21,8 +21,8 @@ const journalDelay = time.Second
 // (what is left of their processes killed) and audited as interrupted,
 // then finished runs older than actors.RequestLogKeep are deleted every
 // actors.RequestLogPruneEvery. It runs beside the node, journalDelay after
-// its start, which does not wait for it: a cut run has its own request
-// id, so the new runs never meet it. Close stops it.
+// its start, which does not wait for it: the runs begun since are told
+// apart by their ids (actors.OwnRun) and left alone. Close stops it.
 func (n *Node) startRunJournal() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.journalStop, n.journalDone = cancel, make(chan struct{})
@@ -61,6 +61,9 @@ func (n *Node) auditInterruptedRuns(ctx context.Context, log *slog.Logger) error
 		return err
 	}
 	for _, r := range runs {
+		if actors.OwnRun(r.RequestID) {
+			continue // begun since this start: it runs now
+		}
 		now := time.Now()
 		elapsed, killed := actors.EndLeftovers(r, now, log)
 		out := skills.Failed(wire.ErrInterrupted, actors.InterruptedText("the node", r, elapsed, killed))

@@ -42,18 +42,11 @@ func TestOrchestratorDeniesUngrantedTool(t *testing.T) {
 // Before, the loop cut every call at the category's default whatever
 // timeout_ms said.
 func TestBashTimeoutArgumentHolds(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := loadConfig(t, dir, fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"shell\"]\n"+
-		"[builtin]\nworkspace = %q\ngroups = [\"coding\"]\nsandbox = \"none\"\n[loop.timeouts.exec]\ndefault = \"1s\"\nmax = \"10s\"\n", ws), "")
-	node := startNode(t, cfg, Options{Provider: mustScript(t, `{"name":"long","turns":[
+	node := startShellNode(t, "[loop.timeouts.exec]\ndefault = \"1s\"\nmax = \"10s\"\n", `{"name":"long","turns":[
 	  {"content":"","tool_calls":[
 	    {"id":"a","name":"bash","arguments":{"command":"sleep 2; echo slept","timeout_ms":5000}},
 	    {"id":"b","name":"bash","arguments":{"command":"sleep 3; echo never"}}]},
-	  {"content":"A={{result a}} B={{result b}}"}]}`)})
+	  {"content":"A={{result a}} B={{result b}}"}]}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ans, err := node.Chat(ctx, "long", "run both")
@@ -68,4 +61,44 @@ func TestBashTimeoutArgumentHolds(t *testing.T) {
 	if got := fmt.Sprint(res.Rows); got != "[[a success ] [b error timeout]]" {
 		t.Fatalf("audit %s", got)
 	}
+}
+
+// TestRunsOfThisStartAreNotCut: a node's own tool run that is still going
+// when the node's work on its journal begins (journalDelay after start)
+// is this start's, not one a crash cut: it runs to its end and has one
+// row, its own. Before the run ids told starts apart, that work killed it
+// as a leftover and audited it as interrupted.
+func TestRunsOfThisStartAreNotCut(t *testing.T) {
+	sleep := journalDelay + 500*time.Millisecond
+	node := startShellNode(t, "", fmt.Sprintf(`{"name":"long","turns":[
+	  {"content":"","tool_calls":[{"id":"a","name":"bash","arguments":{"command":"sleep %.1f; echo slept"}}]},
+	  {"content":"A={{result a}}"}]}`, sleep.Seconds()))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ans, err := node.Chat(ctx, "long", "run it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Text != "A=slept" {
+		t.Fatalf("answer %q, want the run to end on its own", ans.Text)
+	}
+	res := queryAudit(t, node, `SELECT tool, status, coalesce(error_type, '') FROM tool_calls WHERE tool = 'bash'`)
+	if got := fmt.Sprint(res.Rows); got != "[[bash success ]]" {
+		t.Fatalf("audit %s", got)
+	}
+}
+
+// startShellNode starts a node whose bash (no sandbox, a workspace of its
+// own) is granted, with the scripted model playing transcript; extra is
+// appended to its config.
+func startShellNode(t *testing.T, extra, transcript string) *Node {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := loadConfig(t, dir, fmt.Sprintf("data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[skills]\npermissions = [\"shell\"]\n"+
+		"[builtin]\nworkspace = %q\ngroups = [\"coding\"]\nsandbox = \"none\"\n%s", ws, extra), "")
+	return startNode(t, cfg, Options{Provider: mustScript(t, transcript)})
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -73,6 +74,13 @@ func reopen(t testing.TB, s *Store, path string, opts Options) *Store {
 		t.Fatalf("Close: %v", err)
 	}
 	s, err := Open(path, opts)
+	// A child process another test forks holds a copy of the flock from
+	// its fork to its exec: a moment, but enough to fail an immediate
+	// reopen now and then.
+	for deadline := time.Now().Add(5 * time.Second); errors.Is(err, ErrInUse) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		s, err = Open(path, opts)
+	}
 	if err != nil {
 		t.Fatalf("Open again: %v", err)
 	}
