@@ -14,10 +14,11 @@ type Caller struct {
 	Toolbox Toolbox
 	// Progress is the calling chat's live view; nil when nobody watches.
 	Progress ProgressFunc
-	// Person, Depth and Parent are those of the calling Chat.
+	// Person, Depth, Parent and Spawns are those of the calling Chat.
 	Person bool
 	Depth  int
 	Parent string
+	Spawns *SpawnBudget
 }
 
 type callerKey struct{}
@@ -38,5 +39,5 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 func (c *conversation) caller() Caller {
 	t := c.cur
 	return Caller{ConversationID: c.id, Toolbox: t.toolbox, Progress: t.progress, Person: t.chat.Person,
-		Depth: t.chat.Depth, Parent: t.chat.Parent}
+		Depth: t.chat.Depth, Parent: t.chat.Parent, Spawns: t.chat.Spawns}
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -126,6 +127,27 @@ type Chat struct {
 	// Depth how many spawns deep it is (0: not spawned).
 	Parent string
 	Depth  int
+	// Spawns, when set, is what the tree of sub-agents this chat belongs
+	// to may still start, shared by every chat of the tree.
+	Spawns *SpawnBudget
+}
+
+// SpawnBudget counts the chats a person's message may still start through
+// sub-agents and sends, across the whole tree they make: depth and
+// children bound how deep and how wide it runs at once, this how many in
+// all. A nil budget allows every start.
+type SpawnBudget struct{ left atomic.Int64 }
+
+// NewSpawnBudget returns a budget of n starts.
+func NewSpawnBudget(n int) *SpawnBudget {
+	b := &SpawnBudget{}
+	b.left.Store(int64(n))
+	return b
+}
+
+// Take uses one start, and reports false when none is left.
+func (b *SpawnBudget) Take() bool {
+	return b == nil || b.left.Add(-1) >= 0
 }
 
 // Cancel abandons the chat a conversation is answering: its sender gets an

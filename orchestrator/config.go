@@ -152,9 +152,12 @@ type LoopConf struct {
 	// session_status); on unless set to false (nil means on).
 	// MaxSpawnDepth (default 2) bounds how deep sub-agents and sends nest;
 	// MaxChildren (default 4) the sub-agents one conversation runs at once.
-	SessionTools  *bool `toml:"session_tools"`
-	MaxSpawnDepth int   `toml:"max_spawn_depth"`
-	MaxChildren   int   `toml:"max_children"`
+	// MaxSpawnsPerMessage (default 32) the chats sub-agents and sends
+	// start in all for one message, across the tree.
+	SessionTools        *bool `toml:"session_tools"`
+	MaxSpawnDepth       int   `toml:"max_spawn_depth"`
+	MaxChildren         int   `toml:"max_children"`
+	MaxSpawnsPerMessage int   `toml:"max_spawns_per_message"`
 	// QuestionTool offers the question tool (ask the person); on unless
 	// set to false (nil means on). QuestionTimeout bounds the wait for a
 	// reply (default 5 min).
@@ -266,6 +269,7 @@ func (c *Config) Validate() error {
 	}{{"max_tool_iterations", c.Loop.MaxToolIterations}, {"tool_error_limit", c.Loop.ToolErrorLimit},
 		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools},
 		{"max_spawn_depth", c.Loop.MaxSpawnDepth}, {"max_children", c.Loop.MaxChildren},
+		{"max_spawns_per_message", c.Loop.MaxSpawnsPerMessage},
 		{"max_running_chats", c.Loop.MaxRunningChats}, {"dormant_memory_mb", c.Loop.DormantMemoryMB}} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))

@@ -5,6 +5,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -566,11 +567,14 @@ type ChatInput struct {
 	// Toolbox, when set, replaces the node's toolbox for this chat (a
 	// job's filter of it); the approval gate applies all the same.
 	Toolbox actors.Toolbox
-	// Person, MaxIterations, Parent and Depth are those of actors.Chat.
+	// Person, MaxIterations, Parent, Depth and Spawns are those of
+	// actors.Chat. A chat that is not spawned (Depth 0) without Spawns
+	// gets a budget of [loop] max_spawns_per_message.
 	Person        bool
 	MaxIterations int
 	Parent        string
 	Depth         int
+	Spawns        *actors.SpawnBudget
 	// local runs the chat on this node even in a cluster: it was
 	// forwarded here by the conversation's grain.
 	local bool
@@ -621,9 +625,12 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	// stop instead of running on for nobody.
 	// Cancels name this chat: a conversation may run another client's chat
 	// while this one waits in its queue.
+	if in.Spawns == nil && in.Depth == 0 {
+		in.Spawns = actors.NewSpawnBudget(cmp.Or(n.cfg.Loop.MaxSpawnsPerMessage, DefaultMaxSpawnsPerMessage))
+	}
 	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
 		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox,
-		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh}
+		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh, Spawns: in.Spawns}
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
 	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()

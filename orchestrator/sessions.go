@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,9 @@ const EventSessionSpawned = "session_spawned"
 const (
 	DefaultMaxSpawnDepth = 2
 	DefaultMaxChildren   = 4
+	// DefaultMaxSpawnsPerMessage bounds the chats sub-agents and sends
+	// start for one message in all, across the tree they make.
+	DefaultMaxSpawnsPerMessage = 32
 	// sessionsListMax and historyMax bound what one call returns;
 	// historyText bounds one message's text in it.
 	sessionsListMax = 50
@@ -334,11 +338,21 @@ func (s *sessionTools) send(ctx context.Context, c actors.Caller, id, text strin
 		return skills.Failed(wire.ErrPermissionDenied, "sessions_send: "+err.Error())
 	}
 	defer s.leave(id)
-	ans, err := s.n.Converse(ctx, ChatInput{ConversationID: id, Text: text, Parent: c.ConversationID, Depth: c.Depth + 1})
+	if !c.Spawns.Take() {
+		return s.spent("sessions_send")
+	}
+	ans, err := s.n.Converse(ctx, ChatInput{ConversationID: id, Text: text, Parent: c.ConversationID, Depth: c.Depth + 1, Spawns: c.Spawns})
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("session %s: %v", id, err))
 	}
 	return result(map[string]any{"session_id": id, "answer": ans.Text})
+}
+
+// spent is the refusal of a start past the message's budget.
+func (s *sessionTools) spent(tool string) skills.Output {
+	return skills.Failed(wire.ErrPermissionDenied, fmt.Sprintf(
+		"%s: the sub-agents and sends of this message have started %d chats already (max_spawns_per_message); finish with what you have",
+		tool, cmp.Or(s.n.cfg.Loop.MaxSpawnsPerMessage, DefaultMaxSpawnsPerMessage)))
 }
 
 func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs) skills.Output {
@@ -371,6 +385,9 @@ func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs
 			delete(s.children, c.ConversationID)
 		}
 	}()
+	if !c.Spawns.Take() {
+		return s.spent("sessions_spawn")
+	}
 	child := newConversationID("sub")
 	if err := s.enter(c.ConversationID, child); err != nil {
 		return skills.Failed(wire.ErrInternal, "sessions_spawn: "+err.Error())
@@ -393,7 +410,7 @@ func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs
 	}
 	// Cancelling the caller cancels ctx, and Converse cancels the child.
 	ans, err := s.n.Converse(ctx, ChatInput{ConversationID: child, Text: a.Task, Toolbox: box, MaxIterations: a.MaxIterations,
-		Parent: c.ConversationID, Depth: depth, Progress: c.Progress, Person: c.Person, fresh: true})
+		Parent: c.ConversationID, Depth: depth, Progress: c.Progress, Person: c.Person, Spawns: c.Spawns, fresh: true})
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("sub-agent %s: %v", child, err))
 	}

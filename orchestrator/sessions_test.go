@@ -349,3 +349,35 @@ func TestJobRunRefusesPlantedHistory(t *testing.T) {
 		t.Fatalf("run of a new conversation: %v", res.Err)
 	}
 }
+
+// TestSpawnBudgetPerMessage: one message's sub-agents start at most
+// max_spawns_per_message chats in all, however they are spread over turns
+// (depth and children bound only how deep and how wide at once); the next
+// message has a budget of its own. Before, a model spawning at every turn
+// of every level started over a thousand conversations from one message.
+func TestSpawnBudgetPerMessage(t *testing.T) {
+	// Each call differs: the same call thrice ends the loop on its own.
+	spawn := func(id string) llm.Message {
+		return toolTurn(id, ToolSessionsSpawn, fmt.Sprintf(`{"task":"leaf %s"}`, id))
+	}
+	play := playbook{"boss": {spawn("a"), spawn("b"), spawn("c"), spawn("d"), say("boss: {{last}}")}}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		play["leaf "+id] = []llm.Message{say("leaf done")}
+	}
+	node := sessionNode(t, play.provider(), func(c *Config) { c.Loop.MaxSpawnsPerMessage = 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, conv := range []string{"first", "second"} {
+		ans, err := node.Chat(ctx, conv, "boss")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(ans.Text, "started 3 chats already (max_spawns_per_message)") {
+			t.Fatalf("message %d: the fourth spawn was not refused: %q", i+1, ans.Text)
+		}
+		res := queryAudit(t, node, fmt.Sprintf(`SELECT count(*) FROM events WHERE kind = 'session_spawned' AND json_extract(detail, '$.parent') = %q`, conv))
+		if got := fmt.Sprint(res.Rows); got != "[[3]]" {
+			t.Fatalf("message %d: %s sub-agents started, want 3", i+1, got)
+		}
+	}
+}
