@@ -217,9 +217,40 @@ func TestSpawnCancelledWithParent(t *testing.T) {
 // arrives as a progress event, the reply posted to its endpoint becomes
 // the tool's result, and a second reply finds no question.
 func TestQuestionOverHTTP(t *testing.T) {
-	play := playbook{"fill the tank": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("filling {{last}}")}}
+	answer := askOverHTTP(t, "q1", func(p actors.Progress, base, token string) {
+		if p.Question != "which tank?" || p.QuestionID == "" {
+			t.Fatalf("question event %+v", p)
+		}
+		for _, c := range []struct {
+			token, body string
+			want        int
+		}{
+			{"", `{"answer":"x"}`, http.StatusUnauthorized},
+			{token, `{"answer":` + strconv.Quote(strings.Repeat("x", MaxQuestionText+1)) + `}`, http.StatusBadRequest},
+			{token, `{"answer":"the blue one"}`, http.StatusNoContent},
+			{token, `{"answer":"again"}`, http.StatusNotFound},
+		} {
+			r := send(t, "POST", base+"/v1/chat/questions/"+p.QuestionID, c.token, c.body)
+			r.Body.Close()
+			if r.StatusCode != c.want {
+				t.Fatalf("answer %.40s: status %d, want %d", c.body, r.StatusCode, c.want)
+			}
+		}
+	})
+	if answer != "filling [the blue one]" {
+		t.Fatalf("answer %q", answer)
+	}
+}
+
+// askOverHTTP streams the chat "fill the tank" in conversation conv on a
+// node whose model asks the person "which tank?" and then answers
+// "filling [REPLY]"; reply gets each question event with the API's base
+// URL and token, and answers it. It returns the chat's answer.
+func askOverHTTP(t *testing.T, conv string, reply func(p actors.Progress, base, token string)) string {
+	t.Helper()
+	play := playbook{"fill the tank": {toolTurn("a", ToolQuestion, `{"question":"which tank?"}`), say("filling [{{last}}]")}}
 	_, base, token := startAPI(t, nil, Options{Provider: play.provider()})
-	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{ConversationID: "q1", Text: "fill the tank", Stream: true})
+	resp := send(t, "POST", base+"/v1/chat", token, ChatRequest{ConversationID: conv, Text: "fill the tank", Stream: true})
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	var answer string
@@ -230,33 +261,14 @@ func TestQuestionOverHTTP(t *testing.T) {
 		}
 		var p actors.Progress
 		if json.Unmarshal([]byte(data), &p) == nil && p.Kind == actors.ProgressQuestion {
-			if p.Question != "which tank?" || p.QuestionID == "" {
-				t.Fatalf("question event %s", data)
-			}
-			for _, c := range []struct {
-				token, body string
-				want        int
-			}{
-				{"", `{"answer":"x"}`, http.StatusUnauthorized},
-				{token, `{"answer":` + strconv.Quote(strings.Repeat("x", MaxQuestionText+1)) + `}`, http.StatusBadRequest},
-				{token, `{"answer":"the blue one"}`, http.StatusNoContent},
-				{token, `{"answer":"again"}`, http.StatusNotFound},
-			} {
-				r := send(t, "POST", base+"/v1/chat/questions/"+p.QuestionID, c.token, c.body)
-				r.Body.Close()
-				if r.StatusCode != c.want {
-					t.Fatalf("answer %.40s: status %d, want %d", c.body, r.StatusCode, c.want)
-				}
-			}
+			reply(p, base, token)
 		}
 		var a ChatResponse
 		if json.Unmarshal([]byte(data), &a) == nil && a.Text != "" {
 			answer = a.Text
 		}
 	}
-	if answer != "filling the blue one" {
-		t.Fatalf("answer %q", answer)
-	}
+	return answer
 }
 
 // TestQuestionTimeout: nobody replies within question_timeout, and the
