@@ -3,11 +3,14 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -73,5 +76,41 @@ func TestLocalRunsAreJournaled(t *testing.T) {
 	}
 	if got := query(`SELECT count(*) FROM request_log`); got != "[[2]]" {
 		t.Fatalf("request log rows %s after a chat without audit, want the 2 from before", got)
+	}
+}
+
+// failingJournal refuses every run.
+type failingJournal struct{}
+
+func (failingJournal) BeginRun(context.Context, string, persistence.Run) (persistence.RequestState, []byte, error) {
+	return 0, nil, errors.New("disk full")
+}
+
+func (failingJournal) NoteRunProcess(context.Context, string, persistence.RunProcess) error {
+	return nil
+}
+
+// TestRunNotStartedWithoutItsRecord: a run whose journal record fails is
+// not started, and the model and the audit row say why.
+func TestRunNotStartedWithoutItsRecord(t *testing.T) {
+	ran := false
+	local := &LocalTools{
+		List: func() []skills.ToolDef {
+			return []skills.ToolDef{{Name: "quick", Parameters: map[string]any{"type": "object"}}}
+		},
+		Run: func(context.Context, string, json.RawMessage, int64) skills.Output {
+			ran = true
+			return skills.Output{}
+		},
+		Journal: failingJournal{},
+	}
+	h := newHarness(t, transcript(`{"content":"","tool_calls":[{"id":"q","name":"quick","arguments":{}}]}`, `{"content":"{{result q}}"}`),
+		func(o *ConvOptions) { o.Toolbox = local })
+	ans := h.chat(t, "go")
+	if ran || !strings.Contains(ans.Text, "was not run: recording the run before it starts failed: disk full") {
+		t.Fatalf("ran %v, answer %q", ran, ans.Text)
+	}
+	if recs := h.audit.All(); len(recs) != 1 || recs[0].ErrorType != "internal" {
+		t.Fatalf("audit %+v", recs)
 	}
 }
