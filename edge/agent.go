@@ -77,8 +77,9 @@ type Agent struct {
 
 	total, succeeded, failed atomic.Int64
 
-	mu       sync.Mutex          // guards inflight and gates
-	inflight map[string]struct{} // request_ids being executed now
+	mu       sync.Mutex        // guards inflight and gates
+	inflight map[string]uint64 // request_ids being executed now, each with its claim's number
+	claims   uint64            // numbers the claims in inflight
 	// gates are the gated requests waiting for their start (startgate.go).
 	gates map[string]chan bool
 
@@ -92,6 +93,9 @@ type Agent struct {
 	// requestLogPruneEvery replaces actors.RequestLogPruneEvery when
 	// positive (tests).
 	requestLogPruneEvery time.Duration
+	// beforePublish, when set (tests), is called with a request_id just
+	// before its report is published.
+	beforePublish func(requestID string)
 
 	loopOnce sync.Once // starts prompts
 	prompts  *promptLoop
@@ -116,7 +120,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
-		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]struct{}{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1)}
+		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1)}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {

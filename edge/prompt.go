@@ -97,7 +97,7 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 	case beginAnswered:
 		return
 	case beginInterrupted:
-		a.finishPrompt(ctx, cmd, p, wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInterrupted,
+		a.finishPrompt(ctx, release, cmd, p, wire.PromptResult{Status: wire.StatusError, ErrorType: wire.ErrInterrupted,
 			Error: "the edge agent restarted while answering this prompt; it was not answered again (its tools may or may not have run)"}, 0)
 		return
 	}
@@ -109,7 +109,7 @@ func (a *Agent) handlePrompt(ctx context.Context, cmd wire.Command) {
 	} else {
 		a.failed.Add(1)
 	}
-	a.finishPrompt(ctx, cmd, p, res, time.Since(start))
+	a.finishPrompt(ctx, release, cmd, p, res, time.Since(start))
 }
 
 // answerPrompt runs the loop and turns its answer into a prompt result.
@@ -163,7 +163,7 @@ func (a *Agent) answerPrompt(ctx context.Context, requestID string, p wire.Promp
 
 // finishPrompt audits the prompt, stores its report for redelivery and
 // publishes it, in that order (see finishTool).
-func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.PromptPayload, res wire.PromptResult, elapsed time.Duration) {
+func (a *Agent) finishPrompt(ctx context.Context, release func(), cmd wire.Command, p wire.PromptPayload, res wire.PromptResult, elapsed time.Duration) {
 	res.RequestID, res.AgentID = cmd.RequestID, a.cfg.AgentID
 	res.Metadata.ElapsedMS = elapsed.Milliseconds()
 	if res.ToolsExecuted == nil {
@@ -178,6 +178,10 @@ func (a *Agent) finishPrompt(ctx context.Context, cmd wire.Command, p wire.Promp
 	rec := a.auditRow(cmd.RequestID, "", wire.CmdPrompt, params, skills.FromWire(wire.ToolResult{Status: res.Status,
 		ErrorType: res.ErrorType, Error: res.Error, ElapsedMS: res.Metadata.ElapsedMS, Result: res.Content}))
 	a.auditRun(ctx, rec, cmd.RequestID, b)
+	release() // durable: a copy from now on is replayed this report (see claim)
+	if a.beforePublish != nil {
+		a.beforePublish(cmd.RequestID)
+	}
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish prompt result", "request_id", cmd.RequestID, "err", err)
 	}

@@ -21,7 +21,11 @@ const maxStderrBytes = 4 << 10
 
 // claim marks a request_id as running in this process. It reports false
 // for a duplicate of a request that is running now (a redelivery that
-// overtook the run); release ends the claim.
+// overtook the run: the run's report answers it too). release ends the
+// claim; it may be called more than once, and ends only its own claim.
+// A run releases as soon as its report is durable, before publishing it:
+// a copy that arrives once the report is out is then replayed that
+// report, never dropped as a duplicate of a run that already answered.
 func (a *Agent) claim(requestID string) (release func(), ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -29,10 +33,14 @@ func (a *Agent) claim(requestID string) (release func(), ok bool) {
 		a.cmdLog.Info("ignoring duplicate of a running request", "request_id", requestID)
 		return nil, false
 	}
-	a.inflight[requestID] = struct{}{}
+	a.claims++
+	n := a.claims
+	a.inflight[requestID] = n
 	return func() {
 		a.mu.Lock()
-		delete(a.inflight, requestID)
+		if a.inflight[requestID] == n {
+			delete(a.inflight, requestID)
+		}
 		a.mu.Unlock()
 	}, true
 }
@@ -83,7 +91,7 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command, p wire.ToolPay
 	if err != nil {
 		// Nothing can run, so there is nothing to deduplicate.
 		a.failed.Add(1)
-		a.finishTool(ctx, cmd, "", "", nil, skills.Failed(wire.ErrInvalidParams, err.Error()), false)
+		a.finishTool(ctx, release, cmd, "", "", nil, skills.Failed(wire.ErrInvalidParams, err.Error()), false)
 		return
 	}
 	switch a.begin(ctx, cmd.RequestID, persistence.Run{Tool: p.Tool, Params: p.Parameters, ConversationID: p.ConversationID}) {
@@ -92,14 +100,14 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command, p wire.ToolPay
 	case beginInterrupted:
 		out := skills.Failed(wire.ErrInterrupted,
 			"the edge agent restarted while this request was running; it was not run again (it may or may not have taken effect)")
-		a.finishTool(ctx, cmd, p.ConversationID, p.Tool, p.Parameters, out, true)
+		a.finishTool(ctx, release, cmd, p.ConversationID, p.Tool, p.Parameters, out, true)
 		return
 	}
 
 	if p.StartGate {
 		if run, why := a.awaitStart(ctx, cmd); !run {
 			a.failed.Add(1)
-			a.finishTool(ctx, cmd, p.ConversationID, p.Tool, p.Parameters, notStarted(why), true)
+			a.finishTool(ctx, release, cmd, p.ConversationID, p.Tool, p.Parameters, notStarted(why), true)
 			return
 		}
 	}
@@ -112,7 +120,7 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command, p wire.ToolPay
 	} else {
 		a.failed.Add(1)
 	}
-	a.finishTool(ctx, cmd, p.ConversationID, p.Tool, p.Parameters, out, true)
+	a.finishTool(ctx, release, cmd, p.ConversationID, p.Tool, p.Parameters, out, true)
 }
 
 // NewToolbox gathers what an agent with cfg offers: the tools of its skill
@@ -170,10 +178,11 @@ func (a *Agent) wireResult(tool, requestID string, out skills.Output) wire.ToolR
 
 // finishTool audits the run and stores the report for redelivery (when the
 // request was begun in the request log) in one transaction, then publishes
-// it, so a report is sent only after its run is durable. If that write
+// it, so a report is sent only after its run is durable; the claim is
+// released between the two (see claim). If that write
 // fails the error is logged and the report still goes out: the caller has
 // its result, and the orchestrator audits the call on its side.
-func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv, tool string, params json.RawMessage, out skills.Output, begun bool) {
+func (a *Agent) finishTool(ctx context.Context, release func(), cmd wire.Command, conv, tool string, params json.RawMessage, out skills.Output, begun bool) {
 	b, err := a.encodeReport(wire.ReportResult, a.wireResult(tool, cmd.RequestID, out))
 	if err != nil {
 		a.log.Error("encode report", "err", err)
@@ -185,6 +194,10 @@ func (a *Agent) finishTool(ctx context.Context, cmd wire.Command, conv, tool str
 		keep = b
 	}
 	a.auditRun(ctx, rec, cmd.RequestID, keep)
+	release()
+	if a.beforePublish != nil {
+		a.beforePublish(cmd.RequestID)
+	}
 	if err := a.publishReport(ctx, b); err != nil {
 		a.log.Error("publish tool result", "request_id", cmd.RequestID, "err", err)
 	}
