@@ -104,6 +104,10 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 		if err != nil {
 			return err
 		}
+		convs, err := stringColumn(ctx, tx, `SELECT DISTINCT conversation_id FROM messages WHERE chain_seq <= ?`, upTo)
+		if err != nil {
+			return fmt.Errorf("prune conversations: %w", err)
+		}
 		for _, t := range auditchain.Tables {
 			n, err := execCount(ctx, tx, fmt.Sprintf("DELETE FROM %s WHERE chain_seq <= ?", t.Name), upTo)
 			if err != nil {
@@ -112,6 +116,9 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 			res.Deleted += n
 		}
 		if err := afterDelete(); err != nil {
+			return err
+		}
+		if err := pruneConversations(ctx, tx, convs, r.Batch); err != nil {
 			return err
 		}
 		mac, err := s.checkpointMAC(upTo, hash)
@@ -129,6 +136,41 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 		return PruneResult{}, fmt.Errorf("prune audit store: %w", err)
 	}
 	return res, nil
+}
+
+// pruneConversations deletes, in the prune's transaction, the summary
+// rows of conversations with no message left: those of convs (the ones
+// that lost messages to this prune) found empty, and up to batch rows
+// whose last message is older than every message left (rows emptied
+// before this pass existed). Without it every conversation ever held, one
+// per stateless API request, kept its row after retention deleted its
+// messages, and the table grew for ever. A conversation that continues
+// afterwards starts again at Seq 1: the Seqs it had are gone from this
+// database, and every record keeps its own record_id and chain position,
+// which is how the tiers tell records apart.
+func pruneConversations(ctx context.Context, tx *sql.Tx, convs []string, batch int) error {
+	if len(convs) > 0 {
+		st, err := tx.PrepareContext(ctx, `DELETE FROM conversations WHERE conversation_id = ?1
+			AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1)`)
+		if err != nil {
+			return fmt.Errorf("prune conversations: %w", err)
+		}
+		defer st.Close()
+		for _, id := range convs {
+			if _, err := st.ExecContext(ctx, id); err != nil {
+				return fmt.Errorf("prune conversations: %w", err)
+			}
+		}
+	}
+	// A row's last_ms is its newest message's: older than the oldest
+	// message left, it has none left.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE conversation_id IN (
+		SELECT conversation_id FROM conversations
+		WHERE last_ms < (SELECT coalesce(min(ts_ms), 9223372036854775807) FROM messages)
+		ORDER BY last_ms LIMIT ?)`, batch); err != nil {
+		return fmt.Errorf("prune conversations: %w", err)
+	}
+	return nil
 }
 
 // pruneBound returns the largest chain_seq that r allows deleting up to

@@ -207,3 +207,70 @@ func countTable(t testing.TB, path, table string) int64 {
 	}
 	return n
 }
+
+// TestPruneDeletesEmptiedConversations: a conversation whose every message
+// retention deleted loses its summary row in the same prune, one that
+// keeps a message keeps its row, and a row emptied before this existed is
+// swept by a later prune. Before, every conversation ever held kept its
+// row for ever (one per stateless API request).
+func TestPruneDeletesEmptiedConversations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now()
+	old, recent := now.Add(-48*time.Hour), now.Add(-time.Minute)
+	s, path := openStore(t, Options{})
+	appendAt := func(s *Store, conv string, at ...time.Time) {
+		t.Helper()
+		for _, ts := range at {
+			m := msg("user", conv)
+			m.Time = ts
+			if err := s.AppendMessages(ctx, conv, []persistence.Message{m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendAt(s, "gone", old, old)
+	appendAt(s, "half", old, recent)
+	appendAt(s, "new", recent)
+	convs := func() string {
+		t.Helper()
+		v, _ := queryOne(t, path, `SELECT coalesce(group_concat(conversation_id || ':' || message_count, ','), '')
+			FROM (SELECT * FROM conversations ORDER BY conversation_id)`).(string)
+		return v
+	}
+	if got, want := convs(), "gone:2,half:2,new:1"; got != want {
+		t.Fatalf("before the prune: %s, want %s", got, want)
+	}
+	if res, err := s.Prune(ctx, Retention{MaxAge: time.Hour}, now); err != nil || res.Deleted != 3 {
+		t.Fatalf("prune: %+v %v", res, err)
+	}
+	if got, want := convs(), "half:2,new:1"; got != want {
+		t.Fatalf("after the prune: %s, want %s", got, want)
+	}
+	// A conversation that continues starts again, with what it adds alone.
+	appendAt(s, "gone", now)
+	if got, want := convs(), "gone:1,half:2,new:1"; got != want {
+		t.Fatalf("continued: %s, want %s", got, want)
+	}
+	// A row left empty by an earlier version goes at the next prune that
+	// deletes anything.
+	s.Close()
+	tamper(t, path, `INSERT INTO conversations VALUES ('left', ?, ?, ?, ?, 3)`,
+		old.UTC().Format(tsLayout), old.UnixMilli(), old.UTC().Format(tsLayout), old.UnixMilli())
+	s = reopen(t, s, path, Options{})
+	defer s.Close()
+	if got, want := convs(), "gone:1,half:2,left:3,new:1"; got != want {
+		t.Fatalf("with a leftover row: %s, want %s", got, want)
+	}
+	// The chain now holds half's and new's recent messages, then gone's
+	// newest: a prune half a minute later deletes the first two only.
+	if res, err := s.Prune(ctx, Retention{MaxAge: time.Minute}, now.Add(30*time.Second)); err != nil || res.Deleted != 2 {
+		t.Fatalf("second prune: %+v %v", res, err)
+	}
+	if got, want := convs(), "gone:1"; got != want {
+		t.Fatalf("after the second prune: %s, want %s", got, want)
+	}
+	if rep, err := VerifyChain(ctx, path); err != nil || rep.Verified != rep.HeadSeq-rep.StartSeq {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
