@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
@@ -37,6 +38,9 @@ func MergeTiers(ctx context.Context, warmPath string, c *Store, dir string) (str
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	if err := mergeableMessages(ctx, db); err != nil {
+		return "", fmt.Errorf("merge tiers: %w", err)
+	}
 	// The merged database holds every node's chain, told apart by
 	// chain_id as in the cold tier; chain_seq is unique per chain only.
 	for _, t := range auditchain.Tables {
@@ -171,4 +175,52 @@ func (s *Store) page(ctx context.Context, q string, arg any, ncols int) ([][]any
 		out = append(out, row)
 	}
 	return out, rows.Err()
+}
+
+// seqUnique is the warm schema's constraint that no two messages of a
+// conversation share a Seq.
+var seqUnique = regexp.MustCompile(`,\s*UNIQUE\s*\(\s*conversation_id\s*,\s*seq\s*\)`)
+
+// mergeableMessages rebuilds the merged database's messages table without
+// the warm schema's UNIQUE(conversation_id, seq). It holds in one
+// database, but not across the records the tiers merge: two nodes' chains
+// may hold a conversation of the same name, and a conversation whose
+// messages retention deleted starts again at Seq 1 when it continues.
+// With the constraint, INSERT OR IGNORE dropped every such message but
+// the first from the merged view; a record is told apart by its
+// record_id, which stays unique. Reads by conversation keep an index.
+func mergeableMessages(ctx context.Context, db *sql.DB) error {
+	var table string
+	if err := db.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'messages'`).Scan(&table); err != nil {
+		return fmt.Errorf("read the messages table's schema: %w", err)
+	}
+	if !seqUnique.MatchString(table) {
+		return fmt.Errorf("the messages table's schema lacks UNIQUE(conversation_id, seq): %s", table)
+	}
+	indexes, err := db.QueryContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("read the messages table's indexes: %w", err)
+	}
+	var recreate []string
+	for indexes.Next() {
+		var q string
+		if err := indexes.Scan(&q); err != nil {
+			indexes.Close()
+			return fmt.Errorf("read the messages table's indexes: %w", err)
+		}
+		recreate = append(recreate, q)
+	}
+	indexes.Close()
+	if err := indexes.Err(); err != nil {
+		return fmt.Errorf("read the messages table's indexes: %w", err)
+	}
+	stmts := append([]string{`ALTER TABLE messages RENAME TO messages_seq_unique`, seqUnique.ReplaceAllString(table, ""),
+		`DROP TABLE messages_seq_unique`}, recreate...)
+	stmts = append(stmts, `CREATE INDEX messages_conversation_seq ON messages(conversation_id, seq)`)
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("rebuild messages without UNIQUE(conversation_id, seq): %q: %w", q, err)
+		}
+	}
+	return nil
 }

@@ -3,10 +3,12 @@ package cold
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -55,5 +57,44 @@ func TestMergeTiers(t *testing.T) {
 	rep, err := auditchain.VerifyRange(context.Background(), db, f, warm.ChainID(), 0, auditchain.Genesis(warm.ChainID()), 7)
 	if err != nil || rep.Verified != 60 {
 		t.Fatalf("merged chain: %+v %v", rep, err)
+	}
+}
+
+// TestMergeKeepsAContinuedConversation: a conversation whose messages were
+// shipped and pruned from warm starts again at Seq 1 when it continues;
+// the merged view holds its messages of both eras. Before, the merged
+// database kept the warm schema's UNIQUE(conversation_id, seq) and its
+// INSERT OR IGNORE dropped the cold message that shared a Seq.
+func TestMergeKeepsAContinuedConversation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, warm, path, c := tiers(t)
+	say := func(text string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"role": "user", "content": text})
+		if err := warm.AppendMessages(ctx, "kitchen", []persistence.Message{{Role: "user", Body: body}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("first")
+	say("second")
+	sh := startShipper(t, warm, c)
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
+	sh.Close()
+	if res, err := warm.Prune(ctx, sqlite.Retention{ColdTier: true}, time.Now().Add(30*24*time.Hour)); err != nil || res.Deleted != 2 {
+		t.Fatalf("prune: %+v %v", res, err)
+	}
+	say("third")
+	dst, err := MergeTiers(ctx, path, c, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sqlite.QueryReadOnly(ctx, dst, `SELECT group_concat(json_extract(body, '$.content') || ':' || seq, ',')
+		FROM (SELECT body, seq FROM messages WHERE conversation_id = 'kitchen' ORDER BY chain_seq)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Rows[0][0], "first:1,second:2,third:1"; got != want {
+		t.Fatalf("merged messages of kitchen: %v, want %s", got, want)
 	}
 }
