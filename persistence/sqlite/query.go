@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"modernc.org/sqlite"
@@ -526,22 +528,34 @@ func (j *jsonRows) Close() error {
 	return nil
 }
 
-// escapeJSONControls rewrites DEL and the UTF-8 encodings of U+0080 to
-// U+009F in b, encoding/json output, as \u escapes. Outside strings JSON
-// holds neither, so only strings change, and to the same value.
+// escapeJSONControls rewrites DEL, the UTF-8 encodings of U+0080 to
+// U+009F and the invisible format characters (Cf, see escapeControls) in
+// b, encoding/json output, as \u escapes (a pair of them past U+FFFF).
+// Outside strings JSON holds none of them, so only strings change, and to
+// the same value.
 func escapeJSONControls(b []byte) []byte {
-	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || (r >= 0x80 && r <= 0x9f) }) {
+	if !bytes.ContainsFunc(b, jsonHidden) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+16)
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+		switch {
+		case size > 1 && r > 0xffff && jsonHidden(r):
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+		case jsonHidden(r) && !(r == utf8.RuneError && size == 1):
 			out = fmt.Appendf(out, `\u%04x`, r)
-		} else {
+		default:
 			out = append(out, b[i:i+size]...)
 		}
 		i += size
 	}
 	return out
+}
+
+// jsonHidden reports the characters escapeJSONControls escapes; encoding/json
+// escapes the C0 controls itself.
+func jsonHidden(r rune) bool {
+	return r == 0x7f || (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Cf, r)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // TestQueryEachStreams: rows reach the callback while the query runs (an
@@ -160,5 +161,51 @@ func TestRowWritersEscape(t *testing.T) {
 	var back []map[string]string
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back) != 1 || back[0]["c\x1b[1m"] != hostile {
 		t.Fatalf("json does not decode to the value: %v %q", err, back)
+	}
+}
+
+// TestHiddenCharactersEscaped: invisible format characters (a right-to-left
+// override, zero-width characters, a byte-order mark, tag characters) are
+// shown as escapes in the table and in CSV for a terminal, and written as
+// \u escapes in JSON, which decode to the same value; other text is left
+// alone. Before, they reached the auditor's terminal raw, where an override
+// makes a cell read other than what it holds.
+func TestHiddenCharactersEscaped(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, shown string
+	}{
+		{"right-to-left override", "rm -rf /tmp/\u202efdp.exe", `rm -rf /tmp/\u202efdp.exe`},
+		{"isolates and marks", "a\u2066b\u2069c\u200fd\u061ce", `a\u2066b\u2069c\u200fd\u061ce`},
+		{"zero-width space and joiner", "cu\u200brl\u200d", `cu\u200brl\u200d`},
+		{"byte-order mark", "\ufeffok", `\ufeffok`},
+		{"tag characters", "hi\U000E0041\U000E007F", `hi\U000e0041\U000e007f`},
+		{"plain text", "ünï 中文 🙂 done", "ünï 中文 🙂 done"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &Result{Columns: []string{"v"}, Rows: [][]any{{tt.in}}}
+			var table bytes.Buffer
+			if err := res.WriteTable(&table); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(table.String(), "\n"+tt.shown+"\n") {
+				t.Errorf("table shows %q, want the line %q", table.String(), tt.shown)
+			}
+			var csvOut bytes.Buffer
+			writeRows(t, NewCSVWriter(&csvOut, true), res)
+			if !strings.Contains(csvOut.String(), tt.shown) {
+				t.Errorf("csv for a terminal: %q, want %q", csvOut.String(), tt.shown)
+			}
+			var js bytes.Buffer
+			writeRows(t, NewJSONWriter(&js), res)
+			if tt.in != tt.shown && strings.ContainsFunc(js.String(), func(r rune) bool { return r > 0x7f && unicode.Is(unicode.Cf, r) }) {
+				t.Errorf("json holds a raw format character: %q", js.String())
+			}
+			var back []map[string]string
+			if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back) != 1 || back[0]["v"] != tt.in {
+				t.Errorf("json does not decode to the value: %v %q", err, back)
+			}
+		})
 	}
 }

@@ -98,9 +98,13 @@ func tableCell(s string) string {
 
 // escapeControls writes line breaks and tabs as \n, \r, \t and other control
 // characters as \xNN or \uNNNN. Tool output lands in the table, and raw
-// escape sequences in it would act on the auditor's terminal.
+// escape sequences in it would act on the auditor's terminal. Invisible
+// format characters (Unicode's Cf: bidi overrides, zero-width characters,
+// tag characters) are written as \uNNNN or \UNNNNNNNN too: shown raw, a
+// right-to-left override makes a cell read other than what it holds, and
+// the others hide text in what looks like plain words.
 func escapeControls(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
+	if !strings.ContainsFunc(s, hiddenRune) {
 		return s
 	}
 	var b strings.Builder
@@ -114,13 +118,21 @@ func escapeControls(s string) string {
 			b.WriteString(`\t`)
 		case r < 0x80 && unicode.IsControl(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.IsControl(r):
+		case r > 0xffff && hiddenRune(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case hiddenRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// hiddenRune reports the characters the audit outputs never show raw:
+// control characters and invisible format characters (Cf).
+func hiddenRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // cellText renders one value for the table and CSV outputs.
