@@ -16,7 +16,7 @@ const (
 
 // termSafe makes text that came from a node (and so, maybe, from an agent's
 // tool) harmless on a terminal: escape sequences (CSI, OSC, DCS, ...) and
-// control characters are removed, tabs become spaces, invalid UTF-8 becomes
+// control characters and invisible format characters are removed, tabs become spaces, invalid UTF-8 becomes
 // U+FFFD, and each line is cut at max runes (0: no bound) with "…".
 // Newlines are kept; a carriage return ends nothing and is dropped, so that
 // nothing can overwrite what is already on the screen.
@@ -42,7 +42,7 @@ func termSafe(s string, max int) string {
 			continue
 		case r == '\t':
 			r = ' '
-		case unicode.IsControl(r) || isBidiControl(r):
+		case unicode.IsControl(r) || invisibleFormat(r):
 			continue
 		}
 		if cut {
@@ -118,8 +118,11 @@ func skipEscape(s string, i int) int {
 	return i
 }
 
-// isBidiControl reports the invisible characters that reorder text, with
-// which shown text can differ from what it says.
-func isBidiControl(r rune) bool {
-	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+// invisibleFormat reports the invisible format characters (Unicode's Cf)
+// that shown text drops: bidi controls, with which shown text can read
+// other than what it says, and zero-width and tag characters, which hide
+// text in what looks like plain words. The two joiners stay: scripts and
+// emoji need them, and they hide nothing.
+func invisibleFormat(r rune) bool {
+	return r != 0x200c && r != 0x200d && unicode.Is(unicode.Cf, r)
 }

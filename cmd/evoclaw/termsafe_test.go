@@ -26,6 +26,9 @@ func TestTermSafe(t *testing.T) {
 		{"backspace and bell", "ab\b\b\acd", 0, "abcd"},
 		{"tab", "a\tb", 0, "a b"},
 		{"bidi override", "abc\u202edef", 0, "abcdef"},
+		{"zero-width space and byte-order mark", "cu\u200brl\ufeff", 0, "curl"},
+		{"tag characters", "ok\U000E0069\U000E0067\U000E007F", 0, "ok"},
+		{"joiners kept", "\U0001F469\u200d\U0001F4BB \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", 0, "\U0001F469\u200d\U0001F4BB \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"},
 		{"invalid utf-8", "a\xffb", 0, "a\ufffdb"},
 		{"unterminated osc", "a\x1b]0;never ends", 0, "a"},
 		{"cut per line", "abcdef\nabc", 3, "abc…\nabc"},
@@ -41,10 +44,11 @@ func TestTermSafe(t *testing.T) {
 }
 
 // FuzzTermSafe: whatever comes in, what goes out is valid UTF-8 without a
-// control character other than newline, without bidi controls, and with
-// no line longer than the bound (plus its "…").
+// control character other than newline, without invisible format
+// characters but the joiners, and with no line longer than the bound
+// (plus its "…").
 func FuzzTermSafe(f *testing.F) {
-	for _, s := range []string{"\x1b[31mx", "\x1b]0;t\x07", "\u009b1;1H", "a\r\nb", "\xff\xfe", "\u202e", strings.Repeat("x", 50)} {
+	for _, s := range []string{"\x1b[31mx", "\x1b]0;t\x07", "\u009b1;1H", "a\r\nb", "\xff\xfe", "\u202e", "\U000E0041\u200b", strings.Repeat("x", 50)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -54,7 +58,7 @@ func FuzzTermSafe(f *testing.F) {
 			t.Fatalf("invalid UTF-8 out of %q: %q", s, out)
 		}
 		for _, r := range out {
-			if r != '\n' && unicode.IsControl(r) || isBidiControl(r) {
+			if r != '\n' && unicode.IsControl(r) || invisibleFormat(r) {
 				t.Fatalf("%U got through from %q: %q", r, s, out)
 			}
 		}
