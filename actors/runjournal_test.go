@@ -79,38 +79,60 @@ func TestLocalRunsAreJournaled(t *testing.T) {
 	}
 }
 
-// failingJournal refuses every run.
-type failingJournal struct{}
-
-func (failingJournal) BeginRun(context.Context, string, persistence.Run) (persistence.RequestState, []byte, error) {
-	return 0, nil, errors.New("disk full")
+// stateJournal answers every BeginRun with its state, or with err.
+type stateJournal struct {
+	state persistence.RequestState
+	err   error
 }
 
-func (failingJournal) NoteRunProcess(context.Context, string, persistence.RunProcess) error {
+func (j stateJournal) BeginRun(context.Context, string, persistence.Run) (persistence.RequestState, []byte, error) {
+	return j.state, nil, j.err
+}
+
+func (stateJournal) NoteRunProcess(context.Context, string, persistence.RunProcess) error {
 	return nil
 }
 
-// TestRunNotStartedWithoutItsRecord: a run whose journal record fails is
-// not started, and the model and the audit row say why.
+// TestRunNotStartedWithoutItsRecord: a run is started only when its
+// journal record is new; otherwise the tool does not run, and the model
+// and the audit row say why: the record failed, an attempt before a
+// restart of the call's actor started it, or the call ended first.
 func TestRunNotStartedWithoutItsRecord(t *testing.T) {
-	ran := false
-	local := &LocalTools{
-		List: func() []skills.ToolDef {
-			return []skills.ToolDef{{Name: "quick", Parameters: map[string]any{"type": "object"}}}
-		},
-		Run: func(context.Context, string, json.RawMessage, int64) skills.Output {
-			ran = true
-			return skills.Output{}
-		},
-		Journal: failingJournal{},
+	tests := []struct {
+		name      string
+		journal   stateJournal
+		wantText  string
+		wantError string
+	}{
+		{"record failed", stateJournal{err: errors.New("disk full")},
+			"was not run: recording the run before it starts failed: disk full", "internal"},
+		{"an earlier attempt started it", stateJournal{state: persistence.RequestRunning},
+			"was not run again: an earlier attempt of this call started it and was cut", "interrupted"},
+		{"the call ended first", stateJournal{state: persistence.RequestDone},
+			"was not run: the call ended before it started", "interrupted"},
 	}
-	h := newHarness(t, transcript(`{"content":"","tool_calls":[{"id":"q","name":"quick","arguments":{}}]}`, `{"content":"{{result q}}"}`),
-		func(o *ConvOptions) { o.Toolbox = local })
-	ans := h.chat(t, "go")
-	if ran || !strings.Contains(ans.Text, "was not run: recording the run before it starts failed: disk full") {
-		t.Fatalf("ran %v, answer %q", ran, ans.Text)
-	}
-	if recs := h.audit.All(); len(recs) != 1 || recs[0].ErrorType != "internal" {
-		t.Fatalf("audit %+v", recs)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ran := false
+			local := &LocalTools{
+				List: func() []skills.ToolDef {
+					return []skills.ToolDef{{Name: "quick", Parameters: map[string]any{"type": "object"}}}
+				},
+				Run: func(context.Context, string, json.RawMessage, int64) skills.Output {
+					ran = true
+					return skills.Output{}
+				},
+				Journal: tt.journal,
+			}
+			h := newHarness(t, transcript(`{"content":"","tool_calls":[{"id":"q","name":"quick","arguments":{}}]}`, `{"content":"{{result q}}"}`),
+				func(o *ConvOptions) { o.Toolbox = local })
+			ans := h.chat(t, "go")
+			if ran || !strings.Contains(ans.Text, tt.wantText) {
+				t.Fatalf("ran %v, answer %q, want %q", ran, ans.Text, tt.wantText)
+			}
+			if recs := h.audit.All(); len(recs) != 1 || recs[0].ErrorType != tt.wantError {
+				t.Fatalf("audit %+v, want one row of error type %s", recs, tt.wantError)
+			}
+		})
 	}
 }
