@@ -104,6 +104,9 @@ type sharedHistory struct {
 	local, shared history
 }
 
+// The cluster's store reads the end of a conversation, as the node's does.
+var _ tailReader = (*cluster.SharedHistory)(nil)
+
 func (h sharedHistory) LoadHistory(ctx context.Context, id string) ([]llm.Message, error) {
 	return h.shared.LoadHistory(ctx, id)
 }

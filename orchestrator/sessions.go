@@ -426,7 +426,7 @@ func (n *Node) conversationExists(ctx context.Context, id string) (bool, error) 
 		return len(msgs) > 0, err
 	}
 	if cn := n.cluster; cn != nil && cn.shared != nil {
-		rows, err := cn.shared.LoadMessages(ctx, id)
+		rows, err := cn.shared.RecentMessages(ctx, id, 1)
 		if err != nil || len(rows) > 0 {
 			return len(rows) > 0, err
 		}

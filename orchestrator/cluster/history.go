@@ -170,11 +170,37 @@ func (h *SharedHistory) append(ctx context.Context, id string, msgs []persistenc
 
 // LoadMessages implements persistence.ConversationStore.
 func (h *SharedHistory) LoadMessages(ctx context.Context, id string) ([]persistence.Message, error) {
+	out, err := h.load(ctx, id, `SELECT seq, time_ns, role, body FROM cluster_messages WHERE conversation_id = ? ORDER BY seq LIMIT ?`,
+		maxLoadMessages+1)
+	if err == nil && len(out) > maxLoadMessages {
+		return nil, fmt.Errorf("cluster state: conversation %s has more than %d messages", id, maxLoadMessages)
+	}
+	return out, err
+}
+
+// RecentMessages returns the newest limit messages of conversation id in
+// Seq order (all when it has fewer; none for an unknown one), as
+// sqlite.Store.RecentMessages does: a waking conversation reads the end
+// of its history, not all of it. limit must be positive.
+func (h *SharedHistory) RecentMessages(ctx context.Context, id string, limit int) ([]persistence.Message, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("cluster state: load %s: limit %d, want > 0", id, limit)
+	}
+	out, err := h.load(ctx, id, `SELECT seq, time_ns, role, body FROM (
+		SELECT seq, time_ns, role, body FROM cluster_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, limit)
+	if out == nil && err == nil {
+		out = []persistence.Message{} // an empty history, not an absent one
+	}
+	return out, err
+}
+
+// load runs q, which selects seq, time_ns, role and body of conversation
+// id's messages in Seq order, with id and limit.
+func (h *SharedHistory) load(ctx context.Context, id, q string, limit int) ([]persistence.Message, error) {
 	if err := h.ensureSchema(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := h.db.QueryContext(ctx, `SELECT seq, time_ns, role, body FROM cluster_messages WHERE conversation_id = ? ORDER BY seq LIMIT ?`,
-		id, maxLoadMessages+1)
+	rows, err := h.db.QueryContext(ctx, q, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("cluster state: load %s: %w", id, err)
 	}
@@ -192,9 +218,6 @@ func (h *SharedHistory) LoadMessages(ctx context.Context, id string) ([]persiste
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("cluster state: load %s: %w", id, err)
-	}
-	if len(out) > maxLoadMessages {
-		return nil, fmt.Errorf("cluster state: conversation %s has more than %d messages", id, maxLoadMessages)
 	}
 	return out, nil
 }

@@ -68,6 +68,35 @@ func TestSharedHistory(t *testing.T) {
 	if got, _ := a.LoadMessages(ctx, "c1"); len(got) != 3 {
 		t.Fatalf("after a refused batch: %d messages", len(got))
 	}
+	// The end of a conversation, oldest first, without reading the rest.
+	for _, tt := range []struct {
+		id    string
+		limit int
+		want  []int64
+	}{
+		{"c1", 2, []int64{2, 3}},
+		{"c1", 1, []int64{3}},
+		{"c1", 10, []int64{1, 2, 3}},
+		{"unknown", 5, []int64{}},
+	} {
+		got, err := b.RecentMessages(ctx, tt.id, tt.limit)
+		if err != nil || got == nil {
+			t.Fatalf("recent %d of %s: %v %v", tt.limit, tt.id, got, err)
+		}
+		seqs := []int64{}
+		for _, m := range got {
+			seqs = append(seqs, m.Seq)
+		}
+		if fmt.Sprint(seqs) != fmt.Sprint(tt.want) {
+			t.Errorf("recent %d of %s: seqs %v, want %v", tt.limit, tt.id, seqs, tt.want)
+		}
+	}
+	if last, err := a.RecentMessages(ctx, "c1", 1); err != nil || string(last[0].Body) != string(msg("user", "again").Body) {
+		t.Errorf("last message: %v %v", last, err)
+	}
+	if _, err := a.RecentMessages(ctx, "c1", 0); err == nil {
+		t.Error("a limit of 0 accepted")
+	}
 	convs, err := a.Conversations(ctx, 10)
 	if err != nil || len(convs) != 1 || convs[0].ID != "c1" || convs[0].MessageCount != 3 {
 		t.Fatalf("conversations: %+v %v", convs, err)
