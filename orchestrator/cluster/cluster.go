@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -61,14 +62,19 @@ func Start(system *actor.ActorSystem, nodeID string, cfg Config, kinds []*pclust
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ropts, err := remoteOptions(cfg, time.Now())
+	now := time.Now()
+	ropts, err := remoteOptions(cfg, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := probeEtcd(cfg.Etcd); err != nil {
+	etcdTLS, err := etcdClientTLS(cfg, now)
+	if err != nil {
 		return nil, err
 	}
-	provider := &etcdProvider{endpoints: cfg.Etcd, log: log}
+	if err := probeEtcd(cfg.Etcd, etcdTLS); err != nil {
+		return nil, err
+	}
+	provider := &etcdProvider{endpoints: cfg.Etcd, tls: etcdTLS, log: log}
 	rcfg := remote.Configure(cfg.Host, cfg.Port, ropts...)
 	pcfg := pcluster.Configure(cfg.Name, provider, disthash.New(), rcfg, pcluster.WithKinds(kinds...))
 	// The member id is node.instance: a restarted node is a new member,
@@ -113,12 +119,24 @@ func remoteOptions(cfg Config, now time.Time) ([]remote.ConfigOption, error) {
 		remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client)))), nil
 }
 
+// etcdClientTLS is the TLS of the node's dials to etcd's https endpoints
+// at time now: the client side of [cluster.tls] (TLSFiles.Load), nil
+// without [cluster.tls].
+func etcdClientTLS(cfg Config, now time.Time) (*tls.Config, error) {
+	if cfg.TLS.IsZero() {
+		return nil, nil
+	}
+	_, client, err := cfg.TLS.Load(now)
+	return client, err
+}
+
 // etcdProvider is the cluster provider protoactor's cluster starts the
 // member with: this member's key in etcd and the watch of the others
 // (etcdgw.go), made once the actor remote has started and the member's
 // address is known.
 type etcdProvider struct {
 	endpoints []string
+	tls       *tls.Config // of https endpoints; nil without [cluster.tls]
 	log       *slog.Logger
 	m         *etcdMembership
 }
@@ -134,7 +152,7 @@ func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
 	}
 	id := c.Config.Name + "@" + c.ActorSystem.ID
 	self := etcdNode{ID: id, Name: id, Host: h, Address: h, Port: n, Kinds: c.GetClusterKinds(), Alive: true}
-	p.m = newEtcdMembership(p.endpoints, etcdBaseKey, c.Config.Name, self, func(nodes []etcdNode) {
+	p.m = newEtcdMembership(p.endpoints, p.tls, etcdBaseKey, c.Config.Name, self, func(nodes []etcdNode) {
 		ms := make([]*pcluster.Member, len(nodes))
 		for i, n := range nodes {
 			host, port := n.hostPort()

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +22,9 @@ import (
 
 // The cluster's membership lives in etcd: each member keeps one key under
 // /evoclaw/<cluster>/ alive on a short lease, and watches the prefix. It
-// speaks etcd's JSON gateway (the v3 API over plain HTTP, served on the
-// client port by etcd 3.4 and later) with net/http, instead of linking
+// speaks etcd's JSON gateway (the v3 API as JSON over HTTP, or HTTPS with
+// the node's certificate of [cluster.tls], served on the client port by
+// etcd 3.4 and later) with net/http, instead of linking
 // etcd's gRPC client: that client and its generated protobuf code were
 // most of a node's package initialisation, clustered or not (see
 // docs/PERFORMANCE.md, "Where the ready time goes"). Keys and values are
@@ -91,8 +93,9 @@ type etcdMembership struct {
 }
 
 // newEtcdMembership prepares the membership of self in cluster under
-// baseKey; nothing is dialed until start.
-func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNode, publish func([]etcdNode), log *slog.Logger) *etcdMembership {
+// baseKey, reaching https endpoints with tlsConf (etcdTransport); nothing
+// is dialed until start.
+func newEtcdMembership(endpoints []string, tlsConf *tls.Config, baseKey, cluster string, self etcdNode, publish func([]etcdNode), log *slog.Logger) *etcdMembership {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -100,7 +103,7 @@ func newEtcdMembership(endpoints []string, baseKey, cluster string, self etcdNod
 	for i, e := range endpoints {
 		eps[i] = etcdBaseURL(e)
 	}
-	tr := etcdTransport()
+	tr := etcdTransport(tlsConf)
 	tr.MaxIdleConnsPerHost = 4
 	ctx, cancel := context.WithCancel(context.Background())
 	return &etcdMembership{
@@ -535,7 +538,7 @@ func (m *etcdMembership) post(ctx context.Context, path string, req any) (io.Rea
 		hr.Header.Set("Content-Type", "application/json")
 		res, err := m.hc.Do(hr)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, explainEtcdTLS(err))
 			if ctx.Err() != nil {
 				break
 			}

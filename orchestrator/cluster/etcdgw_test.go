@@ -5,6 +5,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,9 +61,15 @@ func testNode(id string) etcdNode {
 // the test ends.
 func member(t *testing.T, endpoints []string, cluster, id string) (*etcdMembership, *seen) {
 	t.Helper()
+	return memberTLS(t, endpoints, nil, cluster, id)
+}
+
+// memberTLS is member reaching https endpoints with tlsConf.
+func memberTLS(t *testing.T, endpoints []string, tlsConf *tls.Config, cluster, id string) (*etcdMembership, *seen) {
+	t.Helper()
 	s := &seen{}
 	log := (&testenv.Buffer{}).Logger(-4)
-	m := newEtcdMembership(endpoints, etcdBaseKey, cluster, testNode(id), s.publish, log)
+	m := newEtcdMembership(endpoints, tlsConf, etcdBaseKey, cluster, testNode(id), s.publish, log)
 	if err := m.start(); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
@@ -73,7 +80,13 @@ func member(t *testing.T, endpoints []string, cluster, id string) (*etcdMembersh
 // keyIn reads key from etcd directly: its value, and whether it is there.
 func keyIn(t *testing.T, endpoint, key string) (string, bool) {
 	t.Helper()
-	probe := newEtcdMembership([]string{endpoint}, etcdBaseKey, "probe", testNode("probe"), func([]etcdNode) {}, nil)
+	return keyInTLS(t, endpoint, nil, key)
+}
+
+// keyInTLS is keyIn reaching an https endpoint with tlsConf.
+func keyInTLS(t *testing.T, endpoint string, tlsConf *tls.Config, key string) (string, bool) {
+	t.Helper()
+	probe := newEtcdMembership([]string{endpoint}, tlsConf, etcdBaseKey, "probe", testNode("probe"), func([]etcdNode) {}, nil)
 	defer probe.shutdown(false)
 	var r struct {
 		KVs []etcdKV `json:"kvs"`
@@ -371,7 +384,7 @@ func FuzzWatchMessage(f *testing.F) {
 	f.Add([]byte(`{"error":"x"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var got []etcdNode
-		m := newEtcdMembership([]string{"127.0.0.1:1"}, etcdBaseKey, "lab", testNode("lab@a.1"), func(n []etcdNode) { got = n }, nil)
+		m := newEtcdMembership([]string{"127.0.0.1:1"}, nil, etcdBaseKey, "lab", testNode("lab@a.1"), func(n []etcdNode) { got = n }, nil)
 		w, err := parseWatchMessage(line)
 		if err != nil {
 			return
@@ -416,7 +429,7 @@ func TestEtcdStartBounded(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			t.Cleanup(func() { close(release) })
-			m := newEtcdMembership([]string{srv.URL}, etcdBaseKey, "lab", testNode("lab@a.1"), func([]etcdNode) {}, nil)
+			m := newEtcdMembership([]string{srv.URL}, nil, etcdBaseKey, "lab", testNode("lab@a.1"), func([]etcdNode) {}, nil)
 			m.callTimeout = 300 * time.Millisecond
 			done := make(chan error, 1)
 			go func() { done <- m.start() }()
@@ -440,7 +453,7 @@ func TestEtcdStartBounded(t *testing.T) {
 func TestEtcdNeverThroughAProxy(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
 	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-	m := newEtcdMembership([]string{"10.0.0.1:2379"}, etcdBaseKey, "lab", testNode("lab@a.1"), func([]etcdNode) {}, nil)
+	m := newEtcdMembership([]string{"10.0.0.1:2379"}, nil, etcdBaseKey, "lab", testNode("lab@a.1"), func([]etcdNode) {}, nil)
 	tr, ok := m.hc.Transport.(*http.Transport)
 	if !ok {
 		t.Fatalf("transport %T", m.hc.Transport)
@@ -451,7 +464,7 @@ func TestEtcdNeverThroughAProxy(t *testing.T) {
 			t.Fatalf("etcd requests go through %v (%v)", u, err)
 		}
 	}
-	if p := etcdTransport().Proxy; p != nil {
+	if p := etcdTransport(nil).Proxy; p != nil {
 		if u, _ := p(req); u != nil {
 			t.Fatalf("the probe's transport goes through %v", u)
 		}

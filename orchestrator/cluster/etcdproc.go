@@ -60,7 +60,7 @@ func StartLocalEtcd(ctx context.Context, dir string) (*LocalEtcd, error) {
 	defer cancel()
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for probeEtcd([]string{e.Addr}) != nil {
+	for probeEtcd([]string{e.Addr}, nil) != nil {
 		select {
 		case <-e.done:
 			return nil, fmt.Errorf("etcd exited before it was healthy (see %s)", filepath.Join(dir, "etcd.log"))

@@ -8,10 +8,14 @@
 package cluster
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 )
 
 // Member is one node of the cluster as the membership sees it.
@@ -78,15 +82,29 @@ func NodeOf(memberID string) string {
 
 // etcdTransport is how a node reaches etcd: directly, never through a
 // proxy that the environment names for other traffic (HTTP_PROXY set for
-// package downloads must not carry the cluster's membership).
-func etcdTransport() *http.Transport {
+// package downloads must not carry the cluster's membership), and to an
+// https endpoint with tlsConf: the client side of [cluster.tls], which
+// presents the node's certificate and accepts an etcd whose certificate
+// the cluster's CA signed. Nil tlsConf leaves https to the system's roots,
+// which no etcd of a cluster has; Config.Validate refuses that pairing.
+func etcdTransport(tlsConf *tls.Config) *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
+	if tlsConf != nil {
+		tr.TLSClientConfig = tlsConf.Clone()
+	}
+	// HTTP/1.1 over TLS as in plain text: HTTP/2 reports etcd refusing
+	// the node's certificate as "client conn could not be established",
+	// dropping the TLS alert that says why. The few streams of a member
+	// (watch, keep-alive) take a connection each.
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	tr.Protocols = &protos
 	return tr
 }
 
-// etcdBaseURL is the URL of a configured endpoint ("host:port" or
-// "http://host:port"), without a trailing slash.
+// etcdBaseURL is the URL of a configured endpoint ("host:port",
+// "http://host:port" or "https://host:port"), without a trailing slash.
 func etcdBaseURL(endpoint string) string {
 	if !strings.Contains(endpoint, "://") {
 		endpoint = "http://" + endpoint
@@ -94,16 +112,19 @@ func etcdBaseURL(endpoint string) string {
 	return strings.TrimSuffix(endpoint, "/")
 }
 
-// probeEtcd asks the endpoints for their health over plain HTTP within
-// the dial timeout, so that a node without a healthy etcd refuses to
-// start with one clear error before anything else is started.
-func probeEtcd(endpoints []string) error {
-	hc := http.Client{Timeout: DefaultDialTimeout, Transport: etcdTransport()}
+// probeEtcd asks the endpoints for their health within the dial timeout,
+// over https with tlsConf where an endpoint says so, so that a node
+// without a healthy etcd (or one its certificate does not let in) refuses
+// to start with one clear error before anything else is started.
+func probeEtcd(endpoints []string, tlsConf *tls.Config) error {
+	tr := etcdTransport(tlsConf)
+	defer tr.CloseIdleConnections()
+	hc := http.Client{Timeout: DefaultDialTimeout, Transport: tr}
 	var errs []error
 	for _, e := range endpoints {
 		resp, err := hc.Get(etcdBaseURL(e) + "/health")
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, explainEtcdTLS(err))
 			continue
 		}
 		resp.Body.Close()
@@ -113,4 +134,25 @@ func probeEtcd(endpoints []string) error {
 		errs = append(errs, fmt.Errorf("%s: health %s", e, resp.Status))
 	}
 	return fmt.Errorf("cluster: no etcd endpoint is healthy within %s: %w", DefaultDialTimeout, errors.Join(errs...))
+}
+
+// explainEtcdTLS adds to an error of a request to etcd what it means when
+// the certificates of either side are at fault: the raw TLS errors name
+// neither etcd nor the files to look at. Other errors are returned as is.
+func explainEtcdTLS(err error) error {
+	var op *net.OpError
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &op) && op.Op == "remote error":
+		return fmt.Errorf("%w (etcd refused this node's certificate: run etcd with --trusted-ca-file naming the cluster's ca.crt, and set cluster.tls.cert_file to a certificate that CA signed)", err)
+	case errors.As(err, &unknown), errors.As(err, &invalid):
+		return fmt.Errorf("%w (etcd's certificate is not one the cluster's CA in cluster.tls.ca_file signed and is valid now: make it with `evoclaw cluster cert --dir DIR etcd --host <etcd address>`)", err)
+	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		// TLS 1.3: the client's handshake ends before etcd checks the
+		// client's certificate, so a refusal may show as a closed
+		// connection.
+		return fmt.Errorf("%w (etcd closed the connection; over https it does so when it refuses this node's certificate)", err)
+	}
+	return err
 }
