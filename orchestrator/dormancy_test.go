@@ -38,7 +38,7 @@ func TestDormancySettingsReachTheConversations(t *testing.T) {
 		{"kept whole", "dormant_after = \"10m\"\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _ := loadConfig(t, t.TempDir(), "data_dir = \"data\"\n[loop]\n"+tc.loop, "")
+			cfg, _ := loadConfig(t, t.TempDir(), "data_dir = \"data\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[loop]\n"+tc.loop, "")
 			node := startNode(t, cfg, Options{Provider: mustScript(t, `{"name":"x","turns":[{"content":"hi"}]}`)})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -17,6 +17,10 @@ import (
 // startNode starts a node with cfg and o; it is closed when the test ends.
 func startNode(tb testing.TB, cfg Config, o Options) *Node {
 	tb.Helper()
+	if cfg.Broker.URL == "" && (cfg.Broker.Listen == "" || cfg.Broker.Listen == DefaultBrokerListen) {
+		// A user's node, or another test's, may hold the default port.
+		tb.Fatalf("a test node on the default broker address %s: set [broker] listen = \"127.0.0.1:0\"", DefaultBrokerListen)
+	}
 	node, err := Start(context.Background(), cfg, o)
 	if err != nil {
 		tb.Fatal(err)
