@@ -26,9 +26,11 @@ const maxEndpoints = 16
 // Config is the [cluster] section of evoclaw.toml. The zero value is a
 // node on its own: no cluster, nothing started, nothing dialed.
 type Config struct {
-	// Etcd lists the etcd endpoints ("127.0.0.1:2379" or
-	// "http://host:2379") that hold the cluster's membership. Empty means
-	// clustering is off.
+	// Etcd lists the etcd endpoints that hold the cluster's membership:
+	// "https://host:2379", reached with [cluster.tls] (the node presents
+	// its certificate, and accepts etcd's when the cluster's CA signed
+	// it), or in plain HTTP ("http://host:2379" or "host:2379"). Empty
+	// means clustering is off.
 	Etcd []string `toml:"etcd"`
 	// Name is the cluster's name: nodes with the same name (and etcd)
 	// form one cluster. Default DefaultName.
@@ -74,7 +76,8 @@ func (c Config) Enabled() bool { return len(c.Etcd) > 0 }
 
 // Validate fills the defaults of an enabled config and checks it; a
 // disabled one must set no other key, so a typo does not silently leave
-// a node alone. A Host beyond loopback without TLS is refused (ErrExposed).
+// a node alone. A Host beyond loopback without TLS is refused
+// (ErrExposed), and so is an https etcd endpoint without [cluster.tls].
 // The TLS files are read by Start, not here.
 func (c *Config) Validate() error {
 	if !c.Enabled() {
@@ -91,8 +94,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("cluster.etcd: %d endpoints, at most %d", len(c.Etcd), maxEndpoints))
 	}
 	for i, e := range c.Etcd {
-		if err := checkEndpoint(e); err != nil {
+		scheme, _, err := parseEndpoint(e)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("cluster.etcd[%d]: %w", i, err))
+		case scheme == "https" && c.TLS.IsZero():
+			errs = append(errs, fmt.Errorf("cluster.etcd[%d] %q: an https endpoint needs [cluster.tls]: set ca_file, cert_file and key_file, so the node presents its certificate to etcd and checks that the cluster's CA signed etcd's "+
+				"(make them with `evoclaw cluster ca` and `evoclaw cluster cert`, see docs/CLUSTER.md, \"Security\")", i, e))
 		}
 	}
 	if c.Name == "" {
@@ -136,21 +144,22 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkEndpoint accepts host:port or an http(s) URL with a host and port.
-func checkEndpoint(e string) error {
-	hostport := e
+// parseEndpoint splits an etcd endpoint, host:port or an http(s) URL
+// with a host and port, into its scheme ("http" for host:port) and host.
+func parseEndpoint(e string) (scheme, host string, err error) {
+	scheme, hostport := "http", e
 	if u, err := url.Parse(e); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		if u.Path != "" && u.Path != "/" || u.User != nil || u.RawQuery != "" {
-			return fmt.Errorf("%q: want scheme://host:port only", e)
+			return "", "", fmt.Errorf("%q: want scheme://host:port only", e)
 		}
-		hostport = u.Host
+		scheme, hostport = u.Scheme, u.Host
 	}
 	h, p, err := net.SplitHostPort(hostport)
 	if err != nil || h == "" {
-		return fmt.Errorf("%q: want host:port or http://host:port", e)
+		return "", "", fmt.Errorf("%q: want host:port, https://host:port or http://host:port", e)
 	}
 	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("%q: port: want 1-65535", e)
+		return "", "", fmt.Errorf("%q: port: want 1-65535", e)
 	}
-	return nil
+	return scheme, h, nil
 }

@@ -10,6 +10,8 @@ import (
 func TestConfigValidate(t *testing.T) {
 	defer func(w int) { wordBits = w }(wordBits)
 	wordBits = 64 // the rules of a 64-bit build; the 32-bit refusal is below
+	lo := []string{"127.0.0.1:2379"}
+	files := TLSFiles{CAFile: "ca.crt", CertFile: "n.crt", KeyFile: "n.key"}
 	for _, tc := range []struct {
 		name string
 		in   Config
@@ -18,18 +20,25 @@ func TestConfigValidate(t *testing.T) {
 		{"off", Config{}, ""},
 		{"off with keys", Config{Port: 9000}, "cluster.etcd is empty"},
 		{"defaults", Config{Etcd: []string{"127.0.0.1:2379"}}, ""},
-		{"url endpoint", Config{Etcd: []string{"http://10.0.0.2:2379"}}, ""},
+		{"url endpoint", Config{Etcd: []string{"http://127.0.0.1:2379"}}, ""},
+		{"localhost", Config{Etcd: []string{"http://localhost:2379"}}, ""},
+		{"ipv6 loopback", Config{Etcd: []string{"[::1]:2379"}}, ""},
+		{"ipv6 loopback url", Config{Etcd: []string{"http://[::1]:2379"}}, ""},
+		{"https without tls", Config{Etcd: []string{"https://10.0.0.1:2379"}}, "needs [cluster.tls]"},
+		{"second endpoint https without tls", Config{Etcd: []string{"127.0.0.1:2379", "https://10.0.0.1:2379"}}, "cluster.etcd[1]"},
+		{"https loopback without tls", Config{Etcd: []string{"https://127.0.0.1:2379"}}, "needs [cluster.tls]"},
+		{"https", Config{Etcd: []string{"https://10.0.0.1:2379", "https://etcd.lan:2379"}, TLS: files}, ""},
 		{"no port", Config{Etcd: []string{"127.0.0.1"}}, "want host:port"},
 		{"bad port", Config{Etcd: []string{"127.0.0.1:99999"}}, "port: want 1-65535"},
 		{"url path", Config{Etcd: []string{"http://h:2379/x"}}, "scheme://host:port only"},
 		{"too many", Config{Etcd: make([]string, maxEndpoints+1)}, "endpoints, at most"},
-		{"bad name", Config{Etcd: []string{"h:1"}, Name: "a/b"}, "cluster.name"},
-		{"bad node port", Config{Etcd: []string{"h:1"}, Port: 70000}, "cluster.port"},
-		{"advertise", Config{Etcd: []string{"h:1"}, Advertise: "pi1.lan:8091"}, ""},
-		{"bad advertise", Config{Etcd: []string{"h:1"}, Advertise: "pi1.lan"}, "cluster.advertise"},
-		{"state url", Config{Etcd: []string{"h:1"}, StateURL: "http://127.0.0.1:8080"}, ""},
-		{"state scheme", Config{Etcd: []string{"h:1"}, StateURL: "ftp://x"}, "scheme"},
-		{"state creds", Config{Etcd: []string{"h:1"}, StateURL: "http://u:p@x:1"}, StateTokenEnv},
+		{"bad name", Config{Etcd: lo, Name: "a/b"}, "cluster.name"},
+		{"bad node port", Config{Etcd: lo, Port: 70000}, "cluster.port"},
+		{"advertise", Config{Etcd: lo, Advertise: "pi1.lan:8091"}, ""},
+		{"bad advertise", Config{Etcd: lo, Advertise: "pi1.lan"}, "cluster.advertise"},
+		{"state url", Config{Etcd: lo, StateURL: "http://127.0.0.1:8080"}, ""},
+		{"state scheme", Config{Etcd: lo, StateURL: "ftp://x"}, "scheme"},
+		{"state creds", Config{Etcd: lo, StateURL: "http://u:p@x:1"}, StateTokenEnv},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.in
