@@ -54,7 +54,15 @@ type testCluster struct {
 // appended to each [cluster] section.
 func newTestCluster(t *testing.T, n int, extra string) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, etcd: testenv.StartEtcd(t)}
+	etcd := testenv.StartEtcd(t)
+	return newTestClusterOn(t, n, extra, etcd, etcd.Addr())
+}
+
+// newTestClusterOn is newTestCluster on an etcd the test started, which
+// the nodes reach at endpoint (cluster.etcd).
+func newTestClusterOn(t *testing.T, n int, extra string, etcd *testenv.Process, endpoint string) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, etcd: etcd}
 	tc.mqtt, _, _ = mqtttest.StartMosquitto(t)
 	root := t.TempDir()
 	for i := 1; i <= n; i++ {
@@ -70,7 +78,7 @@ listen = "127.0.0.1:0"
 etcd = [%q]
 name = "test"
 port = %d
-%s`, id, tc.mqtt, tc.etcd.Addr(), testenv.FreePort(t), extra))
+%s`, id, tc.mqtt, endpoint, testenv.FreePort(t), extra))
 		tc.nodes = append(tc.nodes, clusterNodeSpec{id: id, dir: dir, conf: conf})
 		tc.procs = append(tc.procs, nil)
 	}

@@ -10,22 +10,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster/clustertest"
 )
 
 // TestClusterMutualTLS: two `evoclaw serve` nodes listening on 0.0.0.0
-// with [cluster.tls] made by `evoclaw cluster ca` and `cluster cert` form
-// a cluster, and a chat taken by either node runs on the conversation's
-// owner, the other node, through the actor port; a stranger without a
-// certificate, in plain text or with a certificate of another CA cannot
-// get a connect request accepted by a node, while the same probe with a
-// member's certificate can.
+// with [cluster.tls] made by `evoclaw cluster ca` and `cluster cert`, and
+// reaching etcd over https with those certificates (etcd lets in only
+// certificates of the cluster's CA: --client-cert-auth), form a cluster,
+// and a chat taken by either node runs on the conversation's owner, the
+// other node, through the actor port; a stranger without a certificate,
+// in plain text or with a certificate of another CA cannot get a connect
+// request accepted by a node, while the same probe with a member's
+// certificate can.
 func TestClusterMutualTLS(t *testing.T) {
-	tc := newTestCluster(t, 2, "")
 	pki := filepath.Join(t.TempDir(), "pki")
 	runCLI(t, 0, "cluster", "ca", "--dir", pki)
+	runCLI(t, 0, "cluster", "cert", "--dir", pki, "etcd", "--host", "127.0.0.1")
+	etcd := testenv.StartEtcdTLS(t, filepath.Join(pki, "ca.crt"), filepath.Join(pki, "etcd.crt"), filepath.Join(pki, "etcd.key"))
+	tc := newTestClusterOn(t, 2, "", etcd, "https://"+etcd.Addr())
 	files := map[string]cluster.TLSFiles{}
 	for i, nd := range tc.nodes {
 		runCLI(t, 0, "cluster", "cert", "--dir", pki, nd.id, "--host", "127.0.0.1")
@@ -80,8 +85,9 @@ func TestClusterMutualTLS(t *testing.T) {
 
 // TestClusterServeRefusesExposedPort: `evoclaw serve` with a cluster
 // actor port on 0.0.0.0 and no [cluster.tls] exits saying why and what to
-// do, before it dials anything; with [cluster.tls] naming a file that is
-// not there it exits naming the key and the file.
+// do, before it dials anything; so does one with an https etcd endpoint
+// and no [cluster.tls]; with [cluster.tls] naming a file that is not
+// there it exits naming the key and the file.
 func TestClusterServeRefusesExposedPort(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "evoclaw.toml")
@@ -92,6 +98,11 @@ func TestClusterServeRefusesExposedPort(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, want) {
 			t.Errorf("serve exit %d, stderr lacks %q:\n%s", code, want, errOut)
 		}
+	}
+	writeTestFile(t, conf, strings.Replace(base, "etcd = [\"127.0.0.1:1\"]\nhost = \"0.0.0.0\"", "etcd = [\"https://127.0.0.1:1\"]", 1))
+	code, _, errOut = runBinary(t, "", "serve", "--config", conf, "--data-dir", filepath.Join(dir, "node"))
+	if code == 0 || !strings.Contains(errOut, `"https://127.0.0.1:1": an https endpoint needs [cluster.tls]`) {
+		t.Errorf("serve with an https etcd and no [cluster.tls]: exit %d:\n%s", code, errOut)
 	}
 	writeTestFile(t, conf, base+"[cluster.tls]\nca_file = \"missing-ca.crt\"\ncert_file = \"n.crt\"\nkey_file = \"n.key\"\n")
 	code, _, errOut = runBinary(t, "", "serve", "--config", conf, "--data-dir", filepath.Join(dir, "node"))
