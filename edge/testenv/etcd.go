@@ -24,9 +24,9 @@ func StartEtcd(t testing.TB) *Process {
 // StartEtcdTLS is StartEtcd serving its client port over TLS only
 // (https://127.0.0.1:port, "https://"+Addr()) with the certificate and
 // key given, and letting in only clients whose certificate the CA in
-// caFile signed (--client-cert-auth). etcd's own gateway dials that port
-// too, so the certificate must name 127.0.0.1 (`evoclaw cluster cert
-// --host 127.0.0.1`) and be valid for client use.
+// caFile signed (--client-cert-auth). A certificate of `evoclaw cluster
+// cert` serves; --host 127.0.0.1 lets tools that check names (etcdctl,
+// curl) reach it too.
 func StartEtcdTLS(t testing.TB, caFile, certFile, keyFile string) *Process {
 	t.Helper()
 	return startEtcd(t, "https", "--client-cert-auth", "--trusted-ca-file", caFile, "--cert-file", certFile, "--key-file", keyFile)
