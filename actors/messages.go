@@ -150,6 +150,27 @@ func (b *SpawnBudget) Take() bool {
 	return b == nil || b.left.Add(-1) >= 0
 }
 
+// Share gives up half of what is left (rounded down) and returns it: the
+// budget of a part of the tree that runs on another node, which cannot
+// share this counter. What the two parts may start together stays within
+// the budget; what the other part leaves unused is not given back. ok is
+// false for a nil budget, which allows every start.
+func (b *SpawnBudget) Share() (n int64, ok bool) {
+	if b == nil {
+		return 0, false
+	}
+	for {
+		left := b.left.Load()
+		give := max(left, 0) / 2
+		if b.left.CompareAndSwap(left, left-give) {
+			return give, true
+		}
+	}
+}
+
+// Left is what the budget may still start (negative after refused takes).
+func (b *SpawnBudget) Left() int64 { return b.left.Load() }
+
 // Cancel abandons the chat a conversation is answering: its sender gets an
 // Answer with ErrCanceled.
 type Cancel struct {

@@ -3,6 +3,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,8 +74,41 @@ type fwdChat struct {
 	MaxIterations  int    `json:"max_iterations,omitempty"`
 	Parent         string `json:"parent,omitempty"`
 	Depth          int    `json:"depth,omitempty"`
+	// Spawns is the share of its tree's spawn budget a spawned chat
+	// (Depth > 0) brings (actors.SpawnBudget.Share); absent for a chat
+	// whose tree has no budget.
+	Spawns *int64 `json:"spawns,omitempty"`
 	// Progress asks for the chat's steps.
 	Progress bool `json:"progress,omitempty"`
+}
+
+// forwarded is in as it crosses to another node. A spawned chat takes
+// with it a share of its tree's budget, which the tree here gives up.
+func forwarded(in ChatInput) *fwdChat {
+	c := &fwdChat{ConversationID: in.ConversationID, Text: in.Text, System: in.System, MaxTokens: in.MaxTokens, Person: in.Person,
+		MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Progress: in.Progress != nil}
+	if n, ok := in.Spawns.Share(); ok && in.Depth > 0 {
+		c.Spawns = &n
+	}
+	return c
+}
+
+// input is the chat c asks the node to run in conversation id; maxSpawns
+// is the node's [loop] max_spawns_per_message. A spawned chat runs within
+// the share it brought, at most maxSpawns; without one (a node from before
+// shares were sent) it may start nothing: a tree's budget never grows by
+// crossing nodes.
+func (c *fwdChat) input(id string, maxSpawns int) ChatInput {
+	in := ChatInput{ConversationID: id, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Person: c.Person,
+		MaxIterations: c.MaxIterations, Parent: c.Parent, Depth: c.Depth, local: true}
+	if c.Depth > 0 {
+		share := int64(0)
+		if c.Spawns != nil {
+			share = min(max(*c.Spawns, 0), int64(maxSpawns))
+		}
+		in.Spawns = actors.NewSpawnBudget(int(share))
+	}
+	return in
 }
 
 // fwdAnswer is actors.Answer without its error.
@@ -226,8 +260,7 @@ func (g *conversationGrain) Receive(ctx actor.Context) {
 func (g *conversationGrain) run(root *actor.RootContext, e *envelope) {
 	reply := actor.NewPID(e.ReplyAddr, e.ReplyID)
 	c := e.Chat
-	in := ChatInput{ConversationID: g.id, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Person: c.Person,
-		MaxIterations: c.MaxIterations, Parent: c.Parent, Depth: c.Depth, local: true}
+	in := c.input(g.id, cmp.Or(g.n.cfg.Loop.MaxSpawnsPerMessage, DefaultMaxSpawnsPerMessage))
 	if c.ConversationID != g.id {
 		root.Send(reply, (&envelope{Op: opAnswer, Req: e.Req, Error: &RemoteChatError{Node: g.n.cfg.NodeID,
 			Status: http.StatusBadRequest, Type: ErrTypeInvalidRequest, Message: "conversation id does not match its grain"}}).message())
@@ -356,10 +389,8 @@ func (n *Node) converseCluster(ctx context.Context, in ChatInput) (ans *actors.A
 	defer n.system.Root.Stop(replyPID)
 	cn.chat.fwd.add(pid.Address, req, out)
 	defer cn.chat.fwd.remove(pid.Address, req)
-	c := in
 	n.system.Root.Send(pid, (&envelope{Op: opChat, Req: req, ReplyAddr: replyPID.Address, ReplyID: replyPID.Id,
-		Chat: &fwdChat{ConversationID: c.ConversationID, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Person: c.Person,
-			MaxIterations: c.MaxIterations, Parent: c.Parent, Depth: c.Depth, Progress: c.Progress != nil}}).message())
+		Chat: forwarded(in)}).message())
 	timer := time.NewTimer(n.cfg.Loop.ChatTimeout.Duration + forwardMargin)
 	defer timer.Stop()
 	for {

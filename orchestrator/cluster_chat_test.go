@@ -99,3 +99,62 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// TestSpawnBudgetCrossesNodes: a spawned chat forwarded to the node that
+// owns its conversation takes half of what its tree may still start, and
+// the tree here gives that half up, so the two together stay within the
+// budget; a top-level chat brings none (the owner gives it a budget of its
+// own), and a spawned chat from a node that sends no share may start
+// nothing there. Before, a forwarded spawned chat ran with no budget at
+// all, bounded by depth and children only.
+func TestSpawnBudgetCrossesNodes(t *testing.T) {
+	const maxSpawns = 32
+	tests := []struct {
+		name      string
+		depth     int
+		left      int64 // the tree's budget here (at depth 0: none yet)
+		wantShare int64 // the budget the chat runs with there; -1: none given (a fresh one, at depth 0)
+		wantLeft  int64 // what stays here
+	}{
+		{"spawned, 20 left", 1, 20, 10, 10},
+		{"spawned, 7 left", 2, 7, 3, 4},
+		{"spawned, 1 left", 1, 1, 0, 1},
+		{"spawned, none left", 1, 0, 0, 0},
+		{"spawned, overdrawn", 1, -3, 0, -3},
+		{"top level", 0, 0, -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := ChatInput{ConversationID: "c", Text: "hi", Parent: "p", Depth: tt.depth}
+			if tt.depth > 0 {
+				in.Spawns = actors.NewSpawnBudget(int(tt.left))
+			}
+			e, err := decodeEnvelope((&envelope{Op: opChat, Req: "r", ReplyAddr: "a", ReplyID: "b", Chat: forwarded(in)}).message().Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			there := e.Chat.input("c", maxSpawns)
+			if there.Depth != tt.depth || there.Parent != "p" || there.Text != "hi" || !there.local {
+				t.Fatalf("input there %+v", there)
+			}
+			switch {
+			case tt.wantShare < 0 && there.Spawns != nil:
+				t.Fatalf("a top-level chat brought a budget of %d", there.Spawns.Left())
+			case tt.wantShare >= 0 && (there.Spawns == nil || there.Spawns.Left() != tt.wantShare):
+				t.Fatalf("budget there %v, want %d", there.Spawns, tt.wantShare)
+			}
+			if tt.depth > 0 && in.Spawns.Left() != tt.wantLeft {
+				t.Fatalf("left here %d, want %d", in.Spawns.Left(), tt.wantLeft)
+			}
+		})
+	}
+	t.Run("share capped, or none from an older node", func(t *testing.T) {
+		big := int64(1000)
+		if got := (&fwdChat{Depth: 1, Spawns: &big}).input("c", maxSpawns).Spawns.Left(); got != maxSpawns {
+			t.Fatalf("a share of 1000 runs with %d, want the node's %d", got, maxSpawns)
+		}
+		if got := (&fwdChat{Depth: 1}).input("c", maxSpawns).Spawns.Left(); got != 0 {
+			t.Fatalf("a spawned chat without a share runs with %d, want 0", got)
+		}
+	})
+}
