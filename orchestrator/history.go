@@ -65,7 +65,7 @@ type tailReader interface {
 // first, then twice as many while they hold less than the window, up to
 // the most (a chat adds at most some 700 messages: 10 turns of 64 calls).
 const (
-	loadFirst = 256
+	loadFirst = sqlite.RecentPrepared
 	loadMost  = 16384
 )
 

@@ -85,8 +85,10 @@ func BenchmarkCommitBatch(b *testing.B) {
 }
 
 // BenchmarkLoadMessages is what a conversation actor does when it starts:
-// load the stored history, of a new conversation (none) or of one with ten
-// messages.
+// load the end of the stored history (RecentMessages with the limit it
+// asks for first, whose statement is prepared), of a new conversation
+// (none) or of one with ten messages; "bound" asks for one message more,
+// which runs the same query with the limit bound as a parameter.
 func BenchmarkLoadMessages(b *testing.B) {
 	s, _ := openStore(b, Options{})
 	ctx := context.Background()
@@ -99,14 +101,18 @@ func BenchmarkLoadMessages(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name, conv string
+		limit      int
 		want       int
-	}{{"new", "none", 0}, {"ten", "ten", 10}} {
+	}{
+		{"new", "none", RecentPrepared, 0}, {"ten", "ten", RecentPrepared, 10},
+		{"new/bound", "none", RecentPrepared + 1, 0}, {"ten/bound", "ten", RecentPrepared + 1, 10},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				got, err := s.LoadMessages(ctx, tc.conv)
+				got, err := s.RecentMessages(ctx, tc.conv, tc.limit)
 				if err != nil || len(got) != tc.want {
-					b.Fatalf("LoadMessages(%q) = %d messages, %v; want %d", tc.conv, len(got), err, tc.want)
+					b.Fatalf("RecentMessages(%q, %d) = %d messages, %v; want %d", tc.conv, tc.limit, len(got), err, tc.want)
 				}
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -91,15 +93,7 @@ func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, r
 // read-only connections, so it sees every committed append and does not
 // wait for the writer.
 func (s *Store) LoadMessages(ctx context.Context, conversationID string) ([]persistence.Message, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if st := s.loadStatement(); st != nil {
-		rows, err = st.QueryContext(ctx, conversationID)
-	} else {
-		rows, err = s.rdb.QueryContext(ctx, qLoadMessages, conversationID)
-	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
 	}
@@ -235,9 +229,15 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, limit
 	if limit <= 0 {
 		return nil, fmt.Errorf("load messages of %q: limit %d, want > 0", conversationID, limit)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, ts, role, body FROM (
-		SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
-		conversationID, limit)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if st := s.recentStatement(); st != nil && limit == RecentPrepared {
+		rows, err = st.QueryContext(ctx, conversationID)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, qRecentMessages, conversationID, limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
 	}
@@ -248,10 +248,20 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, limit
 	return out, err
 }
 
-// qLoadMessages is LoadMessages' query, which every new conversation
-// actor runs: prepared once on the read connections (Open), so it is not
-// parsed again on every load.
-const qLoadMessages = `SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq`
+// qRecentMessages is RecentMessages' query.
+const qRecentMessages = `SELECT seq, ts, role, body FROM (
+		SELECT seq, ts, role, body FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+
+// RecentPrepared is the limit of RecentMessages that every new
+// conversation actor asks for first (orchestrator's LoadHistory): its
+// query is prepared once on the read connections (Open), with the limit
+// written in it. Bound as a parameter, the limit expires the statement at
+// every run (SQLite plans a LIMIT with the value bound), which parses it
+// again: about 40 µs of a load.
+const RecentPrepared = 256
+
+// qRecentPrepared is qRecentMessages with the limit RecentPrepared.
+var qRecentPrepared = strings.Replace(qRecentMessages, "LIMIT ?", "LIMIT "+strconv.Itoa(RecentPrepared), 1)
 
 // qUpsertConversation is a hot write, prepared once (stmtcache.go): it adds
 // the appended messages to the conversation's summary row and returns its

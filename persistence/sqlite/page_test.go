@@ -63,18 +63,38 @@ func TestConversationsPage(t *testing.T) {
 func TestRecentMessages(t *testing.T) {
 	s, _ := openStore(t, Options{})
 	ctx := context.Background()
-	var ms []persistence.Message
-	for i := range 5 {
-		ms = append(ms, persistence.Message{Role: "user", Body: fmt.Appendf(nil, `{"role":"user","content":"m%d"}`, i)})
+	add := func(conv string, n int) {
+		t.Helper()
+		var ms []persistence.Message
+		for i := range n {
+			ms = append(ms, persistence.Message{Role: "user", Body: fmt.Appendf(nil, `{"role":"user","content":"m%d"}`, i)})
+		}
+		if err := s.AppendMessages(ctx, conv, ms); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := s.AppendMessages(ctx, "conv", ms); err != nil {
-		t.Fatal(err)
+	add("conv", 5)
+	add("long", RecentPrepared+10)
+	// seqs lo..hi as a string.
+	span := func(lo, hi int) string {
+		var seqs []int
+		for i := lo; i <= hi; i++ {
+			seqs = append(seqs, i)
+		}
+		return fmt.Sprint(seqs)
 	}
 	for _, tc := range []struct {
+		conv  string
 		limit int
 		want  string
-	}{{2, "[4 5]"}, {5, "[1 2 3 4 5]"}, {9, "[1 2 3 4 5]"}} {
-		got, err := s.RecentMessages(ctx, "conv", tc.limit)
+	}{
+		{"conv", 2, "[4 5]"}, {"conv", 5, "[1 2 3 4 5]"}, {"conv", 9, "[1 2 3 4 5]"},
+		{"conv", RecentPrepared, "[1 2 3 4 5]"}, // the prepared statement
+		{"long", RecentPrepared, span(11, RecentPrepared+10)},
+		{"long", RecentPrepared - 1, span(12, RecentPrepared+10)},
+		{"long", RecentPrepared + 1, span(10, RecentPrepared+10)},
+	} {
+		got, err := s.RecentMessages(ctx, tc.conv, tc.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +103,7 @@ func TestRecentMessages(t *testing.T) {
 			seqs = append(seqs, m.Seq)
 		}
 		if fmt.Sprint(seqs) != tc.want {
-			t.Errorf("limit %d: seqs %v, want %s", tc.limit, seqs, tc.want)
+			t.Errorf("%s, limit %d: seqs %v, want %s", tc.conv, tc.limit, seqs, tc.want)
 		}
 	}
 	if got, err := s.RecentMessages(ctx, "nobody", 3); err != nil || len(got) != 0 {

@@ -166,9 +166,10 @@ type Store struct {
 	sums    summaryBatch      // committer only: the transaction's report summary changes (summary.go)
 	health  writeHealth       // what the writer last saw, for WriteHealth
 	stmts   stmtCache         // the writer's prepared statements (stmtcache.go)
-	// loadStmt is LoadMessages' query prepared on rdb by warmReaders;
-	// nil when it did not prepare. Read it with loadStatement.
-	loadStmt *sql.Stmt
+	// recentStmt is RecentMessages' query for RecentPrepared messages,
+	// prepared on rdb by warmReaders; nil when it did not prepare. Read it with
+	// recentStatement.
+	recentStmt *sql.Stmt
 	// warmed is closed when warmReaders has returned.
 	warmed chan struct{}
 	wq     writeQueue   // writes waiting for their commit (writer.go)
@@ -299,7 +300,7 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 // warmReaders opens the first read connection, on which SQLite reads the
-// whole schema, and prepares LoadMessages' statement there (a statement
+// whole schema, and prepares RecentMessages' statement there (a statement
 // of the pool, prepared on each read connection the first time it runs
 // there). It runs beside the rest of a node's start instead of inside
 // Open: a tenth of a restart's CPU was the schema read twice in a row,
@@ -309,8 +310,8 @@ func Open(path string, opts Options) (*Store, error) {
 // reading the schema there too.
 func (s *Store) warmReaders() {
 	defer close(s.warmed)
-	if st, err := s.rdb.Prepare(qLoadMessages); err == nil {
-		s.loadStmt = st
+	if st, err := s.rdb.Prepare(qRecentPrepared); err == nil {
+		s.recentStmt = st
 	} else {
 		s.log.Warn("prepare the read connection", logKeyErr, err)
 	}
@@ -318,11 +319,11 @@ func (s *Store) warmReaders() {
 	s.rdb.SetMaxIdleConns(readConns)
 }
 
-// loadStatement returns LoadMessages' prepared statement, or nil, once
-// warmReaders is done.
-func (s *Store) loadStatement() *sql.Stmt {
+// recentStatement returns RecentMessages' prepared statement, or nil,
+// once warmReaders is done.
+func (s *Store) recentStatement() *sql.Stmt {
 	<-s.warmed
-	return s.loadStmt
+	return s.recentStmt
 }
 
 // KeyPredatesTrail reports that Open found a new database beside an
@@ -363,7 +364,7 @@ func (s *Store) Close() error {
 		s.closeWriter() // commits what is queued
 		cerr := s.stopCheckpointer()
 		serr := s.stmts.close()
-		if st := s.loadStatement(); st != nil {
+		if st := s.recentStatement(); st != nil {
 			serr = errors.Join(serr, st.Close())
 		}
 		rerr := s.rdb.Close()

@@ -18,15 +18,15 @@ func TestReadersOpenOnceAtStart(t *testing.T) {
 		if _, err := s.Approvals(ctx, persistence.ApprovalPending, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.LoadMessages(ctx, "c"); err != nil {
+		if _, err := s.RecentMessages(ctx, "c", 10); err != nil {
 			t.Fatal(err)
 		}
 		st := s.rdb.Stats()
 		if st.OpenConnections != 1 || st.MaxOpenConnections != readConns {
 			t.Fatalf("read connections after the first reads: %d open, at most %d; want 1 and %d", st.OpenConnections, st.MaxOpenConnections, readConns)
 		}
-		if s.loadStatement() == nil {
-			t.Fatal("LoadMessages' statement did not prepare")
+		if s.recentStatement() == nil {
+			t.Fatal("RecentMessages' statement did not prepare")
 		}
 	}
 }
