@@ -23,7 +23,7 @@ import (
 
 const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] [--timeout 60s] "SELECT ..."
        evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--summaries] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
-       evoclaw audit status [--config FILE] [--data-dir DIR] [--json]
+       evoclaw audit status [--config FILE] [--data-dir DIR] [--cold-url URL] [--json]
        evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] [--timeout 60s]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
 (--config: the node's evoclaw.toml gives data_dir and [audit.cold] url; flags win)`
 
@@ -547,16 +547,18 @@ func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlags("audit status", stderr)
 	dataDir, conf := addDataDirFlags(fs)
 	asJSON := fs.Bool("json", false, "print as JSON")
+	coldURL := fs.String("cold-url", coldURLDefault(), "URL of the cold tier, only to say whether there is one (default: [audit.cold] url of --config, else $"+coldURLEnv+")")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := conf.apply(fs, dataDir, nil); err != nil {
+	if err := conf.apply(fs, dataDir, coldURL); err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: audit status takes no arguments, got %q", errUsage, pos)
 	}
+	coldTier := *coldURL != ""
 	st, err := sqlite.ReadStatus(ctx, filepath.Join(*dataDir, orchestrator.AuditFile))
 	if err != nil {
 		return err
@@ -567,7 +569,7 @@ func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer
 		return enc.Encode(map[string]any{
 			"schema_version": st.SchemaVersion, "chain_id": st.ChainID, "head_seq": st.HeadSeq,
 			"chain_start": st.ChainStart, "records": st.Records, "oldest": timeOrNil(st.Oldest),
-			"shipped_seq": st.ShippedSeq, "unshipped": st.Lag(), "prune_passes": st.Checkpoints,
+			"cold_tier": coldTier, "shipped_seq": st.ShippedSeq, "unshipped": st.Lag(), "prune_passes": st.Checkpoints,
 			"last_prune": timeOrNil(st.LastPrune), "used_bytes": st.UsedBytes,
 		})
 	}
@@ -575,7 +577,14 @@ func cmdAuditStatus(ctx context.Context, args []string, stdout, stderr io.Writer
 	fmt.Fprintf(stdout, "chain           %s, head chain_seq %d\n", auditchain.Printable(st.ChainID), st.HeadSeq)
 	fmt.Fprintf(stdout, "records         %d warm, oldest %s\n", st.Records, timeText(st.Oldest))
 	fmt.Fprintf(stdout, "retention       %d passes, records up to chain_seq %d deleted, last %s\n", st.Checkpoints, st.ChainStart, timeText(st.LastPrune))
-	fmt.Fprintf(stdout, "cold tier       shipped up to chain_seq %d, %d records waiting\n", st.ShippedSeq, st.Lag())
+	switch {
+	case coldTier:
+		fmt.Fprintf(stdout, "cold tier       shipped up to chain_seq %d, %d records waiting\n", st.ShippedSeq, st.Lag())
+	case st.ShippedSeq > 0:
+		fmt.Fprintf(stdout, "cold tier       none configured (--config, --cold-url); shipped up to chain_seq %d before\n", st.ShippedSeq)
+	default:
+		fmt.Fprintf(stdout, "cold tier       none configured (--config, --cold-url): nothing is shipped\n")
+	}
 	fmt.Fprintf(stdout, "size            %d bytes in use\n", st.UsedBytes)
 	return nil
 }

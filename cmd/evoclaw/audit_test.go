@@ -78,15 +78,42 @@ func TestAuditVerifySummaries(t *testing.T) {
 	}
 }
 
+// TestAuditStatusCommand: the status of a warm database; records waiting
+// for a cold tier are counted only when one is configured. Before, a node
+// without a cold tier was told its records were waiting for one.
 func TestAuditStatusCommand(t *testing.T) {
 	dir := auditDir(t, 3)
-	code, out, errOut := runArgs("audit", "status", "--data-dir", dir)
-	if code != 0 || !strings.Contains(out, "head chain_seq 3") || !strings.Contains(out, "3 records waiting") || !strings.Contains(out, "0 passes") {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	t.Setenv(coldURLEnv, "")
+	tests := []struct {
+		name       string
+		args       []string
+		want, json []string
+	}{
+		{"no cold tier", nil,
+			[]string{"head chain_seq 3", "0 passes", "none configured (--config, --cold-url): nothing is shipped"},
+			[]string{`"cold_tier": false`, `"last_prune": null`}},
+		{"a cold tier", []string{"--cold-url", "http://127.0.0.1:1"},
+			[]string{"head chain_seq 3", "shipped up to chain_seq 0, 3 records waiting"},
+			[]string{`"cold_tier": true`, `"unshipped": 3`}},
 	}
-	code, out, _ = runArgs("audit", "status", "--data-dir", dir, "--json")
-	if code != 0 || !strings.Contains(out, `"unshipped": 3`) || !strings.Contains(out, `"last_prune": null`) {
-		t.Fatalf("json: exit %d\n%s", code, out)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runArgs(append([]string{"audit", "status", "--data-dir", dir}, tt.args...)...)
+			for _, w := range tt.want {
+				if code != 0 || !strings.Contains(out, w) {
+					t.Fatalf("exit %d, want %q in\n%s%s", code, w, out, errOut)
+				}
+			}
+			if len(tt.args) == 0 && strings.Contains(out, "waiting") {
+				t.Fatalf("records said to wait for a cold tier there is not:\n%s", out)
+			}
+			code, out, _ = runArgs(append([]string{"audit", "status", "--data-dir", dir, "--json"}, tt.args...)...)
+			for _, w := range tt.json {
+				if code != 0 || !strings.Contains(out, w) {
+					t.Fatalf("json: exit %d, want %q in\n%s", code, w, out)
+				}
+			}
+		})
 	}
 }
 
