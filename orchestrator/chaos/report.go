@@ -36,6 +36,9 @@ type Report struct {
 	Notes []string
 	// Problems are the failed checks; a scenario passes when there are none.
 	Problems []string
+	// Aborted, when set, is why the scenario stopped before its checks
+	// ran (Run's error): the findings so far are not a pass.
+	Aborted string
 }
 
 // Timing is one measured duration.
@@ -86,12 +89,14 @@ func (rep *Report) Write(w io.Writer) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
-	if len(rep.Problems) == 0 {
-		fmt.Fprintln(w, "  result: every check passed")
-		return
-	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", p)
+	}
+	switch {
+	case rep.Aborted != "":
+		fmt.Fprintf(w, "  result: ABORTED before its checks ran: %s\n", rep.Aborted)
+	case len(rep.Problems) == 0:
+		fmt.Fprintln(w, "  result: every check passed")
 	}
 }
 

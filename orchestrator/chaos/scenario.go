@@ -76,9 +76,11 @@ func Run(ctx context.Context, name string, o Options) (*Report, error) {
 	r.say("  files in %s", dir)
 	began := time.Now()
 	if err := sc.run(ctx, r); err != nil {
+		r.rep.Aborted = err.Error()
 		return r.rep, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := r.check(ctx); err != nil {
+		r.rep.Aborted = "check: " + err.Error()
 		return r.rep, fmt.Errorf("%s: check: %w", name, err)
 	}
 	r.rep.time("whole scenario", time.Since(began))
