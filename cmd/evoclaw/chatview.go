@@ -87,6 +87,15 @@ func (v *chatView) onProgress(p actors.Progress) {
 			s += " " + p.Args
 		}
 		v.line(v.style(ansiDim, termLine(s, maxProgressLine)))
+	case actors.ProgressApprovalWait:
+		// The chat waits for a person: say who decides and how, or it
+		// looks hung until the approval's timeout.
+		s := fmt.Sprintf("⏸ %s waits for approval %s", who, p.ApprovalID)
+		if p.Error != "" {
+			s += " (" + p.Error + ")"
+		}
+		v.line(termLine(s, maxProgressLine))
+		v.line("    " + termLine(fmt.Sprintf("decide: evoclaw approvals approve %s, or evoclaw approvals deny %s", p.ApprovalID, p.ApprovalID), maxProgressLine))
 	case actors.ProgressToolOutput:
 		for _, l := range strings.Split(strings.TrimRight(p.Output, "\n"), "\n") {
 			v.line("    " + termLine(l, maxProgressLine))

@@ -199,6 +199,21 @@ function progress(r, p) {
       if (row) finishRow(row, p.status, p.error_type ? `${p.error_type}: ${p.error || ""}` : p.result || "", p.elapsed_ms || 0);
       break;
     }
+    case "approval_wait": {
+      // The call waits for a person: say so on its row, or the chat looks
+      // hung until the approval's timeout.
+      const row = r.rows.get(p.call_id);
+      const text = `waiting for approval ${p.approval_id}` + (p.error ? ` (${p.error})` : "") +
+        `: evoclaw approvals approve ${p.approval_id}, or deny it`;
+      if (row) {
+        setText(row.status, "approval");
+        row.status.className = "pill run";
+        setText(row.result, text);
+      } else {
+        r.steps.append(el("li", { class: "step muted", text }));
+      }
+      break;
+    }
     case "question":
       r.steps.append(questionNode(p));
       break;
