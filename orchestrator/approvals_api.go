@@ -47,11 +47,11 @@ func decodeDecision(body []byte) (DecisionRequest, error) {
 	d.By, d.Note = strings.TrimSpace(d.By), strings.TrimSpace(d.Note)
 	switch {
 	case d.By == "":
-		return d, errors.New("by: required: who decides")
+		return d, &fieldError{param: "by", msg: "by: required: who decides"}
 	case len(d.By) > 64 || strings.ContainsAny(d.By, "\x00\n\r"):
-		return d, errors.New("by: at most 64 bytes on one line")
+		return d, &fieldError{param: "by", msg: "by: at most 64 bytes on one line"}
 	case len(d.Note) > 1024:
-		return d, errors.New("note: at most 1024 bytes")
+		return d, &fieldError{param: "note", msg: "note: at most 1024 bytes"}
 	}
 	return d, nil
 }
@@ -69,14 +69,14 @@ func (n *Node) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	case persistence.ApprovalPending, persistence.ApprovalApproved, persistence.ApprovalDenied, persistence.ApprovalTimedOut,
 		persistence.ApprovalCanceled:
 	default:
-		httpError(w, http.StatusBadRequest, "state: want pending, approved, denied, timed_out, canceled or all")
+		writeAPIErrorParam(w, http.StatusBadRequest, "state", "state: want pending, approved, denied, timed_out, canceled or all")
 		return
 	}
 	limit := 100
 	if v := q.Get("limit"); v != "" {
 		var err error
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxApprovalsLimit {
-			httpError(w, http.StatusBadRequest, "limit: want a number from 1")
+			badLimit(w, maxApprovalsLimit)
 			return
 		}
 	}
@@ -133,7 +133,7 @@ func (n *Node) handleDecide(approve bool) http.HandlerFunc {
 		}
 		d, err := decodeDecision(body)
 		if err != nil {
-			httpError(w, http.StatusBadRequest, err.Error())
+			refuseRequest(w, err)
 			return
 		}
 		a, err := n.gate.Decide(r.Context(), r.PathValue("id"), approve, d.By, d.Note)

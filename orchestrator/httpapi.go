@@ -267,6 +267,16 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 	writeAPIError(w, code, errorTypeFor(code), msg)
 }
 
+// refuseRequest answers 400 with err, naming the field a *fieldError names.
+func refuseRequest(w http.ResponseWriter, err error) {
+	writeAPIErrorParam(w, http.StatusBadRequest, errParam(err), err.Error())
+}
+
+// badLimit answers 400 for a limit parameter outside 1..most.
+func badLimit(w http.ResponseWriter, most int) {
+	writeAPIErrorParam(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit: want a number from 1 to %d", most))
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -289,7 +299,7 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("after"); v != "" {
 		var err error
 		if after, err = strconv.ParseInt(v, 10, 64); err != nil {
-			httpError(w, http.StatusBadRequest, "after: want an integer")
+			writeAPIErrorParam(w, http.StatusBadRequest, "after", "after: want an integer")
 			return
 		}
 	}
@@ -297,7 +307,7 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		var err error
 		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
-			httpError(w, http.StatusBadRequest, "limit: want a number >= 0")
+			writeAPIErrorParam(w, http.StatusBadRequest, "limit", "limit: want a number >= 0")
 			return
 		}
 	}
@@ -305,13 +315,13 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 	switch f.Kind {
 	case "", hot.KindTool, hot.KindLLM, hot.KindMessage, hot.KindEvent:
 	default:
-		httpError(w, http.StatusBadRequest, "kind: want tool, llm, message or event")
+		writeAPIErrorParam(w, http.StatusBadRequest, "kind", "kind: want tool, llm, message or event")
 		return
 	}
 	if v := q.Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			httpError(w, http.StatusBadRequest, "wait: want a duration such as 30s")
+			writeAPIErrorParam(w, http.StatusBadRequest, "wait", "wait: want a duration such as 30s")
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), min(d, maxLogsWait))

@@ -54,7 +54,7 @@ func jobError(w http.ResponseWriter, err error) {
 	case errors.Is(err, jobs.ErrNoJob), errors.Is(err, sqlite.ErrNoJob):
 		httpError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, jobs.ErrInvalidSpec):
-		httpError(w, http.StatusBadRequest, err.Error())
+		writeAPIErrorParam(w, http.StatusBadRequest, jobs.Field(err), err.Error())
 	case errors.Is(err, jobs.ErrExists), errors.Is(err, jobs.ErrConfigJob), errors.Is(err, sqlite.ErrTooManyJobs):
 		httpError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, jobs.ErrStopped):
@@ -88,7 +88,12 @@ func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	j, err := jobs.DecodeSpec(body)
+	var spec jobs.Spec
+	if err := decodeStrict(body, &spec, jobs.SpecShape); err != nil {
+		refuseRequest(w, err)
+		return
+	}
+	j, err := jobs.Compile(spec)
 	if err != nil {
 		jobError(w, err)
 		return
@@ -146,7 +151,7 @@ func (n *Node) handleRuns(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		var err error
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > sqlite.DefaultJobRunsKept*sqlite.MaxJobs {
-			httpError(w, http.StatusBadRequest, "limit: want a number from 1")
+			badLimit(w, sqlite.DefaultJobRunsKept*sqlite.MaxJobs)
 			return
 		}
 	}

@@ -48,6 +48,9 @@ const (
 // ErrInvalidSpec reports a job definition that cannot be scheduled.
 var ErrInvalidSpec = errors.New("invalid job")
 
+// SpecShape is the JSON object a job definition is.
+const SpecShape = `{"id", "schedule", "prompt", "agents", "tools", "timeout", "missed", "catch_up_window"}`
+
 // Spec is a job as declared: in evoclaw.toml ([[jobs]]), over the API, or
 // by the model's schedule_task tool. Stored as JSON.
 type Spec struct {
@@ -111,32 +114,64 @@ var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cr
 
 // ParseSchedule parses a job's schedule (see Spec.Schedule).
 func ParseSchedule(s string) (cron.Schedule, error) {
+	sched, err := parseSchedule(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	return sched, nil
+}
+
+// parseSchedule is ParseSchedule; its errors are FieldErrors of
+// "schedule", without ErrInvalidSpec.
+func parseSchedule(s string) (cron.Schedule, error) {
+	bad := func(format string, args ...any) error {
+		return &FieldError{Field: "schedule", Err: fmt.Errorf(format, args...)}
+	}
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return nil, fmt.Errorf("%w: schedule: required", ErrInvalidSpec)
+		return nil, bad("schedule: required")
 	}
 	if len(s) > 200 {
-		return nil, fmt.Errorf("%w: schedule: longer than 200 bytes", ErrInvalidSpec)
+		return nil, bad("schedule: longer than 200 bytes")
 	}
 	if rest, ok := strings.CutPrefix(s, "@every "); ok {
 		d, err := time.ParseDuration(strings.TrimSpace(rest))
 		if err != nil {
-			return nil, fmt.Errorf("%w: schedule %q: %v", ErrInvalidSpec, s, err)
+			return nil, bad("schedule %q: %v", s, err)
 		}
 		if d < MinInterval || d%time.Second != 0 {
-			return nil, fmt.Errorf("%w: schedule %q: the interval must be whole seconds and at least %s", ErrInvalidSpec, s, MinInterval)
+			return nil, bad("schedule %q: the interval must be whole seconds and at least %s", s, MinInterval)
 		}
 		return every{d}, nil
 	}
 	sched, err := parseCron(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: schedule %q: %v (want 5 fields \"MIN HOUR DOM MON DOW\", @daily, or \"@every 15m\")", ErrInvalidSpec, s, err)
+		return nil, bad("schedule %q: %v (want 5 fields \"MIN HOUR DOM MON DOW\", @daily, or \"@every 15m\")", s, err)
 	}
 	// An expression no date satisfies (30 2 31 2 *) yields a zero Next.
 	if sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
-		return nil, fmt.Errorf("%w: schedule %q never fires", ErrInvalidSpec, s)
+		return nil, bad("schedule %q never fires", s)
 	}
 	return sched, nil
+}
+
+// FieldError is a refused job definition that names the field at fault
+// (id, schedule, prompt, agents, tools, timeout, missed, catch_up_window).
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Field is the field the first refusal in err names, or "".
+func Field(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
 }
 
 // parseCron calls the library's parser, turning a panic on input it did
@@ -163,11 +198,15 @@ func (e every) Next(t time.Time) time.Time {
 // Compile validates s and parses its schedule.
 func Compile(s Spec) (*Job, error) {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	// bad records a refusal of the field format's first word names.
+	bad := func(format string, args ...any) {
+		field, _, _ := strings.Cut(format, " ")
+		errs = append(errs, &FieldError{Field: strings.TrimSuffix(field, ":"), Err: fmt.Errorf(format, args...)})
+	}
 	if !idPattern().MatchString(s.ID) {
 		bad("id %.60q: use letters, digits, '-' and '_', at most 40", s.ID)
 	}
-	sched, err := ParseSchedule(s.Schedule)
+	sched, err := parseSchedule(s.Schedule)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -239,7 +278,7 @@ func DecodeSpec(b []byte) (*Job, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: want {\"id\", \"schedule\", \"prompt\", \"agents\", \"tools\", \"timeout\", \"missed\", \"catch_up_window\"}: %v", ErrInvalidSpec, err)
+		return nil, fmt.Errorf("%w: want %s: %v", ErrInvalidSpec, SpecShape, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidSpec)
