@@ -43,7 +43,7 @@ func TestClusterCertCommands(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("cluster cert prints no [cluster.tls]:\n%s", out)
 	}
-	base := "node_id = \"pi1\"\n[cluster]\netcd = [\"10.0.0.1:2379\"]\nhost = \"0.0.0.0\"\nadvertise = \"10.0.0.11:8091\"\n"
+	base := "node_id = \"pi1\"\n[cluster]\netcd = [\"https://10.0.0.1:2379\"]\nhost = \"0.0.0.0\"\nadvertise = \"10.0.0.11:8091\"\n"
 	conf := filepath.Join(dir, "evoclaw.toml")
 	writeTestFile(t, conf, base+out[i:])
 	c, err := orchestrator.LoadConfig(conf)

@@ -29,8 +29,8 @@ type Config struct {
 	// Etcd lists the etcd endpoints that hold the cluster's membership:
 	// "https://host:2379", reached with [cluster.tls] (the node presents
 	// its certificate, and accepts etcd's when the cluster's CA signed
-	// it), or in plain HTTP ("http://host:2379" or "host:2379"). Empty
-	// means clustering is off.
+	// it), or in plain HTTP ("http://host:2379" or "host:2379") on
+	// loopback only (ErrEtcdExposed). Empty means clustering is off.
 	Etcd []string `toml:"etcd"`
 	// Name is the cluster's name: nodes with the same name (and etcd)
 	// form one cluster. Default DefaultName.
@@ -77,8 +77,9 @@ func (c Config) Enabled() bool { return len(c.Etcd) > 0 }
 // Validate fills the defaults of an enabled config and checks it; a
 // disabled one must set no other key, so a typo does not silently leave
 // a node alone. A Host beyond loopback without TLS is refused
-// (ErrExposed), and so is an https etcd endpoint without [cluster.tls].
-// The TLS files are read by Start, not here.
+// (ErrExposed), and so is an etcd endpoint beyond loopback in plain HTTP
+// (ErrEtcdExposed) or an https one without [cluster.tls]. The TLS files
+// are read by Start, not here.
 func (c *Config) Validate() error {
 	if !c.Enabled() {
 		if c.Name != "" || c.Host != "" || c.Port != 0 || c.Advertise != "" || c.StateURL != "" || !c.TLS.IsZero() {
@@ -94,10 +95,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("cluster.etcd: %d endpoints, at most %d", len(c.Etcd), maxEndpoints))
 	}
 	for i, e := range c.Etcd {
-		scheme, _, err := parseEndpoint(e)
+		scheme, host, err := parseEndpoint(e)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("cluster.etcd[%d]: %w", i, err))
+		case scheme == "http" && !loopbackHost(host):
+			errs = append(errs, fmt.Errorf("cluster.etcd[%d]: %w", i, &etcdExposedError{endpoint: e}))
 		case scheme == "https" && c.TLS.IsZero():
 			errs = append(errs, fmt.Errorf("cluster.etcd[%d] %q: an https endpoint needs [cluster.tls]: set ca_file, cert_file and key_file, so the node presents its certificate to etcd and checks that the cluster's CA signed etcd's "+
 				"(make them with `evoclaw cluster ca` and `evoclaw cluster cert`, see docs/CLUSTER.md, \"Security\")", i, e))

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -24,6 +25,11 @@ func TestConfigValidate(t *testing.T) {
 		{"localhost", Config{Etcd: []string{"http://localhost:2379"}}, ""},
 		{"ipv6 loopback", Config{Etcd: []string{"[::1]:2379"}}, ""},
 		{"ipv6 loopback url", Config{Etcd: []string{"http://[::1]:2379"}}, ""},
+		{"plain beyond loopback", Config{Etcd: []string{"10.0.0.1:2379"}}, "plain HTTP beyond loopback"},
+		{"plain url beyond loopback", Config{Etcd: []string{"http://10.0.0.2:2379"}}, "plain HTTP beyond loopback"},
+		{"plain name", Config{Etcd: []string{"http://etcd.lan:2379"}}, "plain HTTP beyond loopback"},
+		{"plain with tls", Config{Etcd: []string{"10.0.0.1:2379"}, TLS: files}, "plain HTTP beyond loopback"},
+		{"second endpoint plain", Config{Etcd: []string{"https://10.0.0.1:2379", "10.0.0.2:2379"}, TLS: files}, "cluster.etcd[1]"},
 		{"https without tls", Config{Etcd: []string{"https://10.0.0.1:2379"}}, "needs [cluster.tls]"},
 		{"second endpoint https without tls", Config{Etcd: []string{"127.0.0.1:2379", "https://10.0.0.1:2379"}}, "cluster.etcd[1]"},
 		{"https loopback without tls", Config{Etcd: []string{"https://127.0.0.1:2379"}}, "needs [cluster.tls]"},
@@ -49,6 +55,29 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("defaults not filled: %+v", c)
 			}
 		})
+	}
+}
+
+// TestEtcdExposedNeedsTLS: an etcd endpoint beyond loopback in plain
+// HTTP is refused, with or without [cluster.tls], by an error that says
+// why and how to fix it.
+func TestEtcdExposedNeedsTLS(t *testing.T) {
+	defer func(w int) { wordBits = w }(wordBits)
+	wordBits = 64
+	for _, ep := range []string{"10.0.0.1:2379", "http://192.168.1.5:2379", "http://etcd.lan:2379", "0.0.0.0:2379", "[fe80::1]:2379"} {
+		for _, tls := range []TLSFiles{{}, {CAFile: "ca.crt", CertFile: "n.crt", KeyFile: "n.key"}} {
+			c := Config{Etcd: []string{ep}, TLS: tls}
+			err := c.Validate()
+			if !errors.Is(err, ErrEtcdExposed) {
+				t.Fatalf("Validate(%s, tls %v) = %v, want ErrEtcdExposed", ep, !tls.IsZero(), err)
+			}
+			for _, says := range []string{ep, "add members", "https://", "[cluster.tls]", "--client-cert-auth --trusted-ca-file ca.crt --cert-file etcd.crt --key-file etcd.key",
+				"evoclaw cluster cert --dir DIR etcd --host", "docs/CLUSTER.md"} {
+				if !strings.Contains(err.Error(), says) {
+					t.Errorf("error does not say %q: %v", says, err)
+				}
+			}
+		}
 	}
 }
 

@@ -157,10 +157,16 @@ func loopbackHost(host string) bool {
 	return strings.EqualFold(host, "localhost") || ip != nil && ip.IsLoopback()
 }
 
-// ErrExposed refuses a cluster whose actor port listens beyond loopback
-// without [cluster.tls]. The error returned wraps it and says why and what
-// to do.
-var ErrExposed = errors.New("cluster: actor port exposed without TLS")
+var (
+	// ErrExposed refuses a cluster whose actor port listens beyond
+	// loopback without [cluster.tls]. The error returned wraps it and
+	// says why and what to do.
+	ErrExposed = errors.New("cluster: actor port exposed without TLS")
+	// ErrEtcdExposed refuses an etcd endpoint beyond loopback in plain
+	// HTTP: etcd holds the membership. The error returned wraps it and
+	// says why and what to do.
+	ErrEtcdExposed = errors.New("cluster: etcd reached without TLS")
+)
 
 // exposedError names the host and port of an exposed actor port.
 type exposedError struct {
@@ -175,3 +181,17 @@ func (e *exposedError) Error() string {
 }
 
 func (e *exposedError) Unwrap() error { return ErrExposed }
+
+// etcdExposedError names an etcd endpoint beyond loopback in plain HTTP.
+type etcdExposedError struct {
+	endpoint string
+}
+
+func (e *etcdExposedError) Error() string {
+	return fmt.Sprintf("refusing etcd endpoint %q in plain HTTP beyond loopback: anyone who can reach etcd could add members (the cluster would then place conversations and agents on nodes that are not there) or remove them; "+
+		"use an https:// endpoint with [cluster.tls] and run etcd with `--client-cert-auth --trusted-ca-file ca.crt --cert-file etcd.crt --key-file etcd.key`, "+
+		"its certificate made with `evoclaw cluster cert --dir DIR etcd --host <etcd address>` (see docs/CLUSTER.md, \"Security\"), or keep etcd on loopback",
+		e.endpoint)
+}
+
+func (e *etcdExposedError) Unwrap() error { return ErrEtcdExposed }

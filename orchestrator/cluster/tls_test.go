@@ -93,11 +93,11 @@ func TestTLSFilesValidate(t *testing.T) {
 		in   Config
 		err  string
 	}{
-		{"only ca", Config{Etcd: []string{"h:1"}, TLS: TLSFiles{CAFile: "ca.crt"}}, "cert_file and key_file not set"},
-		{"no key", Config{Etcd: []string{"h:1"}, TLS: TLSFiles{CAFile: "ca.crt", CertFile: "n.crt"}}, "key_file not set"},
-		{"no ca", Config{Etcd: []string{"h:1"}, TLS: TLSFiles{CertFile: "n.crt", KeyFile: "n.key"}}, "ca_file not set"},
+		{"only ca", Config{Etcd: []string{"127.0.0.1:1"}, TLS: TLSFiles{CAFile: "ca.crt"}}, "cert_file and key_file not set"},
+		{"no key", Config{Etcd: []string{"127.0.0.1:1"}, TLS: TLSFiles{CAFile: "ca.crt", CertFile: "n.crt"}}, "key_file not set"},
+		{"no ca", Config{Etcd: []string{"127.0.0.1:1"}, TLS: TLSFiles{CertFile: "n.crt", KeyFile: "n.key"}}, "ca_file not set"},
 		{"off with tls", Config{TLS: TLSFiles{CAFile: "ca.crt"}}, "cluster.etcd is empty"},
-		{"all three", Config{Etcd: []string{"h:1"}, TLS: TLSFiles{CAFile: "a", CertFile: "b", KeyFile: "c"}}, ""},
+		{"all three", Config{Etcd: []string{"127.0.0.1:1"}, TLS: TLSFiles{CAFile: "a", CertFile: "b", KeyFile: "c"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testenv.WantErr(t, tc.in.Validate(), tc.err)
