@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 )
@@ -36,8 +37,8 @@ usage:
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] [--timeout 60s] "SELECT ..."   read-only SQL over the audit trail
   evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
   evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
-  evoclaw audit status [--data-dir DIR] [--json]   chain head, retention, records waiting for the cold tier
-  evoclaw logs   [--data-dir DIR] [--filter=tool|llm|message|event] [--agent A] [--follow]   newest audited records
+  evoclaw audit status [--data-dir DIR] [--cold-url URL] [--json]   chain head, retention, records waiting for the cold tier
+  evoclaw logs   [--data-dir DIR | --node URL] [--filter=tool|llm|message|event] [--agent A] [--limit N] [--follow]   newest audited records
   evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
   evoclaw bench  [--calls N] [--concurrency N] [--tools process,builtin] [--startup=false] [--floor N]   round-trip latency and its ratio to this machine's floor, throughput, RSS and start time across real processes
   evoclaw load   [--agents 200] [--conversations 1000] [--cluster 1,2,3]   one orchestrator (or clusters of those sizes) against simulated agents and concurrent conversations
@@ -101,10 +102,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	if errors.Is(err, errUsage) {
-		fmt.Fprint(stderr, usage)
+		if lines := usageOf(args[0]); lines != "" {
+			fmt.Fprint(stderr, "usage:\n"+lines+"(evoclaw help: every command)\n")
+		} else {
+			fmt.Fprint(stderr, usage)
+		}
 		return 2
 	}
 	return 1
+}
+
+// usageOf is the part of the usage text about command: its lines and the
+// lines that continue them; "" for a command the text does not name.
+func usageOf(command string) string {
+	var b strings.Builder
+	in := false
+	for _, line := range strings.SplitAfter(usage, "\n") {
+		if rest, ok := strings.CutPrefix(line, "  evoclaw "); ok {
+			name, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			in = name == command
+		} else if !strings.HasPrefix(line, "   ") {
+			in = false
+		}
+		if in {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // commands runs each subcommand but version and help. The children of
