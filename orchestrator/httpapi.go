@@ -86,7 +86,9 @@ func (n *Node) startHTTP() error {
 			return fmt.Errorf("http.token_env: %s must hold a token of at least 16 characters", c.TokenEnv)
 		}
 	case !loopback:
-		return fmt.Errorf("%w: http.listen %q is not a loopback address", ErrHTTPExposed, c.Listen)
+		return fmt.Errorf("%w: http.listen %q is not a loopback address, and the API runs chats with the node's tools: "+
+			"set [http] token_env to the name of an environment variable holding a token of at least 16 characters "+
+			"(clients send it as \"Authorization: Bearer TOKEN\"), or listen on 127.0.0.1", ErrHTTPExposed, c.Listen)
 	default:
 		if token, err = writeTokenFile(filepath.Join(n.cfg.DataDir, HTTPTokenFile)); err != nil {
 			return err

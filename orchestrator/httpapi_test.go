@@ -143,8 +143,8 @@ func TestHTTPAPI(t *testing.T) {
 
 func TestHTTPAPIExposedNeedsAToken(t *testing.T) {
 	_, err := Start(context.Background(), Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0"}, HTTP: HTTPConf{Listen: "0.0.0.0:0"}}, Options{})
-	if !errors.Is(err, ErrHTTPExposed) {
-		t.Fatalf("err %v, want ErrHTTPExposed", err)
+	if !errors.Is(err, ErrHTTPExposed) || !strings.Contains(err.Error(), "set [http] token_env to the name of an environment variable") {
+		t.Fatalf("err %v, want ErrHTTPExposed saying what to set", err)
 	}
 	t.Setenv("EVOCLAW_TEST_HTTP_TOKEN", "short")
 	_, err = Start(context.Background(), Config{DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0"},
