@@ -25,7 +25,7 @@ func TestStatusCommand(t *testing.T) {
 		regexp.MustCompile(`pi1 +sysinfo +3 +0 +0 +12\.0 +20\n`),
 		regexp.MustCompile(`pi1 +disk_usage +0 +0 +0 +- +-\n`),
 		regexp.MustCompile(`garage +door +4 +1 +1 +10\.0 +30\n`),
-		regexp.MustCompile(`llm: chain, 1 links\n  openai gpt-x cooling, cooling until in \d+d\n`),
+		regexp.MustCompile(`llm: chain, 1 links\n  openai gpt-x cooling, ready again in \d+d\n`),
 		regexp.MustCompile(`warm +chain from seq 7 +last prune never`),
 		regexp.MustCompile(`cold +lag 10 records +shipped to seq 90 of 100, last never +failing \(3\): cold store gone`),
 		regexp.MustCompile(`mqtt: embedded broker tcp://127.0.0.1:1883, connected\nbroker clients: 1\n  evoclaw-pi1 username=pi1 remote=127.0.0.1:5555\n`),

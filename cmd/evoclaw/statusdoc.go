@@ -71,7 +71,7 @@ func llmLine(l orchestrator.LLMLink, now time.Time) string {
 	}
 	line += " " + l.State
 	if !l.CoolingUntil.IsZero() {
-		line += ", cooling until " + ago(l.CoolingUntil, now)
+		line += ", ready again " + ago(l.CoolingUntil, now)
 	}
 	if l.ConsecutiveFailures > 0 {
 		line += fmt.Sprintf(", %d failures in a row", l.ConsecutiveFailures)
