@@ -109,8 +109,8 @@ func NewCA(o Options) (certPEM, keyPEM []byte, err error) {
 // cluster does not need them (docs/CLUSTER.md, "Security"), other TLS
 // tools may.
 func NewNode(caCertPEM, caKeyPEM []byte, node string, hosts []string, o Options) (certPEM, keyPEM []byte, err error) {
-	if err := wire.ValidateAgentID(node); err != nil {
-		return nil, nil, fmt.Errorf("certs: node id: %w", err)
+	if err := checkNodeID(node); err != nil {
+		return nil, nil, err
 	}
 	if o.Validity == 0 {
 		o.Validity = DefaultNodeValidity
@@ -193,8 +193,8 @@ func WriteCA(dir string, o Options) (Files, error) {
 // and writes it to dir as NodeFiles (certificate 0644, key 0600). It
 // refuses, with ErrExists, when either file is there.
 func WriteNode(dir, node string, hosts []string, o Options) (Files, error) {
-	if err := wire.ValidateAgentID(node); err != nil { // before it names a file
-		return Files{}, fmt.Errorf("certs: node id: %w", err)
+	if err := checkNodeID(node); err != nil { // before it names a file
+		return Files{}, err
 	}
 	f := NodeFiles(dir, node)
 	if err := absent(f); err != nil {
@@ -265,6 +265,15 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 	if err != nil {
 		_ = os.Remove(path) // incomplete; the write error is the one to report
 		return fmt.Errorf("certs: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// checkNodeID refuses a node id that is not one (it names files and a
+// certificate's subject).
+func checkNodeID(node string) error {
+	if wire.ValidateAgentID(node) != nil {
+		return fmt.Errorf("certs: node id %.60q: use letters, digits, '-' and '_', at most %d characters", node, wire.MaxAgentIDLen)
 	}
 	return nil
 }
