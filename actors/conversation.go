@@ -148,7 +148,11 @@ func (c *conversation) Receive(ctx actor.Context) {
 	case *StateQuery:
 		c.onStateQuery(ctx)
 	case *llmDone:
-		if c.cur == nil || m.seq != c.cur.seq {
+		// Stale unless it answers the latest call of the running turn: end
+		// moves c.seq on, so the answer to a call that a Cancel ended (its
+		// provider returns "canceled") does not end that turn a second time
+		// while its history is being stored.
+		if c.cur == nil || m.seq != c.cur.seq || m.seq != c.seq {
 			return
 		}
 		c.onLLM(ctx, m)
@@ -475,12 +479,18 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 			// No answer is given without a record of every call.
 			ans.Text, ans.Err = "", errors.Join(ans.Err, fmt.Errorf("%w: %w", ErrAudit, aerr))
 		}
-		root.Send(self, &finished{ans: ans})
+		root.Send(self, &finished{turn: t, ans: ans})
 	})
 }
 
 func (c *conversation) onFinished(ctx actor.Context, m *finished) {
-	if c.cur != nil && c.cur.sender != nil {
+	if m.turn != c.cur {
+		// A turn ends once; its answer goes to its own sender, never to the
+		// chat that runs after it.
+		c.o.Logger.Error("answer of a turn that is not running dropped", "conversation", c.id, "err", m.ans.Err)
+		return
+	}
+	if c.cur.sender != nil {
 		ctx.Send(c.cur.sender, m.ans)
 	}
 	c.cur = nil

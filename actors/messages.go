@@ -233,7 +233,8 @@ type (
 		err  error
 	}
 	finished struct {
-		ans *Answer
+		turn *turn // the turn it ends
+		ans  *Answer
 	}
 	// approvalDone is the decision on a call that waited for approval.
 	approvalDone struct {

@@ -203,8 +203,14 @@ func (m *Machine) Awaiting(i int) bool {
 // Start begins the chat: the user's message is in the history.
 func (m *Machine) Start() []Effect { return []Effect{AskModel{Tools: true}} }
 
-// ModelFailed ends the chat with the completion's error.
-func (m *Machine) ModelFailed(err error) []Effect { return m.finish("", err) }
+// ModelFailed ends the chat with the completion's error; after the chat
+// ended (a canceled call's completion fails late) it does nothing.
+func (m *Machine) ModelFailed(err error) []Effect {
+	if m.finished {
+		return nil
+	}
+	return m.finish("", err)
+}
 
 // Cancel ends the chat with ErrCanceled; calls still running are the
 // driver's to stop.

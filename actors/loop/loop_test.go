@@ -213,6 +213,10 @@ func TestMachine(t *testing.T) {
 			{ended(0, true), nil},
 			{func(m *Machine) []Effect { return m.Cancel() }, nil},
 		}},
+		{"a completion that fails after a cancel ends nothing more", rules, []step{
+			{func(m *Machine) []Effect { return m.Cancel() }, []string{"finish err=" + ErrCanceled.Error()}},
+			{func(m *Machine) []Effect { return m.ModelFailed(errModel) }, nil},
+		}},
 		{"an answer while calls run is ignored", rules, []step{
 			{answer("", "a"), []string{"run 0"}},
 			{answer("stray"), nil},
