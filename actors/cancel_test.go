@@ -74,9 +74,9 @@ func TestCanceledCallsLateFailureIsNotTheNextChatsAnswer(t *testing.T) {
 	}}
 	running := askLater(h.sys.Root, h.convs.PID, first, 20*time.Second)
 	<-entered
-	queued := make(chan askResult, 1)
+	queued, wait := make(chan askResult, 1), &QueueWait{}
 	go func() {
-		v, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "second"}, 20*time.Second)
+		v, err := Ask(h.sys.Root, h.convs.PID, &Chat{ConversationID: "c", Text: "second", Wait: wait}, 20*time.Second)
 		queued <- askResult{v, err}
 	}()
 	testenv.Eventually(t, 5*time.Second, func() bool {
@@ -84,6 +84,9 @@ func TestCanceledCallsLateFailureIsNotTheNextChatsAnswer(t *testing.T) {
 		return err == nil && res.(*SessionState).Queued == 1
 	}, "second chat queued")
 
+	if _, started := wait.Started(); started || !wait.Behind() {
+		t.Fatalf("queued chat: started %v, behind %v; want waiting behind the first", started, wait.Behind())
+	}
 	h.sys.Root.Send(h.convs.PID, &Cancel{ConversationID: "c", Chat: first})
 	<-failedLate // the canceled call failed; its answer is on its way to the conversation
 	// A round trip through the conversation's mailbox: the late answer,
@@ -103,6 +106,9 @@ func TestCanceledCallsLateFailureIsNotTheNextChatsAnswer(t *testing.T) {
 	// The queued chat runs now, and nothing answers it before its own call
 	// does (a second end of the first chat would, when its write is done).
 	<-secondEntered
+	if waited, started := wait.Started(); !started || waited <= 0 {
+		t.Fatalf("queued chat running: started %v after %s; want started after a wait", started, waited)
+	}
 	select {
 	case r := <-queued:
 		if ans, ok := r.v.(*Answer); ok {

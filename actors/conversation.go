@@ -21,6 +21,7 @@ var requestSeq, callSeq atomic.Uint64
 type queued struct {
 	chat   *Chat
 	sender *actor.PID
+	at     time.Time // when it was queued
 }
 
 // turn is the state of one Chat being answered: the loop's rules live in
@@ -139,9 +140,13 @@ func (c *conversation) Receive(ctx actor.Context) {
 				ctx.Respond(&Answer{ConversationID: c.id, Err: ErrBusy})
 				return
 			}
-			c.queue = append(c.queue, queued{chat: m, sender: ctx.Sender()})
+			if c.cur != nil {
+				m.Wait.wait()
+			}
+			c.queue = append(c.queue, queued{chat: m, sender: ctx.Sender(), at: time.Now()})
 			return
 		}
+		m.Wait.start(0)
 		c.begin(ctx, m, ctx.Sender())
 	case *Cancel:
 		c.onCancel(ctx, m)
@@ -211,6 +216,10 @@ func (c *conversation) next(ctx actor.Context) {
 	if len(c.queue) == 0 {
 		c.queue = nil
 	}
+	for _, rest := range c.queue {
+		rest.chat.Wait.wait() // behind q's chat from now on
+	}
+	q.chat.Wait.start(time.Since(q.at))
 	c.begin(ctx, q.chat, q.sender)
 }
 

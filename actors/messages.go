@@ -130,6 +130,9 @@ type Chat struct {
 	// Spawns, when set, is what the tree of sub-agents this chat belongs
 	// to may still start, shared by every chat of the tree.
 	Spawns *SpawnBudget
+	// Wait, when set, learns whether and when the chat left its
+	// conversation's queue.
+	Wait *QueueWait
 }
 
 // SpawnBudget counts the chats a person's message may still start through

@@ -113,7 +113,7 @@ func TestQueuedChatsOfAStuckConversationTimeOut(t *testing.T) {
 				time.Sleep(tt.every) // the clients' pace, not a wait for an outcome
 			}
 			wg.Wait()
-			busy := 0
+			busy, ranFirst := 0, 0
 			for j, o := range got {
 				switch {
 				case errs[j] != nil:
@@ -122,7 +122,14 @@ func TestQueuedChatsOfAStuckConversationTimeOut(t *testing.T) {
 					busy++
 				case o.status != http.StatusGatewayTimeout || o.typ != ErrTypeTimeout:
 					t.Errorf("client %d (still connected): %d %s %q, want 504 %s", j+1, o.status, o.typ, o.message, ErrTypeTimeout)
+				case !strings.Contains(o.message, "behind another chat of the conversation"):
+					ranFirst++
 				}
+			}
+			// Every timed-out chat but the first says it waited behind
+			// another.
+			if ranFirst != 1 {
+				t.Errorf("%d timed-out chats do not say they waited behind another, want 1: %+v", ranFirst, got)
 			}
 			// One chat runs (or loads) and 16 wait: the rest are refused.
 			if queueLen := actors.DefaultQueueLen; busy < tt.clients-queueLen-1 || busy > max(0, tt.clients-queueLen) {

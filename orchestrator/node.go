@@ -628,9 +628,11 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	if in.Spawns == nil && in.Depth == 0 {
 		in.Spawns = actors.NewSpawnBudget(cmp.Or(n.cfg.Loop.MaxSpawnsPerMessage, DefaultMaxSpawnsPerMessage))
 	}
+	wait := &actors.QueueWait{}
 	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
 		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox,
-		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh, Spawns: in.Spawns}
+		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh, Spawns: in.Spawns,
+		Wait: wait}
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
 	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()
@@ -638,7 +640,7 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, erro
 	if err != nil {
 		// Nobody waits for this chat any more: stop its LLM and tool calls.
 		n.system.Root.Send(n.convs.PID, cancel)
-		return nil, fmt.Errorf("chat %s: no answer within %s: %w", in.ConversationID, timeout.Round(time.Second), err)
+		return nil, noAnswer(in.ConversationID, timeout, wait, err)
 	}
 	ans, ok := res.(*actors.Answer)
 	if !ok {
