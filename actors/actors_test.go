@@ -309,10 +309,11 @@ func TestAgentGoingOfflineFailsCallsFast(t *testing.T) {
 // TestToolsListAskedAgainOnOnlineStatus: an agent that reconnects is heard
 // first from a report sent before it re-subscribed to its commands, so the
 // tools_list that brings it back online is lost; the online status it sends
-// once subscribed must bring a new tools_list once the lost one is left
-// unanswered, or it stays online with no tools.
+// once subscribed must bring a new tools_list soon (ToolsListRetry), not
+// only when the lost one times out (10 s here, the default), or it stays
+// online with no tools and refuses calls as busy meanwhile.
 func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
-	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) { o.ToolsListTimeout = 200 * time.Millisecond }, nil)
+	h := newHarnessEdges(t, echoTranscript, nil, nil, nil)
 	status := func(s string) {
 		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: s}})
 	}
@@ -330,7 +331,7 @@ func TestToolsListAskedAgainOnOnlineStatus(t *testing.T) {
 		return agent().Online && h.edge.lostToolsLists.Load() == 0
 	}, "agent online, its tools_list lost")
 	status(wire.PresenceOnline)
-	testenv.Eventually(t, 5*time.Second, func() bool { return len(agent().Tools) == 1 }, "tools listed again")
+	testenv.Eventually(t, 5*time.Second, func() bool { a := agent(); return len(a.Tools) == 1 && !a.Listing }, "tools listed again")
 }
 
 // TestPendingCommandResent: a result the agent published may be lost on

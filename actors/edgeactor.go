@@ -34,11 +34,14 @@ type edgeActor struct {
 	cat     *catalogRef
 	info    AgentInfo
 	pending map[string]*pending
-	// toolsReqID is the one outstanding tools_list ("" when none); relist
-	// asks for another once it is settled, because the agent said it
-	// (re)connected while it was outstanding.
+	// toolsReqID is the one awaited tools_list ("" when none).
+	// toolsRetry, set while the agent has announced a (re)connect since
+	// that tools_list was sent, cancels the timer that asks again
+	// (toolsRetryMsg): it was sent while the agent may not have been
+	// subscribed to its commands, and so may be lost.
 	toolsReqID string
-	relist     bool
+	toolsRetry scheduler.CancelFunc
+	timers     *scheduler.TimerScheduler
 	// saidOffline: the last status heard said offline, so retained
 	// capabilities do not make the agent's presence unknown.
 	saidOffline bool
@@ -63,12 +66,14 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		e.log = e.opts.Logger.With("agent", e.info.ID)
 		e.dropLog = rate.New(0.1, 1)
-		e.stopTick = scheduler.NewTimerScheduler(ctx).SendRepeatedly(e.opts.TickInterval, e.opts.TickInterval, ctx.Self(), &tick{})
+		e.timers = scheduler.NewTimerScheduler(ctx)
+		e.stopTick = e.timers.SendRepeatedly(e.opts.TickInterval, e.opts.TickInterval, ctx.Self(), &tick{})
 		e.publishInfo()
 	case *actor.Stopping:
 		if e.stopTick != nil {
 			e.stopTick()
 		}
+		e.cancelToolsRetry()
 		e.failAll(ctx, wire.ErrAgentOffline, "orchestrator is shutting down")
 	case *StatusIn:
 		e.info.LastSeen = now
@@ -78,14 +83,24 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			e.info.StartGate = !e.info.StartGate
 			e.publishInfo()
 		}
-		if online && e.info.Online {
+		if online {
 			// An agent sends online after each (re)connect, once it is
-			// subscribed. Heard from before that (a report that overtook
-			// it), it may have been asked for tools_list while it could
-			// not receive it; or it restarted with other tools. Ask
-			// again, once the outstanding tools_list (if any) is settled.
-			e.requestTools(ctx, true)
-			e.resendPending(ctx, now, "the agent reconnected")
+			// subscribed to its commands. Heard from before that (a
+			// report that overtook it: a heartbeat, or a publish its
+			// MQTT client resends on reconnect), it was asked for
+			// tools_list while it could not receive it; or it restarted
+			// with other tools. An awaited tools_list gets
+			// ToolsListRetry to be answered, then is asked again; with
+			// none awaited, an agent online all along is asked now (one
+			// coming online is asked by setOnline).
+			if e.toolsReqID != "" {
+				e.armToolsRetry(ctx)
+			} else if e.info.Online {
+				e.requestTools(ctx)
+			}
+			if e.info.Online {
+				e.resendPending(ctx, now, "the agent reconnected")
+			}
 		}
 		if !online && e.info.PresenceUnknown {
 			e.info.PresenceUnknown = false
@@ -104,7 +119,7 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			// answer makes it online.
 			e.info.PresenceUnknown = true
 			e.unknownSince = now
-			e.requestTools(ctx, false)
+			e.requestTools(ctx)
 		}
 		e.publishInfo()
 	case *ReportIn:
@@ -115,6 +130,8 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.dispatch(ctx, m, now)
 	case *CancelDispatch:
 		delete(e.pending, m.RequestID)
+	case *toolsRetryMsg:
+		e.retryTools(ctx, m.requestID)
 	case *publishResult:
 		if m.err == nil {
 			return
@@ -154,19 +171,66 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 	}
 }
 
-// toolsSettled ends the outstanding tools_list. An answer (a list or an
+// toolsSettled ends the awaited tools_list. An answer (a list or an
 // error) is at least as new as any (re)connect the agent announced before
 // it; one left unanswered may have been sent while the agent could not
 // receive it, so it is asked again if the agent announced a (re)connect
-// meanwhile.
+// meanwhile (when ToolsListTimeout is not longer than ToolsListRetry, the
+// timeout comes first).
 func (e *edgeActor) toolsSettled(ctx actor.Context, answered bool) {
+	announced := e.toolsRetry != nil
+	e.cancelToolsRetry()
 	e.toolsReqID = ""
 	e.info.Listing = false
 	e.publishInfo()
-	if !answered && e.relist && e.info.Callable() {
-		e.requestTools(ctx, false)
+	if !answered && announced && e.info.Callable() {
+		e.requestTools(ctx)
 	}
-	e.relist = false
+}
+
+// toolsRetryMsg asks the edge actor to retry the tools_list requestID if
+// it is still unanswered.
+type toolsRetryMsg struct{ requestID string }
+
+// armToolsRetry gives the awaited tools_list ToolsListRetry from now, the
+// agent's announcement that it is subscribed, to be answered. One timer at
+// a time: announcements meanwhile do not postpone it.
+func (e *edgeActor) armToolsRetry(ctx actor.Context) {
+	if e.toolsRetry != nil {
+		return
+	}
+	e.toolsRetry = e.timers.SendOnce(e.opts.ToolsListRetry, ctx.Self(), &toolsRetryMsg{requestID: e.toolsReqID})
+}
+
+func (e *edgeActor) cancelToolsRetry() {
+	if e.toolsRetry != nil {
+		e.toolsRetry()
+		e.toolsRetry = nil
+	}
+}
+
+// retryTools replaces the tools_list requestID, unanswered ToolsListRetry
+// after the agent said it was subscribed, with a new one: that one was
+// lost (sent before the agent re-subscribed, and a clean session keeps
+// nothing for it), or its answer is slow and the next answer will do. A
+// reply to the replaced one is ignored quietly. The new one is sent after
+// the announcement, so it is not retried before ToolsListTimeout: at most
+// one retry per (re)connect the agent announces.
+func (e *edgeActor) retryTools(ctx actor.Context, requestID string) {
+	if requestID != e.toolsReqID || e.toolsRetry == nil {
+		return // answered, timed out or failed meanwhile
+	}
+	e.toolsRetry = nil
+	e.log.Info("tools_list unanswered since the agent said it is subscribed; asking again",
+		"request_id", requestID, "waited", e.opts.ToolsListRetry)
+	delete(e.pending, requestID)
+	e.toolsReqID = ""
+	e.info.Listing = false
+	if e.info.Callable() {
+		e.requestTools(ctx)
+		return
+	}
+	e.publishInfo()
 }
 
 func (e *edgeActor) publishInfo() {
@@ -198,7 +262,7 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 	}
 	e.event(kind, map[string]any{"why": why})
 	if online {
-		e.requestTools(ctx, false)
+		e.requestTools(ctx)
 	} else {
 		e.info.Tools = nil
 		e.failAll(ctx, wire.ErrAgentOffline, fmt.Sprintf("edge agent %q went offline (%s)", e.info.ID, why))
@@ -230,7 +294,7 @@ func (e *edgeActor) failAll(ctx actor.Context, t wire.ErrorType, msg string) {
 		delete(e.pending, id)
 	}
 	e.toolsReqID = ""
-	e.relist = false
+	e.cancelToolsRetry()
 	e.info.Listing = false
 }
 
@@ -247,12 +311,9 @@ func IsToolsListID(agentID, requestID string) bool {
 }
 
 // requestTools asks the agent for its tools unless a tools_list is
-// outstanding (at most one is, per agent). reconnected says the agent
-// announced a (re)connect: then an outstanding one left unanswered is
-// followed by another.
-func (e *edgeActor) requestTools(ctx actor.Context, reconnected bool) {
+// awaited (at most one is, per agent).
+func (e *edgeActor) requestTools(ctx actor.Context) {
 	if e.toolsReqID != "" {
-		e.relist = e.relist || reconnected
 		return
 	}
 	e.seq++

@@ -28,6 +28,9 @@ const (
 	DefaultMaxInFlight      = 64 // requests waiting on one agent
 	// DefaultToolsListTimeout bounds the wait for an answer to tools_list.
 	DefaultToolsListTimeout = 10 * time.Second
+	// DefaultToolsListRetry is how long a tools_list may stay unanswered
+	// after the agent announced a (re)connect before it is asked again.
+	DefaultToolsListRetry = time.Second
 	// pendingGrace is how long a pending request outlives its deadline
 	// before the edge actor forgets it (its caller has timed out by then).
 	pendingGrace = 5 * time.Second
@@ -68,11 +71,17 @@ type EdgeOptions struct {
 	// agent pushes back on the tool loop instead of queueing without bound.
 	MaxInFlight int
 	// ToolsListTimeout is how long an agent has to answer tools_list
-	// (default 10 s). At most one tools_list per agent is outstanding; one
+	// (default 10 s). At most one tools_list per agent is awaited; one
 	// unanswered by then counts as not listed (the agent is still called
-	// by action name) and is asked again only if the agent said it
-	// (re)connected meanwhile.
+	// by action name).
 	ToolsListTimeout time.Duration
+	// ToolsListRetry is how long an awaited tools_list may stay
+	// unanswered after the agent announces a (re)connect (its online
+	// status, sent once it is subscribed to its commands) before another
+	// replaces it (default 1 s): it was sent before the announcement, so
+	// the broker may have had no subscription to deliver it to. Once per
+	// announcement; calls are refused as busy while tools are listed.
+	ToolsListRetry time.Duration
 	// Events, when set, records presence changes and late or unknown
 	// results (a reply for a request that already timed out), so they are
 	// audited rather than only logged. Node names this node in them.
@@ -107,6 +116,7 @@ func (o *EdgeOptions) fill() {
 	defaults.Positive(&o.AgentMailboxSize, DefaultAgentMailboxSize)
 	defaults.Positive(&o.MaxInFlight, DefaultMaxInFlight)
 	defaults.Positive(&o.ToolsListTimeout, DefaultToolsListTimeout)
+	defaults.Positive(&o.ToolsListRetry, DefaultToolsListRetry)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
