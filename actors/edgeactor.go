@@ -34,6 +34,9 @@ type edgeActor struct {
 	cat     *catalogRef
 	info    AgentInfo
 	pending map[string]*pending
+	// settled are the reports lately handed to a waiter or audited as
+	// late: one delivered again is dropped, not audited as late.
+	settled recentReports
 	// toolsReqID is the one awaited tools_list ("" when none).
 	// toolsRetry, set while the agent has announced a (re)connect since
 	// that tools_list was sent, cancels the timer that asks again
@@ -393,10 +396,18 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 			e.log.Debug("ignoring a tools_list reply no longer awaited", "request_id", id)
 			return
 		}
+		if e.settled.seen(id, r.ReportType) {
+			// Delivered again (QoS 1, or an outbox copy of a publish
+			// the agent's client also resent): settled already.
+			e.log.Debug("ignoring a report delivered again", "request_id", id, "report_type", r.ReportType)
+			return
+		}
+		e.settled.add(id, r.ReportType)
 		e.lateResult(id, r)
 		return
 	}
 	delete(e.pending, id)
+	e.settled.add(id, r.ReportType)
 	if id == e.toolsReqID {
 		l, err := wire.DecodeToolsList(r)
 		if err != nil {

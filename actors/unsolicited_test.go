@@ -3,6 +3,7 @@ package actors
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,52 @@ func TestLateResultsAreStoredWithinAQuota(t *testing.T) {
 	}
 	if n := strings.Count(h.logs.String(), "unknown or expired request_id"); n != 4 {
 		t.Errorf("%d log lines for 51 late results, want one per stored event (4)", n)
+	}
+}
+
+// TestReportDeliveredAgainIsSettledOnce: a result delivered twice (QoS 1
+// is at least once; an agent resends from its outbox a result whose
+// publish timed out while its MQTT client resends that publish on
+// reconnecting) is audited as late once, and the second copy of a result
+// already handed to its call is no late result at all.
+func TestReportDeliveredAgainIsSettledOnce(t *testing.T) {
+	h := newHarness(t, echoTranscript, nil)
+	answered := make(chan string, 1)
+	h.edge.onTool = func(cmd wire.Command, p wire.ToolPayload) {
+		answered <- cmd.RequestID
+		echoReply(h)(cmd, p)
+	}
+	if ans := h.chat(t, "say hi"); ans.Err != nil || ans.Text != "tool said: echo:hi" {
+		t.Fatalf("answer %+v", ans)
+	}
+	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "echo:hi", RequestID: <-answered})
+	for range 2 {
+		h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "kept", RequestID: "cut-by-the-network"})
+	}
+	h.edge.reply(wire.ToolResult{Status: wire.StatusSuccess, Tool: "echo", Result: "last", RequestID: "made-up"})
+	// The edge actor logs each drop as it handles the report, in order;
+	// the events are stored off its mailbox.
+	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(h.logs.String(), "request_id=made-up") },
+		"the last report handled")
+	if n := strings.Count(h.logs.String(), "unknown or expired request_id"); n != 2 {
+		t.Fatalf("%d reports dropped as late, want 2 (the one delivered twice once, and the made-up one):\n%s", n, h.logs.String())
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		return strings.Count(strings.Join(h.events.kinds(), ","), EventLateResult) == 2
+	}, "two late results audited")
+	var late []string
+	for _, e := range h.events.All() {
+		if e.Kind == EventLateResult {
+			var d struct {
+				RequestID string `json:"request_id"`
+			}
+			if err := json.Unmarshal(e.Detail, &d); err != nil {
+				t.Fatal(err)
+			}
+			late = append(late, d.RequestID)
+		}
+	}
+	if slices.Sort(late); !slices.Equal(late, []string{"cut-by-the-network", "made-up"}) {
+		t.Fatalf("late results audited for %v, want the one delivered twice once, and the made-up one", late)
 	}
 }
