@@ -90,13 +90,17 @@ func networkCut(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
+	// Polled after the first success: the arrival is the node's record of
+	// it, not the time this loop first looks.
+	var arrived time.Time
 	if err := waitFor(ctx, 30*time.Second, "the kept report of "+victim.Tag+" delivered", func() bool {
-		late, err := r.lateResults(ctx)
-		return err == nil && late[rid]
+		at, ok, err := r.lateResultAt(ctx, rid)
+		arrived = at
+		return err == nil && ok
 	}); err != nil {
 		r.rep.problem("%v", err)
 	} else {
-		r.rep.time("kept report delivered (network back to arrival)", time.Since(restored))
+		r.rep.time("kept report delivered (network back to arrival)", arrived.Sub(restored))
 		r.rep.note("the report of %s, made during the cut, reached the orchestrator after it (audited as late_result %s)", victim.Tag, rid)
 	}
 	r.say("[6/6] %d more calls", after)

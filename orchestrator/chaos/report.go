@@ -290,6 +290,28 @@ func (r *run) lateResults(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
+// lateResultAt is when the orchestrator first received requestID's report
+// after it had stopped waiting for it: the earliest of its late_result
+// events (ok false when there is none yet). It is the node's clock, on the
+// machine the run's own clock reads.
+func (r *run) lateResultAt(ctx context.Context, requestID string) (at time.Time, ok bool, err error) {
+	res, err := r.queryAudits(ctx,
+		`SELECT ts FROM events WHERE kind = ? AND json_extract(detail, '$.request_id') = ?`, actors.EventLateResult, requestID)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	for _, row := range res.Rows {
+		t, err := time.Parse(time.RFC3339Nano, str(row[0]))
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("late_result of %s: %w", requestID, err)
+		}
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok, nil
+}
+
 // requestID reads c's request_id from the orchestrator's trail.
 func (r *run) requestID(ctx context.Context, c *Call) (string, error) {
 	res, err := r.queryAudits(ctx, `SELECT request_id FROM tool_calls WHERE json_extract(params, '$.tag') = ?`, c.Tag)
