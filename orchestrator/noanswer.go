@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +13,10 @@ import (
 // chat of its conversation, and a chat that never started.
 func noAnswer(id string, timeout time.Duration, w *actors.QueueWait, err error) error {
 	within := roundWait(timeout)
+	if errors.Is(err, actors.ErrAskTimeout) {
+		// Ask's error repeats the time this message gives.
+		err = actors.ErrAskTimeout
+	}
 	waited, started := w.Started()
 	switch {
 	case !started && w.Behind():
