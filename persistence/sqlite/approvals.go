@@ -33,7 +33,7 @@ func (s *Store) CreateApproval(ctx context.Context, a persistence.Approval, maxP
 	if a.ID == "" || a.Tool == "" {
 		return fmt.Errorf("create approval: %w: empty id or tool", ErrInvalidOptions)
 	}
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE state = 'pending'`).Scan(&n); err != nil {
 			return err
@@ -75,7 +75,7 @@ func (s *Store) DecideApproval(ctx context.Context, id, state, by, note, node st
 		return persistence.Approval{}, fmt.Errorf("decide approval %s: %w: no decider", id, ErrInvalidOptions)
 	}
 	var a persistence.Approval
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		var err error
 		if a, err = readApproval(ctx, tx, id); err != nil {
 			return err

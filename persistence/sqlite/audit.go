@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -23,7 +22,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 	}
 	stamp(&c.RecordID, &c.Time)
 	args, run := toolCallArgs(&c), c.FinishesRun
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		return s.insertToolCall(ctx, tx, args, run)
 	})
 	if err != nil {
@@ -34,7 +33,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c persistence.ToolCall) erro
 
 // insertToolCall inserts a tool call's row (args from toolCallArgs) in tx
 // and, when run is set, marks that request of the request log done.
-func (s *Store) insertToolCall(ctx context.Context, tx *sql.Tx, args []any, run string) error {
+func (s *Store) insertToolCall(ctx context.Context, tx dbtx, args []any, run string) error {
 	if err := s.insertChained(ctx, tx, "tool_calls", args); err != nil {
 		return err
 	}
@@ -61,7 +60,7 @@ func (s *Store) QueueToolCall(c persistence.ToolCall, then func(error)) error {
 		c.Time = time.Now()
 	}
 	args, id, run := toolCallArgs(&c), c.RecordID, c.FinishesRun
-	err := s.submitQueued(func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submitQueued(func(ctx context.Context, tx dbtx) error {
 		return s.insertToolCall(ctx, tx, args, run)
 	}, func(err error) {
 		if then != nil {

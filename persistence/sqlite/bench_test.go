@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -23,9 +22,9 @@ func BenchmarkRecordToolCall(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				var commits atomic.Int64
-				s, _ := openStoreWithCommit(b, Options{Sync: syncMode}, func(tx *sql.Tx, n int) error {
+				s, _ := openStoreWithCommit(b, Options{Sync: syncMode}, func(commit func() error, n int) error {
 					commits.Add(1)
-					return tx.Commit()
+					return commit()
 				})
 				c := sampleCall(1)
 				c.RecordID = "" // generated per record
@@ -71,7 +70,7 @@ func BenchmarkCommitBatch(b *testing.B) {
 					c.RecordID, c.Time = "", time.Time{}
 					stamp(&c.RecordID, &c.Time)
 					args := toolCallArgs(&c)
-					ops[j] = &op{apply: func(ctx context.Context, tx *sql.Tx) error {
+					ops[j] = &op{apply: func(ctx context.Context, tx dbtx) error {
 						return s.insertChained(ctx, tx, "tool_calls", args)
 					}}
 				}

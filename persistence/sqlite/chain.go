@@ -33,7 +33,7 @@ var chainInserts = func() map[string]string {
 // insertChained inserts a record of table whose hashed column values,
 // without chain_seq, are vals, as the next record of the chain. It runs on
 // the committer inside its transaction.
-func (s *Store) insertChained(ctx context.Context, tx *sql.Tx, table string, vals []any) error {
+func (s *Store) insertChained(ctx context.Context, tx dbtx, table string, vals []any) error {
 	seq := s.chain.seq + 1
 	// One array holds the hashed values, chain_seq, then the hash.
 	args := make([]any, len(vals)+2)

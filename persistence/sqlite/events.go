@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -43,7 +42,7 @@ func (s *Store) QueueEvent(e persistence.Event, then func(error)) error {
 
 // eventInsert fills in e's RecordID and Time when empty and returns the
 // write that inserts it as the chain's next record.
-func (s *Store) eventInsert(e *persistence.Event) func(ctx context.Context, tx *sql.Tx) error {
+func (s *Store) eventInsert(e *persistence.Event) func(ctx context.Context, tx dbtx) error {
 	stamp(&e.RecordID, &e.Time)
 	t := e.Time.UTC()
 	var detail any
@@ -51,7 +50,7 @@ func (s *Store) eventInsert(e *persistence.Event) func(ctx context.Context, tx *
 		detail = string(e.Detail) // TEXT: a BLOB would be read by json_valid as JSONB
 	}
 	args := []any{e.RecordID, t.Format(tsLayout), t.UnixMilli(), e.Node, nullIfEmpty(e.AgentID), e.Kind, detail}
-	return func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx dbtx) error {
 		return s.insertChained(ctx, tx, "events", args)
 	}
 }

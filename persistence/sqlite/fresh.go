@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	_ "embed"
 	"fmt"
 	"slices"
@@ -31,7 +30,7 @@ var freshSQL string
 const freshRows = `INSERT INTO audit_meta (key, value) VALUES ('chain_id', lower(hex(randomblob(16))));`
 
 // createFresh creates the newest schema in an empty database within tx.
-func createFresh(ctx context.Context, tx *sql.Tx, key auditchain.Key) error {
+func createFresh(ctx context.Context, tx dbtx, key auditchain.Key) error {
 	if _, err := tx.ExecContext(ctx, freshSQL); err != nil {
 		return fmt.Errorf("create schema version %d: %w", len(migrations), err)
 	}
@@ -53,7 +52,7 @@ func createFresh(ctx context.Context, tx *sql.Tx, key auditchain.Key) error {
 
 // schemaScript returns the statements that create the schema of the
 // database in tx, in the order it was created (what fresh.sql holds).
-func schemaScript(ctx context.Context, tx *sql.Tx) (string, error) {
+func schemaScript(ctx context.Context, tx dbtx) (string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_master
 		WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid`)
 	if err != nil {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -48,11 +47,11 @@ func openFullDiskStore(t testing.TB) (s *Store, path string, full *atomic.Bool) 
 	t.Helper()
 	full = new(atomic.Bool)
 	full.Store(true)
-	s, path = openStoreWithCommit(t, Options{}, func(tx *sql.Tx, _ int) error {
+	s, path = openStoreWithCommit(t, Options{}, func(commit func() error, _ int) error {
 		if full.Load() {
 			return &os_SyscallError{"fsync", syscall.ENOSPC}
 		}
-		return tx.Commit()
+		return commit()
 	})
 	return s, path, full
 }
@@ -89,7 +88,7 @@ func reopen(t testing.TB, s *Store, path string, opts Options) *Store {
 }
 
 // realCommit is the production commit, for seams that wrap it.
-func realCommit(tx *sql.Tx, _ int) error { return tx.Commit() }
+func realCommit(commit func() error, _ int) error { return commit() }
 
 // queued reports how many writes wait in s's queue.
 func queued(s *Store) int {

@@ -23,7 +23,7 @@ func (s *Store) BeginRun(ctx context.Context, requestID string, run persistence.
 // NoteRunProcess records the process group the tool of a running request
 // runs in. It changes nothing once the request is done.
 func (s *Store) NoteRunProcess(ctx context.Context, requestID string, p persistence.RunProcess) error {
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		_, err := s.txExec(ctx, tx, qNoteProcess,
 			p.Pgid, int64(p.StartTicks), p.BootID, requestID, stateRunning)
 		return err
@@ -84,7 +84,7 @@ func (s *Store) FinishInterrupted(ctx context.Context, c persistence.ToolCall, r
 	stamp(&c.RecordID, &c.Time)
 	args := toolCallArgs(&c)
 	report = ownReport(report)
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE request_log SET state = ?, report = ?, finished_ms = ? WHERE request_id = ? AND state = ?`,
 			stateDone, report, time.Now().UnixMilli(), requestID, stateRunning)
 		if err != nil {

@@ -45,7 +45,7 @@ func (s *Store) PutJob(ctx context.Context, j persistence.JobRecord, node, by st
 	if now.IsZero() {
 		now = time.Now()
 	}
-	err = s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		added = false
 		var old string
 		err := tx.QueryRowContext(ctx, `SELECT spec FROM jobs WHERE job_id = ?`, j.ID).Scan(&old)
@@ -90,7 +90,7 @@ func (s *Store) PutJob(ctx context.Context, j persistence.JobRecord, node, by st
 // DeleteJob removes job id (its runs stay until pruned) with a job_changed
 // event.
 func (s *Store) DeleteJob(ctx context.Context, id, node, by string) error {
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE job_id = ?`, id)
 		if err != nil {
 			return err
@@ -110,7 +110,7 @@ func (s *Store) DeleteJob(ctx context.Context, id, node, by string) error {
 // by. Resuming sets the watermark to at: instants that passed while the
 // job was paused are neither run nor recorded as missed.
 func (s *Store) SetJobPaused(ctx context.Context, id string, paused bool, at time.Time, node, by string) error {
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		q := `UPDATE jobs SET paused = 1, updated_ms = ? WHERE job_id = ?`
 		args := []any{at.UnixMilli(), id}
 		change := "paused"
@@ -172,7 +172,7 @@ func (s *Store) Jobs(ctx context.Context) ([]persistence.JobRecord, error) {
 // (event job_run). claimed[i] is false when run i's (job, instant, agent)
 // was claimed before: it must not start again.
 func (s *Store) RecordJobRuns(ctx context.Context, jobID string, watermark time.Time, runs []persistence.JobRun) (claimed []bool, err error) {
-	err = s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		claimed = make([]bool, len(runs))
 		for i, r := range runs {
 			if r.JobID != jobID {
@@ -219,7 +219,7 @@ func (s *Store) FinishJobRun(ctx context.Context, r persistence.JobRun) error {
 	if r.Outcome == "" {
 		return fmt.Errorf("finish run of job %q: no outcome", r.JobID)
 	}
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE job_runs SET outcome = ?, conversation_id = coalesce(?, conversation_id),
 			finished_ms = ?, error = ? WHERE job_id = ? AND scheduled_ms = ? AND agent_id = ? AND outcome IS NULL`,
 			r.Outcome, nullIfEmpty(r.ConversationID), r.Finished.UnixMilli(), nullIfEmpty(r.Error),
@@ -299,7 +299,7 @@ func (s *Store) scanRuns(ctx context.Context, q string, args ...any) ([]persiste
 }
 
 // pruneRuns keeps the newest DefaultJobRunsKept ended runs of jobID.
-func pruneRuns(ctx context.Context, tx *sql.Tx, jobID string) error {
+func pruneRuns(ctx context.Context, tx dbtx, jobID string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM job_runs WHERE job_id = ? AND outcome IS NOT NULL AND id NOT IN
 		(SELECT id FROM job_runs WHERE job_id = ? AND outcome IS NOT NULL ORDER BY scheduled_ms DESC LIMIT ?)`,
 		jobID, jobID, DefaultJobRunsKept)
@@ -334,7 +334,7 @@ func runEventArgs(kind string, at time.Time, r persistence.JobRun) []any {
 }
 
 // jobEvent writes a chained event about a job inside tx.
-func (s *Store) jobEvent(ctx context.Context, tx *sql.Tx, at time.Time, node, agent string, detail map[string]any) error {
+func (s *Store) jobEvent(ctx context.Context, tx dbtx, at time.Time, node, agent string, detail map[string]any) error {
 	return s.insertChained(ctx, tx, "events", eventArgs(persistence.EventJobChanged, at, node, agent, detail))
 }
 

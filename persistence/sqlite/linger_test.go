@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,11 +18,11 @@ type sizes struct {
 	n  []int
 }
 
-func (c *sizes) commit(tx *sql.Tx, n int) error {
+func (c *sizes) commit(commit func() error, n int) error {
 	c.mu.Lock()
 	c.n = append(c.n, n)
 	c.mu.Unlock()
-	return tx.Commit()
+	return commit()
 }
 
 func (c *sizes) get() []int {
@@ -114,11 +113,11 @@ func TestQueuedWritesLingerForAWaitedOne(t *testing.T) {
 // goroutine and back, on a new stack the commit grows).
 func TestWaitedWriteCommitsLingeringOnItsOwnGoroutine(t *testing.T) {
 	var onCaller []bool
-	commit := func(tx *sql.Tx, n int) error {
+	commit := func(commit func() error, n int) error {
 		buf := make([]byte, 64<<10)
 		stack := string(buf[:runtime.Stack(buf, false)])
 		onCaller = append(onCaller, strings.Contains(stack, "sqlite.(*Store).submit("))
-		return tx.Commit()
+		return commit()
 	}
 	s, _ := openStoreWithCommit(t, Options{Linger: time.Hour}, commit)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -17,7 +16,7 @@ func (s *Store) RecordLLMCall(ctx context.Context, c persistence.LLMCall) error 
 	if err != nil {
 		return err
 	}
-	err = s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		return s.insertChained(ctx, tx, "llm_calls", args)
 	})
 	if err != nil {
@@ -39,7 +38,7 @@ func (s *Store) QueueLLMCall(c persistence.LLMCall, then func(error)) error {
 		return err
 	}
 	id := c.RecordID
-	err = s.submitQueued(func(ctx context.Context, tx *sql.Tx) error {
+	err = s.submitQueued(func(ctx context.Context, tx dbtx) error {
 		return s.insertChained(ctx, tx, "llm_calls", args)
 	}, func(err error) {
 		if then != nil {

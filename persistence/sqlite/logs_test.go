@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -15,12 +14,11 @@ import (
 func TestRingFedOnCommit(t *testing.T) {
 	ring := hot.NewRing(100)
 	fail := false
-	s, path := openStoreWithCommit(t, Options{Ring: ring}, func(tx *sql.Tx, n int) error {
+	s, path := openStoreWithCommit(t, Options{Ring: ring}, func(commit func() error, n int) error {
 		if fail {
-			tx.Rollback()
 			return errors.New("injected commit failure")
 		}
-		return tx.Commit()
+		return commit()
 	})
 	fillMixed(t, s, 2) // 10 records
 	fail = true

@@ -39,7 +39,7 @@ func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs 
 		ids[i] = persistence.NewRecordID()
 	}
 	var first int64 // Seq of rows[0], set by the transaction
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		var err error
 		first, err = s.appendMessagesTx(ctx, tx, conversationID, rows, ids)
 		return err
@@ -57,7 +57,7 @@ func (s *Store) AppendMessages(ctx context.Context, conversationID string, msgs 
 
 // appendMessagesTx inserts rows after the conversation's last message and
 // updates its summary row. It returns the Seq given to rows[0].
-func (s *Store) appendMessagesTx(ctx context.Context, tx *sql.Tx, conv string, rows []persistence.Message, ids []string) (int64, error) {
+func (s *Store) appendMessagesTx(ctx context.Context, tx dbtx, conv string, rows []persistence.Message, ids []string) (int64, error) {
 	lo, hi := rows[0].Time, rows[0].Time
 	for _, m := range rows[1:] {
 		if m.Time.Before(lo) {

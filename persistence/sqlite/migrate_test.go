@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -310,7 +309,7 @@ func TestMigrationIsAllOrNothing(t *testing.T) {
 				before = queryOne(t, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'").(int64)
 			}
 			orig := migrationHooks[last]
-			migrationHooks[last] = func(context.Context, *sql.Tx, auditchain.Key) error { return errors.New("step fails") }
+			migrationHooks[last] = func(context.Context, dbtx, auditchain.Key) error { return errors.New("step fails") }
 			_, err := Open(path, Options{})
 			if orig == nil {
 				delete(migrationHooks, last)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -24,7 +23,7 @@ func (s *Store) Enqueue(ctx context.Context, topic string, payload []byte, max i
 		return 0, errors.New("enqueue: topic is empty")
 	}
 	now := time.Now().UnixMilli()
-	err = s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		dropped = 0
 		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (topic, payload, queued_ms) VALUES (?, ?, ?)`, topic, payload, now); err != nil {
 			return fmt.Errorf("insert outbox message: %w", err)
@@ -48,7 +47,7 @@ func (s *Store) Enqueue(ctx context.Context, topic string, payload []byte, max i
 // Outbox returns the oldest n messages, oldest first.
 func (s *Store) Outbox(ctx context.Context, n int) ([]OutboxItem, error) {
 	var items []OutboxItem
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		items = items[:0]
 		rows, err := tx.QueryContext(ctx, `SELECT id, topic, payload, queued_ms FROM outbox ORDER BY id LIMIT ?`, n)
 		if err != nil {
@@ -76,7 +75,7 @@ func (s *Store) Outbox(ctx context.Context, n int) ([]OutboxItem, error) {
 
 // Dequeue deletes a delivered message.
 func (s *Store) Dequeue(ctx context.Context, id int64) error {
-	return s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("dequeue outbox message %d: %w", id, err)
 		}
@@ -87,7 +86,7 @@ func (s *Store) Dequeue(ctx context.Context, id int64) error {
 // OutboxLen counts the messages waiting.
 func (s *Store) OutboxLen(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		return tx.QueryRowContext(ctx, `SELECT count(*) FROM outbox`).Scan(&n)
 	})
 	if err != nil {

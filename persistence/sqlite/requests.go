@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -43,7 +42,7 @@ func (s *Store) beginRequest(ctx context.Context, requestID string, run persiste
 	if run.ConversationID != "" {
 		conv = run.ConversationID
 	}
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		state, report = 0, nil
 		res, err := s.txExec(ctx, tx,
 			qBeginRequest, requestID, stateRunning, now, tool, params, conv)
@@ -90,7 +89,7 @@ func (s *Store) FinishRequest(ctx context.Context, requestID string, report []by
 		return fmt.Errorf("finish request: %w", errEmptyRequestID)
 	}
 	report = ownReport(report)
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		return s.finishRequestTx(ctx, tx, requestID, report)
 	})
 	if err != nil {
@@ -113,7 +112,7 @@ func (s *Store) FinishToolCall(ctx context.Context, c persistence.ToolCall, requ
 	stamp(&c.RecordID, &c.Time)
 	args := toolCallArgs(&c)
 	report = ownReport(report)
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		if err := s.insertChained(ctx, tx, "tool_calls", args); err != nil {
 			return err
 		}
@@ -135,7 +134,7 @@ func ownReport(report []byte) []byte {
 }
 
 // finishRequestTx marks requestID done with report inside tx.
-func (s *Store) finishRequestTx(ctx context.Context, tx *sql.Tx, requestID string, report []byte) error {
+func (s *Store) finishRequestTx(ctx context.Context, tx dbtx, requestID string, report []byte) error {
 	now := time.Now().UnixMilli()
 	_, err := s.txExec(ctx, tx,
 		qFinishRequest,
@@ -150,7 +149,7 @@ func (s *Store) finishRequestTx(ctx context.Context, tx *sql.Tx, requestID strin
 // olderThan and returns how many it deleted. Requests still running are kept.
 func (s *Store) PruneRequests(ctx context.Context, olderThan time.Time) (int64, error) {
 	var n int64
-	err := s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM request_log WHERE state = ? AND finished_ms < ?`,
 			stateDone, olderThan.UnixMilli())
 		if err != nil {

@@ -82,7 +82,7 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 		return PruneResult{}, fmt.Errorf("prune audit store: %w", err)
 	}
 	var res PruneResult
-	err = s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res = PruneResult{}
 		upTo, reason, err := pruneBound(ctx, tx, r, now)
 		if err != nil || upTo == 0 {
@@ -148,7 +148,7 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (PruneRes
 // afterwards starts again at Seq 1: the Seqs it had are gone from this
 // database, and every record keeps its own record_id and chain position,
 // which is how the tiers tell records apart.
-func pruneConversations(ctx context.Context, tx *sql.Tx, convs []string, batch int) error {
+func pruneConversations(ctx context.Context, tx dbtx, convs []string, batch int) error {
 	if len(convs) > 0 {
 		st, err := tx.PrepareContext(ctx, `DELETE FROM conversations WHERE conversation_id = ?1
 			AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1)`)
@@ -175,7 +175,7 @@ func pruneConversations(ctx context.Context, tx *sql.Tx, convs []string, batch i
 
 // pruneBound returns the largest chain_seq that r allows deleting up to
 // (0 for none) and why.
-func pruneBound(ctx context.Context, tx *sql.Tx, r Retention, now time.Time) (int64, string, error) {
+func pruneBound(ctx context.Context, tx dbtx, r Retention, now time.Time) (int64, string, error) {
 	head, err := auditchain.MaxSeq(ctx, tx, auditchain.Filter{})
 	if err != nil || head == 0 {
 		return 0, "", err
@@ -234,7 +234,7 @@ func pruneBound(ctx context.Context, tx *sql.Tx, r Retention, now time.Time) (in
 
 // olderPrefix returns the largest S such that every record with chain_seq
 // <= S is older than cutoff.
-func olderPrefix(ctx context.Context, tx *sql.Tx, cutoff time.Time, head int64) (int64, error) {
+func olderPrefix(ctx context.Context, tx dbtx, cutoff time.Time, head int64) (int64, error) {
 	parts := make([]string, 0, len(auditchain.Tables))
 	args := make([]any, 0, len(auditchain.Tables))
 	for _, t := range auditchain.Tables {
@@ -256,7 +256,7 @@ const ReasonOldEvents = "events older than the event max age"
 
 // oldEventsPrefix returns the largest S such that every record with
 // chain_seq <= S is an event older than cutoff.
-func oldEventsPrefix(ctx context.Context, tx *sql.Tx, cutoff time.Time, head int64) (int64, error) {
+func oldEventsPrefix(ctx context.Context, tx dbtx, cutoff time.Time, head int64) (int64, error) {
 	parts := make([]string, 0, len(auditchain.Tables))
 	args := make([]any, 0, 1)
 	for _, t := range auditchain.Tables {
@@ -304,7 +304,7 @@ func usedBytes(ctx context.Context, q queryer) (int64, error) {
 	return (pages - free) * size, nil
 }
 
-func execCount(ctx context.Context, tx *sql.Tx, q string, args ...any) (int64, error) {
+func execCount(ctx context.Context, tx dbtx, q string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, err

@@ -177,7 +177,7 @@ var migrations = []string{
 // migrationHooks holds, by the version a migration takes the database to,
 // Go code run after that migration's SQL in its transaction, for steps SQL
 // cannot do (the key never enters the database).
-var migrationHooks = map[int]func(ctx context.Context, tx *sql.Tx, key auditchain.Key) error{
+var migrationHooks = map[int]func(ctx context.Context, tx dbtx, key auditchain.Key) error{
 	sealVersion: adoptV5,
 }
 
@@ -250,7 +250,7 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 }
 
 // migrateSteps applies the migrations after version, each with its hook.
-func migrateSteps(ctx context.Context, tx *sql.Tx, version int, key auditchain.Key) error {
+func migrateSteps(ctx context.Context, tx dbtx, version int, key auditchain.Key) error {
 	for v := version; v < len(migrations); v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)

@@ -41,7 +41,7 @@ var ErrChainTampered = errors.New("audit chain does not match its seal")
 // predate the chain, and seals the current head. It vouches for the
 // database as it is at the upgrade (trust on first use): a forgery made
 // before the upgrade is not detected.
-func adoptV5(ctx context.Context, tx *sql.Tx, key auditchain.Key) error {
+func adoptV5(ctx context.Context, tx dbtx, key auditchain.Key) error {
 	chainID, err := readChainID(ctx, tx)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func parseLegacy(s string) (auditchain.Legacy, error) {
 }
 
 // writeSeal seals the writer's chain head, in its transaction.
-func (s *Store) writeSeal(ctx context.Context, tx *sql.Tx) error {
+func (s *Store) writeSeal(ctx context.Context, tx dbtx) error {
 	mac := s.hasher.MAC(s.key, auditchain.AnchorSeal, s.chainID, s.chain.seq, s.chain.head)
 	res, err := s.txExec(ctx, tx, qSeal,
 		s.chain.seq, s.chain.head.String(), mac.String())

@@ -86,7 +86,7 @@ func (s *Store) storeShipped(ctx context.Context, seq int64, forwardOnly bool) e
 		q += ` WHERE excluded.shipped_seq > cold_shipped.shipped_seq`
 	}
 	now := time.Now().UTC().Format(tsLayout)
-	return s.submit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		if _, err := tx.ExecContext(ctx, q, seq, now); err != nil {
 			return fmt.Errorf("store shipped mark: %w", err)
 		}

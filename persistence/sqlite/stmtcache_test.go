@@ -8,26 +8,22 @@ import (
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
-// The writer's statements are prepared after the transaction that first
-// ran them: none when the store opens, the first write of a kind runs
-// unprepared, the next ones reuse the prepared statement.
-func TestStatementsPreparedAfterFirstUse(t *testing.T) {
+// The writer's statements are prepared on the writer's connection the
+// first time they run, none when the store opens, and reused from then on.
+func TestStatementsPreparedAtFirstUse(t *testing.T) {
 	insert := chainInserts["events"]
-	type seen struct{ prepared, bound, cached int }
+	type seen struct{ prepared, cached int }
 	var s *Store
 	var commits []seen
-	commit := func(tx *sql.Tx, _ int) error {
+	commit := func(commit func() error, _ int) error {
 		if s != nil { // the committer's goroutine: it alone uses s.stmts
 			c := seen{cached: len(s.stmts.stmts)}
 			if _, ok := s.stmts.stmts[insert]; ok {
 				c.prepared = 1
 			}
-			if _, ok := s.stmts.bound[insert]; ok && s.stmts.tx == tx {
-				c.bound = 1
-			}
 			commits = append(commits, c)
 		}
-		return tx.Commit()
+		return commit()
 	}
 	s, path := openStoreWithCommit(t, Options{}, commit)
 	if s.stmts.stmts == nil || len(s.stmts.stmts) != 0 {
@@ -44,15 +40,9 @@ func TestStatementsPreparedAfterFirstUse(t *testing.T) {
 	if len(commits) != 3 {
 		t.Fatalf("%d commits, want 3", len(commits))
 	}
-	if c := commits[0]; c.prepared != 0 || c.bound != 0 {
-		t.Errorf("first write: %+v, want the insert unprepared", c)
-	}
-	for i, c := range commits[1:] {
-		if c.prepared != 1 || c.bound != 1 {
-			t.Errorf("write %d: %+v, want the insert prepared and bound to its transaction", i+2, c)
-		}
-		if c.cached < 2 { // the insert and the seal
-			t.Errorf("write %d: %d statements prepared, want the insert's and the seal's at least", i+2, c.cached)
+	for i, c := range commits {
+		if c.prepared != 1 || c.cached < 2 { // the insert and the seal
+			t.Errorf("write %d: %+v, want the insert and the seal prepared", i+1, c)
 		}
 	}
 	if n := queryOne(t, path, "SELECT count(*) FROM events"); n != int64(3) {
@@ -60,43 +50,63 @@ func TestStatementsPreparedAfterFirstUse(t *testing.T) {
 	}
 }
 
-// Only the cache's own queries are noted, each once; one that does not
-// prepare is not tried again.
-func TestStatementCacheNotes(t *testing.T) {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+// Only the cache's own queries are prepared, each once; one that does not
+// prepare is not tried again; without the writer's connection nothing is.
+func TestStatementCachePrepares(t *testing.T) {
 	ctx := context.Background()
+	conn := func(t *testing.T, schema bool) *sql.Conn {
+		db, err := sql.Open("sqlite", ":memory:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); db.Close() })
+		if schema {
+			if _, err := c.ExecContext(ctx, freshSQL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	insert := chainInserts["events"]
 	tests := []struct {
 		name   string
+		schema bool
+		noConn bool
 		query  string
-		noted  bool
 		cached bool
+		skip   bool
 	}{
-		{"not one of the cache's", "SELECT 1", false, false},
-		{"a chained insert, its table missing", chainInserts["events"], true, false},
+		{name: "not one of the cache's", schema: true, query: "SELECT 1"},
+		{name: "a chained insert", schema: true, query: insert, cached: true},
+		{name: "a chained insert, not on the writer's connection", schema: true, noConn: true, query: insert},
+		{name: "a chained insert, its table missing", query: insert, skip: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newStmtCache()
 			defer c.close()
-			for range 2 {
-				if st := c.in(ctx, nil, tt.query); st != nil {
-					t.Fatal("a statement before any was prepared")
-				}
+			wc := conn(t, tt.schema)
+			if tt.noConn {
+				wc = nil
 			}
-			if got := len(c.wanted); got != map[bool]int{true: 1, false: 0}[tt.noted] {
-				t.Fatalf("noted %d times, want noted=%v once", got, tt.noted)
+			first := c.in(ctx, wc, tt.query)
+			second := c.in(ctx, wc, tt.query)
+			if got := first != nil; got != tt.cached {
+				t.Fatalf("prepared = %v, want %v", got, tt.cached)
 			}
-			c.prepareWanted(ctx, db)
+			if first != second {
+				t.Errorf("the second run got another statement")
+			}
 			if _, ok := c.stmts[tt.query]; ok != tt.cached {
 				t.Errorf("cached = %v, want %v", ok, tt.cached)
 			}
-			c.in(ctx, nil, tt.query)
-			if len(c.wanted) != 0 {
-				t.Errorf("noted again after prepareWanted: %q", c.wanted)
+			if c.skip[tt.query] != tt.skip {
+				t.Errorf("skip = %v, want %v", c.skip[tt.query], tt.skip)
 			}
 		})
 	}

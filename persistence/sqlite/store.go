@@ -154,7 +154,8 @@ type Store struct {
 	path   string
 	opts   Options
 	log    *slog.Logger
-	db     *sql.DB    // the writer's one connection
+	db     *sql.DB    // the pool of the writer's one connection
+	wc     *wconn     // that connection, held by the committer from Open to Close
 	rdb    *sql.DB    // read-only connections for LoadMessages and other reads
 	commit commitFunc // fault seam, copied from commitHook at Open
 
@@ -264,8 +265,14 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
+	wc, err := openWConn(context.Background(), db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open audit store %s: %w", path, err)
+	}
 	rdb, err := openReaders(path)
 	if err != nil {
+		wc.close()
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
@@ -275,6 +282,7 @@ func Open(path string, opts Options) (*Store, error) {
 		opts:    opts,
 		log:     opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path),
 		db:      db,
+		wc:      wc,
 		rdb:     rdb,
 		key:     key,
 		chainID: chainID,
@@ -289,6 +297,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := s.startCheckpointer(dsn); err != nil {
 		stmts.close()
 		rdb.Close()
+		wc.close()
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
@@ -363,7 +372,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeWriter() // commits what is queued
 		cerr := s.stopCheckpointer()
-		serr := s.stmts.close()
+		serr := errors.Join(s.stmts.close(), s.wc.close())
 		if st := s.recentStatement(); st != nil {
 			serr = errors.Join(serr, st.Close())
 		}

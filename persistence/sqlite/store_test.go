@@ -96,7 +96,7 @@ func TestSyncModeApplied(t *testing.T) {
 	for _, tt := range tests {
 		s, _ := openStore(t, Options{Sync: tt.sync})
 		var got int64
-		if err := s.db.QueryRow("PRAGMA synchronous").Scan(&got); err != nil {
+		if err := s.wc.conn.QueryRowContext(context.Background(), "PRAGMA synchronous").Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != tt.want {
@@ -133,7 +133,7 @@ func TestWriterCacheIsBounded(t *testing.T) {
 			t.Parallel()
 			s := tc.open(t)
 			var got int64
-			if err := s.db.QueryRow("PRAGMA cache_size").Scan(&got); err != nil {
+			if err := s.wc.conn.QueryRowContext(context.Background(), "PRAGMA cache_size").Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			// A negative cache_size is in KiB, a positive one in pages.

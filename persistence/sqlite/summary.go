@@ -223,7 +223,7 @@ var summaryQueries = []string{qUpsertTools, qUpsertErrors, qUpsertConvTokens, qU
 
 // writeSummaries writes the transaction's summary changes, in its
 // transaction: one upsert per key.
-func (s *Store) writeSummaries(ctx context.Context, tx *sql.Tx) error {
+func (s *Store) writeSummaries(ctx context.Context, tx dbtx) error {
 	b := &s.sums
 	for k, a := range b.tools {
 		if _, err := s.txExec(ctx, tx, qUpsertTools, k.tool, k.agent, k.day, a.calls, a.errors, a.elapsedSum, a.elapsedMax); err != nil {
@@ -251,7 +251,7 @@ func (s *Store) writeSummaries(ctx context.Context, tx *sql.Tx) error {
 // writeSlowest adds the batch's calls that rank among their day's
 // slowestPerDay to report_slowest. The cached floor of each day spares
 // the common case, a call faster than the day's slowest, any statement.
-func (s *Store) writeSlowest(ctx context.Context, tx *sql.Tx) error {
+func (s *Store) writeSlowest(ctx context.Context, tx dbtx) error {
 	b := &s.sums
 	if len(b.slow) == 0 {
 		return nil
@@ -305,7 +305,7 @@ func (s *Store) writeSlowest(ctx context.Context, tx *sql.Tx) error {
 }
 
 // readFloor reads the floor of day's ranking.
-func (s *Store) readFloor(ctx context.Context, tx *sql.Tx, day string) (floor, error) {
+func (s *Store) readFloor(ctx context.Context, tx dbtx, day string) (floor, error) {
 	var f floor
 	err := s.txQueryRow(ctx, tx, qSlowFloor, day).Scan(&f.last.elapsed, &f.last.ts, &f.last.recordID)
 	switch {
@@ -333,7 +333,7 @@ func dayBounds(day string) (int64, int64, bool) {
 // deleting them. Counts and sums are subtracted; the maxima and the
 // rankings of the days the prune cuts into are recomputed from the rows of
 // those days that stay (afterPrune). Keys left with no rows go.
-func (s *Store) pruneSummaries(ctx context.Context, tx *sql.Tx, upTo int64) (func() error, error) {
+func (s *Store) pruneSummaries(ctx context.Context, tx dbtx, upTo int64) (func() error, error) {
 	steps := []string{
 		`UPDATE report_tools SET calls = report_tools.calls - d.calls, errors = report_tools.errors - d.errors,
 			elapsed_sum = report_tools.elapsed_sum - d.elapsed_sum
@@ -537,7 +537,7 @@ func VerifySummaries(ctx context.Context, path string) error {
 
 // sameAnswers runs queries a and b in tx and compares their rows as they
 // come (SameRows), returning the first row that differs.
-func sameAnswers(ctx context.Context, tx *sql.Tx, a, b string) (int, bool, error) {
+func sameAnswers(ctx context.Context, tx dbtx, a, b string) (int, bool, error) {
 	ra, err := tx.QueryContext(ctx, a)
 	if err != nil {
 		return 0, false, err

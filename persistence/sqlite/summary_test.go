@@ -228,12 +228,11 @@ func TestSummariesMatchRecords(t *testing.T) {
 // of its batch is retried.
 func TestSummariesRollBackWithTheirBatch(t *testing.T) {
 	var failCommits sync.Mutex // held: commits fail
-	s, path := openStoreWithCommit(t, Options{}, func(tx *sql.Tx, n int) error {
+	s, path := openStoreWithCommit(t, Options{}, func(commit func() error, n int) error {
 		if failCommits.TryLock() {
 			failCommits.Unlock()
-			return tx.Commit()
+			return commit()
 		}
-		tx.Rollback()
 		return errors.New("injected commit failure")
 	})
 	ctx := context.Background()

@@ -68,7 +68,7 @@ func VerifyChainWith(ctx context.Context, path string, o VerifyOptions) (*auditc
 	return rep, nil
 }
 
-func verifyTx(ctx context.Context, tx *sql.Tx, path string, o VerifyOptions) (*auditchain.Report, error) {
+func verifyTx(ctx context.Context, tx dbtx, path string, o VerifyOptions) (*auditchain.Report, error) {
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)

@@ -186,12 +186,11 @@ func readAll(t *testing.T, path string) []auditchain.Record {
 // record chains to the last committed one.
 func TestChainSurvivesFailedCommit(t *testing.T) {
 	fail := false
-	s, path := openStoreWithCommit(t, Options{}, func(tx *sql.Tx, n int) error {
+	s, path := openStoreWithCommit(t, Options{}, func(commit func() error, n int) error {
 		if fail {
-			tx.Rollback()
 			return errors.New("injected commit failure")
 		}
-		return tx.Commit()
+		return commit()
 	})
 	ctx := context.Background()
 	fillMixed(t, s, 1)

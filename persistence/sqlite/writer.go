@@ -15,20 +15,31 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// commitFunc commits tx, which holds n writes.
-type commitFunc func(tx *sql.Tx, n int) error
+// dbtx is what a write runs its statements on: the writer's connection,
+// inside the transaction the committer began there, or a *sql.Tx
+// (migrations, verification).
+type dbtx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// commitFunc commits the writer's open transaction, which holds n writes,
+// by calling commit.
+type commitFunc func(commit func() error, n int) error
 
 // commitHook is the fault seam for commits: Open copies it into the Store, so
 // a test can make commits fail (e.g. with ENOSPC), block, or count batches.
 // Tests that change it must not run in parallel with other tests.
-var commitHook commitFunc = func(tx *sql.Tx, _ int) error { return tx.Commit() }
+var commitHook commitFunc = func(commit func() error, _ int) error { return commit() }
 
 // op is one write waiting for its commit.
 type op struct {
 	// apply runs the write inside the writer's transaction. It may run twice
 	// (in a batch that failed, then alone), so it must set its results anew
 	// on every run.
-	apply func(ctx context.Context, tx *sql.Tx) error
+	apply func(ctx context.Context, tx dbtx) error
 	// done receives the write's result once; it has room for it, so the
 	// writer never blocks on a caller that stopped waiting. Nil for a
 	// queued write (then).
@@ -85,7 +96,7 @@ type writeQueue struct {
 // gets the result. Writes are taken in the order they are submitted or
 // queued, so a write queued before another is committed no later than it:
 // in the same transaction or an earlier one.
-func (s *Store) submitQueued(apply func(ctx context.Context, tx *sql.Tx) error, then func(error)) error {
+func (s *Store) submitQueued(apply func(ctx context.Context, tx dbtx) error, then func(error)) error {
 	lead, err := s.enqueue(&op{apply: apply, then: then})
 	if lead {
 		go s.lead(nil, false)
@@ -141,7 +152,7 @@ func (s *Store) takeLingering() {
 // submit commits apply and waits for the commit: on the caller's
 // goroutine when nobody else is committing. If ctx ends first it returns
 // ctx's error; the write stays queued and may still commit.
-func (s *Store) submit(ctx context.Context, apply func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Store) submit(ctx context.Context, apply func(ctx context.Context, tx dbtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -299,9 +310,6 @@ func (s *Store) closeWriter() {
 // the error and the others are retried as a new batch; when BEGIN or COMMIT
 // fails, nothing was written and every caller gets that error.
 func (s *Store) commitBatch(batch []*op) {
-	// Once the batch is answered and the connection free: the statements
-	// it ran unprepared are prepared for the next ones (stmtcache.go).
-	defer s.stmts.prepareWanted(context.Background(), s.db)
 	for len(batch) > 0 {
 		failed, err := s.runTx(batch)
 		err = classifyWriteError(err)
@@ -329,10 +337,10 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	// The writer's statements are not tied to any caller's context: a
 	// caller that stops waiting does not cancel a batch others wait for.
 	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
+	if err := s.wc.beginTx(ctx); err != nil {
 		return -1, fmt.Errorf("begin audit transaction: %w", err)
 	}
+	tx := s.wc.conn
 	// Chained inserts advance s.chain; a transaction that does not commit
 	// must leave it where the database is.
 	saved := s.chain
@@ -340,7 +348,7 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	s.sums.reset()
 	// fail undoes what the transaction changed in the committer's state.
 	fail := func() {
-		s.rollback(tx)
+		s.rollback(ctx)
 		s.chain = saved
 		clear(s.sums.floors) // they may hold what was rolled back
 	}
@@ -362,7 +370,7 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 			return -1, err
 		}
 	}
-	if err := s.commit(tx, len(ops)); err != nil {
+	if err := s.commit(func() error { return s.wc.commitTx(ctx) }, len(ops)); err != nil {
 		fail()
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
 	}
@@ -373,10 +381,10 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 	return -1, nil
 }
 
-// rollback ends tx after a failure. SQLite may already have rolled it back,
-// and a failed Commit has ended it, so ErrTxDone is expected.
-func (s *Store) rollback(tx *sql.Tx) {
-	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+// rollback ends the writer's transaction after a failure (SQLite may have
+// rolled it back already).
+func (s *Store) rollback(ctx context.Context) {
+	if err := s.wc.rollbackTx(ctx); err != nil {
 		s.log.Warn("roll back audit transaction", logKeyErr, err)
 	}
 }

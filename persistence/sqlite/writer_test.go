@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -36,7 +35,7 @@ func openGated(t *testing.T, opts Options) (*Store, string, *gate) {
 	return s, path, g
 }
 
-func (g *gate) commit(tx *sql.Tx, n int) error {
+func (g *gate) commit(commit func() error, n int) error {
 	select {
 	case g.entered <- struct{}{}:
 	default:
@@ -48,7 +47,7 @@ func (g *gate) commit(tx *sql.Tx, n int) error {
 	g.mu.Lock()
 	g.sizes = append(g.sizes, n)
 	g.mu.Unlock()
-	return tx.Commit()
+	return commit()
 }
 
 // open lets held and later commits through.
