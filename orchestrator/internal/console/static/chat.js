@@ -189,6 +189,7 @@ function progress(r, p) {
     case "tool_output": {
       const row = r.rows.get(p.call_id);
       if (!row) break;
+      approvalDecided(row);
       row.output.hidden = false;
       if (row.output.textContent.length < MAX_OUTPUT) row.output.append(document.createTextNode(p.output));
       row.output.scrollTop = row.output.scrollHeight;
@@ -206,6 +207,7 @@ function progress(r, p) {
       const text = `waiting for approval ${p.approval_id}` + (p.error ? ` (${p.error})` : "") +
         `: evoclaw approvals approve ${p.approval_id}, or deny it`;
       if (row) {
+        row.approval = true;
         setText(row.status, "approval");
         row.status.className = "pill run";
         setText(row.result, text);
@@ -251,7 +253,18 @@ function questionNode(p) {
   return node;
 }
 
+// approvalDecided takes the notice of a call that waited for approval off
+// its row once the call runs or ends: it was decided.
+function approvalDecided(row) {
+  if (!row.approval) return;
+  row.approval = false;
+  setText(row.result, "");
+  setText(row.status, "running");
+  row.status.className = "pill run";
+}
+
 function finishRow(row, status, text, ms) {
+  approvalDecided(row);
   row.ended = true;
   setText(row.status, status === "success" ? "ok" : status);
   row.status.className = "pill " + (status === "success" ? "ok" : "bad");
