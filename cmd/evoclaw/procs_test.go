@@ -123,11 +123,18 @@ var serveReady = regexp.MustCompile(`ready: broker (\S+), audit .*, api (\S+)`)
 // dir/node. It returns the broker URL.
 func startScriptedServe(t *testing.T, dir, nodeID, transcript string) string {
 	t.Helper()
+	return startScriptedServeWith(t, dir, nodeID, transcript, "")
+}
+
+// startScriptedServeWith is startScriptedServe with the lines of tail at
+// the end of its evoclaw.toml.
+func startScriptedServeWith(t *testing.T, dir, nodeID, transcript, tail string) string {
+	t.Helper()
 	if code, _, errOut := runBinary(t, "", "skills", "install", "demo", filepath.Join(dir, "skills")); code != 0 {
 		t.Fatalf("skills install: %s", errOut)
 	}
 	writeTestFile(t, filepath.Join(dir, "transcript.json"), transcript)
-	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), scriptedServeTOML(fmt.Sprintf("node_id = %q\n", nodeID), filepath.Join(dir, "transcript.json"), ""))
+	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), scriptedServeTOML(fmt.Sprintf("node_id = %q\n", nodeID), filepath.Join(dir, "transcript.json"), tail))
 	_, m := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", filepath.Join(dir, "node"))
 	return m[1]
 }
