@@ -231,6 +231,14 @@ type browser struct {
 
 func newBrowser(t *testing.T, chromium string) *browser {
 	t.Helper()
+	// The profile is not t.TempDir: Chromium's helper processes may still
+	// write into it for a moment after the browser is gone, which made
+	// TempDir's own removal fail the test.
+	profile, err := os.MkdirTemp("", "evoclaw-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeSettled(t, profile) })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", true),
@@ -243,7 +251,7 @@ func newBrowser(t *testing.T, chromium string) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1200, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -336,6 +344,18 @@ func (b *browser) checkClean(t *testing.T) {
 	for _, p := range b.problems {
 		t.Errorf("browser reported %s", p)
 	}
+}
+
+// removeSettled removes dir, trying again for up to 5 s while something
+// still writes into it; what is left then is logged, not failed.
+func removeSettled(t *testing.T, dir string) {
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+	}
+	t.Logf("browser profile %s left behind: %v", dir, err)
 }
 
 func readTestFile(t *testing.T, path string) string {
