@@ -18,6 +18,9 @@ import (
 type wconn struct {
 	conn                    *sql.Conn
 	begin, commit, rollback *sql.Stmt
+	// commitNow is commitTx without a context, made once: the commit seam
+	// takes it on every transaction.
+	commitNow func() error
 }
 
 // openWConn takes db's connection for the writer. db holds one
@@ -28,6 +31,7 @@ func openWConn(ctx context.Context, db *sql.DB) (*wconn, error) {
 		return nil, fmt.Errorf("take the writer's connection: %w", err)
 	}
 	w := &wconn{conn: c}
+	w.commitNow = func() error { return w.commitTx(context.Background()) }
 	for _, p := range []struct {
 		st *(*sql.Stmt)
 		q  string

@@ -370,7 +370,7 @@ func (s *Store) runTx(ops []*op) (failed int, err error) {
 			return -1, err
 		}
 	}
-	if err := s.commit(func() error { return s.wc.commitTx(ctx) }, len(ops)); err != nil {
+	if err := s.commit(s.wc.commitNow, len(ops)); err != nil {
 		fail()
 		return -1, fmt.Errorf("commit audit transaction: %w", err)
 	}
