@@ -2,19 +2,13 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	msqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
+	"github.com/evoclaw/evoclaw/orchestrator/auditquery"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -29,8 +23,14 @@ const (
 	// MaxAuditSQLBytes bounds the values answered (text and blob bytes, 8
 	// per number), cut like rows.
 	MaxAuditSQLBytes = 2 << 20
-	// AuditSQLTimeout bounds one query's run.
+	// MaxAuditSQLValueBytes bounds each string and blob a statement reads
+	// or makes: far above any value the audit trail holds, far below what
+	// would take a small board's memory.
+	MaxAuditSQLValueBytes = 16 << 20
+	// AuditSQLTimeout bounds one query's run, its wait for a slot included.
 	AuditSQLTimeout = 10 * time.Second
+	// MaxAuditSQLRunning is how many queries run at once.
+	MaxAuditSQLRunning = 2
 )
 
 // ErrTypePermission is the error type of a refused write (403).
@@ -70,7 +70,7 @@ type ReportInfo struct {
 // auditQuery is a decoded AuditSQLRequest: the statement to run.
 type auditQuery struct {
 	sql     string
-	args    []any
+	args    []string
 	maxRows int
 }
 
@@ -102,7 +102,7 @@ func decodeAuditSQLRequest(body []byte) (q auditQuery, param string, err error) 
 		case r.Arg == "" && req.Arg != "":
 			return q, "arg", fmt.Errorf("report %s takes no argument", r.Name)
 		case r.Arg != "":
-			q.args = []any{req.Arg}
+			q.args = []string{req.Arg}
 		}
 		q.sql = r.Query
 	case strings.TrimSpace(req.SQL) == "":
@@ -125,61 +125,46 @@ func (n *Node) handleAuditSQL(w http.ResponseWriter, r *http.Request) {
 		writeAPIErrorParam(w, http.StatusBadRequest, param, err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), AuditSQLTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), n.auditTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := sqlite.QueryLimited(ctx, n.AuditPath(), sqlite.Limits{Rows: q.maxRows, Bytes: MaxAuditSQLBytes}, q.sql, q.args...)
-	if err != nil {
-		code, typ := auditSQLErrorStatus(ctx, err)
-		writeJSON(w, code, errorBody{Error: apiErrorf(typ, "sql", "%s", err.Error())})
+	// A statement may hold a core and its memory bound for its whole time
+	// bound: a few run at once, the others wait for one to end.
+	select {
+	case n.auditSlots <- struct{}{}:
+		defer func() { <-n.auditSlots }()
+	case <-ctx.Done():
+		if r.Context().Err() != nil {
+			return // the caller is gone
+		}
+		writeAPIError(w, http.StatusTooManyRequests, ErrTypeBusy, fmt.Sprintf("%d audit queries ran for the whole %s this one waited; retry later", cap(n.auditSlots), n.auditTimeout))
 		return
 	}
-	out := AuditSQLResult{Columns: res.Columns, Rows: make([][]any, len(res.Rows)), Truncated: res.Truncated,
-		ElapsedMS: time.Since(start).Milliseconds()}
-	if out.Columns == nil {
-		out.Columns = []string{}
+	res, err := n.auditQuery(ctx, auditquery.Request{Path: n.AuditPath(), SQL: q.sql, Args: q.args,
+		Rows: q.maxRows, Bytes: MaxAuditSQLBytes, ValueBytes: MaxAuditSQLValueBytes, Timeout: n.auditTimeout})
+	if err != nil {
+		code, typ := auditSQLErrorStatus(ctx, err)
+		writeJSON(w, code, errorBody{Error: apiErrorf(typ, "sql", "query audit database: %s", strings.TrimPrefix(err.Error(), "query audit database: "))})
+		return
 	}
-	for i, row := range res.Rows {
-		out.Rows[i] = make([]any, len(row))
-		for j, v := range row {
-			out.Rows[i][j] = jsonCell(v)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, AuditSQLResult{Columns: res.Columns, Rows: res.Rows, Truncated: res.Truncated,
+		ElapsedMS: time.Since(start).Milliseconds()})
 }
 
 // auditSQLErrorStatus maps a failed query to its status and error type:
-// a refused write is 403, a statement SQLite rejects 400, the time bound
-// 504, anything else (the database cannot be read) 503.
+// a refused write is 403, a statement SQLite rejects or that needs more
+// than a query may use 400, the time bound 504, anything else (the
+// database cannot be read) 503.
 func auditSQLErrorStatus(ctx context.Context, err error) (int, string) {
-	var se *msqlite.Error
-	switch {
-	case errors.Is(err, sqlite.ErrReadOnly):
+	switch auditquery.KindOf(ctx, err) {
+	case auditquery.KindReadOnly:
 		return http.StatusForbidden, ErrTypePermission
-	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+	case auditquery.KindTimeout:
 		return http.StatusGatewayTimeout, ErrTypeTimeout
-	case errors.Is(err, sqlite.ErrNotOneStatement):
+	case auditquery.KindStatement, auditquery.KindTooBig, auditquery.KindMemory:
 		return http.StatusBadRequest, ErrTypeInvalidRequest
-	case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR:
-		return http.StatusBadRequest, ErrTypeInvalidRequest // syntax, no such table or column...
 	}
 	return http.StatusServiceUnavailable, ErrTypeNotReady
-}
-
-// jsonCell maps a value of a query row to what JSON can hold.
-func jsonCell(v any) any {
-	switch v := v.(type) {
-	case []byte:
-		if utf8.Valid(v) {
-			return string(v)
-		}
-		return "x'" + hex.EncodeToString(v) + "'"
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return strconv.FormatFloat(v, 'g', -1, 64)
-		}
-	}
-	return v
 }
 
 func (n *Node) handleAuditReports(w http.ResponseWriter, _ *http.Request) {

@@ -1,6 +1,17 @@
 package orchestrator
 
-import "testing"
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/auditquery"
+)
 
 // TestAuditSQLPragmas: a pragma that would change the database, its files
 // or the node's process is refused as read-only (403), not answered as a
@@ -28,4 +39,57 @@ func TestAuditSQLPragmas(t *testing.T) {
 		cases = append(cases, apiCase{name: q, method: "POST", path: "/v1/audit/sql", body: map[string]any{"sql": q}, status: 200})
 	}
 	runAPICases(t, base, token, cases)
+}
+
+// TestAuditSQLRunsAFewAtOnce: at most MaxAuditSQLRunning statements run
+// at once; one more waits for a slot and, when none frees within the
+// time bound, is answered 429 with Retry-After; a freed slot serves the
+// next.
+func TestAuditSQLRunsAFewAtOnce(t *testing.T) {
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	held := func(ctx context.Context, req auditquery.Request) (*auditquery.Result, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if req.SQL == "SELECT 'hold'" {
+			<-release // past the waiting statement's bound
+		}
+		return &auditquery.Result{Columns: []string{"x"}, Rows: [][]any{{1}}}, nil
+	}
+	_, base, token := startAPI(t, nil, Options{AuditQuery: held, auditTimeout: 2 * time.Second,
+		Provider: mustScript(t, `{"name":"c","turns":[{"content":"hi"}]}`)})
+	post := func(sql string) *http.Response {
+		return send(t, "POST", base+"/v1/audit/sql", token, map[string]any{"sql": sql})
+	}
+	done := make(chan int, MaxAuditSQLRunning)
+	for range MaxAuditSQLRunning {
+		go func() {
+			resp := post("SELECT 'hold'")
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return running.Load() == MaxAuditSQLRunning }, "the held statements running")
+	resp := post("SELECT 1")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), ErrTypeBusy) {
+		t.Fatalf("statement with every slot held: %d %q Retry-After %q; want 429 %s with Retry-After", resp.StatusCode, body, resp.Header.Get("Retry-After"), ErrTypeBusy)
+	}
+	close(release)
+	for range MaxAuditSQLRunning {
+		if code := <-done; code != http.StatusOK {
+			t.Fatalf("held statement answered %d, want 200", code)
+		}
+	}
+	resp = post("SELECT 1")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("statement after the slots freed: %d, want 200", resp.StatusCode)
+	}
+	if m := most.Load(); m != MaxAuditSQLRunning {
+		t.Fatalf("%d statements ran at once, want at most %d (and that many)", m, MaxAuditSQLRunning)
+	}
 }

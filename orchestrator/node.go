@@ -24,6 +24,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/auditquery"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
@@ -76,6 +77,11 @@ type Node struct {
 	// chatSlots holds one token per chat running ([loop]
 	// max_running_chats; takeChatSlot).
 	chatSlots chan struct{}
+	// auditQuery runs a statement of POST /v1/audit/sql; auditSlots holds
+	// one token per statement running.
+	auditQuery   func(context.Context, auditquery.Request) (*auditquery.Result, error)
+	auditSlots   chan struct{}
+	auditTimeout time.Duration
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 	// progress counts streamed tool output; progressLim bounds it per agent.
@@ -125,10 +131,14 @@ type Node struct {
 }
 
 // Options carry what a config file cannot: an injected provider (tests,
-// benchmarks) and a logger.
+// benchmarks), a logger, and where the statements of the audit API run.
 type Options struct {
 	Provider llm.Provider
 	Logger   *slog.Logger
+	// AuditQuery runs the statements of POST /v1/audit/sql; nil runs them
+	// in this process (auditquery.Local). evoclaw serve runs each in a
+	// child process with its own memory bound (auditquery.Runner).
+	AuditQuery func(context.Context, auditquery.Request) (*auditquery.Result, error)
 
 	// Seams for this package's tests: the free-space probe of the audit
 	// file system, the SSE keep-alive interval and the clock.
@@ -137,6 +147,8 @@ type Options struct {
 	now       func() time.Time
 	// httpLimits: zero fields take defaultHTTPLimits (tests shorten them).
 	httpLimits httpLimits
+	// auditTimeout replaces AuditSQLTimeout when set.
+	auditTimeout time.Duration
 }
 
 // Start brings a node up. On error everything already started is stopped.
@@ -150,7 +162,12 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, httpLimits: o.httpLimits, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
-		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats)}
+		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats),
+		auditQuery:  o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning)}
+	if n.auditQuery == nil {
+		n.auditQuery = auditquery.Local
+	}
+	n.auditTimeout = cmp.Or(o.auditTimeout, AuditSQLTimeout)
 	if n.now == nil {
 		n.now = time.Now
 	}

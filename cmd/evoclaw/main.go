@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/evoclaw/evoclaw/orchestrator/auditquery"
 )
 
 const usage = `evoclaw: edge-first LLM agent runtime
@@ -72,6 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if args[0] == auditquery.ChildCommand {
+		// A statement of the node's POST /v1/audit/sql (serve starts it).
+		return auditquery.Child(os.Stdin, stdout)
 	}
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if args[0] == "chat" {

@@ -130,13 +130,21 @@ func startScriptedServe(t *testing.T, dir, nodeID, transcript string) string {
 // the end of its evoclaw.toml.
 func startScriptedServeWith(t *testing.T, dir, nodeID, transcript, tail string) string {
 	t.Helper()
+	_, api := startScriptedServeProc(t, dir, nodeID, transcript, tail)
+	return api
+}
+
+// startScriptedServeProc is startScriptedServeWith that returns the
+// process too.
+func startScriptedServeProc(t *testing.T, dir, nodeID, transcript, tail string) (*proc, string) {
+	t.Helper()
 	if code, _, errOut := runBinary(t, "", "skills", "install", "demo", filepath.Join(dir, "skills")); code != 0 {
 		t.Fatalf("skills install: %s", errOut)
 	}
 	writeTestFile(t, filepath.Join(dir, "transcript.json"), transcript)
 	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), scriptedServeTOML(fmt.Sprintf("node_id = %q\n", nodeID), filepath.Join(dir, "transcript.json"), tail))
-	_, m := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", filepath.Join(dir, "node"))
-	return m[1]
+	p, m := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", filepath.Join(dir, "node"))
+	return p, m[1]
 }
 
 // scriptedServeTOML is an evoclaw.toml: the lines of head, an anonymous

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/auditquery"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,7 +39,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.HTTP.Listen = cmp.Or(cfg.HTTP.Listen, orchestrator.DefaultHTTPListen)
 	log := logger(stderr, slog.LevelInfo)
-	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log})
+	// Each statement of POST /v1/audit/sql runs in a child of this binary,
+	// under its own memory bound (orchestrator/auditquery).
+	queries, err := auditquery.NewRunner()
+	if err != nil {
+		return err
+	}
+	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log, AuditQuery: queries.Run})
 	if err != nil {
 		return err
 	}

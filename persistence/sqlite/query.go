@@ -61,6 +61,11 @@ type Limits struct {
 	// blobs plus 8 per number or NULL; 0 means no bound. The row that
 	// crosses the bound is dropped.
 	Bytes int64
+	// ValueBytes bounds every string and blob the statement reads or makes
+	// (SQLite's SQLITE_LIMIT_LENGTH on its connection): a larger one fails
+	// the statement with SQLite's "string or blob too big" (IsTooBig). 0
+	// means SQLite's own bound (1,000,000,000 bytes).
+	ValueBytes int
 }
 
 // QueryLimited is QueryReadOnly for callers that show a page of a result
@@ -78,7 +83,7 @@ func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool
 	res := &Result{Rows: [][]any{}}
 	var size int64
 	errStop := errors.New("stop")
-	err := eachRow(ctx, path, query, args, func(cols []string) error {
+	err := eachRow(ctx, path, lim.ValueBytes, query, args, func(cols []string) error {
 		res.Columns = cols
 		return nil
 	}, func(row []any) error {
@@ -112,10 +117,17 @@ func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool
 // canceled ctx interrupts SQLite). An error returned by columns or row
 // ends the query and is returned as is.
 func QueryEach(ctx context.Context, path string, query string, args []any, columns func([]string) error, row func([]any) error) error {
-	return eachRow(ctx, path, query, args, columns, row)
+	return eachRow(ctx, path, 0, query, args, columns, row)
 }
 
-func eachRow(ctx context.Context, path string, query string, args []any, columns func([]string) error, row func([]any) error) error {
+// IsTooBig reports whether err is SQLite's refusal of a string or blob
+// over Limits.ValueBytes.
+func IsTooBig(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG
+}
+
+func eachRow(ctx context.Context, path string, valueBytes int, query string, args []any, columns func([]string) error, row func([]any) error) error {
 	if err := checkOneStatement(query); err != nil {
 		return fmt.Errorf("query audit database: %w", err)
 	}
@@ -127,6 +139,11 @@ func eachRow(ctx context.Context, path string, query string, args []any, columns
 		return fmt.Errorf("query audit database: %w", err)
 	}
 	defer closeConn()
+	if valueBytes > 0 {
+		if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, valueBytes); err != nil {
+			return fmt.Errorf("query audit database: bound value length: %w", err)
+		}
+	}
 
 	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {

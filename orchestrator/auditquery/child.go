@@ -1,0 +1,200 @@
+package auditquery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// ChildCommand is the first argument that makes the evoclaw binary a query
+// child (cmd/evoclaw hands it to Child).
+const ChildCommand = "audit-query-child"
+
+// DefaultMemoryBytes is the memory a query child may take beyond what it
+// holds when it starts, unless a quarter of the machine's memory is less
+// (DefaultMemory).
+const DefaultMemoryBytes = 256 << 20
+
+// Bounds of the pipes to and from a child.
+const (
+	maxRequestBytes = 1 << 20
+	// maxReplyBytes is far above what a reply can hold: the values of a
+	// result are bounded by Request.Bytes (2 MiB over the API), and JSON
+	// at most sextuples a string.
+	maxReplyBytes = 32 << 20
+	stderrHead    = 4 << 10
+	// exitGrace is how long a child may take past its own time bound
+	// before it is killed.
+	exitGrace = 2 * time.Second
+)
+
+// childRequest is what a child reads on stdin.
+type childRequest struct {
+	Request
+	// MemoryBytes is the memory the child may take beyond what it held at
+	// start; 0 means no bound.
+	MemoryBytes int64 `json:"memory_bytes"`
+}
+
+// childReply is what a child writes on stdout: one of the two.
+type childReply struct {
+	Result *Result `json:"result,omitempty"`
+	Error  *Error  `json:"error,omitempty"`
+}
+
+// Runner runs each request in a new child process: Exe with Args and Env
+// (its whole environment, beside TMPDIR and SQLITE_TMPDIR when the node
+// has them: a query needs none of the node's secrets).
+type Runner struct {
+	Exe  string
+	Args []string
+	Env  []string
+	// MemoryBytes is what a child may take (see childRequest); 0 means
+	// DefaultMemory().
+	MemoryBytes int64
+}
+
+// NewRunner runs children of this process's own executable, which must
+// hand ChildCommand to Child.
+func NewRunner() (*Runner, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("audit queries: find own executable: %w", err)
+	}
+	return &Runner{Exe: exe, Args: []string{ChildCommand}}, nil
+}
+
+// Run runs req in a child. A failure is an *Error.
+func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
+	// The child ends the statement itself at its time bound and answers
+	// why; it is killed only when it has not answered exitGrace later (or
+	// when ctx ends first: then it ends a little before ctx does).
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d) - exitGrace/4; req.Timeout <= 0 || left < req.Timeout {
+			req.Timeout = max(left, time.Millisecond)
+		}
+	}
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout+exitGrace)
+		defer cancel()
+	}
+	mem := r.MemoryBytes
+	if mem <= 0 {
+		mem = DefaultMemory()
+	}
+	in, err := json.Marshal(childRequest{Request: req, MemoryBytes: mem})
+	if err != nil {
+		return nil, &Error{Kind: KindStatement, Message: fmt.Sprintf("encode the query: %v", err)}
+	}
+	cmd := exec.CommandContext(ctx, r.Exe, r.Args...)
+	cmd.Env = append(passEnv(), r.Env...)
+	cmd.Stdin = bytes.NewReader(in)
+	stdout := &capped{max: maxReplyBytes}
+	stderr := &capped{max: stderrHead}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = time.Second
+	runErr := cmd.Run()
+
+	var reply childReply
+	dec := json.NewDecoder(bytes.NewReader(stdout.buf.Bytes()))
+	dec.UseNumber() // integers stay exact
+	if stdout.over {
+		return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query's answer is larger than %d bytes", maxReplyBytes)}
+	}
+	if derr := dec.Decode(&reply); derr == nil && (reply.Result != nil) != (reply.Error != nil) {
+		if reply.Error != nil {
+			return nil, reply.Error
+		}
+		if reply.Result.Columns == nil {
+			reply.Result.Columns = []string{}
+		}
+		if reply.Result.Rows == nil {
+			reply.Result.Rows = [][]any{}
+		}
+		return reply.Result, nil
+	}
+	// No answer: the child died, or was stopped.
+	msg := strings.TrimSpace(stderr.buf.String())
+	switch {
+	case ctx.Err() != nil:
+		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the statement ran past its time bound (%s)", req.Timeout.Round(time.Millisecond))}
+	case outOfMemory(msg):
+		return nil, &Error{Kind: KindMemory, Message: fmt.Sprintf("the statement needs more memory than the %d MiB an audit query may use: narrow it (fewer or smaller values)", mem>>20)}
+	}
+	if runErr == nil {
+		runErr = errors.New("no answer")
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] // the first line says why
+	}
+	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed: %v: %s", runErr, msg)}
+}
+
+// outOfMemory tells a child that ran out of memory by what it printed: the
+// Go runtime's fatal error, or SQLite's.
+func outOfMemory(stderr string) bool {
+	return strings.Contains(stderr, "cannot allocate memory") || strings.Contains(stderr, "out of memory")
+}
+
+// passEnv is the part of this process's environment a child gets: where
+// SQLite may put its temporary files; and a Go runtime that ends on a fatal
+// error (out of memory) with one line, without every goroutine's stack.
+func passEnv() []string {
+	env := []string{"GOTRACEBACK=none"}
+	for _, k := range []string{"TMPDIR", "SQLITE_TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// Child is the child's side: it reads one request from in, bounds its own
+// memory and priority, runs the request and writes the reply to out. It
+// returns the process's exit status.
+func Child(in io.Reader, out io.Writer) int {
+	var req childRequest
+	reply := childReply{}
+	if err := json.NewDecoder(io.LimitReader(in, maxRequestBytes)).Decode(&req); err != nil {
+		reply.Error = &Error{Kind: KindUnavailable, Message: fmt.Sprintf("read the query: %v", err)}
+	} else if err := limitSelf(req.MemoryBytes); err != nil {
+		reply.Error = &Error{Kind: KindUnavailable, Message: fmt.Sprintf("bound the query process: %v", err)}
+	} else if res, err := Local(context.Background(), req.Request); err != nil {
+		var qe *Error
+		if !errors.As(err, &qe) {
+			qe = &Error{Kind: KindUnavailable, Message: err.Error()}
+		}
+		reply.Error = qe
+	} else {
+		reply.Result = res
+	}
+	if err := json.NewEncoder(out).Encode(reply); err != nil {
+		fmt.Fprintf(os.Stderr, "audit query: write the answer: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// capped keeps the first max bytes written to it, and whether more came.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); len(p) > room {
+		c.over = true
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
