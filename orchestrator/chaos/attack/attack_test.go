@@ -86,6 +86,7 @@ func TestAttackSet(t *testing.T) {
 	t.Run("orphan-tools", func(t *testing.T) { orphanTools(t, b) })
 	t.Run("shell-guard", func(t *testing.T) { shellGuard(t, b) })
 	t.Run("delegation", func(t *testing.T) { delegationAttacks(t, b) })
+	t.Run("audit-sql", func(t *testing.T) { auditSQLBombs(t, b) })
 	t.Logf("attack set:\n%s", b)
 	for _, c := range b.tallies {
 		if c.boundary && (c.attempts == 0 || c.held < c.attempts) {
