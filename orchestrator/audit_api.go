@@ -141,7 +141,7 @@ func (n *Node) handleAuditSQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := n.auditQuery(ctx, auditquery.Request{Path: n.AuditPath(), SQL: q.sql, Args: q.args,
-		Rows: q.maxRows, Bytes: MaxAuditSQLBytes, ValueBytes: MaxAuditSQLValueBytes, Timeout: n.auditTimeout})
+		Rows: q.maxRows, Bytes: MaxAuditSQLBytes, ValueBytes: MaxAuditSQLValueBytes, TempInMemory: true, Timeout: n.auditTimeout})
 	if err != nil {
 		code, typ := auditSQLErrorStatus(ctx, err)
 		writeJSON(w, code, errorBody{Error: apiErrorf(typ, "sql", "query audit database: %s", strings.TrimPrefix(err.Error(), "query audit database: "))})

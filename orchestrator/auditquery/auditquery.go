@@ -35,10 +35,11 @@ type Request struct {
 	SQL  string `json:"sql"`
 	// Args are the statement's parameters (strings: a report's argument).
 	Args []string `json:"args,omitempty"`
-	// Rows, Bytes and ValueBytes are sqlite.Limits.
-	Rows       int   `json:"rows"`
-	Bytes      int64 `json:"bytes"`
-	ValueBytes int   `json:"value_bytes"`
+	// Rows, Bytes, ValueBytes and TempInMemory are sqlite.Limits.
+	Rows         int   `json:"rows"`
+	Bytes        int64 `json:"bytes"`
+	ValueBytes   int   `json:"value_bytes"`
+	TempInMemory bool  `json:"temp_in_memory"`
 	// Timeout bounds the run; 0 means none beyond the caller's context.
 	Timeout time.Duration `json:"timeout"`
 }
@@ -104,7 +105,7 @@ func Local(ctx context.Context, req Request) (*Result, error) {
 	for i, a := range req.Args {
 		args[i] = a
 	}
-	res, err := sqlite.QueryLimited(ctx, req.Path, sqlite.Limits{Rows: req.Rows, Bytes: req.Bytes, ValueBytes: req.ValueBytes}, req.SQL, args...)
+	res, err := sqlite.QueryLimited(ctx, req.Path, sqlite.Limits{Rows: req.Rows, Bytes: req.Bytes, ValueBytes: req.ValueBytes, TempInMemory: req.TempInMemory}, req.SQL, args...)
 	if err != nil {
 		kind := KindOf(ctx, err)
 		msg := err.Error()

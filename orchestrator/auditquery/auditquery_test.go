@@ -80,6 +80,8 @@ func TestLocalAndChildAnswerAlike(t *testing.T) {
 		{name: "two statements", req: Request{SQL: "SELECT 1; SELECT 2"}, kind: KindStatement},
 		{name: "value over the bound", req: Request{SQL: "SELECT zeroblob(1048577)", ValueBytes: 1 << 20}, kind: KindTooBig},
 		{name: "value at the bound", req: Request{SQL: "SELECT length(zeroblob(1048576))", ValueBytes: 1 << 20}, rows: `[[1048576]]`},
+		{name: "temporary storage in files", req: Request{SQL: "PRAGMA temp_store"}, rows: `[[0]]`},
+		{name: "temporary storage in memory", req: Request{SQL: "PRAGMA temp_store", TempInMemory: true}, rows: `[[2]]`},
 		{name: "time bound", req: Request{SQL: "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n) SELECT count(*) FROM n", Timeout: 300 * time.Millisecond}, kind: KindTimeout},
 		{name: "no database", req: Request{Path: filepath.Join(t.TempDir(), "none.db"), SQL: "SELECT 1"}, kind: KindUnavailable},
 	} {

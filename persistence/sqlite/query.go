@@ -66,6 +66,11 @@ type Limits struct {
 	// the statement with SQLite's "string or blob too big" (IsTooBig). 0
 	// means SQLite's own bound (1,000,000,000 bytes).
 	ValueBytes int
+	// TempInMemory keeps the statement's temporary tables, indexes and
+	// sorts in memory (PRAGMA temp_store = MEMORY) rather than in files:
+	// it writes nothing to disk, and what it holds is bounded as the
+	// process's memory is.
+	TempInMemory bool
 }
 
 // QueryLimited is QueryReadOnly for callers that show a page of a result
@@ -83,7 +88,7 @@ func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool
 	res := &Result{Rows: [][]any{}}
 	var size int64
 	errStop := errors.New("stop")
-	err := eachRow(ctx, path, lim.ValueBytes, query, args, func(cols []string) error {
+	err := eachRow(ctx, path, lim, query, args, func(cols []string) error {
 		res.Columns = cols
 		return nil
 	}, func(row []any) error {
@@ -117,7 +122,7 @@ func queryReadOnly(ctx context.Context, path string, lim Limits, failBeyond bool
 // canceled ctx interrupts SQLite). An error returned by columns or row
 // ends the query and is returned as is.
 func QueryEach(ctx context.Context, path string, query string, args []any, columns func([]string) error, row func([]any) error) error {
-	return eachRow(ctx, path, 0, query, args, columns, row)
+	return eachRow(ctx, path, Limits{}, query, args, columns, row)
 }
 
 // IsTooBig reports whether err is SQLite's refusal of a string or blob
@@ -127,7 +132,7 @@ func IsTooBig(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG
 }
 
-func eachRow(ctx context.Context, path string, valueBytes int, query string, args []any, columns func([]string) error, row func([]any) error) error {
+func eachRow(ctx context.Context, path string, lim Limits, query string, args []any, columns func([]string) error, row func([]any) error) error {
 	if err := checkOneStatement(query); err != nil {
 		return fmt.Errorf("query audit database: %w", err)
 	}
@@ -139,9 +144,14 @@ func eachRow(ctx context.Context, path string, valueBytes int, query string, arg
 		return fmt.Errorf("query audit database: %w", err)
 	}
 	defer closeConn()
-	if valueBytes > 0 {
-		if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, valueBytes); err != nil {
+	if lim.ValueBytes > 0 {
+		if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, lim.ValueBytes); err != nil {
 			return fmt.Errorf("query audit database: bound value length: %w", err)
+		}
+	}
+	if lim.TempInMemory {
+		if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); err != nil {
+			return fmt.Errorf("query audit database: temporary storage in memory: %w", err)
 		}
 	}
 

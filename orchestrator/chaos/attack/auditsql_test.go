@@ -21,9 +21,10 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
-// auditSQLBombs sends statements that need gigabytes to a real evoclaw
-// serve's POST /v1/audit/sql: each must be refused with 400 and the node's
-// private memory must stay where it was, also with several sent at once.
+// auditSQLBombs sends statements that need gigabytes of memory or disk to
+// a real evoclaw serve's POST /v1/audit/sql: each must be refused with 400
+// and the node's private memory must stay where it was, also with several
+// sent at once.
 func auditSQLBombs(t *testing.T, b *board) {
 	c := b.class("audit SQL memory bombs", true)
 	dir := t.TempDir()
@@ -99,6 +100,9 @@ func auditSQLBombs(t *testing.T, b *board) {
 		"SELECT printf('%.*c', 900000000, 'x')",
 		"SELECT group_concat(zeroblob(10000000)) FROM (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n LIMIT 300) SELECT x FROM n)",
 		wide,
+		// A sort of 300 MB: in files it would fill the data directory's
+		// disk; in the child's memory it meets the bound.
+		"SELECT count(*) FROM (SELECT x FROM (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n LIMIT 1000000) SELECT printf('%.*c', 300, 'x') || x AS x FROM n) ORDER BY x)",
 	}
 	for _, q := range bombs {
 		code := post(q)
