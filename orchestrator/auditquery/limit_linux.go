@@ -22,10 +22,8 @@ const childNice = 10
 // Past the bound an allocation fails: SQLite answers SQLITE_NOMEM, the Go
 // runtime ends the process; either way only the child.
 func limitSelf(memory int64) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
+	// The priority is a courtesy to the node: without /proc it stays.
+	tasks, _ := os.ReadDir("/proc/self/task")
 	for _, t := range tasks {
 		if tid, err := strconv.Atoi(t.Name()); err == nil {
 			// New threads inherit the priority of the thread that makes them.
