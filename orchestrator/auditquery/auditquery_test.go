@@ -177,6 +177,7 @@ func TestChildThatFails(t *testing.T) {
 		{"exits", Runner{Exe: "/bin/sh", Args: []string{"-c", "echo broken >&2; exit 3"}}, "broken"},
 		{"answers nonsense", Runner{Exe: "/bin/sh", Args: []string{"-c", "echo '{\"rows\":1}'"}}, "no answer"},
 		{"out of memory", Runner{Exe: "/bin/sh", Args: []string{"-c", "echo 'fatal error: runtime: cannot allocate memory' >&2; exit 2"}}, "narrow it"},
+		{"missing", Runner{Exe: filepath.Join(t.TempDir(), "gone")}, "no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := os.Stat("/bin/sh"); err != nil {

@@ -135,7 +135,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i] // the first line says why
 	}
-	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed: %v: %s", runErr, msg)}
+	if msg != "" {
+		msg = ": " + msg
+	}
+	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed: %v%s", runErr, msg)}
 }
 
 // outOfMemory tells a child that ran out of memory by what it printed: the
