@@ -111,6 +111,9 @@ func Local(ctx context.Context, req Request) (*Result, error) {
 		msg := err.Error()
 		switch kind {
 		case KindTooBig:
+			if req.ValueBytes <= 0 {
+				break // SQLite's own bound: its message says it
+			}
 			msg = fmt.Sprintf("%s: a string or blob of the statement is larger than %d bytes, the most an audit query over the API reads or makes (`evoclaw audit sql` on the node has no such bound)", msg, req.ValueBytes)
 		case KindTimeout:
 			msg = fmt.Sprintf("%s: the statement ran past its time bound", msg)
