@@ -178,6 +178,7 @@ func TestChildThatFails(t *testing.T) {
 		{"answers nonsense", Runner{Exe: "/bin/sh", Args: []string{"-c", "echo '{\"rows\":1}'"}}, "no answer"},
 		{"out of memory", Runner{Exe: "/bin/sh", Args: []string{"-c", "echo 'fatal error: runtime: cannot allocate memory' >&2; exit 2"}}, "narrow it"},
 		{"missing", Runner{Exe: filepath.Join(t.TempDir(), "gone")}, "no such file or directory"},
+		{"killed", Runner{Exe: "/bin/sh", Args: []string{"-c", "kill -KILL $$"}}, "ran short of memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := os.Stat("/bin/sh"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -128,6 +129,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the statement ran past its time bound (%s)", req.Timeout.Round(time.Millisecond))}
 	case outOfMemory(msg):
 		return nil, &Error{Kind: KindMemory, Message: fmt.Sprintf("the statement needs more memory than the %d MiB an audit query may use: narrow it (fewer or smaller values)", mem>>20)}
+	case killed(runErr):
+		// Not by us (ctx is live): the kernel's out-of-memory killer, which
+		// takes a query child first.
+		return nil, &Error{Kind: KindMemory, Message: "the query process was killed (SIGKILL), most likely because the machine ran short of memory: narrow the statement"}
 	}
 	if runErr == nil {
 		runErr = errors.New("no answer")
@@ -139,6 +144,16 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		msg = ": " + msg
 	}
 	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed: %v%s", runErr, msg)}
+}
+
+// killed reports whether err is the exit of a process killed by SIGKILL.
+func killed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // outOfMemory tells a child that ran out of memory by what it printed: the

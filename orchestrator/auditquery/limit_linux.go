@@ -18,7 +18,8 @@ const childNice = 10
 
 // limitSelf bounds this process (a query child): at most memory bytes of
 // data mappings beyond those it holds now (RLIMIT_DATA: the heap, and the
-// memory the SQLite library maps), and a lower priority for every thread.
+// memory the SQLite library maps), a lower priority for every thread, and
+// the first place in the kernel's out-of-memory killer's line.
 // Past the bound an allocation fails: SQLite answers SQLITE_NOMEM, the Go
 // runtime ends the process; either way only the child.
 func limitSelf(memory int64) error {
@@ -30,6 +31,9 @@ func limitSelf(memory int64) error {
 			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, childNice)
 		}
 	}
+	// When the machine runs short of memory, the kernel kills this
+	// process before the node (raising one's own score needs no privilege).
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	if memory <= 0 {
 		return nil
 	}

@@ -19,6 +19,7 @@ type limitsReport struct {
 	Nice     []int  // each thread's nice value, from /proc
 	DataCur  uint64 // RLIMIT_DATA after limitSelf
 	DataHeld int64  // VmData before it, bytes
+	OOMScore string // oom_score_adj after it
 	Err      string
 }
 
@@ -38,6 +39,9 @@ func limitsChild() int {
 	if err := unix.Getrlimit(unix.RLIMIT_DATA, &lim); err == nil {
 		r.DataCur = lim.Cur
 	}
+	if b, err := os.ReadFile("/proc/self/oom_score_adj"); err == nil {
+		r.OOMScore = strings.TrimSpace(string(b))
+	}
 	tasks, _ := os.ReadDir("/proc/self/task")
 	for _, t := range tasks {
 		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/stat")
@@ -55,8 +59,9 @@ func limitsChild() int {
 	return 0
 }
 
-// TestLimitSelf: a query child runs at nice 10 on every thread, with its
-// data size bounded to what it held plus its memory.
+// TestLimitSelf: a query child runs at nice 10 on every thread, first in
+// the out-of-memory killer's line, with its data size bounded to what it
+// held plus its memory.
 func TestLimitSelf(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -72,7 +77,7 @@ func TestLimitSelf(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if r.Err != "" || len(r.Nice) == 0 {
+	if r.Err != "" || len(r.Nice) == 0 || r.OOMScore != "1000" {
 		t.Fatalf("limitSelf: %+v", r)
 	}
 	for _, n := range r.Nice {
