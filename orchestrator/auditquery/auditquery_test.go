@@ -231,3 +231,19 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+// TestChildRefusesABadRequest: a child whose request does not decode
+// answers why, in its reply, and runs nothing.
+func TestChildRefusesABadRequest(t *testing.T) {
+	for _, in := range []string{"", "{", `{"sql": 1}`, "[]"} {
+		var out strings.Builder
+		if code := Child(strings.NewReader(in), &out); code != 0 {
+			t.Fatalf("Child(%q) exit %d, want 0 with a reply", in, code)
+		}
+		var reply childReply
+		if err := json.Unmarshal([]byte(out.String()), &reply); err != nil || reply.Result != nil || reply.Error == nil ||
+			reply.Error.Kind != KindUnavailable || !strings.Contains(reply.Error.Message, "read the query") {
+			t.Fatalf("Child(%q) replied %s (%v), want an %s error saying it could not read the query", in, out.String(), err, KindUnavailable)
+		}
+	}
+}

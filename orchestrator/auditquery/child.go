@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/evoclaw/evoclaw/skills/proc"
 )
 
 // ChildCommand is the first argument that makes the evoclaw binary a query
@@ -28,12 +28,14 @@ const (
 	maxRequestBytes = 1 << 20
 	// maxReplyBytes is far above what a reply can hold: the values of a
 	// result are bounded by Request.Bytes (2 MiB over the API), and JSON
-	// at most sextuples a string.
+	// at most sextuples a string. It bounds what is kept of stderr too.
 	maxReplyBytes = 32 << 20
-	stderrHead    = 4 << 10
 	// exitGrace is how long a child may take past its own time bound
 	// before it is killed.
 	exitGrace = 2 * time.Second
+	// defaultChildTimeout bounds a request that names no time bound, with
+	// a context that has none: a child always has one.
+	defaultChildTimeout = time.Minute
 )
 
 // childRequest is what a child reads on stdin.
@@ -51,8 +53,8 @@ type childReply struct {
 }
 
 // Runner runs each request in a new child process: Exe with Args and Env
-// (its whole environment, beside TMPDIR and SQLITE_TMPDIR when the node
-// has them: a query needs none of the node's secrets).
+// (its whole environment, beside passEnv's: a query needs none of the
+// node's secrets).
 type Runner struct {
 	Exe  string
 	Args []string
@@ -72,7 +74,10 @@ func NewRunner() (*Runner, error) {
 	return &Runner{Exe: exe, Args: []string{ChildCommand}}, nil
 }
 
-// Run runs req in a child. A failure is an *Error.
+// Run runs req in a child. A failure is an *Error. The child is started
+// and stopped by skills/proc: in a process group of its own, killed with it
+// at its time bound, and tied to this process so that it does not outlive
+// the node.
 func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	// The child ends the statement itself at its time bound and answers
 	// why; it is killed only when it has not answered exitGrace later (or
@@ -82,10 +87,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 			req.Timeout = max(left, time.Millisecond)
 		}
 	}
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout+exitGrace)
-		defer cancel()
+	if req.Timeout <= 0 {
+		req.Timeout = defaultChildTimeout
 	}
 	mem := r.MemoryBytes
 	if mem <= 0 {
@@ -95,21 +98,20 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindStatement, Message: fmt.Sprintf("encode the query: %v", err)}
 	}
-	cmd := exec.CommandContext(ctx, r.Exe, r.Args...)
-	cmd.Env = append(passEnv(), r.Env...)
-	cmd.Stdin = bytes.NewReader(in)
-	stdout := &capped{max: maxReplyBytes}
-	stderr := &capped{max: stderrHead}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
-
-	var reply childReply
-	dec := json.NewDecoder(bytes.NewReader(stdout.buf.Bytes()))
-	dec.UseNumber() // integers stay exact
-	if stdout.over {
+	res, err := proc.Run(ctx, proc.Spec{Path: r.Exe, Args: r.Args, Stdin: in, Env: append(passEnv(), r.Env...),
+		Timeout: req.Timeout + exitGrace, MaxOutput: maxReplyBytes})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the statement ran past its time bound (%s)", req.Timeout.Round(time.Millisecond))}
+	case err != nil:
+		return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed: %v", err)}
+	case res.StdoutBytes > int64(len(res.Stdout)):
 		return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query's answer is larger than %d bytes", maxReplyBytes)}
 	}
+
+	var reply childReply
+	dec := json.NewDecoder(bytes.NewReader(res.Stdout))
+	dec.UseNumber() // integers stay exact
 	if derr := dec.Decode(&reply); derr == nil && (reply.Result != nil) != (reply.Error != nil) {
 		if reply.Error != nil {
 			return nil, reply.Error
@@ -123,37 +125,28 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return reply.Result, nil
 	}
 	// No answer: the child died, or was stopped.
-	msg := strings.TrimSpace(stderr.buf.String())
+	msg := strings.TrimSpace(string(res.Stderr))
 	switch {
-	case ctx.Err() != nil:
+	case res.TimedOut:
 		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the statement ran past its time bound (%s)", req.Timeout.Round(time.Millisecond))}
 	case outOfMemory(msg):
 		return nil, &Error{Kind: KindMemory, Message: fmt.Sprintf("the statement needs more memory than the %d MiB an audit query may use: narrow it (fewer or smaller values)", mem>>20)}
-	case killed(runErr):
-		// Not by us (ctx is live): the kernel's out-of-memory killer, which
-		// takes a query child first.
+	case res.Signal == "SIGKILL":
+		// Not by us (it did not time out): the kernel's out-of-memory
+		// killer, which takes a query child first.
 		return nil, &Error{Kind: KindMemory, Message: "the query process was killed (SIGKILL), most likely because the machine ran short of memory: narrow the statement"}
 	}
-	if runErr == nil {
-		runErr = errors.New("no answer")
+	how := fmt.Sprintf("exit status %d", res.ExitCode)
+	if res.Signal != "" {
+		how = "killed by " + res.Signal
 	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i] // the first line says why
 	}
-	if msg != "" {
-		msg = ": " + msg
+	if msg == "" {
+		msg = "no answer"
 	}
-	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed: %v%s", runErr, msg)}
-}
-
-// killed reports whether err is the exit of a process killed by SIGKILL.
-func killed(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed (%s): %s", how, msg)}
 }
 
 // outOfMemory tells a child that ran out of memory by what it printed: the
@@ -199,20 +192,4 @@ func Child(in io.Reader, out io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// capped keeps the first max bytes written to it, and whether more came.
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); len(p) > room {
-		c.over = true
-		c.buf.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return c.buf.Write(p)
 }
