@@ -35,6 +35,11 @@ type clusterNode struct {
 	// because their agent moved to another node.
 	router   *actor.PID
 	replaced atomic.Int64
+	// pruneStop ends the loop that deletes the shared histories' old
+	// conversations; pruneDone is closed when it has. Nil without
+	// [cluster] history_max_age.
+	pruneStop context.CancelFunc
+	pruneDone chan struct{}
 }
 
 // clusterStatus is the membership this node sees and the reports it
@@ -93,6 +98,9 @@ func (n *Node) conversationHistory() (actors.HistoryStore, error) {
 		return nil, err
 	}
 	n.cluster.shared = sh
+	if cc.HistoryMaxAge > 0 {
+		n.startHistoryPrune(sh, cc.HistoryMaxAge)
+	}
 	return sharedHistory{local: local, shared: history{sh}}, nil
 }
 
@@ -116,6 +124,45 @@ func (h sharedHistory) AppendHistory(ctx context.Context, id string, msgs []llm.
 		return err
 	}
 	return h.shared.AppendHistory(ctx, id, msgs)
+}
+
+// historyPruneEvery is how often a node deletes the conversations of the
+// shared histories idle past [cluster] history_max_age; every node does,
+// and a pass another node already made deletes nothing. A pass runs at
+// most historyPruneTimeout and resumes at the next.
+const (
+	historyPruneEvery   = time.Hour
+	historyPruneTimeout = 5 * time.Minute
+)
+
+// startHistoryPrune starts the loop deleting sh's conversations whose
+// newest message is older than maxAge: one pass at once, then one every
+// historyPruneEvery, until shutdownActors.
+func (n *Node) startHistoryPrune(sh *cluster.SharedHistory, maxAge time.Duration) {
+	cn := n.cluster
+	ctx, cancel := context.WithCancel(context.Background())
+	cn.pruneStop, cn.pruneDone = cancel, make(chan struct{})
+	go func() {
+		defer close(cn.pruneDone)
+		t := time.NewTicker(historyPruneEvery)
+		defer t.Stop()
+		for {
+			pctx, pcancel := context.WithTimeout(ctx, historyPruneTimeout)
+			deleted, err := sh.PruneHistory(pctx, n.now().Add(-maxAge))
+			pcancel()
+			switch {
+			case err != nil && ctx.Err() == nil:
+				n.log.Warn("delete old conversations from the cluster's shared histories", "err", err, "messages_deleted", deleted)
+			case deleted > 0:
+				n.log.Info("deleted old conversations from the cluster's shared histories", "messages", deleted, "max_age", maxAge.String())
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }
 
 // jobClaimTimeout bounds one claim of a job run in the cluster's store.
@@ -152,6 +199,10 @@ func (n *Node) shutdownActors() {
 		n.system.Shutdown()
 	} else {
 		cn.c.Close() // leaves the cluster, then shuts the system down
+	}
+	if cn != nil && cn.pruneStop != nil {
+		cn.pruneStop()
+		<-cn.pruneDone
 	}
 	if cn != nil && cn.shared != nil {
 		if err := cn.shared.Close(); err != nil {

@@ -31,6 +31,8 @@ import (
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 )
 
 // namedProvider answers "NODE saw N" where N counts the user messages of
@@ -256,5 +258,53 @@ func TestClusterRefusedOn32Bit(t *testing.T) {
 		Cluster: cluster.Config{Etcd: []string{"127.0.0.1:2379"}}}, Options{})
 	if !errors.Is(err, cluster.ErrNot64Bit) {
 		t.Fatalf("Start with [cluster] on 32-bit = %v, want cluster.ErrNot64Bit", err)
+	}
+}
+
+// TestClusterHistoryMaxAge: a node with [cluster] history_max_age deletes
+// from sqld the conversations idle longer than that, soon after start,
+// keeps the others, and stops its loop at Close.
+func TestClusterHistoryMaxAge(t *testing.T) {
+	if strconv.IntSize == 32 {
+		t.Skip("clustering is refused on 32-bit builds (cluster.ErrNot64Bit)")
+	}
+	etcd := testenv.StartEtcd(t)
+	srv := sqldtest.Start(t, sqldtest.Options{})
+	sh, err := cluster.OpenSharedHistory(srv.URL(), "", "earlier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	ctx := context.Background()
+	body := []byte(`{"role":"user","content":"hi"}`)
+	for id, age := range map[string]time.Duration{"idle-3d": 72 * time.Hour, "idle-2h": 2 * time.Hour, "idle-10m": 10 * time.Minute} {
+		m := persistence.Message{Role: "user", Body: body, Time: time.Now().Add(-age)}
+		if err := sh.AppendMessages(ctx, id, []persistence.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := startNode(t, Config{NodeID: "a", DataDir: t.TempDir(), Broker: BrokerConf{Listen: "127.0.0.1:0"},
+		Cluster: cluster.Config{Etcd: []string{etcd.Addr()}, Name: "t", Port: testenv.FreePort(t), StateURL: srv.URL(), HistoryMaxAge: 90 * time.Minute}},
+		Options{Provider: namedProvider("a")})
+	count := func(id string) int {
+		got, err := sh.LoadMessages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		time.Sleep(20 * time.Millisecond)
+		return count("idle-3d") == 0 && count("idle-2h") == 0
+	}, "the node deletes the conversations idle past 90 minutes")
+	if n := count("idle-10m"); n != 1 {
+		t.Errorf("a conversation idle 10 minutes has %d messages, want 1", n)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
 	}
 }

@@ -20,6 +20,10 @@ const (
 	DefaultDialTimeout = 5 * time.Second
 )
 
+// MinHistoryMaxAge is the least Config.HistoryMaxAge: a conversation
+// that a node still holds (dormant, or in a long chat) is never that idle.
+const MinHistoryMaxAge = time.Hour
+
 // maxEndpoints bounds the etcd endpoints a config may list.
 const maxEndpoints = 16
 
@@ -48,6 +52,11 @@ type Config struct {
 	// node when its owner dies. Its token, if any, is in the
 	// EVOCLAW_CLUSTER_STATE_TOKEN environment variable.
 	StateURL string `toml:"state_url"`
+	// HistoryMaxAge, with StateURL, deletes from the shared histories
+	// every conversation whose newest message is older than this (every
+	// node checks once an hour). Zero keeps them, as the audit database
+	// keeps its messages without [audit.retention] max_age.
+	HistoryMaxAge time.Duration `toml:"history_max_age"`
 	// TLS is the mutual TLS of the actor port ([cluster.tls]). The zero
 	// value means none, which only a loopback Host may have: a message
 	// to the port can run a chat with the node's tools.
@@ -82,7 +91,7 @@ func (c Config) Enabled() bool { return len(c.Etcd) > 0 }
 // are read by Start, not here.
 func (c *Config) Validate() error {
 	if !c.Enabled() {
-		if c.Name != "" || c.Host != "" || c.Port != 0 || c.Advertise != "" || c.StateURL != "" || !c.TLS.IsZero() {
+		if c.Name != "" || c.Host != "" || c.Port != 0 || c.Advertise != "" || c.StateURL != "" || c.HistoryMaxAge != 0 || !c.TLS.IsZero() {
 			return errors.New("cluster: keys set but cluster.etcd is empty (clustering is off without etcd endpoints)")
 		}
 		return nil
@@ -143,6 +152,14 @@ func (c *Config) Validate() error {
 		case u.User != nil || u.RawQuery != "":
 			errs = append(errs, fmt.Errorf("cluster.state_url: must not carry credentials or parameters; put the token in %s", StateTokenEnv))
 		}
+	}
+	switch {
+	case c.HistoryMaxAge < 0:
+		errs = append(errs, fmt.Errorf("cluster.history_max_age %s: must not be negative (0 keeps the histories)", c.HistoryMaxAge))
+	case c.HistoryMaxAge > 0 && c.HistoryMaxAge < MinHistoryMaxAge:
+		errs = append(errs, fmt.Errorf("cluster.history_max_age %s: at least %s (a conversation idle that long starts over)", c.HistoryMaxAge, MinHistoryMaxAge))
+	case c.HistoryMaxAge > 0 && c.StateURL == "":
+		errs = append(errs, errors.New("cluster.history_max_age: set without state_url (it bounds the shared histories there)"))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 )
@@ -45,6 +46,12 @@ func TestConfigValidate(t *testing.T) {
 		{"state url", Config{Etcd: lo, StateURL: "http://127.0.0.1:8080"}, ""},
 		{"state scheme", Config{Etcd: lo, StateURL: "ftp://x"}, "scheme"},
 		{"state creds", Config{Etcd: lo, StateURL: "http://u:p@x:1"}, StateTokenEnv},
+		{"history max age", Config{Etcd: lo, StateURL: "http://127.0.0.1:8080", HistoryMaxAge: 30 * 24 * time.Hour}, ""},
+		{"history max age at its least", Config{Etcd: lo, StateURL: "http://127.0.0.1:8080", HistoryMaxAge: time.Hour}, ""},
+		{"history max age too short", Config{Etcd: lo, StateURL: "http://127.0.0.1:8080", HistoryMaxAge: 59 * time.Minute}, "at least 1h0m0s"},
+		{"history max age negative", Config{Etcd: lo, StateURL: "http://127.0.0.1:8080", HistoryMaxAge: -time.Hour}, "must not be negative"},
+		{"history max age without state", Config{Etcd: lo, HistoryMaxAge: 48 * time.Hour}, "without state_url"},
+		{"history max age without a cluster", Config{HistoryMaxAge: 48 * time.Hour}, "cluster.etcd is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.in

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -247,4 +248,75 @@ func (h *SharedHistory) Conversations(ctx context.Context, limit int) ([]persist
 		out = append(out, c)
 	}
 	return out, errors.Join(rows.Err())
+}
+
+// pruneBatch is how many conversations one statement of PruneHistory
+// deletes at most.
+const pruneBatch = 100
+
+// PruneHistory deletes every conversation whose newest message is older
+// than cutoff, whole: a conversation is never left with a gap at its
+// start, and one appended to meanwhile keeps every message. It walks
+// the conversations in id order, pruneBatch at a time, until it reaches
+// the end or ctx ends, and returns the messages it deleted.
+func (h *SharedHistory) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) {
+	if err := h.ensureSchema(ctx); err != nil {
+		return 0, err
+	}
+	var deleted int64
+	after := ""
+	for {
+		ids, err := h.staleConversations(ctx, after, cutoff)
+		if err != nil || len(ids) == 0 {
+			return deleted, err
+		}
+		after = ids[len(ids)-1]
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return deleted, err
+		}
+		var n int64
+		err = retryBusy(ctx, func() error {
+			res, err := h.db.ExecContext(ctx, `DELETE FROM cluster_messages
+				WHERE conversation_id IN (SELECT value FROM json_each(?1))
+				AND conversation_id NOT IN (SELECT conversation_id FROM cluster_messages
+					WHERE conversation_id IN (SELECT value FROM json_each(?1)) AND time_ns >= ?2)`,
+				string(list), cutoff.UnixNano())
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("cluster state: delete old conversations: %w", err)
+		}
+		deleted += n
+		if len(ids) < pruneBatch {
+			return deleted, nil
+		}
+	}
+}
+
+// staleConversations lists, in id order, up to pruneBatch conversations
+// after the id after whose newest message is older than cutoff.
+func (h *SharedHistory) staleConversations(ctx context.Context, after string, cutoff time.Time) ([]string, error) {
+	rows, err := h.db.QueryContext(ctx, `SELECT conversation_id FROM cluster_messages WHERE conversation_id > ?
+		GROUP BY conversation_id HAVING MAX(time_ns) < ? ORDER BY conversation_id LIMIT ?`, after, cutoff.UnixNano(), pruneBatch)
+	if err != nil {
+		return nil, fmt.Errorf("cluster state: list old conversations: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("cluster state: list old conversations: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cluster state: list old conversations: %w", err)
+	}
+	return ids, nil
 }

@@ -207,3 +207,87 @@ func TestBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneHistory: conversations whose newest message is older than the
+// cutoff go whole, across several batches; one with any newer message
+// keeps all of its messages; a pruned conversation starts again at seq 1.
+func TestPruneHistory(t *testing.T) {
+	srv := sqldtest.Start(t, sqldtest.Options{})
+	ctx := context.Background()
+	h, err := OpenSharedHistory(srv.URL(), "", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	now := time.Now()
+	old, recent := now.Add(-3*time.Hour), now.Add(-time.Minute)
+	at := func(ts time.Time, role, text string) persistence.Message {
+		m := msg(role, text)
+		m.Time = ts
+		return m
+	}
+	appendAll := func(id string, msgs ...persistence.Message) {
+		t.Helper()
+		if err := h.AppendMessages(ctx, id, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 250 stale conversations of two messages (more than two batches),
+	// with fresh ones between them in id order.
+	const stale = 2*pruneBatch + 50
+	var gone []string
+	for i := range stale {
+		id := fmt.Sprintf("c%04d-old", i)
+		appendAll(id, at(old, "user", "q"), at(old, "assistant", "a"))
+		gone = append(gone, id)
+		if i%40 == 0 {
+			appendAll(fmt.Sprintf("c%04d-new", i), at(recent, "user", "q"))
+		}
+	}
+	appendAll("mixed", at(old, "user", "q1"), at(old, "assistant", "a1"), at(recent, "user", "q2"))
+	appendAll("fresh", at(recent, "user", "q"))
+
+	deleted, err := h.PruneHistory(ctx, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted != 2*stale {
+		t.Errorf("deleted %d messages, want %d", deleted, 2*stale)
+	}
+	for _, id := range []string{gone[0], gone[pruneBatch-1], gone[pruneBatch], gone[stale-1]} {
+		if got, err := h.LoadMessages(ctx, id); err != nil || len(got) != 0 {
+			t.Errorf("%s after the prune: %d messages, %v", id, len(got), err)
+		}
+	}
+	for id, want := range map[string]int{"mixed": 3, "fresh": 1, "c0000-new": 1, "c0240-new": 1} {
+		if got, err := h.LoadMessages(ctx, id); err != nil || len(got) != want {
+			t.Errorf("%s after the prune: %d messages, want %d (%v)", id, len(got), want, err)
+		}
+	}
+	list, err := h.Conversations(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 + (stale+39)/40; len(list) != want {
+		t.Errorf("%d conversations left, want %d", len(list), want)
+	}
+	if n, err := h.PruneHistory(ctx, now.Add(-time.Hour)); err != nil || n != 0 {
+		t.Errorf("second prune: %d, %v; want nothing to delete", n, err)
+	}
+	next := []persistence.Message{msg("user", "back")}
+	appendAll(gone[0], next...)
+	if next[0].Seq != 1 {
+		t.Errorf("a pruned conversation continues at seq %d, want 1", next[0].Seq)
+	}
+
+	// A pass whose context has ended deletes nothing and says so.
+	appendAll("late", at(old, "user", "q"))
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := h.PruneHistory(cctx, now.Add(-time.Hour)); err == nil {
+		t.Error("a prune with an ended context succeeded")
+	}
+	if got, _ := h.LoadMessages(ctx, "late"); len(got) != 1 {
+		t.Errorf("late: %d messages after a cancelled prune", len(got))
+	}
+}
