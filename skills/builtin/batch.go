@@ -160,13 +160,17 @@ func tempName(name, kind string) string {
 	return path.Join(path.Dir(name), ".evoclaw-"+kind+"-"+hex.EncodeToString(rnd[:])+"-"+path.Base(name))
 }
 
-// writeSynced creates name (which must not exist) with data and syncs it.
+// writeSynced creates name (which must not exist) with data and syncs it,
+// unless that would leave less than MinFreeBytes free (ErrDiskLow).
 func writeSynced(r *os.Root, name string, data []byte, perm fs.FileMode) error {
 	f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = checkRoom(f, len(data))
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
