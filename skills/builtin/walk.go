@@ -25,7 +25,9 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".hg": true, 
 // under it in name order, through FileOps so the jail applies. Symlinked
 // directories are reported but not entered, so a link cycle cannot loop.
 // FIFOs, sockets and devices are not reported, only counted in skipped:
-// opening one could block or have side effects.
+// opening one could block or have side effects. It stops at the first
+// entry after ctx is done, so a walk overruns its deadline by at most one
+// fn call or one ReadDir.
 func (o Options) walk(ctx context.Context, start string, fn func(name string, isDir bool) error) (skipped int, err error) {
 	fi, err := o.Files.Stat(ctx, start)
 	if err != nil {
@@ -37,7 +39,7 @@ func (o Options) walk(ctx context.Context, start string, fn func(name string, is
 		}
 		return 0, ignoreStop(fn(start, false))
 	}
-	visited := 0
+	visited, done := 0, ctx.Done()
 	var visit func(dir string, depth int) error
 	visit = func(dir string, depth int) error {
 		if err := ctx.Err(); err != nil {
@@ -51,6 +53,11 @@ func (o Options) walk(ctx context.Context, start string, fn func(name string, is
 			return nil // an unreadable subdirectory is skipped, not fatal
 		}
 		for _, e := range entries {
+			select {
+			case <-done:
+				return context.Cause(ctx)
+			default:
+			}
 			if visited++; visited > maxWalkEntries {
 				return errWalkLimit
 			}
