@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"regexp/syntax"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
@@ -20,6 +23,26 @@ const (
 	maxGrepLine = 1 << 20
 	// maxShownLine is how much of a matching line grep shows.
 	maxShownLine = 300
+	// maxGrepPattern bounds the pattern's text, in bytes.
+	maxGrepPattern = 4096
+	// maxGrepProg bounds the pattern's compiled program, in instructions
+	// (regexp/syntax after Simplify): a bounded repetition such as
+	// [a-z]{1000} is one instruction per repeat, so a short pattern can
+	// still compile to a program too large to run on any line.
+	maxGrepProg = 2000
+	// grepLineBudget bounds the work of one Match, in line bytes times
+	// program instructions. Go's regexp runs in time linear in both, but
+	// a Match cannot be interrupted: a call past its deadline overruns by
+	// at most one Match, and holds its gate slot until then. In the worst
+	// case (every instruction alive at every byte, e.g. [ab]{100}c
+	// against a line of a's) a Match costs about 20-25 ns per byte and
+	// instruction on a 2020s x86 server core (BenchmarkGrepLineBudget), so
+	// 2^21 is about 50 ms there and half a second on a Raspberry-Pi-class
+	// CPU. A longer line is not searched but counted, and the answer says
+	// so: matching a prefix of it instead would report its missing matches
+	// as absent without a trace. Typical patterns (10-30 instructions)
+	// still search lines of 70-200 KB; a pure literal has no limit.
+	grepLineBudget = 1 << 21
 )
 
 // NewGrep returns the grep tool: a regular expression (RE2 syntax, linear
@@ -50,9 +73,15 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 	if boolean(args, "ignore_case") {
 		pat = "(?i)" + pat
 	}
-	re, err := regexp.Compile(pat)
+	if len(pat) > maxGrepPattern {
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("grep: pattern is %d bytes, longer than the limit of %d", len(pat), maxGrepPattern))
+	}
+	if len(glob) > maxGlobPattern {
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("grep: glob is %d bytes, longer than the limit of %d", len(glob), maxGlobPattern))
+	}
+	m, err := newLineMatcher(pat)
 	if err != nil {
-		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("grep: bad pattern: %v", err))
+		return skills.Failed(wire.ErrInvalidParams, "grep: "+err.Error())
 	}
 	if _, err := path.Match(glob, ""); err != nil {
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("grep: bad glob %q: %v", glob, err))
@@ -69,7 +98,10 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 			return nil
 		}
 		var special bool
-		full, special = o.grepFile(ctx, re, name, &lines)
+		full, special = o.grepFile(ctx, m, name, &lines)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if special {
 			refused++
 		}
@@ -82,13 +114,135 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 		return fileFailure(ctx, "grep", p, err)
 	}
 	h := &hits{list: lines, max: o.MaxResults, full: full}
-	return h.output("matches", err, skipped+refused)
+	out := h.output("matches", err, skipped+refused)
+	if m.tooLong > 0 {
+		out.Content[0].Text += fmt.Sprintf("\n[%d %s longer than %d bytes %s not searched with this pattern "+
+			"(it compiles to %d instructions; a line may cost at most %d bytes × instructions); use a simpler pattern to search them]",
+			m.tooLong, plural(m.tooLong, "line", "lines"), m.maxLine, plural(m.tooLong, "was", "were"), m.prog, grepLineBudget)
+		out.Truncated = true
+	}
+	return out
+}
+
+// lineMatcher is a grep pattern with the bound on one Match's work.
+type lineMatcher struct {
+	re      *regexp.Regexp
+	prog    int      // instructions of the compiled pattern
+	maxLine int      // longest line re may search
+	literal []byte   // the whole pattern when it is a literal, else nil
+	needs   [][]byte // one of these occurs in every match, if not empty
+	tooLong int      // lines not searched because longer than maxLine
+}
+
+// newLineMatcher compiles pat, refusing it above maxGrepProg. Compiling
+// a pattern of maxGrepPattern bytes takes at most a few hundred
+// milliseconds (Go bounds repetitions), so it is measured before the
+// regexp is built.
+func newLineMatcher(pat string) (*lineMatcher, error) {
+	tree, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern: %v", err)
+	}
+	tree = tree.Simplify()
+	prog, err := syntax.Compile(tree)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern: %v", err)
+	}
+	n := len(prog.Inst)
+	lit, isLit := literal(tree)
+	if n > maxGrepProg && !isLit {
+		return nil, fmt.Errorf("pattern compiles to %d instructions, more than the limit of %d; use fewer or smaller repetitions", n, maxGrepProg)
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern: %v", err)
+	}
+	m := &lineMatcher{re: re, prog: n, maxLine: grepLineBudget / n, needs: required(tree)}
+	if len(m.needs) > maxNeeds {
+		m.needs = nil // searching them all could cost more than the Match
+	}
+	if isLit {
+		m.literal = lit
+	}
+	return m, nil
+}
+
+// match reports whether line matches. A line over the budget is counted
+// in tooLong instead, unless it cannot match because it lacks every
+// literal of needs: finding that, like searching a literal, is linear.
+func (m *lineMatcher) match(line []byte) bool {
+	switch {
+	case m.literal != nil:
+		return bytes.Contains(line, m.literal)
+	case len(line) <= m.maxLine:
+		return m.re.Match(line)
+	case len(m.needs) > 0 && !slices.ContainsFunc(m.needs, func(lit []byte) bool { return bytes.Contains(line, lit) }):
+		return false
+	}
+	m.tooLong++
+	return false
+}
+
+// maxNeeds bounds the literals a line over the budget is searched for
+// before it is counted as not searched.
+const maxNeeds = 16
+
+// literal returns the text re matches when re is a case-sensitive literal
+// (without U+FFFD, which also matches invalid UTF-8).
+func literal(re *syntax.Regexp) ([]byte, bool) {
+	if re.Op != syntax.OpLiteral || re.Flags&syntax.FoldCase != 0 || slices.Contains(re.Rune, utf8.RuneError) {
+		return nil, false
+	}
+	return []byte(string(re.Rune)), true
+}
+
+// required returns literals one of which occurs in every match of re, or
+// nil when it finds none.
+func required(re *syntax.Regexp) [][]byte {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if lit, ok := literal(re); ok {
+			return [][]byte{lit}
+		}
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpConcat: // any part's will do; take the longest shortest
+		var best [][]byte
+		for _, sub := range re.Sub {
+			if r := required(sub); len(r) > 0 && (best == nil || shortest(r) > shortest(best)) {
+				best = r
+			}
+		}
+		return best
+	case syntax.OpAlternate: // every branch must need one
+		var all [][]byte
+		for _, sub := range re.Sub {
+			r := required(sub)
+			if len(r) == 0 {
+				return nil
+			}
+			all = append(all, r...)
+		}
+		return all
+	}
+	return nil
+}
+
+func shortest(lits [][]byte) int {
+	n := len(lits[0])
+	for _, l := range lits[1:] {
+		n = min(n, len(l))
+	}
+	return n
 }
 
 // grepFile appends the matches in one file and reports whether the match
 // limit was reached, and whether name was refused as a special file (a
 // symlink to a FIFO). Files that cannot be opened or are binary are skipped.
-func (o Options) grepFile(ctx context.Context, re *regexp.Regexp, name string, lines *[]string) (full, special bool) {
+// It stops at the first line after ctx is done, so a call overruns its
+// deadline by at most one Match, which grepLineBudget bounds.
+func (o Options) grepFile(ctx context.Context, m *lineMatcher, name string, lines *[]string) (full, special bool) {
+	done := ctx.Done()
 	rc, _, err := o.Files.Open(ctx, name)
 	if err != nil {
 		return false, errors.Is(err, ErrNotRegular)
@@ -101,11 +255,13 @@ func (o Options) grepFile(ctx context.Context, re *regexp.Regexp, name string, l
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64<<10), maxGrepLine)
 	for n := 1; sc.Scan(); n++ {
-		if n%4096 == 0 && ctx.Err() != nil {
+		select {
+		case <-done:
 			return false, false
+		default:
 		}
 		line := sc.Bytes()
-		if !re.Match(line) {
+		if !m.match(line) {
 			continue
 		}
 		shown := line
@@ -124,4 +280,12 @@ func (o Options) grepFile(ctx context.Context, re *regexp.Regexp, name string, l
 func matchBase(glob, name string) bool {
 	ok, _ := path.Match(glob, path.Base(name))
 	return ok
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
