@@ -37,12 +37,15 @@ const (
 	// case (every instruction alive at every byte, e.g. [ab]{100}c
 	// against a line of a's) a Match costs about 20-25 ns per byte and
 	// instruction on a 2020s x86 server core (BenchmarkGrepLineBudget), so
-	// 2^21 is about 50 ms there and half a second on a Raspberry-Pi-class
-	// CPU. A longer line is not searched but counted, and the answer says
-	// so: matching a prefix of it instead would report its missing matches
-	// as absent without a trace. Typical patterns (10-30 instructions)
-	// still search lines of 70-200 KB; a pure literal has no limit.
-	grepLineBudget = 1 << 21
+	// 2^24 is about 0.4 s there and a few seconds on a Raspberry-Pi-class
+	// CPU, past a file deadline of 10 s: the overrun stays a fraction of
+	// the call. A longer line is not searched but counted, and the answer
+	// says so: matching a prefix of it instead would report its missing
+	// matches as absent without a trace. Typical patterns (10-30
+	// instructions) search lines of 0.5-1.6 MB, so every line the reader
+	// takes (at most 1 MiB) for the shorter ones; a pure literal has no
+	// limit.
+	grepLineBudget = 1 << 24
 )
 
 // NewGrep returns the grep tool: a regular expression (RE2 syntax, linear
