@@ -47,10 +47,11 @@ func (o Options) runCommit(ctx context.Context, args map[string]any) skills.Outp
 			paths = append(paths, p)
 		}
 	}
-	repo, err := o.open()
+	repo, done, err := o.open()
 	if err != nil {
 		return failure("git_commit", err)
 	}
+	defer done()
 	wt, err := repo.Worktree()
 	if err != nil {
 		return failure("git_commit", err)

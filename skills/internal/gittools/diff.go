@@ -49,10 +49,11 @@ func (o Options) runDiff(ctx context.Context, args map[string]any) skills.Output
 	if err != nil {
 		return skills.Failed(wire.ErrInvalidParams, "git_diff: "+err.Error())
 	}
-	repo, err := o.open()
+	repo, done, err := o.open()
 	if err != nil {
 		return failure("git_diff", err)
 	}
+	defer done()
 	var p fdiff.Patch
 	if ref := str(args, "ref"); ref != "" {
 		p, err = commitPatch(ctx, repo, ref)
@@ -181,13 +182,16 @@ func (o Options) worktreePatch(repo *git.Repository, staged bool) (fdiff.Patch, 
 				}
 			}
 			if fs.Worktree != git.Deleted {
-				data, err := readBounded(wt, name, o.MaxDiffBytes)
+				data, link, err := readWorktree(wt, name, o.MaxDiffBytes)
 				if err != nil && !errors.Is(err, os.ErrNotExist) {
 					return nil, err
 				}
 				if err == nil {
 					to = &file{path: name, mode: filemode.Regular, data: data, hash: plumbing.ComputeHash(plumbing.BlobObject, data)}
-					if from != nil {
+					switch {
+					case link:
+						to.mode = filemode.Symlink
+					case from != nil && from.mode != filemode.Symlink:
 						to.mode = from.mode
 					}
 				}
@@ -201,15 +205,26 @@ func (o Options) worktreePatch(repo *git.Repository, staged bool) (fdiff.Patch, 
 	return p, nil
 }
 
-// readBounded reads at most max+1 bytes of a working tree file through
-// the worktree's bound file system.
-func readBounded(wt *git.Worktree, name string, max int) ([]byte, error) {
+// readWorktree reads at most max+1 bytes of a working tree file through
+// the worktree's root-bound file system; of a symlink it reads the
+// target, which is what git stores for it (link reports that): a link is
+// content, never followed.
+func readWorktree(wt *git.Worktree, name string, max int) (data []byte, link bool, err error) {
+	fi, err := wt.Filesystem.Lstat(name)
+	if err != nil {
+		return nil, false, err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := wt.Filesystem.Readlink(name)
+		return []byte(target), true, err
+	}
 	f, err := wt.Filesystem.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, int64(max)+1))
+	data, err = io.ReadAll(io.LimitReader(f, int64(max)+1))
+	return data, false, err
 }
 
 // filterPatch keeps the file patches at or under prefix ("" keeps all).

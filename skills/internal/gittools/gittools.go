@@ -8,8 +8,14 @@
 // repository's own .git/config (core.fsmonitor, diff and filter drivers,
 // hooks), so with the binary an agent allowed to write files and use git
 // could run any command without the shell permission. go-git runs none.
-// The repository is opened through a file system bound to the workspace,
-// so symlinks cannot lead the tools out of it.
+// The repository is opened through a file system over an os.Root of the
+// workspace (rootFS): the kernel resolves every path go-git reads or
+// writes, in the work tree and in .git alike, component by component from
+// the workspace's directory descriptor, and follows a symlink only while
+// it stays inside. A link leading out fails instead, and so does one
+// swapped in mid-call (by a bash command racing the tool): there is no
+// path check to race. A symlink in the work tree is content to git (its
+// target is what status, diff and commit see), never followed.
 //
 // # Concurrency
 //
@@ -24,7 +30,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -90,27 +95,40 @@ func Tools(o Options) ([]skills.GoTool, error) {
 // errNoRepo means the workspace holds no repository.
 var errNoRepo = errors.New("the workspace is not a git repository (no .git directory at its root)")
 
-// open opens the repository at the workspace root through file systems
-// bound to the workspace.
-func (o Options) open() (*git.Repository, error) {
-	fi, err := os.Lstat(filepath.Join(o.Dir, git.GitDirName))
+// open opens the repository at the workspace root through an os.Root of
+// the workspace (see rootFS); done closes that root once the call is over
+// (files still open outlive it).
+func (o Options) open() (repo *git.Repository, done func(), err error) {
+	root, err := os.OpenRoot(o.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open workspace: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			root.Close()
+		}
+	}()
+	fi, err := root.Lstat(git.GitDirName)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, errNoRepo
+		return nil, nil, errNoRepo
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case !fi.IsDir():
 		// A .git file points elsewhere (worktrees, submodules): that could
-		// be outside the workspace.
-		return nil, fmt.Errorf("%s is not a directory; linked worktrees and submodules are not supported", git.GitDirName)
+		// be outside the workspace. A .git symlink is refused alike.
+		return nil, nil, fmt.Errorf("%s is not a directory; linked worktrees and submodules are not supported", git.GitDirName)
 	}
-	wt := osfs.New(o.Dir, osfs.WithBoundOS())
+	wt := newRootFS(root, o.Dir)
 	dot, err := wt.Chroot(git.GitDirName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{})
-	return git.Open(st, wt)
+	if repo, err = git.Open(st, wt); err != nil {
+		return nil, nil, err
+	}
+	return repo, func() { root.Close() }, nil
 }
 
 // failure maps an error of go-git to an output.

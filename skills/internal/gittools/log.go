@@ -40,10 +40,11 @@ func (o Options) log() skills.GoTool {
 			if err != nil {
 				return skills.Failed(wire.ErrInvalidParams, "git_log: "+err.Error())
 			}
-			repo, err := o.open()
+			repo, done, err := o.open()
 			if err != nil {
 				return failure("git_log", err)
 			}
+			defer done()
 			opts := &git.LogOptions{Order: git.LogOrderCommitterTime}
 			if ref := str(args, "ref"); ref != "" {
 				h, err := repo.ResolveRevision(plumbing.Revision(ref))
@@ -92,10 +93,11 @@ func (o Options) branch() skills.GoTool {
 			Permissions: []string{skills.PermGit},
 		},
 		Run: func(ctx context.Context, _ map[string]any) skills.Output {
-			repo, err := o.open()
+			repo, done, err := o.open()
 			if err != nil {
 				return failure("git_branch", err)
 			}
+			defer done()
 			var current plumbing.ReferenceName
 			if ref, err := repo.Head(); err == nil {
 				current = ref.Name()

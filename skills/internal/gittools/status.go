@@ -22,10 +22,11 @@ func (o Options) status() skills.GoTool {
 			Permissions: []string{skills.PermGit},
 		},
 		Run: func(ctx context.Context, _ map[string]any) skills.Output {
-			repo, err := o.open()
+			repo, done, err := o.open()
 			if err != nil {
 				return failure("git_status", err)
 			}
+			defer done()
 			head := "no commits yet"
 			if ref, err := repo.Head(); err == nil {
 				head = "HEAD detached at " + ref.Hash().String()[:7]
