@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,3 +276,268 @@ const qUpsertConversation = `INSERT INTO conversations (conversation_id, first_t
 			last_ms = max(last_ms, excluded.last_ms),
 			message_count = message_count + excluded.message_count
 		RETURNING message_count`
+
+// MessagePreview is a stored message as RecentPreviews reads it for
+// display: whole when its body is small, else only the start of each text
+// a display shows, so that a multi-MiB body never reaches Go (SQLite reads
+// it, one message at a time).
+type MessagePreview struct {
+	Seq  int64
+	Time time.Time
+	Role string
+	// Size is the length of the stored body in bytes.
+	Size int64
+	// Body is the whole stored body when Size is at most RecentPreviews'
+	// whole; nil otherwise, and then the fields below hold what was read
+	// of it.
+	Body []byte
+	// Decoded is true when the body has the shape of the orchestrator's
+	// llm.Message, whose JSON members previewMembers lists: an object whose
+	// members of those names have their types (a member whose name
+	// differs from one of them only in case is not read: Decoded is
+	// false). Content, Name, IsError and ToolCalls are then its members;
+	// otherwise Content is the start of the body itself.
+	Decoded bool
+	// Content, Name and each call's Name and Arguments (the JSON text of
+	// the arguments) are the first text bytes of theirs, perhaps ending
+	// inside a UTF-8 sequence: the caller cuts.
+	Content   string
+	Name      string
+	IsError   bool
+	ToolCalls []CallPreview
+}
+
+// CallPreview is one tool call of a MessagePreview.
+type CallPreview struct {
+	Name, Arguments string
+}
+
+// previewMembers are the JSON members of the orchestrator's llm.Message
+// (persistence must not import it) and the JSON types each may have; a
+// member absent or null is the zero value.
+var previewMembers = map[string][]string{
+	"role": {"text"}, "content": {"text"}, "tool_call_id": {"text"}, "name": {"text"},
+	"is_error": {"true", "false"}, "parts": {"array"}, "tool_calls": {"array"},
+}
+
+// RecentPreviews returns the newest limit stored messages of
+// conversationID in Seq order (all when it has fewer), none for an unknown
+// conversation, as RecentMessages but in preview form: a body of at most
+// whole bytes whole, a larger one as its first text bytes of each text
+// (MessagePreview). What it allocates is about whole bytes per small
+// body and text bytes per text of a large one, whatever the size of the
+// bodies (SQLite parses a large body, one at a time, outside the Go heap).
+// limit and text must be positive.
+func (s *Store) RecentPreviews(ctx context.Context, conversationID string, limit, whole, text int) ([]MessagePreview, error) {
+	if limit <= 0 || text <= 0 {
+		return nil, fmt.Errorf("load messages of %q: limit %d and text %d, want > 0", conversationID, limit, text)
+	}
+	fail := func(err error) ([]MessagePreview, error) {
+		return nil, fmt.Errorf("load messages of %q: %w", conversationID, err)
+	}
+	// One read transaction: the large bodies' queries see the messages the
+	// first listed, whatever retention deletes meanwhile.
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, qRecentPreviews, conversationID, limit, whole)
+	if err != nil {
+		return fail(err)
+	}
+	out, err := scanPreviews(rows)
+	if err != nil {
+		return fail(err)
+	}
+	for i := range out {
+		if out[i].Body == nil {
+			if err := readPreview(ctx, tx, conversationID, &out[i], text); err != nil {
+				return fail(fmt.Errorf("seq %d: %w", out[i].Seq, err))
+			}
+		}
+	}
+	return out, nil
+}
+
+// qRecentPreviews lists the newest ?2 messages of conversation ?1 in Seq
+// order, with the body only when it is at most ?3 bytes. It walks the
+// (conversation_id, seq) index from the first of them, so SQLite sorts
+// nothing, and it reads no body larger than ?3 (octet_length reads a
+// value's length without its bytes).
+const qRecentPreviews = `SELECT seq, ts, role, octet_length(body), CASE WHEN octet_length(body) <= ?3 THEN body END
+	FROM messages
+	WHERE conversation_id = ?1 AND seq > coalesce(
+		(SELECT seq FROM messages WHERE conversation_id = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2), 0)
+	ORDER BY seq`
+
+// scanPreviews reads the rows of qRecentPreviews and closes them; none
+// gives an empty slice.
+func scanPreviews(rows *sql.Rows) ([]MessagePreview, error) {
+	defer rows.Close()
+	out := []MessagePreview{}
+	for rows.Next() {
+		var (
+			p    MessagePreview
+			ts   string
+			body sql.NullString
+		)
+		if err := rows.Scan(&p.Seq, &ts, &p.Role, &p.Size, &body); err != nil {
+			return nil, err
+		}
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return nil, fmt.Errorf("seq %d: bad ts %q: %w", p.Seq, ts, err)
+		}
+		p.Time = t
+		if body.Valid {
+			p.Body = []byte(body.String)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Queries of readPreview on the body of message ?1, ?2 (conversation,
+// seq); ?3 is how many bytes of a text to return. Each has SQLite parse
+// the body and return only starts of its texts.
+var (
+	// qPreviewMembers: the body's top-level members, in order: name (NULL
+	// or a number when the body is not an object), JSON type, and the
+	// start of a text value.
+	qPreviewMembers = `SELECT j.key, j.type, CASE WHEN j.type = 'text' THEN substr(CAST(j.value AS BLOB), 1, ?3) END
+		FROM messages m, json_each(m.body) j WHERE m.conversation_id = ?1 AND m.seq = ?2`
+	// qPreviewCalls: each element of tool_calls: its type, the types of
+	// id, name and arguments_error, the start of name and of the JSON text
+	// of arguments (-> keeps the stored text, escapes included).
+	qPreviewCalls = `SELECT e.type, ` + ifObject("e", "json_type(e.value, '$.id')") + `, ` +
+		ifObject("e", "json_type(e.value, '$.name')") + `, ` + ifObject("e", "json_type(e.value, '$.arguments_error')") + `, ` +
+		ifObject("e", "substr(CAST(e.value ->> '$.name' AS BLOB), 1, ?3)") + `, ` +
+		ifObject("e", "substr(CAST(e.value -> '$.arguments' AS BLOB), 1, ?3)") + `
+		FROM messages m, json_each(m.body, '$.tool_calls') e WHERE m.conversation_id = ?1 AND m.seq = ?2 ORDER BY e.id`
+	// qPreviewBadParts counts the elements of parts that are not parts
+	// (objects whose type, text, mime_type and data are strings).
+	qPreviewBadParts = `SELECT count(*) FROM messages m, json_each(m.body, '$.parts') p
+		WHERE m.conversation_id = ?1 AND m.seq = ?2 AND (p.type NOT IN ('object', 'null')
+			OR ` + ifObject("p", "json_type(p.value, '$.type') NOT IN ('text', 'null')") + `
+			OR ` + ifObject("p", "json_type(p.value, '$.text') NOT IN ('text', 'null')") + `
+			OR ` + ifObject("p", "json_type(p.value, '$.mime_type') NOT IN ('text', 'null')") + `
+			OR ` + ifObject("p", "json_type(p.value, '$.data') NOT IN ('text', 'null')") + `)`
+	// qPreviewRaw: the start of the body itself.
+	qPreviewRaw = `SELECT substr(CAST(body AS BLOB), 1, ?3) FROM messages WHERE conversation_id = ?1 AND seq = ?2`
+)
+
+// ifObject is expr when the json_each row t is an object, else NULL: the
+// value of another row is not JSON text (a string's is the string).
+func ifObject(t, expr string) string {
+	return "CASE WHEN " + t + ".type = 'object' THEN " + expr + " END"
+}
+
+// readPreview fills in the preview of p's body, too large to read whole,
+// in tx.
+func readPreview(ctx context.Context, tx *sql.Tx, conv string, p *MessagePreview, text int) error {
+	ok, calls, parts, err := readMembers(ctx, tx, conv, p, text)
+	if err == nil && ok && parts {
+		var bad int64
+		err = tx.QueryRowContext(ctx, qPreviewBadParts, conv, p.Seq, text).Scan(&bad)
+		ok = bad == 0
+	}
+	if err == nil && ok && calls {
+		p.ToolCalls, ok, err = readCalls(ctx, tx, conv, p.Seq, text)
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
+		p.Decoded = true
+		return nil
+	}
+	*p = MessagePreview{Seq: p.Seq, Time: p.Time, Role: p.Role, Size: p.Size}
+	return tx.QueryRowContext(ctx, qPreviewRaw, conv, p.Seq, text).Scan(&p.Content)
+}
+
+// readMembers reads the top-level members of p's body into p. ok is false
+// when the body is not of a message's shape; calls and parts tell whether
+// it has tool calls and parts to read.
+func readMembers(ctx context.Context, tx *sql.Tx, conv string, p *MessagePreview, text int) (ok, calls, parts bool, err error) {
+	rows, err := tx.QueryContext(ctx, qPreviewMembers, conv, p.Seq, text)
+	if err != nil {
+		return false, false, false, err
+	}
+	defer rows.Close()
+	ok = true
+	for rows.Next() {
+		var (
+			key      any
+			typ      string
+			textPart sql.NullString
+		)
+		if err := rows.Scan(&key, &typ, &textPart); err != nil {
+			return false, false, false, err
+		}
+		name, isName := key.(string)
+		if !isName { // an array or a scalar, not an object
+			ok = false
+			continue
+		}
+		types, known := previewMembers[name]
+		if !known {
+			for m := range previewMembers {
+				if strings.EqualFold(m, name) {
+					ok = false // decoding would take it for m
+				}
+			}
+			continue
+		}
+		if typ != "null" && !slices.Contains(types, typ) {
+			ok = false
+			continue
+		}
+		// A later member of the same name replaces an earlier one, as
+		// encoding/json does.
+		switch name {
+		case "content":
+			p.Content = textPart.String
+		case "name":
+			p.Name = textPart.String
+		case "is_error":
+			p.IsError = typ == "true"
+		case "tool_calls":
+			calls = typ == "array"
+		case "parts":
+			parts = typ == "array"
+		}
+	}
+	return ok, calls, parts, rows.Err()
+}
+
+// readCalls reads the tool calls of message seq; ok is false when one is
+// not of a call's shape.
+func readCalls(ctx context.Context, tx *sql.Tx, conv string, seq int64, text int) (out []CallPreview, ok bool, err error) {
+	rows, err := tx.QueryContext(ctx, qPreviewCalls, conv, seq, text)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	ok = true
+	for rows.Next() {
+		var (
+			typ            string
+			id, name, aerr sql.NullString // JSON types
+			nameText, args sql.NullString
+		)
+		if err := rows.Scan(&typ, &id, &name, &aerr, &nameText, &args); err != nil {
+			return nil, false, err
+		}
+		for _, t := range []sql.NullString{id, name, aerr} {
+			if t.Valid && t.String != "text" && t.String != "null" {
+				ok = false
+			}
+		}
+		if typ != "object" && typ != "null" {
+			ok = false
+		}
+		out = append(out, CallPreview{Name: nameText.String, Arguments: args.String})
+	}
+	return out, ok, rows.Err()
+}
