@@ -67,6 +67,9 @@ type MessageView struct {
 	IsError bool   `json:"is_error,omitempty"`
 	// Cut is true when Content or an argument was cut at MaxMessageText.
 	Cut bool `json:"cut,omitempty"`
+	// Size is, when Cut, the bytes of the whole stored message (its JSON)
+	// in GET /v1/conversations/{id}/messages; absent elsewhere.
+	Size int64 `json:"size,omitempty"`
 }
 
 // ToolCallView is one tool call of an assistant message.
@@ -152,7 +155,12 @@ func (n *Node) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeAPIErrorParam(w, http.StatusBadRequest, "limit", err.Error())
 		return
 	}
-	msgs, err := n.store.RecentMessages(r.Context(), id, limit)
+	// Previews, not RecentMessages: a body larger than MaxMessageText is
+	// read by SQLite, which returns the start of each text shown, so a
+	// request costs about limit times MaxMessageText whatever the bodies'
+	// sizes (a conversation of 4 MiB messages cost gigabytes to a few
+	// concurrent requests).
+	msgs, err := n.store.RecentPreviews(r.Context(), id, limit, MaxMessageText, MaxMessageText+1)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -163,9 +171,39 @@ func (n *Node) handleMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	out := MessageList{ConversationID: id, Messages: make([]MessageView, 0, len(msgs)), More: msgs[0].Seq > 1}
 	for _, m := range msgs {
-		out.Messages = append(out.Messages, messageView(m.Seq, m.Time, m.Role, m.Body))
+		out.Messages = append(out.Messages, previewView(m))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// previewView is the display form of a message preview: messageView of a
+// whole body, else the same view of what SQLite read of it (its texts'
+// first MaxMessageText+1 bytes, which cutText cuts as it would the whole).
+func previewView(p sqlite.MessagePreview) MessageView {
+	var v MessageView
+	switch {
+	case p.Body != nil:
+		v = messageView(p.Seq, p.Time, p.Role, p.Body)
+	case !p.Decoded:
+		v = MessageView{Seq: p.Seq, Time: p.Time, Role: p.Role}
+		v.Content, v.Cut = cutText(p.Content)
+	default:
+		v = MessageView{Seq: p.Seq, Time: p.Time, Role: p.Role, IsError: p.IsError}
+		var cut bool
+		v.Content, v.Cut = cutText(p.Content)
+		v.Name, cut = cutText(p.Name)
+		v.Cut = v.Cut || cut
+		for _, c := range p.ToolCalls {
+			name, cutName := cutText(c.Name)
+			args, cutArgs := cutText(c.Arguments)
+			v.Cut = v.Cut || cutName || cutArgs
+			v.ToolCalls = append(v.ToolCalls, ToolCallView{Name: name, Arguments: args})
+		}
+	}
+	if v.Cut {
+		v.Size = p.Size
+	}
+	return v
 }
 
 // messageView decodes a stored message body (an llm.Message); a body it

@@ -1,0 +1,113 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// appendBodies stores msgs in conversation id of node's store, each as
+// the JSON of an llm.Message.
+func appendBodies(t *testing.T, node *Node, id string, msgs ...llm.Message) {
+	t.Helper()
+	rows := make([]persistence.Message, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[i] = persistence.Message{Role: m.Role, Body: b}
+	}
+	if err := node.store.AppendMessages(context.Background(), id, rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getMessages calls the handler of GET /v1/conversations/{id}/messages
+// and decodes its answer, which it returns too.
+func getMessages(t *testing.T, node *Node, id, query string) (MessageList, []byte) {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/v1/conversations/"+id+"/messages"+query, nil)
+	req.SetPathValue("id", id)
+	rec := httptest.NewRecorder()
+	node.handleMessages(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+	}
+	var l MessageList
+	decodeJSON(t, rec.Body.Bytes(), &l)
+	return l, rec.Body.Bytes()
+}
+
+// TestMessagesOfHugeBodiesCostWhatTheySend stores ten messages of 4 MiB
+// and reads them with the largest limit: what the handler allocates must
+// be about what it sends (ten times 16 KiB), not the 40 MiB stored, which
+// it did when it read and decoded each whole body before cutting it.
+func TestMessagesOfHugeBodiesCostWhatTheySend(t *testing.T) {
+	node, _, _ := startAPI(t, nil, Options{})
+	const n, size = 10, 4 << 20
+	big := make([]llm.Message, n)
+	for i := range big {
+		big[i] = llm.Message{Role: llm.RoleUser, Content: strings.Repeat("é", size/2)}
+	}
+	appendBodies(t, node, "bigc", big...)
+
+	getMessages(t, node, "bigc", "?limit=500") // warm: statements, pools
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	l, raw := getMessages(t, node, "bigc", "?limit=500")
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("one GET of %d messages of %d bytes allocated %d bytes", n, size, alloc)
+	if bound := uint64(8 << 20); alloc > bound {
+		t.Errorf("one GET allocated %d bytes, want at most %d (the bodies total %d)", alloc, bound, n*size)
+	}
+	if len(l.Messages) != n {
+		t.Fatalf("%d messages, want %d", len(l.Messages), n)
+	}
+	for _, m := range l.Messages {
+		want := strings.Repeat("é", MaxMessageText/2)
+		if m.Content != want || !m.Cut || m.Role != llm.RoleUser {
+			t.Fatalf("message %d: %d bytes of content, cut %v; want %d, cut", m.Seq, len(m.Content), m.Cut, len(want))
+		}
+	}
+	// Concurrent GETs cost each its own, not gigabytes together.
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			req := httptest.NewRequest("GET", "/v1/conversations/bigc/messages?limit=500", nil)
+			req.SetPathValue("id", "bigc")
+			rec := httptest.NewRecorder()
+			node.handleMessages(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Errorf("status %d", rec.Code)
+			}
+		})
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	if alloc, bound := after.TotalAlloc-before.TotalAlloc, uint64(4*8<<20); alloc > bound {
+		t.Errorf("four concurrent GETs allocated %d bytes, want at most %d", alloc, bound)
+	}
+	// A cut message says how large it is.
+	var sizes struct {
+		Messages []struct {
+			Size int64 `json:"size"`
+		} `json:"messages"`
+	}
+	decodeJSON(t, raw, &sizes)
+	if body, _ := json.Marshal(big[0]); sizes.Messages[0].Size != int64(len(body)) {
+		t.Errorf("size %d, want the body's %d", sizes.Messages[0].Size, len(body))
+	}
+}
