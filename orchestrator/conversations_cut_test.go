@@ -111,3 +111,41 @@ func TestMessagesOfHugeBodiesCostWhatTheySend(t *testing.T) {
 		t.Errorf("size %d, want the body's %d", sizes.Messages[0].Size, len(body))
 	}
 }
+
+// TestSessionsHistoryOfHugeBodies: the sessions_history tool reads
+// previews too, so a model asking for the history of a conversation of
+// large messages costs what the answer holds, not what is stored.
+func TestSessionsHistoryOfHugeBodies(t *testing.T) {
+	node, _, _ := startAPI(t, nil, Options{})
+	const n, size = 4, 4 << 20
+	big := make([]llm.Message, n)
+	for i := range big {
+		big[i] = llm.Message{Role: llm.RoleUser, Content: strings.Repeat("x", size)}
+	}
+	appendBodies(t, node, "bigh", big...)
+	s := newSessionTools(node)
+	s.history(context.Background(), "bigh", historyMax) // warm
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := s.history(context.Background(), "bigh", historyMax)
+	runtime.ReadMemStats(&after)
+	if out.ErrorType() != "" {
+		t.Fatalf("history: %s %s", out.ErrorType(), out.ErrorText())
+	}
+	if alloc, bound := after.TotalAlloc-before.TotalAlloc, uint64(4<<20); alloc > bound {
+		t.Errorf("sessions_history of %d messages of %d bytes allocated %d bytes, want at most %d", n, size, alloc, bound)
+	}
+	var res struct {
+		Messages []MessageView `json:"messages"`
+	}
+	decodeJSON(t, []byte(out.Text()), &res)
+	if len(res.Messages) != n {
+		t.Fatalf("%d messages, want %d", len(res.Messages), n)
+	}
+	for _, m := range res.Messages {
+		if m.Content != strings.Repeat("x", historyText) || !m.Cut {
+			t.Fatalf("message %d: %d bytes, cut %v; want %d, cut", m.Seq, len(m.Content), m.Cut, historyText)
+		}
+	}
+}

@@ -238,7 +238,9 @@ func (s *sessionTools) history(ctx context.Context, id string, limit int) skills
 	if limit <= 0 || limit > historyMax {
 		limit = 10
 	}
-	msgs, err := s.n.store.RecentMessages(ctx, id, limit)
+	// Previews, as GET .../messages reads them: a message of megabytes
+	// is cut inside SQLite, never read whole to show its start.
+	msgs, err := s.n.store.RecentPreviews(ctx, id, limit, MaxMessageText, MaxMessageText+1)
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, "read conversation: "+err.Error())
 	}
@@ -247,7 +249,7 @@ func (s *sessionTools) history(ctx context.Context, id string, limit int) skills
 	}
 	out := make([]MessageView, 0, len(msgs))
 	for _, m := range msgs {
-		v := messageView(m.Seq, m.Time, m.Role, m.Body)
+		v := previewView(m)
 		if len(v.Content) > historyText {
 			v.Content, v.Cut = v.Content[:historyText], true
 		}
