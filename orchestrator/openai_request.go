@@ -24,6 +24,17 @@ const ModelEvoclaw = "evoclaw"
 // stateless client sends the whole exchange every time.
 const maxCompletionBody = 4 << 20
 
+// maxCompletionMessages bounds the messages of one request. A stateless
+// request's earlier messages are stored as the history of a fresh
+// conversation, each one a row of the audit trail (a few hundred bytes
+// and tens of microseconds even when it holds one character), in one
+// write bounded by the audit timeout (10 s): 2048 is far more than a
+// chat client sends (Open WebUI sends the whole conversation, hundreds
+// of messages), and is stored in about 0.1 s here, so within a second or
+// two on a Raspberry Pi. The body bound (maxCompletionBody) bounds the
+// bytes.
+const maxCompletionMessages = 2048
+
 // completionRequest is the body of POST /v1/chat/completions as decoded:
 // the fields evoclaw honours or must refuse. Any other field is ignored.
 type completionRequest struct {
@@ -127,6 +138,10 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	if len(req.Messages) == 0 {
 		return in, badRequest("messages", "messages: at least one message is required, the last one from the user")
 	}
+	if len(req.Messages) > maxCompletionMessages {
+		return in, badRequest("messages", "messages: %d messages, at most %d in one request: start a new chat, or continue a stored conversation (conversation_id) and send only its new message",
+			len(req.Messages), maxCompletionMessages)
+	}
 	var system []string
 	for i, m := range req.Messages {
 		where := fmt.Sprintf("messages[%d]", i)
@@ -140,7 +155,7 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 		case llm.RoleUser:
 			in.Seed = append(in.Seed, llm.Message{Role: llm.RoleUser, Content: text})
 		case llm.RoleAssistant:
-			if present(m.ToolCalls) && string(m.ToolCalls) != "[]" || present(m.FunctionCall) {
+			if !emptyArray(m.ToolCalls) || present(m.FunctionCall) {
 				return in, badRequest(where+".tool_calls", "%s: assistant tool calls from the client are not supported: evoclaw runs its own tools and keeps their calls in its stored conversation (continue it with conversation_id)", where)
 			}
 			in.Seed = append(in.Seed, llm.Message{Role: llm.RoleAssistant, Content: text})
@@ -170,7 +185,7 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 // silently answering something else than asked.
 func refuseUnsupported(req *completionRequest) *requestError {
 	switch {
-	case present(req.Tools) && string(req.Tools) != "[]", present(req.Functions) && string(req.Functions) != "[]":
+	case !emptyArray(req.Tools), !emptyArray(req.Functions):
 		return badRequest("tools", "tools: client tools are not supported: evoclaw answers with its own tools (the fleet's); send no tools")
 	case present(req.FunctionCall):
 		return badRequest("function_call", "function_call: not supported: send no tools")
@@ -243,6 +258,16 @@ func contentText(raw json.RawMessage, where string) (string, *requestError) {
 		}
 	}
 	return strings.Join(texts, "\n"), nil
+}
+
+// emptyArray reports whether a raw field is absent, null or an empty
+// array, whatever the white space inside ("[ ]").
+func emptyArray(raw json.RawMessage) bool {
+	if !present(raw) {
+		return true
+	}
+	var elems []json.RawMessage
+	return json.Unmarshal(raw, &elems) == nil && len(elems) == 0
 }
 
 // present reports whether a raw field was sent with a value other than null.
