@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/evoclaw/evoclaw/edge/rate"
 )
 
 // errRevoked is the stop cause of a session whose identity was removed or
@@ -37,6 +40,13 @@ type authHook struct {
 	verify    *verifier
 	sessions  sync.Map     // *mqtt.Client → *session, from authentication to disconnect
 	log       *slog.Logger // bounded and rate-limited: lines quote client input
+
+	// agentRate and agentBurst bound what each agent identity publishes,
+	// in bytes (Options.AgentPublishBytesPerSecond); agentRate < 0: no
+	// bound. published holds one limiter per agent identity that
+	// published: at most the identities of the users file.
+	agentRate, agentBurst int
+	published             sync.Map // identity name → *rate.Limiter
 }
 
 // ID names the hook in mochi's logs.
@@ -44,7 +54,7 @@ func (h *authHook) ID() string { return "evoclaw-auth" }
 
 // Provides tells mochi which hook methods this hook implements.
 func (h *authHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
 }
 
 // OnConnectAuthenticate authenticates the client (certificate, password or,
@@ -170,6 +180,30 @@ func (h *authHook) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Pac
 	h.refuse("mqtt access denied", cl, string(cl.Properties.Username), logKeyOp, "publish", logKeyTopic, pk.TopicName,
 		logKeyReason, why)
 	h.revoke(cl)
+	return pk, packets.ErrRejectPacket
+}
+
+// OnPublish drops a publish of an agent identity past its byte rate
+// (Options.AgentPublishBytesPerSecond), keeping the connection: an MQTT 5
+// client's QoS 1 publish is answered "quota exceeded" (0x97), anything
+// else is not answered. Each drop is logged (bounded, rate-limited).
+func (h *authHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	s := h.session(cl)
+	if h.agentRate < 0 || s == nil || s.role != RoleAgent {
+		return pk, nil
+	}
+	v, ok := h.published.Load(s.name)
+	if !ok {
+		v, _ = h.published.LoadOrStore(s.name, rate.New(float64(h.agentRate), h.agentBurst))
+	}
+	if v.(*rate.Limiter).Take(time.Now(), len(pk.Payload)+len(pk.TopicName)) {
+		return pk, nil
+	}
+	h.refuse("mqtt publish dropped: the agent is over its byte rate", cl, s.name, logKeyTopic, pk.TopicName,
+		"bytes", len(pk.Payload), "bytes_per_second", h.agentRate)
+	if pk.FixedHeader.Qos > 0 && cl.Properties.ProtocolVersion == 5 {
+		return pk, packets.ErrQuotaExceeded
+	}
 	return pk, packets.ErrRejectPacket
 }
 

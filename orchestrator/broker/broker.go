@@ -34,6 +34,9 @@ const (
 	// DefaultReloadInterval is how often the users file and the TLS files are
 	// checked for changes.
 	DefaultReloadInterval = 2 * time.Second
+	// DefaultAgentPublishBytesPerSecond is what an agent identity may
+	// publish, sustained (8 MiB/s); see Options.AgentPublishBytesPerSecond.
+	DefaultAgentPublishBytesPerSecond = 8 << 20
 )
 
 // Errors returned by Start.
@@ -93,6 +96,16 @@ type Options struct {
 	// bytes. Zero means DefaultMaxPacketBytes. A larger packet ends the
 	// client's connection.
 	MaxPacketBytes int
+	// AgentPublishBytesPerSecond is what one agent identity may publish
+	// (payloads and topics, over all its connections), sustained, with a
+	// burst of 16 of the largest packets. A publish past it is dropped: a
+	// QoS 1 one of an MQTT 5 client is answered "quota exceeded", of a
+	// 3.1.1 client not at all, so the agent keeps it for later. The broker
+	// queues what a slow subscriber has not read yet by count, not by
+	// bytes, so without this one agent publishing megabyte reports as fast
+	// as it could grew the node by gigabytes. Zero means
+	// DefaultAgentPublishBytesPerSecond; negative, no limit.
+	AgentPublishBytesPerSecond int
 	// MaxPendingConnects is how many connections may be waiting to log in
 	// at once, across listeners: from accept, through the TLS handshake and
 	// the CONNECT packet (at most MaxConnectBytes), to the password check.
@@ -148,7 +161,8 @@ func Start(o Options) (_ *Broker, err error) {
 	inputLog := boundlog.Logger(log, lim)
 	server := newServer(o, log, lim)
 	b := &Broker{opts: o, server: server, log: log}
-	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog}
+	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog,
+		agentRate: o.AgentPublishBytesPerSecond, agentBurst: 16 * o.MaxPacketBytes}
 	accts, _ := buildAccounts(o.Users, nil)
 	b.hook.accts.Store(&accts)
 	if err := b.Reload(); err != nil {
@@ -412,6 +426,7 @@ func (o Options) withDefaults() (Options, error) {
 		seen[u.Name] = true
 	}
 	o.ReloadInterval = cmp.Or(o.ReloadInterval, DefaultReloadInterval)
+	o.AgentPublishBytesPerSecond = cmp.Or(o.AgentPublishBytesPerSecond, DefaultAgentPublishBytesPerSecond)
 	switch {
 	case o.MaxPacketBytes == 0:
 		o.MaxPacketBytes = DefaultMaxPacketBytes
