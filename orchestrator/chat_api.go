@@ -2,7 +2,9 @@ package orchestrator
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,10 +15,14 @@ import (
 	"strings"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/boundlog"
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // ConversationHeader names the conversation a chat continues (request) or
-// was answered in (response), on both chat endpoints.
+// was answered in (response), on both chat endpoints. A request may name
+// it here or in the body's conversation_id, or both if they agree; the
+// response carries it only when it is a valid id.
 const ConversationHeader = "X-Evoclaw-Conversation"
 
 // Events of a streamed POST /v1/chat, in order: one EventConversation, any
@@ -147,6 +153,29 @@ func newConversationID(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b)
 }
 
+// requestConversation is the conversation a chat request names: the
+// ConversationHeader or the body's conversation_id (both: they must
+// agree), "" when neither. A refused one wraps ErrConversationID, id is
+// the client's as sent (for the log only) and param is the field to
+// blame: conversation_id when the body named it, else none.
+func requestConversation(r *http.Request, body string) (id, param string, err error) {
+	header := r.Header.Get(ConversationHeader)
+	switch {
+	case header != "" && body != "" && header != body:
+		return body, "conversation_id", fmt.Errorf("%w: conversation_id %s and header %s %s name different conversations",
+			ErrConversationID, quote80(body), ConversationHeader, quote80(header))
+	case body != "":
+		id, param = body, "conversation_id"
+	default:
+		id = header
+	}
+	if id != "" && wire.ValidateAgentID(id) != nil {
+		return id, param, fmt.Errorf("%w %.60q: use letters, digits, '-' and '_', at most %d characters",
+			ErrConversationID, id, wire.MaxAgentIDLen)
+	}
+	return id, "", nil
+}
+
 func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r, maxChatBody)
 	if !ok {
@@ -157,6 +186,16 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeAPIErrorParam(w, http.StatusBadRequest, errParam(err), err.Error())
 		return
 	}
+	id, param, err := requestConversation(r, req.ConversationID)
+	if err != nil {
+		// Refused before the header is set: it echoes valid ids only.
+		n.logChatFailure(id, http.StatusBadRequest, err)
+		code, f := chatFailure("", nil, err)
+		f.Error = apiErrorf(f.Error.Type, param, "%s", err.Error())
+		writeChatFailure(w, code, f)
+		return
+	}
+	req.ConversationID = id
 	fresh := req.ConversationID == ""
 	if fresh {
 		req.ConversationID = newConversationID("chat")
@@ -225,7 +264,7 @@ func chatResponse(ans *actors.Answer) ChatResponse {
 // chatFailure maps a failed chat to its status and body; ans may be nil.
 func chatFailure(convID string, ans *actors.Answer, err error) (int, ChatFailure) {
 	code, typ := chatErrorStatus(err)
-	f := ChatFailure{Error: apiErrorf(typ, chatErrParam(err), "%s", err.Error()), Status: code, ConversationID: convID,
+	f := ChatFailure{Error: apiErrorf(typ, chatErrParam(err), "%s", chatErrorMessage(convID, err)), Status: code, ConversationID: convID,
 		Calls: []actors.CallSummary{}}
 	if ans != nil {
 		f.Iterations, f.ToolCalls = ans.Iterations, ans.ToolCalls
@@ -246,13 +285,47 @@ func chatErrParam(err error) string {
 }
 
 // logChatFailure logs a chat that did not answer, at a level by its cause.
+// convID may be the client's and invalid: it is cut (logCut), as is err.
 func (n *Node) logChatFailure(convID string, code int, err error) {
+	conv, msg := logCut(convID, maxLoggedID), logCut(err.Error(), maxLoggedErr)
 	switch {
 	case code == statusClientClosed:
-		n.log.Info("chat abandoned by its client", "conversation", convID, "status", code)
+		n.log.Info("chat abandoned by its client", "conversation", conv, "status", code)
 	case code >= 500:
-		n.log.Warn("chat failed", "conversation", convID, "status", code, "err", err)
+		n.log.Warn("chat failed", "conversation", conv, "status", code, "err", msg)
 	default:
-		n.log.Info("chat refused", "conversation", convID, "status", code, "err", err)
+		n.log.Info("chat refused", "conversation", conv, "status", code, "err", msg)
 	}
+}
+
+// What a log line keeps of client input (logCut): a conversation id (a
+// valid one is at most 48 bytes), an error's message.
+const (
+	maxLoggedID  = 64
+	maxLoggedErr = 4 << 10
+)
+
+// logCut is client input as a log line carries it: whole when it has at
+// most keep bytes, else cut as edge/boundlog cuts (its first keep bytes
+// and its length) and a short hash, so that a 4 MB conversation id makes
+// a short line and two long ones can still be told apart.
+func logCut(s string, keep int) string {
+	if len(s) <= keep {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s sha256:%x", boundlog.Cut(s, keep), sum[:6])
+}
+
+// chatErrorMessage is the message of a failed chat's error body. A history
+// write that ended at its deadline may still commit (the store keeps it
+// queued): the message says so, and names the conversation to look in
+// before a retry repeats the request.
+func chatErrorMessage(convID string, err error) string {
+	msg := err.Error()
+	if errors.Is(err, actors.ErrHistory) && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		msg += fmt.Sprintf(" (the history write may still complete: conversation %s, also in the %s header, may hold this request and its answer; read GET /v1/conversations/%s/messages before retrying)",
+			convID, ConversationHeader, convID)
+	}
+	return msg
 }

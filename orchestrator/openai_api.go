@@ -125,19 +125,18 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := ChatInput{Text: req.Text, System: req.System, MaxTokens: req.MaxTokens}
-	header := r.Header.Get(ConversationHeader)
-	switch {
-	case header != "" && req.ConversationID != "" && header != req.ConversationID:
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: apiErrorf(ErrTypeInvalidRequest, "conversation_id",
-			"conversation_id %s and header %s %s name different conversations", quote80(req.ConversationID), ConversationHeader, quote80(header))})
+	conv, param, err := requestConversation(r, req.ConversationID)
+	if err != nil {
+		// Refused before the header is set: it echoes valid ids only.
+		n.logChatFailure(conv, http.StatusBadRequest, err)
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: apiErrorf(ErrTypeInvalidRequest, param, "%s", err.Error())})
 		return
-	case header != "":
+	}
+	if conv != "" {
 		// Continue a stored conversation: its history stands for the
 		// request's earlier messages, which are ignored.
-		in.ConversationID = header
-	case req.ConversationID != "":
-		in.ConversationID = req.ConversationID
-	default:
+		in.ConversationID = conv
+	} else {
 		in.ConversationID, in.Seed, in.fresh = newConversationID("oai"), req.Seed, true
 	}
 	w.Header().Set(ConversationHeader, in.ConversationID)
@@ -147,7 +146,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			code, typ := chatErrorStatus(err)
 			n.logChatFailure(in.ConversationID, code, err)
-			writeChatError(w, code, apiErrorf(typ, completionErrParam(req, err), "%s", err.Error()))
+			writeChatError(w, code, apiErrorf(typ, completionErrParam(req, err), "%s", chatErrorMessage(in.ConversationID, err)))
 			return
 		}
 		writeJSON(w, http.StatusOK, ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model,
@@ -176,7 +175,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code, typ := chatErrorStatus(err)
 		n.logChatFailure(in.ConversationID, code, err)
-		e := apiErrorf(typ, completionErrParam(req, err), "%s", err.Error())
+		e := apiErrorf(typ, completionErrParam(req, err), "%s", chatErrorMessage(in.ConversationID, err))
 		if !sw.started {
 			writeChatError(w, code, e)
 			return
