@@ -139,6 +139,18 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	} else {
 		in.ConversationID, in.Seed, in.fresh = newConversationID("oai"), req.Seed, true
 	}
+	if req.NoTools {
+		if n.cluster != nil && !in.fresh {
+			// A chat with its own toolbox runs on this node, not on the
+			// node that holds the conversation (routable).
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: apiErrorf(ErrTypeInvalidRequest, "tool_choice",
+				"tool_choice: \"none\" is not supported for a named conversation on a clustered node: send \"auto\" or none")})
+			return
+		}
+		// tool_choice "none": the model is offered no tools, and a call it
+		// makes all the same is refused as not found.
+		in.Toolbox = actors.Toolboxes{}
+	}
 	w.Header().Set(ConversationHeader, in.ConversationID)
 	id, created := newConversationID("chatcmpl"), n.now().Unix()
 	if !req.Stream {

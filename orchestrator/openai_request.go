@@ -82,6 +82,8 @@ type completionInput struct {
 	// Text is the last message, a user message.
 	Text      string
 	MaxTokens int
+	// NoTools: tool_choice "none", the chat offers the model no tools.
+	NoTools bool
 }
 
 // requestError is a refused request: its status and error body.
@@ -123,6 +125,7 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	if e := refuseUnsupported(&req); e != nil {
 		return in, e
 	}
+	in.NoTools = toolChoiceNone(req.ToolChoice)
 	for _, mt := range []struct {
 		name string
 		v    *int
@@ -204,6 +207,9 @@ func refuseUnsupported(req *completionRequest) *requestError {
 		}
 	}
 	if present(req.ToolChoice) {
+		// "none" is honoured (the chat offers no tools); "required" and a
+		// named function are refused: evoclaw cannot make its model call
+		// a tool, and the client's functions are not offered.
 		var s string
 		if json.Unmarshal(req.ToolChoice, &s) != nil || (s != "auto" && s != "none") {
 			return badRequest("tool_choice", "tool_choice: only \"auto\" or \"none\" (or none at all) are supported: evoclaw chooses its own tools")
@@ -258,6 +264,13 @@ func contentText(raw json.RawMessage, where string) (string, *requestError) {
 		}
 	}
 	return strings.Join(texts, "\n"), nil
+}
+
+// toolChoiceNone reports whether tool_choice is "none" (refuseUnsupported
+// has refused every other value but "auto").
+func toolChoiceNone(raw json.RawMessage) bool {
+	var s string
+	return present(raw) && json.Unmarshal(raw, &s) == nil && s == "none"
 }
 
 // emptyArray reports whether a raw field is absent, null or an empty
