@@ -183,7 +183,7 @@ func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 	sys.Root.Send(edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline}})
 	testenv.Eventually(t, 5*time.Second, func() bool {
 		a, ok := edges.Catalog().Agents["pi-1"]
-		return ok && a.Online && len(a.Tools) == max(1, len(tools))
+		return ok && a.Online && len(a.Tools) == min(max(1, len(tools)), MaxAgentTools)
 	}, "agent pi-1 online with tools")
 	return h
 }

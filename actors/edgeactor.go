@@ -415,7 +415,11 @@ func (e *edgeActor) route(ctx actor.Context, r wire.Report) {
 			// action name instead (toolbox.go).
 			e.log.Info("agent did not list its tools; calls go to it by action name", "err", err)
 		} else {
-			e.info.Tools, e.info.Listed = l.Tools, true
+			tools, cut := boundTools(l.Tools)
+			if cut != "" {
+				e.log.Warn("agent's tools list over the node's bounds: "+cut, "listed", len(l.Tools), "kept", len(tools))
+			}
+			e.info.Tools, e.info.Listed = tools, true
 		}
 		e.toolsSettled(ctx, true)
 		return
