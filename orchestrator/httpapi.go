@@ -168,11 +168,11 @@ func (n *Node) startHTTP() error {
 	base, stop := context.WithCancel(context.Background())
 	api.stop = stop
 	limits := n.httpLimits.withDefaults()
-	api.srv = &http.Server{Handler: limits.guard(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: limits.Idle,
-		BaseContext: func(net.Listener) context.Context { return base }}
+	api.srv = &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return base }}
+	bounded := limits.apply(api.srv, ln)
 	go func() {
 		defer close(api.done)
-		if err := api.srv.Serve(limits.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := api.srv.Serve(bounded); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http api stopped", "err", err)
 		}
 	}()

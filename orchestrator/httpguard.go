@@ -4,9 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // httpLimits bound what one client of the API can hold. Without them a
@@ -16,8 +15,10 @@ import (
 // an idle kept-alive connection was never closed, and a client that
 // stopped reading a stream held its handler in a write.
 type httpLimits struct {
-	// Conns is the most connections served at once; more wait in the
-	// listen queue until one closes.
+	// Conns is the most connections served at once. One more is served
+	// by closing an idle kept-alive connection, or one that has spent
+	// NewGrace on its first request's headers; with neither it waits
+	// until one closes.
 	Conns int
 	// Idle closes a kept-alive connection that sends no next request.
 	Idle time.Duration
@@ -28,52 +29,244 @@ type httpLimits struct {
 	// this long: each write has this long to go out, so a long stream
 	// whose client reads lives on, and one whose client stopped does not.
 	WriteStall time.Duration
+	// HeaderBytes bounds a request's line and headers
+	// (http.Server.MaxHeaderBytes; Go reads 4 KiB more before it answers
+	// 431). Go's default, 1 MiB, let 500 token-less connections that
+	// never end their headers hold 500 MB.
+	HeaderBytes int
+	// Header bounds reading a request's line and headers
+	// (http.Server.ReadHeaderTimeout).
+	Header time.Duration
+	// NewGrace: with every slot taken, a connection that has not sent its
+	// first request's headers this long after it was accepted may be
+	// closed to serve a new one (a client sends them at once).
+	NewGrace time.Duration
 }
 
 // defaultHTTPLimits: 512 connections are about 10 MB of buffers and
-// goroutines at most; a minute lets a 4 MiB body through a slow link
-// and a phone on a bad network catch up.
-var defaultHTTPLimits = httpLimits{Conns: 512, Idle: 2 * time.Minute, Body: time.Minute, WriteStall: time.Minute}
+// goroutines at most, and with 16 KiB of headers each (the token is 70
+// bytes; browsers send a few KiB, Node.js refuses more than 16 KiB) at
+// most 10 MB more; a minute lets a 4 MiB body through a slow link and a
+// phone on a bad network catch up.
+var defaultHTTPLimits = httpLimits{Conns: 512, Idle: 2 * time.Minute, Body: time.Minute, WriteStall: time.Minute,
+	HeaderBytes: 16 << 10, Header: 10 * time.Second, NewGrace: 2 * time.Second}
+
+// unreadBodyLinger is how long the server may read a body it did not use,
+// after the answer, before it closes the connection (Go waits as long
+// after its own half-close for the same reason).
+const unreadBodyLinger = 500 * time.Millisecond
 
 // withDefaults fills the zero fields from defaultHTTPLimits.
 func (l httpLimits) withDefaults() httpLimits {
 	d := defaultHTTPLimits
-	if l.Conns > 0 {
-		d.Conns = l.Conns
-	}
-	if l.Idle > 0 {
-		d.Idle = l.Idle
-	}
-	if l.Body > 0 {
-		d.Body = l.Body
-	}
-	if l.WriteStall > 0 {
-		d.WriteStall = l.WriteStall
+	return httpLimits{Conns: orDefault(l.Conns, d.Conns), Idle: orDefault(l.Idle, d.Idle), Body: orDefault(l.Body, d.Body),
+		WriteStall: orDefault(l.WriteStall, d.WriteStall), HeaderBytes: orDefault(l.HeaderBytes, d.HeaderBytes),
+		Header: orDefault(l.Header, d.Header), NewGrace: orDefault(l.NewGrace, d.NewGrace)}
+}
+
+// orDefault is v when set (above zero), else d.
+func orDefault[T int | time.Duration](v, d T) T {
+	if v > 0 {
+		return v
 	}
 	return d
 }
 
-// listener bounds ln to l.Conns connections at once.
-func (l httpLimits) listener(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, l.Conns)
+// apply sets l's bounds on srv (its handler is guarded) and returns ln
+// bounded to l.Conns, to serve srv on.
+func (l httpLimits) apply(srv *http.Server, ln net.Listener) net.Listener {
+	cl := &connLimiter{Listener: ln, max: l.Conns, grace: l.NewGrace, conns: map[*limitedConn]struct{}{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	srv.Handler = l.guard(srv.Handler)
+	srv.ReadHeaderTimeout = l.Header
+	srv.IdleTimeout = l.Idle
+	srv.MaxHeaderBytes = l.HeaderBytes
+	prev := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		cl.connState(c, s)
+		if prev != nil {
+			prev(c, s)
+		}
+	}
+	return cl
 }
 
-// guard applies the body and write bounds to every request of h.
+// connLimiter serves at most max connections at once. A connection past
+// max is accepted and held until one closes; when one is idle (kept
+// alive between requests, or still reading the first request's headers
+// after grace), it is closed to make room at once. Without that, 512
+// token-less connections that each asked for /healthz and then sat idle
+// kept every other client out for as long as they asked again within
+// the idle timeout. Closing an idle kept-alive connection is what
+// IdleTimeout does anyway (RFC 9112 9.3: clients retry); a connection
+// still on its first headers after grace is a slow or stuck client.
+type connLimiter struct {
+	net.Listener
+	max   int
+	grace time.Duration
+
+	mu    sync.Mutex
+	conns map[*limitedConn]struct{}
+
+	wake      chan struct{} // a slot freed or a connection went idle
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+// limitedConn holds a slot until closed.
+type limitedConn struct {
+	net.Conn
+	l    *connLimiter
+	once sync.Once
+	// state and since (when it entered state) are guarded by l.mu.
+	state http.ConnState
+	since time.Time
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		c.l.signal()
+	})
+	return err
+}
+
+// CloseWrite lets the server end its side first before it closes a
+// connection with unread input (so the client reads the answer rather
+// than a reset), as it does on a *net.TCPConn.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (l *connLimiter) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Accept returns the next connection once it has a slot. The server
+// accepts on one goroutine, so at most one connection waits here.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	lc := &limitedConn{Conn: c, l: l, state: http.StateNew}
+	for {
+		now := time.Now()
+		l.mu.Lock()
+		if len(l.conns) < l.max {
+			lc.since = now
+			l.conns[lc] = struct{}{}
+			l.mu.Unlock()
+			return lc, nil
+		}
+		victim, retry := l.victimLocked(now)
+		l.mu.Unlock()
+		if victim != nil {
+			// Its server goroutine sees the close in its read and ends.
+			victim.Close()
+			continue
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-l.wake:
+		case <-t.C:
+		case <-l.done:
+			t.Stop()
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		t.Stop()
+	}
+}
+
+// victimLocked picks the connection to close for a new one: the one idle
+// longest, else the oldest still reading its first headers after grace.
+// Without one, retry is when to look again.
+func (l *connLimiter) victimLocked(now time.Time) (victim *limitedConn, retry time.Duration) {
+	var idle, fresh *limitedConn
+	for c := range l.conns {
+		switch c.state {
+		case http.StateIdle:
+			if idle == nil || c.since.Before(idle.since) {
+				idle = c
+			}
+		case http.StateNew:
+			if fresh == nil || c.since.Before(fresh.since) {
+				fresh = c
+			}
+		}
+	}
+	switch {
+	case idle != nil:
+		return idle, 0
+	case fresh != nil && now.Sub(fresh.since) >= l.grace:
+		return fresh, 0
+	case fresh != nil:
+		return nil, l.grace - now.Sub(fresh.since)
+	}
+	return nil, l.grace
+}
+
+// connState follows the server's view of each connection.
+func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	lc.state, lc.since = s, time.Now()
+	l.mu.Unlock()
+	if s == http.StateIdle {
+		l.signal()
+	}
+}
+
+func (l *connLimiter) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// guard applies the body and write bounds to every request of h, and
+// closes the connection after a response that starts before the request's
+// body was read to its end.
 func (l httpLimits) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		// A deadline of the previous request on this connection must not
 		// cut this one short (the server resets only the read deadline).
 		_ = rc.SetWriteDeadline(time.Time{})
+		sw := &stallWriter{ResponseWriter: w, rc: rc, stall: l.WriteStall}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			// Also bounds the server's own read of an unread body after
 			// the handler (to reuse the connection); cleared at the
 			// body's end, so that a stream's wait for the client to
 			// leave has no deadline.
 			_ = rc.SetReadDeadline(time.Now().Add(l.Body))
-			r.Body = &bodyDeadline{ReadCloser: r.Body, rc: rc}
+			sw.body = &bodyDeadline{ReadCloser: r.Body, rc: rc}
+			r.Body = sw.body
 		}
-		h.ServeHTTP(&stallWriter{ResponseWriter: w, rc: rc, stall: l.WriteStall}, r)
+		h.ServeHTTP(sw, r)
+		// The server answers 200 for a handler that wrote nothing.
+		sw.starting()
+		if sw.closing {
+			// After the handler the server still reads up to 256 KiB of
+			// an unread body (to reuse the connection, which it will
+			// not), after the answer went out: bound that read, or the
+			// connection is held for the Body bound by a client that
+			// announced more than it sent. Reading what did come keeps
+			// the close from resetting the connection, which could lose
+			// the answer on the client's side.
+			_ = rc.SetReadDeadline(time.Now().Add(unreadBodyLinger))
+		}
 	})
 }
 
@@ -95,18 +288,55 @@ func (b *bodyDeadline) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// stallWriter gives each write WriteStall to go out.
+// stallWriter gives each write WriteStall to go out, and closes the
+// connection after a response that starts before the body was read.
 type stallWriter struct {
 	http.ResponseWriter
-	rc    *http.ResponseController
-	stall time.Duration
+	rc      *http.ResponseController
+	stall   time.Duration
+	body    *bodyDeadline // nil: the request has no body
+	started bool
+	closing bool // the answer started before the body's end
+}
+
+// starting runs before the response's header goes out. If the request's
+// body was not read to its end (404, 405, 401, 413, a handler that
+// refused the request before reading it), the server would read the rest
+// before sending the header, to reuse the connection: a client that
+// announced more than it sent got nothing until the Body bound ended the
+// connection. Connection: close makes the server answer at once and skip
+// the rest.
+func (s *stallWriter) starting() {
+	if s.started {
+		return
+	}
+	s.started = true
+	if s.body != nil && !s.body.done {
+		s.closing = true
+		s.Header().Set("Connection", "close")
+	}
+}
+
+func (s *stallWriter) WriteHeader(code int) {
+	if code >= 200 { // 1xx headers are not the response
+		s.starting()
+	}
+	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *stallWriter) Write(p []byte) (int, error) {
+	s.starting()
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
 	return s.ResponseWriter.Write(p)
 }
 
-// Unwrap lets http.ResponseController reach the server's writer (Flush,
-// deadlines).
+// FlushError sends the header (and what is buffered) when the handler
+// flushes before writing; http.ResponseController calls it.
+func (s *stallWriter) FlushError() error {
+	s.starting()
+	return s.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the server's writer
+// (deadlines).
 func (s *stallWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

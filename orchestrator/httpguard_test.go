@@ -124,9 +124,17 @@ func TestGuardBounds(t *testing.T) {
 		streamDone <- nil
 	})
 	mux.HandleFunc("GET /ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	srv := httptest.NewUnstartedServer(limits.guard(mux))
-	srv.Listener = limits.listener(srv.Listener)
-	srv.Config.IdleTimeout = limits.Idle
+	release := make(chan struct{})
+	mux.HandleFunc("GET /hold", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener = limits.withDefaults().apply(srv.Config, srv.Listener)
 	srv.Start()
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()
@@ -159,12 +167,14 @@ func TestGuardBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	// Connections in a request (idle ones are closed to make room:
+	// TestGuardIdleMakesRoom).
 	t.Run("connections past the limit wait", func(t *testing.T) {
 		srv.CloseClientConnections()
 		a, b := dial(t, addr), dial(t, addr)
 		// Both accepted (a request on each is answered), both kept.
 		for _, c := range []net.Conn{a, b} {
-			fmt.Fprintf(c, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+			fmt.Fprintf(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
 				t.Fatalf("held connection: %q %v", line, err)
@@ -176,6 +186,7 @@ func TestGuardBounds(t *testing.T) {
 			t.Fatal("a third connection was served while two are held")
 		}
 		a.Close()
+		defer close(release)
 		client.Timeout = 5 * time.Second
 		resp, err := client.Get(srv.URL + "/ok")
 		if err != nil {
