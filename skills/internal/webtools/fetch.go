@@ -25,6 +25,12 @@ import (
 // userAgent names the fetcher to the sites it asks.
 const userAgent = "evoclaw-webfetch/1 (+https://github.com/evoclaw/evoclaw)"
 
+// MaxURLBytes is the longest URL webfetch asks or follows a redirect to.
+// Common servers refuse a longer request line anyway (Apache's
+// LimitRequestLine is 8190 bytes, nginx's large_client_header_buffers 8
+// KiB), and the URL is repeated in every result and error.
+const MaxURLBytes = 8 << 10
+
 // fetcher is the webfetch tool.
 type fetcher struct {
 	c      Config
@@ -67,9 +73,12 @@ func newFetcherWith(c Config, lookup func(ctx context.Context, network, host str
 	return f, nil
 }
 
-// checkURL refuses a URL webfetch may not ask: not http(s), with
-// credentials, or for a host outside the allowlist.
+// checkURL refuses a URL webfetch may not ask: longer than MaxURLBytes,
+// not http(s), with credentials, or for a host outside the allowlist.
 func (f *fetcher) checkURL(u *url.URL) error {
+	if n := len(u.String()); n > MaxURLBytes {
+		return fmt.Errorf("the URL is %d bytes, longer than %d", n, MaxURLBytes)
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("scheme %q: only http and https: %w", u.Scheme, ErrDenied)
 	}
@@ -109,6 +118,9 @@ func (f *fetcher) run(ctx context.Context, args map[string]any) skills.Output {
 	format, _ := args["format"].(string)
 	if format != "" && format != "markdown" && format != "raw" {
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("webfetch: format must be markdown or raw, got %q", format))
+	}
+	if len(raw) > MaxURLBytes {
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("webfetch: the URL is %d bytes, longer than the %d allowed", len(raw), MaxURLBytes))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() {
