@@ -15,9 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -172,11 +169,11 @@ func (f *fetcher) run(ctx context.Context, args map[string]any) skills.Output {
 	}
 	text := strings.ToValidUTF8(string(body), "\uFFFD")
 	if (ctype == "text/html" || ctype == "application/xhtml+xml" || ctype == "" && strings.HasPrefix(sniffed, "text/html")) && format != "raw" {
-		md, err := toMarkdown(text, final)
+		md, dropped, err := toMarkdown(text, final, f.c.MaxChars, f.c.MaxBytes)
 		if err != nil {
 			return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("webfetch %s: the HTML could not be converted: %v", final, err))
 		}
-		text = md
+		text, cut = md, cut || dropped
 	}
 	header := fmt.Sprintf("URL: %s\nContent-Type: %s\n\n", final, cmpOr(ctype, sniffed))
 	if r := []rune(text); len(r) > f.c.MaxChars {
@@ -238,15 +235,4 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// toMarkdown renders an HTML page as Markdown, relative links made
-// absolute against base. Scripts, styles and other invisible elements are
-// dropped by the converter.
-func toMarkdown(page, base string) (string, error) {
-	md, err := htmltomarkdown.ConvertString(page, converter.WithDomain(base))
-	if err != nil {
-		return "", err
-	}
-	return strings.ToValidUTF8(md, "\uFFFD"), nil
 }

@@ -273,7 +273,7 @@ func FuzzToMarkdown(f *testing.F) {
 	f.Add("<table><tr><td>a<td>b</table><ul><li>x<ol><li>y")
 	f.Add("<a href='javascript:alert(1)'>x</a><img src=x onerror=y><pre><code>\x00</code></pre>")
 	f.Fuzz(func(t *testing.T, s string) {
-		md, err := toMarkdown(s, "http://example.org/dir/")
+		md, _, err := toMarkdown(s, "http://example.org/dir/", DefaultMaxChars, DefaultMaxBytes)
 		if err == nil && !utf8.ValidString(md) {
 			t.Fatalf("invalid UTF-8 from %q", s)
 		}
