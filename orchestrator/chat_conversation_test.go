@@ -1,43 +1,23 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
-
-// lockedBuffer is a log sink safe for the node's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestChatLogCutsClientInput: a long conversation id, in the body or the
 // header of either chat endpoint, is logged cut (its first bytes, its
 // length, a hash), not whole.
 func TestChatLogCutsClientInput(t *testing.T) {
-	logs := &lockedBuffer{}
-	_, base, token := startAPI(t, nil, Options{Provider: mustScript(t, helloTranscript),
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	logs := &testenv.Buffer{}
+	_, base, token := startAPI(t, nil, Options{Provider: mustScript(t, helloTranscript), Logger: logs.Logger(slog.LevelDebug)})
 	long := strings.Repeat("a", 900<<10)
 	short := strings.Repeat("b", 8<<10) // a header is bounded at 16 KiB
 	tests := []struct {

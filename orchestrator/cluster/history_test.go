@@ -214,11 +214,7 @@ func TestBusy(t *testing.T) {
 func TestPruneHistory(t *testing.T) {
 	srv := sqldtest.Start(t, sqldtest.Options{})
 	ctx := context.Background()
-	h, err := OpenSharedHistory(srv.URL(), "", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openShared(t, srv.URL(), "a")
 	now := time.Now()
 	old, recent := now.Add(-3*time.Hour), now.Add(-time.Minute)
 	at := func(ts time.Time, role, text string) persistence.Message {
