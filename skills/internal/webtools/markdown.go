@@ -23,7 +23,8 @@ import (
 // the part of it that can be shown, bounded twice:
 //
 //   - shown: a lower bound of the Markdown the nodes kept so far produce,
-//     in characters (visible text, the absolute URLs of links and images). Once it passes maxChars the rest of the page could not be
+//     in characters (visible text, the absolute URLs of links and
+//     images). Once it passes maxChars the rest of the page could not be
 //     returned anyway and is dropped.
 //   - work: an upper estimate of the converter's work, in units of about
 //     one output byte (a fixed cost per element, text, absolute URLs, line
