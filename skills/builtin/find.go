@@ -37,6 +37,9 @@ func (o Options) find(ctx context.Context, args map[string]any) skills.Output {
 	if _, err := path.Match(glob, ""); err != nil {
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("find: bad pattern %q: %v", glob, err))
 	}
+	if len(glob) > maxGlobPattern {
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("find: pattern is %d bytes, longer than the limit of %d", len(glob), maxGlobPattern))
+	}
 	if kind != "file" && kind != "dir" && kind != "any" {
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("find: type must be file, dir or any, got %q", kind))
 	}

@@ -36,6 +36,23 @@ func TestGlobBounds(t *testing.T) {
 	waitNotBusy(t, glob, map[string]any{"pattern": "*"})
 }
 
+// find's pattern is held to glob's bound: its matcher's work on each
+// name grows with the pattern, and each entry of a large tree pays it.
+func TestFindPatternBound(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"a.toml": "x"})
+	find, err := NewFind(Options{Dir: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPatterns(t, find, []patternCase{
+		{"long", strings.Repeat("*a", 513), wire.ErrInvalidParams, "limit of 1024"},
+		{"long and bad", strings.Repeat("*a", 513) + "[", wire.ErrInvalidParams, "bad pattern"},
+		{"at the bound", strings.Repeat("*", 1019) + ".toml", "", "a.toml"},
+		{"typical", "*.toml", "", "a.toml"},
+	})
+}
+
 // cancelOps cancels its context at its n-th Stat.
 type cancelOps struct {
 	FileOps
