@@ -85,10 +85,6 @@ port = %d
 	return tc
 }
 
-// clusterPortLine is the [cluster] port of a test node's config (the
-// only "port =" line in it).
-var clusterPortLine = regexp.MustCompile(`(?m)^port = [0-9]+$`)
-
 // startAll starts every node and waits until each sees all of them.
 func (tc *testCluster) startAll() {
 	tc.t.Helper()
@@ -163,15 +159,6 @@ func (tc *testCluster) chat(i int, conv, text string) string {
 func (tc *testCluster) start(i int) string {
 	tc.t.Helper()
 	s := tc.nodes[i]
-	// The actor port is picked now, not when the config was written: in
-	// between, the nodes started first opened sockets of their own, and
-	// one took a port picked seconds before ("address already in use").
-	conf, err := os.ReadFile(s.conf)
-	if err != nil {
-		tc.t.Fatal(err)
-	}
-	conf = clusterPortLine.ReplaceAll(conf, []byte(fmt.Sprintf("port = %d", testenv.FreePort(tc.t))))
-	writeTestFile(tc.t, s.conf, string(conf))
 	p, m := startProc(tc.t, procSpec{Ready: serveReady}, "serve", "--config", s.conf, "--data-dir", s.dir)
 	tc.procs[i] = p
 	return m[2]

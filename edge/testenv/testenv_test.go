@@ -27,15 +27,44 @@ func TestEventually(t *testing.T) {
 
 func TestFreePort(t *testing.T) {
 	t.Parallel()
-	p := FreePort(t)
-	if p <= 0 || p > 65535 {
-		t.Fatalf("FreePort() = %d", p)
+	low := ephemeralLow()
+	seen := map[int]bool{}
+	for range 50 {
+		p := FreePort(t)
+		if p < freePortMin || p >= low {
+			t.Fatalf("FreePort() = %d, want one in [%d, %d), below the ephemeral range", p, freePortMin, low)
+		}
+		if seen[p] {
+			t.Fatalf("FreePort() returned %d twice", p)
+		}
+		seen[p] = true
+		// Free on every address, not only on 127.0.0.1: a node told to
+		// listen on 0.0.0.0 binds it too. Not a guarantee, since another
+		// process may take the port meanwhile.
+		if l, err := net.Listen("tcp", fmt.Sprintf(":%d", p)); err != nil {
+			t.Logf("port %d taken since FreePort returned it: %v", p, err)
+		} else {
+			l.Close()
+		}
 	}
-	// Not a guarantee, since another process may take the port meanwhile.
-	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err != nil {
-		t.Logf("port %d taken since FreePort returned it: %v", p, err)
-	} else {
-		l.Close()
+}
+
+func TestFreePortSkipsTakenPorts(t *testing.T) {
+	// Hold many ports of the range FreePort picks from: it must never
+	// hand one of them out.
+	held := map[int]bool{}
+	for p := freePortMin; p < freePortMin+2000; p++ {
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
+		if err != nil {
+			continue
+		}
+		defer l.Close()
+		held[p] = true
+	}
+	for range 100 {
+		if p := FreePort(t); held[p] {
+			t.Fatalf("FreePort() = %d, a port this test holds", p)
+		}
 	}
 }
 
