@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -147,5 +150,44 @@ func TestSessionsHistoryOfHugeBodies(t *testing.T) {
 		if m.Content != strings.Repeat("x", historyText) || !m.Cut {
 			t.Fatalf("message %d: %d bytes, cut %v; want %d, cut", m.Seq, len(m.Content), m.Cut, historyText)
 		}
+	}
+}
+
+// session_status learns a conversation's last activity and message count
+// without reading its newest message, which may be megabytes; it still
+// tells them, and not_found for a conversation that has none.
+func TestSessionStatusOfHugeBody(t *testing.T) {
+	node, _, _ := startAPI(t, nil, Options{})
+	const size = 4 << 20
+	appendBodies(t, node, "bigs",
+		llm.Message{Role: llm.RoleUser, Content: "hi"},
+		llm.Message{Role: llm.RoleAssistant, Content: strings.Repeat("x", size)})
+	stored, err := node.store.RecentMessages(context.Background(), "bigs", 1)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("newest message: %v, %d", err, len(stored))
+	}
+	s := newSessionTools(node)
+	s.status(context.Background(), "bigs") // warm
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := s.status(context.Background(), "bigs")
+	runtime.ReadMemStats(&after)
+	if out.ErrorType() != "" {
+		t.Fatalf("status: %s %s", out.ErrorType(), out.ErrorText())
+	}
+	if alloc, bound := after.TotalAlloc-before.TotalAlloc, uint64(size/4); alloc > bound {
+		t.Errorf("session_status over a %d-byte message allocated %d bytes, want at most %d", size, alloc, bound)
+	}
+	var res struct {
+		MessageCount int64     `json:"message_count"`
+		LastActivity time.Time `json:"last_activity"`
+	}
+	decodeJSON(t, []byte(out.Text()), &res)
+	if res.MessageCount != stored[0].Seq || !res.LastActivity.Equal(stored[0].Time) {
+		t.Errorf("status says %d messages, last at %v; the store's newest is seq %d at %v", res.MessageCount, res.LastActivity, stored[0].Seq, stored[0].Time)
+	}
+	if out := s.status(context.Background(), "none-such"); out.ErrorType() != wire.ErrNotFound {
+		t.Errorf("status of an unknown conversation: %s %q", out.ErrorType(), out.ErrorText())
 	}
 }

@@ -270,11 +270,13 @@ func (s *sessionTools) status(ctx context.Context, id string) skills.Output {
 	if !ok {
 		return skills.Failed(wire.ErrInternal, fmt.Sprintf("conversation state: unexpected reply %T", res))
 	}
-	msgs, err := s.n.store.RecentMessages(ctx, id, 1)
+	// The conversation's summary row, not its newest message: that may be
+	// megabytes, read whole to learn its time and Seq.
+	sum, stored, err := s.n.store.Conversation(ctx, id)
 	if err != nil {
-		return skills.Failed(wire.ErrExecutionFailed, "read conversation: "+err.Error())
+		return skills.Failed(wire.ErrExecutionFailed, err.Error())
 	}
-	if len(msgs) == 0 && !st.Loaded {
+	if !stored && !st.Loaded {
 		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("no conversation %q", id))
 	}
 	state := "idle"
@@ -282,8 +284,8 @@ func (s *sessionTools) status(ctx context.Context, id string) skills.Output {
 		state = "running"
 	}
 	out := map[string]any{"session_id": id, "state": state, "queued": st.Queued}
-	if len(msgs) > 0 {
-		out["last_activity"], out["message_count"] = msgs[0].Time, msgs[0].Seq
+	if stored {
+		out["last_activity"], out["message_count"] = sum.LastTime, sum.MessageCount
 	}
 	return result(out)
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -136,7 +137,7 @@ func (s *Store) Conversations(ctx context.Context, limit int) ([]persistence.Con
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT conversation_id, first_ts, last_ts, message_count
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+conversationColumns+`
 		FROM conversations ORDER BY last_ms DESC, conversation_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -144,18 +145,9 @@ func (s *Store) Conversations(ctx context.Context, limit int) ([]persistence.Con
 	defer rows.Close()
 	var out []persistence.ConversationInfo
 	for rows.Next() {
-		var (
-			c           persistence.ConversationInfo
-			first, last string
-		)
-		if err := rows.Scan(&c.ID, &first, &last, &c.MessageCount); err != nil {
+		c, err := scanConversation(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		if c.FirstTime, err = time.Parse(time.RFC3339Nano, first); err != nil {
-			return nil, fmt.Errorf("list conversations: %q: bad first_ts %q: %w", c.ID, first, err)
-		}
-		if c.LastTime, err = time.Parse(time.RFC3339Nano, last); err != nil {
-			return nil, fmt.Errorf("list conversations: %q: bad last_ts %q: %w", c.ID, last, err)
 		}
 		out = append(out, c)
 	}
@@ -163,6 +155,44 @@ func (s *Store) Conversations(ctx context.Context, limit int) ([]persistence.Con
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return out, nil
+}
+
+// Conversation returns the summary of conversationID (its first and
+// last message times and its last Seq) from the conversations table,
+// without reading a message; ok is false when it has none stored.
+func (s *Store) Conversation(ctx context.Context, conversationID string) (c persistence.ConversationInfo, ok bool, err error) {
+	row := s.rdb.QueryRowContext(ctx, `SELECT `+conversationColumns+` FROM conversations WHERE conversation_id = ?`, conversationID)
+	switch c, err = scanConversation(row); {
+	case errors.Is(err, sql.ErrNoRows):
+		return persistence.ConversationInfo{}, false, nil
+	case err != nil:
+		return persistence.ConversationInfo{}, false, fmt.Errorf("read conversation %q: %w", conversationID, err)
+	}
+	return c, true, nil
+}
+
+// conversationColumns are the columns of the conversations table that
+// scanConversation reads, in its order.
+const conversationColumns = `conversation_id, first_ts, last_ts, message_count`
+
+// scanConversation scans a row that starts with conversationColumns into a
+// ConversationInfo, and the columns after them into extra.
+func scanConversation(row interface{ Scan(...any) error }, extra ...any) (persistence.ConversationInfo, error) {
+	var (
+		c           persistence.ConversationInfo
+		first, last string
+	)
+	if err := row.Scan(append([]any{&c.ID, &first, &last, &c.MessageCount}, extra...)...); err != nil {
+		return c, err
+	}
+	var err error
+	if c.FirstTime, err = time.Parse(time.RFC3339Nano, first); err != nil {
+		return c, fmt.Errorf("%q: bad first_ts %q: %w", c.ID, first, err)
+	}
+	if c.LastTime, err = time.Parse(time.RFC3339Nano, last); err != nil {
+		return c, fmt.Errorf("%q: bad last_ts %q: %w", c.ID, last, err)
+	}
+	return c, nil
 }
 
 // ConversationCursor is where a page of ConversationsPage starts: after
@@ -181,7 +211,7 @@ func (s *Store) ConversationsPage(ctx context.Context, cur ConversationCursor, l
 	if limit <= 0 {
 		return nil, nil, fmt.Errorf("list conversations: limit %d, want > 0", limit)
 	}
-	q := `SELECT conversation_id, first_ts, last_ts, message_count, last_ms FROM conversations`
+	q := `SELECT ` + conversationColumns + `, last_ms FROM conversations`
 	args := []any{}
 	if cur.ID != "" {
 		q += ` WHERE last_ms < ?1 OR (last_ms = ?1 AND conversation_id > ?2)`
@@ -196,19 +226,10 @@ func (s *Store) ConversationsPage(ctx context.Context, cur ConversationCursor, l
 	out := []persistence.ConversationInfo{}
 	var lastMss []int64
 	for rows.Next() {
-		var (
-			c           persistence.ConversationInfo
-			first, last string
-			lastMs      int64
-		)
-		if err := rows.Scan(&c.ID, &first, &last, &c.MessageCount, &lastMs); err != nil {
+		var lastMs int64
+		c, err := scanConversation(rows, &lastMs)
+		if err != nil {
 			return nil, nil, fmt.Errorf("list conversations: %w", err)
-		}
-		if c.FirstTime, err = time.Parse(time.RFC3339Nano, first); err != nil {
-			return nil, nil, fmt.Errorf("list conversations: %q: bad first_ts %q: %w", c.ID, first, err)
-		}
-		if c.LastTime, err = time.Parse(time.RFC3339Nano, last); err != nil {
-			return nil, nil, fmt.Errorf("list conversations: %q: bad last_ts %q: %w", c.ID, last, err)
 		}
 		out = append(out, c)
 		lastMss = append(lastMss, lastMs)
