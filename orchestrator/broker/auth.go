@@ -44,7 +44,8 @@ type authHook struct {
 	// agentRate and agentBurst bound what each agent identity publishes,
 	// in bytes (Options.AgentPublishBytesPerSecond); agentRate < 0: no
 	// bound. published holds one limiter per agent identity that
-	// published: at most the identities of the users file.
+	// published: at most the identities of the users file, since
+	// setAccounts drops those of removed identities.
 	agentRate, agentBurst int
 	published             sync.Map // identity name → *rate.Limiter
 }
@@ -251,6 +252,12 @@ func (h *authHook) session(cl *mqtt.Client) *session {
 func (h *authHook) setAccounts(accts accounts) {
 	h.accts.Store(&accts)
 	h.verify.forget(accts)
+	h.published.Range(func(name, _ any) bool {
+		if accts.byName[name.(string)] == nil {
+			h.published.Delete(name) // a removed identity's byte rate
+		}
+		return true
+	})
 	h.sessions.Range(func(k, v any) bool {
 		cl, s := k.(*mqtt.Client), v.(*session)
 		if cl.Closed() && cl.Properties.Clean {
