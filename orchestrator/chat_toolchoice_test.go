@@ -1,8 +1,11 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -53,5 +56,45 @@ func TestChatCompletionsToolChoiceNone(t *testing.T) {
 		if e.Error.Param == nil || *e.Error.Param != "tool_choice" {
 			t.Fatalf("tool_choice %v: %+v", choice, e.Error)
 		}
+	}
+}
+
+// TestChatCompletionsToolChoiceNoneClustered: on a clustered node, a named
+// conversation is answered by the node that holds it, with that node's
+// toolbox, so tool_choice "none" cannot be honoured for it: refused with
+// a 400 naming tool_choice, before any conversation header is set, in
+// the body (conversation_id) and in the header alike.
+func TestChatCompletionsToolChoiceNoneClustered(t *testing.T) {
+	n := &Node{cfg: Config{NodeID: "a"}, cluster: &clusterNode{}}
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		header string
+	}{
+		{"conversation_id", with(completion("x"), "tool_choice", "none", "conversation_id", "c1"), ""},
+		{"header", with(completion("x"), "tool_choice", "none"), "c1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(b))
+			if tc.header != "" {
+				req.Header.Set(ConversationHeader, tc.header)
+			}
+			rec := httptest.NewRecorder()
+			n.handleChatCompletions(rec, req)
+			var e errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+				t.Fatalf("status %d, body %q: %v", rec.Code, rec.Body, err)
+			}
+			if rec.Code != 400 || e.Error.Param == nil || *e.Error.Param != "tool_choice" || !strings.Contains(e.Error.Message, "clustered node") {
+				t.Fatalf("status %d, error %+v", rec.Code, e.Error)
+			}
+			if h := rec.Header().Get(ConversationHeader); h != "" {
+				t.Errorf("refusal carries %s %q", ConversationHeader, h)
+			}
+		})
 	}
 }
