@@ -22,8 +22,9 @@ import (
 )
 
 // hostileCaps is the capability line of the console test's agent: markup
-// that would run script if the page ever parsed it as HTML.
-const hostileCaps = `Pi 4 <script>window.__pwned="script"</script><img src=x onerror="window.__pwned='img'">`
+// that would run script if the page ever parsed it as HTML, and a
+// right-to-left override that would show "txt.exe" as "exe.txt".
+const hostileCaps = `Pi 4 <script>window.__pwned="script"</script><img src=x onerror="window.__pwned='img'"> ` + "\u202etxt.exe"
 
 // consoleTranscript: the first chat runs a bash loop that streams its
 // output (and prints markup), the answer carries markup too; the second
@@ -87,8 +88,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Fleet: pi1 online, its tools with schema, permissions and timeout;
 	// the hostile capability line is text.
 	b.run(t, "agent online", chromedp.WaitVisible(`[data-agent="pi1"][data-online="true"] [data-tool="disk_usage"]`))
-	if caps := b.eval(t, `document.querySelector('[data-agent="pi1"] .caps').textContent`); caps != hostileCaps {
-		t.Fatalf("capability line shown as %q, want the raw text %q", caps, hostileCaps)
+	if caps, want := b.eval(t, `document.querySelector('[data-agent="pi1"] .caps').textContent`), strings.ReplaceAll(hostileCaps, "\u202e", `\u202e`); caps != want {
+		t.Fatalf("capability line shown as %q, want the text with its override escaped, %q", caps, want)
 	}
 	du := b.eval(t, `document.querySelector('[data-agent="pi1"] [data-tool="disk_usage"]').textContent`).(string)
 	for _, want := range []string{"file_read", "5000 ms", `"required": [`, `"path"`} {

@@ -1,6 +1,6 @@
 // The console's entry point: sign-in, the tabs, and the one status poll
 // that feeds the header, the audit tiers and the metrics.
-import { $, setText } from "./dom.js";
+import { $, setText, shown } from "./dom.js";
 import { token, json, onUnauthorized, APIError } from "./api.js";
 import * as fleet from "./fleet.js";
 import * as chat from "./chat.js";
@@ -38,8 +38,10 @@ async function signIn(t) {
   $("tabs").hidden = false;
   $("logout").hidden = false;
   onStatus(st);
+  // The fragment is anyone's to write (a link): only a view's own name
+  // picks it, not a name every object has ("#constructor").
   const first = location.hash.slice(1);
-  select(views[first] ? first : "fleet");
+  select(Object.hasOwn(views, first) ? first : "fleet");
   statusTimer = setTimeout(pollStatus, STATUS_EVERY_MS);
 }
 
@@ -68,7 +70,7 @@ function onStatus(st) {
   const ok = st.ready && st.ready.ready;
   setText(ready, ok ? "ready" : "not ready");
   ready.className = "pill " + (ok ? "ok" : "bad");
-  ready.title = ok ? "" : (st.ready.checks || []).filter((c) => !c.ok).map((c) => c.name + ": " + (c.reason || "")).join("; ");
+  ready.title = ok ? "" : shown((st.ready.checks || []).filter((c) => !c.ok).map((c) => c.name + ": " + (c.reason || "")).join("; "));
   metrics.sample(st);
   audit.status(st);
 }

@@ -1,6 +1,6 @@
 // Audit: the hash chain's last verification, the tiers, the live feed of
 // tool calls from the hot tier (a long poll of /v1/logs), and read-only SQL.
-import { $, el, setText, clear, clock, cut } from "./dom.js";
+import { $, el, setText, clear, clock, cut, shown } from "./dom.js";
 import { call, json, APIError } from "./api.js";
 
 const KEEP = 500; // feed entries kept
@@ -50,9 +50,9 @@ async function verify(method) {
     const what = `${v.verified} records, chain_seq ${v.start_seq + 1}..${v.head_seq}` + (v.key_id ? `, start and head authenticated by key ${v.key_id}` : ", consistency only (no key)");
     out.append(
       el("span", { class: "pill " + (v.ok ? "ok" : "bad"), text: v.ok ? "intact" : "BROKEN" }), " ",
-      v.ok ? what : v.error, " ",
+      shown(v.ok ? what : v.error), " ",
       el("span", { class: "muted", text: `(checked ${clock(v.checked_at)} in ${v.elapsed_ms} ms)` }));
-    if (v.broken) out.append(el("br"), `first broken record: ${v.broken.table} ${v.broken.record_id} (chain_seq ${v.broken.seq})`);
+    if (v.broken) out.append(el("br"), shown(`first broken record: ${v.broken.table} ${v.broken.record_id} (chain_seq ${v.broken.seq})`));
   } catch (err) {
     setText(out, "Cannot verify: " + err.message);
   } finally {

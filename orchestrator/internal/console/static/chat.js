@@ -2,7 +2,7 @@
 // POST /v1/chat ("stream": true) read with fetch, each LLM turn and tool
 // call shown as it happens. Cancel aborts the fetch; the node cancels the
 // chat when its client goes away.
-import { $, el, setText, clear, ago, cut } from "./dom.js";
+import { $, el, setText, clear, ago, cut, shown } from "./dom.js";
 import { call, json } from "./api.js";
 import { readEvents } from "./sse.js";
 
@@ -191,7 +191,7 @@ function progress(r, p) {
       if (!row) break;
       approvalDecided(row);
       row.output.hidden = false;
-      if (row.output.textContent.length < MAX_OUTPUT) row.output.append(document.createTextNode(p.output));
+      if (row.output.textContent.length < MAX_OUTPUT) row.output.append(document.createTextNode(shown(p.output)));
       row.output.scrollTop = row.output.scrollHeight;
       break;
     }
