@@ -56,6 +56,25 @@ const (
 	DefaultStopGrace = 2 * time.Second
 )
 
+// Bounds on what one server may list. A server is outside evoclaw's
+// control, and every tool it lists is kept in memory and sent to the model
+// with every request.
+const (
+	// MaxTools is the most tools one server may list; a server listing
+	// more is left out.
+	MaxTools = 512
+	// MaxToolBytes bounds one tool's definition (name, description and
+	// input schema as JSON); a larger tool is reported and left out.
+	MaxToolBytes = 64 << 10
+	// MaxListBytes bounds the definitions of all the tools one server
+	// offers; a server listing more is left out.
+	MaxListBytes = 2 << 20
+)
+
+// ErrListTooLarge means a server listed more tools, or larger ones in all,
+// than evoclaw keeps (MaxTools, MaxListBytes).
+var ErrListTooLarge = errors.New("tool list too large")
+
 // Separator joins server and tool names.
 const Separator = "__"
 
@@ -102,6 +121,7 @@ type server struct {
 	cfg     ServerConfig
 	session *mcp.ClientSession
 	tools   []*mcp.Tool
+	skipped []error // tools listed but left out, reported by Tools
 }
 
 // Connect connects to every configured server and lists its tools. A
@@ -149,14 +169,42 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	srv := &server{name: name, cfg: cfg, session: session}
-	for tool, err := range session.Tools(cctx, nil) {
+	if err := srv.list(cctx); err != nil {
+		session.Close()
+		return nil, fmt.Errorf("list tools: %w", err)
+	}
+	return srv, nil
+}
+
+// list reads the server's tools, page by page, within the bounds: it stops
+// reading at the first tool past MaxTools or MaxListBytes, and leaves out
+// (in skipped) a tool larger than MaxToolBytes, so that neither a huge
+// listing nor one that pages without end can fill the agent's memory.
+func (srv *server) list(ctx context.Context) error {
+	var total, listed int
+	for tool, err := range srv.session.Tools(ctx, nil) {
 		if err != nil {
-			session.Close()
-			return nil, fmt.Errorf("list tools: %w", err)
+			return err
+		}
+		if listed++; listed > MaxTools {
+			return fmt.Errorf("%w: more than %d tools", ErrListTooLarge, MaxTools)
+		}
+		b, err := json.Marshal(tool)
+		if err != nil {
+			srv.skipped = append(srv.skipped, fmt.Errorf("mcp tool %q: %w", srv.shown(tool.Name), err))
+			continue
+		}
+		if len(b) > MaxToolBytes {
+			srv.skipped = append(srv.skipped, fmt.Errorf("mcp tool %q cannot be offered: its definition is %d bytes, more than %d",
+				srv.shown(tool.Name), len(b), MaxToolBytes))
+			continue
+		}
+		if total += len(b); total > MaxListBytes {
+			return fmt.Errorf("%w: tool definitions of more than %d bytes", ErrListTooLarge, MaxListBytes)
 		}
 		srv.tools = append(srv.tools, tool)
 	}
-	return srv, nil
+	return nil
 }
 
 // Tools returns the servers' tools as Go tools for a skills.Toolset,
@@ -169,6 +217,7 @@ func (s *Set) Tools() ([]skills.GoTool, []error) {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.sessions)) {
 		srv := s.sessions[name]
+		errs = append(errs, srv.skipped...)
 		for _, mt := range srv.tools {
 			g, err := srv.goTool(mt)
 			if err != nil {
@@ -261,6 +310,16 @@ func schemaMap(v any) (map[string]any, error) {
 		return map[string]any{"type": "object"}, nil
 	}
 	return m, nil
+}
+
+// shown is the combined name of tool for a message: a name too long to
+// be offered is cut to its start.
+func (srv *server) shown(tool string) string {
+	const most = 64
+	if len(tool) > most {
+		tool = strings.ToValidUTF8(tool[:most], "") + "..."
+	}
+	return srv.name + Separator + tool
 }
 
 // timeout is the server's bound on one call.

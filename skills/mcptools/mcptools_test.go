@@ -16,8 +16,9 @@ import (
 	"github.com/evoclaw/evoclaw/skills"
 )
 
-// serverBin is the test MCP server, built once by TestMain.
-var serverBin string
+// serverBin is the test MCP server and hostileBin the misbehaving one
+// (testdata/hostile), built once by TestMain.
+var serverBin, hostileBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcpserver-")
@@ -26,10 +27,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serverBin = filepath.Join(dir, "mcpserver")
-	if out, err := exec.Command("go", "build", "-o", serverBin, "./testdata/mcpserver").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build test MCP server: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	hostileBin = filepath.Join(dir, "hostile")
+	for bin, pkg := range map[string]string{serverBin: "./testdata/mcpserver", hostileBin: "./testdata/hostile"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build test MCP server %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -1,0 +1,58 @@
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// connectHostile connects to the hostile test server run with args.
+func connectHostile(t *testing.T, args ...string) (*Set, []error) {
+	t.Helper()
+	set, errs := Connect(context.Background(), map[string]ServerConfig{"h": {Command: hostileBin, Args: args}}, nil)
+	t.Cleanup(func() { set.Close() })
+	return set, errs
+}
+
+// TestListBounds: a server's listing is bounded in tools and bytes, so a
+// huge listing, or one that pages without end, is refused instead of
+// filling the agent's memory (100 000 tools held 578 MB of a node before;
+// endless paging grew it by 1.8 GB in the 15 s connect timeout).
+func TestListBounds(t *testing.T) {
+	wideTools := MaxListBytes/(MaxToolBytes/2) + 1 // each half the tool bound: together past the list bound
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		wantErr   error // of Connect
+		wantTools int
+		wantSkip  string // an error of Tools
+	}{
+		{"at the tool bound", []string{"tools", fmt.Sprint(MaxTools), "10"}, nil, MaxTools, ""},
+		{"one tool more", []string{"tools", fmt.Sprint(MaxTools + 1), "10"}, ErrListTooLarge, 0, ""},
+		{"pages without end", []string{"pages"}, ErrListTooLarge, 0, ""},
+		{"a tool too large", []string{"tools", "2", fmt.Sprint(MaxToolBytes)}, nil, 0, "more than 65536"},
+		{"tools too large together", []string{"tools", fmt.Sprint(wideTools), fmt.Sprint(MaxToolBytes / 2)}, ErrListTooLarge, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, errs := connectHostile(t, tc.args...)
+			if tc.wantErr != nil {
+				if len(errs) != 1 || !errors.Is(errs[0], tc.wantErr) {
+					t.Fatalf("connect errors %v, want %v", errs, tc.wantErr)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			tools, errs := set.Tools()
+			if len(tools) != tc.wantTools {
+				t.Errorf("%d tools offered, want %d", len(tools), tc.wantTools)
+			}
+			if tc.wantSkip == "" && len(errs) > 0 || tc.wantSkip != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.wantSkip)) {
+				t.Errorf("tool errors %v, want one with %q", errs, tc.wantSkip)
+			}
+		})
+	}
+}

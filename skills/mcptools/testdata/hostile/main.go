@@ -1,0 +1,162 @@
+// Command hostile is a misbehaving MCP server for the tests of package
+// mcptools. It speaks JSON-RPC over stdio by hand, without the SDK, so that
+// it can break the protocol's rules. Its first argument names the
+// misbehaviour, the others are numbers for it:
+//
+//	tools N D       lists N tools, each with a description of D bytes, in one page
+//	pages           lists 10 tools a page and always offers another page
+//	fork            a call starts "sleep 1000" and answers with its pid; ignores
+//	                SIGTERM and the end of its input
+//	flood           after initialisation it stops reading its input and sends
+//	                requests (roots/list, ping) without end
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+var (
+	outMu sync.Mutex // guards out
+	out   = bufio.NewWriter(os.Stdout)
+)
+
+func send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	outMu.Lock()
+	defer outMu.Unlock()
+	out.Write(b)
+	out.WriteByte('\n')
+	return out.Flush()
+}
+
+func reply(id json.RawMessage, result any) {
+	send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func num(i int) int {
+	if len(os.Args) <= i {
+		return 0
+	}
+	n, err := strconv.Atoi(os.Args[i])
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func tool(name, desc string) map[string]any {
+	return map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}
+}
+
+func text(s string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+}
+
+func main() {
+	mode := os.Args[1]
+	if mode == "fork" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	in := bufio.NewReader(os.Stdin)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			if mode == "fork" {
+				for {
+					time.Sleep(time.Hour)
+				}
+			}
+			return
+		}
+		var m message
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "hostile", "version": "1"}})
+		case "notifications/initialized":
+			if mode == "flood" {
+				flood()
+			}
+		case "tools/list":
+			list(mode, m)
+		case "tools/call":
+			call(mode, m)
+		default:
+			if len(m.ID) > 0 {
+				send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+			}
+		}
+	}
+}
+
+func list(mode string, m message) {
+	switch mode {
+	case "tools":
+		ts := make([]any, num(2))
+		for i := range ts {
+			ts[i] = tool(fmt.Sprintf("t%d", i), strings.Repeat("d", num(3)))
+		}
+		reply(m.ID, map[string]any{"tools": ts})
+	case "pages":
+		var p struct {
+			Cursor string `json:"cursor"`
+		}
+		json.Unmarshal(m.Params, &p)
+		page, _ := strconv.Atoi(p.Cursor)
+		ts := make([]any, 10)
+		for i := range ts {
+			ts[i] = tool(fmt.Sprintf("p%d_%d", page, i), "a page's tool")
+		}
+		reply(m.ID, map[string]any{"tools": ts, "nextCursor": strconv.Itoa(page + 1)})
+	default:
+		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
+	}
+}
+
+func call(mode string, m message) {
+	if mode != "fork" {
+		reply(m.ID, text("ok"))
+		return
+	}
+	c := exec.Command("sleep", "1000")
+	if err := c.Start(); err != nil {
+		reply(m.ID, text("start: "+err.Error()))
+		return
+	}
+	reply(m.ID, text(strconv.Itoa(c.Process.Pid)))
+}
+
+// flood sends requests without end and never reads the answers.
+func flood() {
+	pad := strings.Repeat("p", 4096)
+	for i := 1000; ; i += 2 {
+		if send(map[string]any{"jsonrpc": "2.0", "id": i, "method": "roots/list", "params": map[string]any{"_meta": map[string]any{"pad": pad}}}) != nil {
+			return
+		}
+		if send(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "ping"}) != nil {
+			return
+		}
+	}
+}
