@@ -28,6 +28,8 @@ const (
 	// would take a small board's memory.
 	MaxAuditSQLValueBytes = 16 << 20
 	// AuditSQLTimeout bounds one query's run, its wait for a slot included.
+	// The wait ends a tenth of it earlier (auditSlotWait): a statement
+	// that gets a slot has at least that long to run.
 	AuditSQLTimeout = 10 * time.Second
 	// MaxAuditSQLRunning is how many queries run at once.
 	MaxAuditSQLRunning = 2
@@ -129,15 +131,23 @@ func (n *Node) handleAuditSQL(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	start := time.Now()
 	// A statement may hold a core and its memory bound for its whole time
-	// bound: a few run at once, the others wait for one to end.
+	// bound: a few run at once, the others wait for one to end, but not
+	// to the end of their own bound. Statements that start together end
+	// together: those waiting got the slots a few milliseconds before
+	// their own bound, each started a child only to stop it, and all
+	// answered 504 "ran past its time bound" for a statement that never
+	// ran, where 429 says to retry.
+	wait, cancelWait := context.WithTimeout(ctx, auditSlotWait(n.auditTimeout))
+	defer cancelWait()
 	select {
 	case n.auditSlots <- struct{}{}:
 		defer func() { <-n.auditSlots }()
-	case <-ctx.Done():
+	case <-wait.Done():
 		if r.Context().Err() != nil {
 			return // the caller is gone
 		}
-		writeAPIError(w, http.StatusTooManyRequests, ErrTypeBusy, fmt.Sprintf("%d audit queries ran for the whole %s this one waited; retry later", cap(n.auditSlots), n.auditTimeout))
+		writeAPIError(w, http.StatusTooManyRequests, ErrTypeBusy, fmt.Sprintf("%d audit queries ran for the whole %s this one waited; retry later",
+			cap(n.auditSlots), auditSlotWait(n.auditTimeout)))
 		return
 	}
 	res, err := n.auditQuery(ctx, auditquery.Request{Path: n.AuditPath(), SQL: q.sql, Args: q.args,
@@ -150,6 +160,10 @@ func (n *Node) handleAuditSQL(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, AuditSQLResult{Columns: res.Columns, Rows: res.Rows, Truncated: res.Truncated,
 		ElapsedMS: time.Since(start).Milliseconds()})
 }
+
+// auditSlotWait is how long a statement with time bound d waits for a
+// slot: nine tenths of d, so that it runs for at least the last tenth.
+func auditSlotWait(d time.Duration) time.Duration { return d - d/10 }
 
 // auditSQLErrorStatus maps a failed query to its status and error type:
 // a refused write is 403, a statement SQLite rejects or that needs more

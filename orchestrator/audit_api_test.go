@@ -93,3 +93,50 @@ func TestAuditSQLRunsAFewAtOnce(t *testing.T) {
 		t.Fatalf("%d statements ran at once, want at most %d (and that many)", m, MaxAuditSQLRunning)
 	}
 }
+
+// TestAuditSQLStarvedWaitIsBusy: statements that hold every slot for their
+// whole time bound (as one too slow for it does) leave a statement sent
+// just after them waiting. It is answered 429 and never started, rather
+// than started with the few milliseconds its own bound has left when a
+// slot frees, only to be stopped and answered 504 as if it had run.
+func TestAuditSQLStarvedWaitIsBusy(t *testing.T) {
+	const bound = 4 * time.Second // the wait ends 400 ms before the holders do
+	var holding atomic.Int32
+	var waiterRan atomic.Bool
+	slow := func(ctx context.Context, req auditquery.Request) (*auditquery.Result, error) {
+		if req.SQL != "SELECT 'slow'" {
+			waiterRan.Store(true)
+			return &auditquery.Result{Columns: []string{"x"}, Rows: [][]any{{1}}}, nil
+		}
+		holding.Add(1)
+		<-ctx.Done()
+		return nil, &auditquery.Error{Kind: auditquery.KindTimeout, Message: "the statement ran past its time bound"}
+	}
+	_, base, token := startAPI(t, nil, Options{AuditQuery: slow, auditTimeout: bound,
+		Provider: mustScript(t, `{"name":"c","turns":[{"content":"hi"}]}`)})
+	post := func(sql string) (int, string) {
+		resp := send(t, "POST", base+"/v1/audit/sql", token, map[string]any{"sql": sql})
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	done := make(chan int, MaxAuditSQLRunning)
+	for range MaxAuditSQLRunning {
+		go func() {
+			code, _ := post("SELECT 'slow'")
+			done <- code
+		}()
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return holding.Load() == MaxAuditSQLRunning }, "the slow statements running")
+	if code, body := post("SELECT 1"); code != http.StatusTooManyRequests || !strings.Contains(body, ErrTypeBusy) {
+		t.Fatalf("statement that waited while every slot was held to its end: %d %s, want 429 %s", code, body, ErrTypeBusy)
+	}
+	if waiterRan.Load() {
+		t.Fatal("the statement that found no slot in time was started")
+	}
+	for range MaxAuditSQLRunning {
+		if code := <-done; code != http.StatusGatewayTimeout {
+			t.Fatalf("slow statement answered %d, want 504", code)
+		}
+	}
+}
