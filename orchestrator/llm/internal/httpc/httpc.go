@@ -76,11 +76,7 @@ func (c *Call) Post(ctx context.Context, errMsg func([]byte) string) (*http.Resp
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	client := c.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := noRedirects(c.Client).Do(req)
 	if err != nil {
 		return nil, c.Transport(ctx, err)
 	}
@@ -96,12 +92,29 @@ func (c *Call) Post(ctx context.Context, errMsg func([]byte) string) (*http.Resp
 	if msg == "" {
 		msg = llm.Excerpt(string(b), llm.MaxErrorExcerpt)
 	}
+	if resp.StatusCode/100 == 3 {
+		msg = fmt.Sprintf("redirect to %q not followed: set base_url to the address that answers", llm.Excerpt(resp.Header.Get("Location"), 200))
+	}
 	if msg == "" && rerr != nil {
 		msg = "reading error body: " + rerr.Error()
 	}
 	e := c.Errorf(llm.KindForStatus(resp.StatusCode), resp.StatusCode, nil, "%s", llm.Excerpt(msg, llm.MaxErrorExcerpt))
 	e.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), c.now())
 	return nil, e
+}
+
+// noRedirects returns a copy of client (nil: http.DefaultClient) that hands
+// back a redirect instead of following it. A redirect would send the
+// conversation, and headers such as Anthropic's x-api-key that net/http
+// keeps across hosts, to wherever the server points; an API never needs
+// one, so Post turns it into an error that names the target.
+func noRedirects(client *http.Client) *http.Client {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	cl := *client
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cl
 }
 
 // Transport classifies an error of the exchange (no status): the caller's

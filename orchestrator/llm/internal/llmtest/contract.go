@@ -3,7 +3,10 @@ package llmtest
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +22,8 @@ type Dial func(url string, stream bool, idle time.Duration) llm.Provider
 // server stalls or is gone: a stream silent for longer than the idle timeout
 // is a timeout error before the caller's deadline; cancelling the context
 // ends a stalled call as canceled and a deadline as a timeout; a server that
-// is not there is a retryable network error. The folder dir under Dir must
+// is not there is a retryable network error; a redirect is an error that
+// names its target, and nothing is sent there. The folder dir under Dir must
 // hold stream_stall.json, one event and then silence.
 func Contract(t *testing.T, dir string, dial Dial, req llm.Request) {
 	stall := func(t *testing.T) string { return ServeFiles(t, dir, "stream_stall.json").URL }
@@ -59,6 +63,27 @@ func Contract(t *testing.T, dir string, dial Dial, req llm.Request) {
 		defer cancel()
 		if _, err := p.Complete(ctx, req); llm.KindOf(err) != llm.KindTimeout {
 			t.Fatalf("err = %v, want timeout", err)
+		}
+	})
+	t.Run("redirect", func(t *testing.T) {
+		var elsewhere atomic.Int64
+		other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+		t.Cleanup(other.Close)
+		for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.Path, status)
+			}))
+			t.Cleanup(s.Close)
+			for _, stream := range []bool{false, true} {
+				_, err := dial(s.URL, stream, 0).Complete(context.Background(), req)
+				var e *llm.Error
+				if !errors.As(err, &e) || e.Retryable() || e.Status != status || !strings.Contains(err.Error(), other.URL) {
+					t.Errorf("%d, stream %v: err = %v, want a redirect error naming %s", status, stream, err, other.URL)
+				}
+			}
+		}
+		if n := elsewhere.Load(); n != 0 {
+			t.Fatalf("the redirect target got %d requests", n)
 		}
 	})
 	t.Run("no server", func(t *testing.T) {
