@@ -28,7 +28,8 @@ type Codec struct {
 // stays silent longer than idle (a stall is a timeout error). It asks for
 // JSON or an event stream accordingly; a server that ignores stream and
 // answers in one JSON piece is parsed whole. The response gets its latency,
-// provider and model (the call's when the answer names none).
+// provider and model (the call's when the answer names none), and its
+// usage passes BoundUsage.
 func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, codec Codec) (llm.Response, error) {
 	start := c.now()
 	if c.Header.Get("Accept") == "" {
@@ -50,6 +51,7 @@ func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, co
 	if err != nil {
 		return llm.Response{}, err
 	}
+	resp.Usage = BoundUsage(resp.Usage)
 	resp.Latency = c.now().Sub(start)
 	resp.Provider = c.Provider
 	resp.Attempts = 1
@@ -57,6 +59,24 @@ func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, co
 		resp.Model = c.Model
 	}
 	return resp, nil
+}
+
+// MaxUsageTokens is the largest token count of one completion taken from a
+// server: a thousand times the largest context window of today's models,
+// and small enough that no sum of counts overflows.
+const MaxUsageTokens = 1 << 30
+
+// BoundUsage returns u with every count that is negative or above
+// MaxUsageTokens set to 0, as if the server had not reported it: a count
+// the audit trail refuses (negative) or whose sums overflow (huge) says
+// nothing true about the call.
+func BoundUsage(u llm.Usage) llm.Usage {
+	for _, n := range []*int64{&u.InputTokens, &u.OutputTokens} {
+		if *n < 0 || *n > MaxUsageTokens {
+			*n = 0
+		}
+	}
+	return u
 }
 
 func (c *Call) whole(ctx context.Context, codec Codec) (llm.Response, error) {

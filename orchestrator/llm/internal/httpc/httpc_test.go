@@ -2,9 +2,13 @@ package httpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -140,5 +144,40 @@ func TestEventsAll(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d events after a break", n)
+	}
+}
+
+// TestUsageBounded: token counts a server reports that are negative or
+// absurd reach the caller as 0 (the audit trail refused a negative count,
+// dropping the call's record; two huge ones summed to a negative total),
+// over a real exchange.
+func TestUsageBounded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		got  llm.Usage
+		want llm.Usage
+	}{
+		{"plain", llm.Usage{InputTokens: 410, OutputTokens: 61}, llm.Usage{InputTokens: 410, OutputTokens: 61}},
+		{"negative", llm.Usage{InputTokens: -5, OutputTokens: -7}, llm.Usage{}},
+		{"one negative", llm.Usage{InputTokens: 12, OutputTokens: -1}, llm.Usage{InputTokens: 12}},
+		{"huge", llm.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64}, llm.Usage{}},
+		{"at the bound", llm.Usage{InputTokens: MaxUsageTokens, OutputTokens: MaxUsageTokens + 1}, llm.Usage{InputTokens: MaxUsageTokens}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(c.got)
+			}))
+			defer s.Close()
+			call := &Call{Provider: "openai", Model: "m", URL: s.URL, Body: map[string]any{}}
+			resp, err := call.Exchange(context.Background(), false, 0, Codec{Parse: func(_ *Call, b []byte) (llm.Response, error) {
+				var u llm.Usage
+				err := json.Unmarshal(b, &u)
+				return llm.Response{Usage: u}, err
+			}})
+			if err != nil || resp.Usage != c.want {
+				t.Fatalf("usage = %+v, err = %v; want %+v", resp.Usage, err, c.want)
+			}
+		})
 	}
 }
