@@ -155,7 +155,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 	case cfg.Command != "":
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Env = append(slices.Clone(cfg.Env), "PATH="+envPath())
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopGrace}
+		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace}
 	case cfg.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true}
 	default:

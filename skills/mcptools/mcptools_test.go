@@ -21,6 +21,10 @@ import (
 var serverBin, hostileBin string
 
 func TestMain(m *testing.M) {
+	if cmd := os.Getenv(agentEnv); cmd != "" {
+		actAsAgent(strings.Fields(cmd))
+		return
+	}
 	dir, err := os.MkdirTemp("", "mcpserver-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -38,6 +42,22 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// agentEnv makes the test binary act as an agent: it connects to the stdio
+// server whose command line (space-separated) the variable holds, prints
+// "connected" and waits to be killed.
+const agentEnv = "EVOCLAW_MCP_TEST_AGENT"
+
+func actAsAgent(cmd []string) {
+	set, errs := Connect(context.Background(), map[string]ServerConfig{"h": {Command: cmd[0], Args: cmd[1:]}}, nil)
+	if len(errs) > 0 {
+		fmt.Println(errs)
+		os.Exit(1)
+	}
+	fmt.Println("connected")
+	time.Sleep(time.Hour) // the test kills this process first
+	set.Close()
 }
 
 // startHTTP runs the test server in HTTP mode and returns its URL.

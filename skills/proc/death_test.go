@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 )
 
 // agentEnv makes the test binary act as an agent: it runs one tool with
@@ -41,24 +42,7 @@ func actAsAgent() {
 // TestToolDiesWithItsAgent: a process that ran a tool through Run is
 // killed with SIGKILL, which it cannot catch; its tool must die too.
 func TestToolDiesWithItsAgent(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := exec.Command(self, "-test.run=^$")
-	agent.Env = append(os.Environ(), agentEnv+"=1")
-	out, err := agent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("agent printed no pid: %v", err)
-	}
+	agent, line := proctest.StartSelf(t, agentEnv+"=1")
 	tool, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +65,7 @@ func TestToolOutlivesTheThreadThatStartedIt(t *testing.T) {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // returning while locked makes the runtime end this thread
-		started <- startTied(cmd)
+		started <- StartTied(cmd)
 	}()
 	if err := <-started; err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func start(s Spec) (*child, error) {
 	}
 
 	c.started = time.Now()
-	err = startTied(cmd)
+	err = StartTied(cmd)
 	closeAll(inChild)
 	if err != nil {
 		closeAll(parent)
@@ -138,13 +138,13 @@ func (c *child) wait(ctx context.Context, s Spec) (Result, error) {
 		f(pgid)
 	}
 
-	waitErr, timedOut, ctxStopped := Await(ctx, reaped, s.Timeout, func() { killGroup(pgid) })
+	waitErr, timedOut, ctxStopped := Await(ctx, reaped, s.Timeout, func() { KillGroup(pgid) })
 	elapsed := time.Since(c.started)
 	// The leader is gone; anything it left in its group goes with it, so
 	// that the pipes close and nothing outlives the call. The kernel keeps
 	// the group's id allocated while any member lives, so this cannot hit
 	// an unrelated group unless the ids wrapped around in between.
-	killGroup(pgid)
+	KillGroup(pgid)
 
 	drained := make(chan struct{})
 	go func() { streams.Wait(); close(drained) }() // closes once the drains return
@@ -198,9 +198,9 @@ func (c *child) closePipes() {
 	}
 }
 
-// killGroup sends SIGKILL to every process in the group. ESRCH (the group
-// is already empty) is the common case after a clean exit.
-func killGroup(pgid int) {
+// KillGroup sends SIGKILL to every process in the group pgid. ESRCH (the
+// group is already empty) is the common case after a clean exit.
+func KillGroup(pgid int) {
 	syscall.Kill(-pgid, syscall.SIGKILL) // no caller can do anything about a failure
 }
 

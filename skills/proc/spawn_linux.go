@@ -29,8 +29,10 @@ type spawn struct {
 	done chan error // buffered (1): the thread never waits on it
 }
 
-// startTied starts cmd so that it gets SIGKILL when this process ends.
-func startTied(cmd *exec.Cmd) error {
+// StartTied starts cmd so that it gets SIGKILL when this process ends,
+// however it ends. Run starts every tool with it; a caller that runs a
+// long-lived child of its own (a stdio MCP server) uses it too.
+func StartTied(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -3,7 +3,9 @@
 package proctest
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,4 +41,31 @@ func running(want string) bool {
 		}
 	}
 	return false
+}
+
+// StartSelf runs the test binary again, running no test, with env
+// ("KEY=value") added to its environment: a stand-in for an agent that a
+// test can kill. It returns the process, killed at the end of the test,
+// and the first line it printed, without the newline.
+func StartSelf(t testing.TB, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s printed no line: %v", self, err)
+	}
+	return cmd, strings.TrimSuffix(line, "\n")
 }

@@ -5,7 +5,7 @@
 //
 //	tools N D       lists N tools, each with a description of D bytes, in one page
 //	pages           lists 10 tools a page and always offers another page
-//	fork            a call starts "sleep 1000" and answers with its pid; ignores
+//	fork S          a call starts "sleep S" and answers "ok"; the server ignores
 //	                SIGTERM and the end of its input
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
@@ -140,12 +140,12 @@ func call(mode string, m message) {
 		reply(m.ID, text("ok"))
 		return
 	}
-	c := exec.Command("sleep", "1000")
+	c := exec.Command("sleep", os.Args[2])
 	if err := c.Start(); err != nil {
 		reply(m.ID, text("start: "+err.Error()))
 		return
 	}
-	reply(m.ID, text(strconv.Itoa(c.Process.Pid)))
+	reply(m.ID, text("ok"))
 }
 
 // flood sends requests without end and never reads the answers.

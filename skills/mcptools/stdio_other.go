@@ -1,0 +1,23 @@
+//go:build !unix
+
+package mcptools
+
+import (
+	"context"
+	"os/exec"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport runs a stdio MCP server. Without process groups it stops
+// the server alone, not what the server started.
+type stdioTransport struct {
+	cmd   *exec.Cmd
+	grace time.Duration
+}
+
+// Connect starts the server.
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	return (&mcp.CommandTransport{Command: t.cmd, TerminateDuration: t.grace}).Connect(ctx)
+}

@@ -1,0 +1,120 @@
+//go:build unix
+
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/evoclaw/evoclaw/skills/proc"
+)
+
+// stdioTransport runs a stdio MCP server the way skills/proc runs a tool:
+// in a process group of its own, with SIGKILL when the agent dies (Linux),
+// and with the whole group killed when the session ends, so that neither
+// the server nor what it started outlives its session or the agent.
+type stdioTransport struct {
+	cmd *exec.Cmd
+	// grace is how long Close waits after closing the server's input, and
+	// again after SIGTERM, before the next step.
+	grace time.Duration
+}
+
+// Connect starts the server and speaks newline-delimited JSON with it.
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("create pipe: %w", err)
+	}
+	t.cmd.Stdin, t.cmd.Stdout = inR, outW
+	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = proc.StartTied(t.cmd)
+	inR.Close() // the child's ends; ours stay open
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, exited: make(chan struct{})}
+	go p.reap()
+	return (&mcp.IOTransport{Reader: stdoutOf{p}, Writer: p}).Connect(ctx)
+}
+
+// serverProc is a running stdio server: its pipes and its process group.
+// Writes go to its standard input; Close stops it.
+type serverProc struct {
+	cmd   *exec.Cmd
+	in    *os.File // the server's standard input
+	out   *os.File // its standard output
+	grace time.Duration
+
+	exited  chan struct{} // closed by reap when the server has exited
+	waitErr error         // set by reap before exited is closed
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// reap waits for the server's exit. It ends with the server, which Close
+// makes sure of.
+func (p *serverProc) reap() {
+	p.waitErr = p.cmd.Wait()
+	close(p.exited)
+}
+
+func (p *serverProc) Write(b []byte) (int, error) { return p.in.Write(b) }
+
+// Close stops the server as the MCP specification asks: its input is
+// closed, then after the grace period it gets SIGTERM, then SIGKILL. Its
+// whole process group is killed once it has exited, so that processes it
+// started do not outlive it. Close returns the server's exit error.
+func (p *serverProc) Close() error {
+	p.closeOnce.Do(func() {
+		pgid := p.cmd.Process.Pid
+		p.in.Close() // a second close only reports os.ErrClosed
+		if !p.await(p.grace) {
+			syscall.Kill(-pgid, syscall.SIGTERM) // ESRCH: the group is gone, which is the aim
+			if !p.await(p.grace) {
+				proc.KillGroup(pgid)
+				<-p.exited
+			}
+		}
+		proc.KillGroup(pgid) // what the server left running in its group
+		p.out.Close()
+		p.closeErr = p.waitErr
+	})
+	return p.closeErr
+}
+
+// await reports whether the server exits within d.
+func (p *serverProc) await(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stdoutOf reads a server's standard output; closing it does nothing, since
+// the session ends by closing the server's input (serverProc.Close).
+type stdoutOf struct{ p *serverProc }
+
+func (s stdoutOf) Read(b []byte) (int, error) { return s.p.out.Read(b) }
+func (stdoutOf) Close() error                 { return nil }
