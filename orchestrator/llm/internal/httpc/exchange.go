@@ -29,7 +29,8 @@ type Codec struct {
 // JSON or an event stream accordingly; a server that ignores stream and
 // answers in one JSON piece is parsed whole. The response gets its latency,
 // provider and model (the call's when the answer names none), and its
-// usage passes BoundUsage.
+// usage passes BoundUsage. An answer with more than llm.MaxToolCalls tool
+// calls is malformed.
 func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, codec Codec) (llm.Response, error) {
 	start := c.now()
 	if c.Header.Get("Accept") == "" {
@@ -50,6 +51,9 @@ func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, co
 	}
 	if err != nil {
 		return llm.Response{}, err
+	}
+	if n := len(resp.Message.ToolCalls); n > llm.MaxToolCalls {
+		return llm.Response{}, c.Errorf(llm.KindMalformed, 200, nil, "answer with %d tool calls, more than %d", n, llm.MaxToolCalls)
 	}
 	resp.Usage = BoundUsage(resp.Usage)
 	resp.Latency = c.now().Sub(start)

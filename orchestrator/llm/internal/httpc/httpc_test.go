@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -179,5 +180,47 @@ func TestUsageBounded(t *testing.T) {
 				t.Fatalf("usage = %+v, err = %v; want %+v", resp.Usage, err, c.want)
 			}
 		})
+	}
+}
+
+// TestToolCallsBounded: an answer with more than llm.MaxToolCalls tool
+// calls fails as malformed (100,000 calls reached the tool loop from one
+// 8 MB answer), over a real exchange, whole and streamed.
+func TestToolCallsBounded(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.URL.Query().Get("n"))
+	}))
+	defer s.Close()
+	codec := func(b []byte) (llm.Response, error) {
+		var n int
+		err := json.Unmarshal(b, &n)
+		return llm.Response{Message: llm.Message{ToolCalls: make([]llm.ToolCall, n)}}, err
+	}
+	whole := Codec{Parse: func(_ *Call, b []byte) (llm.Response, error) { return codec(b) }}
+	streamed := Codec{ReadStream: func(_ context.Context, _ *Call, r io.Reader) (llm.Response, error) {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		return codec(b)
+	}}
+	for _, n := range []int{0, 1, llm.MaxToolCalls, llm.MaxToolCalls + 1, 100000} {
+		for _, stream := range []bool{false, true} {
+			call := &Call{Provider: "openai", Model: "m", URL: fmt.Sprintf("%s?n=%d", s.URL, n), Body: map[string]any{}}
+			c := whole
+			if stream {
+				c = streamed
+			}
+			resp, err := call.Exchange(context.Background(), stream, 0, c)
+			if n > llm.MaxToolCalls {
+				if llm.KindOf(err) != llm.KindMalformed || !strings.Contains(err.Error(), "tool calls") {
+					t.Errorf("%d calls, stream %v: err = %v, want malformed", n, stream, err)
+				}
+				continue
+			}
+			if err != nil || len(resp.Message.ToolCalls) != n {
+				t.Errorf("%d calls, stream %v: %d calls, err %v", n, stream, len(resp.Message.ToolCalls), err)
+			}
+		}
 	}
 }

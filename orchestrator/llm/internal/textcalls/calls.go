@@ -88,7 +88,8 @@ func (p *parser) callsOf(raw []byte, strict bool) ([]Call, bool) {
 // call's; ids are derived from the request's length, the call's position,
 // name and arguments, so the same answer to the same request always gives
 // the same ids. The finish reason becomes tool_calls. n is the number of
-// calls recovered.
+// calls recovered. Text holding more than llm.MaxToolCalls calls stays
+// text, whole.
 func Recover(resp llm.Response, req llm.Request) (_ llm.Response, n int) {
 	if len(resp.Message.ToolCalls) > 0 || len(req.Tools) == 0 || resp.Message.Content == "" {
 		return resp, 0
@@ -98,7 +99,7 @@ func Recover(resp llm.Response, req llm.Request) (_ llm.Response, n int) {
 		offered[t.Name] = true
 	}
 	rest, calls := Parse(resp.Message.Content, func(name string) bool { return offered[name] })
-	if len(calls) == 0 {
+	if len(calls) == 0 || len(calls) > llm.MaxToolCalls {
 		return resp, 0
 	}
 	msg := resp.Message

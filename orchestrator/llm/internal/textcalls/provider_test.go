@@ -170,3 +170,20 @@ func TestPromptModeImages(t *testing.T) {
 		t.Fatal("the request given was modified")
 	}
 }
+
+// TestRecoverBounded: text with more than llm.MaxToolCalls calls stays
+// text (15,358 recovered calls once reached the tool loop from one answer).
+func TestRecoverBounded(t *testing.T) {
+	for _, n := range []int{llm.MaxToolCalls, llm.MaxToolCalls + 1, 15000} {
+		content := strings.Repeat(`<tool_call>{"name": "pi-1__sysinfo"}</tool_call>`, n)
+		resp := llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: content}}
+		r, got := Recover(resp, request())
+		want := n
+		if n > llm.MaxToolCalls {
+			want = 0
+		}
+		if got != want || len(r.Message.ToolCalls) != want || (want == 0 && r.Message.Content != content) {
+			t.Errorf("%d calls written: recovered %d (%d in the message), want %d", n, got, len(r.Message.ToolCalls), want)
+		}
+	}
+}
