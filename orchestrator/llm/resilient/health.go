@@ -60,6 +60,12 @@ func (l *link) succeeded() {
 	l.coolUntil = time.Time{}
 }
 
+// MaxRateLimitCooldown bounds how long a rate limit's Retry-After keeps a
+// link cooling. A server's word is not enough to take a model out for
+// longer: one 429 saying "until 2100" sent every chat to the fallback
+// models (a hosted API, when the first is a local server) until restart.
+const MaxRateLimitCooldown = time.Hour
+
 // failed records a failed call. Failures that say nothing about the link
 // (the request itself was wrong, our own queue was full, the caller gave
 // up) leave its health alone.
@@ -79,7 +85,7 @@ func (c *Chain) failed(l *link, err error) {
 	if l.consecutive >= c.o.FailureThreshold {
 		until = now.Add(c.o.Cooldown)
 	}
-	if ra := retryAfter(err); kind == llm.KindRateLimited && ra > 0 && now.Add(ra).After(until) {
+	if ra := min(retryAfter(err), MaxRateLimitCooldown); kind == llm.KindRateLimited && ra > 0 && now.Add(ra).After(until) {
 		until = now.Add(ra)
 	}
 	if until.After(l.coolUntil) {

@@ -190,6 +190,33 @@ func TestLongRetryAfterFallsBack(t *testing.T) {
 	}
 }
 
+// TestRateLimitCooldownBounded: a 429's Retry-After cools its link at most
+// MaxRateLimitCooldown (one "until 2100" skipped the first model until
+// restart).
+func TestRateLimitCooldownBounded(t *testing.T) {
+	for _, tc := range []struct {
+		retryAfter, cooling time.Duration
+	}{
+		{30 * time.Minute, 30 * time.Minute},
+		{MaxRateLimitCooldown, MaxRateLimitCooldown},
+		{2 * time.Hour, MaxRateLimitCooldown},
+		{74 * 365 * 24 * time.Hour, MaxRateLimitCooldown},
+	} {
+		clk := newClock()
+		c, _ := New([]Link{{Provider: answers("p", httpErr(429, tc.retryAfter))}, {Provider: answers("q")}}, opts(clk))
+		if r, err := c.Complete(context.Background(), llm.Request{}); err != nil || r.Provider != "q" {
+			t.Fatalf("Retry-After %v: r = %+v err %v", tc.retryAfter, r, err)
+		}
+		if h := c.Health()[0]; !h.CoolingUntil.Equal(clk.Now().Add(tc.cooling)) {
+			t.Errorf("Retry-After %v: cooling until %v, want %v", tc.retryAfter, h.CoolingUntil, clk.Now().Add(tc.cooling))
+		}
+		clk.advance(tc.cooling)
+		if r, err := c.Complete(context.Background(), llm.Request{}); err != nil || r.Provider != "p" {
+			t.Errorf("Retry-After %v: after %v r = %+v err %v, want the first link again", tc.retryAfter, tc.cooling, r, err)
+		}
+	}
+}
+
 func TestRetryNotBeyondDeadline(t *testing.T) {
 	clk := &clock{now: time.Now()} // the context's deadline runs on the real clock
 	p := answers("p", httpErr(429, 30*time.Second))

@@ -148,25 +148,30 @@ func (c *Call) ReadAll(ctx context.Context, r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// MaxRetryAfter is the longest Retry-After taken from a server (about 11.6
+// days); a longer one counts as this long.
+const MaxRetryAfter = 1e6 * time.Second
+
 // RetryAfter parses a Retry-After header: delay seconds or an HTTP date
-// (relative to now). Absent, malformed or past values give 0.
+// (relative to now), at most MaxRetryAfter. Absent, malformed or past
+// values give 0.
 func RetryAfter(h string, now time.Time) time.Duration {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(h, 64); err == nil {
-		if secs <= 0 || secs > 1e6 {
+		if !(secs > 0) { // also NaN
 			return 0
 		}
-		return time.Duration(secs * float64(time.Second))
+		return time.Duration(min(secs, MaxRetryAfter.Seconds()) * float64(time.Second))
 	}
 	t, err := http.ParseTime(h)
 	if err != nil {
 		return 0
 	}
 	if d := t.Sub(now); d > 0 {
-		return d
+		return min(d, MaxRetryAfter)
 	}
 	return 0
 }

@@ -28,7 +28,11 @@ func TestRetryAfter(t *testing.T) {
 		"1.5":                           1500 * time.Millisecond,
 		"0":                             0,
 		"-3":                            0,
-		"99999999":                      0,
+		"99999999":                      MaxRetryAfter,
+		"315360000":                     MaxRetryAfter, // ten years
+		"Inf":                           MaxRetryAfter,
+		"NaN":                           0,
+		"Fri, 01 Jan 2100 00:00:00 GMT": MaxRetryAfter,
 		"soon":                          0,
 		"Sun, 22 Nov 2026 12:00:30 GMT": 30 * time.Second,
 		"Sun, 22 Nov 2026 11:59:00 GMT": 0,
