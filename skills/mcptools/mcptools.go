@@ -54,6 +54,9 @@ const (
 	// its standard input is closed before sending SIGTERM (then SIGKILL).
 	// Some servers (the official "everything" server) only stop on a signal.
 	DefaultStopGrace = 2 * time.Second
+	// DefaultWriteStall bounds how long a stdio server may leave its
+	// input unread while evoclaw writes to it; then it is killed (ErrStalled).
+	DefaultWriteStall = 5 * time.Second
 )
 
 // Bounds on what one server may list. A server is outside evoclaw's
@@ -70,6 +73,10 @@ const (
 	// offers; a server listing more is left out.
 	MaxListBytes = 2 << 20
 )
+
+// ErrStalled means a stdio server did not read its input for
+// DefaultWriteStall while evoclaw wrote to it, and was killed.
+var ErrStalled = errors.New("mcp server stalled")
 
 // ErrListTooLarge means a server listed more tools, or larger ones in all,
 // than evoclaw keeps (MaxTools, MaxListBytes).
@@ -155,7 +162,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 	case cfg.Command != "":
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Env = append(slices.Clone(cfg.Env), "PATH="+envPath())
-		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace}
+		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall}
 	case cfg.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true}
 	default:

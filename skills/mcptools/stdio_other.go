@@ -15,6 +15,7 @@ import (
 type stdioTransport struct {
 	cmd   *exec.Cmd
 	grace time.Duration
+	stall time.Duration // not enforced on this platform
 }
 
 // Connect starts the server.

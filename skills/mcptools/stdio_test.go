@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 )
@@ -44,4 +45,25 @@ func TestStdioServerDiesWithTheAgent(t *testing.T) {
 	agent.Process.Signal(syscall.SIGKILL)
 	agent.Wait()
 	proctest.WaitGone(t, hostileBin, "fork", sleep)
+}
+
+// TestStdioServerThatReadsNothing: a server that floods the agent with
+// requests and never reads the answers is stopped with ErrStalled, instead
+// of growing the agent while a write of an answer waits forever. Before,
+// Connect never returned (the write ignores every deadline) and evoclaw
+// serve grew to 6.5 GB in a minute without becoming ready.
+func TestStdioServerThatReadsNothing(t *testing.T) {
+	done := make(chan []error, 1)
+	go func() {
+		_, errs := Connect(context.Background(), map[string]ServerConfig{"h": {Command: hostileBin, Args: []string{"flood"}}}, nil)
+		done <- errs
+	}()
+	select {
+	case errs := <-done:
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), ErrStalled.Error()) {
+			t.Fatalf("connect errors %v, want %v", errs, ErrStalled)
+		}
+	case <-time.After(time.Minute): // a hang guard, far past DefaultWriteStall
+		t.Fatal("Connect did not return")
+	}
 }

@@ -4,6 +4,7 @@ package mcptools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,9 @@ type stdioTransport struct {
 	// grace is how long Close waits after closing the server's input, and
 	// again after SIGTERM, before the next step.
 	grace time.Duration
+	// stall bounds one write to the server's input; a server that reads
+	// nothing for that long is killed.
+	stall time.Duration
 }
 
 // Connect starts the server and speaks newline-delimited JSON with it.
@@ -49,18 +53,28 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		outR.Close()
 		return nil, err
 	}
-	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, exited: make(chan struct{})}
+	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, exited: make(chan struct{})}
 	go p.reap()
 	return (&mcp.IOTransport{Reader: stdoutOf{p}, Writer: p}).Connect(ctx)
 }
 
 // serverProc is a running stdio server: its pipes and its process group.
 // Writes go to its standard input; Close stops it.
+//
+// A server that sends requests and never reads the answers would otherwise
+// grow the agent without bound: the SDK queues every message it reads for
+// its handlers, which wait for their answers to be written. So reading
+// stops while a write waits for the server to make room, and a write that
+// waits longer than stall kills the server.
 type serverProc struct {
 	cmd   *exec.Cmd
 	in    *os.File // the server's standard input
 	out   *os.File // its standard output
 	grace time.Duration
+	stall time.Duration
+
+	writing sync.Mutex // held by Write while it writes; Read waits for it
+	stalled error      // set by Write, under writing, when it killed the server
 
 	exited  chan struct{} // closed by reap when the server has exited
 	waitErr error         // set by reap before exited is closed
@@ -76,7 +90,21 @@ func (p *serverProc) reap() {
 	close(p.exited)
 }
 
-func (p *serverProc) Write(b []byte) (int, error) { return p.in.Write(b) }
+// Write writes to the server's input within the stall bound.
+func (p *serverProc) Write(b []byte) (int, error) {
+	p.writing.Lock()
+	defer p.writing.Unlock()
+	if err := p.in.SetWriteDeadline(time.Now().Add(p.stall)); err != nil {
+		return 0, err
+	}
+	n, err := p.in.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		proc.KillGroup(p.cmd.Process.Pid) // its output ends, and with it the session
+		p.stalled = fmt.Errorf("%w: it read none of its input for %v and was stopped", ErrStalled, p.stall)
+		return n, p.stalled
+	}
+	return n, err
+}
 
 // Close stops the server as the MCP specification asks: its input is
 // closed, then after the grace period it gets SIGTERM, then SIGKILL. Its
@@ -116,5 +144,15 @@ func (p *serverProc) await(d time.Duration) bool {
 // the session ends by closing the server's input (serverProc.Close).
 type stdoutOf struct{ p *serverProc }
 
-func (s stdoutOf) Read(b []byte) (int, error) { return s.p.out.Read(b) }
-func (stdoutOf) Close() error                 { return nil }
+// Read reads the server's output once no write is waiting (serverProc).
+// The end of the output of a server killed for a stall is that stall.
+func (s stdoutOf) Read(b []byte) (int, error) {
+	s.p.writing.Lock()
+	stalled := s.p.stalled
+	s.p.writing.Unlock()
+	if stalled != nil {
+		return 0, stalled
+	}
+	return s.p.out.Read(b)
+}
+func (stdoutOf) Close() error { return nil }
