@@ -164,7 +164,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 		cmd.Env = append(slices.Clone(cfg.Env), "PATH="+envPath())
 		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall}
 	case cfg.URL != "":
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true}
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
 	default:
 		return nil, errors.New("neither command nor url is set")
 	}

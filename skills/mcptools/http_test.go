@@ -1,0 +1,76 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+)
+
+// hugeAnswers is a streamable HTTP MCP server, as plain JSON over POST,
+// whose tool answers with a text of size bytes.
+func hugeAnswers(size int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if b, err := io.ReadAll(r.Body); err != nil || json.Unmarshal(b, &m) != nil || len(m.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted) // a notification
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"h","version":"1"}}}`, m.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`, m.ID)
+		case "tools/call":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, m.ID, strings.Repeat("B", size))
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		}
+	})
+}
+
+// TestHTTPResponseBound: an HTTP server's answer past MaxResponseBytes
+// fails the call instead of being read whole. Before, a 1 GiB answer took
+// evoclaw serve to 12 GB of memory.
+func TestHTTPResponseBound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		size     int
+		wantType wire.ErrorType
+	}{
+		{"within the bound", MaxResponseBytes - 1024, ""},
+		{"past the bound", MaxResponseBytes, wire.ErrExecutionFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(hugeAnswers(tc.size))
+			t.Cleanup(srv.Close)
+			set, errs := Connect(context.Background(), map[string]ServerConfig{"h": {URL: srv.URL}}, nil)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			t.Cleanup(func() { set.Close() })
+			tools, _ := set.Tools()
+			out := tools[0].Run(context.Background(), nil)
+			if out.ErrorType() != tc.wantType {
+				t.Fatalf("error type %q, want %q", out.ErrorType(), tc.wantType)
+			}
+			if tc.wantType != "" && !strings.Contains(out.ErrorText(), ErrResponseTooLarge.Error()) {
+				t.Errorf("error %q, want it to name %q", out.ErrorText(), ErrResponseTooLarge)
+			}
+		})
+	}
+}
