@@ -56,3 +56,24 @@ func TestListBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectAllAtOnce: servers are connected at the same time, so that
+// each slow one does not add its own connect timeout to the agent's start
+// (three silent servers held evoclaw serve 45 s before it was ready). The
+// servers here answer only once all three run: connected one after the
+// other, the first two time out.
+func TestConnectAllAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	servers := map[string]ServerConfig{}
+	for _, name := range []string{"a", "b", "c"} {
+		servers[name] = ServerConfig{Command: hostileBin, Args: []string{"meet", dir, "3"}}
+	}
+	set, errs := Connect(context.Background(), servers, nil)
+	t.Cleanup(func() { set.Close() })
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if tools, _ := set.Tools(); len(tools) != 3 {
+		t.Fatalf("%d tools, want one of each server", len(tools))
+	}
+}

@@ -131,22 +131,31 @@ type server struct {
 	skipped []error // tools listed but left out, reported by Tools
 }
 
-// Connect connects to every configured server and lists its tools. A
-// server that fails is reported in the errors and left out; the others
-// are kept. log may be nil.
+// Connect connects to every configured server and lists its tools, all
+// servers at once, so that servers slow to answer delay the caller by one
+// DefaultConnectTimeout, not one each. A server that fails is reported in
+// the errors, in name order, and left out; the others are kept. log may be
+// nil.
 func Connect(ctx context.Context, servers map[string]ServerConfig, log *slog.Logger) (*Set, []error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	names := slices.Sorted(maps.Keys(servers))
+	srvs := make([]*server, len(names))
+	failed := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name]) })
+	}
+	wg.Wait()
 	s := &Set{log: log, sessions: map[string]*server{}}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(servers)) {
-		srv, err := connect(ctx, name, servers[name])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mcp server %q: %w", name, err))
+	for i, name := range names {
+		if failed[i] != nil {
+			errs = append(errs, fmt.Errorf("mcp server %q: %w", name, failed[i]))
 			continue
 		}
-		s.sessions[name] = srv
+		s.sessions[name] = srvs[i]
 	}
 	return s, errs
 }

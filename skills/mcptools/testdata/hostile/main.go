@@ -7,6 +7,8 @@
 //	pages           lists 10 tools a page and always offers another page
 //	fork S          a call starts "sleep S" and answers "ok"; the server ignores
 //	                SIGTERM and the end of its input
+//	meet DIR N      answers initialize only once N servers run: each leaves a
+//	                file in DIR when it starts
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
 package main
@@ -76,6 +78,11 @@ func main() {
 	if mode == "fork" {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	if mode == "meet" {
+		if err := os.WriteFile(fmt.Sprintf("%s/%d", os.Args[2], os.Getpid()), nil, 0o600); err != nil {
+			panic(err)
+		}
+	}
 	in := bufio.NewReader(os.Stdin)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -93,6 +100,9 @@ func main() {
 		}
 		switch m.Method {
 		case "initialize":
+			if mode == "meet" {
+				meet(os.Args[2], num(3))
+			}
 			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"}})
 		case "notifications/initialized":
@@ -158,5 +168,15 @@ func flood() {
 		if send(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "ping"}) != nil {
 			return
 		}
+	}
+}
+
+// meet waits until n servers have left their file in dir.
+func meet(dir string, n int) {
+	for {
+		if entries, err := os.ReadDir(dir); err == nil && len(entries) >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling another process's progress
 	}
 }
