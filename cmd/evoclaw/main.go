@@ -59,7 +59,21 @@ usage:
 var version string
 
 func main() {
+	if runsAuditStatement(os.Args[1:]) {
+		// The statement is anyone's SQL and may take every core, and the
+		// memory and temporary files SQLite wants for it, on the machine
+		// the node runs on: it yields the CPU to the node, and when memory
+		// runs short the kernel ends it rather than the node. Here, not in
+		// the command: both hold for the whole process.
+		auditquery.Yield()
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runsAuditStatement reports whether args run an audit statement in this
+// process (audit sql, audit report).
+func runsAuditStatement(args []string) bool {
+	return len(args) >= 2 && args[0] == "audit" && (args[1] == "sql" || args[1] == "report")
 }
 
 var (

@@ -11,7 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// childNice is the child's scheduling priority: below the node's, so a
+// childNice is the scheduling priority of a process that runs audit
+// statements (a query child, `evoclaw audit sql`): below the node's, so a
 // statement that runs for its whole time bound takes the CPU the node's
 // chats and tool calls leave.
 const childNice = 10
@@ -23,17 +24,7 @@ const childNice = 10
 // Past the bound an allocation fails: SQLite answers SQLITE_NOMEM, the Go
 // runtime ends the process; either way only the child.
 func limitSelf(memory int64) error {
-	// The priority is a courtesy to the node: without /proc it stays.
-	tasks, _ := os.ReadDir("/proc/self/task")
-	for _, t := range tasks {
-		if tid, err := strconv.Atoi(t.Name()); err == nil {
-			// New threads inherit the priority of the thread that makes them.
-			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, childNice)
-		}
-	}
-	// When the machine runs short of memory, the kernel kills this
-	// process before the node (raising one's own score needs no privilege).
-	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
+	Yield()
 	if memory <= 0 {
 		return nil
 	}
@@ -49,6 +40,22 @@ func limitSelf(memory int64) error {
 	// the heap growing into it.
 	debug.SetMemoryLimit(memory / 2)
 	return nil
+}
+
+// Yield lowers this process's priority for every thread (nice 10) and
+// puts it first in line for the kernel's out-of-memory killer
+// (oom_score_adj 1000): a process that runs an audit statement yields to
+// the node beside it. Both are courtesies: without /proc they stay as
+// they are, and neither needs a privilege.
+func Yield() {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			// New threads inherit the priority of the thread that makes them.
+			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, childNice)
+		}
+	}
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 }
 
 // DefaultMemory is DefaultMemoryBytes, or a quarter of the machine's
