@@ -93,3 +93,26 @@ func TestParseBounded(t *testing.T) {
 		t.Fatalf("call after stray braces: %d calls", len(calls))
 	}
 }
+
+// TestParseWorkBounded: text of repeated markers that never open a call
+// costs at most workBudget bytes of searching, not work quadratic in its
+// length (256 KiB of "<|python_tag|>{" took a node 15 s of CPU, a MiB four
+// minutes, past every timeout). A call before such text is still found.
+func TestParseWorkBounded(t *testing.T) {
+	call := `<tool_call>{"name": "sysinfo"}</tool_call>`
+	for _, unit := range []string{
+		"<tool_call>", "<tool_call>{", "<|python_tag|>", "<|python_tag|>{", "<|python_tag|>[",
+		"[TOOL_CALLS] [", "[TOOL_CALLS] {", "[TOOL_CALLS]sysinfo[ARGS]{", "```", "```json\n{", `{"`, "{",
+		`<tool_call>{"name": "sysinfo", "arguments": `, `<|python_tag|>{"name": "sysinfo", "parameters": {"a": "`,
+	} {
+		text := call + strings.Repeat(unit, MaxScan/4/len(unit))
+		p := &parser{s: text, offered: offeredSet("sysinfo"), budget: bareBudget}
+		p.run()
+		if p.work > workBudget+4*len(text) {
+			t.Errorf("%q repeated: %d bytes examined, bound %d", unit, p.work, workBudget)
+		}
+		if len(p.calls) == 0 || p.calls[0].Name != "sysinfo" {
+			t.Errorf("%q repeated: the call before it was not found: %+v", unit, p.calls)
+		}
+	}
+}

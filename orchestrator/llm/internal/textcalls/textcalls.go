@@ -20,8 +20,9 @@
 // any llm.Provider to do so on every answer, and can also offer the tools
 // in the system prompt to models that have no native tool support.
 //
-// Parse scans at most MaxScan bytes of a message and does work linear in
-// them; input it does not understand is left as text and never panics.
+// Parse scans at most MaxScan bytes of a message and examines at most
+// workBudget bytes in all, however they repeat markers; input it does not
+// understand is left as text and never panics.
 package textcalls
 
 import (
@@ -38,6 +39,14 @@ const MaxScan = 1 << 20
 // JSON candidates that never close, which would otherwise make a text full
 // of stray '{' quadratic.
 const bareBudget = 4 * MaxScan
+
+// workBudget bounds the bytes all searches and bracket matches of one
+// Parse examine; past it the rest of the text stays text. Each marker that
+// does not open a call may be searched past up to the end of the text (an
+// unclosed tag or bracket), so text of repeated markers is quadratic
+// without it: a MiB of "<|python_tag|>{" took four minutes of CPU, which
+// no timeout interrupts. Real answers examine a few times their length.
+const workBudget = 32 * MaxScan
 
 // Call is a tool call found in text. Arguments is the model's argument
 // text, to be passed through llm.ParseArguments like any other call's.
@@ -90,6 +99,9 @@ type parser struct {
 	calls   []Call
 	// budget is what is left of bareBudget.
 	budget int
+	// work counts the bytes examined by searches and bracket matches
+	// (index, span), bounded by workBudget.
+	work int
 	// next caches the next index of each marker at or after the cursor
 	// (-1: none left), so that finding candidates stays linear.
 	next [5]int
@@ -102,7 +114,7 @@ func (p *parser) run() {
 		p.next[k] = -2 // not searched yet
 	}
 	i := 0
-	for i < len(p.s) {
+	for i < len(p.s) && p.work <= workBudget {
 		k, at := p.candidate(i)
 		if k < 0 {
 			break
@@ -168,10 +180,10 @@ func (p *parser) try(k, at int) (int, []Call) {
 func (p *parser) hermes(at int) (int, []Call) {
 	start := at + len(hermesOpen)
 	bodyEnd, end := len(p.s), len(p.s)
-	if j := strings.Index(p.s[start:], hermesClose); j >= 0 {
+	if j := p.index(p.s[start:], hermesClose); j >= 0 {
 		bodyEnd, end = start+j, start+j+len(hermesClose)
 	}
-	if j := strings.Index(p.s[start:bodyEnd], hermesOpen); j >= 0 {
+	if j := p.index(p.s[start:bodyEnd], hermesOpen); j >= 0 {
 		bodyEnd, end = start+j, start+j
 	}
 	if calls := p.block(p.s[start:bodyEnd]); calls != nil {
@@ -186,7 +198,7 @@ func (p *parser) python(at int) (int, []Call) {
 	start := at + len(pythonTag)
 	bodyEnd, end := len(p.s), len(p.s)
 	for _, term := range []string{llamaEOM, llamaEOT} {
-		if j := strings.Index(p.s[start:bodyEnd], term); j >= 0 {
+		if j := p.index(p.s[start:bodyEnd], term); j >= 0 {
 			bodyEnd, end = start+j, start+j+len(term)
 		}
 	}
@@ -202,7 +214,7 @@ func (p *parser) mistral(at int) (int, []Call) {
 	start := at + len(mistralTag)
 	i := skipSpace(p.s, start)
 	if i < len(p.s) && (p.s[i] == '[' || p.s[i] == '{') {
-		e := span(p.s, i)
+		e := p.span(p.s, i)
 		if e < 0 {
 			return start, nil
 		}
@@ -225,7 +237,7 @@ func (p *parser) mistral(at int) (int, []Call) {
 	if !p.offered(name) || j >= len(p.s) || p.s[j] != '{' {
 		return start, nil
 	}
-	e := span(p.s, j)
+	e := p.span(p.s, j)
 	if e < 0 {
 		// A cut answer: the call is kept with its broken arguments so the
 		// model learns what went wrong.
@@ -238,13 +250,13 @@ func (p *parser) mistral(at int) (int, []Call) {
 // a fence that holds no call is kept whole, so its JSON is not read again.
 func (p *parser) fenced(at int) (int, []Call) {
 	start := at + len(fence)
-	nl := strings.IndexByte(p.s[start:], '\n')
+	nl := p.index(p.s[start:], "\n")
 	if nl < 0 {
 		return start, nil
 	}
 	lang := strings.ToLower(strings.TrimSpace(p.s[start : start+nl]))
 	bodyStart := start + nl + 1
-	c := strings.Index(p.s[bodyStart:], fence)
+	c := p.index(p.s[bodyStart:], fence)
 	if c < 0 {
 		return start, nil
 	}
@@ -262,7 +274,7 @@ func (p *parser) fenced(at int) (int, []Call) {
 
 // bare reads a JSON object without a marker. Its keys must be a call's.
 func (p *parser) bare(at int) (int, []Call) {
-	e := span(p.s, at)
+	e := p.span(p.s, at)
 	if e < 0 {
 		// Unbalanced: charge the scan and move on by one byte; once the
 		// budget is spent, stop looking for unmarked JSON.
@@ -285,7 +297,7 @@ func (p *parser) bare(at int) (int, []Call) {
 func (p *parser) block(body string) []Call {
 	body = strings.TrimSpace(body)
 	if strings.HasPrefix(body, fence) {
-		if nl := strings.IndexByte(body, '\n'); nl >= 0 {
+		if nl := p.index(body, "\n"); nl >= 0 {
 			body = strings.TrimSuffix(strings.TrimSpace(body[nl+1:]), fence)
 		}
 	}
@@ -310,7 +322,7 @@ func (p *parser) sequence(body string, strict bool) ([]Call, bool) {
 		if body[i] != '{' && body[i] != '[' {
 			return nil, false
 		}
-		e := span(body, i)
+		e := p.span(body, i)
 		if e < 0 {
 			return nil, false
 		}
@@ -327,15 +339,15 @@ func (p *parser) sequence(body string, strict bool) ([]Call, bool) {
 // truncated recovers a marked call whose JSON never closes, such as
 // {"name": "t", "arguments": {"path": "/etc/ho
 func (p *parser) truncated(body string) []Call {
-	if !strings.HasPrefix(body, "{") || span(body, 0) >= 0 {
+	if !strings.HasPrefix(body, "{") || p.span(body, 0) >= 0 {
 		return nil
 	}
-	name, ok := stringAfterKey(body, "name")
+	name, ok := p.stringAfterKey(body, "name")
 	if !ok || !p.offered(name) {
 		return nil
 	}
 	for _, key := range argKeys {
-		k := strings.Index(body, `"`+key+`"`)
+		k := p.index(body, `"`+key+`"`)
 		if k < 0 {
 			continue
 		}
@@ -348,8 +360,8 @@ func (p *parser) truncated(body string) []Call {
 }
 
 // stringAfterKey reads the JSON string value of the first "key": in s.
-func stringAfterKey(s, key string) (string, bool) {
-	k := strings.Index(s, `"`+key+`"`)
+func (p *parser) stringAfterKey(s, key string) (string, bool) {
+	k := p.index(s, `"`+key+`"`)
 	if k < 0 {
 		return "", false
 	}
@@ -371,6 +383,28 @@ func skipSpace(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// index is strings.Index counting the bytes it examines in p.work.
+func (p *parser) index(s, sub string) int {
+	j := strings.Index(s, sub)
+	if j < 0 {
+		p.work += len(s)
+	} else {
+		p.work += j + len(sub)
+	}
+	return j
+}
+
+// span is span counting the bytes it examines in p.work.
+func (p *parser) span(s string, i int) int {
+	e := span(s, i)
+	if e < 0 {
+		p.work += len(s) - i
+	} else {
+		p.work += e - i
+	}
+	return e
 }
 
 // span returns the end (exclusive) of the JSON object or array that starts
