@@ -184,3 +184,43 @@ func TestManyTextDeltasCostLinear(t *testing.T) {
 		t.Fatalf("reading %d deltas allocated %d MB, want it linear in the stream (%d KB)", n, alloc>>20, b.Len()>>10)
 	}
 }
+
+// TestDuplicateToolUseIDs: tool_use blocks that repeat an id get stable
+// unique ids, whole and streamed, as the OpenAI provider's calls do (three
+// blocks with id "t" were audited as three calls "t", and went back to the
+// API in the history as such).
+func TestDuplicateToolUseIDs(t *testing.T) {
+	block := `{"type":"tool_use","id":"t","name":"pi-1__sysinfo","input":{}}`
+	whole := `{"id":"msg_1","type":"message","model":"m","stop_reason":"tool_use","content":[` + block + "," + block + "," + block + `]}`
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\"}}\n\n"
+	for i := 0; i < 3; i++ {
+		start += fmt.Sprintf("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":%d,\"content_block\":%s}\n\n", i, block)
+	}
+	streamed := start + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, c := range []struct {
+		name string
+		read func() (llm.Response, error)
+	}{
+		{"whole", func() (llm.Response, error) { return parseResponse(&httpc.Call{Provider: Name}, []byte(whole)) }},
+		{"streamed", func() (llm.Response, error) {
+			return readStream(context.Background(), &httpc.Call{Provider: Name}, strings.NewReader(streamed))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := c.read()
+			if err != nil || len(r.Message.ToolCalls) != 3 {
+				t.Fatalf("r = %+v err = %v", r, err)
+			}
+			seen := map[string]bool{}
+			for _, tc := range r.Message.ToolCalls {
+				if seen[tc.ID] {
+					t.Fatalf("id %q repeated: %+v", tc.ID, r.Message.ToolCalls)
+				}
+				seen[tc.ID] = true
+			}
+			if r.Message.ToolCalls[0].ID != "t" {
+				t.Fatalf("first id = %q, want the server's", r.Message.ToolCalls[0].ID)
+			}
+		})
+	}
+}

@@ -46,14 +46,16 @@ func parseResponse(call *httpc.Call, b []byte) (llm.Response, error) {
 	if r.Type != "" && r.Type != "message" {
 		return llm.Response{}, call.Errorf(llm.KindMalformed, 200, nil, "answer of type %q, want \"message\"", r.Type)
 	}
-	return finish(call, r.Model, r.Content, r.StopReason, r.Usage)
+	return finish(call, r.ID, r.Model, r.Content, r.StopReason, r.Usage)
 }
 
 // finish builds the response from the content blocks, shared by both
-// transports.
-func finish(call *httpc.Call, model string, blocks []respBlock, stop string, u *usage) (llm.Response, error) {
+// transports. A tool_use id that an earlier block of the answer has is
+// replaced by a stable one (httpc.StableID), from the message id respID.
+func finish(call *httpc.Call, respID, model string, blocks []respBlock, stop string, u *usage) (llm.Response, error) {
 	msg := llm.Message{Role: llm.RoleAssistant}
 	var text strings.Builder
+	seen := map[string]bool{}
 	for i, bl := range blocks {
 		switch bl.Type {
 		case "text":
@@ -63,7 +65,12 @@ func finish(call *httpc.Call, model string, blocks []respBlock, stop string, u *
 				return llm.Response{}, call.Errorf(llm.KindMalformed, 200, nil, "content[%d]: tool_use without id or name", i)
 			}
 			args, argErr := llm.ParseArguments(bl.Input)
-			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: args, ArgumentsError: argErr})
+			id := bl.ID
+			if seen[id] {
+				id = httpc.StableID(respID, i, bl.Name, bl.Input, id)
+			}
+			seen[id] = true
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: bl.Name, Arguments: args, ArgumentsError: argErr})
 		}
 		// thinking and other blocks are not part of the answer.
 	}

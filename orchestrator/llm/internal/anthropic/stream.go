@@ -37,6 +37,7 @@ const blockCost = 256
 func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
 	var (
 		model   string
+		respID  string
 		blocks  []respBlock
 		partial = map[int]*bytes.Buffer{}    // tool_use input JSON by block index
 		texts   = map[int]*strings.Builder{} // text deltas by blocks index: += would copy the text at every delta
@@ -57,7 +58,7 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		switch e.Type {
 		case "message_start":
 			if e.Message != nil {
-				model = e.Message.Model
+				model, respID = e.Message.Model, e.Message.ID
 				if e.Message.Usage != nil {
 					u = *e.Message.Usage
 				}
@@ -131,5 +132,5 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 	for si, buf := range partial {
 		blocks[index[si]].Input = json.RawMessage(buf.Bytes())
 	}
-	return finish(call, model, blocks, stop, &u)
+	return finish(call, respID, model, blocks, stop, &u)
 }

@@ -2,7 +2,10 @@ package httpc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
@@ -63,6 +66,19 @@ func (c *Call) Exchange(ctx context.Context, stream bool, idle time.Duration, co
 		resp.Model = c.Model
 	}
 	return resp, nil
+}
+
+// StableID names a tool call that came without an id, or with one an
+// earlier call of the same answer has: the same answer always yields the
+// same id, and different answers differ through the response id when the
+// server sends one. Ids must be unique: results are matched to calls by
+// id, in the history, the audit trail and by the APIs that get the
+// history back.
+func StableID(respID string, i int, name string, args []byte, dup string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00", respID, i, name, dup)
+	h.Write(args)
+	return fmt.Sprintf("call_%d_%s", i, hex.EncodeToString(h.Sum(nil))[:12])
 }
 
 // MaxUsageTokens is the largest token count of one completion taken from a

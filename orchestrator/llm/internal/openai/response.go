@@ -2,8 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -95,7 +93,7 @@ func finish(call *httpc.Call, respID, model, content string, calls []pendingCall
 		}
 		id := c.id
 		if id == "" || seen[id] {
-			id = stableID(respID, i, c.name, c.args, id)
+			id = httpc.StableID(respID, i, c.name, c.args, id)
 		}
 		seen[id] = true
 		args, argErr := llm.ParseArguments(c.args)
@@ -121,16 +119,6 @@ func finish(call *httpc.Call, respID, model, content string, calls []pendingCall
 		resp.Usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 	}
 	return resp, nil
-}
-
-// stableID names a call that came without an id (or with a duplicate one):
-// the same answer always yields the same id, and different answers differ
-// through the response id when the server sends one.
-func stableID(respID string, i int, name string, args []byte, dup string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00", respID, i, name, dup)
-	h.Write(args)
-	return fmt.Sprintf("call_%d_%s", i, hex.EncodeToString(h.Sum(nil))[:12])
 }
 
 // contentText reads message content: a string, null, or a list of parts of
