@@ -13,6 +13,23 @@ import (
 // maxEnvelopeBlocks bounds the blocks of one content envelope.
 const maxEnvelopeBlocks = 32
 
+// CheckImage returns an error unless mime is PNG, JPEG, GIF or WebP and
+// raw is of that type (sniffed): the images a tool may hand the model.
+func CheckImage(mime string, raw []byte) error {
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		if len(mime) > 64 {
+			mime = mime[:64] + "..."
+		}
+		return fmt.Errorf("mime_type %q, want image/png, image/jpeg, image/gif or image/webp", mime)
+	}
+	if got := http.DetectContentType(raw); got != mime {
+		return fmt.Errorf("the data is %s, not %s", got, mime)
+	}
+	return nil
+}
+
 // ParseContent reads the content envelope a tool with output = "content"
 // prints on stdout: {"content":[block, ...]} where a block is
 // {"kind":"text","text":"..."} or {"kind":"image","mime_type":"image/png",
@@ -48,13 +65,8 @@ func ParseContent(stdout []byte) ([]Block, error) {
 			if err != nil {
 				return nil, fmt.Errorf("block %d: data is not standard base64: %w", i, err)
 			}
-			switch b.MIMEType {
-			case "image/png", "image/jpeg", "image/gif", "image/webp":
-			default:
-				return nil, fmt.Errorf("block %d: mime_type %q, want image/png, image/jpeg, image/gif or image/webp", i, b.MIMEType)
-			}
-			if got := http.DetectContentType(raw); got != b.MIMEType {
-				return nil, fmt.Errorf("block %d: the data is %s, not %s", i, got, b.MIMEType)
+			if err := CheckImage(b.MIMEType, raw); err != nil {
+				return nil, fmt.Errorf("block %d: %w", i, err)
 			}
 		default:
 			return nil, fmt.Errorf("block %d: kind %q, want text or image", i, b.Kind)

@@ -2,10 +2,13 @@ package mcptools
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // connectHostile connects to the hostile test server run with args.
@@ -75,5 +78,35 @@ func TestConnectAllAtOnce(t *testing.T) {
 	}
 	if tools, _ := set.Tools(); len(tools) != 3 {
 		t.Fatalf("%d tools, want one of each server", len(tools))
+	}
+}
+
+// TestImagesChecked: an MCP tool's image must be a PNG, JPEG, GIF or WebP
+// of the type it claims, as a skill's must; anything else fails the call
+// instead of reaching the model's provider, which would refuse it in every
+// later request of the conversation. Before, any type and bytes passed.
+func TestImagesChecked(t *testing.T) {
+	const png1x1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	html := base64.StdEncoding.EncodeToString([]byte("<html><script>alert(1)</script></html>"))
+	for _, tc := range []struct {
+		name, mime, data string
+		want             wire.ErrorType
+	}{
+		{"a png", "image/png", png1x1, ""},
+		{"html called a png", "image/png", html, wire.ErrExecutionFailed},
+		{"an svg", "image/svg+xml", html, wire.ErrExecutionFailed},
+		{"a png called html", "text/html", png1x1, wire.ErrExecutionFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, errs := connectHostile(t, "image", tc.mime, tc.data)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			tools, _ := set.Tools()
+			out := tools[0].Run(context.Background(), nil)
+			if got := out.ErrorType(); got != tc.want {
+				t.Fatalf("error type %q (%s), want %q", got, out.ErrorText(), tc.want)
+			}
+		})
 	}
 }

@@ -375,16 +375,23 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 }
 
 // convert maps MCP content to blocks; an error result becomes an
-// execution_failed block carrying its text.
+// execution_failed block carrying its text, and so does an image that is
+// not a PNG, JPEG, GIF or WebP of the type it claims (skills.CheckImage).
 func convert(res *mcp.CallToolResult) skills.Output {
 	var out skills.Output
 	var texts []string
-	for _, c := range res.Content {
+	for i, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			out.Content = append(out.Content, skills.TextBlock(c.Text))
 			texts = append(texts, c.Text)
 		case *mcp.ImageContent:
+			// The same rule as a skill's images: a block the model's
+			// provider would refuse would fail every later request of the
+			// conversation that holds it.
+			if err := skills.CheckImage(c.MIMEType, c.Data); err != nil {
+				return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("the MCP tool's image (block %d) is refused: %v", i, err))
+			}
 			out.Content = append(out.Content, skills.ImageBlock(c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)))
 		case *mcp.AudioContent:
 			out.Content = append(out.Content, skills.TextBlock(fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data))))

@@ -9,6 +9,7 @@
 //	                SIGTERM and the end of its input
 //	meet DIR N      answers initialize only once N servers run: each leaves a
 //	                file in DIR when it starts
+//	image MIME DATA a call answers with an image block: type MIME, base64 DATA
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
 package main
@@ -146,6 +147,10 @@ func list(mode string, m message) {
 }
 
 func call(mode string, m message) {
+	if mode == "image" {
+		reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "image", "mimeType": os.Args[2], "data": os.Args[3]}}})
+		return
+	}
 	if mode != "fork" {
 		reply(m.ID, text("ok"))
 		return
