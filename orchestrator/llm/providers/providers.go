@@ -137,10 +137,17 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 
 // build makes one endpoint's provider. A missing key is only a warning: a
 // local server needs none, and a hosted one answers with an auth error
-// that names the problem.
+// that names the problem. So is a key sent over plain http:// to a host
+// past the LAN (a VPN's addresses may not look private).
 func build(e llm.Endpoint, apiKey string, o Options, logger *slog.Logger, key string) llm.Provider {
-	if apiKey == "" && !llm.IsLocalURL(e.BaseURL) {
+	switch remote := !llm.IsLocalURL(e.BaseURL); {
+	case apiKey == "" && remote:
 		logger.Warn("no API key for a remote LLM endpoint", logKey, key, logEnv, e.APIKeyEnv, logBaseURL, e.BaseURL)
+	case apiKey != "" && remote && strings.HasPrefix(strings.ToLower(e.BaseURL), "http://"):
+		// Every request carries the key, and the conversation, in clear
+		// text past the LAN.
+		logger.Warn("API key sent unencrypted: a remote LLM endpoint over http://; use https:// (or a VPN and a private address)",
+			logKey, key, logEnv, e.APIKeyEnv, logBaseURL, e.BaseURL)
 	}
 	switch e.Provider {
 	case llm.ProviderAnthropic:

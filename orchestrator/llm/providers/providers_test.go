@@ -158,3 +158,38 @@ func TestMissingKeyWarnsOnlyForRemote(t *testing.T) {
 		t.Fatalf("logs:\n%s", out)
 	}
 }
+
+// A key sent over plain http:// to a host past the LAN is warned about,
+// naming the endpoint; over https://, or to a LAN or loopback address, it
+// is not.
+func TestKeyOverPlainHTTPWarns(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		warn bool
+	}{
+		{"http://203.0.113.7:8080/v1", true},
+		{"HTTP://models.example.com/v1", true},
+		{"https://models.example.com/v1", false},
+		{"http://192.168.1.20:8080/v1", false},
+		{"http://127.0.0.1:8080/v1", false},
+		{"http://gpu.local:11434/v1", false},
+	} {
+		t.Run(tc.base, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			cfg := config(t, "[llm]\nprovider = \"openai\"\nbase_url = \""+tc.base+"\"\nmodel = \"m\"\n")
+			p, err := NewWith(cfg, logger, Options{Getenv: env(map[string]string{"OPENAI_API_KEY": "sk-test"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.(*resilient.Chain).Close()
+			out := logs.String()
+			if got := strings.Contains(out, "API key sent unencrypted") && strings.Contains(out, "key=llm "); got != tc.warn {
+				t.Fatalf("warned %v, want %v; logs:\n%s", got, tc.warn, out)
+			}
+			if strings.Contains(out, "sk-test") {
+				t.Fatalf("the key is in the logs:\n%s", out)
+			}
+		})
+	}
+}
