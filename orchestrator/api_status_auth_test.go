@@ -1,8 +1,12 @@
 package orchestrator
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestAuthSchemeIsCaseInsensitive: the Bearer scheme matches in any case
@@ -43,6 +47,82 @@ func TestAuthSchemeIsCaseInsensitive(t *testing.T) {
 		}
 		if tt.status == 401 && resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("Authorization %q: 401 without WWW-Authenticate", tt.header)
+		}
+	}
+}
+
+// TestAuthFailuresPerAddress: an address past loopback that sent
+// authFailureBurst wrong tokens is answered 429 with Retry-After, the
+// right token included, until its budget refills; other addresses are
+// not touched, an IPv6 /64 counts as one address, and loopback clients
+// are never held back.
+func TestAuthFailuresPerAddress(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	a := &httpAPI{token: "right-token-of-16+", failed: newAuthFailures(), now: func() time.Time { return clock }}
+	h := a.auth(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	call := func(remote, token string) *httptest.ResponseRecorder {
+		t.Helper()
+		r := httptest.NewRequest("GET", "/v1/models", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h(w, r)
+		return w
+	}
+	const attacker, other = "192.0.2.7:40000", "192.0.2.8:40000"
+	for i := range authFailureBurst {
+		if w := call(attacker, fmt.Sprint("guess-", i)); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: status %d, want 401", i, w.Code)
+		}
+	}
+	for _, tc := range []struct {
+		name, remote, token string
+		want                int
+	}{
+		{"one guess more", attacker, "guess-x", http.StatusTooManyRequests},
+		{"the right token from there, unchecked", "192.0.2.7:40001", a.token, http.StatusTooManyRequests},
+		{"another address", other, a.token, http.StatusOK},
+		{"another address's wrong token", other, "nope", http.StatusUnauthorized},
+	} {
+		w := call(tc.remote, tc.token)
+		if w.Code != tc.want {
+			t.Fatalf("%s: status %d, want %d", tc.name, w.Code, tc.want)
+		}
+		if tc.want == http.StatusTooManyRequests && (w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "too many wrong bearer tokens")) {
+			t.Fatalf("%s: 429 without Retry-After or reason: %v %s", tc.name, w.Header(), w.Body)
+		}
+	}
+	clock = clock.Add(authFailureEvery)
+	if w := call(attacker, a.token); w.Code != http.StatusOK {
+		t.Fatalf("the right token once the budget refilled: status %d", w.Code)
+	}
+	if w := call(attacker, "guess-y"); w.Code != http.StatusUnauthorized {
+		t.Fatalf("a guess with one token of budget: status %d", w.Code)
+	}
+	if w := call(attacker, "guess-z"); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("a guess past the refilled budget: status %d", w.Code)
+	}
+
+	// One IPv6 /64 is one address.
+	for i := range authFailureBurst {
+		call(fmt.Sprintf("[2001:db8:1:2::%x]:443", i+1), "nope")
+	}
+	if w := call("[2001:db8:1:2:ffff::1]:443", a.token); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("another host of the same /64: status %d, want 429", w.Code)
+	}
+	if w := call("[2001:db8:1:3::1]:443", a.token); w.Code != http.StatusOK {
+		t.Fatalf("another /64: status %d, want 200", w.Code)
+	}
+
+	// Loopback, IPv4, IPv6 and IPv4-mapped, is never counted.
+	for _, lo := range []string{"127.0.0.1:5000", "[::1]:5000", "[::ffff:127.0.0.1]:5000"} {
+		for range 3 * authFailureBurst {
+			if w := call(lo, "stale-token"); w.Code != http.StatusUnauthorized {
+				t.Fatalf("%s: wrong token: status %d, want 401", lo, w.Code)
+			}
+		}
+		if w := call(lo, a.token); w.Code != http.StatusOK {
+			t.Fatalf("%s: the right token after many wrong ones: status %d", lo, w.Code)
 		}
 	}
 }

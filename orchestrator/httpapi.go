@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/orchestrator/internal/console"
 	"github.com/evoclaw/evoclaw/persistence/hot"
 )
@@ -64,6 +66,10 @@ type httpAPI struct {
 	ln    net.Listener
 	done  chan struct{}
 	token string
+	// failed counts the wrong tokens each client address sent
+	// (authFailures); loopback clients are not counted.
+	failed *rate.Keyed
+	now    func() time.Time // time.Now; a test's clock
 	// stop ends every request's context, so long polls end at close.
 	stop context.CancelFunc
 }
@@ -102,7 +108,7 @@ func (n *Node) startHTTP() error {
 		ln.Close()
 		return fmt.Errorf("write http address: %w", err)
 	}
-	api := &httpAPI{ln: ln, done: make(chan struct{}), token: token}
+	api := &httpAPI{ln: ln, done: make(chan struct{}), token: token, failed: newAuthFailures(), now: time.Now}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", n.handleReady)
@@ -245,13 +251,54 @@ func apiURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// Bounds on guessing the token: each client address past loopback may
+// send authFailureBurst wrong tokens, then one per authFailureEvery; past
+// that its requests are answered 429 without a look at their token, the
+// right one included, until it has room again. A generated token (192
+// bits) needs none of this; a token of token_env, which may be as short
+// as 16 characters, does. Loopback is not counted: a local client with a
+// stale token retrying in a loop would otherwise lock every local client
+// (evoclaw chat, the console) out, and whoever runs on the machine has
+// other ways in.
+const (
+	authFailureBurst = 30
+	authFailureEvery = time.Second
+	// authFailureAddrs bounds the addresses tracked: past it, an address
+	// not tracked is counted only once a tracked one has its full budget
+	// back.
+	authFailureAddrs = 4096
+)
+
+func newAuthFailures() *rate.Keyed {
+	return rate.NewKeyed(float64(time.Second)/float64(authFailureEvery), authFailureBurst, authFailureAddrs)
+}
+
 // auth requires the bearer token. The scheme is case-insensitive (RFC 7235:
-// "bearer" is "Bearer"); the token is compared in constant time.
+// "bearer" is "Bearer"); the token is compared in constant time; an
+// address that sent too many wrong ones is refused first (authFailureBurst).
 func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		key := rate.AddressKey(r.RemoteAddr)
+		if ip, err := netip.ParseAddrPort(r.RemoteAddr); err != nil || ip.Addr().Unmap().IsLoopback() {
+			key = ""
+		}
+		var now time.Time
+		if key != "" && a.failed != nil {
+			now = a.now()
+		}
+		if !now.IsZero() && !a.failed.Has(key, now) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(authFailureEvery/time.Second, 1))))
+			w.Header().Set("Connection", "close")
+			writeAPIError(w, http.StatusTooManyRequests, ErrTypeBusy,
+				"too many wrong bearer tokens from this address: wait and retry with the right one")
+			return
+		}
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		got = strings.TrimLeft(got, " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+			if !now.IsZero() {
+				a.failed.Allow(key, now)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evoclaw"`)
 			// Nothing of the request is read: close rather than wait to
 			// discard a body that may never come.

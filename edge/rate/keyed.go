@@ -35,6 +35,15 @@ func (k *Keyed) Allow(key string, now time.Time) bool {
 	return ok && l.Allow(now)
 }
 
+// Has reports whether key may have one more event at now, counting none:
+// true for a key not tracked, whose limiter would start full.
+func (k *Keyed) Has(key string, now time.Time) bool {
+	k.mu.Lock()
+	l, ok := k.lims.m[key]
+	k.mu.Unlock()
+	return !ok || l.Has(now, 1)
+}
+
 // Len is the number of keys tracked.
 func (k *Keyed) Len() int {
 	k.mu.Lock()

@@ -25,3 +25,24 @@ func TestKeyedBoundsKeys(t *testing.T) {
 		t.Fatalf("new key after refill: len %d", k.Len())
 	}
 }
+
+func TestKeyedHas(t *testing.T) {
+	k := NewKeyed(1, 2, 4)
+	if !k.Has("a", t0) || k.Len() != 0 {
+		t.Fatalf("an untracked key has no room, or Has tracked it (len %d)", k.Len())
+	}
+	k.Allow("a", t0)
+	if !k.Has("a", t0) {
+		t.Fatal("one event of a burst of two left no room")
+	}
+	k.Allow("a", t0)
+	if k.Has("a", t0) || k.Has("a", t0.Add(500*time.Millisecond)) {
+		t.Fatal("an empty limiter has room within a second")
+	}
+	if !k.Has("a", t0.Add(time.Second)) {
+		t.Fatal("no room after a second's refill")
+	}
+	if !k.Allow("a", t0.Add(time.Second)) {
+		t.Fatal("Has counted an event")
+	}
+}

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"sync"
+
+	"github.com/evoclaw/evoclaw/edge/rate"
 )
 
 // Bounds on what a client may cost the broker before it has logged in.
@@ -59,18 +60,7 @@ func newPendingGate(n, perAddr int) *pendingGate {
 // addressKey is what the per-address bound counts by: the IP of addr, an
 // IPv6 address cut to its /64; "" (not counted) for an address that is
 // not an IP one.
-func addressKey(addr net.Addr) string {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
-		return ""
-	}
-	ip := ap.Addr().Unmap()
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
-}
+func addressKey(addr net.Addr) string { return rate.AddressKey(addr.String()) }
 
 // errAddressFull and errAllFull say why enter refused a connection.
 var (
