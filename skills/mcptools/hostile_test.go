@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills"
 )
 
 // connectHostile connects to the hostile test server run with args.
@@ -108,5 +110,71 @@ func TestImagesChecked(t *testing.T) {
 				t.Fatalf("error type %q (%s), want %q", got, out.ErrorText(), tc.want)
 			}
 		})
+	}
+}
+
+// TestServerRestartedAfterItEnds: a server whose session ended (here it
+// exits after each call) is started again by the next call: at once the
+// first time, then only once its backoff has passed (the call between
+// fails, saying when), doubling; a session that ran for
+// RestartBackoffMax starts the count again; after Close, never. Before,
+// a server that exited stayed down until the agent restarted.
+func TestServerRestartedAfterItEnds(t *testing.T) {
+	set, errs := connectHostile(t, "crash", "1")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	srv := set.sessions["h"]
+	clock := time.Unix(1_700_000_000, 0)
+	srv.mu.Lock()
+	srv.now, srv.started = func() time.Time { return clock }, clock
+	srv.mu.Unlock()
+	tools, _ := set.Tools()
+	call := func() skills.Output { return tools[0].Run(context.Background(), nil) }
+	waitEnded := func() {
+		t.Helper()
+		srv.mu.Lock()
+		ended := srv.ended
+		srv.mu.Unlock()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server's session did not end after its last call")
+		}
+	}
+	ok := func(what string) {
+		t.Helper()
+		if out := call(); out.ErrorType() != "" || !strings.Contains(out.Text(), "ok") {
+			t.Fatalf("%s: %s %q", what, out.ErrorType(), out.ErrorText())
+		}
+	}
+	down := func(what, wait string) {
+		t.Helper()
+		out := call()
+		if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "mcp server is down") || !strings.Contains(out.ErrorText(), wait) {
+			t.Fatalf("%s: %s %q, want execution_failed saying it is down, next restart in %s", what, out.ErrorType(), out.ErrorText(), wait)
+		}
+	}
+
+	ok("first call")
+	waitEnded()
+	ok("the call after the server exited: restarted at once")
+	waitEnded()
+	down("the next call within the backoff", "1s")
+	clock = clock.Add(RestartBackoffMin)
+	ok("once the backoff passed")
+	waitEnded()
+	down("again within the doubled backoff", "2s")
+	clock = clock.Add(2 * RestartBackoffMin)
+	ok("once the doubled backoff passed")
+	clock = clock.Add(RestartBackoffMax) // this session ran long
+	waitEnded()
+	ok("after a long session: at once again")
+
+	if err := set.Close(); err != nil && !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatal(err)
+	}
+	if out := call(); out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "closed") {
+		t.Fatalf("a call after Close: %s %q", out.ErrorType(), out.ErrorText())
 	}
 }

@@ -122,14 +122,39 @@ type Set struct {
 	sessions map[string]*server
 }
 
-// server is one connected MCP server.
+// server is one connected MCP server. Its tools are the ones listed when
+// it connected; a session that ends (the server exited, broke a bound,
+// stalled) is started again by the next call, at most once per backoff.
 type server struct {
 	name    string
 	cfg     ServerConfig
-	session *mcp.ClientSession
 	tools   []*mcp.Tool
 	skipped []error // tools listed but left out, reported by Tools
+
+	now func() time.Time // time.Now; a test's clock
+
+	mu      sync.Mutex         // guards what follows; held while a session starts
+	session *mcp.ClientSession // nil once closed after it ended, until restarted
+	ended   chan struct{}      // closed when session's connection ends
+	started time.Time          // of session
+	retryAt time.Time          // no restart before
+	backoff time.Duration      // the wait after the next restart
+	closed  bool               // by Set.Close: no restart
+	stop    context.CancelFunc
+	stopped context.Context // ends at Set.Close: a start in progress stops
 }
+
+// Restarts of a server whose session ended: the first at once, then after
+// 1 s, doubling to RestartBackoffMax; a session that lasted
+// RestartBackoffMax starts the count again.
+const (
+	RestartBackoffMin = time.Second
+	RestartBackoffMax = time.Minute
+)
+
+// ErrServerDown means a server's session ended and its restart failed or
+// waits for its backoff.
+var ErrServerDown = errors.New("mcp server is down")
 
 // Connect connects to every configured server and lists its tools, all
 // servers at once, so that servers slow to answer delay the caller by one
@@ -164,32 +189,102 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 	if strings.Contains(name, Separator) || name == "" {
 		return nil, fmt.Errorf("server name must be non-empty and must not contain %q", Separator)
 	}
-	var t mcp.Transport
-	switch {
-	case cfg.Command != "" && cfg.URL != "":
+	if cfg.Command != "" && cfg.URL != "" {
 		return nil, errors.New("set command or url, not both")
-	case cfg.Command != "":
-		cmd := exec.Command(cfg.Command, cfg.Args...)
-		cmd.Env = append(slices.Clone(cfg.Env), "PATH="+envPath())
-		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall}
-	case cfg.URL != "":
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
-	default:
+	}
+	if cfg.Command == "" && cfg.URL == "" {
 		return nil, errors.New("neither command nor url is set")
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "evoclaw", Version: "1"}, nil)
-	session, err := client.Connect(cctx, t, nil)
+	srv := &server{name: name, cfg: cfg, now: time.Now}
+	srv.stopped, srv.stop = context.WithCancel(context.Background())
+	session, err := srv.dial(cctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	srv := &server{name: name, cfg: cfg, session: session}
+	srv.use(session)
 	if err := srv.list(cctx); err != nil {
 		session.Close()
 		return nil, fmt.Errorf("list tools: %w", err)
 	}
 	return srv, nil
+}
+
+// dial starts the server (stdio) or reaches it (HTTP) and initialises a
+// session.
+func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
+	var t mcp.Transport
+	if srv.cfg.Command != "" {
+		cmd := exec.Command(srv.cfg.Command, srv.cfg.Args...)
+		cmd.Env = append(slices.Clone(srv.cfg.Env), "PATH="+envPath())
+		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "evoclaw", Version: "1"}, nil)
+	return client.Connect(ctx, t, nil)
+}
+
+// use makes session the server's, and notes when its connection ends.
+// srv.mu is held, or srv not yet shared.
+func (srv *server) use(session *mcp.ClientSession) {
+	ended := make(chan struct{})
+	srv.session, srv.ended, srv.started = session, ended, srv.now()
+	go func() {
+		_ = session.Wait()
+		close(ended)
+	}()
+}
+
+// live returns the server's session, starting it again when it ended:
+// at once the first time, then no sooner than the backoff allows, and
+// never after Set.Close. The start is bounded by DefaultConnectTimeout
+// and by ctx.
+func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed {
+		return nil, fmt.Errorf("%w: closed", ErrServerDown)
+	}
+	select {
+	case <-srv.ended:
+	default:
+		return srv.session, nil
+	}
+	now := srv.now()
+	if now.Sub(srv.started) >= RestartBackoffMax {
+		srv.backoff = 0 // it ran long enough: start counting again
+	}
+	if now.Before(srv.retryAt) {
+		return nil, fmt.Errorf("%w: its session ended; the next restart is in %v", ErrServerDown,
+			srv.retryAt.Sub(now).Round(100*time.Millisecond))
+	}
+	srv.backoff = min(max(2*srv.backoff, RestartBackoffMin), RestartBackoffMax)
+	srv.retryAt = now.Add(srv.backoff) // of the restart after this one
+	_ = srv.session.Close()            // what is left of it: a stdio server's group
+	srv.session = nil
+	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
+	defer cancel()
+	defer context.AfterFunc(srv.stopped, cancel)()
+	session, err := srv.dial(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: restart: %w", ErrServerDown, err)
+	}
+	srv.use(session)
+	return session, nil
+}
+
+// close ends the server's session and its restarts.
+func (srv *server) close() error {
+	srv.stop()
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.closed = true
+	if srv.session == nil {
+		return nil // closed when it ended, and not started again
+	}
+	return srv.session.Close()
 }
 
 // list reads the server's tools, page by page, within the bounds: it stops
@@ -261,7 +356,7 @@ func (s *Set) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.session.Close(); err != nil && !stoppedBySignal(err) {
+			if err := srv.close(); err != nil && !stoppedBySignal(err) {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("close mcp server %q: %w", name, err))
 				mu.Unlock()
@@ -358,7 +453,11 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := srv.session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	session, err := srv.live(cctx)
+	if err != nil {
+		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
+	}
+	res, err := session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded):

@@ -12,6 +12,7 @@
 //	image MIME DATA a call answers with an image block: type MIME, base64 DATA
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
+//	crash N         answers N calls "ok", then exits
 package main
 
 import (
@@ -37,6 +38,7 @@ type message struct {
 var (
 	outMu sync.Mutex // guards out
 	out   = bufio.NewWriter(os.Stdout)
+	calls int // calls answered, for crash
 )
 
 func send(v any) error {
@@ -149,6 +151,13 @@ func list(mode string, m message) {
 func call(mode string, m message) {
 	if mode == "image" {
 		reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "image", "mimeType": os.Args[2], "data": os.Args[3]}}})
+		return
+	}
+	if mode == "crash" {
+		reply(m.ID, text("ok"))
+		if calls++; calls >= num(2) {
+			os.Exit(3)
+		}
 		return
 	}
 	if mode != "fork" {
