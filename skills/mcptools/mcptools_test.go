@@ -1,7 +1,6 @@
 package mcptools
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
+	"github.com/evoclaw/evoclaw/skills/internal/proctest"
 )
 
 // serverBin is the test MCP server and hostileBin the misbehaving one
@@ -63,19 +63,7 @@ func actAsAgent(cmd []string) {
 // startHTTP runs the test server in HTTP mode and returns its URL.
 func startHTTP(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(serverBin, "-http")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read server address: %v", err)
-	}
+	line := proctest.StartLine(t, exec.Command(serverBin, "-http"))
 	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
 	if !ok {
 		t.Fatalf("unexpected server line %q", line)

@@ -55,6 +55,13 @@ func StartSelf(t testing.TB, env ...string) (*exec.Cmd, string) {
 	}
 	cmd := exec.Command(self, "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
+	return cmd, StartLine(t, cmd)
+}
+
+// StartLine starts cmd, killed at the end of the test, and returns the
+// first line it printed on its standard output, without the newline.
+func StartLine(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +72,7 @@ func StartSelf(t testing.TB, env ...string) (*exec.Cmd, string) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("%s printed no line: %v", self, err)
+		t.Fatalf("%s printed no line: %v", cmd.Path, err)
 	}
-	return cmd, strings.TrimSuffix(line, "\n")
+	return strings.TrimSuffix(line, "\n")
 }
