@@ -102,7 +102,7 @@ const (
 // MaxToolCalls bounds the tool calls of one answer taken from a model
 // server. The tool loop runs at most 64 a turn and answers each further
 // one with an error, audited: 100,000 calls in one answer of 8 MB cost a
-// node 23 s and 420 MB. An HTTP provider fails an answer with more as
+// node 23 s and 446 MB. An HTTP provider fails an answer with more as
 // malformed; calls written as text past it stay text.
 const MaxToolCalls = 256
 
