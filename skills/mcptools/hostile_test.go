@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,18 @@ func TestServerRestartedAfterItEnds(t *testing.T) {
 	clock = clock.Add(RestartBackoffMax) // this session ran long
 	waitEnded()
 	ok("after a long session: at once again")
+
+	// A restart that fails is counted like one that worked: the call
+	// says why, the next waits for the backoff.
+	waitEnded()
+	srv.mu.Lock()
+	srv.cfg.Command = filepath.Join(t.TempDir(), "gone")
+	srv.mu.Unlock()
+	clock = clock.Add(RestartBackoffMin)
+	if out := call(); out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "mcp server is down: restart:") {
+		t.Fatalf("a restart that fails: %s %q", out.ErrorType(), out.ErrorText())
+	}
+	down("the call after a failed restart", "2s")
 
 	if err := set.Close(); err != nil && !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatal(err)
