@@ -26,12 +26,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
 // MaxBody bounds each response read; Ollama's /api/show carries the
 // model's license and template, tens of KiB.
 const MaxBody = 1 << 20
+
+// MaxContext is the largest context length taken from a server: 16M
+// tokens, far above any model's. A larger, negative or non-integer value
+// is not a context length, and is ignored as a missing one is.
+const MaxContext = 1 << 24
 
 // OllamaDefaultContext is the context Ollama gives a model whose
 // parameters set no num_ctx (its default since 0.6.x). A server started
@@ -118,17 +124,26 @@ func Probe(ctx context.Context, o Options) (Capabilities, error) {
 
 // models reads GET {base}/models.
 func (o Options) models(ctx context.Context, base string, caps *Capabilities) error {
+	b, err := o.get(ctx, http.MethodGet, base+"/models", nil)
+	if err != nil {
+		return err
+	}
+	return readModels(b, o.Model, caps)
+}
+
+// readModels reads a /models answer into caps.
+func readModels(b []byte, model string, caps *Capabilities) error {
 	var v struct {
 		Data []struct {
 			ID          string `json:"id"`
 			OwnedBy     string `json:"owned_by"`
-			MaxModelLen int    `json:"max_model_len"`
+			MaxModelLen int64  `json:"max_model_len"`
 			Meta        *struct {
-				NCtxTrain int `json:"n_ctx_train"`
+				NCtxTrain int64 `json:"n_ctx_train"`
 			} `json:"meta"`
 		} `json:"data"`
 	}
-	if err := o.get(ctx, http.MethodGet, base+"/models", nil, &v); err != nil {
+	if err := decode(b, &v); err != nil {
 		return err
 	}
 	for _, m := range v.Data {
@@ -138,15 +153,17 @@ func (o Options) models(ctx context.Context, base string, caps *Capabilities) er
 		case m.OwnedBy == "llamacpp" || m.Meta != nil:
 			caps.Server = ServerLlamaCpp
 		}
-		if m.ID != o.Model && len(v.Data) > 1 {
+		if m.ID != model && len(v.Data) > 1 {
 			continue
 		}
-		caps.Listed = caps.Listed || m.ID == o.Model
-		if m.MaxModelLen > 0 {
-			caps.ContextTokens = m.MaxModelLen
+		caps.Listed = caps.Listed || m.ID == model
+		if n, ok := contextLen(m.MaxModelLen); ok {
+			caps.ContextTokens = n
 		}
-		if m.Meta != nil && m.Meta.NCtxTrain > 0 {
-			caps.TrainedContext = m.Meta.NCtxTrain
+		if m.Meta != nil {
+			if n, ok := contextLen(m.Meta.NCtxTrain); ok {
+				caps.TrainedContext = n
+			}
 		}
 	}
 	return nil
@@ -154,6 +171,15 @@ func (o Options) models(ctx context.Context, base string, caps *Capabilities) er
 
 // ollama reads POST {root}/api/show.
 func (o Options) ollama(ctx context.Context, root string, caps *Capabilities) error {
+	b, err := o.get(ctx, http.MethodPost, root+"/api/show", map[string]string{"model": o.Model})
+	if err != nil {
+		return err
+	}
+	return readOllama(b, caps)
+}
+
+// readOllama reads an /api/show answer into caps.
+func readOllama(b []byte, caps *Capabilities) error {
 	var v struct {
 		Capabilities []string       `json:"capabilities"`
 		Parameters   string         `json:"parameters"`
@@ -162,7 +188,7 @@ func (o Options) ollama(ctx context.Context, root string, caps *Capabilities) er
 			Family string `json:"family"`
 		} `json:"details"`
 	}
-	if err := o.get(ctx, http.MethodPost, root+"/api/show", map[string]string{"model": o.Model}, &v); err != nil {
+	if err := decode(b, &v); err != nil {
 		return err
 	}
 	if v.Details == nil && v.ModelInfo == nil && v.Capabilities == nil {
@@ -170,17 +196,18 @@ func (o Options) ollama(ctx context.Context, root string, caps *Capabilities) er
 	}
 	caps.Server = ServerOllama
 	for k, val := range v.ModelInfo {
-		if n, ok := val.(float64); ok && strings.HasSuffix(k, ".context_length") && n > 0 && n < 1<<31 {
-			caps.TrainedContext = int(n)
+		if f, ok := val.(float64); ok && strings.HasSuffix(k, ".context_length") && f > 0 && f <= MaxContext {
+			caps.TrainedContext = int(f)
 		}
 	}
 	caps.ContextTokens = OllamaDefaultContext
 	for _, line := range strings.Split(v.Parameters, "\n") {
 		f := strings.Fields(line)
-		var n int
 		if len(f) == 2 && f[0] == "num_ctx" {
-			if _, err := fmt.Sscan(f[1], &n); err == nil && n > 0 {
-				caps.ContextTokens = n
+			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				if n, ok := contextLen(n); ok {
+					caps.ContextTokens = n
+				}
 			}
 		}
 	}
@@ -203,11 +230,20 @@ func (o Options) ollama(ctx context.Context, root string, caps *Capabilities) er
 
 // llamaCpp reads GET {root}/props.
 func (o Options) llamaCpp(ctx context.Context, root string, caps *Capabilities) error {
+	b, err := o.get(ctx, http.MethodGet, root+"/props", nil)
+	if err != nil {
+		return err
+	}
+	return readLlamaCpp(b, caps)
+}
+
+// readLlamaCpp reads a /props answer into caps.
+func readLlamaCpp(b []byte, caps *Capabilities) error {
 	var v struct {
 		Settings *struct {
-			NCtx int `json:"n_ctx"`
+			NCtx int64 `json:"n_ctx"`
 		} `json:"default_generation_settings"`
-		NCtx         int     `json:"n_ctx"`
+		NCtx         int64   `json:"n_ctx"`
 		ChatTemplate *string `json:"chat_template"`
 		TemplateCaps *struct {
 			SupportsToolCalls *bool `json:"supports_tool_calls"`
@@ -216,18 +252,22 @@ func (o Options) llamaCpp(ctx context.Context, root string, caps *Capabilities) 
 			Vision bool `json:"vision"`
 		} `json:"modalities"`
 	}
-	if err := o.get(ctx, http.MethodGet, root+"/props", nil, &v); err != nil {
+	if err := decode(b, &v); err != nil {
 		return err
 	}
 	if v.Settings == nil && v.ChatTemplate == nil {
 		return errors.New("not llama.cpp server properties")
 	}
 	caps.Server = ServerLlamaCpp
-	switch {
-	case v.Settings != nil && v.Settings.NCtx > 0:
-		caps.ContextTokens = v.Settings.NCtx
-	case v.NCtx > 0:
-		caps.ContextTokens = v.NCtx
+	n, ok := 0, false
+	if v.Settings != nil {
+		n, ok = contextLen(v.Settings.NCtx)
+	}
+	if !ok {
+		n, ok = contextLen(v.NCtx)
+	}
+	if ok {
+		caps.ContextTokens = n
 	}
 	caps.Vision = v.Modalities != nil && v.Modalities.Vision
 	switch {
@@ -247,19 +287,38 @@ func (o Options) llamaCpp(ctx context.Context, root string, caps *Capabilities) 
 	return nil
 }
 
-// get sends one probe request and decodes a 2xx JSON answer into v.
-func (o Options) get(ctx context.Context, method, url string, body any, v any) error {
+// contextLen is a context length the server reported, when it is one
+// (above 0 and at most MaxContext).
+func contextLen(n int64) (int, bool) {
+	if n <= 0 || n > MaxContext {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// decode decodes a JSON answer into v.
+func decode(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("answer is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+// get sends one probe request and returns its 2xx answer. A redirect is
+// not followed: it fails the step, as any other answer would, and sends
+// the key nowhere else.
+func (o Options) get(ctx context.Context, method, url string, body any) ([]byte, error) {
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -268,23 +327,22 @@ func (o Options) get(ctx context.Context, method, url string, body any, v any) e
 	if o.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+o.APIKey)
 	}
-	resp, err := o.Client.Do(req)
+	cl := *o.Client
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := cl.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	if len(b) > MaxBody {
-		return fmt.Errorf("answer larger than %d bytes", MaxBody)
+		return nil, fmt.Errorf("answer larger than %d bytes", MaxBody)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("answer is not the expected JSON: %w", err)
-	}
-	return nil
+	return b, nil
 }
