@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/evoclaw/evoclaw/edge/tomlconf"
 )
 
 // MaxFileSize is the largest skill.toml Load reads.
@@ -50,8 +52,8 @@ func readFile(path string) ([]byte, error) {
 // parse decodes and checks the contents of a skill.toml; file names it in
 // errors and dir is the skill directory.
 func parse(file, dir string, data []byte) (Skill, error) {
-	if line := tooDeep(data); line > 0 {
-		return Skill{}, &LoadError{File: file, Line: line, Msg: fmt.Sprintf("arrays, inline tables or dotted keys nested deeper than %d", MaxNesting)}
+	if line := tomlconf.TooDeep(data); line > 0 {
+		return Skill{}, &LoadError{File: file, Line: line, Msg: tomlconf.ErrTooDeep.Error()}
 	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {

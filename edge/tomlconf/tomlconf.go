@@ -11,25 +11,52 @@ package tomlconf
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 )
 
+// MaxFileSize bounds a configuration file: far above any real one, it
+// keeps a path that names a device or a runaway generated file from
+// being read without end.
+const MaxFileSize = 16 << 20
+
+// ErrTooDeep is the error for a file nested deeper than MaxNesting.
+var ErrTooDeep = fmt.Errorf("arrays, inline tables or dotted keys nested deeper than %d", MaxNesting)
+
 // DecodeFile decodes the TOML file at path into v and returns the absolute
 // directory of the file, for Resolve. A key that v has no field for is an
 // error naming every such key.
 func DecodeFile(path string, v any) (dir string, err error) {
-	if err := strict(toml.DecodeFile(path, v)); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return "", err
+	}
+	if len(src) > MaxFileSize {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxFileSize)
+	}
+	if err := Decode(string(src), v); err != nil {
 		return "", err
 	}
 	return filepath.Abs(filepath.Dir(path))
 }
 
 // Decode decodes the TOML text src into v as DecodeFile does a file: a key
-// that v has no field for is an error.
+// that v has no field for is an error, and so is nesting deeper than
+// MaxNesting, found before the parser, whose work grows with the square
+// of the depth, sees the text.
 func Decode(src string, v any) error {
+	if line := TooDeep([]byte(src)); line > 0 {
+		return fmt.Errorf("line %d: %w", line, ErrTooDeep)
+	}
 	return strict(toml.Decode(src, v))
 }
 

@@ -1,20 +1,20 @@
-package skills
+package tomlconf
 
-// MaxNesting is how deep a skill.toml may nest arrays and inline tables
-// (a table header's brackets count too), and how many dots one key may
-// have. The TOML parser's work grows with the square of either depth: a
+// MaxNesting is how deep a TOML file evoclaw reads (skill.toml,
+// agent.toml, evoclaw.toml) may nest arrays and inline tables (a table
+// header's brackets count too), and how many dots one key may have. The TOML parser's work grows with the square of either depth: a
 // 1 MB file of 200 000 nested inline tables, or one key of 400 000 parts,
 // took more than 10 minutes and 24 GB before it was refused.
 const MaxNesting = 32
 
-// tooDeep returns the 1-based line of the first bracket or brace of data
+// TooDeep returns the 1-based line of the first bracket or brace of data
 // nested deeper than MaxNesting, or of the first key with more than
 // MaxNesting dots, or 0 when there is none. Dots are counted from the last
 // separator (, = [ ] { } or a newline), so a number has at most one. It skips
 // comments and the four kinds of TOML string, so brackets in text do not
 // count; on a file that is not valid TOML its answer only has to be
 // conservative, since the parser refuses such a file anyway.
-func tooDeep(data []byte) int {
+func TooDeep(data []byte) int {
 	depth, dots, line := 0, 0, 1
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
