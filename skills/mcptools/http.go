@@ -33,7 +33,7 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = &boundedBody{body: resp.Body, left: t.max, max: t.max}
-	return resp, nil
+	return checkListResponse(r, resp)
 }
 
 // boundedBody fails a read once more than max bytes have come.

@@ -295,7 +295,7 @@ func (srv *server) list(ctx context.Context) error {
 	var total, listed int
 	for tool, err := range srv.session.Tools(ctx, nil) {
 		if err != nil {
-			return err
+			return listTooLarge(err)
 		}
 		if listed++; listed > MaxTools {
 			return fmt.Errorf("%w: more than %d tools", ErrListTooLarge, MaxTools)

@@ -20,5 +20,9 @@ type stdioTransport struct {
 
 // Connect starts the server.
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	return (&mcp.CommandTransport{Command: t.cmd, TerminateDuration: t.grace}).Connect(ctx)
+	conn, err := (&mcp.CommandTransport{Command: t.cmd, TerminateDuration: t.grace}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return guardLists(conn), nil
 }

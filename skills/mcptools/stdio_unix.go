@@ -55,7 +55,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, exited: make(chan struct{})}
 	go p.reap()
-	return (&mcp.IOTransport{Reader: stdoutOf{p}, Writer: p}).Connect(ctx)
+	conn, err := (&mcp.IOTransport{Reader: stdoutOf{p}, Writer: p}).Connect(ctx)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return guardLists(conn), nil
 }
 
 // serverProc is a running stdio server: its pipes and its process group.
