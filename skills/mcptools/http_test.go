@@ -17,16 +17,8 @@ import (
 // whose tool answers with a text of size bytes.
 func hugeAnswers(size int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if b, err := io.ReadAll(r.Body); err != nil || json.Unmarshal(b, &m) != nil || len(m.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted) // a notification
+		m, ok := readCall(w, r)
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -41,6 +33,28 @@ func hugeAnswers(size int) http.Handler {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
 		}
 	})
+}
+
+// call is a JSON-RPC request a test server reads.
+type call struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// readCall reads the call a POST of a streamable HTTP client carries; it
+// answers what is not a call (a GET, a notification) itself, and then
+// returns false.
+func readCall(w http.ResponseWriter, r *http.Request) (call, bool) {
+	var m call
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return m, false
+	}
+	if b, err := io.ReadAll(r.Body); err != nil || json.Unmarshal(b, &m) != nil || len(m.ID) == 0 {
+		w.WriteHeader(http.StatusAccepted) // a notification
+		return m, false
+	}
+	return m, true
 }
 
 // TestHTTPResponseBound: an HTTP server's answer past MaxResponseBytes

@@ -2,7 +2,6 @@ package mcptools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,16 +56,8 @@ func checkListErrors(t *testing.T, set *Set, errs []error, wantMsg string) {
 // page, answering in an event stream when sse is set, else as JSON.
 func listingServer(n int, sse bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if b, err := io.ReadAll(r.Body); err != nil || json.Unmarshal(b, &m) != nil || len(m.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted) // a notification
+		m, ok := readCall(w, r)
+		if !ok {
 			return
 		}
 		var msg string
