@@ -94,6 +94,12 @@ func (a *Agent) handleTool(ctx context.Context, cmd wire.Command, p wire.ToolPay
 		a.finishTool(ctx, release, cmd, "", "", nil, skills.Failed(wire.ErrInvalidParams, err.Error()), false)
 		return
 	}
+	if out := a.unrunnable(p); out != nil {
+		// Nor here: nothing runs, so nothing enters the request log.
+		a.failed.Add(1)
+		a.finishTool(ctx, release, cmd, p.ConversationID, p.Tool, p.Parameters, *out, false)
+		return
+	}
 	switch a.begin(ctx, cmd.RequestID, persistence.Run{Tool: p.Tool, Params: p.Parameters, ConversationID: p.ConversationID}) {
 	case beginAnswered:
 		return
@@ -140,12 +146,39 @@ func NewToolbox(cfg Config, log *slog.Logger) (*toolbox.Box, error) {
 	}, log)
 }
 
-func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
-	if denied := a.tools.Denied(p.Tool); denied != nil {
-		return *denied // known, but its permissions are not granted
+// unrunnable is the answer to a tool command that cannot run on this agent
+// whatever happens, or nil: arguments over actors.MaxArgsBytes (the
+// orchestrator never sends more), a tool not offered or not permitted.
+// Such a command is answered without entering the request log: a
+// redelivery gets the same answer again anyway, and a flood of them from
+// whoever can publish on the commands topic cannot make the agent keep
+// their arguments on disk. It could before: every command's arguments
+// were kept whole for an hour, and 300 commands of 500 KB for a tool the
+// agent lacks grew its database by 150 MB and its memory by 190 MB.
+func (a *Agent) unrunnable(p wire.ToolPayload) *skills.Output {
+	if len(p.Parameters) > actors.MaxArgsBytes {
+		out := skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("arguments of %d bytes; at most %d allowed", len(p.Parameters), actors.MaxArgsBytes))
+		return &out
 	}
-	if !a.tools.Offered(p.Tool) {
-		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", p.Tool, a.cfg.AgentID, a.ToolNames()))
+	return a.notOffered(p.Tool)
+}
+
+// notOffered is the answer to a call of tool when this agent does not
+// offer it (unknown, or its permissions not granted), or nil.
+func (a *Agent) notOffered(tool string) *skills.Output {
+	if denied := a.tools.Denied(tool); denied != nil {
+		return denied // known, but its permissions are not granted
+	}
+	if !a.tools.Offered(tool) {
+		out := skills.Failed(wire.ErrNotFound, fmt.Sprintf("tool %q is not offered by edge agent %q; it offers %v", tool, a.cfg.AgentID, a.ToolNames()))
+		return &out
+	}
+	return nil
+}
+
+func (a *Agent) runTool(ctx context.Context, p wire.ToolPayload) skills.Output {
+	if out := a.notOffered(p.Tool); out != nil {
+		return *out
 	}
 	// The caller's timeout wins over the tool's default, within the clamp.
 	ctx = skills.WithCall(ctx, skills.Call{ConversationID: p.ConversationID})
