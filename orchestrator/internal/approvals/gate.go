@@ -151,7 +151,7 @@ func (g *Gate) Open(ctx context.Context) error {
 	}
 	for _, a := range left {
 		if _, err := g.decide(ctx, a.ID, persistence.ApprovalDenied, ByRestart,
-			"the node restarted while the call waited; its chat ended, so the call was not run"); err != nil {
+			"the node restarted while the call waited; its chat ended, so the call was not run", g.o.Now()); err != nil {
 			return fmt.Errorf("open approval gate: %w", err)
 		}
 	}
@@ -219,7 +219,7 @@ func (g *Gate) Await(ctx context.Context, req actors.ApprovalRequest, pending fu
 	// decision won the race, which is then what the store says.
 	sctx, cancel = context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	d, err := g.decide(sctx, id, persistence.ApprovalCanceled, ByCanceled, "the chat ended before a decision")
+	d, err := g.decide(sctx, id, persistence.ApprovalCanceled, ByCanceled, "the chat ended before a decision", g.o.Now())
 	if err != nil {
 		select {
 		case d := <-w:
@@ -242,7 +242,16 @@ func (g *Gate) Decide(ctx context.Context, id string, approve bool, by, note str
 	if approve {
 		state = persistence.ApprovalApproved
 	}
-	d, err := g.decide(ctx, id, state, by, note)
+	now := g.o.Now()
+	// An approval past its expiry is the sweep's, which runs only every
+	// second: it times out here first, so the store refuses this decision
+	// as made already. A person's late "approve" never runs the call.
+	if a, err := g.o.Store.Approval(ctx, id); err == nil && a.State == persistence.ApprovalPending && !now.Before(a.Expires) {
+		if _, err := g.timeOut(ctx, a, now); err != nil {
+			g.log.Warn("time out an expired approval before a late decision", "approval", id, "err", err)
+		}
+	}
+	d, err := g.decide(ctx, id, state, by, note, now)
 	if err != nil {
 		return persistence.Approval{}, err
 	}
@@ -273,12 +282,17 @@ func (g *Gate) Sweep(ctx context.Context) error {
 			g.lowerNext(a.Expires)
 			continue
 		}
-		if _, err := g.decide(ctx, a.ID, persistence.ApprovalTimedOut, ByTimeout,
-			fmt.Sprintf("nobody decided within %s", a.Expires.Sub(a.Requested).Round(time.Second))); err != nil {
+		if _, err := g.timeOut(ctx, a, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// timeOut denies pending approval a, expired at now, as timed out.
+func (g *Gate) timeOut(ctx context.Context, a persistence.Approval, now time.Time) (actors.ApprovalDecision, error) {
+	return g.decide(ctx, a.ID, persistence.ApprovalTimedOut, ByTimeout,
+		fmt.Sprintf("nobody decided within %s", a.Expires.Sub(a.Requested).Round(time.Second)), now)
 }
 
 // never is a time no approval expires at.
@@ -303,10 +317,10 @@ func (g *Gate) Get(ctx context.Context, id string) (persistence.Approval, error)
 	return g.o.Store.Approval(ctx, id)
 }
 
-// decide stores the decision, wakes the waiting call and clears the
-// retained topic.
-func (g *Gate) decide(ctx context.Context, id, state, by, note string) (actors.ApprovalDecision, error) {
-	a, err := g.o.Store.DecideApproval(ctx, id, state, by, note, g.o.Node, g.o.Now())
+// decide stores the decision made at at, wakes the waiting call and
+// clears the retained topic.
+func (g *Gate) decide(ctx context.Context, id, state, by, note string, at time.Time) (actors.ApprovalDecision, error) {
+	a, err := g.o.Store.DecideApproval(ctx, id, state, by, note, g.o.Node, at)
 	if err != nil {
 		return actors.ApprovalDecision{}, err
 	}

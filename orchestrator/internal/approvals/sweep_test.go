@@ -90,3 +90,69 @@ func TestSweepReadsOnlyWhenDue(t *testing.T) {
 	clock.Add(time.Second)
 	sweep("and idle after it", 4)
 }
+
+// TestLateDecisionTimesOut: a person's decision that arrives once the
+// approval expired, before the sweep (every second) timed it out, is
+// refused as decided already, and the call is denied as timed out. It
+// used to be taken: an "approve" up to a second late ran the call.
+func TestLateDecisionTimesOut(t *testing.T) {
+	const timeout = time.Minute
+	for _, tc := range []struct {
+		name    string
+		after   time.Duration // from the request to the decision
+		approve bool
+		want    string // the approval's state once decided
+	}{
+		{"approve just in time", timeout - time.Millisecond, true, persistence.ApprovalApproved},
+		{"deny just in time", timeout - time.Millisecond, false, persistence.ApprovalDenied},
+		{"approve at expiry", timeout, true, persistence.ApprovalTimedOut},
+		{"approve past expiry", timeout + 500*time.Millisecond, true, persistence.ApprovalTimedOut},
+		{"deny past expiry", timeout + 500*time.Millisecond, false, persistence.ApprovalTimedOut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := sqlite.Open(filepath.Join(t.TempDir(), "audit.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			clock := testenv.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+			g, err := New(Config{Timeout: llm.Duration{Duration: timeout}, Rules: []Rule{{Tools: []string{"*"}}}},
+				Options{Store: db, Node: "n", Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			pending := make(chan string, 1)
+			done := make(chan actors.ApprovalDecision, 1)
+			go func() {
+				done <- g.Await(ctx, actors.ApprovalRequest{ConversationID: "c", RequestID: "r1", Tool: "reboot", Name: "reboot",
+					Args: []byte(`{}`)}, func(id string) { pending <- id })
+			}()
+			id := <-pending
+			clock.Add(tc.after)
+			a, err := g.Decide(ctx, id, tc.approve, "alice", "")
+			late := tc.want == persistence.ApprovalTimedOut
+			switch {
+			case late && !errors.Is(err, sqlite.ErrDecided):
+				t.Fatalf("late decision: %+v, %v; want %v", a, err, sqlite.ErrDecided)
+			case !late && (err != nil || a.State != tc.want):
+				t.Fatalf("decision in time: %+v, %v; want state %s", a, err, tc.want)
+			}
+			d := <-done
+			if d.State != tc.want || d.Approved != (tc.want == persistence.ApprovalApproved) {
+				t.Fatalf("the call got %+v, want state %s", d, tc.want)
+			}
+			stored, err := db.Approval(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantBy := "alice"
+			if late {
+				wantBy = ByTimeout
+			}
+			if stored.State != tc.want || stored.DecidedBy != wantBy {
+				t.Fatalf("stored %s by %s, want %s by %s", stored.State, stored.DecidedBy, tc.want, wantBy)
+			}
+		})
+	}
+}
