@@ -1,7 +1,10 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
 )
@@ -47,5 +50,46 @@ func TestAnswerBodyIsStrict(t *testing.T) {
 	})
 	if !asked || answer != "filling []" {
 		t.Fatalf("asked %v, answer %q", asked, answer)
+	}
+}
+
+// TestReplyRacingTheTimeout: a reply taken (204) as the question's time
+// runs out reaches the model; one after it is refused (404) and the model
+// gets the timeout. Before, the ask picked the reply or the timeout at
+// random when both were there, and a reply answered 204 was lost about
+// every other time.
+func TestReplyRacingTheTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		replyFirst bool // the reply is taken before the time runs out
+	}{{"reply, then the time runs out", true}, {"the time runs out, then a reply", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQuestions(time.Minute)
+			for round := range 200 {
+				ctx, cancel := context.WithCancel(context.Background())
+				var id string
+				var answerErr error
+				c := actors.Caller{ConversationID: "c", Person: true, Progress: func(p actors.Progress) {
+					id = p.QuestionID
+					if tc.replyFirst {
+						answerErr = q.answer(id, "blue")
+					}
+					cancel()
+				}}
+				reply, err := q.ask(ctx, c, "which tank?")
+				if !tc.replyFirst {
+					answerErr = q.answer(id, "blue")
+				}
+				switch {
+				case tc.replyFirst && (answerErr != nil || err != nil || reply != "blue"):
+					t.Fatalf("round %d: reply taken (%v), the model got %q, %v", round, answerErr, reply, err)
+				case !tc.replyFirst && (!errors.Is(answerErr, ErrQuestionUnknown) || !errors.Is(err, context.Canceled)):
+					t.Fatalf("round %d: late reply %v, the model got %q, %v", round, answerErr, reply, err)
+				}
+			}
+			if len(q.pending) != 0 {
+				t.Fatalf("%d questions left waiting", len(q.pending))
+			}
+		})
 	}
 }

@@ -122,6 +122,18 @@ func (q *questions) ask(ctx context.Context, c actors.Caller, text string) (stri
 	case reply := <-ch:
 		return reply, nil
 	case <-ctx.Done():
+	}
+	// The time ran out, perhaps as a reply was taken: withdraw the
+	// question under the lock, then use a reply that came before it. A
+	// reply the API answered 204 always reaches the model; one after
+	// finds no question (404).
+	q.mu.Lock()
+	delete(q.pending, id)
+	q.mu.Unlock()
+	select {
+	case reply := <-ch:
+		return reply, nil
+	default:
 		return "", fmt.Errorf("nobody answered the question: %w", ctx.Err())
 	}
 }
