@@ -14,8 +14,9 @@ import (
 // Bounds of the scheduler's tables.
 const (
 	// DefaultJobRunsKept is how many finished runs of one job job_runs
-	// keeps; older ones are deleted as new ones finish. Their job_run
-	// events stay in the audit trail under its own retention.
+	// keeps; older ones are deleted as new ones finish. The jobs no longer
+	// stored keep as many, all of them together. Their job_run events
+	// stay in the audit trail under its own retention.
 	DefaultJobRunsKept = 500
 	// MaxJobs bounds the jobs a node stores (config, API and model jobs).
 	MaxJobs = 256
@@ -87,8 +88,8 @@ func (s *Store) PutJob(ctx context.Context, j persistence.JobRecord, node, by st
 	return added, nil
 }
 
-// DeleteJob removes job id (its runs stay until pruned) with a job_changed
-// event.
+// DeleteJob removes job id with a job_changed event. Its runs stay among
+// those of the removed jobs (see pruneRemovedRuns).
 func (s *Store) DeleteJob(ctx context.Context, id, node, by string) error {
 	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE job_id = ?`, id)
@@ -97,6 +98,9 @@ func (s *Store) DeleteJob(ctx context.Context, id, node, by string) error {
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNoJob
+		}
+		if err := pruneRemovedRuns(ctx, tx); err != nil {
+			return err
 		}
 		return s.jobEvent(ctx, tx, time.Now(), node, "", map[string]any{"job": id, "change": "removed", "by": by})
 	})
@@ -233,6 +237,14 @@ func (s *Store) FinishJobRun(ctx context.Context, r persistence.JobRun) error {
 		if err := s.insertChained(ctx, tx, "events", runEventArgs(persistence.EventJobRun, r.Finished, r)); err != nil {
 			return err
 		}
+		// A run outlives its job when the job is removed while it runs.
+		var stored int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE job_id = ?`, r.JobID).Scan(&stored); err != nil {
+			return err
+		}
+		if stored == 0 {
+			return pruneRemovedRuns(ctx, tx)
+		}
 		return pruneRuns(ctx, tx, r.JobID)
 	})
 	if err != nil {
@@ -305,6 +317,21 @@ func pruneRuns(ctx context.Context, tx dbtx, jobID string) error {
 		jobID, jobID, DefaultJobRunsKept)
 	if err != nil {
 		return fmt.Errorf("prune job runs: %w", err)
+	}
+	return nil
+}
+
+// pruneRemovedRuns keeps the newest DefaultJobRunsKept ended runs of the
+// jobs no longer stored, all of them together. A removed job's history
+// stays readable by its id, but pruneRuns never sees it again: jobs added,
+// run and removed under new ids grew job_runs without end, beyond any
+// retention of the audit trail.
+func pruneRemovedRuns(ctx context.Context, tx dbtx) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM job_runs WHERE outcome IS NOT NULL AND job_id NOT IN (SELECT job_id FROM jobs)
+		AND id NOT IN (SELECT id FROM job_runs WHERE outcome IS NOT NULL AND job_id NOT IN (SELECT job_id FROM jobs)
+		ORDER BY id DESC LIMIT ?)`, DefaultJobRunsKept)
+	if err != nil {
+		return fmt.Errorf("prune runs of removed jobs: %w", err)
 	}
 	return nil
 }
