@@ -36,6 +36,9 @@ func TestEndpointsNameTheField(t *testing.T) {
 		{"POST", "/v1/jobs", job("timeout", "forever"), "timeout", `timeout "forever"`},
 		{"POST", "/v1/jobs", job("missed", "later"), "missed", `missed "later"`},
 		{"GET", "/v1/runs?limit=-5", nil, "limit", "limit: want a number from 1 to "},
+		// A page of runs is bounded like one of approvals; it was every run
+		// a node keeps (128,000: 22 MB, 190 MB of the node's memory).
+		{"GET", "/v1/runs?limit=2001", nil, "limit", "limit: want a number from 1 to 2000"},
 		{"GET", "/v1/logs?kind=bogus", nil, "kind", "kind: want tool, llm, message or event"},
 		{"GET", "/v1/logs?limit=-1", nil, "limit", "limit: want a number >= 0"},
 		{"GET", "/v1/logs?after=x", nil, "after", "after: want an integer"},
@@ -52,4 +55,10 @@ func TestEndpointsNameTheField(t *testing.T) {
 			t.Errorf("%s %s: the refusal says it twice: %q", tt.method, tt.path, e.Error.Message)
 		}
 	}
+	var runs RunsPage
+	resp := send(t, "GET", base+"/v1/runs?limit=2000", token, nil)
+	if code := resp.StatusCode; code != 200 {
+		t.Errorf("GET /v1/runs?limit=2000: %d, want 200", code)
+	}
+	decodeBody(t, resp, &runs)
 }
