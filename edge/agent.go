@@ -54,11 +54,14 @@ type Agent struct {
 	// cmdLog logs what commands carry: values cut, lines rate-limited
 	// (edge/boundlog), so a flood of commands cannot fill the disk.
 	cmdLog *slog.Logger
-	// invalidEvents bounds the invalid_message events malformed commands
-	// can make the agent store (DefaultInvalidEventsPerWindow).
-	invalidEvents *rate.Window
-	box           *toolbox.Box    // owns the MCP sessions of tools
-	tools         *skills.Toolset // box.Tools
+	// invalidEvents bounds the invalid_message events malformed and
+	// unknown commands can make the agent store, refusedEvents the
+	// command_refused events of a full queue (DefaultInvalidEventsPerWindow
+	// each).
+	invalidEvents, refusedEvents *rate.Window
+
+	box   *toolbox.Box    // owns the MCP sessions of tools
+	tools *skills.Toolset // box.Tools
 	// llm stops the background work of the provider New built; nil when
 	// there is none.
 	llm io.Closer
@@ -74,6 +77,9 @@ type Agent struct {
 	lanes  *lanes // per-tool caps on the workers (edge/lanes.go)
 	start  time.Time
 	stop   context.CancelFunc
+	// refusals are the commands the MQTT handler refused, to be audited
+	// and answered by sendRefusals (edge/refusals.go).
+	refusals chan refusal
 
 	total, succeeded, failed atomic.Int64
 
@@ -120,7 +126,8 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		return nil, fmt.Errorf("edge agent tools: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
-		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1)}
+		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow),
+		refusedEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1)}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
@@ -207,6 +214,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return client.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic(a.cfg.AgentID), Payload: b})
 	}, a.log.With("component", "progress"))
 	a.queue = make(chan queued, a.cfg.Tools.QueueLen)
+	a.refusals = make(chan refusal, maxRefusals)
 	a.lanes = newLanes(a.cfg.Tools.MaxConcurrent, a.cfg.Tools.QueueLen)
 	if err := client.Subscribe(wire.CommandsTopic(a.cfg.AgentID), 1, a.onMessage); err != nil {
 		return fmt.Errorf("subscribe to commands: %w", err)
@@ -219,6 +227,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { a.presence(ctx, advertised) })
 	wg.Go(func() { a.drainOutbox(ctx) })
+	wg.Go(func() { a.sendRefusals(ctx) })
 	wg.Go(func() { actors.PruneRequestLog(ctx, a.store, a.requestLogPruneEvery, a.log) })
 	wg.Go(func() { a.progress.run(ctx) })
 	wg.Wait()
@@ -321,6 +330,7 @@ const (
 )
 
 // onMessage runs on the MQTT client's goroutine: decode, then hand off.
+// It never publishes (edge/refusals.go says why).
 func (a *Agent) onMessage(m mqttc.Message) {
 	if m.Retained {
 		// Commands are never retained (docs/WIRE.md): a retained one
@@ -335,13 +345,14 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	if err != nil {
 		a.cmdLog.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
 		a.failed.Add(1)
+		r := refusal{requestID: salvageRequestID(m.Payload), errType: wire.ErrInvalidCommand, msg: err.Error()}
 		if suppressed, ok := a.invalidEvents.Allow(time.Now()); ok {
-			go a.audit(persistence.EventInvalidMessage, map[string]any{"topic": boundlog.String(m.Topic), "bytes": len(m.Payload),
+			r.event, r.detail = persistence.EventInvalidMessage, map[string]any{"topic": boundlog.String(m.Topic), "bytes": len(m.Payload),
 				"error": boundlog.String(err.Error()), "suppressed_before": suppressed,
-				"excerpt": boundlog.Cut(persistence.Excerpt(string(m.Payload[:min(len(m.Payload), 512)])), invalidExcerptBytes)})
+				"excerpt": boundlog.Cut(persistence.Excerpt(string(m.Payload[:min(len(m.Payload), 512)])), invalidExcerptBytes)}
 		}
-		if id := salvageRequestID(m.Payload); id != "" {
-			a.replyError(context.Background(), id, wire.ErrInvalidCommand, err.Error())
+		if r.requestID != "" || r.event != "" {
+			a.refuse(r)
 		}
 		return
 	}
@@ -358,20 +369,25 @@ func (a *Agent) onMessage(m mqttc.Message) {
 	default:
 		a.failed.Add(1)
 		a.cmdLog.Warn("refusing command: queue full", "request_id", cmd.RequestID, "queued", cap(a.queue))
-		go a.audit(EventCommandRefused, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command, "error_type": wire.ErrBusy})
-		a.replyError(context.Background(), cmd.RequestID, wire.ErrBusy,
-			fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue)))
+		r := refusal{requestID: cmd.RequestID, errType: wire.ErrBusy,
+			msg: fmt.Sprintf("edge agent %q is saturated: %d commands queued", a.cfg.AgentID, cap(a.queue))}
+		if suppressed, ok := a.refusedEvents.Allow(time.Now()); ok {
+			r.event, r.detail = EventCommandRefused, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command,
+				"error_type": wire.ErrBusy, "suppressed_before": suppressed}
+		}
+		a.refuse(r)
 	}
 }
 
 // EventCommandRefused is the event kind of a well-formed command the agent
-// did not run because it was saturated.
+// did not run because its queue was full; at most
+// DefaultInvalidEventsPerWindow are stored per window.
 const EventCommandRefused = "command_refused"
 
 // audit records an event about a command the agent did not run, so that
 // rejections are in the audit trail and not only in a log. It waits for the
-// commit (at most 10 s); the MQTT handler calls it in a goroutine of its
-// own so that it never blocks message delivery.
+// commit (at most 10 s), so the MQTT handler never calls it (sendRefusals
+// does).
 func (a *Agent) audit(kind string, detail map[string]any) {
 	b, err := json.Marshal(detail)
 	if err != nil {
@@ -483,7 +499,10 @@ func (a *Agent) handle(ctx context.Context, q queued) {
 	default:
 		a.failed.Add(1)
 		a.cmdLog.Warn("rejecting unknown command", "command", cmd.Command, "request_id", cmd.RequestID)
-		a.audit(persistence.EventInvalidMessage, map[string]any{"request_id": cmd.RequestID, "command": cmd.Command, "error": "unknown command"})
+		if suppressed, ok := a.invalidEvents.Allow(time.Now()); ok {
+			a.audit(persistence.EventInvalidMessage, map[string]any{"request_id": boundlog.String(cmd.RequestID), "command": boundlog.String(cmd.Command),
+				"error": "unknown command", "suppressed_before": suppressed})
+		}
 		a.replyError(ctx, cmd.RequestID, wire.ErrInvalidCommand, "unknown command: "+cmd.Command)
 	}
 }

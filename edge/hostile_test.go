@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
@@ -48,5 +50,55 @@ func TestUnrunnableCommandsStayOutOfTheRequestLog(t *testing.T) {
 	p.Ask("ran", `{"command":"tool","request_id":"ran","payload":{"tool":"echo_args","parameters":{"message":"hi"}}}`)
 	if n := count(t, db, `SELECT count(*) FROM request_log WHERE request_id = 'ran'`); n != "1" {
 		t.Fatalf("a command that ran has %s request log rows, want 1", n)
+	}
+}
+
+// TestRefusalsNeverStallTheAgent: commands the MQTT handler refuses itself
+// (malformed, or the queue full) are answered at once, up to maxRefusals
+// of them in a burst (more are dropped).
+// Before, the handler published each answer and waited for the broker's
+// ack, which paho reads on the goroutine that delivers commands to the
+// handler: with the next command already there, each such answer waited
+// for its 10 s timeout, and every command and report of the agent with it.
+// Audit events of refusals and unknown commands are bounded per window.
+func TestRefusalsNeverStallTheAgent(t *testing.T) {
+	dataDir := t.TempDir()
+	p := startAgent(t, func(c *Config) { c.DataDir, c.Tools.MaxConcurrent, c.Tools.QueueLen = dataDir, 1, 1 })
+	db := filepath.Join(dataDir, "audit.db")
+	// Holds the only worker: a gated command waits for its start.
+	p.Ask("held", `{"command":"tool","request_id":"held","payload":{"tool":"echo_args","parameters":{"message":"hi"},"start_gate":true}}`)
+
+	const n = 64 // the orchestrator's bound on calls in flight to one agent
+	ids := make([]string, n)
+	start := time.Now()
+	for i := range ids {
+		ids[i] = fmt.Sprintf("f%d", i)
+		if i%2 == 0 {
+			p.Send(fmt.Sprintf(`{"command":"ping","request_id":%q,"payload":{}}`, ids[i])) // refused busy but the first
+		} else {
+			p.Send(fmt.Sprintf(`{"command":7,"request_id":%q}`, ids[i])) // malformed
+		}
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		answered := 0
+		for _, id := range ids {
+			if len(p.Reports(id)) > 0 {
+				answered++
+			}
+		}
+		return answered == n-1 // the first ping waits in the queue
+	}, fmt.Sprintf("%d refused commands answered within 5 s", n-1))
+	t.Logf("%d refused commands answered in %v", n-1, time.Since(start))
+
+	p.Send(`{"command":"start","request_id":"held","payload":{"run":false}}`)
+	p.AwaitN("held", 2)
+	for i := range 30 {
+		id := fmt.Sprintf("x%d", i)
+		p.Ask(id, fmt.Sprintf(`{"command":"frobnicate","request_id":%q,"payload":{}}`, id))
+	}
+	for _, kind := range []string{"invalid_message", EventCommandRefused} {
+		if got := count(t, db, `SELECT count(*) FROM events WHERE kind = '`+kind+`'`); got != strconv.Itoa(DefaultInvalidEventsPerWindow) {
+			t.Errorf("%s %s events stored, want %d", got, kind, DefaultInvalidEventsPerWindow)
+		}
 	}
 }
