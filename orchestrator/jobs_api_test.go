@@ -1,7 +1,10 @@
 package orchestrator
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +66,63 @@ func TestJobsAPI(t *testing.T) {
 		if resp.StatusCode != c.code {
 			t.Fatalf("DELETE %s: %d, want %d", c.path, resp.StatusCode, c.code)
 		}
+	}
+}
+
+// largestWrite records an answer and the largest single write of it.
+type largestWrite struct {
+	*httptest.ResponseRecorder
+	largest int
+}
+
+func (w *largestWrite) Write(p []byte) (int, error) {
+	w.largest = max(w.largest, len(p))
+	return w.ResponseRecorder.Write(p)
+}
+
+// TestJobsListWrittenAJobAtATime: GET /v1/jobs answers what writeJSON
+// would, but no write holds more than one job: the whole list of 256
+// jobs of the largest definition was encoded at once for each request
+// (8 MB; 64 requests at once took a node to 540 MB).
+func TestJobsListWrittenAJobAtATime(t *testing.T) {
+	node, base, token := startAPI(t, nil, Options{})
+	none := httptest.NewRecorder()
+	node.handleJobs(none, httptest.NewRequest(http.MethodGet, "/v1/jobs", nil))
+	if got := none.Body.String(); got != "{\"jobs\":[]}\n" {
+		t.Fatalf("no jobs: %q", got)
+	}
+	big := map[string]any{"schedule": "0 0 1 1 *", "prompt": strings.Repeat("p", jobs.MaxPrompt)}
+	var agents, tools []string
+	for i := range jobs.MaxAgents {
+		agents = append(agents, fmt.Sprintf("agent-%02d-%s", i, strings.Repeat("a", 39)))
+	}
+	for i := range jobs.MaxTools {
+		tools = append(tools, fmt.Sprintf("tool-%02d-%s", i, strings.Repeat("t", 192)))
+	}
+	big["agents"], big["tools"] = agents, tools
+	const n = 12
+	for i := range n {
+		big["id"] = fmt.Sprintf("big-%02d", i)
+		resp := send(t, http.MethodPost, base+"/v1/jobs", token, big)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("add %s: %d", big["id"], resp.StatusCode)
+		}
+	}
+	list := node.sched.List()
+	one, err := json.Marshal(list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := httptest.NewRecorder()
+	writeJSON(whole, http.StatusOK, JobsPage{Jobs: list})
+	w := &largestWrite{ResponseRecorder: httptest.NewRecorder()}
+	node.handleJobs(w, httptest.NewRequest(http.MethodGet, "/v1/jobs", nil))
+	if w.Code != http.StatusOK || w.Body.String() != whole.Body.String() {
+		t.Fatalf("answer %d of %d bytes differs from writeJSON's %d bytes", w.Code, w.Body.Len(), whole.Body.Len())
+	}
+	if w.largest > len(one)+64 {
+		t.Fatalf("a write of %d bytes; one job is %d, the list %d", w.largest, len(one), whole.Body.Len())
 	}
 }
 
