@@ -195,6 +195,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		TLSConfig: tlsConf,
 		Will:      &will,
 		Logger:    a.log,
+		// A command over wire.MaxMessageBytes is refused anyway; its topic
+		// and header take at most 64 KiB more.
+		MaxPacketBytes: wire.MaxMessageBytes + 1<<16,
 		OnConnect: func(*mqttc.Client) {
 			select {
 			case advertised <- struct{}{}:

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/url"
 	"sync"
 	"time"
@@ -117,7 +116,7 @@ func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
 		SetPingTimeout(min(pingTimeout, o.KeepAlive)).
 		SetConnectTimeout(o.ConnectTimeout).
 		SetWriteTimeout(o.ConnectTimeout).
-		SetDialer(&net.Dialer{Timeout: o.ConnectTimeout}).
+		SetCustomOpenConnectionFn(c.open). // limit.go: bounds what paho reads
 		SetAutoReconnect(true).
 		SetMaxReconnectInterval(o.MaxReconnectInterval).
 		SetConnectRetry(false). // Connect retries itself, honouring ctx

@@ -92,6 +92,12 @@ type Options struct {
 	OnConnect func(*Client)
 	// Logger receives connection events. Nil discards them.
 	Logger *slog.Logger
+	// MaxPacketBytes bounds the remaining length of a packet the broker
+	// sends; a larger one closes the connection before it is read
+	// (ErrPacketTooLarge, logged as a lost connection) and the client
+	// reconnects. Zero means no bound but MQTT's own (256 MiB), which paho
+	// allocates whole.
+	MaxPacketBytes int
 }
 
 // withDefaults fills zero fields, validates the rest and returns the broker
@@ -115,6 +121,8 @@ func (o Options) withDefaults() (Options, *url.URL, error) {
 		return o, nil, fmt.Errorf("%w: negative connect timeout", ErrInvalidOptions)
 	case o.MaxReconnectInterval < 0:
 		return o, nil, fmt.Errorf("%w: negative max reconnect interval", ErrInvalidOptions)
+	case o.MaxPacketBytes < 0:
+		return o, nil, fmt.Errorf("%w: negative max packet bytes", ErrInvalidOptions)
 	}
 	if o.Will != nil {
 		if err := validatePublish(*o.Will); err != nil {
