@@ -128,11 +128,9 @@ func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
 		jobError(w, err)
 		return
 	}
-	if err := n.sched.Add(r.Context(), j, jobs.SourceAPI, byOf(r)); err != nil {
-		jobError(w, err)
-		return
-	}
-	in, err := n.sched.Get(j.ID)
+	// The job as added, not as a Get would find it: a DELETE a moment
+	// later made that a 404 for a job this request created.
+	in, err := n.sched.Add(r.Context(), j, jobs.SourceAPI, byOf(r))
 	if err != nil {
 		jobError(w, err)
 		return

@@ -1,11 +1,14 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +69,59 @@ func TestJobsAPI(t *testing.T) {
 		if resp.StatusCode != c.code {
 			t.Fatalf("DELETE %s: %d, want %d", c.path, resp.StatusCode, c.code)
 		}
+	}
+}
+
+// TestAddJobRacingDelete: a POST /v1/jobs that created its job answers
+// 201 with it, even when a DELETE removed it a moment later. It used to
+// read the job back after adding it, and answer 404 "no such job" then
+// (26 of 7,612 adds of a live node under 16 clients adding and deleting
+// three ids).
+func TestAddJobRacingDelete(t *testing.T) {
+	_, base, token := startAPI(t, nil, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var adds, wrong atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{}
+			for ctx.Err() == nil {
+				method, path, body := http.MethodDelete, base+"/v1/jobs/race", ""
+				if w%2 == 0 {
+					method, path, body = http.MethodPost, base+"/v1/jobs", `{"id":"race","schedule":"@daily","prompt":"p"}`
+				}
+				req, err := http.NewRequestWithContext(ctx, method, path, strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := client.Do(req)
+				if err != nil {
+					return // the test's time is up
+				}
+				var in jobs.Info
+				if method == http.MethodPost && resp.StatusCode == http.StatusCreated {
+					if err := json.NewDecoder(resp.Body).Decode(&in); err != nil || in.ID != "race" {
+						t.Errorf("201 with %+v, %v", in, err)
+					}
+				}
+				resp.Body.Close()
+				if method == http.MethodPost {
+					adds.Add(1)
+					if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusConflict {
+						wrong.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if wrong.Load() > 0 || adds.Load() < 100 {
+		t.Fatalf("%d of %d adds answered neither 201 nor 409", wrong.Load(), adds.Load())
 	}
 }
 

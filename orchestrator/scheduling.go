@@ -170,12 +170,9 @@ func (n *Node) scheduleTool() actors.Toolbox {
 			if err != nil {
 				return skills.Failed(wire.ErrInvalidParams, err.Error())
 			}
-			if err := n.sched.Add(ctx, j, jobs.SourceModel, "model"); err != nil {
-				return skills.Failed(wire.ErrExecutionFailed, err.Error())
-			}
-			in, err := n.sched.Get(j.ID)
+			in, err := n.sched.Add(ctx, j, jobs.SourceModel, "model")
 			if err != nil {
-				return skills.Failed(wire.ErrInternal, err.Error())
+				return skills.Failed(wire.ErrExecutionFailed, err.Error())
 			}
 			return skills.Output{Content: []skills.Block{skills.TextBlock(fmt.Sprintf("scheduled %q: next run %s", j.ID, in.Next.UTC().Format(time.RFC3339)))}}
 		}}

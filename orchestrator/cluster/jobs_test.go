@@ -246,10 +246,10 @@ func TestSharedJobsAcrossSchedulers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n1.s.Add(ctx, j, jobs.SourceAPI, "alice"); err != nil {
+	if _, err := n1.s.Add(ctx, j, jobs.SourceAPI, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := n2.s.Add(ctx, j, jobs.SourceAPI, "bob"); !errors.Is(err, jobs.ErrExists) {
+	if _, err := n2.s.Add(ctx, j, jobs.SourceAPI, "bob"); !errors.Is(err, jobs.ErrExists) {
 		t.Fatalf("the same id on the other node: %v, want ErrExists", err)
 	}
 	n2.tick(start.Add(2 * time.Second))
@@ -314,7 +314,7 @@ func TestSharedJobsAcrossSchedulers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n1.s.Add(ctx, j2, jobs.SourceModel, "model"); err != nil {
+	if _, err := n1.s.Add(ctx, j2, jobs.SourceModel, "model"); err != nil {
 		t.Fatal(err)
 	}
 	if err := n1.s.Remove(ctx, "old", "alice"); err != nil {

@@ -28,20 +28,25 @@ func (s *Scheduler) List() []Info {
 	now := s.o.Clock.Now()
 	var out []Info
 	for _, e := range s.snapshot() {
-		s.mu.Lock()
-		in := Info{Spec: e.job.Spec, Source: e.rec.Source, Paused: e.rec.Paused, Watermark: e.rec.Watermark}
-		for k := range s.running {
-			if k.job == e.rec.ID {
-				in.Running++
-			}
-		}
-		s.mu.Unlock()
-		if !in.Paused {
-			in.Next = e.job.Next(latest(e.rec.Watermark, now))
-		}
-		out = append(out, in)
+		out = append(out, s.info(e, now))
 	}
 	return out
+}
+
+// info is job e as listed at now.
+func (s *Scheduler) info(e *entry, now time.Time) Info {
+	s.mu.Lock()
+	in := Info{Spec: e.job.Spec, Source: e.rec.Source, Paused: e.rec.Paused, Watermark: e.rec.Watermark}
+	for k := range s.running {
+		if k.job == e.rec.ID {
+			in.Running++
+		}
+	}
+	s.mu.Unlock()
+	if !in.Paused {
+		in.Next = e.job.Next(latest(e.rec.Watermark, now))
+	}
+	return in
 }
 
 func latest(a, b time.Time) time.Time {
@@ -62,35 +67,36 @@ func (s *Scheduler) Get(id string) (Info, error) {
 }
 
 // Add stores and schedules a new job from the API or the model. Its first
-// instant is the first after now.
-func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error {
+// instant is the first after now. It returns the job as added: a Get
+// after it may find no job, removed meanwhile by another request.
+func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) (Info, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	if err := s.usable(); err != nil {
-		return err
+		return Info{}, err
 	}
 	s.mu.Lock()
 	_, taken := s.jobs[job.ID]
 	s.mu.Unlock()
 	if taken {
-		return fmt.Errorf("%w: %q", ErrExists, job.ID)
+		return Info{}, fmt.Errorf("%w: %q", ErrExists, job.ID)
 	}
 	now := s.o.Clock.Now()
 	if source == SourceModel {
 		if err := s.modelRoom(job, now); err != nil {
-			return fmt.Errorf("add job %q: %w", job.ID, err)
+			return Info{}, fmt.Errorf("add job %q: %w", job.ID, err)
 		}
 	}
 	b, err := json.Marshal(job.Spec)
 	if err != nil {
-		return fmt.Errorf("add job %q: %w", job.ID, err)
+		return Info{}, fmt.Errorf("add job %q: %w", job.ID, err)
 	}
 	rec := persistence.JobRecord{ID: job.ID, Source: source, Spec: b, Paused: job.Paused, Created: now, Updated: now, Watermark: now}
 	if s.shared(source) {
 		// The cluster's first: its primary key refuses an id taken on
 		// any node.
 		if err := s.o.Shared.AddJob(ctx, rec, by); err != nil {
-			return fmt.Errorf("add job %q: %w", job.ID, err)
+			return Info{}, fmt.Errorf("add job %q: %w", job.ID, err)
 		}
 	}
 	added, err := s.o.Store.PutJob(ctx, rec, s.o.Node, by)
@@ -98,15 +104,16 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) error 
 		s.unshare(job.ID, by) // the cluster must not plan what this node refused
 	}
 	if err != nil {
-		return fmt.Errorf("add job %q: %w", job.ID, err)
+		return Info{}, fmt.Errorf("add job %q: %w", job.ID, err)
 	}
 	if !added {
-		return fmt.Errorf("%w: %q (stored, not loaded: its definition cannot be scheduled by this build)", ErrExists, job.ID)
+		return Info{}, fmt.Errorf("%w: %q (stored, not loaded: its definition cannot be scheduled by this build)", ErrExists, job.ID)
 	}
+	e := &entry{job: job, rec: rec}
 	s.mu.Lock()
-	s.jobs[job.ID] = &entry{job: job, rec: rec}
+	s.jobs[job.ID] = e
 	s.mu.Unlock()
-	return nil
+	return s.info(e, now), nil
 }
 
 // Remove deletes a job made over the API or by the model. Its history

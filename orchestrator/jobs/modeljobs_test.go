@@ -51,16 +51,16 @@ func TestModelJobsAreBounded(t *testing.T) {
 			h.start()
 			ctx := context.Background()
 			for _, j := range c.before {
-				if err := h.s.Add(ctx, j, SourceModel, "model"); err != nil {
+				if _, err := h.s.Add(ctx, j, SourceModel, "model"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			err := h.s.Add(ctx, c.job, SourceModel, "model")
+			_, err := h.s.Add(ctx, c.job, SourceModel, "model")
 			if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrModelLimit)) {
 				t.Fatalf("add %s %q: err = %v, want ok = %v", c.job.ID, c.job.Schedule, err, c.ok)
 			}
 			// The operator's jobs are not the model's.
-			if err := h.s.Add(ctx, spec("operator", "* * * * *", 64), SourceAPI, "alice"); err != nil {
+			if _, err := h.s.Add(ctx, spec("operator", "* * * * *", 64), SourceAPI, "alice"); err != nil {
 				t.Fatalf("operator's job: %v", err)
 			}
 			if err != nil && !strings.Contains(err.Error(), "limit") {

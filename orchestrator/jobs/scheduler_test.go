@@ -387,10 +387,10 @@ func TestAddRemovePersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Add(ctx, j, SourceAPI, "alice"); err != nil {
+	if _, err := h.s.Add(ctx, j, SourceAPI, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Add(ctx, j, SourceAPI, "alice"); !errors.Is(err, ErrExists) {
+	if _, err := h.s.Add(ctx, j, SourceAPI, "alice"); !errors.Is(err, ErrExists) {
 		t.Fatalf("add twice: %v", err)
 	}
 	if err := h.s.Remove(ctx, "morning", "alice"); !errors.Is(err, ErrConfigJob) {

@@ -38,7 +38,7 @@ func TestSharedStoreDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Add(ctx, j, SourceAPI, "alice"); err == nil || !errors.Is(err, h.shared.(downShared).err) {
+	if _, err := h.s.Add(ctx, j, SourceAPI, "alice"); err == nil || !errors.Is(err, h.shared.(downShared).err) {
 		t.Fatalf("add with the cluster down: %v", err)
 	}
 	if _, err := h.s.Get("evening"); !errors.Is(err, ErrNoJob) {
@@ -105,7 +105,7 @@ func TestSharedAddRefusedHereIsUnshared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Add(ctx, j, SourceAPI, "alice"); !errors.Is(err, sqlite.ErrTooManyJobs) {
+	if _, err := h.s.Add(ctx, j, SourceAPI, "alice"); !errors.Is(err, sqlite.ErrTooManyJobs) {
 		t.Fatalf("add with this node's table full: %v", err)
 	}
 	if len(m.jobs) != 0 || fmt.Sprint(m.removed) != "[evening]" {
