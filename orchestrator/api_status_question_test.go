@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -92,4 +93,26 @@ func TestReplyRacingTheTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Reply bodies come from the network: never a panic, and a body taken is
+// exactly {"answer": "..."}: its answer encoded alone decodes the same.
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, b := range []string{`{"answer":"blue"}`, `{"answer":""}`, `{"answer":null}`, `{}`, `{"answer":"a","by":"b"}`,
+		`{"answer":"a"} {"answer":"b"}`, `"blue"`, `{"answer":"\u0000\ud800"}`, `{"ANSWER":"x"}`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := decodeAnswer(b)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := decodeAnswer(again); err != nil || back != req {
+			t.Fatalf("%q taken as %+v; encoded again %s: %+v, %v", b, req, again, back, err)
+		}
+	})
 }
