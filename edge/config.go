@@ -79,13 +79,21 @@ type LLMConf struct {
 // DefaultOutboxLen bounds the reports kept while the broker is unreachable.
 const DefaultOutboxLen = 10000
 
+// DefaultOutboxBytes bounds the bytes of the reports kept while the broker
+// is unreachable: DefaultOutboxLen reports of DefaultMaxResultBytes alone
+// would take 2.6 GB of a device's disk.
+const DefaultOutboxBytes = 64 << 20
+
 // MQTTConf says how to reach the broker.
 type MQTTConf struct {
 	// OutboxLen bounds the result reports kept on disk while the broker is
 	// unreachable (default 10000); beyond it the oldest are dropped.
-	OutboxLen int    `toml:"outbox_len"`
-	Broker    string `toml:"broker"`
-	Username  string `toml:"username"`
+	OutboxLen int `toml:"outbox_len"`
+	// OutboxBytes bounds the bytes of those reports together (default
+	// 64 MiB); beyond it, too, the oldest are dropped.
+	OutboxBytes int64  `toml:"outbox_bytes"`
+	Broker      string `toml:"broker"`
+	Username    string `toml:"username"`
 	// PasswordEnv names the environment variable holding the password;
 	// passwords never live in the file.
 	PasswordEnv string `toml:"password_env"`
@@ -162,6 +170,7 @@ func (c *Config) Validate() error {
 		c.MQTT.Broker = DefaultBroker
 	}
 	defaults.Positive(&c.MQTT.OutboxLen, DefaultOutboxLen)
+	defaults.Positive(&c.MQTT.OutboxBytes, DefaultOutboxBytes)
 	if c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("mqtt.password_env: environment variable %s is empty", c.MQTT.PasswordEnv))
 	}

@@ -7,16 +7,17 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // Store and forward: a result report that cannot be published (the broker
 // is unreachable) is kept in the agent's SQLite outbox and delivered after
 // the next connect, oldest first. While anything waits there, new reports
 // queue behind it, so the orchestrator sees them in the order they were
-// produced. The outbox is bounded (OutboxLen); beyond it the oldest are
-// dropped, which the log says: an orchestrator that waited that long has
-// timed them out, and the request log still holds each result for a
-// redelivered command.
+// produced. The outbox is bounded (OutboxLen reports, OutboxBytes bytes);
+// beyond either the oldest are dropped, which the log says: an
+// orchestrator that waited that long has timed them out, and the request
+// log still holds each result for a redelivered command.
 
 // outboxRetry is how often a non-empty outbox is retried between connects.
 const outboxRetry = 5 * time.Second
@@ -36,13 +37,15 @@ func (a *Agent) publishReport(ctx context.Context, b []byte) error {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	dropped, err := a.store.Enqueue(wctx, wire.ReportsTopic(a.cfg.AgentID), b, a.cfg.MQTT.OutboxLen)
+	dropped, err := a.store.Enqueue(wctx, wire.ReportsTopic(a.cfg.AgentID), b,
+		sqlite.OutboxBound{Len: a.cfg.MQTT.OutboxLen, Bytes: a.cfg.MQTT.OutboxBytes})
 	if err != nil {
 		return err
 	}
 	a.waiting.Add(1 - dropped)
 	if dropped > 0 {
-		a.log.Error("outbox full: dropped the oldest kept reports", "dropped", dropped, "outbox_len", a.cfg.MQTT.OutboxLen)
+		a.log.Error("outbox full: dropped the oldest kept reports", "dropped", dropped,
+			"outbox_len", a.cfg.MQTT.OutboxLen, "outbox_bytes", a.cfg.MQTT.OutboxBytes)
 	}
 	a.kickOutbox()
 	return nil

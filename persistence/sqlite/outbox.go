@@ -15,10 +15,19 @@ type OutboxItem struct {
 	QueuedAt time.Time
 }
 
+// OutboxBound bounds the outbox. A zero (or negative) field is no bound.
+type OutboxBound struct {
+	// Len is the most messages kept.
+	Len int
+	// Bytes is the most payload bytes kept, all messages together; the
+	// newest message is kept even when it alone is larger.
+	Bytes int64
+}
+
 // Enqueue keeps a message for later delivery and returns after the commit.
-// The outbox holds at most max messages (max <= 0: no bound); to make room
-// the oldest are dropped, and dropped says how many.
-func (s *Store) Enqueue(ctx context.Context, topic string, payload []byte, max int) (dropped int64, err error) {
+// The outbox holds what bound allows; to make room the oldest are dropped,
+// and dropped says how many.
+func (s *Store) Enqueue(ctx context.Context, topic string, payload []byte, bound OutboxBound) (dropped int64, err error) {
 	if topic == "" {
 		return 0, errors.New("enqueue: topic is empty")
 	}
@@ -28,15 +37,24 @@ func (s *Store) Enqueue(ctx context.Context, topic string, payload []byte, max i
 		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (topic, payload, queued_ms) VALUES (?, ?, ?)`, topic, payload, now); err != nil {
 			return fmt.Errorf("insert outbox message: %w", err)
 		}
-		if max <= 0 {
-			return nil
+		if bound.Len > 0 {
+			n, err := execCount(ctx, tx, `DELETE FROM outbox WHERE id NOT IN (SELECT id FROM outbox ORDER BY id DESC LIMIT ?)`, bound.Len)
+			if err != nil {
+				return fmt.Errorf("bound outbox: %w", err)
+			}
+			dropped += n
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id NOT IN (SELECT id FROM outbox ORDER BY id DESC LIMIT ?)`, max)
-		if err != nil {
-			return fmt.Errorf("bound outbox: %w", err)
+		if bound.Bytes > 0 {
+			// The newest first, keeping each while the sum up to it fits.
+			n, err := execCount(ctx, tx, `DELETE FROM outbox WHERE id IN (SELECT id FROM
+				(SELECT id, sum(length(payload)) OVER (ORDER BY id DESC) AS upto FROM outbox)
+				WHERE upto > ? AND id < (SELECT max(id) FROM outbox))`, bound.Bytes)
+			if err != nil {
+				return fmt.Errorf("bound outbox bytes: %w", err)
+			}
+			dropped += n
 		}
-		dropped, err = res.RowsAffected()
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("enqueue on %s: %w", topic, err)

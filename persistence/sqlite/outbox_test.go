@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -11,7 +12,7 @@ func TestOutboxKeepsOrderAndItsBound(t *testing.T) {
 	s, path := openStore(t, Options{})
 	var dropped int64
 	for i := range 5 {
-		d, err := s.Enqueue(ctx, "evoclaw/agents/pi/reports", []byte(fmt.Sprintf("r%d", i)), 3)
+		d, err := s.Enqueue(ctx, "evoclaw/agents/pi/reports", []byte(fmt.Sprintf("r%d", i)), OutboxBound{Len: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestOutboxKeepsOrderAndItsBound(t *testing.T) {
 	if err != nil || payloads(items) != "r3" || items[0].Topic != "evoclaw/agents/pi/reports" {
 		t.Fatalf("oldest after reopen %+v %v", items, err)
 	}
-	if _, err := s2.Enqueue(ctx, "", []byte("x"), 0); err == nil {
+	if _, err := s2.Enqueue(ctx, "", []byte("x"), OutboxBound{}); err == nil {
 		t.Fatal("a message without a topic was kept")
 	}
 }
@@ -53,4 +54,41 @@ func payloads(items []OutboxItem) string {
 		s += string(it.Payload)
 	}
 	return s
+}
+
+// TestOutboxBytesAreBounded: the outbox keeps at most Bytes of payload,
+// dropping the oldest, and always the newest message. Before, only the
+// count was bounded: 10,000 reports of up to 256 KiB each could take 2.6 GB
+// of a device's disk.
+func TestOutboxBytesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, Options{})
+	for _, tt := range []struct {
+		size        int
+		wantDropped int64
+		want        string // payload sizes kept, oldest first
+	}{
+		{40, 0, "40"},
+		{40, 0, "40,40"},
+		{30, 1, "40,30"},
+		{10, 0, "40,30,10"},
+		{150, 3, "150"}, // over the bound alone: kept, the rest dropped
+		{1, 1, "1"},
+	} {
+		d, err := s.Enqueue(ctx, "evoclaw/agents/pi/reports", make([]byte, tt.size), OutboxBound{Len: 10, Bytes: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := s.Outbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sizes []string
+		for _, it := range items {
+			sizes = append(sizes, fmt.Sprint(len(it.Payload)))
+		}
+		if got := strings.Join(sizes, ","); d != tt.wantDropped || got != tt.want {
+			t.Fatalf("after %d bytes: dropped %d, kept %s; want %d, %s", tt.size, d, got, tt.wantDropped, tt.want)
+		}
+	}
 }
