@@ -149,17 +149,18 @@ func (n *Node) handleRemoveJob(w http.ResponseWriter, r *http.Request) {
 func (n *Node) handlePauseJob(pause bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		var err error
+		set := n.sched.Resume
 		if pause {
-			err = n.sched.Pause(r.Context(), id, byOf(r))
-		} else {
-			err = n.sched.Resume(r.Context(), id, byOf(r))
+			set = n.sched.Pause
 		}
+		// The job as changed, not read back: a DELETE in between turned a
+		// pause that took effect into a 404.
+		in, err := set(r.Context(), id, byOf(r))
 		if err != nil {
 			jobError(w, err)
 			return
 		}
-		n.handleJob(w, r)
+		writeJSON(w, http.StatusOK, in)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // Jobs over the HTTP API: add, list, run now (a conversation), history,
@@ -72,16 +73,20 @@ func TestJobsAPI(t *testing.T) {
 	}
 }
 
-// TestAddJobRacingDelete: a POST /v1/jobs that created its job answers
-// 201 with it, even when a DELETE removed it a moment later. It used to
-// read the job back after adding it, and answer 404 "no such job" then
-// (26 of 7,612 adds of a live node under 16 clients adding and deleting
-// three ids).
-func TestAddJobRacingDelete(t *testing.T) {
-	_, base, token := startAPI(t, nil, Options{})
+// TestJobChangesRacingDelete: a POST /v1/jobs that created its job
+// answers 201 with it, and a pause that took effect answers 200 with the
+// job paused, even when a DELETE removed the job a moment later. Both
+// used to read the job back after the change and answer 404 "no such
+// job" then (26 of 7,612 adds of a live node under 16 clients adding,
+// pausing and deleting three ids).
+func TestJobChangesRacingDelete(t *testing.T) {
+	node, base, token := startAPI(t, nil, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	var adds, wrong atomic.Int64
+	var mu sync.Mutex // guards counts and lostPauses
+	counts := map[string]int{}
+	var lostPauses []string // ?by= of the pauses answered 404
+	var seq atomic.Int64
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
@@ -89,9 +94,13 @@ func TestAddJobRacingDelete(t *testing.T) {
 			defer wg.Done()
 			client := &http.Client{}
 			for ctx.Err() == nil {
+				by := fmt.Sprintf("c%d", seq.Add(1))
 				method, path, body := http.MethodDelete, base+"/v1/jobs/race", ""
-				if w%2 == 0 {
+				switch w % 4 {
+				case 0:
 					method, path, body = http.MethodPost, base+"/v1/jobs", `{"id":"race","schedule":"@daily","prompt":"p"}`
+				case 1:
+					method, path = http.MethodPost, base+"/v1/jobs/race/pause?by="+by
 				}
 				req, err := http.NewRequestWithContext(ctx, method, path, strings.NewReader(body))
 				if err != nil {
@@ -104,24 +113,35 @@ func TestAddJobRacingDelete(t *testing.T) {
 					return // the test's time is up
 				}
 				var in jobs.Info
-				if method == http.MethodPost && resp.StatusCode == http.StatusCreated {
-					if err := json.NewDecoder(resp.Body).Decode(&in); err != nil || in.ID != "race" {
-						t.Errorf("201 with %+v, %v", in, err)
+				if resp.StatusCode/100 == 2 && method == http.MethodPost {
+					if err := json.NewDecoder(resp.Body).Decode(&in); err != nil || in.ID != "race" || (w%4 == 1 && !in.Paused) {
+						t.Errorf("%s %s: %d with %+v, %v", method, path, resp.StatusCode, in, err)
 					}
 				}
 				resp.Body.Close()
-				if method == http.MethodPost {
-					adds.Add(1)
-					if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusConflict {
-						wrong.Add(1)
-					}
+				mu.Lock()
+				counts[fmt.Sprintf("%s %d", map[int]string{0: "add", 1: "pause"}[w%4], resp.StatusCode)]++
+				if w%4 == 1 && resp.StatusCode == http.StatusNotFound {
+					lostPauses = append(lostPauses, by)
 				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if wrong.Load() > 0 || adds.Load() < 100 {
-		t.Fatalf("%d of %d adds answered neither 201 nor 409", wrong.Load(), adds.Load())
+	if counts["add 404"] > 0 || counts["add 201"] < 50 || counts["pause 200"] < 50 {
+		t.Fatalf("answers %v: an add answered 404, or too few ran", counts)
+	}
+	// A pause answered 404 must not have taken effect (its job_changed event names it).
+	lost, _ := json.Marshal(lostPauses) // strings: cannot fail
+	res, err := sqlite.QueryReadOnly(context.Background(), node.AuditPath(), `SELECT count(*) FROM events WHERE kind = 'job_changed'
+		AND json_extract(detail, '$.change') = 'paused' AND json_extract(detail, '$.by') IN (SELECT value FROM json_each(?))`,
+		string(lost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Rows[0][0]; n != int64(0) {
+		t.Fatalf("%v of %d pauses answered 404 took effect (answers %v)", n, len(lostPauses), counts)
 	}
 }
 

@@ -300,7 +300,7 @@ func TestSharedJobsAcrossSchedulers(t *testing.T) {
 	}
 
 	// Paused on n2: n1 runs it no more.
-	if err := n2.s.Pause(ctx, "look", "bob"); err != nil {
+	if _, err := n2.s.Pause(ctx, "look", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	next(n1, n2)
@@ -328,7 +328,7 @@ func TestSharedJobsAcrossSchedulers(t *testing.T) {
 	}
 
 	// Resumed on n1 (n2 learns it at its next tick), removed on n2.
-	if err := n1.s.Resume(ctx, "look", "alice"); err != nil {
+	if _, err := n1.s.Resume(ctx, "look", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	next(n2, n1)

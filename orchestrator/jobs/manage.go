@@ -145,36 +145,38 @@ func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
 }
 
 // Pause stops a job from running until Resume. A running run goes on.
-func (s *Scheduler) Pause(ctx context.Context, id, by string) error {
+// It returns the job as paused (see Add).
+func (s *Scheduler) Pause(ctx context.Context, id, by string) (Info, error) {
 	return s.setPaused(ctx, id, true, by)
 }
 
 // Resume schedules a paused job again from now: the instants that passed
-// while it was paused are neither run nor recorded as missed.
-func (s *Scheduler) Resume(ctx context.Context, id, by string) error {
+// while it was paused are neither run nor recorded as missed. It returns
+// the job as resumed (see Add).
+func (s *Scheduler) Resume(ctx context.Context, id, by string) (Info, error) {
 	return s.setPaused(ctx, id, false, by)
 }
 
-func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by string) error {
+func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by string) (Info, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	e, err := s.entryOrSync(ctx, id)
 	if err != nil {
-		return err
+		return Info{}, err
 	}
 	now := s.o.Clock.Now()
 	if s.shared(e.rec.Source) {
 		// Written to the cluster even when this node's copy agrees: the
 		// cluster's may not (changed on another node since the last sync).
 		if err := s.o.Shared.SetJobPaused(ctx, id, paused, now, by); err != nil {
-			return err
+			return Info{}, err
 		}
 	}
 	if e.rec.Paused == paused {
-		return nil
+		return s.info(e, now), nil
 	}
 	if err := s.o.Store.SetJobPaused(ctx, id, paused, now, s.o.Node, by); err != nil {
-		return err
+		return Info{}, err
 	}
 	s.mu.Lock()
 	e.rec.Paused = paused
@@ -182,7 +184,7 @@ func (s *Scheduler) setPaused(ctx context.Context, id string, paused bool, by st
 		e.rec.Watermark = now
 	}
 	s.mu.Unlock()
-	return nil
+	return s.info(e, now), nil
 }
 
 // unshare removes a job just added to the cluster that this node could

@@ -329,18 +329,18 @@ func TestPauseResume(t *testing.T) {
 	h := newHarness(t, t6.Add(-time.Hour))
 	h.start(morning)
 	ctx := context.Background()
-	if err := h.s.Pause(ctx, "morning", "alice"); err != nil {
+	if _, err := h.s.Pause(ctx, "morning", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	h.restart(morning)
 	h.tick(t6.Add(time.Minute))
-	if err := h.s.Resume(ctx, "morning", "alice"); err != nil {
+	if _, err := h.s.Resume(ctx, "morning", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	h.tick(t6.Add(2 * time.Minute))
 	h.tick(t6.Add(24*time.Hour + time.Second))
 	equal(t, "runs", h.outcomes("morning"), []string{"03-03T06:00 pi-1 succeeded schedule"})
-	if err := h.s.Pause(ctx, "nope", "alice"); !errors.Is(err, ErrNoJob) {
+	if _, err := h.s.Pause(ctx, "nope", "alice"); !errors.Is(err, ErrNoJob) {
 		t.Fatalf("pause unknown: %v", err)
 	}
 }

@@ -47,10 +47,10 @@ func TestSharedStoreDown(t *testing.T) {
 	if recs, err := h.store.Jobs(ctx); err != nil || len(recs) != 1 {
 		t.Fatalf("stored jobs: %+v %v", recs, err)
 	}
-	if err := h.s.Pause(ctx, "morning", "alice"); err != nil {
+	if _, err := h.s.Pause(ctx, "morning", "alice"); err != nil {
 		t.Fatalf("pause of a config job, the cluster down: %v", err)
 	}
-	if err := h.s.Resume(ctx, "morning", "alice"); err != nil {
+	if _, err := h.s.Resume(ctx, "morning", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	h.tick(t6.Add(time.Second))
