@@ -68,16 +68,17 @@ func AuditRow(ref CallRef, res skills.Output, at time.Time) persistence.ToolCall
 		rec.Tool = "(unknown)"
 	}
 	if len(ref.Params) > MaxArgsBytes {
-		rec.Params = omittedParams(ref.Params)
+		rec.Params = OmittedParams(ref.Params)
 	} else if len(ref.Params) > 0 && json.Valid(ref.Params) {
 		rec.Params = ref.Params
 	}
 	return rec
 }
 
-// omittedParams is what a row keeps of arguments past MaxArgsBytes (a
-// call refused for them): their size and SHA-256.
-func omittedParams(args json.RawMessage) json.RawMessage {
+// OmittedParams is what a row keeps of arguments past MaxArgsBytes (a
+// call refused for them), or of any a caller chooses not to keep whole:
+// their size and SHA-256.
+func OmittedParams(args json.RawMessage) json.RawMessage {
 	sum := sha256.Sum256(args)
 	b, _ := json.Marshal(map[string]any{"evoclaw_omitted": "arguments larger than the limit", "bytes": len(args), "sha256": hex.EncodeToString(sum[:])})
 	return b

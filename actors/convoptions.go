@@ -86,7 +86,7 @@ const MaxCallsPerTurn = 64
 
 // MaxArgsBytes bounds a tool call's arguments (JSON): larger ones are
 // refused as invalid_params, and the audit row keeps their size and
-// SHA-256 instead of the bytes (omittedParams).
+// SHA-256 instead of the bytes (OmittedParams).
 const MaxArgsBytes = 256 << 10
 
 // AuditLog is where tool calls are recorded.

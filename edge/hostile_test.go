@@ -16,7 +16,8 @@ import (
 // TestUnrunnableCommandsStayOutOfTheRequestLog: tool commands that cannot
 // run on the agent (a tool it lacks, one it may not run, arguments over
 // actors.MaxArgsBytes) are answered and audited (the audit row keeps
-// arguments up to that bound), but never enter the
+// arguments up to maxUnrunnableParamsBytes, larger ones as their size and
+// hash), but never enter the
 // request log, which kept every command's arguments whole for an hour:
 // 300 such commands of 500 KB grew an agent's database by 150 MB. A
 // command that runs still enters it.
@@ -42,7 +43,7 @@ func TestUnrunnableCommandsStayOutOfTheRequestLog(t *testing.T) {
 			if n := count(t, db, `SELECT count(*) FROM request_log WHERE request_id = '`+id+`'`); n != "0" {
 				t.Fatalf("%s request log rows for %s, want none", n, id)
 			}
-			if n := count(t, db, fmt.Sprintf(`SELECT count(*) FROM tool_calls WHERE request_id = '%s' AND length(params) <= %d`, id, actors.MaxArgsBytes)); n != "1" {
+			if n := count(t, db, fmt.Sprintf(`SELECT count(*) FROM tool_calls WHERE request_id = '%s' AND length(params) <= %d`, id, maxUnrunnableParamsBytes)); n != "1" {
 				t.Fatalf("%s audited %s times with parameters within the bound, want once", id, n)
 			}
 		})
