@@ -195,9 +195,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		TLSConfig: tlsConf,
 		Will:      &will,
 		Logger:    a.log,
-		// A command over wire.MaxMessageBytes is refused anyway; its topic
-		// and header take at most 64 KiB more.
-		MaxPacketBytes: wire.MaxMessageBytes + 1<<16,
+		// A command over wire.MaxMessageBytes is refused anyway.
+		MaxPacketBytes: wire.MaxPacketBytes,
 		OnConnect: func(*mqttc.Client) {
 			select {
 			case advertised <- struct{}{}:

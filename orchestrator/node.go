@@ -238,8 +238,13 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		brokerURL, username, password = n.broker.URL(), self.Name, self.Password
 		log.Info("embedded MQTT broker listening", "addr", n.broker.Addr(), "tls_addr", n.broker.TLSAddr(), "users_file", bo.UsersFile)
 	}
+	// MaxPacketBytes: nothing the node reads is larger than a wire
+	// message, and an external broker may not bound what agents publish
+	// (mosquitto takes any size by default), so a larger packet ends the
+	// session before paho allocates it, as on the agent.
 	if n.client, err = mqttc.Connect(ctx, mqttc.Options{BrokerURL: brokerURL, ClientID: "evoclaw-orchestrator-" + cfg.NodeID,
-		Username: username, Password: password, TLSConfig: tlsConf, Logger: log.With("component", "mqtt")}); err != nil {
+		Username: username, Password: password, TLSConfig: tlsConf, Logger: log.With("component", "mqtt"),
+		MaxPacketBytes: wire.MaxPacketBytes}); err != nil {
 		return nil, err
 	}
 

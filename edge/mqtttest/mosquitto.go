@@ -19,12 +19,13 @@ import (
 // installed the test is skipped, or fails when EVOCLAW_REQUIRE_PEERS=1.
 func StartMosquitto(t testing.TB) (url string, stop func(), restart func()) {
 	t.Helper()
-	m := startMosquitto(t, testenv.Find(t, "mosquitto", "mosquitto"), anonymousConf)
+	m := startMosquitto(t, testenv.Find(t, "mosquitto", "mosquitto"), AnonymousConf)
 	return mosquittoURL(m), m.Kill, m.Restart
 }
 
-// anonymousConf is the configuration of StartMosquitto.
-func anonymousConf(port int) string {
+// AnonymousConf is the configuration of StartMosquitto, for
+// StartMosquittoConf too: anonymous clients, no persistence.
+func AnonymousConf(port int) string {
 	return fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n", port)
 }
 

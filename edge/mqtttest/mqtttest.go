@@ -74,7 +74,7 @@ func startKind(t testing.TB, kind string, skipOrLog func(string, ...any)) (Broke
 			testenv.Missing(t, skipOrLog, "mosquitto", "apt-get install mosquitto")
 			return Broker{}, false
 		}
-		m := startMosquitto(t, path, anonymousConf)
+		m := startMosquitto(t, path, AnonymousConf)
 		return Broker{Name: kind, URL: mosquittoURL(m), Stop: m.Kill, Restart: m.Restart}, true
 	}
 	panic("mqtttest: unknown broker kind " + kind)

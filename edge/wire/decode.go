@@ -12,6 +12,12 @@ import (
 // board allocate without bound.
 const MaxMessageBytes = 1 << 20
 
+// MaxPacketBytes is the largest MQTT packet (its remaining length) that
+// can carry a message evoclaw decodes: MaxMessageBytes and 64 KiB for the
+// topic and the rest of the header. Clients read no larger packet from the
+// broker (mqttc.Options.MaxPacketBytes).
+const MaxPacketBytes = MaxMessageBytes + 1<<16
+
 // MaxRequestIDLen bounds a request_id.
 const MaxRequestIDLen = 128
 
