@@ -35,6 +35,13 @@ func TestEndpointsNameTheField(t *testing.T) {
 		{"POST", "/v1/jobs", job("id", "a b"), "id", `id "a b"`},
 		{"POST", "/v1/jobs", job("timeout", "forever"), "timeout", `timeout "forever"`},
 		{"POST", "/v1/jobs", job("missed", "later"), "missed", `missed "later"`},
+		// Who changed a job goes into its audit event as approvals' by
+		// does: a long name was dropped for "api" without a word, and one
+		// with a newline or NUL was kept.
+		{"POST", "/v1/jobs?by=ann%0Aroot", job(), "by", "by: at most 64 bytes on one line"},
+		{"DELETE", "/v1/jobs/j1?by=" + strings.Repeat("b", 65), nil, "by", "by: at most 64 bytes on one line"},
+		{"POST", "/v1/jobs/j1/pause?by=a%00b", nil, "by", "by: at most 64 bytes on one line"},
+		{"POST", "/v1/jobs/j1/resume?by=a%0Db", nil, "by", "by: at most 64 bytes on one line"},
 		{"GET", "/v1/runs?limit=-5", nil, "limit", "limit: want a number from 1 to "},
 		// A page of runs is bounded like one of approvals; it was every run
 		// a node keeps (128,000: 22 MB, 190 MB of the node's memory).

@@ -37,6 +37,16 @@ type DecisionRequest struct {
 	Note string `json:"note,omitempty"`
 }
 
+// checkBy refuses a name of who decided or changed something (an
+// approval's by, a job change's ?by=) that is over 64 bytes or not on one
+// line: it goes into audit events and log lines.
+func checkBy(by string) error {
+	if len(by) > 64 || strings.ContainsAny(by, "\x00\n\r") {
+		return &fieldError{param: "by", msg: "by: at most 64 bytes on one line"}
+	}
+	return nil
+}
+
 // decodeDecision parses a decision body: one object, by required, unknown
 // fields refused.
 func decodeDecision(body []byte) (DecisionRequest, error) {
@@ -48,8 +58,8 @@ func decodeDecision(body []byte) (DecisionRequest, error) {
 	switch {
 	case d.By == "":
 		return d, &fieldError{param: "by", msg: "by: required: who decides"}
-	case len(d.By) > 64 || strings.ContainsAny(d.By, "\x00\n\r"):
-		return d, &fieldError{param: "by", msg: "by: at most 64 bytes on one line"}
+	case checkBy(d.By) != nil:
+		return d, checkBy(d.By)
 	case len(d.Note) > 1024:
 		return d, &fieldError{param: "note", msg: "note: at most 1024 bytes"}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
@@ -130,7 +131,12 @@ func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
 	}
 	// The job as added, not as a Get would find it: a DELETE a moment
 	// later made that a 404 for a job this request created.
-	in, err := n.sched.Add(r.Context(), j, jobs.SourceAPI, byOf(r))
+	by, err := byOf(r)
+	if err != nil {
+		refuseRequest(w, err)
+		return
+	}
+	in, err := n.sched.Add(r.Context(), j, jobs.SourceAPI, by)
 	if err != nil {
 		jobError(w, err)
 		return
@@ -139,7 +145,12 @@ func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) handleRemoveJob(w http.ResponseWriter, r *http.Request) {
-	if err := n.sched.Remove(r.Context(), r.PathValue("id"), byOf(r)); err != nil {
+	by, err := byOf(r)
+	if err != nil {
+		refuseRequest(w, err)
+		return
+	}
+	if err := n.sched.Remove(r.Context(), r.PathValue("id"), by); err != nil {
 		jobError(w, err)
 		return
 	}
@@ -155,7 +166,12 @@ func (n *Node) handlePauseJob(pause bool) http.HandlerFunc {
 		}
 		// The job as changed, not read back: a DELETE in between turned a
 		// pause that took effect into a 404.
-		in, err := set(r.Context(), id, byOf(r))
+		by, err := byOf(r)
+		if err != nil {
+			refuseRequest(w, err)
+			return
+		}
+		in, err := set(r.Context(), id, by)
 		if err != nil {
 			jobError(w, err)
 			return
@@ -193,10 +209,13 @@ func (n *Node) handleRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, runViews(runs))
 }
 
-// byOf is who a job change is recorded as: ?by=NAME, else "api".
-func byOf(r *http.Request) string {
-	if by := r.URL.Query().Get("by"); by != "" && len(by) <= 64 {
-		return by
+// byOf is who a job change is recorded as: ?by=NAME, else "api". A name
+// checkBy refuses is an error, answered 400: taken as "api" before, a long
+// name was dropped without a word, and one with a newline was kept.
+func byOf(r *http.Request) (string, error) {
+	by := strings.TrimSpace(r.URL.Query().Get("by"))
+	if by == "" {
+		return "api", nil
 	}
-	return "api"
+	return by, checkBy(by)
 }
