@@ -144,8 +144,8 @@ func listRequestID(r *http.Request) (jsonrpc.ID, bool) {
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, 64<<10))
-	if err != nil {
-		return jsonrpc.ID{}, false
+	if err != nil || !bytes.Contains(b, []byte(`"tools/list"`)) {
+		return jsonrpc.ID{}, false // a call's arguments are not decoded twice
 	}
 	msg, err := jsonrpc.DecodeMessage(b)
 	if err != nil {
