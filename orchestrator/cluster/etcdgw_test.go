@@ -189,15 +189,19 @@ func TestEtcdLeaseLost(t *testing.T) {
 	if _, ok := keyIn(t, etcd.Addr(), "/evoclaw/lab/lab@a.1"); ok {
 		t.Fatal("the key outlived its revoked lease")
 	}
+	// The member puts its key, then takes the new lease as its own: wait
+	// for both (reading the lease as soon as the key was back raced the
+	// second step).
+	var now int64
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		time.Sleep(50 * time.Millisecond)
+		m.mu.Lock()
+		now = m.lease
+		m.mu.Unlock()
 		_, ok := keyIn(t, etcd.Addr(), "/evoclaw/lab/lab@a.1")
-		return ok
-	}, "the member's key is back")
-	m.mu.Lock()
-	now := m.lease
-	m.mu.Unlock()
-	if now == old || now == 0 {
+		return ok && now != old
+	}, "the member's key back on a new lease")
+	if now == 0 {
 		t.Errorf("lease %d after losing %d, want a new one", now, old)
 	}
 }
