@@ -196,3 +196,4 @@ CREATE TABLE report_day_tokens (
 		output_tokens INTEGER NOT NULL,
 		PRIMARY KEY (day, provider, model)
 	) WITHOUT ROWID;
+CREATE INDEX job_runs_scheduled ON job_runs(scheduled_ms, agent_id);

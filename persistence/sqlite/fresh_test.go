@@ -75,7 +75,7 @@ func TestFreshSchemaIsTheMigratedOne(t *testing.T) {
 	if err := migrate(ctx, fresh, key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stepped.ExecContext(ctx, "PRAGMA user_version = 9"); err != nil {
+	if _, err := stepped.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
 		t.Fatal(err)
 	}
 	schema := func(db *sql.DB) (objs [][4]string, version int) {

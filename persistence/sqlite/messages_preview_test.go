@@ -105,20 +105,7 @@ func TestRecentPreviewsAfterRetention(t *testing.T) {
 // order, without a sorter (which would hold the bodies it carries).
 func TestRecentPreviewsPlan(t *testing.T) {
 	s, _ := openStore(t, Options{})
-	rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+qRecentPreviews, "c", 10, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
+	plan := queryPlan(t, s.rdb, qRecentPreviews, "c", 10, 1024)
 	t.Log(plan)
 	if p := strings.Join(plan, "; "); strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN messages") {
 		t.Errorf("plan %s", p)

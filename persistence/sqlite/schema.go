@@ -172,6 +172,9 @@ var migrations = []string{
 	`ALTER TABLE tool_calls ADD COLUMN agent_elapsed_ms INTEGER CHECK(agent_elapsed_ms IS NULL OR agent_elapsed_ms >= 0);`,
 	// v9: the report summaries, kept as records are written (schema_v9.go).
 	migrationV9,
+	// v10: job_runs by scheduled instant, for the runs of every job
+	// (schema_v10.go).
+	migrationV10,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,
