@@ -340,14 +340,14 @@ func (a *Agent) onMessage(m mqttc.Message) {
 		// be a restart loop. Not answered: whoever published it is long
 		// gone, and an answer at each start would be noise.
 		a.cmdLog.Warn("ignoring a command delivered retained; commands must not be retained",
-			"topic", m.Topic, "bytes", len(m.Payload), "request_id", salvageRequestID(m.Payload))
+			"topic", m.Topic, "bytes", len(m.Payload), "request_id", wire.SalvageRequestID(m.Payload))
 		return
 	}
 	cmd, err := wire.DecodeCommand(m.Payload)
 	if err != nil {
 		a.cmdLog.Warn("rejecting malformed command", "err", err, "bytes", len(m.Payload))
 		a.failed.Add(1)
-		r := refusal{requestID: salvageRequestID(m.Payload), errType: wire.ErrInvalidCommand, msg: err.Error()}
+		r := refusal{requestID: wire.SalvageRequestID(m.Payload), errType: wire.ErrInvalidCommand, msg: err.Error()}
 		if suppressed, ok := a.invalidEvents.Allow(time.Now()); ok {
 			r.event, r.detail = persistence.EventInvalidMessage, map[string]any{"topic": boundlog.String(m.Topic), "bytes": len(m.Payload),
 				"error": boundlog.String(err.Error()), "suppressed_before": suppressed,
@@ -401,21 +401,6 @@ func (a *Agent) audit(kind string, detail map[string]any) {
 	if err := a.store.RecordEvent(ctx, persistence.Event{Node: a.cfg.AgentID, AgentID: a.cfg.AgentID, Kind: kind, Detail: b}); err != nil {
 		a.log.Error("audit event", "kind", kind, "err", err)
 	}
-}
-
-// salvageRequestID extracts a request_id from a message that failed strict
-// decoding, so its sender gets an error instead of a timeout.
-func salvageRequestID(b []byte) string {
-	if len(b) > wire.MaxMessageBytes {
-		return ""
-	}
-	var p struct {
-		RequestID string `json:"request_id"`
-	}
-	if json.Unmarshal(b, &p) != nil || len(p.RequestID) > wire.MaxRequestIDLen {
-		return ""
-	}
-	return p.RequestID
 }
 
 func (a *Agent) worker(ctx context.Context) {
