@@ -4,8 +4,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/evoclaw/evoclaw/edge/rate"
 )
 
 // httpLimits bound what one client of the API can hold. Without them a
@@ -41,6 +45,15 @@ type httpLimits struct {
 	// first request's headers this long after it was accepted may be
 	// closed to serve a new one (a client sends them at once).
 	NewGrace time.Duration
+	// PerAddress is the most of the Conns one client address may hold (an
+	// IPv6 /64 counts as one address; loopback is not counted). One more
+	// from an address at its bound is served by closing that address's
+	// connection idle longest; with none idle it is answered 503 and
+	// closed at once.
+	PerAddress int
+	// addrKey is what PerAddress counts by; nil: perAddressKey. Tests
+	// count loopback addresses with it.
+	addrKey func(net.Addr) string
 }
 
 // defaultHTTPLimits: 512 connections are about 10 MB of buffers and
@@ -48,8 +61,15 @@ type httpLimits struct {
 // bytes; browsers send a few KiB, Node.js refuses more than 16 KiB) at
 // most 10 MB more; a minute lets a 4 MiB body through a slow link and a
 // phone on a bad network catch up.
+//
+// 64 connections an address leave room for every browser tab, CLI and
+// pooled client of one host (browsers open 6 a host), and keep one host
+// that pipelines requests and never reads the answers (so each holds its
+// slot in a write for WriteStall) to an eighth of the slots: 600 such
+// connections from one address made every other client wait 0.4-5.8 s
+// for a /healthz before.
 var defaultHTTPLimits = httpLimits{Conns: 512, Idle: 2 * time.Minute, Body: time.Minute, WriteStall: time.Minute,
-	HeaderBytes: 16 << 10, Header: 10 * time.Second, NewGrace: 2 * time.Second}
+	HeaderBytes: 16 << 10, Header: 10 * time.Second, NewGrace: 2 * time.Second, PerAddress: 64}
 
 // unreadBodyLinger is how long the server may read a body it did not use,
 // after the answer, before it closes the connection (Go waits as long
@@ -61,7 +81,20 @@ func (l httpLimits) withDefaults() httpLimits {
 	d := defaultHTTPLimits
 	return httpLimits{Conns: orDefault(l.Conns, d.Conns), Idle: orDefault(l.Idle, d.Idle), Body: orDefault(l.Body, d.Body),
 		WriteStall: orDefault(l.WriteStall, d.WriteStall), HeaderBytes: orDefault(l.HeaderBytes, d.HeaderBytes),
-		Header: orDefault(l.Header, d.Header), NewGrace: orDefault(l.NewGrace, d.NewGrace)}
+		Header: orDefault(l.Header, d.Header), NewGrace: orDefault(l.NewGrace, d.NewGrace),
+		PerAddress: orDefault(l.PerAddress, d.PerAddress), addrKey: l.addrKey}
+}
+
+// perAddressKey is the address a connection from addr counts against:
+// its IP, an IPv6 address cut to its /64; "" (not counted) for loopback,
+// where a reverse proxy on the machine brings every client, and for an
+// address that is not an IP one.
+func perAddressKey(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || ap.Addr().Unmap().IsLoopback() {
+		return ""
+	}
+	return rate.AddressKey(addr.String())
 }
 
 // orDefault is v when set (above zero), else d.
@@ -75,8 +108,12 @@ func orDefault[T int | time.Duration](v, d T) T {
 // apply sets l's bounds on srv (its handler is guarded) and returns ln
 // bounded to l.Conns, to serve srv on.
 func (l httpLimits) apply(srv *http.Server, ln net.Listener) net.Listener {
-	cl := &connLimiter{Listener: ln, max: l.Conns, grace: l.NewGrace, conns: map[*limitedConn]struct{}{},
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	key := l.addrKey
+	if key == nil {
+		key = perAddressKey
+	}
+	cl := &connLimiter{Listener: ln, max: l.Conns, grace: l.NewGrace, perAddr: l.PerAddress, key: key,
+		conns: map[*limitedConn]struct{}{}, byAddr: map[string]int{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	srv.Handler = l.guard(srv.Handler)
 	srv.ReadHeaderTimeout = l.Header
 	srv.IdleTimeout = l.Idle
@@ -102,11 +139,14 @@ func (l httpLimits) apply(srv *http.Server, ln net.Listener) net.Listener {
 // still on its first headers after grace is a slow or stuck client.
 type connLimiter struct {
 	net.Listener
-	max   int
-	grace time.Duration
+	max     int
+	grace   time.Duration
+	perAddr int                   // of max, what one key may hold
+	key     func(net.Addr) string // what perAddr counts by; "" is not counted
 
-	mu    sync.Mutex
-	conns map[*limitedConn]struct{}
+	mu     sync.Mutex
+	conns  map[*limitedConn]struct{}
+	byAddr map[string]int // held connections by key; no zero entries
 
 	wake      chan struct{} // a slot freed or a connection went idle
 	done      chan struct{} // closed by Close
@@ -117,6 +157,7 @@ type connLimiter struct {
 type limitedConn struct {
 	net.Conn
 	l    *connLimiter
+	key  string // what it counts against in l.byAddr; "" none
 	once sync.Once
 	// state and since (when it entered state) are guarded by l.mu.
 	state http.ConnState
@@ -128,6 +169,11 @@ func (c *limitedConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
+		if c.key != "" {
+			if c.l.byAddr[c.key]--; c.l.byAddr[c.key] <= 0 {
+				delete(c.l.byAddr, c.key)
+			}
+		}
 		c.l.mu.Unlock()
 		c.l.signal()
 	})
@@ -152,21 +198,52 @@ func (l *connLimiter) signal() {
 }
 
 // Accept returns the next connection once it has a slot. The server
-// accepts on one goroutine, so at most one connection waits here.
+// accepts on one goroutine, so at most one connection waits here. One
+// from an address that holds its perAddr is refused at once unless one of
+// that address's own connections is idle, so that no address makes the
+// others wait here.
 func (l *connLimiter) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if lc := l.admit(c); lc != nil {
+			return lc, nil
+		}
+		select {
+		case <-l.done:
+			return nil, net.ErrClosed
+		default:
+		}
 	}
-	lc := &limitedConn{Conn: c, l: l, state: http.StateNew}
+}
+
+// admit returns c holding a slot, or nil when c was refused or the
+// limiter closed.
+func (l *connLimiter) admit(c net.Conn) *limitedConn {
+	lc := &limitedConn{Conn: c, l: l, state: http.StateNew, key: l.key(c.RemoteAddr())}
 	for {
 		now := time.Now()
 		l.mu.Lock()
+		if lc.key != "" && l.byAddr[lc.key] >= l.perAddr {
+			victim := l.idleOfLocked(lc.key)
+			l.mu.Unlock()
+			if victim == nil {
+				refuseConn(c)
+				return nil
+			}
+			victim.Close()
+			continue
+		}
 		if len(l.conns) < l.max {
 			lc.since = now
 			l.conns[lc] = struct{}{}
+			if lc.key != "" {
+				l.byAddr[lc.key]++
+			}
 			l.mu.Unlock()
-			return lc, nil
+			return lc
 		}
 		victim, retry := l.victimLocked(now)
 		l.mu.Unlock()
@@ -182,10 +259,60 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		case <-l.done:
 			t.Stop()
 			c.Close()
-			return nil, net.ErrClosed
+			return nil
 		}
 		t.Stop()
 	}
+}
+
+// idleOfLocked is key's connection idle longest between requests, or nil.
+func (l *connLimiter) idleOfLocked(key string) *limitedConn {
+	var idle *limitedConn
+	for c := range l.conns {
+		if c.key == key && c.state == http.StateIdle && (idle == nil || c.since.Before(idle.since)) {
+			idle = c
+		}
+	}
+	return idle
+}
+
+// perAddressRefusal is what a connection past its address's bound reads
+// before it is closed: a status and an error a client can show, not a
+// bare reset.
+var perAddressRefusal = func() string {
+	body := `{"error":{"message":"too many connections from this address: close some and retry",` +
+		`"type":"` + ErrTypeBusy + `","param":null,"code":null}}` + "\n"
+	return "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+// refusing bounds the connections being refused at once; past it one is
+// closed without its answer.
+var refusing = make(chan struct{}, 64)
+
+// refuseConn answers c perAddressRefusal and closes it, off the accept
+// loop: it ends its side, then reads and drops what the client sent for
+// at most unreadBodyLinger (64 KiB at most), so that the client reads the
+// answer rather than a reset. With refusing full it closes c at once.
+func refuseConn(c net.Conn) {
+	select {
+	case refusing <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-refusing }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(unreadBodyLinger))
+		if _, err := io.WriteString(c, perAddressRefusal); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
 }
 
 // victimLocked picks the connection to close for a new one: the one idle
