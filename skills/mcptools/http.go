@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 )
 
-// MaxResponseBytes bounds one HTTP response of a streamable HTTP server, as
-// the SDK's line limit bounds one message of a stdio server.
+// MaxResponseBytes bounds one HTTP response of a streamable HTTP server
+// other than the answer to a call, whose messages are bounded by
+// MaxResultBytes (boundAnswer).
 const MaxResponseBytes = 16 << 20
 
 // ErrResponseTooLarge means an HTTP server's response went past
@@ -32,8 +34,35 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, list := listRequestID(r); !list && r.Method == http.MethodPost && resp.StatusCode == http.StatusOK {
+		return boundAnswer(resp), nil
+	}
 	resp.Body = &boundedBody{body: resp.Body, left: t.max, max: t.max}
 	return checkListResponse(r, resp)
+}
+
+// boundAnswer bounds each message of the answer to a request other than
+// tools/list as a stdio server's are bounded (frameReader): those of an
+// event stream line by line, a JSON answer whole. A message past
+// MaxResultBytes is not kept; an answer past it is replaced by an error
+// answer saying its size. Messages, not the stream, are bounded: the
+// stream of a POST ends with its answer.
+func boundAnswer(resp *http.Response) *http.Response {
+	limit := func() int { return MaxResultBytes }
+	var f *frameReader
+	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
+		f = newFrameReader(resp.Body, limit, "data:")
+	} else {
+		f = newFrameReader(resp.Body, limit, "")
+		f.whole = true
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{f, resp.Body}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return resp
 }
 
 // boundedBody fails a read once more than max bytes have come.

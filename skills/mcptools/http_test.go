@@ -13,15 +13,20 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
-// hugeAnswers is a streamable HTTP MCP server, as plain JSON over POST,
-// whose tool answers with a text of size bytes.
-func hugeAnswers(size int) http.Handler {
+// hugeAnswers is a streamable HTTP MCP server, as plain JSON over POST or
+// as an event stream, whose tool answers with a text of size bytes.
+func hugeAnswers(size int, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m, ok := readCall(w, r)
 		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if stream && m.Method == "tools/call" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message\ndata: ")
+			defer fmt.Fprint(w, "\n\n")
+		}
 		switch m.Method {
 		case "initialize":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"h","version":"1"}}}`, m.ID)
@@ -59,18 +64,19 @@ func readCall(w http.ResponseWriter, r *http.Request) (call, bool) {
 
 // TestHTTPResponseBound: an HTTP server's answer past MaxResponseBytes
 // fails the call instead of being read whole. Before, a 1 GiB answer took
-// evoclaw serve to 12 GB of memory.
+// evoclaw serve to 12 GB of memory. (A call's answer is bounded far lower
+// since, by MaxResultBytes: TestCallResultBound.)
 func TestHTTPResponseBound(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		size     int
 		wantType wire.ErrorType
 	}{
-		{"within the bound", MaxResponseBytes - 1024, ""},
+		{"within the bound", MaxResultBytes - 1024, ""},
 		{"past the bound", MaxResponseBytes, wire.ErrExecutionFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(hugeAnswers(tc.size))
+			srv := httptest.NewServer(hugeAnswers(tc.size, false))
 			t.Cleanup(srv.Close)
 			set, errs := Connect(context.Background(), map[string]ServerConfig{"h": {URL: srv.URL}}, nil)
 			if len(errs) > 0 {
@@ -82,8 +88,8 @@ func TestHTTPResponseBound(t *testing.T) {
 			if out.ErrorType() != tc.wantType {
 				t.Fatalf("error type %q, want %q", out.ErrorType(), tc.wantType)
 			}
-			if tc.wantType != "" && !strings.Contains(out.ErrorText(), ErrResponseTooLarge.Error()) {
-				t.Errorf("error %q, want it to name %q", out.ErrorText(), ErrResponseTooLarge)
+			if tc.wantType != "" && !strings.Contains(out.ErrorText(), ErrResultTooLarge.Error()) {
+				t.Errorf("error %q, want it to name %q", out.ErrorText(), ErrResultTooLarge)
 			}
 		})
 	}

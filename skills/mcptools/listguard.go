@@ -47,10 +47,11 @@ func checkListPage(result []byte) *jsonrpc.Error {
 }
 
 // listTooLarge returns err as ErrListTooLarge when it is the error a
-// refused page was answered with, and err otherwise.
+// refused page was answered with (by checkListPage, or by frameReader for
+// its size), and err otherwise.
 func listTooLarge(err error) error {
 	var we *jsonrpc.Error
-	if errors.As(err, &we) && we.Code == codeListTooLarge {
+	if errors.As(err, &we) && (we.Code == codeListTooLarge || we.Code == codeResultTooLarge) {
 		return fmt.Errorf("%w: %s", ErrListTooLarge, we.Message)
 	}
 	return err
@@ -68,6 +69,17 @@ type listGuard struct {
 
 func guardLists(c mcp.Connection) *listGuard {
 	return &listGuard{Connection: c, pending: map[jsonrpc.ID]struct{}{}}
+}
+
+// lineLimit is the bound of the next message a stdio server sends: a
+// page of its tool list while one is asked for, else MaxResultBytes.
+func (g *listGuard) lineLimit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) > 0 {
+		return MaxListPage
+	}
+	return MaxResultBytes
 }
 
 func (g *listGuard) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -465,6 +465,8 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 	case cctx.Err() != nil:
 		return skills.Failed(wire.ErrTimeout, fmt.Sprintf("mcp %s%s%s: no answer within %v", srv.name, Separator, tool,
 			timeout.Round(time.Millisecond)))
+	case resultTooLarge(err) != nil:
+		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, resultTooLarge(err)))
 	case strings.Contains(err.Error(), "invalid params"):
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
 	default:

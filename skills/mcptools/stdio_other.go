@@ -11,7 +11,8 @@ import (
 )
 
 // stdioTransport runs a stdio MCP server. Without process groups it stops
-// the server alone, not what the server started.
+// the server alone, not what the server started; its messages are bounded
+// by the SDK's line limit (16 MiB), not by MaxResultBytes.
 type stdioTransport struct {
 	cmd   *exec.Cmd
 	grace time.Duration

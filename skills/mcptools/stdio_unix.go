@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -55,12 +56,15 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, exited: make(chan struct{})}
 	go p.reap()
-	conn, err := (&mcp.IOTransport{Reader: stdoutOf{p}, Writer: p}).Connect(ctx)
+	g := guardLists(nil)
+	out := newFrameReader(stdoutOf{p}, g.lineLimit, "")
+	conn, err := (&mcp.IOTransport{Reader: readCloser{out}, Writer: p}).Connect(ctx)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	return guardLists(conn), nil
+	g.Connection = conn
+	return g, nil
 }
 
 // serverProc is a running stdio server: its pipes and its process group.
@@ -161,3 +165,9 @@ func (s stdoutOf) Read(b []byte) (int, error) {
 	return s.p.out.Read(b)
 }
 func (stdoutOf) Close() error { return nil }
+
+// readCloser is a server's bounded output (frameReader); closing it does
+// nothing, as closing stdoutOf does.
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }

@@ -13,6 +13,9 @@
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
 //	crash N         answers N calls "ok", then exits
+//	big N           a call answers with a text of N bytes, its id last (as
+//	                the official TypeScript SDK orders an answer)
+//	endless         a call answers with a line that never ends
 package main
 
 import (
@@ -152,6 +155,24 @@ func call(mode string, m message) {
 	if mode == "image" {
 		reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "image", "mimeType": os.Args[2], "data": os.Args[3]}}})
 		return
+	}
+	if mode == "big" {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintf(out, `{"result":{"content":[{"type":"text","text":"%s"}]},"jsonrpc":"2.0","id":%s}`+"\n", strings.Repeat("x", num(2)), m.ID)
+		out.Flush()
+		return
+	}
+	if mode == "endless" {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, m.ID)
+		chunk := strings.Repeat("y", 64<<10)
+		for {
+			if _, err := out.WriteString(chunk); err != nil {
+				os.Exit(0)
+			}
+		}
 	}
 	if mode == "crash" {
 		reply(m.ID, text("ok"))

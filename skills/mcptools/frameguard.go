@@ -1,0 +1,177 @@
+package mcptools
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Bounds on one message a server sends, checked as it arrives, before the
+// SDK holds or decodes it. The SDK's decoding of a call's result costs far
+// more than its bytes: a 15 MB result took the agent from 35 MB to 145 MB,
+// though the model is shown 64 KiB of it.
+const (
+	// MaxResultBytes bounds one message of a server other than a page of
+	// its tool list (MaxListPage): the answer to a call above all. It is
+	// what a skill tool's output is kept to (proc.DefaultMaxOutput) and
+	// what one MQTT packet of the agent's carries. A larger answer is read
+	// without being kept and the call fails with ErrResultTooLarge; a
+	// larger notification or request of the server is dropped.
+	MaxResultBytes = 1 << 20
+	// MaxMessageBytes bounds what is read of one message past its bound:
+	// a server still sending the same message after that many bytes
+	// (one that never ends its line) has its session ended, and the call
+	// waiting for that message fails with ErrResultTooLarge.
+	MaxMessageBytes = 256 << 20
+)
+
+// ErrResultTooLarge means a server answered a call with more than
+// MaxResultBytes.
+var ErrResultTooLarge = errors.New("mcp result too large")
+
+// ErrMessageTooLarge ends the session of a server that sent one message
+// of more than MaxMessageBytes.
+var ErrMessageTooLarge = errors.New("mcp message without end")
+
+// codeResultTooLarge is the JSON-RPC error code an answer that frameReader
+// refuses is replaced with; resultTooLarge turns it into ErrResultTooLarge.
+const codeResultTooLarge = -32098
+
+// resultTooLarge returns err as ErrResultTooLarge when it is the error an
+// answer frameReader refused was replaced with, and nil otherwise.
+func resultTooLarge(err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeResultTooLarge {
+		return fmt.Errorf("%w: %s", ErrResultTooLarge, we.Message)
+	}
+	return nil
+}
+
+// frameReader hands on a stream of newline-delimited messages (a stdio
+// server's output, the lines of an event stream) with each line bounded
+// by limit as it arrives. A longer line is not kept: it is read on, its
+// size counted and its top-level "id" picked out (topScanner), and it is
+// replaced by an error answer to that id saying how large it was. A line
+// without an id, or one that is a request or notification (it has a
+// "method"), is dropped. Past MaxMessageBytes the line is answered as too
+// large without end and reading fails with ErrMessageTooLarge.
+//
+// With a prefix ("data:" for an event stream), only lines that start
+// with it carry messages: the prefix is kept on a replacement and left
+// out of the scan; other lines past the bound are dropped. Whole, the
+// stream is one message (an HTTP answer in JSON), newlines and all.
+type frameReader struct {
+	r      io.Reader
+	limit  func() int // the bound of a line, asked when the line starts
+	prefix []byte
+	whole  bool
+
+	buf  []byte // what one Read of r brought
+	out  []byte // lines ready for the reader
+	line []byte // the line so far while within its bound
+	max  int    // the bound of the current line; 0 before it starts
+	over bool   // the current line went past max
+	size int64  // bytes of the current line when over
+	scan topScanner
+	err  error // of r, or ErrMessageTooLarge; returned once out is empty
+}
+
+// keptRoom is the most room frameReader keeps for its next line.
+const keptRoom = 64 << 10
+
+func newFrameReader(r io.Reader, limit func() int, prefix string) *frameReader {
+	return &frameReader{r: r, limit: limit, prefix: []byte(prefix), buf: make([]byte, 32<<10)}
+}
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	for len(f.out) == 0 && f.err == nil {
+		n, err := f.r.Read(f.buf[:cap(f.buf)])
+		f.err = err
+		f.take(f.buf[:n])
+		if f.err == io.EOF && f.max > 0 {
+			f.end() // a last line without a newline
+		}
+	}
+	if len(f.out) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	if len(f.out) == 0 && cap(f.out) > keptRoom {
+		f.out = nil // the room of a long line is not kept
+	}
+	return n, nil
+}
+
+// take looks at b, what was read.
+func (f *frameReader) take(b []byte) {
+	for len(b) > 0 {
+		if f.max == 0 {
+			f.max = f.limit()
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 || f.whole {
+			f.add(b)
+			return
+		}
+		f.add(b[:i])
+		if f.err == ErrMessageTooLarge {
+			return
+		}
+		f.end()
+		b = b[i+1:]
+	}
+}
+
+// add adds part of the current line.
+func (f *frameReader) add(chunk []byte) {
+	if f.err == ErrMessageTooLarge {
+		return
+	}
+	if !f.over {
+		if len(f.line)+len(chunk) <= f.max {
+			f.line = append(f.line, chunk...)
+			return
+		}
+		f.over, f.size = true, int64(len(f.line))
+		f.scan = topScanner{prefix: f.prefix}
+		f.scan.feed(f.line)
+		f.line = nil
+	}
+	f.size += int64(len(chunk))
+	f.scan.feed(chunk)
+	if f.size > MaxMessageBytes {
+		f.refuse(fmt.Sprintf("an answer of more than %d bytes without an end; the session is ended", MaxMessageBytes))
+		f.err = ErrMessageTooLarge
+	}
+}
+
+// end ends the current line.
+func (f *frameReader) end() {
+	if f.over {
+		f.refuse(fmt.Sprintf("an answer of %d bytes, more than %d", f.size, f.max))
+	} else {
+		f.out = append(append(f.out, f.line...), '\n')
+	}
+	if cap(f.line) > keptRoom {
+		f.line = nil
+	}
+	f.line, f.max, f.over, f.size = f.line[:0], 0, false, 0
+}
+
+// refuse puts in out, for a line past its bound, the error answer that
+// replaces it, or nothing when it is not an answer.
+func (f *frameReader) refuse(msg string) {
+	id, ok := f.scan.answerID()
+	if !ok {
+		return
+	}
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeResultTooLarge, Message: msg}})
+	if err != nil {
+		return
+	}
+	f.out = append(append(append(f.out, f.prefix...), b...), '\n')
+}

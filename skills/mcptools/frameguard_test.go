@@ -1,0 +1,199 @@
+package mcptools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills/internal/proctest"
+)
+
+// TestCallResultBound: an answer to a call past MaxResultBytes fails the
+// call with its size, on both transports, whichever end of the answer its
+// id is at; a stdio answer that never ends is answered as too large and
+// its server stopped. Before, a 15 MB answer was decoded whole (the agent
+// went from 35 MB to 145 MB) and handed on, and past the SDK's 16 MiB line
+// limit the session ended with a parse error.
+func TestCallResultBound(t *testing.T) {
+	const big = 15_000_000
+	for _, tc := range []struct {
+		name    string
+		server  ServerConfig
+		httpSrv http.Handler
+		want    string // in the error; empty: the call succeeds
+	}{
+		{"stdio within the bound", ServerConfig{Command: hostileBin, Args: []string{"big", fmt.Sprint(MaxResultBytes - 1024)}}, nil, ""},
+		{"stdio past the bound", ServerConfig{Command: hostileBin, Args: []string{"big", fmt.Sprint(big)}}, nil,
+			fmt.Sprintf("an answer of %d bytes, more than %d", big+len(`{"result":{"content":[{"type":"text","text":""}]},"jsonrpc":"2.0","id":2}`), MaxResultBytes)},
+		{"stdio without end", ServerConfig{Command: hostileBin, Args: []string{"endless"}}, nil,
+			fmt.Sprintf("more than %d bytes without an end", MaxMessageBytes)},
+		{"http within the bound", ServerConfig{}, hugeAnswers(MaxResultBytes-1024, false), ""},
+		{"http past the bound", ServerConfig{}, hugeAnswers(big, false), fmt.Sprintf("more than %d", MaxResultBytes)},
+		{"http stream past the bound", ServerConfig{}, hugeAnswers(big, true), fmt.Sprintf("more than %d", MaxResultBytes)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.httpSrv != nil {
+				srv := httptest.NewServer(tc.httpSrv)
+				t.Cleanup(srv.Close)
+				tc.server.URL = srv.URL
+			}
+			set, errs := Connect(context.Background(), map[string]ServerConfig{"h": tc.server}, nil)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			t.Cleanup(func() { set.Close() })
+			tools, _ := set.Tools()
+			out := tools[0].Run(context.Background(), nil)
+			if tc.want == "" {
+				if out.ErrorType() != "" || len(out.Text()) < MaxResultBytes-2048 {
+					t.Fatalf("error %q, %d bytes of text, want the whole text", out.ErrorText(), len(out.Text()))
+				}
+				return
+			}
+			if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), tc.want) ||
+				!strings.Contains(out.ErrorText(), ErrResultTooLarge.Error()) {
+				t.Fatalf("error %q (%s), want execution_failed naming %q", out.ErrorText(), out.ErrorType(), tc.want)
+			}
+			if tc.server.Command != "" && strings.Contains(tc.want, "without an end") {
+				proctest.WaitGone(t, hostileBin, "endless")
+			}
+		})
+	}
+}
+
+// TestFrameReaderKeepsNoLongLine: what frameReader allocates while it
+// reads a line of 64 MiB is bounded by its line bound, not by the line.
+func TestFrameReaderKeepsNoLongLine(t *testing.T) {
+	const line = 64 << 20
+	src := io.MultiReader(strings.NewReader(`{"result":"`), io.LimitReader(repeatReader('z'), line), strings.NewReader(`","id":7}`+"\n"))
+	f := newFrameReader(src, func() int { return MaxResultBytes }, "")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := io.ReadAll(f)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*MaxResultBytes {
+		t.Errorf("allocated %d bytes reading a line of %d, want at most %d", alloc, line, 8*MaxResultBytes)
+	}
+	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(got))
+	if err != nil {
+		t.Fatalf("decode %q: %v", got, err)
+	}
+	seven, _ := jsonrpc.MakeID(float64(7))
+	if r, ok := msg.(*jsonrpc.Response); !ok || r.ID != seven || r.Error == nil {
+		t.Fatalf("got %q, want an error answer to id 7", got)
+	}
+}
+
+// repeatReader reads as an endless run of its byte.
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// FuzzFrameReader: with a bound of 64 bytes, every line within it comes out
+// as it went in, and every line past it comes out as an error answer to
+// its id when encoding/json reads it as an answer (a top-level id, a
+// number or a string, and no method), and not at all when it reads it as
+// something else. A line that is not JSON comes out as an error answer or
+// not at all.
+func FuzzFrameReader(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", 100) + `"}]}}`,
+		`{"result":{"x":"` + strings.Repeat("b", 80) + `","id":9},"jsonrpc":"2.0","id":"s\"1"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"pad":"` + strings.Repeat("c", 80) + `"}}`,
+		`{"id":{"x":1},"result":"` + strings.Repeat("d", 80) + `"}`,
+		"short\n" + strings.Repeat("e", 200) + "\n{}",
+		`[{"id":1,"result":"` + strings.Repeat("f", 80) + `"}]`,
+	} {
+		f.Add(s)
+	}
+	const bound = 64
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := io.ReadAll(newFrameReader(strings.NewReader(in), func() int { return bound }, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(in, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		out := string(got)
+		for _, l := range lines {
+			if len(l) <= bound {
+				if !strings.HasPrefix(out, l+"\n") {
+					t.Fatalf("line %q within the bound: output %q", l, out)
+				}
+				out = out[len(l)+1:]
+				continue
+			}
+			// An error answer is longer than the bound, a line handed on is not.
+			answer, rest, _ := strings.Cut(out, "\n")
+			id, known := answerOf(l)
+			if known && id == nil || !known && len(answer) <= bound {
+				if len(answer) > bound {
+					t.Fatalf("line %q is no answer: output %q", l, answer)
+				}
+				continue // nothing came out for l, rightly
+			}
+			msg, err := jsonrpc.DecodeMessage([]byte(answer))
+			r, ok := msg.(*jsonrpc.Response)
+			var we *jsonrpc.Error
+			if err != nil || !ok || !errors.As(r.Error, &we) || we.Code != codeResultTooLarge ||
+				we.Message != fmt.Sprintf("an answer of %d bytes, more than %d", len(l), bound) {
+				t.Fatalf("line %q past the bound: output %q, want an error answer", l, answer)
+			}
+			if known && r.ID != *id {
+				t.Fatalf("line %q: answer to %v, want %v", l, r.ID, *id)
+			}
+			out = rest
+		}
+		if out != "" {
+			t.Fatalf("output %q left over", out)
+		}
+	})
+}
+
+// answerOf reads l as encoding/json does: known is false when l is not a
+// JSON object, or when it has a key written with escapes (topScanner does
+// not unescape keys); id is nil when l is no answer.
+func answerOf(l string) (id *jsonrpc.ID, known bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(l), &m) != nil || strings.Contains(l, `\`) {
+		return nil, false
+	}
+	raw, has := m["id"]
+	if _, method := m["method"]; method || !has {
+		return nil, true
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, true
+	}
+	switch v.(type) {
+	case float64, string:
+		i, err := jsonrpc.MakeID(v)
+		if err != nil {
+			return nil, true
+		}
+		return &i, true
+	}
+	return nil, true
+}
