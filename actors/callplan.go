@@ -15,6 +15,9 @@ type plannedCall struct {
 	spec      *callSpec
 	immediate *skills.Output
 	agentID   string
+	// resolved: the call names a tool the turn offers (Metrics counts it
+	// under its name; others share NotOfferedTool).
+	resolved bool
 }
 
 // prepare resolves one call and checks its arguments.
@@ -29,17 +32,17 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 		return plannedCall{immediate: bad, agentID: target.AgentID}
 	}
 	if call.ArgumentsError != "" && target.Prompt == nil && string(target.Args) == string(call.Arguments) {
-		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+		return plannedCall{agentID: target.AgentID, resolved: true, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
 			"Invalid parameters for %q: the arguments are not valid JSON (%s): %s. %s", call.Name, call.ArgumentsError,
 			truncate(call.ArgumentsText(), 200), paramLists(target.Schema)))}
 	}
 	var args map[string]any
 	if err := json.Unmarshal(target.Args, &args); err != nil || args == nil {
-		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
+		return plannedCall{agentID: target.AgentID, resolved: true, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
 			"Invalid parameters for %q: arguments are not a JSON object: %s. %s", call.Name, truncate(string(target.Args), 200), paramLists(target.Schema)))}
 	}
 	if msg := c.o.schemas.validateArgs(call.Name, target.Schema, args); msg != "" {
-		return plannedCall{agentID: target.AgentID, immediate: toolError(wire.ErrInvalidParams, msg)}
+		return plannedCall{agentID: target.AgentID, resolved: true, immediate: toolError(wire.ErrInvalidParams, msg)}
 	}
 	timeout := toolTimeout(c.o.TimeoutRules, target.Category, callOwnTimeoutMS(target, args))
 	prefix := "tool"
@@ -57,5 +60,5 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 	if c.o.Edges != nil {
 		s.edges = c.o.Edges.PID
 	}
-	return plannedCall{spec: s, agentID: target.AgentID}
+	return plannedCall{spec: s, agentID: target.AgentID, resolved: true}
 }

@@ -384,7 +384,7 @@ func (c *conversation) onCall(ctx actor.Context, m *callDone) {
 	elapsed := c.o.Now().Sub(t.started[i])
 	ok := m.res.Succeeded()
 	status := statusOf(m.res)
-	c.o.Metrics.call(call.Name, status, m.res.ErrorType(), elapsed)
+	c.o.Metrics.call(call.Name, t.calls[i].resolved, status, m.res.ErrorType(), elapsed)
 	end := Progress{Kind: ProgressToolEnd, ConversationID: c.id, Time: c.o.Now(), Iteration: t.m.Iterations(), CallID: call.ID,
 		Agent: t.calls[i].agentID, Tool: call.Name, Status: status, ErrorType: string(m.res.ErrorType()),
 		ElapsedMS: elapsed.Milliseconds()}

@@ -30,7 +30,9 @@ type MetricsSnapshot struct {
 	WallTimeSavedMs int64
 	// LLMCalls counts completions requested; LLMErrors those that failed.
 	LLMCalls, LLMErrors int64
-	// Tools holds per-tool counters by the name the model used.
+	// Tools holds per-tool counters by the name the model used, for the
+	// tools a turn offered; calls of names it did not offer share
+	// NotOfferedTool, and names past MaxToolNames share OtherTools.
 	Tools map[string]ToolStats
 }
 
@@ -73,7 +75,24 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 	return s
 }
 
-func (m *Metrics) call(tool, status string, et wire.ErrorType, elapsed time.Duration) {
+// Names Metrics keeps counters under besides tools' own.
+const (
+	// NotOfferedTool counts the calls of names no turn offered: a model
+	// can invent a new one for every call, and each was a series of its
+	// own (40 chats of a model that did took /metrics to 8 MB and
+	// /v1/status to 4 MB, growing for as long as the node ran).
+	NotOfferedTool = "(not offered)"
+	// OtherTools counts the calls of offered tools past MaxToolNames.
+	OtherTools = "(other)"
+	// MaxToolNames bounds the names Metrics keeps counters for (about 5
+	// MB at most): every tool of a fleet of hundreds of agents, yet a
+	// bound when the tools offered keep changing their names.
+	MaxToolNames = 16384
+)
+
+// call counts a call of tool that ended with status; resolved says the
+// turn offered a tool of that name.
+func (m *Metrics) call(tool string, resolved bool, status string, et wire.ErrorType, elapsed time.Duration) {
 	if m == nil {
 		return
 	}
@@ -83,7 +102,19 @@ func (m *Metrics) call(tool, status string, et wire.ErrorType, elapsed time.Dura
 	if m.s.Tools == nil {
 		m.s.Tools = map[string]ToolStats{}
 	}
-	t := m.s.Tools[tool]
+	t, ok := m.s.Tools[tool]
+	switch {
+	case ok:
+		// a name already counted: a repeated call refused before it
+		// resolved is counted under the name it repeats
+	case !resolved:
+		tool = NotOfferedTool
+	case len(m.s.Tools) >= MaxToolNames:
+		tool = OtherTools
+	}
+	if !ok {
+		t = m.s.Tools[tool]
+	}
 	m.s.Calls++
 	t.Calls++
 	t.TotalMs += ms

@@ -24,7 +24,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 		return prometheus.NewDesc("evoclaw_"+name, help, labels, prometheus.Labels{"node": n.cfg.NodeID})
 	}
 	return &nodeCollector{n: n,
-		toolCalls:        d("tool_calls_total", "Tool calls that ended, by the name the model used.", "tool"),
+		toolCalls:        d("tool_calls_total", "Tool calls that ended, by the name the model used; names no turn offered count as (not offered).", "tool"),
 		toolErrors:       d("tool_errors_total", "Tool calls that ended with an error, timeouts included.", "tool"),
 		toolTimeouts:     d("tool_timeouts_total", "Tool calls that timed out.", "tool"),
 		toolMs:           d("tool_duration_ms_total", "Sum of tool call durations in milliseconds.", "tool"),
