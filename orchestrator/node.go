@@ -451,11 +451,21 @@ func (n *Node) onMessage(m mqttc.Message) {
 	switch kind {
 	case wire.KindReports:
 		r, err := wire.DecodeReport(agentID, m.Payload)
+		payload := m.Payload
 		if err != nil {
 			n.dropped(agentID, kind, m.Payload, err)
-			return
+			// A result too deep (or otherwise unreadable) still ends the
+			// call it names, at once, as failed: its waiter must not sit
+			// out its timeout (docs/WIRE.md).
+			var ok bool
+			if r, ok = wire.SalvageReport(agentID, m.Payload, err); !ok {
+				return
+			}
+			if payload, err = json.Marshal(r); err != nil {
+				return
+			}
 		}
-		if !n.relayReport(agentID, r, m.Payload) {
+		if !n.relayReport(agentID, r, payload) {
 			n.takeReport(agentID, r)
 		}
 		return

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
 // A message that fails to decode still has to be answered when it names
@@ -409,4 +410,45 @@ func digits(b []byte, j int) int {
 		j++
 	}
 	return j
+}
+
+// SalvageReport turns a result or error report from topicAgent that failed
+// decoding (cause) into an error report for the call it answers, so that
+// the call ends now rather than at its timeout. The request id is read by
+// the rule of SalvageFields: payload.request_id of an envelope whose
+// report_type is "result" or "error" and whose payload is given once, or
+// the top-level request_id of a flat result; an agent_id, if given, must
+// be topicAgent's. The report says the agent's answer could not be read
+// (ErrExecutionFailed): whether the tool ran is unknown, so the call is not
+// tried again. False when no such id can be read for sure.
+func SalvageReport(topicAgent string, b []byte, cause error) (Report, bool) {
+	got, ok := SalvageFields(b, "report_type", "agent_id", "status", "request_id", "payload", "payload.request_id")
+	if !ok {
+		return Report{}, false
+	}
+	reportType, agentID, status, top, payload, inner := got[0], got[1], got[2], got[3], got[4], got[5]
+	if a, one := agentID.One(); agentID.Count > 0 && (!one || a != topicAgent) {
+		return Report{}, false
+	}
+	var id string
+	switch t, one := reportType.One(); {
+	case reportType.Count == 0:
+		if _, flat := status.One(); !flat {
+			return Report{}, false
+		}
+		id, ok = top.One()
+	case one && (t == ReportResult || t == ReportError) && payload.Count == 1:
+		id, ok = inner.One()
+	default:
+		return Report{}, false
+	}
+	if !ok || id == "" || len(id) > MaxRequestIDLen {
+		return Report{}, false
+	}
+	p, err := json.Marshal(ToolResult{Status: StatusError, ErrorType: ErrExecutionFailed, RequestID: id,
+		Error: fmt.Sprintf("edge agent %q sent an answer that could not be read: %v", topicAgent, cause)})
+	if err != nil {
+		return Report{}, false
+	}
+	return Report{AgentID: topicAgent, ReportType: ReportError, Payload: p}, true
 }

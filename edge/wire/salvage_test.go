@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -122,9 +123,49 @@ func FuzzSalvage(f *testing.F) {
 				t.Fatalf("read payload.request_id %q, encoding/json reads %v: %q", id, in.RequestID, b)
 			}
 		}
+		if r, ok := SalvageReport("a1", b, errors.New("too deep")); ok {
+			res, err := DecodeToolResult(r)
+			if err != nil || r.ReportType != ReportError || res.Status != StatusError || res.ErrorType != ErrExecutionFailed || res.RequestID == "" || len(res.RequestID) > MaxRequestIDLen {
+				t.Fatalf("salvaged report %+v (%+v, %v) from %q", r, res, err, b)
+			}
+		}
 		wrapped := `{"payload":{"x":[` + string(b) + `]},"p":` + string(b) + `,"request_id":"top","q":[` + nest(10001) + `]}`
 		if id := SalvageRequestID([]byte(wrapped)); len(wrapped) <= MaxMessageBytes && id != "top" {
 			t.Fatalf("wrapped %q, read request_id %q, want top", b, id)
 		}
 	})
+}
+
+// TestSalvageReport: which unreadable reports still end their call, and
+// for which request id.
+func TestSalvageReport(t *testing.T) {
+	d := nest(20000)
+	tests := []struct{ name, in, want string }{
+		{"result", `{"report_type":"result","payload":{"request_id":"r1","result":` + d + `}}`, "r1"},
+		{"error, own agent id", `{"agent_id":"a1","report_type":"error","payload":{"request_id":"r2","x":` + d + `}}`, "r2"},
+		{"flat", `{"status":"success","request_id":"r3","result":` + d + `}`, "r3"},
+		{"another agent", `{"agent_id":"a2","report_type":"result","payload":{"request_id":"r","x":` + d + `}}`, ""},
+		{"agent id twice", `{"agent_id":"a1","agent_id":"a2","report_type":"result","payload":{"request_id":"r","x":` + d + `}}`, ""},
+		{"heartbeat", `{"report_type":"heartbeat","payload":{"request_id":"r","x":` + d + `}}`, ""},
+		{"progress", `{"report_type":"progress","payload":{"request_id":"r","x":` + d + `}}`, ""},
+		{"report type twice", `{"report_type":"result","report_type":"progress","payload":{"request_id":"r","x":` + d + `}}`, ""},
+		{"payload twice", `{"report_type":"result","payload":{"request_id":"r","x":` + d + `},"payload":{}}`, ""},
+		{"envelope, top-level id only", `{"report_type":"result","request_id":"r","payload":{"x":` + d + `}}`, ""},
+		{"flat, payload id only", `{"status":"error","payload":{"request_id":"r"},"x":` + d + `}`, ""},
+		{"neither", `{"payload":{"request_id":"r"},"x":` + d + `}`, ""},
+	}
+	for _, tt := range tests {
+		r, ok := SalvageReport("a1", []byte(tt.in), errors.New("too deep"))
+		got := ""
+		if ok {
+			res, err := DecodeToolResult(r)
+			if err != nil || res.ErrorType != ErrExecutionFailed || !strings.Contains(res.Error, "too deep") {
+				t.Fatalf("%s: salvaged %+v (%v), want an execution_failed error naming the cause", tt.name, res, err)
+			}
+			got = res.RequestID
+		}
+		if got != tt.want {
+			t.Errorf("%s: salvaged request id %q, want %q", tt.name, got, tt.want)
+		}
+	}
 }
