@@ -130,6 +130,7 @@ type server struct {
 	cfg     ServerConfig
 	tools   []*mcp.Tool
 	skipped []error // tools listed but left out, reported by Tools
+	groups  *groupFile
 
 	now func() time.Time // time.Now; a test's clock
 
@@ -156,21 +157,44 @@ const (
 // waits for its backoff.
 var ErrServerDown = errors.New("mcp server is down")
 
-// Connect connects to every configured server and lists its tools, all
+// Options are what ConnectWith takes beside the servers. The zero value
+// is ready for use.
+type Options struct {
+	// Log receives what goes wrong that is not a server's error; nil
+	// discards it.
+	Log *slog.Logger
+	// GroupFile, when set, is where the process groups of the running
+	// stdio servers are recorded, so that what the servers of a killed
+	// agent started is killed at its next start: ConnectWith kills what
+	// the groups recorded there still hold before it starts a server.
+	// Empty: no record, and what a killed agent's servers started runs on.
+	GroupFile string
+}
+
+// Connect is ConnectWith with only a log, which may be nil.
+func Connect(ctx context.Context, servers map[string]ServerConfig, log *slog.Logger) (*Set, []error) {
+	return ConnectWith(ctx, servers, Options{Log: log})
+}
+
+// ConnectWith connects to every configured server and lists its tools, all
 // servers at once, so that servers slow to answer delay the caller by one
 // DefaultConnectTimeout, not one each. A server that fails is reported in
-// the errors, in name order, and left out; the others are kept. log may be
-// nil.
-func Connect(ctx context.Context, servers map[string]ServerConfig, log *slog.Logger) (*Set, []error) {
+// the errors, in name order, and left out; the others are kept.
+func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options) (*Set, []error) {
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	var groups *groupFile
+	if o.GroupFile != "" {
+		groups = openGroups(o.GroupFile, log)
 	}
 	names := slices.Sorted(maps.Keys(servers))
 	srvs := make([]*server, len(names))
 	failed := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name]) })
+		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name], groups) })
 	}
 	wg.Wait()
 	s := &Set{log: log, sessions: map[string]*server{}}
@@ -185,7 +209,7 @@ func Connect(ctx context.Context, servers map[string]ServerConfig, log *slog.Log
 	return s, errs
 }
 
-func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error) {
+func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFile) (*server, error) {
 	if strings.Contains(name, Separator) || name == "" {
 		return nil, fmt.Errorf("server name must be non-empty and must not contain %q", Separator)
 	}
@@ -197,7 +221,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig) (*server, error
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
-	srv := &server{name: name, cfg: cfg, now: time.Now}
+	srv := &server{name: name, cfg: cfg, groups: groups, now: time.Now}
 	srv.stopped, srv.stop = context.WithCancel(context.Background())
 	session, err := srv.dial(cctx)
 	if err != nil {
@@ -218,7 +242,7 @@ func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if srv.cfg.Command != "" {
 		cmd := exec.Command(srv.cfg.Command, srv.cfg.Args...)
 		cmd.Env = append(slices.Clone(srv.cfg.Env), "PATH="+envPath())
-		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall}
+		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall, groups: srv.groups}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
 	}

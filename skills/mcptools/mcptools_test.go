@@ -49,8 +49,12 @@ func TestMain(m *testing.M) {
 // "connected" and waits to be killed.
 const agentEnv = "EVOCLAW_MCP_TEST_AGENT"
 
+// groupsEnv is the Options.GroupFile of an agent run by agentEnv.
+const groupsEnv = "EVOCLAW_MCP_TEST_GROUPS"
+
 func actAsAgent(cmd []string) {
-	set, errs := Connect(context.Background(), map[string]ServerConfig{"h": {Command: cmd[0], Args: cmd[1:]}}, nil)
+	set, errs := ConnectWith(context.Background(), map[string]ServerConfig{"h": {Command: cmd[0], Args: cmd[1:]}},
+		Options{GroupFile: os.Getenv(groupsEnv)})
 	if len(errs) > 0 {
 		fmt.Println(errs)
 		os.Exit(1)

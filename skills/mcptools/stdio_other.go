@@ -14,9 +14,10 @@ import (
 // the server alone, not what the server started; its messages are bounded
 // by the SDK's line limit (16 MiB), not by MaxResultBytes.
 type stdioTransport struct {
-	cmd   *exec.Cmd
-	grace time.Duration
-	stall time.Duration // not enforced on this platform
+	cmd    *exec.Cmd
+	grace  time.Duration
+	stall  time.Duration // not enforced on this platform
+	groups *groupFile    // not recorded on this platform
 }
 
 // Connect starts the server.

@@ -4,6 +4,9 @@ package mcptools
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,6 +48,56 @@ func TestStdioServerDiesWithTheAgent(t *testing.T) {
 	agent.Process.Signal(syscall.SIGKILL)
 	agent.Wait()
 	proctest.WaitGone(t, hostileBin, "fork", sleep)
+}
+
+// TestServerLeftoversDieAtNextStart: what a stdio server started, in its
+// process group, outlives an agent killed with SIGKILL (the parent-death
+// signal reaches the server alone), and is killed when the agent starts
+// again, before it starts its servers; the group file is then empty.
+// Before, the agent's next start left it running and started a second.
+func TestServerLeftoversDieAtNextStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sleep  string
+		server func(dir, sleep string) []string
+		runs   []string // the server's command line once it runs
+	}{
+		{"a child the server started", "1000.4245", func(_, sleep string) []string { return []string{hostileBin, "spawn", sleep} },
+			[]string{hostileBin, "spawn", "1000.4245"}},
+		{"a job of the server's shell", "1000.4246", func(dir, sleep string) []string {
+			script := filepath.Join(dir, "server.sh")
+			body := fmt.Sprintf("#!/bin/sh\nsleep %s &\nexec %s tools 1 1\n", sleep, hostileBin)
+			if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return []string{script}
+		}, []string{hostileBin, "tools", "1", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			groups := filepath.Join(dir, "groups")
+			server := tc.server(dir, tc.sleep)
+			agent, line := proctest.StartSelf(t, agentEnv+"="+strings.Join(server, " "), groupsEnv+"="+groups)
+			if line != "connected" {
+				t.Fatalf("agent said %q", line)
+			}
+			agent.Process.Signal(syscall.SIGKILL)
+			agent.Wait()
+			proctest.WaitGone(t, tc.runs...)
+			if !proctest.Running("sleep", tc.sleep) {
+				t.Fatal("the server's child died with the agent: nothing left to test")
+			}
+			set, errs := ConnectWith(context.Background(), nil, Options{GroupFile: groups})
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			t.Cleanup(func() { set.Close() })
+			proctest.WaitGone(t, "sleep", tc.sleep)
+			if b, err := os.ReadFile(groups); err != nil || len(b) > 0 {
+				t.Errorf("group file %q (%v), want it empty", b, err)
+			}
+		})
+	}
 }
 
 // TestStdioServerThatReadsNothing: a server that floods the agent with

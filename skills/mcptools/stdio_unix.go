@@ -30,6 +30,8 @@ type stdioTransport struct {
 	// stall bounds one write to the server's input; a server that reads
 	// nothing for that long is killed.
 	stall time.Duration
+	// groups records the server's group while it runs; may be nil.
+	groups *groupFile
 }
 
 // Connect starts the server and speaks newline-delimited JSON with it.
@@ -54,7 +56,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		outR.Close()
 		return nil, err
 	}
-	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, exited: make(chan struct{})}
+	t.groups.add(t.cmd.Process.Pid)
+	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, groups: t.groups, exited: make(chan struct{})}
 	go p.reap()
 	g := guardLists(nil)
 	out := newFrameReader(stdoutOf{p}, g.lineLimit, "")
@@ -76,11 +79,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // stops while a write waits for the server to make room, and a write that
 // waits longer than stall kills the server.
 type serverProc struct {
-	cmd   *exec.Cmd
-	in    *os.File // the server's standard input
-	out   *os.File // its standard output
-	grace time.Duration
-	stall time.Duration
+	cmd    *exec.Cmd
+	in     *os.File // the server's standard input
+	out    *os.File // its standard output
+	grace  time.Duration
+	stall  time.Duration
+	groups *groupFile // forgets the group once it is killed
 
 	writing sync.Mutex // held by Write while it writes; Read waits for it
 	stalled error      // set by Write, under writing, when it killed the server
@@ -131,6 +135,7 @@ func (p *serverProc) Close() error {
 			}
 		}
 		proc.KillGroup(pgid) // what the server left running in its group
+		p.groups.remove(pgid)
 		p.out.Close()
 		p.closeErr = p.waitErr
 	})

@@ -172,6 +172,8 @@ type Config struct {
 	Permissions []string
 	// DataDir is the node's data directory; the memory and todo groups
 	// keep their files there (memory.db, todos/). Required with them.
+	// ConnectMCP records the stdio servers' process groups there
+	// (MCPGroupFile); empty, it keeps no record.
 	DataDir string
 	// Builtin enables built-in groups.
 	Builtin Builtin
@@ -271,6 +273,11 @@ func (b *Box) Connect(ctx context.Context) {
 	b.remote = c
 }
 
+// MCPGroupFile is the file in the data directory where the process
+// groups of the running stdio MCP servers are recorded
+// (mcptools.Options.GroupFile).
+const MCPGroupFile = "mcp-groups"
+
 // ConnectMCP connects to the configured MCP servers and adds their tools;
 // a server or tool that fails is logged and left out. Call it once, before
 // serving; Close ends the sessions.
@@ -284,7 +291,11 @@ func (b *Box) ConnectMCP(ctx context.Context) {
 				"server", name, "command", s.Command, "uid", os.Geteuid())
 		}
 	}
-	set, errs := mcptools.Connect(ctx, b.cfg.MCPServers, b.log)
+	o := mcptools.Options{Log: b.log}
+	if b.cfg.DataDir != "" {
+		o.GroupFile = filepath.Join(b.cfg.DataDir, MCPGroupFile)
+	}
+	set, errs := mcptools.ConnectWith(ctx, b.cfg.MCPServers, o)
 	for _, err := range errs {
 		b.log.Warn("MCP server not available", "err", err)
 	}

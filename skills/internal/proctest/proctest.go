@@ -27,6 +27,12 @@ func WaitGone(t testing.TB, args ...string) {
 	testenv.Eventually(t, Within, func() bool { return !running(want) }, "process "+strconv.Quote(strings.Join(args, " "))+" to end")
 }
 
+// Running reports whether a live process (not a zombie) has exactly the
+// command line args.
+func Running(args ...string) bool {
+	return running(strings.Join(args, "\x00") + "\x00")
+}
+
 // running reports whether a live process has the raw command line want.
 func running(want string) bool {
 	entries, _ := os.ReadDir("/proc")

@@ -13,6 +13,7 @@
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
 //	crash N         answers N calls "ok", then exits
+//	spawn S         starts "sleep S" in its process group when it starts
 //	big N           a call answers with a text of N bytes, its id last (as
 //	                the official TypeScript SDK orders an answer)
 //	endless         a call answers with a line that never ends
@@ -83,6 +84,11 @@ func main() {
 	mode := os.Args[1]
 	if mode == "fork" {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if mode == "spawn" {
+		if err := exec.Command("sleep", os.Args[2]).Start(); err != nil {
+			panic(err)
+		}
 	}
 	if mode == "meet" {
 		if err := os.WriteFile(fmt.Sprintf("%s/%d", os.Args[2], os.Getpid()), nil, 0o600); err != nil {
