@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tursodatabase/libsql-client-go/libsql"
+	"github.com/evoclaw/evoclaw/persistence/libsqlhttp"
 
 	"github.com/evoclaw/evoclaw/persistence"
 )
@@ -52,11 +52,9 @@ var _ persistence.ConversationStore = (*SharedHistory)(nil)
 // message it appends); token, when set, is the server's JWT. It does not
 // contact the server.
 func OpenSharedHistory(url, token, node string) (*SharedHistory, error) {
-	var opts []libsql.Option
-	if token != "" {
-		opts = append(opts, libsql.WithAuthToken(token))
-	}
-	conn, err := libsql.NewConnector(url, opts...)
+	// Bounded as the audit cold tier is (persistence/libsqlhttp): this
+	// server too sits on the network.
+	conn, err := libsqlhttp.Open(url, token, libsqlhttp.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("cluster state %s: %w", url, err)
 	}

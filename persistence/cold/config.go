@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/evoclaw/evoclaw/persistence/libsqlhttp"
 )
 
 // TokenEnv names the environment variable holding the cold tier's auth
@@ -46,6 +48,10 @@ type Config struct {
 	MaxBackoff time.Duration `toml:"max_backoff"` // retry delay cap
 	// RequestTimeout bounds one request. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration `toml:"request_timeout"`
+	// MaxAnswerBytes bounds one answer of the server; a larger one fails
+	// the request with libsqlhttp.ErrAnswerTooLarge. Zero means
+	// libsqlhttp.DefaultMaxAnswerBytes (32 MiB).
+	MaxAnswerBytes int64 `toml:"max_answer_bytes"`
 }
 
 // Enabled reports whether a cold tier is configured.
@@ -74,8 +80,8 @@ func (c Config) withDefaults() (Config, error) {
 	if u.User != nil || u.RawQuery != "" {
 		return c, fmt.Errorf("%w: url must not carry credentials or parameters; put the token in %s", ErrInvalidConfig, TokenEnv)
 	}
-	if c.BatchSize < 0 || c.PollInterval < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.RequestTimeout < 0 {
-		return c, fmt.Errorf("%w: batch size and durations must not be negative", ErrInvalidConfig)
+	if c.BatchSize < 0 || c.PollInterval < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.RequestTimeout < 0 || c.MaxAnswerBytes < 0 {
+		return c, fmt.Errorf("%w: batch size, answer size and durations must not be negative", ErrInvalidConfig)
 	}
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
@@ -85,6 +91,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxBackoff = c.MinBackoff
 	}
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+	c.MaxAnswerBytes = cmp.Or(c.MaxAnswerBytes, libsqlhttp.DefaultMaxAnswerBytes)
 	return c, nil
 }
 

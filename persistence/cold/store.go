@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tursodatabase/libsql-client-go/libsql"
+	"github.com/evoclaw/evoclaw/persistence/libsqlhttp"
 )
 
 // Sentinel errors of the cold tier.
@@ -38,11 +38,9 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open cold tier: %w", err)
 	}
-	var opts []libsql.Option
-	if cfg.AuthToken != "" {
-		opts = append(opts, libsql.WithAuthToken(cfg.AuthToken))
-	}
-	connector, err := libsql.NewConnector(cfg.URL, opts...)
+	connector, err := libsqlhttp.Open(cfg.URL, cfg.AuthToken, libsqlhttp.Limits{
+		MaxAnswerBytes: cfg.MaxAnswerBytes, RequestTimeout: cfg.RequestTimeout,
+	})
 	if err != nil {
 		// The connector's errors name the URL and options, never the token.
 		return nil, fmt.Errorf("open cold tier %s: %w", cfg.URL, err)
