@@ -24,8 +24,14 @@ type Batch struct {
 	Records []auditchain.Record
 }
 
-// ErrBadBatch reports a Batch whose records are not consecutive.
-var ErrBadBatch = errors.New("malformed cold batch")
+// Errors of Ship.
+var (
+	// ErrBadBatch reports a Batch whose records are not consecutive.
+	ErrBadBatch = errors.New("malformed cold batch")
+	// ErrNotStored reports a batch the cold tier acknowledged but, asked
+	// right after, does not hold.
+	ErrNotStored = errors.New("cold tier acknowledged a batch it does not hold")
+)
 
 // rowsPerInsert bounds one multi-row INSERT: 21 columns times this stays
 // well under SQLite's 32766 bound parameters.
@@ -34,7 +40,9 @@ const rowsPerInsert = 500
 // Ship stores b in the cold tier in one atomic request: every record is
 // inserted unless a row with its record_id exists (so shipping a batch again
 // changes nothing), and the chain's shipped_seq moves to the batch's last
-// record. It creates the schema first when needed.
+// record. It creates the schema first when needed. It then reads the
+// chain's state back and fails with ErrNotStored unless the cold tier
+// holds the batch's last record.
 func (s *Store) Ship(ctx context.Context, b Batch) error {
 	if len(b.Records) == 0 {
 		return nil
@@ -58,9 +66,22 @@ func (s *Store) Ship(ctx context.Context, b Batch) error {
 	// The driver sends the whole script as one batch in one request; each
 	// step runs only if the one before succeeded, and a failure rolls the
 	// transaction back, so a batch is stored whole or not at all.
+	first, last := b.AfterSeq+1, b.Records[len(b.Records)-1]
 	if _, err := conn.ExecContext(ctx, script, args...); err != nil {
-		return fmt.Errorf("ship %d records (chain_seq %d..%d) to cold tier: %w",
-			len(b.Records), b.AfterSeq+1, b.AfterSeq+int64(len(b.Records)), err)
+		return fmt.Errorf("ship %d records (chain_seq %d..%d) to cold tier: %w", len(b.Records), first, last.Seq, err)
+	}
+	conn.Close()
+	// An acknowledgement is only the server's word: a broken server or
+	// proxy may answer success for a batch it never stored. Ask for the
+	// chain's head, in another request, before the warm store may count
+	// the records as shipped (and retention delete them).
+	st, ok, err := s.Chain(ctx, b.ChainID)
+	if err != nil {
+		return fmt.Errorf("confirm %d records (chain_seq %d..%d) shipped to cold tier: %w", len(b.Records), first, last.Seq, err)
+	}
+	if !ok || st.ShippedSeq < last.Seq || (st.ShippedSeq == last.Seq && st.HeadHash != last.Hash) {
+		return fmt.Errorf("%w: chain_seq %d..%d acknowledged, the cold tier holds chain %s up to %d (head %s)",
+			ErrNotStored, first, last.Seq, b.ChainID, st.ShippedSeq, auditchain.Printable(st.HeadHash))
 	}
 	return nil
 }
