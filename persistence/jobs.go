@@ -12,6 +12,10 @@ const (
 	// succeeded, failed, timed_out, skipped or missed): one per job,
 	// scheduled instant and agent.
 	EventJobRun = "job_run"
+	// EventJobRunsSkipped records, in one event, the skipped runs of a
+	// job that were counted rather than recorded one by one (detail.skipped,
+	// first and last scheduled instant): see sqlite.SkipSummaryWindow.
+	EventJobRunsSkipped = "job_runs_skipped"
 	// EventJobRunStarted records that a run was claimed and started.
 	EventJobRunStarted = "job_run_started"
 	// EventJobChanged records a job added, changed, removed, paused or

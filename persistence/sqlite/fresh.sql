@@ -197,3 +197,11 @@ CREATE TABLE report_day_tokens (
 		PRIMARY KEY (day, provider, model)
 	) WITHOUT ROWID;
 CREATE INDEX job_runs_scheduled ON job_runs(scheduled_ms, agent_id);
+CREATE TABLE job_skips (
+		job_id TEXT PRIMARY KEY,
+		window_ms INTEGER NOT NULL,
+		skipped INTEGER NOT NULL CHECK(skipped >= 0),
+		first_ms INTEGER,
+		last_ms INTEGER,
+		reason TEXT
+	);

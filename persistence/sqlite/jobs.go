@@ -88,8 +88,9 @@ func (s *Store) PutJob(ctx context.Context, j persistence.JobRecord, node, by st
 	return added, nil
 }
 
-// DeleteJob removes job id with a job_changed event. Its runs stay among
-// those of the removed jobs (see pruneRemovedRuns).
+// DeleteJob removes job id with a job_changed event, after the
+// job_runs_skipped event of the skips it counted (jobskips.go). Its runs
+// stay among those of the removed jobs (see pruneRemovedRuns).
 func (s *Store) DeleteJob(ctx context.Context, id, node, by string) error {
 	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE job_id = ?`, id)
@@ -99,10 +100,14 @@ func (s *Store) DeleteJob(ctx context.Context, id, node, by string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNoJob
 		}
+		now := time.Now()
+		if err := s.closeSkipWindow(ctx, tx, id, now, node); err != nil {
+			return err
+		}
 		if err := pruneRemovedRuns(ctx, tx); err != nil {
 			return err
 		}
-		return s.jobEvent(ctx, tx, time.Now(), node, "", map[string]any{"job": id, "change": "removed", "by": by})
+		return s.jobEvent(ctx, tx, now, node, "", map[string]any{"job": id, "change": "removed", "by": by})
 	})
 	if err != nil {
 		return fmt.Errorf("delete job %q: %w", id, err)
@@ -173,14 +178,32 @@ func (s *Store) Jobs(ctx context.Context) ([]persistence.JobRecord, error) {
 // moves the job's watermark up to watermark (never down). A run without an
 // Outcome is claimed as running (event job_run_started); one with an
 // Outcome (missed, skipped, failed before it started) is recorded as ended
-// (event job_run). claimed[i] is false when run i's (job, instant, agent)
-// was claimed before: it must not start again.
+// (event job_run), but for a skip counted in the job's open window
+// (jobskips.go). claimed[i] is false when run i's (job, instant, agent)
+// was claimed before, or the skip was only counted: it must not start.
 func (s *Store) RecordJobRuns(ctx context.Context, jobID string, watermark time.Time, runs []persistence.JobRun) (claimed []bool, err error) {
 	err = s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		claimed = make([]bool, len(runs))
+		for _, r := range runs {
+			if r.Outcome == "" { // a run starts: the job's skips so far end
+				if err := s.closeSkipWindow(ctx, tx, jobID, r.Started, r.Node); err != nil {
+					return err
+				}
+				break
+			}
+		}
 		for i, r := range runs {
 			if r.JobID != jobID {
 				return fmt.Errorf("run of job %q in a batch of %q", r.JobID, jobID)
+			}
+			if r.Outcome == persistence.OutcomeSkipped {
+				counted, err := s.countSkip(ctx, tx, r)
+				if err != nil {
+					return err
+				}
+				if counted {
+					continue
+				}
 			}
 			res, err := tx.ExecContext(ctx, `INSERT INTO job_runs (job_id, scheduled_ms, agent_id, trigger, outcome, conversation_id,
 				started_ms, finished_ms, error, missed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -200,6 +223,11 @@ func (s *Store) RecordJobRuns(ctx context.Context, jobID string, watermark time.
 			}
 			if err := s.insertChained(ctx, tx, "events", runEventArgs(kind, at, r)); err != nil {
 				return err
+			}
+			if r.Outcome == persistence.OutcomeSkipped {
+				if err := openSkipWindow(ctx, tx, r); err != nil {
+					return err
+				}
 			}
 		}
 		if !watermark.IsZero() {

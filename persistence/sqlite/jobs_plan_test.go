@@ -44,9 +44,9 @@ func TestJobRunsStatementsUseIndexes(t *testing.T) {
 	}
 }
 
-// A database of schema version 9 (before job_runs_scheduled) is migrated
-// when it is opened: it gains the index, keeps its runs, and its audit
-// chain verifies.
+// A database of schema version 9 (before job_runs_scheduled and
+// job_skips) is migrated when it is opened: it gains the index and the
+// table, keeps its runs, and its audit chain verifies.
 func TestMigrateV9AddsRunsIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -74,7 +74,7 @@ func TestMigrateV9AddsRunsIndex(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tamperSchema(t, path, `DROP INDEX job_runs_scheduled; PRAGMA user_version = 9`)
+	tamperSchema(t, path, `DROP TABLE job_skips; DROP INDEX job_runs_scheduled; PRAGMA user_version = 9`)
 	if v := queryOne(t, path, "PRAGMA user_version"); v != int64(9) {
 		t.Fatalf("downgraded to %v", v)
 	}
@@ -102,8 +102,8 @@ func TestMigrateV9AddsRunsIndex(t *testing.T) {
 	if v := queryOne(t, path, "PRAGMA user_version"); v != int64(len(migrations)) {
 		t.Fatalf("schema version %v, want %d", v, len(migrations))
 	}
-	if n := queryOne(t, path, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'job_runs_scheduled'`); n != int64(1) {
-		t.Fatalf("job_runs_scheduled after the upgrade: %v", n)
+	if n := queryOne(t, path, `SELECT count(*) FROM sqlite_master WHERE name IN ('job_runs_scheduled', 'job_skips')`); n != int64(2) {
+		t.Fatalf("%v of job_runs_scheduled and job_skips after the upgrade", n)
 	}
 	after, err := VerifyChain(ctx, path)
 	if err != nil || after.Verified != before.Verified || after.HeadSeq != before.HeadSeq {

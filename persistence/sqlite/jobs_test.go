@@ -130,7 +130,7 @@ func TestRemovedJobsRunsBounded(t *testing.T) {
 		for i := range n {
 			at := t0.Add(time.Duration(i) * time.Second)
 			runs = append(runs, persistence.JobRun{JobID: id, Scheduled: at, Trigger: persistence.TriggerRunNow,
-				Outcome: persistence.OutcomeSkipped, Finished: at})
+				Outcome: persistence.OutcomeFailed, Finished: at})
 		}
 		if _, err := s.RecordJobRuns(ctx, id, time.Time{}, runs); err != nil {
 			t.Fatal(err)

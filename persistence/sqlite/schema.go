@@ -175,6 +175,9 @@ var migrations = []string{
 	// v10: job_runs by scheduled instant, for the runs of every job
 	// (schema_v10.go).
 	migrationV10,
+	// v11: skipped job runs counted per job rather than recorded one by
+	// one (schema_v11.go).
+	migrationV11,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,
