@@ -3,6 +3,7 @@ package cold
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
+	"github.com/evoclaw/evoclaw/persistence/libsqlhttp"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -117,9 +119,15 @@ func copyCold(ctx context.Context, db *sql.DB, c *Store) error {
 		cols := append(append([]string(nil), t.Columns...), auditchain.ColHash, "chain_id")
 		list := strings.Join(cols, ", ")
 		ins := fmt.Sprintf("INSERT OR IGNORE INTO %s (%s) VALUES (%s)", t.Name, list, strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "))
-		after := ""
+		after, n := "", mergePage
 		for {
-			page, err := c.page(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE record_id > ? ORDER BY record_id LIMIT %d", list, t.Name, mergePage), after, len(cols))
+			page, err := c.page(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE record_id > ? ORDER BY record_id LIMIT %d", list, t.Name, n), after, len(cols))
+			if errors.Is(err, libsqlhttp.ErrAnswerTooLarge) && n > 1 {
+				// Large records (images in messages): fewer per page, so
+				// that each answer stays within max_answer_bytes.
+				n /= 2
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("read %s: %w", t.Name, err)
 			}
