@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // These tests point a cold Store at a broken or hostile libSQL server
@@ -177,4 +180,58 @@ func TestColdTierErrorTextIsPrintable(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return strings.ReplaceAll(string(b), `\ufffd`, "\xff")
+}
+
+// TestColdTierStreamCloseIsBounded: the library closes a dropped stream in
+// a request of its own with no deadline; against a server that never
+// answers it, each used to keep a goroutine for as long as the server
+// held the connection.
+func TestColdTierStreamCloseIsBounded(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	h := startHostile(t, func(w http.ResponseWriter, _ *http.Request, req hostileRequest) {
+		for _, r := range req.Requests {
+			switch {
+			case r.Type == "close":
+				<-stop // never answered while the test runs
+				return
+			case r.Stmt != nil && strings.HasPrefix(r.Stmt.SQL, "SELECT"):
+				io.WriteString(w, `{"baton":"b","results":[{"type":"error","error":{"message":"no"}}]}`)
+				return
+			}
+		}
+		io.WriteString(w, strings.Replace(okAnswer(req, ""), `"baton":null`, `"baton":"b"`, 1))
+	})
+	c, err := Open(Config{URL: h.URL, RequestTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const drops = 10
+	for range drops {
+		// BEGIN opens a stream, the SELECT fails, the connection is
+		// dropped: the library sends a close for its stream.
+		if _, _, err := c.Query(context.Background(), "SELECT chain_id FROM chains"); err == nil {
+			t.Fatal("Query: no error")
+		}
+	}
+	if n := stuckInRequest(); n == 0 {
+		t.Logf("no close request was in flight yet")
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return stuckInRequest() == 0 },
+		"every stream close ended")
+}
+
+// stuckInRequest counts the goroutines inside the client library's
+// request function (its name, sendPipelineRequest, is the library's).
+func stuckInRequest() int {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "hranaV2.sendPipelineRequest") {
+			n++
+		}
+	}
+	return n
 }
