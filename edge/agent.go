@@ -246,20 +246,27 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // presence advertises capabilities and online status after every
-// (re)connect and sends heartbeats.
+// (re)connect, and again at a heartbeat when the tools offered changed
+// since (an MCP server's restart listed others), and sends heartbeats.
 func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 	hb := time.NewTicker(a.cfg.HeartbeatInterval.Duration)
 	defer hb.Stop()
 	readyOnce := sync.Once{}
+	var (
+		gen  uint64 // of the tools last advertised
+		said bool   // advertised once
+	)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-advertised:
+			g := a.tools.Generation()
 			if err := a.advertise(ctx); err != nil {
 				a.log.Warn("advertise", "err", err)
 				continue
 			}
+			gen, said = g, true
 			readyOnce.Do(func() {
 				a.log.Info("edge agent ready", "broker", a.cfg.MQTT.Broker, "tools", a.ToolNames())
 				if a.Ready != nil {
@@ -267,6 +274,13 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 				}
 			})
 		case <-hb.C:
+			if g := a.tools.Generation(); said && g != gen {
+				if err := a.advertise(ctx); err != nil {
+					a.log.Warn("advertise", "err", err)
+				} else {
+					gen = g
+				}
+			}
 			if err := a.report(ctx, wire.ReportHeartbeat, a.heartbeat()); err != nil {
 				a.log.Warn("heartbeat", "err", err)
 			}

@@ -1,15 +1,19 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
@@ -71,4 +75,47 @@ func TestAdvertisedCapabilities(t *testing.T) {
 	if caps.Capabilities != "pi-t sensor node — tools: find, glob, grep, read" {
 		t.Fatalf("capabilities %q", caps.Capabilities)
 	}
+}
+
+// TestCapabilitiesFollowTools: when the tools an agent offers change after
+// it advertised them (an MCP server's restart listed others), it
+// advertises its new capability line at its next heartbeat. Before, the
+// line kept the tools of its start until the agent reconnected.
+func TestCapabilitiesFollowTools(t *testing.T) {
+	url := mqtttest.StartEmbedded(t)
+	cfg := Config{AgentID: "pi-c", AgentType: "sensor", DataDir: t.TempDir(), MQTT: MQTTConf{Broker: url}}
+	cfg.HeartbeatInterval.Duration = 50 * time.Millisecond
+	a, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, a, 10*time.Second)
+	var (
+		mu   sync.Mutex // guards last
+		last string
+	)
+	c := mqtttest.Connect(t, mqttc.Options{BrokerURL: url, ClientID: "watch-caps"})
+	if err := c.Subscribe(wire.CapabilitiesTopic("pi-c"), 1, func(m mqttc.Message) {
+		var caps wire.Capabilities
+		if json.Unmarshal(m.Payload, &caps) == nil {
+			mu.Lock()
+			last = caps.Capabilities
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	advertised := func(want string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return last == want
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, advertised("pi-c sensor node — no tools offered"), "the first capability line")
+	run := func(context.Context, map[string]any) skills.Output { return skills.Output{} }
+	if err := a.tools.Replace(skills.SourceMCP, "srv", skills.GoTool{Tool: skills.Tool{Name: "srv__new", Skill: "srv"}, Source: skills.SourceMCP, Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, advertised("pi-c sensor node — tools: srv__new"), "the line naming the new tool")
 }

@@ -66,6 +66,14 @@ func NewToolset(catalog *Catalog, opts ExecOptions) *Toolset {
 // Add registers Go tools, replacing any of the same name. It fails,
 // registering none, when a tool has an invalid name or no Run function.
 func (s *Toolset) Add(tools ...GoTool) error {
+	return s.Replace("", "", tools...)
+}
+
+// Replace removes the Go tools whose Source is source and whose
+// Tool.Skill is skill, and registers tools as Add does, in one step: an
+// MCP server's tools after its restart listed others. Empty source and
+// skill remove nothing. It fails, changing nothing, as Add does.
+func (s *Toolset) Replace(source, skill string, tools ...GoTool) error {
 	for _, g := range tools {
 		if !validName(g.Tool.Name) {
 			return fmt.Errorf("add tool: %s", nameRule(g.Tool.Name))
@@ -76,6 +84,9 @@ func (s *Toolset) Add(tools ...GoTool) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if source != "" || skill != "" {
+		maps.DeleteFunc(s.gos, func(_ string, g GoTool) bool { return g.Source == source && g.Tool.Skill == skill })
+	}
 	for _, g := range tools {
 		if g.Source == "" {
 			g.Source = SourceBuiltin
@@ -86,7 +97,8 @@ func (s *Toolset) Add(tools ...GoTool) error {
 	return nil
 }
 
-// Generation changes whenever what List returns may change: on every Add,
+// Generation changes whenever what List returns may change: on every Add
+// and Replace,
 // and when the catalog reloads its skills (which it checks here, as List
 // does). A caller that keeps what it built from Defs can serve it again
 // for as long as Generation returns the same number.

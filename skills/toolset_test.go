@@ -180,3 +180,43 @@ func TestPermissionAliases(t *testing.T) {
 		t.Fatal("Denied answers for an offered or unknown tool")
 	}
 }
+
+// TestToolsetReplace: Replace swaps the Go tools of one source and skill
+// (an MCP server's, after its restart listed others) and leaves every
+// other tool, and a refused batch changes nothing.
+func TestToolsetReplace(t *testing.T) {
+	run := func(context.Context, map[string]any) Output { return Output{} }
+	tool := func(name, source, skill string) GoTool {
+		return GoTool{Tool: Tool{Name: name, Skill: skill}, Source: source, Run: run}
+	}
+	for _, tc := range []struct {
+		name          string
+		source, skill string
+		tools         []GoTool
+		wantErr       bool
+		want          string
+	}{
+		{"new tools in place of the old", SourceMCP, "a", []GoTool{tool("a__y", SourceMCP, "a")}, false, "a__y,b__x,read"},
+		{"none left", SourceMCP, "a", nil, false, "b__x,read"},
+		{"a refused batch", SourceMCP, "a", []GoTool{tool("a__bad name", SourceMCP, "a")}, true, "a__x,b__x,read"},
+		{"nothing matches", SourceMCP, "c", []GoTool{tool("c__z", SourceMCP, "c")}, false, "a__x,b__x,c__z,read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := NewToolset(nil, ExecOptions{})
+			if err := ts.Add(tool("a__x", SourceMCP, "a"), tool("b__x", SourceMCP, "b"), tool("read", SourceBuiltin, "a")); err != nil {
+				t.Fatal(err)
+			}
+			gen := ts.Generation()
+			err := ts.Replace(tc.source, tc.skill, tc.tools...)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want an error: %v", err, tc.wantErr)
+			}
+			if got := strings.Join(ts.Names(), ","); got != tc.want {
+				t.Errorf("names %s, want %s", got, tc.want)
+			}
+			if !tc.wantErr && ts.Generation() == gen {
+				t.Error("generation unchanged")
+			}
+		})
+	}
+}

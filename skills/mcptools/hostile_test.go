@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,17 +133,7 @@ func TestServerRestartedAfterItEnds(t *testing.T) {
 	srv.mu.Unlock()
 	tools, _ := set.Tools()
 	call := func() skills.Output { return tools[0].Run(context.Background(), nil) }
-	waitEnded := func() {
-		t.Helper()
-		srv.mu.Lock()
-		ended := srv.ended
-		srv.mu.Unlock()
-		select {
-		case <-ended:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the server's session did not end after its last call")
-		}
-	}
+	waitEnded := func() { t.Helper(); awaitEnded(t, srv) }
 	ok := func(what string) {
 		t.Helper()
 		if out := call(); out.ErrorType() != "" || !strings.Contains(out.Text(), "ok") {
@@ -190,4 +181,109 @@ func TestServerRestartedAfterItEnds(t *testing.T) {
 	if out := call(); out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "closed") {
 		t.Fatalf("a call after Close: %s %q", out.ErrorType(), out.ErrorText())
 	}
+}
+
+// TestToolsListedAgainAtRestart: a server restarted after its session
+// ended has its tools listed again, within the same bounds: tools it no
+// longer offers answer not_found instead of reaching it, the new list is
+// offered (Set.Tools, Options.Changed), and a restart whose listing is
+// refused leaves the server offering nothing. Before, the agent kept the
+// first listing: calls went to tools the server no longer had, and its
+// new tools were never offered.
+func TestToolsListedAgainAtRestart(t *testing.T) {
+	type change struct {
+		server string
+		names  []string
+	}
+	var (
+		mu      sync.Mutex // guards changes
+		changes []change
+	)
+	set, errs := ConnectWith(context.Background(), map[string]ServerConfig{"h": {Command: hostileBin, Args: []string{"gens", t.TempDir()}}},
+		Options{Changed: func(server string, tools []skills.GoTool, _ []error) {
+			mu.Lock()
+			defer mu.Unlock()
+			changes = append(changes, change{server, goToolNames(tools)})
+		}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	t.Cleanup(func() { set.Close() })
+	srv := set.sessions["h"]
+	clock := time.Unix(1_700_000_000, 0)
+	srv.mu.Lock()
+	srv.now, srv.started = func() time.Time { return clock }, clock
+	srv.mu.Unlock()
+	waitEnded := func() { t.Helper(); awaitEnded(t, srv) }
+	offered := func() []string {
+		tools, _ := set.Tools()
+		return goToolNames(tools)
+	}
+	lastChange := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(changes) == 0 {
+			return nil
+		}
+		return changes[len(changes)-1].names
+	}
+
+	first, _ := set.Tools()
+	if out := first[0].Run(context.Background(), nil); out.Text() != "gen 0" {
+		t.Fatalf("first call: %s %q", out.ErrorType(), out.Text()+out.ErrorText())
+	}
+	waitEnded()
+	for _, step := range []struct {
+		name     string
+		tool     func() skills.GoTool
+		wantType wire.ErrorType
+		want     string // in the text or error
+		offered  string // the tools offered after the call
+	}{
+		{"a tool gone since the restart", func() skills.GoTool { return first[0] }, wire.ErrNotFound, "no longer offers", "h__t1"},
+		{"the tool the restart listed", func() skills.GoTool { t1, _ := set.Tools(); return t1[0] }, "", "gen 1", "h__t1"},
+		{"a restart whose listing is refused", func() skills.GoTool { return first[0] }, wire.ErrExecutionFailed, "tool list too large", ""},
+	} {
+		tool := step.tool()
+		out := tool.Run(context.Background(), nil)
+		if out.ErrorType() != step.wantType || !strings.Contains(out.Text()+out.ErrorText(), step.want) {
+			t.Fatalf("%s: %s %q, want %q %q", step.name, out.ErrorType(), out.Text()+out.ErrorText(), step.wantType, step.want)
+		}
+		if got := strings.Join(offered(), ","); got != step.offered {
+			t.Fatalf("%s: offered %q, want %q", step.name, got, step.offered)
+		}
+		if got := strings.Join(lastChange(), ","); got != step.offered {
+			t.Fatalf("%s: last change %q, want %q", step.name, got, step.offered)
+		}
+		if step.wantType == "" {
+			waitEnded()
+			clock = clock.Add(RestartBackoffMin)
+		}
+	}
+	if len(changes) != 2 || changes[0].server != "h" {
+		t.Errorf("changes %+v, want two of server h", changes)
+	}
+}
+
+// awaitEnded waits for the end of srv's session, which its server's exit
+// after a call brings.
+func awaitEnded(t *testing.T, srv *server) {
+	t.Helper()
+	srv.mu.Lock()
+	ended := srv.ended
+	srv.mu.Unlock()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's session did not end after its last call")
+	}
+}
+
+// goToolNames lists the names of tools.
+func goToolNames(tools []skills.GoTool) []string {
+	var names []string
+	for _, g := range tools {
+		names = append(names, g.Tool.Name)
+	}
+	return names
 }

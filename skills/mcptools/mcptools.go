@@ -122,15 +122,18 @@ type Set struct {
 	sessions map[string]*server
 }
 
-// server is one connected MCP server. Its tools are the ones listed when
-// it connected; a session that ends (the server exited, broke a bound,
-// stalled) is started again by the next call, at most once per backoff.
+// server is one connected MCP server. A session that ends (the server
+// exited, broke a bound, stalled) is started again by the next call, at
+// most once per backoff, and its tools listed again.
 type server struct {
 	name    string
 	cfg     ServerConfig
+	groups  *groupFile
+	changed func(server string, tools []skills.GoTool, errs []error) // Options.Changed; may be nil
+
+	toolsMu sync.Mutex // guards tools and skipped
 	tools   []*mcp.Tool
 	skipped []error // tools listed but left out, reported by Tools
-	groups  *groupFile
 
 	now func() time.Time // time.Now; a test's clock
 
@@ -169,6 +172,12 @@ type Options struct {
 	// the groups recorded there still hold before it starts a server.
 	// Empty: no record, and what a killed agent's servers started runs on.
 	GroupFile string
+	// Changed, when set, is called when the tools a server offers change:
+	// its restart listed other tools (added, removed, another schema), or
+	// refused its listing, and then it offers none. tools and errs are
+	// what Tools returns for that server alone. It runs on the goroutine
+	// of the call that restarted the server, which waits for it.
+	Changed func(server string, tools []skills.GoTool, errs []error)
 }
 
 // Connect is ConnectWith with only a log, which may be nil.
@@ -194,7 +203,7 @@ func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options
 	failed := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name], groups) })
+		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name], groups, o.Changed) })
 	}
 	wg.Wait()
 	s := &Set{log: log, sessions: map[string]*server{}}
@@ -209,7 +218,8 @@ func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options
 	return s, errs
 }
 
-func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFile) (*server, error) {
+func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFile,
+	changed func(string, []skills.GoTool, []error)) (*server, error) {
 	if strings.Contains(name, Separator) || name == "" {
 		return nil, fmt.Errorf("server name must be non-empty and must not contain %q", Separator)
 	}
@@ -221,14 +231,15 @@ func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFi
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
-	srv := &server{name: name, cfg: cfg, groups: groups, now: time.Now}
+	srv := &server{name: name, cfg: cfg, groups: groups, changed: changed, now: time.Now}
 	srv.stopped, srv.stop = context.WithCancel(context.Background())
 	session, err := srv.dial(cctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	srv.use(session)
-	if err := srv.list(cctx); err != nil {
+	srv.tools, srv.skipped, err = srv.list(cctx, session)
+	if err != nil {
 		session.Close()
 		return nil, fmt.Errorf("list tools: %w", err)
 	}
@@ -263,8 +274,11 @@ func (srv *server) use(session *mcp.ClientSession) {
 
 // live returns the server's session, starting it again when it ended:
 // at once the first time, then no sooner than the backoff allows, and
-// never after Set.Close. The start is bounded by DefaultConnectTimeout
-// and by ctx.
+// never after Set.Close. The start, its tools listed again within the
+// same bounds as at the first start, is bounded by DefaultConnectTimeout
+// and by ctx. A restart whose listing fails or is refused leaves the
+// server down and offering no tools: the tools of its last listing may
+// be gone, and a call must not reach a tool of another schema.
 func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -286,8 +300,10 @@ func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	srv.backoff = min(max(2*srv.backoff, RestartBackoffMin), RestartBackoffMax)
 	srv.retryAt = now.Add(srv.backoff) // of the restart after this one
-	_ = srv.session.Close()            // what is left of it: a stdio server's group
-	srv.session = nil
+	if srv.session != nil {
+		_ = srv.session.Close() // what is left of it: a stdio server's group
+		srv.session = nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
 	defer context.AfterFunc(srv.stopped, cancel)()
@@ -295,8 +311,42 @@ func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: restart: %w", ErrServerDown, err)
 	}
+	tools, skipped, err := srv.list(cctx, session)
+	if err != nil {
+		session.Close()
+		srv.setTools(nil, nil)
+		return nil, fmt.Errorf("%w: restart: list tools: %w; its tools are no longer offered", ErrServerDown, err)
+	}
 	srv.use(session)
+	srv.setTools(tools, skipped)
 	return session, nil
+}
+
+// setTools makes tools and skipped the server's, and calls its Changed
+// function when the tools differ from those it had.
+func (srv *server) setTools(tools []*mcp.Tool, skipped []error) {
+	srv.toolsMu.Lock()
+	same := sameTools(srv.tools, tools)
+	srv.tools, srv.skipped = tools, skipped
+	srv.toolsMu.Unlock()
+	if !same && srv.changed != nil {
+		offered, errs := srv.offer()
+		srv.changed(srv.name, offered, errs)
+	}
+}
+
+// sameTools reports whether a and b list the same tools, in JSON.
+func sameTools(a, b []*mcp.Tool) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// offers reports whether the server's last listing has tool.
+func (srv *server) offers(tool string) bool {
+	srv.toolsMu.Lock()
+	defer srv.toolsMu.Unlock()
+	return slices.ContainsFunc(srv.tools, func(t *mcp.Tool) bool { return t.Name == tool })
 }
 
 // close ends the server's session and its restarts.
@@ -311,35 +361,36 @@ func (srv *server) close() error {
 	return srv.session.Close()
 }
 
-// list reads the server's tools, page by page, within the bounds: it stops
-// reading at the first tool past MaxTools or MaxListBytes, and leaves out
-// (in skipped) a tool larger than MaxToolBytes, so that neither a huge
-// listing nor one that pages without end can fill the agent's memory.
-func (srv *server) list(ctx context.Context) error {
+// list reads the tools of session, page by page, within the bounds: it
+// stops reading at the first tool past MaxTools or MaxListBytes, and
+// leaves out (in skipped) a tool larger than MaxToolBytes, so that
+// neither a huge listing nor one that pages without end can fill the
+// agent's memory.
+func (srv *server) list(ctx context.Context, session *mcp.ClientSession) (tools []*mcp.Tool, skipped []error, err error) {
 	var total, listed int
-	for tool, err := range srv.session.Tools(ctx, nil) {
+	for tool, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return listTooLarge(err)
+			return nil, nil, listTooLarge(err)
 		}
 		if listed++; listed > MaxTools {
-			return fmt.Errorf("%w: more than %d tools", ErrListTooLarge, MaxTools)
+			return nil, nil, fmt.Errorf("%w: more than %d tools", ErrListTooLarge, MaxTools)
 		}
 		b, err := json.Marshal(tool)
 		if err != nil {
-			srv.skipped = append(srv.skipped, fmt.Errorf("mcp tool %q: %w", srv.shown(tool.Name), err))
+			skipped = append(skipped, fmt.Errorf("mcp tool %q: %w", srv.shown(tool.Name), err))
 			continue
 		}
 		if len(b) > MaxToolBytes {
-			srv.skipped = append(srv.skipped, fmt.Errorf("mcp tool %q cannot be offered: its definition is %d bytes, more than %d",
+			skipped = append(skipped, fmt.Errorf("mcp tool %q cannot be offered: its definition is %d bytes, more than %d",
 				srv.shown(tool.Name), len(b), MaxToolBytes))
 			continue
 		}
 		if total += len(b); total > MaxListBytes {
-			return fmt.Errorf("%w: tool definitions of more than %d bytes", ErrListTooLarge, MaxListBytes)
+			return nil, nil, fmt.Errorf("%w: tool definitions of more than %d bytes", ErrListTooLarge, MaxListBytes)
 		}
-		srv.tools = append(srv.tools, tool)
+		tools = append(tools, tool)
 	}
-	return nil
+	return tools, skipped, nil
 }
 
 // Tools returns the servers' tools as Go tools for a skills.Toolset,
@@ -351,16 +402,25 @@ func (s *Set) Tools() ([]skills.GoTool, []error) {
 	var out []skills.GoTool
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.sessions)) {
-		srv := s.sessions[name]
-		errs = append(errs, srv.skipped...)
-		for _, mt := range srv.tools {
-			g, err := srv.goTool(mt)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			out = append(out, g)
+		tools, e := s.sessions[name].offer()
+		out, errs = append(out, tools...), append(errs, e...)
+	}
+	return out, errs
+}
+
+// offer returns the server's tools as Set.Tools does.
+func (srv *server) offer() ([]skills.GoTool, []error) {
+	srv.toolsMu.Lock()
+	defer srv.toolsMu.Unlock()
+	var out []skills.GoTool
+	errs := slices.Clone(srv.skipped)
+	for _, mt := range srv.tools {
+		g, err := srv.goTool(mt)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		out = append(out, g)
 	}
 	return out, errs
 }
@@ -480,6 +540,10 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 	session, err := srv.live(cctx)
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
+	}
+	if !srv.offers(tool) {
+		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("mcp %s%s%s: the server no longer offers this tool since its restart",
+			srv.name, Separator, tool))
 	}
 	res, err := session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	switch {

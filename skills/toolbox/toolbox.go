@@ -291,7 +291,7 @@ func (b *Box) ConnectMCP(ctx context.Context) {
 				"server", name, "command", s.Command, "uid", os.Geteuid())
 		}
 	}
-	o := mcptools.Options{Log: b.log}
+	o := mcptools.Options{Log: b.log, Changed: b.mcpChanged}
 	if b.cfg.DataDir != "" {
 		o.GroupFile = filepath.Join(b.cfg.DataDir, MCPGroupFile)
 	}
@@ -312,6 +312,19 @@ func (b *Box) ConnectMCP(ctx context.Context) {
 		b.mcp.Close() // a second call replaces the first set
 	}
 	b.mcp = set
+}
+
+// mcpChanged offers the tools an MCP server offers since its restart in
+// place of those it offered before (mcptools.Options.Changed).
+func (b *Box) mcpChanged(server string, tools []skills.GoTool, errs []error) {
+	for _, err := range errs {
+		b.log.Warn("MCP tool not offered", "err", err)
+	}
+	if err := b.Tools.Replace(skills.SourceMCP, server, tools...); err != nil {
+		b.log.Error("replace MCP tools", "server", server, "err", err)
+		return
+	}
+	b.log.Info("MCP server's tools changed at its restart", "server", server, "tools", len(tools))
 }
 
 // Close ends the MCP sessions; their tools then fail with

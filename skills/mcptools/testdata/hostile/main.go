@@ -13,6 +13,9 @@
 //	flood           after initialisation it stops reading its input and sends
 //	                requests (roots/list, ping) without end
 //	crash N         answers N calls "ok", then exits
+//	gens DIR        its Gth start, G counted in files it leaves in DIR: lists
+//	                "t0" the first time, "t1" (another schema) the second,
+//	                513 tools after that; a call answers "gen G", then it exits
 //	spawn S         starts "sleep S" in its process group when it starts
 //	big N           a call answers with a text of N bytes, its id last (as
 //	                the official TypeScript SDK orders an answer)
@@ -43,6 +46,7 @@ var (
 	outMu sync.Mutex // guards out
 	out   = bufio.NewWriter(os.Stdout)
 	calls int // calls answered, for crash
+	gen   int // the start of a gens server
 )
 
 func send(v any) error {
@@ -84,6 +88,16 @@ func main() {
 	mode := os.Args[1]
 	if mode == "fork" {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if mode == "gens" {
+		entries, err := os.ReadDir(os.Args[2])
+		if err != nil {
+			panic(err)
+		}
+		gen = len(entries)
+		if err := os.WriteFile(fmt.Sprintf("%s/%d", os.Args[2], gen), nil, 0o600); err != nil {
+			panic(err)
+		}
 	}
 	if mode == "spawn" {
 		if err := exec.Command("sleep", os.Args[2]).Start(); err != nil {
@@ -152,6 +166,20 @@ func list(mode string, m message) {
 			ts[i] = tool(fmt.Sprintf("p%d_%d", page, i), "a page's tool")
 		}
 		reply(m.ID, map[string]any{"tools": ts, "nextCursor": strconv.Itoa(page + 1)})
+	case "gens":
+		ts := []any{tool("t0", "the first start's")}
+		switch {
+		case gen == 1:
+			t1 := tool("t1", "the second start's")
+			t1["inputSchema"] = map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}}
+			ts = []any{t1}
+		case gen > 1:
+			ts = make([]any, 513)
+			for i := range ts {
+				ts[i] = tool(fmt.Sprintf("m%d", i), "one of too many")
+			}
+		}
+		reply(m.ID, map[string]any{"tools": ts})
 	default:
 		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
 	}
@@ -179,6 +207,10 @@ func call(mode string, m message) {
 				os.Exit(0)
 			}
 		}
+	}
+	if mode == "gens" {
+		reply(m.ID, text(fmt.Sprintf("gen %d", gen)))
+		os.Exit(3)
 	}
 	if mode == "crash" {
 		reply(m.ID, text("ok"))
