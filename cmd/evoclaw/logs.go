@@ -7,10 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -31,7 +29,10 @@ var logFilters = map[string]string{
 
 // cmdLogs prints the newest audited records of a node's warm database and,
 // with --follow, keeps printing new ones as they are committed, by polling
-// the database (readable while the node writes it) until interrupted.
+// the database (readable while the node writes it) until interrupted. On a
+// terminal each record is printed escaped (EscapeTerminal), as `audit sql`
+// prints its table: a tool name or a message may hold what a model or a
+// tool wrote, escape sequences and bidi overrides included.
 func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("logs", stderr)
 	dataDir, conf := addDataDirFlags(fs)
@@ -41,6 +42,7 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	limit := fs.Int("limit", defaultLogsLimit, "how many of the newest records to print first (0: all)")
 	poll := fs.Duration("poll", defaultLogsPoll, "how often --follow looks for new records")
 	node := fs.String("node", "", "read the running node's hot tier through its API (http://127.0.0.1:8787) instead of the database file")
+	tokenFile := fs.String("token-file", "", "with --node: file holding the API bearer token (default: $"+envToken+", or the one in --data-dir)")
 	if err := parseNoArgs(fs, args, "logs"); err != nil {
 		return err
 	}
@@ -55,8 +57,14 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w: --poll must be positive", errUsage)
 	}
 	f := hot.Filter{Kind: kind, AgentID: *agent}
+	show := entryPrinter(stdout, isTerminal(stdout))
 	if *node != "" {
-		return logsFromNode(ctx, stdout, *node, *dataDir, f, *limit, *follow)
+		nf := nodeFlags{dataDir: *dataDir, node: *node, tokenFile: *tokenFile}
+		client, err := nf.client()
+		if err != nil {
+			return fmt.Errorf("logs --node: %w", err)
+		}
+		return logsFromNode(ctx, client, show, f, *limit, *follow)
 	}
 	path := filepath.Join(*dataDir, orchestrator.AuditFile)
 	entries, head, err := sqlite.RecentEntries(ctx, path, f, *limit)
@@ -64,7 +72,7 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	for _, e := range entries {
-		fmt.Fprintln(stdout, e)
+		show(e)
 	}
 	if !*follow {
 		return nil
@@ -88,7 +96,7 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 			for _, e := range more {
-				fmt.Fprintln(stdout, e)
+				show(e)
 			}
 			if head == prev {
 				break // caught up
@@ -97,19 +105,31 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 }
 
-// logsFromNode prints the node's hot tier through GET /v1/logs; --follow
-// long-polls it. The bearer token comes from EVOCLAW_HTTP_TOKEN, else from
-// the node's data directory (readable only by the node's user).
-func logsFromNode(ctx context.Context, stdout io.Writer, base, dataDir string, f hot.Filter, limit int, follow bool) error {
-	token := os.Getenv("EVOCLAW_HTTP_TOKEN")
-	if token == "" {
-		b, err := os.ReadFile(filepath.Join(dataDir, orchestrator.HTTPTokenFile))
-		if err != nil {
-			return fmt.Errorf("logs --node: no EVOCLAW_HTTP_TOKEN and no token file in --data-dir %s: %w", dataDir, err)
+// entryPrinter prints one record a line to w, escaped for a terminal when
+// escape is set; to a file or a pipe it writes the records as they are.
+func entryPrinter(w io.Writer, escape bool) func(hot.Entry) {
+	return func(e hot.Entry) {
+		s := e.String()
+		if escape {
+			s = sqlite.EscapeTerminal(s)
 		}
-		token = strings.TrimSpace(string(b))
+		fmt.Fprintln(w, s)
 	}
-	client := &http.Client{Timeout: 90 * time.Second}
+}
+
+// Bounds of `logs --node`.
+const (
+	// logsRequestTimeout bounds one request, a --follow long poll of 30 s
+	// included.
+	logsRequestTimeout = 90 * time.Second
+	// maxLogsPage bounds the answer read: the hot tier holds 1,024
+	// records.
+	maxLogsPage = 64 << 20
+)
+
+// logsFromNode prints the node's hot tier through GET /v1/logs; --follow
+// long-polls it. The node and its token are found as for `evoclaw status`.
+func logsFromNode(ctx context.Context, client *nodeClient, show func(hot.Entry), f hot.Filter, limit int, follow bool) error {
 	var after *int64
 	for {
 		q := url.Values{}
@@ -126,29 +146,15 @@ func logsFromNode(ctx context.Context, stdout io.Writer, base, dataDir string, f
 		} else {
 			q.Set("limit", strconv.Itoa(limit))
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/v1/logs?"+q.Encode(), nil)
-		if err != nil {
-			return fmt.Errorf("logs --node: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
+		page, err := logsPage(ctx, client, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted: the normal end of --follow
 			}
 			return fmt.Errorf("logs --node: %w", err)
 		}
-		var page orchestrator.LogsPage
-		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("logs --node: %s answered %s", base, resp.Status)
-		}
-		if err != nil {
-			return fmt.Errorf("logs --node: read answer: %w", err)
-		}
 		for _, e := range page.Entries {
-			fmt.Fprintln(stdout, e)
+			show(e)
 		}
 		if !follow {
 			return nil
@@ -157,4 +163,20 @@ func logsFromNode(ctx context.Context, stdout io.Writer, base, dataDir string, f
 		head := page.Head
 		after = &head
 	}
+}
+
+// logsPage asks the node for one page of records.
+func logsPage(ctx context.Context, client *nodeClient, q url.Values) (*orchestrator.LogsPage, error) {
+	ctx, cancel := context.WithTimeout(ctx, logsRequestTimeout)
+	defer cancel()
+	resp, err := client.do(ctx, http.MethodGet, "/v1/logs?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var page orchestrator.LogsPage
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxLogsPage)).Decode(&page); err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	return &page, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,8 +146,23 @@ func TestLogsFromARunningNode(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	t.Setenv("EVOCLAW_HTTP_TOKEN", "not-the-token-at-all")
-	if code, _, errOut := runArgs("logs", "--node", base, "--data-dir", dir); code == 0 || !strings.Contains(errOut, "401") {
+	if code, _, errOut := runArgs("logs", "--node", base, "--data-dir", dir); code == 0 || !strings.Contains(errOut, "wrong token") {
 		t.Fatalf("wrong token: exit %d %s", code, errOut)
+	}
+	// --token-file and $EVOCLAW_TOKEN find the token as for status and chat.
+	t.Setenv("EVOCLAW_HTTP_TOKEN", "")
+	other := t.TempDir()
+	code, out, errOut = runArgs("logs", "--node", base, "--data-dir", other, "--token-file", filepath.Join(dir, orchestrator.HTTPTokenFile), "--filter=message")
+	if code != 0 || strings.Count(out, "message") != 2 {
+		t.Fatalf("--token-file: exit %d\n%s%s", code, out, errOut)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, orchestrator.HTTPTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EVOCLAW_TOKEN", strings.TrimSpace(string(tok)))
+	if code, out, errOut := runArgs("logs", "--node", base, "--data-dir", other, "--filter=message"); code != 0 || strings.Count(out, "message") != 2 {
+		t.Fatalf("$EVOCLAW_TOKEN: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
@@ -158,7 +174,7 @@ func TestLogsFromAnUnreachableNode(t *testing.T) {
 	}
 	t.Setenv("EVOCLAW_HTTP_TOKEN", "")
 	code, _, errOut = runArgs("logs", "--node", "http://127.0.0.1:1", "--data-dir", t.TempDir())
-	if code == 0 || !strings.Contains(errOut, "no EVOCLAW_HTTP_TOKEN and no token file") {
+	if code == 0 || !strings.Contains(errOut, "no API token in") || !strings.Contains(errOut, "--token-file") {
 		t.Fatalf("exit %d, stderr %q: want the missing token named", code, errOut)
 	}
 }

@@ -425,7 +425,7 @@ type csvRows struct {
 
 func (c *csvRows) field(s string) string {
 	if c.escape {
-		return escapeTerminal(s)
+		return EscapeTerminal(s)
 	}
 	return s
 }
@@ -463,10 +463,12 @@ func (c *csvRows) Close() error {
 	return nil
 }
 
-// escapeTerminal is escapeControls that also writes each byte of invalid
+// EscapeTerminal is escapeControls that also writes each byte of invalid
 // UTF-8 as \xNN: a lone 0x9b byte is CSI to a terminal not in UTF-8 mode.
 // (What it writes for an invalid byte is ASCII, so escapeControls leaves it.)
-func escapeTerminal(s string) string {
+// What it returns can neither drive a terminal nor read other than what s
+// holds.
+func EscapeTerminal(s string) string {
 	if utf8.ValidString(s) {
 		return escapeControls(s)
 	}

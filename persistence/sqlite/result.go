@@ -80,9 +80,9 @@ func writeTableLine(bw *bufio.Writer, line []string, widths []int) {
 }
 
 // tableCell escapes control characters and invalid UTF-8 in s
-// (escapeTerminal) and cuts it to maxCellRunes.
+// (EscapeTerminal) and cuts it to maxCellRunes.
 func tableCell(s string) string {
-	s = escapeTerminal(s)
+	s = EscapeTerminal(s)
 	if utf8.RuneCountInString(s) <= maxCellRunes {
 		return s
 	}
