@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // API error types: the "type" of an error body. Clients may switch on them;
@@ -50,6 +52,36 @@ func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, errorBody{Error: APIError{Message: msg, Type: typ}})
+}
+
+// storeRetryAfter is the Retry-After, in seconds, of a 503 for a store
+// that cannot write: time for a disk to be freed or a queue to drain.
+const storeRetryAfter = 5
+
+// storeUnavailable answers 503, with Retry-After, when err says the
+// node's database cannot take the request now (sqlite.Unavailable: a
+// full disk, a read-only or broken file, a closed store, a full write
+// queue), naming storage as the cause; it reports whether it answered.
+// Nothing of the request was stored: it was refused as a whole, and the
+// same request may succeed later. Such a failure answered 500, as if the
+// node had a bug.
+func storeUnavailable(w http.ResponseWriter, err error) bool {
+	if !sqlite.Unavailable(err) {
+		return false
+	}
+	why := "the database file cannot be written (read-only, missing or damaged, or an I/O error)"
+	switch {
+	case errors.Is(err, sqlite.ErrDiskFull):
+		why = "its disk is full"
+	case errors.Is(err, sqlite.ErrClosed):
+		why = "the store is closed (the node is stopping)"
+	case errors.Is(err, sqlite.ErrQueueFull):
+		why = "its write queue is full"
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(storeRetryAfter))
+	writeAPIError(w, http.StatusServiceUnavailable, ErrTypeNotReady,
+		"storage unavailable: the node's database cannot take this request now: "+why+"; nothing of it was stored, retry later")
+	return true
 }
 
 // errorTypeFor is the error type of a status that no finer cause names.

@@ -92,7 +92,7 @@ func (n *Node) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := n.gate.List(r.Context(), state, limit)
 	if err != nil {
-		httpError(w, http.StatusInternalServerError, err.Error())
+		approvalError(w, r, err)
 		return
 	}
 	for i := range list {
@@ -129,7 +129,7 @@ func (n *Node) handleApproval(w http.ResponseWriter, r *http.Request) {
 			writeRemote(w, res)
 			return
 		}
-		approvalError(w, err)
+		approvalError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
@@ -156,7 +156,7 @@ func (n *Node) handleDecide(approve bool) http.HandlerFunc {
 				writeRemote(w, res)
 				return
 			}
-			approvalError(w, err)
+			approvalError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, a)
@@ -173,13 +173,17 @@ func (n *Node) approvalElsewhere(ctx context.Context, err error, op remoteOp) (r
 	return n.askOthers(ctx, op)
 }
 
-func approvalError(w http.ResponseWriter, err error) {
+// approvalError answers an approval error of request r with its status:
+// 503 when the store cannot take it (storeUnavailable), the message
+// bounded by echoed.
+func approvalError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case storeUnavailable(w, err):
 	case errors.Is(err, sqlite.ErrNoApproval):
-		httpError(w, http.StatusNotFound, err.Error())
+		echoError(w, r, http.StatusNotFound, err)
 	case errors.Is(err, sqlite.ErrDecided):
-		httpError(w, http.StatusConflict, err.Error())
+		echoError(w, r, http.StatusConflict, err)
 	default:
-		httpError(w, http.StatusInternalServerError, err.Error())
+		echoError(w, r, http.StatusInternalServerError, err)
 	}
 }

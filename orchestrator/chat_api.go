@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -163,7 +164,7 @@ func requestConversation(r *http.Request, body string) (id, param string, err er
 	switch {
 	case header != "" && body != "" && header != body:
 		return body, "conversation_id", fmt.Errorf("%w: conversation_id %s and header %s %s name different conversations",
-			ErrConversationID, quote80(body), ConversationHeader, quote80(header))
+			ErrConversationID, strconv.Quote(echo(body)), ConversationHeader, strconv.Quote(echo(header)))
 	case body != "":
 		id, param = body, "conversation_id"
 	default:

@@ -146,8 +146,8 @@ func (n *Node) handleConversations(w http.ResponseWriter, r *http.Request) {
 func (n *Node) handleMessages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if wire.ValidateAgentID(id) != nil {
-		writeAPIErrorParam(w, http.StatusBadRequest, "id", fmt.Sprintf("conversation id %.60q: use letters, digits, '-' and '_', at most %d characters",
-			id, wire.MaxAgentIDLen))
+		writeAPIErrorParam(w, http.StatusBadRequest, "id", fmt.Sprintf("conversation id %q: use letters, digits, '-' and '_', at most %d characters",
+			echo(id), wire.MaxAgentIDLen))
 		return
 	}
 	limit, err := queryLimit(r, DefaultMessagesLimit, MaxMessagesLimit)

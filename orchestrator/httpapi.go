@@ -166,10 +166,10 @@ func (n *Node) startHTTP() error {
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeAPIError(w, http.StatusMethodNotAllowed, ErrTypeInvalidRequest, fmt.Sprintf("%s %s: method not allowed (allowed: %s; see docs/API.md)",
-				r.Method, r.URL.Path, strings.Join(allow, ", ")))
+				r.Method, echo(r.URL.Path), strings.Join(allow, ", ")))
 			return
 		}
-		httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s (see docs/API.md)", r.Method, r.URL.Path))
+		httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s (see docs/API.md)", r.Method, echo(r.URL.Path)))
 	})
 	base, stop := context.WithCancel(context.Background())
 	api.stop = stop

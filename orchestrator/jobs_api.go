@@ -56,19 +56,22 @@ func runViews(runs []persistence.JobRun) RunsPage {
 	return out
 }
 
-// jobError answers a scheduler error with its status.
-func jobError(w http.ResponseWriter, err error) {
+// jobError answers a scheduler error of request r with its status: 503
+// when the store cannot take it (storeUnavailable), the message bounded
+// by echoed.
+func jobError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case storeUnavailable(w, err):
 	case errors.Is(err, jobs.ErrNoJob), errors.Is(err, sqlite.ErrNoJob):
-		httpError(w, http.StatusNotFound, err.Error())
+		echoError(w, r, http.StatusNotFound, err)
 	case errors.Is(err, jobs.ErrInvalidSpec):
-		writeAPIErrorParam(w, http.StatusBadRequest, jobs.Field(err), err.Error())
+		writeAPIErrorParam(w, http.StatusBadRequest, jobs.Field(err), echoed(r, err.Error()))
 	case errors.Is(err, jobs.ErrExists), errors.Is(err, jobs.ErrConfigJob), errors.Is(err, sqlite.ErrTooManyJobs):
-		httpError(w, http.StatusConflict, err.Error())
+		echoError(w, r, http.StatusConflict, err)
 	case errors.Is(err, jobs.ErrStopped):
-		httpError(w, http.StatusServiceUnavailable, err.Error())
+		echoError(w, r, http.StatusServiceUnavailable, err)
 	default:
-		httpError(w, http.StatusInternalServerError, err.Error())
+		echoError(w, r, http.StatusInternalServerError, err)
 	}
 }
 
@@ -106,7 +109,7 @@ func writeJSONList[T any](w http.ResponseWriter, key string, items []T) {
 func (n *Node) handleJob(w http.ResponseWriter, r *http.Request) {
 	in, err := n.sched.Get(r.PathValue("id"))
 	if err != nil {
-		jobError(w, err)
+		jobError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, in)
@@ -126,7 +129,7 @@ func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := jobs.Compile(spec)
 	if err != nil {
-		jobError(w, err)
+		jobError(w, r, err)
 		return
 	}
 	// The job as added, not as a Get would find it: a DELETE a moment
@@ -138,7 +141,7 @@ func (n *Node) handleAddJob(w http.ResponseWriter, r *http.Request) {
 	}
 	in, err := n.sched.Add(r.Context(), j, jobs.SourceAPI, by)
 	if err != nil {
-		jobError(w, err)
+		jobError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, in)
@@ -151,7 +154,7 @@ func (n *Node) handleRemoveJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := n.sched.Remove(r.Context(), r.PathValue("id"), by); err != nil {
-		jobError(w, err)
+		jobError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -173,7 +176,7 @@ func (n *Node) handlePauseJob(pause bool) http.HandlerFunc {
 		}
 		in, err := set(r.Context(), id, by)
 		if err != nil {
-			jobError(w, err)
+			jobError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, in)
@@ -183,7 +186,7 @@ func (n *Node) handlePauseJob(pause bool) http.HandlerFunc {
 func (n *Node) handleRunJob(w http.ResponseWriter, r *http.Request) {
 	runs, err := n.sched.RunNow(r.Context(), r.PathValue("id"))
 	if err != nil {
-		jobError(w, err)
+		jobError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, runViews(runs))
@@ -203,7 +206,7 @@ func (n *Node) handleRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	runs, err := n.sched.History(r.Context(), q.Get("job"), limit)
 	if err != nil {
-		jobError(w, err)
+		jobError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, runViews(runs))

@@ -1,8 +1,8 @@
 package orchestrator
 
 import (
-	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/evoclaw/evoclaw/actors"
 )
@@ -111,7 +111,7 @@ func (n *Node) handleModel(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeAPIError(w, http.StatusNotFound, ErrTypeNotFound, "model "+quote80(r.PathValue("model"))+" not found: this node serves \""+ModelEvoclaw+"\"")
+	writeAPIError(w, http.StatusNotFound, ErrTypeNotFound, "model "+strconv.Quote(echo(r.PathValue("model")))+" not found: this node serves \""+ModelEvoclaw+"\"")
 }
 
 func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -226,9 +226,6 @@ func writeChatError(w http.ResponseWriter, code int, e APIError) {
 	}
 	writeJSON(w, code, errorBody{Error: e})
 }
-
-// quote80 quotes s for a message, cut at 80 bytes.
-func quote80(s string) string { return fmt.Sprintf("%.80q", s) }
 
 func finishReason(ans *actors.Answer) string {
 	if ans.Limit != "" {

@@ -199,7 +199,7 @@ func (n *Node) handleAnswer(w http.ResponseWriter, r *http.Request) {
 			writeRemote(w, res)
 			return
 		}
-		httpError(w, http.StatusNotFound, err.Error())
+		echoError(w, r, http.StatusNotFound, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

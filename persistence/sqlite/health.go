@@ -59,6 +59,14 @@ func (s *Store) noteWrite(err error, whole bool) {
 	s.health.h.DiskFull = errors.Is(err, ErrDiskFull)
 }
 
+// Unavailable reports whether err says the store cannot take a write (or
+// answer a read) now, whatever was asked: its disk is full, its file is
+// read-only, gone or broken, it is closed, or its write queue is full.
+// Nothing of the failed call was stored; the same call may succeed later.
+func Unavailable(err error) bool {
+	return errors.Is(err, ErrClosed) || errors.Is(err, ErrQueueFull) || storeFault(err)
+}
+
 // storeFault reports whether err of one write says the database cannot be
 // written at all, rather than that the write itself was refused.
 func storeFault(err error) bool {
