@@ -171,6 +171,7 @@ type Options struct {
 	// agent started is killed at its next start: ConnectWith kills what
 	// the groups recorded there still hold before it starts a server.
 	// Empty: no record, and what a killed agent's servers started runs on.
+	// One Set at a time uses a file: a second would kill the first's.
 	GroupFile string
 	// Changed, when set, is called when the tools a server offers change:
 	// its restart listed other tools (added, removed, another schema), or
