@@ -33,8 +33,10 @@ const (
 var ErrResultTooLarge = errors.New("mcp result too large")
 
 // ErrMessageTooLarge ends the session of a server that sent one message
-// of more than MaxMessageBytes.
-var ErrMessageTooLarge = errors.New("mcp message without end")
+// of more than MaxMessageBytes, or ends the answer of an HTTP server that
+// split one message of more than twice MaxResultBytes across the lines
+// of an event.
+var ErrMessageTooLarge = errors.New("mcp message too large")
 
 // codeResultTooLarge is the JSON-RPC error code an answer that frameReader
 // refuses is replaced with; resultTooLarge turns it into ErrResultTooLarge.
@@ -61,8 +63,12 @@ func resultTooLarge(err error) error {
 //
 // With a prefix ("data:" for an event stream), only lines that start
 // with it carry messages: the prefix is kept on a replacement and left
-// out of the scan; other lines past the bound are dropped. Whole, the
-// stream is one message (an HTTP answer in JSON), newlines and all.
+// out of the scan; other lines past the bound are dropped. An event (the
+// lines up to a blank one) whose lines handed on come to more than twice
+// the bound, a message split across many data lines, fails the stream
+// with ErrMessageTooLarge, as the reader of the event would hold it
+// whole. Whole, the stream is one message (an HTTP answer in JSON),
+// newlines and all.
 type frameReader struct {
 	r      io.Reader
 	limit  func() int // the bound of a line, asked when the line starts
@@ -75,8 +81,11 @@ type frameReader struct {
 	max  int    // the bound of the current line; 0 before it starts
 	over bool   // the current line went past max
 	size int64  // bytes of the current line when over
-	scan topScanner
-	err  error // of r, or ErrMessageTooLarge; returned once out is empty
+	// event counts the bytes of the current event handed on, with a
+	// prefix (an event stream).
+	event int
+	scan  topScanner
+	err   error // of r, or ErrMessageTooLarge; returned once out is empty
 }
 
 // keptRoom is the most room frameReader keeps for its next line.
@@ -118,7 +127,7 @@ func (f *frameReader) take(b []byte) {
 			return
 		}
 		f.add(b[:i])
-		if f.err == ErrMessageTooLarge {
+		if errors.Is(f.err, ErrMessageTooLarge) {
 			return
 		}
 		f.end()
@@ -128,7 +137,7 @@ func (f *frameReader) take(b []byte) {
 
 // add adds part of the current line.
 func (f *frameReader) add(chunk []byte) {
-	if f.err == ErrMessageTooLarge {
+	if errors.Is(f.err, ErrMessageTooLarge) {
 		return
 	}
 	if !f.over {
@@ -156,10 +165,25 @@ func (f *frameReader) end() {
 	} else {
 		f.out = append(append(f.out, f.line...), '\n')
 	}
+	if len(f.prefix) > 0 {
+		f.countEvent()
+	}
 	if cap(f.line) > keptRoom {
 		f.line = nil
 	}
 	f.line, f.max, f.over, f.size = f.line[:0], 0, false, 0
+}
+
+// countEvent adds the line that ended to its event, which a blank line
+// ends; f.max is still the line's bound.
+func (f *frameReader) countEvent() {
+	if !f.over && len(bytes.TrimSuffix(f.line, []byte("\r"))) == 0 {
+		f.event = 0
+		return
+	}
+	if f.event += len(f.line) + 1; f.event > 2*f.max && f.err == nil {
+		f.err = fmt.Errorf("%w: an event of more than %d bytes", ErrMessageTooLarge, 2*f.max)
+	}
 }
 
 // refuse puts in out, for a line past its bound, the error answer that

@@ -31,16 +31,19 @@ func TestCallResultBound(t *testing.T) {
 		name    string
 		server  ServerConfig
 		httpSrv http.Handler
-		want    string // in the error; empty: the call succeeds
+		want    string // in the error; empty: the call succeeds; "-": it fails
 	}{
 		{"stdio within the bound", ServerConfig{Command: hostileBin, Args: []string{"big", fmt.Sprint(MaxResultBytes - 1024)}}, nil, ""},
 		{"stdio past the bound", ServerConfig{Command: hostileBin, Args: []string{"big", fmt.Sprint(big)}}, nil,
 			fmt.Sprintf("an answer of %d bytes, more than %d", big+len(`{"result":{"content":[{"type":"text","text":""}]},"jsonrpc":"2.0","id":2}`), MaxResultBytes)},
 		{"stdio without end", ServerConfig{Command: hostileBin, Args: []string{"endless"}}, nil,
 			fmt.Sprintf("more than %d bytes without an end", MaxMessageBytes)},
-		{"http within the bound", ServerConfig{}, hugeAnswers(MaxResultBytes-1024, false), ""},
-		{"http past the bound", ServerConfig{}, hugeAnswers(big, false), fmt.Sprintf("more than %d", MaxResultBytes)},
-		{"http stream past the bound", ServerConfig{}, hugeAnswers(big, true), fmt.Sprintf("more than %d", MaxResultBytes)},
+		{"http within the bound", ServerConfig{}, hugeAnswers(MaxResultBytes-1024, false, 0), ""},
+		{"http past the bound", ServerConfig{}, hugeAnswers(big, false, 0), fmt.Sprintf("more than %d", MaxResultBytes)},
+		{"http stream past the bound", ServerConfig{}, hugeAnswers(big, true, 0), fmt.Sprintf("more than %d", MaxResultBytes)},
+		// The stream fails past twice the bound, and the SDK says only
+		// that the request ended without an answer.
+		{"http stream split across data lines", ServerConfig{}, hugeAnswers(big, true, 64<<10), "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.httpSrv != nil {
@@ -58,6 +61,12 @@ func TestCallResultBound(t *testing.T) {
 			if tc.want == "" {
 				if out.ErrorType() != "" || len(out.Text()) < MaxResultBytes-2048 {
 					t.Fatalf("error %q, %d bytes of text, want the whole text", out.ErrorText(), len(out.Text()))
+				}
+				return
+			}
+			if tc.want == "-" {
+				if out.ErrorType() != wire.ErrExecutionFailed {
+					t.Fatalf("error %q (%s), want execution_failed", out.ErrorText(), out.ErrorType())
 				}
 				return
 			}
@@ -96,6 +105,35 @@ func TestFrameReaderKeepsNoLongLine(t *testing.T) {
 	if r, ok := msg.(*jsonrpc.Response); !ok || r.ID != seven || r.Error == nil {
 		t.Fatalf("got %q, want an error answer to id 7", got)
 	}
+}
+
+// TestFrameReaderBoundsAnEvent: an event stream's message split across
+// data lines, each within the bound, fails the stream once its event
+// passes twice the bound, having handed on no more than that. Before
+// (commit 6b89732), the reader of the stream got all 64 MiB.
+func TestFrameReaderBoundsAnEvent(t *testing.T) {
+	line := "data: " + strings.Repeat("s", 64<<10) + "\n"
+	src := io.MultiReader(strings.NewReader("event: message\n"), io.LimitReader(&lineRepeater{line: line}, 64<<20))
+	got, err := io.ReadAll(newFrameReader(src, func() int { return MaxResultBytes }, "data:"))
+	if !errors.Is(err, ErrMessageTooLarge) || len(got) > 2*MaxResultBytes+len(line) {
+		t.Fatalf("read %d bytes, err %v; want at most %d and %v", len(got), err, 2*MaxResultBytes+len(line), ErrMessageTooLarge)
+	}
+}
+
+// lineRepeater reads as its line again and again.
+type lineRepeater struct {
+	line string
+	off  int
+}
+
+func (r *lineRepeater) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.line[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.line)
+	}
+	return n, nil
 }
 
 // repeatReader reads as an endless run of its byte.

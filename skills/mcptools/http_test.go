@@ -14,8 +14,9 @@ import (
 )
 
 // hugeAnswers is a streamable HTTP MCP server, as plain JSON over POST or
-// as an event stream, whose tool answers with a text of size bytes.
-func hugeAnswers(size int, stream bool) http.Handler {
+// as an event stream, whose tool answers with a text of size bytes, all
+// on one data line or, when split is set, on data lines of split bytes.
+func hugeAnswers(size int, stream bool, split int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m, ok := readCall(w, r)
 		if !ok {
@@ -26,6 +27,9 @@ func hugeAnswers(size int, stream bool) http.Handler {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "event: message\ndata: ")
 			defer fmt.Fprint(w, "\n\n")
+			if split > 0 { // the text on data lines of split bytes
+				w = splitLines{w, split}
+			}
 		}
 		switch m.Method {
 		case "initialize":
@@ -38,6 +42,24 @@ func hugeAnswers(size int, stream bool) http.Handler {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
 		}
 	})
+}
+
+// splitLines writes what it is given on data lines of n bytes.
+type splitLines struct {
+	http.ResponseWriter
+	n int
+}
+
+func (s splitLines) Write(b []byte) (int, error) {
+	for i := 0; i < len(b); i += s.n {
+		if i > 0 {
+			fmt.Fprint(s.ResponseWriter, "\ndata: ")
+		}
+		if _, err := s.ResponseWriter.Write(b[i:min(i+s.n, len(b))]); err != nil {
+			return i, err
+		}
+	}
+	return len(b), nil
 }
 
 // call is a JSON-RPC request a test server reads.
@@ -76,7 +98,7 @@ func TestHTTPResponseBound(t *testing.T) {
 		{"past the bound", MaxResponseBytes, wire.ErrExecutionFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(hugeAnswers(tc.size, false))
+			srv := httptest.NewServer(hugeAnswers(tc.size, false, 0))
 			t.Cleanup(srv.Close)
 			set, errs := Connect(context.Background(), map[string]ServerConfig{"h": {URL: srv.URL}}, nil)
 			if len(errs) > 0 {
