@@ -21,7 +21,9 @@ import (
 // stdioTransport runs a stdio MCP server the way skills/proc runs a tool:
 // in a process group of its own, with SIGKILL when the agent dies (Linux),
 // and with the whole group killed when the session ends, so that neither
-// the server nor what it started outlives its session or the agent.
+// the server nor what it started outlives its session or the agent: a
+// keeper in the group kills it when the agent dies, and the group file
+// lets the agent's next start kill what the keeper did not.
 type stdioTransport struct {
 	cmd *exec.Cmd
 	// grace is how long Close waits after closing the server's input, and
@@ -57,7 +59,11 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	t.groups.add(t.cmd.Process.Pid)
-	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, groups: t.groups, exited: make(chan struct{})}
+	// Without a keeper (no /bin/sh), what the server starts outlives a
+	// killed agent until its next start (groupFile).
+	k, _ := startKeeper(t.cmd.Process.Pid)
+	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, groups: t.groups, keeper: k,
+		exited: make(chan struct{})}
 	go p.reap()
 	g := guardLists(nil)
 	out := newFrameReader(stdoutOf{p}, g.lineLimit, "")
@@ -85,6 +91,7 @@ type serverProc struct {
 	grace  time.Duration
 	stall  time.Duration
 	groups *groupFile // forgets the group once it is killed
+	keeper *keeper    // kills the group if the agent dies; may be nil
 
 	writing sync.Mutex // held by Write while it writes; Read waits for it
 	stalled error      // set by Write, under writing, when it killed the server
@@ -134,7 +141,8 @@ func (p *serverProc) Close() error {
 				<-p.exited
 			}
 		}
-		proc.KillGroup(pgid) // what the server left running in its group
+		proc.KillGroup(pgid) // what the server left running in its group, and its keeper
+		p.keeper.stop()
 		p.groups.remove(pgid)
 		p.out.Close()
 		p.closeErr = p.waitErr
