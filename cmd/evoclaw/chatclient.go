@@ -66,7 +66,9 @@ func (c *nodeClient) chat(ctx context.Context, conv, text string, ev chatEvents)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return decodeAnswer(ctx, resp.Body, ev)
 	}
-	sse := newSSEReader(resp.Body)
+	quiet := newSilenceBound(resp.Body, nodeStreamSilence)
+	defer quiet.Stop()
+	sse := newSSEReader(quiet)
 	for {
 		e, err := sse.next()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,20 @@ const (
 	nodeDialTimeout = 5 * time.Second
 	// maxErrorBody bounds the error body read from a node.
 	maxErrorBody = 64 << 10
+)
+
+// Bounds on a node that answers nothing; variables for tests.
+var (
+	// nodeHeaderTimeout bounds the wait for an answer's status and
+	// headers: a node answers every request of these clients at once,
+	// a streamed chat within 15 s (orchestrator.DefaultSSEKeepAlive), a
+	// long poll of `logs --follow` within its 30 s. One that accepted the
+	// connection and sends nothing is stuck (or stopped), and a client
+	// waiting on it would hang.
+	nodeHeaderTimeout = time.Minute
+	// nodeStreamSilence bounds the silence of a streamed chat: the node
+	// writes a keep-alive at least every 15 s.
+	nodeStreamSilence = time.Minute
 )
 
 // errNoNode is returned when no node could be found or reached.
@@ -104,6 +119,7 @@ func (f *nodeFlags) client() (*nodeClient, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout}).DialContext
+	tr.ResponseHeaderTimeout = nodeHeaderTimeout
 	return &nodeClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}, nil
 }
 
@@ -161,8 +177,15 @@ func (c *nodeClient) do(ctx context.Context, method, path string, body any) (*ht
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("no answer from the node at %s in time: %w", c.base, ctx.Err())
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if isHeaderTimeout(err) {
+			return nil, fmt.Errorf("the node at %s took the request but sent no answer in %v: is it stuck or stopped? (%w)",
+				c.base, nodeHeaderTimeout, errNoAnswerInTime)
 		}
 		if isUnreachable(err) {
 			return nil, fmt.Errorf("%w answers at %s: start `evoclaw serve`, or pass --data-dir DIR or --node URL (%v)", errNoNode, c.base, unwrapNet(err))
@@ -175,6 +198,50 @@ func (c *nodeClient) do(ctx context.Context, method, path string, body any) (*ht
 	}
 	return resp, nil
 }
+
+// errNoAnswerInTime: a node that took a request answered nothing for
+// nodeHeaderTimeout, or went silent in a stream for nodeStreamSilence.
+var errNoAnswerInTime = errors.New("no answer in time")
+
+// isHeaderTimeout reports the transport's error for an answer whose
+// headers did not come within ResponseHeaderTimeout.
+func isHeaderTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() && strings.Contains(err.Error(), "awaiting response headers")
+}
+
+// silenceBound closes body when nothing arrives for d, so that a read
+// waiting on a node gone silent ends; its reads then fail with
+// errNoAnswerInTime. Stop releases its timer.
+type silenceBound struct {
+	body   io.ReadCloser
+	d      time.Duration
+	t      *time.Timer
+	silent atomic.Bool
+}
+
+func newSilenceBound(body io.ReadCloser, d time.Duration) *silenceBound {
+	s := &silenceBound{body: body, d: d}
+	s.t = time.AfterFunc(d, func() {
+		s.silent.Store(true)
+		_ = body.Close()
+	})
+	return s
+}
+
+func (s *silenceBound) Read(p []byte) (int, error) {
+	n, err := s.body.Read(p)
+	if n > 0 {
+		s.t.Reset(s.d)
+	}
+	if err != nil && s.silent.Load() {
+		return n, fmt.Errorf("the node sent nothing for %v, though it keeps a stream alive every 15 s: %w", s.d, errNoAnswerInTime)
+	}
+	return n, err
+}
+
+// Stop ends the bound; the body stays open.
+func (s *silenceBound) Stop() { s.t.Stop() }
 
 // isUnreachable reports errors that mean nothing listens at the address.
 func isUnreachable(err error) bool {
