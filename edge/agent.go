@@ -263,7 +263,7 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 		case <-advertised:
 			g := a.tools.Generation()
 			if err := a.advertise(ctx); err != nil {
-				a.log.Warn("advertise", "err", err)
+				a.log.Log(ctx, unsentLevel(err), "advertise", "err", err)
 				continue
 			}
 			gen, said = g, true
@@ -282,10 +282,22 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 				}
 			}
 			if err := a.report(ctx, wire.ReportHeartbeat, a.heartbeat()); err != nil {
-				a.log.Warn("heartbeat", "err", err)
+				a.log.Log(ctx, unsentLevel(err), "heartbeat", "err", err)
 			}
 		}
 	}
+}
+
+// unsentLevel is the level of the line saying a heartbeat or an
+// advertisement was not sent: debug when only because the connection is
+// down, which the MQTT client logs itself within a quota (a broker
+// dropping the agent again and again wrote a heartbeat warning every 30 s,
+// 15 KB an hour); a warning otherwise.
+func unsentLevel(err error) slog.Level {
+	if errors.Is(err, mqttc.ErrNotConnected) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 func (a *Agent) advertise(ctx context.Context) error {

@@ -51,7 +51,9 @@ type Client struct {
 	opts Options
 	url  string // broker URL without credentials, for messages
 	log  *slog.Logger
-	done chan struct{} // closed when Close starts
+	// connLog logs losses and reconnections within a quota (connlog.go).
+	connLog *connLog
+	done    chan struct{} // closed when Close starts
 
 	// mu guards subs and closed. handlers counts running OnConnect callbacks;
 	// it is only added to under mu while closed is false.
@@ -91,6 +93,7 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		randN: rand.Int64N,
 	}
 	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
+	c.connLog = newConnLog(c.log, time.Now)
 	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
 		c.log.Warn("TLS certificate verification of the mqtt broker is OFF (insecure_skip_verify): anyone on the network path can read and forge every message")
 	}
@@ -124,7 +127,7 @@ func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
 		SetOrderMatters(true).
 		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
-			c.log.Warn("mqtt connection lost; reconnecting", logKeyError, err)
+			c.connLog.lostConnection(err)
 		}).
 		SetReconnectingHandler(func(paho.Client, *paho.ClientOptions) {
 			// paho backs off (1 s doubling to MaxReconnectInterval) but
@@ -230,7 +233,7 @@ func (c *Client) onConnect() {
 	c.mu.Unlock()
 	defer c.handlers.Done()
 
-	c.log.Info("mqtt connected", logKeySubs, len(subs))
+	c.connLog.connectedAgain(len(subs))
 	// Send every SUBSCRIBE before waiting for any acknowledgement.
 	toks := make(map[string]paho.Token, len(subs))
 	for filter, s := range subs {
