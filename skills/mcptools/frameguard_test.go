@@ -151,7 +151,8 @@ func (r repeatReader) Read(p []byte) (int, error) {
 // its id when encoding/json reads it as an answer (a top-level id, a
 // number or a string, and no method), and not at all when it reads it as
 // something else. A line that is not JSON comes out as an error answer or
-// not at all.
+// not at all. The same holds for the lines as data lines of an event
+// stream, an event each.
 func FuzzFrameReader(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", 100) + `"}]}}`,
@@ -165,48 +166,69 @@ func FuzzFrameReader(f *testing.F) {
 	}
 	const bound = 64
 	f.Fuzz(func(t *testing.T, in string) {
-		got, err := io.ReadAll(newFrameReader(strings.NewReader(in), func() int { return bound }, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
 		lines := strings.Split(in, "\n")
 		if lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
-		out := string(got)
+		checkFrames(t, in, lines, "", bound)
+		// The same lines as the data of an event stream, an event each.
+		var events strings.Builder
 		for _, l := range lines {
-			if len(l) <= bound {
-				if !strings.HasPrefix(out, l+"\n") {
-					t.Fatalf("line %q within the bound: output %q", l, out)
-				}
-				out = out[len(l)+1:]
-				continue
-			}
-			// An error answer is longer than the bound, a line handed on is not.
-			answer, rest, _ := strings.Cut(out, "\n")
-			id, known := answerOf(l)
-			if known && id == nil || !known && len(answer) <= bound {
-				if len(answer) > bound {
-					t.Fatalf("line %q is no answer: output %q", l, answer)
-				}
-				continue // nothing came out for l, rightly
-			}
-			msg, err := jsonrpc.DecodeMessage([]byte(answer))
-			r, ok := msg.(*jsonrpc.Response)
-			var we *jsonrpc.Error
-			if err != nil || !ok || !errors.As(r.Error, &we) || we.Code != codeResultTooLarge ||
-				we.Message != fmt.Sprintf("an answer of %d bytes, more than %d", len(l), bound) {
-				t.Fatalf("line %q past the bound: output %q, want an error answer", l, answer)
-			}
-			if known && r.ID != *id {
-				t.Fatalf("line %q: answer to %v, want %v", l, r.ID, *id)
-			}
-			out = rest
+			events.WriteString("data:" + l + "\n\n")
 		}
-		if out != "" {
-			t.Fatalf("output %q left over", out)
-		}
+		checkFrames(t, events.String(), lines, "data:", bound)
 	})
+}
+
+// checkFrames checks what a frameReader with prefix and bound makes of
+// in, the lines, each followed by a blank line when prefix is set.
+func checkFrames(t *testing.T, in string, lines []string, prefix string, bound int) {
+	got, err := io.ReadAll(newFrameReader(strings.NewReader(in), func() int { return bound }, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(got)
+	for _, l := range lines {
+		rest, ok := lineOut(t, out, l, prefix, bound)
+		if !ok {
+			t.Fatalf("line %q (prefix %q): output %q", l, prefix, out)
+		}
+		out = rest
+		if prefix != "" {
+			if !strings.HasPrefix(out, "\n") {
+				t.Fatalf("line %q: no blank line after it in %q", l, out)
+			}
+			out = out[1:]
+		}
+	}
+	if out != "" {
+		t.Fatalf("output %q left over (prefix %q)", out, prefix)
+	}
+}
+
+// lineOut checks what out holds for line l and returns what follows.
+func lineOut(t *testing.T, out, l, prefix string, bound int) (string, bool) {
+	if len(prefix)+len(l) <= bound {
+		rest, ok := strings.CutPrefix(out, prefix+l+"\n")
+		return rest, ok
+	}
+	// An error answer is longer than the bound, a line handed on is not.
+	answer, rest, _ := strings.Cut(out, "\n")
+	id, known := answerOf(l)
+	if known && id == nil || !known && len(answer) <= bound {
+		return out, len(answer) <= bound // nothing came out for l, rightly
+	}
+	msg, err := jsonrpc.DecodeMessage([]byte(strings.TrimPrefix(answer, prefix)))
+	r, ok := msg.(*jsonrpc.Response)
+	var we *jsonrpc.Error
+	if err != nil || !ok || !strings.HasPrefix(answer, prefix) || !errors.As(r.Error, &we) || we.Code != codeResultTooLarge ||
+		we.Message != fmt.Sprintf("an answer of %d bytes, more than %d", len(prefix)+len(l), bound) {
+		return out, false
+	}
+	if known && r.ID != *id {
+		t.Fatalf("line %q: answer to %v, want %v", l, r.ID, *id)
+	}
+	return rest, true
 }
 
 // answerOf reads l as encoding/json does: known is false when l is not a
