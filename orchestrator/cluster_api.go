@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -229,9 +230,15 @@ func (n *Node) listOthers(ctx context.Context, state string, limit int) (list []
 // askOthers hands op to the other nodes in turn, for a question or an
 // approval this node does not have: the one that has it answers. ok is
 // false on a node alone, or when no node has it.
+//
+// An id of another shape than this build gives questions and approvals
+// names none on any node, and is not asked about: the other nodes drop a
+// request whose id is over 128 bytes unanswered, so that each such
+// request waited remoteAskTimeout for every other node and logged a line
+// for each, the id whole.
 func (n *Node) askOthers(ctx context.Context, op remoteOp) (res remoteResult, ok bool) {
 	cn := n.cluster
-	if cn == nil || cn.c == nil {
+	if cn == nil || cn.c == nil || !remoteIDShape(op) {
 		return remoteResult{}, false
 	}
 	b, _ := json.Marshal(op) // plain fields: cannot fail
@@ -241,7 +248,10 @@ func (n *Node) askOthers(ctx context.Context, op remoteOp) (res remoteResult, ok
 		}
 		reply, err := n.system.Root.RequestFuture(actor.NewPID(addr, apiActorName), wrapperspb.Bytes(b), remoteAskTimeout).Result()
 		if err != nil {
-			n.log.Warn("another node did not answer about a question or approval", "node_address", addr, "id", op.ID, "err", err)
+			if suppressed, log := cn.askLog.Allow(time.Now()); log {
+				n.log.Warn("another node did not answer about a question or approval", "node_address", addr, "id", op.ID, "err", err,
+					"suppressed_before", suppressed)
+			}
 			continue
 		}
 		m, isBytes := reply.(*wrapperspb.BytesValue)
@@ -252,6 +262,18 @@ func (n *Node) askOthers(ctx context.Context, op remoteOp) (res remoteResult, ok
 		return res, true
 	}
 	return remoteResult{}, false
+}
+
+// remoteIDShape reports whether op's id has the shape of the ids of what
+// op is about (approvals.ValidID, validQuestionID).
+func remoteIDShape(op remoteOp) bool {
+	switch op.Op {
+	case remoteAnswer:
+		return validQuestionID(op.ID)
+	case remoteApproval, remoteApprove, remoteDeny:
+		return approvals.ValidID(op.ID)
+	}
+	return false
 }
 
 // writeRemote writes what another node answered as this API's response.

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/cluster"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -30,6 +31,10 @@ type clusterNode struct {
 	// apiForwarded counts the answers and decisions this node's API took
 	// for another node's questions and approvals.
 	apiForwarded atomic.Int64
+	// askLog bounds the lines logged for other nodes that did not answer
+	// about a question or an approval: a client can ask about as many as
+	// it likes.
+	askLog *boundlog.Limiter
 	// router places this node's calls at their agents' grains
 	// (cluster_agents.go); replaced counts the calls it placed again
 	// because their agent moved to another node.
@@ -89,7 +94,7 @@ func (n *Node) conversationHistory() (actors.HistoryStore, error) {
 	if !cc.Enabled() {
 		return local, nil
 	}
-	n.cluster = &clusterNode{}
+	n.cluster = &clusterNode{askLog: boundlog.NewLimiter()}
 	if cc.StateURL == "" {
 		return local, nil
 	}

@@ -95,14 +95,32 @@ func (q *questions) Resolve(call llm.ToolCall) (actors.Target, *skills.Output) {
 		}}, nil
 }
 
+// A question's id: questionIDPrefix and questionIDBytes random bytes in
+// lowercase hex.
+const (
+	questionIDPrefix = "q-"
+	questionIDBytes  = 12
+)
+
+// validQuestionID reports whether id has the shape of a question's id.
+// Another id names no question on any node.
+func validQuestionID(id string) bool {
+	h, ok := strings.CutPrefix(id, questionIDPrefix)
+	if !ok || len(h) != 2*questionIDBytes {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
+}
+
 // ask shows text to the person in c's chat and waits for the reply.
 func (q *questions) ask(ctx context.Context, c actors.Caller, text string) (string, error) {
 	if !c.Person || c.Progress == nil {
 		return "", errors.New(ErrNoPerson)
 	}
-	b := make([]byte, 12)
+	b := make([]byte, questionIDBytes)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	id := "q-" + hex.EncodeToString(b)
+	id := questionIDPrefix + hex.EncodeToString(b)
 	ch := make(chan string, 1)
 	q.mu.Lock()
 	if len(q.pending) >= MaxPendingQuestions {

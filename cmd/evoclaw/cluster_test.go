@@ -911,6 +911,28 @@ func TestClusterQuestionsAndApprovals(t *testing.T) {
 			t.Errorf("an unknown approval through %s: status %d, want 404", tc.nodes[i].id, code)
 		}
 	}
+	// An id no node could have is not asked about: the other nodes drop a
+	// request whose id is over 128 bytes unanswered, and each of these
+	// waited 5 s for each of them (and logged a line for each).
+	long := strings.Repeat("f", 200)
+	for _, req := range []struct{ method, path string }{
+		{http.MethodPost, "/v1/approvals/apr-" + long + "/approve"},
+		{http.MethodGet, "/v1/approvals/apr-" + long},
+		{http.MethodPost, "/v1/chat/questions/q-" + long},
+	} {
+		var body any
+		if req.method == http.MethodPost {
+			body = orchestrator.DecisionRequest{By: "ops"}
+			if strings.Contains(req.path, "questions") {
+				body = orchestrator.AnswerRequest{Answer: "x"}
+			}
+		}
+		start := time.Now()
+		code, msg := tc.api(1, req.method, req.path, body)
+		if d := time.Since(start); code != http.StatusNotFound || d >= 5*time.Second {
+			t.Errorf("%s %.40s...: status %d after %v, want 404 without asking the other nodes: %s", req.method, req.path, code, d, msg)
+		}
+	}
 	var forwarded int64
 	for i := range tc.nodes {
 		if s, ok := tc.status(i); ok && s.Cluster != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -356,13 +357,33 @@ func (g *Gate) publish(id string, a persistence.Approval) {
 	}
 }
 
+// ValidID reports whether id has the shape newID gives every approval:
+// "apr-" and 16 lowercase hex digits. Another id names no approval on any
+// node.
+func ValidID(id string) bool {
+	return len(id) == len(idPrefix)+16 && strings.HasPrefix(id, idPrefix) && lowerHex(id[len(idPrefix):])
+}
+
+// lowerHex reports whether s is lowercase hex digits only.
+func lowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// idPrefix starts every approval id.
+const idPrefix = "apr-"
+
 // newID returns "apr-" and 16 random hex digits.
 func newID() (string, error) {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("approval id: %w", err)
 	}
-	return "apr-" + hex.EncodeToString(b), nil
+	return idPrefix + hex.EncodeToString(b), nil
 }
 
 // cut bounds s to n bytes.
