@@ -21,9 +21,13 @@ const (
 	RequestRunning
 	// RequestDone: the id finished; the stored reply comes with it.
 	RequestDone
+	// RequestDropped: the id finished, and its stored reply was dropped
+	// to keep the request log within its byte bound; what is left of it
+	// is a ReportStub. The request must not run again.
+	RequestDropped
 )
 
-// String returns "new", "running" or "done".
+// String returns "new", "running", "done" or "dropped".
 func (s RequestState) String() string {
 	switch s {
 	case RequestNew:
@@ -32,6 +36,8 @@ func (s RequestState) String() string {
 		return "running"
 	case RequestDone:
 		return "done"
+	case RequestDropped:
+		return "dropped"
 	}
 	return fmt.Sprintf("RequestState(%d)", int(s))
 }
@@ -47,6 +53,25 @@ type RequestLog interface {
 	// FinishRequest marks requestID as done and stores report, the reply
 	// bytes to send again if the request is repeated.
 	FinishRequest(ctx context.Context, requestID string, report []byte) error
+}
+
+// ReportStub is what a request log keeps of a finished request once its
+// report is dropped for the log's byte bound: enough to answer a
+// redelivery truthfully without running the request again.
+type ReportStub struct {
+	// Tool is the tool the request ran (the request's Run.Tool); empty
+	// when not known.
+	Tool string
+	// Status is the run's outcome, "success" or "error", and ErrorType its
+	// error type; empty when not known (a row of an older version's).
+	Status, ErrorType string
+	// ResultBytes is the full size of the run's output, as its audit row
+	// has it (ToolCall.ResultBytes); 0 when not known.
+	ResultBytes int64
+	// ReportBytes and ReportSHA256 (lowercase hex) are the size and hash
+	// of the report that was first sent and then dropped.
+	ReportBytes  int64
+	ReportSHA256 string
 }
 
 // Run is what an edge agent records of a tool request when it begins it:

@@ -40,7 +40,7 @@ func (s *Store) insertToolCall(ctx context.Context, tx dbtx, args []any, run str
 	if run == "" {
 		return nil
 	}
-	return s.finishRequestTx(ctx, tx, run, []byte{})
+	return s.finishRequestTx(ctx, tx, run, keptReport{report: []byte{}})
 }
 
 // QueueToolCall queues c for the writer and returns without waiting for

@@ -33,8 +33,8 @@ func docSchema(t *testing.T) (version int, tables map[string][]string) {
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	name := regexp.MustCompile("^`([a-z_]+)`$")
-	first := regexp.MustCompile("`([a-z_]+)`")
+	name := regexp.MustCompile("^`([a-z0-9_]+)`$")
+	first := regexp.MustCompile("`([a-z0-9_]+)`")
 	tables = map[string][]string{}
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(line, "|")

@@ -26,8 +26,10 @@ import (
 var freshSQL string
 
 // freshRows are the rows the migrations' SQL writes into an empty
-// database (the hooks write theirs themselves): the chain's random id.
-const freshRows = `INSERT INTO audit_meta (key, value) VALUES ('chain_id', lower(hex(randomblob(16))));`
+// database (the hooks write theirs themselves): the chain's random id and
+// the request log's byte count.
+const freshRows = `INSERT INTO audit_meta (key, value) VALUES ('chain_id', lower(hex(randomblob(16))));
+	INSERT INTO request_log_held (id, bytes) VALUES (1, 0);`
 
 // createFresh creates the newest schema in an empty database within tx.
 func createFresh(ctx context.Context, tx dbtx, key auditchain.Key) error {

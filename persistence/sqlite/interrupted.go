@@ -17,7 +17,8 @@ var ErrNotRunning = persistence.ErrNotRunning
 // agent started after a crash can audit the run it cut (InterruptedRuns).
 // A request seen before keeps what was recorded then.
 func (s *Store) BeginRun(ctx context.Context, requestID string, run persistence.Run) (persistence.RequestState, []byte, error) {
-	return s.beginRequest(ctx, requestID, run)
+	k, err := s.BeginKept(ctx, requestID, run)
+	return k.State, k.Report, err
 }
 
 // NoteRunProcess records the process group the tool of a running request
@@ -83,10 +84,11 @@ func (s *Store) FinishInterrupted(ctx context.Context, c persistence.ToolCall, r
 	}
 	stamp(&c.RecordID, &c.Time)
 	args := toolCallArgs(&c)
-	report = ownReport(report)
+	k := newKeptReport(report, &c)
 	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE request_log SET state = ?, report = ?, finished_ms = ? WHERE request_id = ? AND state = ?`,
-			stateDone, report, time.Now().UnixMilli(), requestID, stateRunning)
+		res, err := tx.ExecContext(ctx, `UPDATE request_log SET state = ?, report = coalesce(?, x''), finished_ms = ?,
+			report_bytes = ?, status = ?, error_type = ?, result_bytes = ?, report_sha256 = ? WHERE request_id = ? AND state = ?`,
+			stateDone, k.report, time.Now().UnixMilli(), len(k.report), k.status, k.errType, k.resultBytes, k.sum, requestID, stateRunning)
 		if err != nil {
 			return fmt.Errorf("store request report: %w", err)
 		}
@@ -95,7 +97,13 @@ func (s *Store) FinishInterrupted(ctx context.Context, c persistence.ToolCall, r
 		} else if n == 0 {
 			return ErrNotRunning
 		}
-		return s.insertChained(ctx, tx, "tool_calls", args)
+		if err := s.insertChained(ctx, tx, "tool_calls", args); err != nil {
+			return err
+		}
+		if len(k.report) == 0 {
+			return nil
+		}
+		return s.holdReport(ctx, tx, requestID, int64(len(k.report)))
 	})
 	if err != nil {
 		return fmt.Errorf("finish interrupted request %q: %w", requestID, err)

@@ -74,7 +74,7 @@ func TestMigrateV9AddsRunsIndex(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tamperSchema(t, path, `DROP TABLE job_skips; DROP INDEX job_runs_scheduled; PRAGMA user_version = 9`)
+	tamperSchema(t, path, undoV12+`DROP TABLE job_skips; DROP INDEX job_runs_scheduled; PRAGMA user_version = 9`)
 	if v := queryOne(t, path, "PRAGMA user_version"); v != int64(9) {
 		t.Fatalf("downgraded to %v", v)
 	}

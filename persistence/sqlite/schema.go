@@ -178,6 +178,9 @@ var migrations = []string{
 	// v11: skipped job runs counted per job rather than recorded one by
 	// one (schema_v11.go).
 	migrationV11,
+	// v12: the request log bounded by bytes, with a stub of each dropped
+	// report (schema_v12.go).
+	migrationV12,
 }
 
 // migrationHooks holds, by the version a migration takes the database to,

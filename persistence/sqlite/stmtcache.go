@@ -28,7 +28,7 @@ type stmtCache struct {
 
 // hotQueries are the writes of every tool call and chat (chained inserts
 // are added from chainInserts).
-var hotQueries = []string{qSeal, qUpsertConversation, qBeginRequest, qReadRequest, qFinishRequest, qNoteProcess}
+var hotQueries = []string{qSeal, qUpsertConversation, qBeginRequest, qReadRequest, qFinishRequest, qHoldReport, qNoteProcess}
 
 // cachable are the queries the cache prepares: hotQueries, the summaries'
 // and every chained insert.

@@ -40,6 +40,10 @@ const (
 	// DefaultLinger is how long queued writes nobody waits for wait for
 	// one somebody does, to share its commit (writer.go).
 	DefaultLinger = 10 * time.Millisecond
+	// DefaultRequestLogBytes bounds the reports the request log holds
+	// (Options.RequestLogBytes): 128 results of 512 KiB, several minutes
+	// of a busy agent's calls.
+	DefaultRequestLogBytes = 64 << 20
 )
 
 // Sentinel errors of the store.
@@ -113,6 +117,11 @@ type Options struct {
 	// Ring, when set, receives every chained record (tool calls, LLM
 	// calls, messages, events) once it is committed: the hot tier.
 	Ring *hot.Ring
+	// RequestLogBytes bounds the bytes of the reports the request log
+	// holds for redelivered requests (requests.go); past it the oldest are
+	// dropped, leaving a stub, and the newest is always kept. Zero means
+	// DefaultRequestLogBytes; negative is invalid.
+	RequestLogBytes int64
 }
 
 // withDefaults returns o with zero fields filled in, or an error saying what
@@ -126,8 +135,11 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		return o, fmt.Errorf("%w: sync %q, allowed values are %q and %q", ErrInvalidOptions, o.Sync, SyncNormal, SyncFull)
 	}
-	if o.BusyTimeout < 0 || o.MaxBatch < 0 || o.QueueLen < 0 {
-		return o, fmt.Errorf("%w: busy timeout, max batch and queue length must not be negative", ErrInvalidOptions)
+	if o.BusyTimeout < 0 || o.MaxBatch < 0 || o.QueueLen < 0 || o.RequestLogBytes < 0 {
+		return o, fmt.Errorf("%w: busy timeout, max batch, queue length and request log bytes must not be negative", ErrInvalidOptions)
+	}
+	if o.RequestLogBytes == 0 {
+		o.RequestLogBytes = DefaultRequestLogBytes
 	}
 	if o.BusyTimeout == 0 {
 		o.BusyTimeout = DefaultBusyTimeout
