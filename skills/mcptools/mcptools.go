@@ -16,7 +16,8 @@
 // # Concurrency
 //
 // A Set is safe for concurrent use; Close ends every session and waits for
-// stdio servers to exit.
+// stdio servers to exit and for the background restarts of servers that
+// offer no tools (retry.go) to end.
 //
 // This package is part of evoclaw's implementation, not its embedding API
 // (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
@@ -124,12 +125,20 @@ type Set struct {
 
 // server is one connected MCP server. A session that ends (the server
 // exited, broke a bound, stalled) is started again by the next call, at
-// most once per backoff, and its tools listed again.
+// most once per backoff, and its tools listed again. A server that offers
+// no tools and has no session (its first start or a restart failed, or
+// its session ended) is restarted in the background instead (retry.go),
+// since no call can reach it.
 type server struct {
 	name    string
 	cfg     ServerConfig
 	groups  *groupFile
 	changed func(server string, tools []skills.GoTool, errs []error) // Options.Changed; may be nil
+	log     *slog.Logger
+
+	// The bounds of the backoff: RestartBackoffMin and RestartBackoffMax
+	// but in tests.
+	backoffMin, backoffMax time.Duration
 
 	toolsMu sync.Mutex // guards tools and skipped
 	tools   []*mcp.Tool
@@ -146,11 +155,19 @@ type server struct {
 	closed  bool               // by Set.Close: no restart
 	stop    context.CancelFunc
 	stopped context.Context // ends at Set.Close: a start in progress stops
+
+	retrying bool           // a background retry runs (retry.go)
+	down     bool           // it offers no tools since a start failed or a session ended: logged once
+	tries    int            // starts that failed since it went down
+	retries  sync.WaitGroup // the background retry, which Set.Close waits for
 }
 
 // Restarts of a server whose session ended: the first at once, then after
 // 1 s, doubling to RestartBackoffMax; a session that lasted
-// RestartBackoffMax starts the count again.
+// RestartBackoffMax starts the count again, but for a server restarted in
+// the background (one that offers no tools), which keeps its backoff. A
+// server whose first start failed is tried again after RestartBackoffMin,
+// then doubling.
 const (
 	RestartBackoffMin = time.Second
 	RestartBackoffMax = time.Minute
@@ -175,10 +192,17 @@ type Options struct {
 	GroupFile string
 	// Changed, when set, is called when the tools a server offers change:
 	// its restart listed other tools (added, removed, another schema), or
-	// refused its listing, and then it offers none. tools and errs are
-	// what Tools returns for that server alone. It runs on the goroutine
-	// of the call that restarted the server, which waits for it.
+	// refused its listing, and then it offers none, or a background
+	// restart of a server that offered none listed some. tools and errs
+	// are what Tools returns for that server alone. It runs on the
+	// goroutine of the call that restarted the server, which waits for
+	// it, or on the server's background retry; never once Close returned.
+	// It must not call the Set.
 	Changed func(server string, tools []skills.GoTool, errs []error)
+
+	// backoffMin and backoffMax replace RestartBackoffMin and
+	// RestartBackoffMax when set: tests.
+	backoffMin, backoffMax time.Duration
 }
 
 // Connect is ConnectWith with only a log, which may be nil.
@@ -189,7 +213,10 @@ func Connect(ctx context.Context, servers map[string]ServerConfig, log *slog.Log
 // ConnectWith connects to every configured server and lists its tools, all
 // servers at once, so that servers slow to answer delay the caller by one
 // DefaultConnectTimeout, not one each. A server that fails is reported in
-// the errors, in name order, and left out; the others are kept.
+// the errors, in name order: one whose configuration is wrong is left
+// out, one whose start or listing failed offers no tools and is started
+// again in the background until it lists them (or Close), and then
+// offers them through Options.Changed.
 func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options) (*Set, []error) {
 	log := o.Log
 	if log == nil {
@@ -204,7 +231,7 @@ func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options
 	failed := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name], groups, o.Changed) })
+		wg.Go(func() { srvs[i], failed[i] = connect(ctx, name, servers[name], groups, o, log) })
 	}
 	wg.Wait()
 	s := &Set{log: log, sessions: map[string]*server{}}
@@ -212,15 +239,19 @@ func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options
 	for i, name := range names {
 		if failed[i] != nil {
 			errs = append(errs, fmt.Errorf("mcp server %q: %w", name, failed[i]))
-			continue
 		}
-		s.sessions[name] = srvs[i]
+		if srvs[i] != nil {
+			s.sessions[name] = srvs[i]
+		}
 	}
 	return s, errs
 }
 
-func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFile,
-	changed func(string, []skills.GoTool, []error)) (*server, error) {
+// connect starts the server and lists its tools. A server whose
+// configuration is wrong is nil; one whose start or listing failed is
+// returned with the error, offering no tools, and retried in the
+// background.
+func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFile, o Options, log *slog.Logger) (*server, error) {
 	if strings.Contains(name, Separator) || name == "" {
 		return nil, fmt.Errorf("server name must be non-empty and must not contain %q", Separator)
 	}
@@ -232,18 +263,25 @@ func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFi
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
-	srv := &server{name: name, cfg: cfg, groups: groups, changed: changed, now: time.Now}
+	srv := &server{name: name, cfg: cfg, groups: groups, changed: o.Changed, now: time.Now,
+		log: log.With("server", name), backoffMin: RestartBackoffMin, backoffMax: RestartBackoffMax}
+	if o.backoffMin > 0 {
+		srv.backoffMin, srv.backoffMax = o.backoffMin, max(o.backoffMax, o.backoffMin)
+	}
 	srv.stopped, srv.stop = context.WithCancel(context.Background())
 	session, err := srv.dial(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return srv, srv.failedStart(fmt.Errorf("connect: %w", err))
 	}
-	srv.use(session)
-	srv.tools, srv.skipped, err = srv.list(cctx, session)
+	tools, skipped, err := srv.list(cctx, session)
 	if err != nil {
 		session.Close()
-		return nil, fmt.Errorf("list tools: %w", err)
+		return srv, srv.failedStart(fmt.Errorf("list tools: %w", err))
 	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.use(session)
+	srv.tools, srv.skipped = tools, skipped
 	return srv, nil
 }
 
@@ -262,44 +300,69 @@ func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	return client.Connect(ctx, t, nil)
 }
 
-// use makes session the server's, and notes when its connection ends.
-// srv.mu is held, or srv not yet shared.
+// use makes session the server's, and notes when its connection ends;
+// then a server that offers no tools is restarted in the background.
+// srv.mu is held.
 func (srv *server) use(session *mcp.ClientSession) {
 	ended := make(chan struct{})
 	srv.session, srv.ended, srv.started = session, ended, srv.now()
 	go func() {
 		_ = session.Wait()
 		close(ended)
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		if srv.session == session && !srv.offering() {
+			srv.lost(errors.New("its session ended"))
+		}
 	}()
 }
 
-// live returns the server's session, starting it again when it ended:
-// at once the first time, then no sooner than the backoff allows, and
-// never after Set.Close. The start, its tools listed again within the
-// same bounds as at the first start, is bounded by DefaultConnectTimeout
-// and by ctx. A restart whose listing fails or is refused leaves the
-// server down and offering no tools: the tools of its last listing may
-// be gone, and a call must not reach a tool of another schema.
+// live returns the server's session, starting it again when it ended
+// (restart), and never after Set.Close.
 func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.closed {
 		return nil, fmt.Errorf("%w: closed", ErrServerDown)
 	}
-	select {
-	case <-srv.ended:
-	default:
+	if srv.up() {
 		return srv.session, nil
 	}
+	return srv.restart(ctx)
+}
+
+// up reports whether the server has a session that has not ended. srv.mu
+// is held.
+func (srv *server) up() bool {
+	if srv.session == nil {
+		return false
+	}
+	select {
+	case <-srv.ended:
+		return false
+	default:
+		return true
+	}
+}
+
+// restart starts the server whose session ended or whose start failed:
+// at once the first time, then no sooner than the backoff allows. The
+// start, its tools listed again within the same bounds as at the first
+// start, is bounded by DefaultConnectTimeout and by ctx. A restart whose
+// listing fails or is refused leaves the server down and offering no
+// tools: the tools of its last listing may be gone, and a call must not
+// reach a tool of another schema; it is then restarted in the background.
+// srv.mu is held.
+func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 	now := srv.now()
-	if now.Sub(srv.started) >= RestartBackoffMax {
+	if srv.session != nil && !srv.retrying && now.Sub(srv.started) >= srv.backoffMax {
 		srv.backoff = 0 // it ran long enough: start counting again
 	}
 	if now.Before(srv.retryAt) {
 		return nil, fmt.Errorf("%w: its session ended; the next restart is in %v", ErrServerDown,
 			srv.retryAt.Sub(now).Round(100*time.Millisecond))
 	}
-	srv.backoff = min(max(2*srv.backoff, RestartBackoffMin), RestartBackoffMax)
+	srv.backoff = min(max(2*srv.backoff, srv.backoffMin), srv.backoffMax)
 	srv.retryAt = now.Add(srv.backoff) // of the restart after this one
 	if srv.session != nil {
 		_ = srv.session.Close() // what is left of it: a stdio server's group
@@ -310,16 +373,23 @@ func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
 	defer context.AfterFunc(srv.stopped, cancel)()
 	session, err := srv.dial(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: restart: %w", ErrServerDown, err)
+		err = fmt.Errorf("%w: restart: %w", ErrServerDown, err)
+		if !srv.offering() {
+			srv.lost(err) // no call can reach it
+		}
+		return nil, err
 	}
 	tools, skipped, err := srv.list(cctx, session)
 	if err != nil {
 		session.Close()
 		srv.setTools(nil, nil)
-		return nil, fmt.Errorf("%w: restart: list tools: %w; its tools are no longer offered", ErrServerDown, err)
+		err = fmt.Errorf("%w: restart: list tools: %w; its tools are no longer offered", ErrServerDown, err)
+		srv.lost(err)
+		return nil, err
 	}
 	srv.use(session)
 	srv.setTools(tools, skipped)
+	srv.back()
 	return session, nil
 }
 
@@ -343,6 +413,13 @@ func sameTools(a, b []*mcp.Tool) bool {
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
+// offering reports whether the server's last listing has any tool.
+func (srv *server) offering() bool {
+	srv.toolsMu.Lock()
+	defer srv.toolsMu.Unlock()
+	return len(srv.tools) > 0
+}
+
 // offers reports whether the server's last listing has tool.
 func (srv *server) offers(tool string) bool {
 	srv.toolsMu.Lock()
@@ -350,16 +427,19 @@ func (srv *server) offers(tool string) bool {
 	return slices.ContainsFunc(srv.tools, func(t *mcp.Tool) bool { return t.Name == tool })
 }
 
-// close ends the server's session and its restarts.
+// close ends the server's session and its restarts, and waits for its
+// background retry.
 func (srv *server) close() error {
 	srv.stop()
 	srv.mu.Lock()
-	defer srv.mu.Unlock()
 	srv.closed = true
-	if srv.session == nil {
-		return nil // closed when it ended, and not started again
+	var err error
+	if srv.session != nil { // else closed when it ended, and not started again
+		err = srv.session.Close()
 	}
-	return srv.session.Close()
+	srv.mu.Unlock()
+	srv.retries.Wait()
+	return err
 }
 
 // list reads the tools of session, page by page, within the bounds: it

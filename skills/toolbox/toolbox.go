@@ -279,7 +279,9 @@ func (b *Box) Connect(ctx context.Context) {
 const MCPGroupFile = "mcp-groups"
 
 // ConnectMCP connects to the configured MCP servers and adds their tools;
-// a server or tool that fails is logged and left out. Call it once, before
+// a tool that fails is logged and left out, a server that fails is logged
+// and started again in the background, its tools added when it lists them
+// (mcptools.ConnectWith). Call it once, before
 // serving; Close ends the sessions.
 func (b *Box) ConnectMCP(ctx context.Context) {
 	if len(b.cfg.MCPServers) == 0 {

@@ -16,6 +16,9 @@
 //	gens DIR        its Gth start, G counted in files it leaves in DIR: lists
 //	                "t0" the first time, "t1" (another schema) the second,
 //	                513 tools after that; a call answers "gen G", then it exits
+//	flaky DIR A B   its Gth start, G counted in files it leaves in DIR: the
+//	                listing fails when A <= G < B, else lists "t"; a call
+//	                answers "gen G", then it exits
 //	spawn S         starts "sleep S" in its process group when it starts
 //	big N           a call answers with a text of N bytes, its id last (as
 //	                the official TypeScript SDK orders an answer)
@@ -89,7 +92,7 @@ func main() {
 	if mode == "fork" {
 		signal.Ignore(syscall.SIGTERM)
 	}
-	if mode == "gens" {
+	if mode == "gens" || mode == "flaky" {
 		entries, err := os.ReadDir(os.Args[2])
 		if err != nil {
 			panic(err)
@@ -180,6 +183,12 @@ func list(mode string, m message) {
 			}
 		}
 		reply(m.ID, map[string]any{"tools": ts})
+	case "flaky":
+		if num(3) <= gen && gen < num(4) {
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32603, "message": fmt.Sprintf("not ready at start %d", gen)}})
+			return
+		}
+		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
 	default:
 		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
 	}
@@ -208,7 +217,7 @@ func call(mode string, m message) {
 			}
 		}
 	}
-	if mode == "gens" {
+	if mode == "gens" || mode == "flaky" {
 		reply(m.ID, text(fmt.Sprintf("gen %d", gen)))
 		os.Exit(3)
 	}
