@@ -21,7 +21,8 @@ import (
 )
 
 // TestServerRetriedInTheBackground: a server that offers no tools, since
-// its first start or a restart failed its listing, is started again in
+// its first start or a restart failed its listing or its session ended
+// after it listed none, is started again in
 // the background with the backoff, and once a start lists its tools they
 // are offered again (Set.Tools, Options.Changed) and answer. Before, no
 // call could reach such a server: it stayed down, offering nothing, until
@@ -29,13 +30,15 @@ import (
 func TestServerRetriedInTheBackground(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		fail    string // the starts (from, to) whose listing fails
+		mode    string // of the hostile server: flaky or empty
+		fail    string // the starts (from, to) whose listing fails, or is empty
 		crashes bool   // the first start lists, a call makes it exit and restart
 		back    string // what a call answers once the server is back
 	}{
-		{"its first start fails", "0 1", false, "gen 1"},
-		{"its restart's listing fails once", "1 2", true, "gen 2"},
-		{"its first two starts fail", "0 2", false, "gen 2"},
+		{"its first start fails", "flaky", "0 1", false, "gen 1"},
+		{"its restart's listing fails once", "flaky", "1 2", true, "gen 2"},
+		{"its first two starts fail", "flaky", "0 2", false, "gen 2"},
+		{"it lists no tools and ends", "empty", "0 1", false, "gen 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -43,7 +46,7 @@ func TestServerRetriedInTheBackground(t *testing.T) {
 				mu      sync.Mutex // guards changes
 				changes [][]string
 			)
-			args := append([]string{"flaky", dir}, strings.Fields(tc.fail)...)
+			args := append([]string{tc.mode, dir}, strings.Fields(tc.fail)...)
 			set, errs := ConnectWith(context.Background(), map[string]ServerConfig{"h": {Command: hostileBin, Args: args}},
 				Options{Changed: func(server string, tools []skills.GoTool, _ []error) {
 					mu.Lock()
@@ -52,11 +55,16 @@ func TestServerRetriedInTheBackground(t *testing.T) {
 				}})
 			t.Cleanup(func() { set.Close() })
 			offered := func() []string { tools, _ := set.Tools(); return goToolNames(tools) }
-			if !tc.crashes {
+			switch {
+			case tc.mode == "empty":
+				if len(errs) > 0 {
+					t.Fatal(errs)
+				}
+			case !tc.crashes:
 				if len(errs) != 1 || !strings.Contains(errs[0].Error(), "not ready at start 0") {
 					t.Fatalf("connect errors %v, want the first start's", errs)
 				}
-			} else {
+			default:
 				if len(errs) > 0 {
 					t.Fatal(errs)
 				}

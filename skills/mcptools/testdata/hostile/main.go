@@ -19,6 +19,8 @@
 //	flaky DIR A B   its Gth start, G counted in files it leaves in DIR: the
 //	                listing fails when A <= G < B, else lists "t"; a call
 //	                answers "gen G", then it exits
+//	empty DIR A B   as flaky, but when A <= G < B it lists no tools and
+//	                exits 100 ms later
 //	spawn S         starts "sleep S" in its process group when it starts
 //	big N           a call answers with a text of N bytes, its id last (as
 //	                the official TypeScript SDK orders an answer)
@@ -92,7 +94,7 @@ func main() {
 	if mode == "fork" {
 		signal.Ignore(syscall.SIGTERM)
 	}
-	if mode == "gens" || mode == "flaky" {
+	if mode == "gens" || mode == "flaky" || mode == "empty" {
 		entries, err := os.ReadDir(os.Args[2])
 		if err != nil {
 			panic(err)
@@ -189,6 +191,13 @@ func list(mode string, m message) {
 			return
 		}
 		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
+	case "empty":
+		if num(3) <= gen && gen < num(4) {
+			reply(m.ID, map[string]any{"tools": []any{}})
+			time.AfterFunc(100*time.Millisecond, func() { os.Exit(0) })
+			return
+		}
+		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
 	default:
 		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
 	}
@@ -217,7 +226,7 @@ func call(mode string, m message) {
 			}
 		}
 	}
-	if mode == "gens" || mode == "flaky" {
+	if mode == "gens" || mode == "flaky" || mode == "empty" {
 		reply(m.ID, text(fmt.Sprintf("gen %d", gen)))
 		os.Exit(3)
 	}
