@@ -382,8 +382,11 @@ func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 	tools, skipped, err := srv.list(cctx, session)
 	if err != nil {
 		session.Close()
+		err = fmt.Errorf("%w: restart: list tools: %w", ErrServerDown, err)
+		if srv.offering() {
+			err = fmt.Errorf("%w; its tools are no longer offered", err)
+		}
 		srv.setTools(nil, nil)
-		err = fmt.Errorf("%w: restart: list tools: %w; its tools are no longer offered", ErrServerDown, err)
 		srv.lost(err)
 		return nil, err
 	}
