@@ -171,7 +171,8 @@ func decodeReply(s *callSpec, r wire.Report) skills.Output {
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edge agent %q sent an unreadable prompt result: %v", s.agentID, err))
 	}
-	res := wire.ToolResult{Status: p.Status, Tool: s.tool, ElapsedMS: p.Metadata.ElapsedMS, Error: p.Error, ErrorType: p.ErrorType}
+	res := wire.ToolResult{Status: p.Status, Tool: s.tool, ElapsedMS: p.Metadata.ElapsedMS, Error: p.Error, ErrorType: p.ErrorType,
+		Dropped: p.Dropped}
 	if p.Status == wire.StatusError {
 		if res.Error == "" {
 			res.Error = "the agent answered the prompt with an error and no message"

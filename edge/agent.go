@@ -149,7 +149,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, a.stop = context.WithCancel(ctx)
 	defer a.stop()
 
-	trail, err := tiers.Open(filepath.Join(a.cfg.DataDir, "audit.db"), sqlite.Options{Sync: a.cfg.AuditSync, Logger: a.log}, a.cfg.Audit, a.log.With("component", "audit"))
+	trail, err := tiers.Open(filepath.Join(a.cfg.DataDir, "audit.db"), sqlite.Options{Sync: a.cfg.AuditSync, Logger: a.log,
+		RequestLogBytes: a.cfg.Tools.RequestLogBytes}, a.cfg.Audit, a.log.With("component", "audit"))
 	if err != nil {
 		return fmt.Errorf("open edge audit database: %w", err)
 	}

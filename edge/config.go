@@ -11,6 +11,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/tomlconf"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
 	"github.com/evoclaw/evoclaw/skills/mcptools"
 	"github.com/evoclaw/evoclaw/skills/toolbox"
@@ -124,6 +125,12 @@ type ToolConf struct {
 	// MCPServers are MCP servers whose tools the agent offers as
 	// {server}__{tool}; see docs/SKILLS.md.
 	MCPServers map[string]mcptools.ServerConfig `toml:"mcp_servers"`
+	// RequestLogBytes bounds the bytes of the reports the agent keeps to
+	// answer a redelivered command again (default 64 MiB, 0 means the
+	// default, negative is an error). Past it the oldest reports are
+	// dropped: a redelivery of one is answered result_dropped, never run
+	// again (docs/WIRE.md, Delivery).
+	RequestLogBytes int64 `toml:"request_log_bytes"`
 }
 
 // Duration is a time.Duration written as "30s" in TOML, the same type as
@@ -186,6 +193,10 @@ func (c *Config) Validate() error {
 	if t.MaxResultBytes <= 0 || t.MaxResultBytes > wire.MaxMessageBytes/2 {
 		t.MaxResultBytes = DefaultMaxResultBytes
 	}
+	if t.RequestLogBytes < 0 {
+		errs = append(errs, fmt.Errorf("tools.request_log_bytes %d is negative; 0 means the default, %d", t.RequestLogBytes, int64(sqlite.DefaultRequestLogBytes)))
+	}
+	defaults.Positive(&t.RequestLogBytes, sqlite.DefaultRequestLogBytes)
 	errs = append(errs, c.Builtin.Validate("builtin")...)
 	errs = append(errs, mcptools.ValidateServers("tools.mcp_servers", c.Tools.MCPServers)...)
 	if err := tiers.ValidateSync(&c.AuditSync); err != nil {

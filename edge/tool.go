@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,19 +56,26 @@ const (
 // begin records requestID as started in the durable request log, which
 // makes a command run at most once across redeliveries and restarts.
 func (a *Agent) begin(ctx context.Context, requestID string, run persistence.Run) int {
-	state, stored, err := a.store.BeginRun(ctx, requestID, run)
+	k, err := a.store.BeginKept(ctx, requestID, run)
 	if err != nil {
 		a.failed.Add(1)
 		a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
 		return beginAnswered
 	}
-	switch state {
+	switch state := k.State; state {
 	case persistence.RequestNew:
 		return beginRun
 	case persistence.RequestDone:
 		a.cmdLog.Info("replaying stored result of a redelivered request", "request_id", requestID)
-		if err := a.publishReport(ctx, stored); err != nil {
+		if err := a.publishReport(ctx, k.Report); err != nil {
 			a.log.Error("replay report", "request_id", requestID, "err", err)
+		}
+		return beginAnswered
+	case persistence.RequestDropped:
+		a.cmdLog.Warn("answering a redelivered request whose report was dropped for the request log's byte bound; not running it again",
+			"request_id", requestID, "report_bytes", k.Stub.ReportBytes)
+		if err := a.answerDropped(ctx, requestID, k.Stub); err != nil {
+			a.log.Error("answer a redelivered request", "request_id", requestID, "err", err)
 		}
 		return beginAnswered
 	case persistence.RequestRunning:
@@ -75,8 +83,47 @@ func (a *Agent) begin(ctx context.Context, requestID string, run persistence.Run
 		return beginInterrupted
 	}
 	a.failed.Add(1)
-	a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: unexpected state %v", state))
+	a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: unexpected state %v", k.State))
 	return beginAnswered
+}
+
+// answerDropped answers a redelivered request whose report the request
+// log dropped: a result with the first run's status and error type, its
+// output's size and the first report's size and hash, and the same said
+// in words for peers that do not know those fields (wire.Dropped).
+func (a *Agent) answerDropped(ctx context.Context, requestID string, st persistence.ReportStub) error {
+	d := wire.Dropped{Duplicate: true, ResultDropped: true, ReportBytes: st.ReportBytes, ReportSHA256: st.ReportSHA256}
+	status, errType := st.Status, wire.ErrorType(st.ErrorType)
+	if status != wire.StatusSuccess {
+		status = wire.StatusError // an older row without its outcome counts as failed
+		errType = cmp.Or(errType, wire.ErrInternal)
+	}
+	note := wire.DroppedNote(d, status, errType, st.ResultBytes)
+	var report any
+	if st.Tool == wire.CmdPrompt {
+		p := wire.PromptResult{Status: status, ErrorType: errType, RequestID: requestID, AgentID: a.cfg.AgentID,
+			ToolsExecuted: []wire.ToolExecuted{}, Dropped: d}
+		if status == wire.StatusSuccess {
+			p.Content = note
+		} else {
+			p.Error = note
+		}
+		report = p
+	} else {
+		r := wire.ToolResult{Status: status, Tool: st.Tool, RequestID: requestID, ErrorType: errType,
+			ResultBytes: st.ResultBytes, Dropped: d}
+		if status == wire.StatusSuccess {
+			r.Result = note
+		} else {
+			r.Error = note
+		}
+		report = r
+	}
+	b, err := a.encodeReport(wire.ReportResult, report)
+	if err != nil {
+		return err
+	}
+	return a.publishReport(ctx, b)
 }
 
 // handleTool runs a tool command at most once per request_id; p is its

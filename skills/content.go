@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -155,9 +156,24 @@ func (o Output) Wire(tool string) wire.ToolResult {
 // blocks when the agent sent them (images), else its text as a text block
 // (when not empty); a failure as an error block (of type execution_failed
 // when the peer named none).
+//
+// An answer whose report the agent dropped (r.ResultDropped) is the
+// sentence of wire.DroppedNote, built from its fields, whatever it says
+// besides: as the result when the first run succeeded, as the error's
+// message (with the first run's error type) when it failed.
 func FromWire(r wire.ToolResult) Output {
 	o := Output{ExitCode: r.ExitCode, Stderr: r.Stderr, Truncated: r.Truncated, ResultBytes: r.ResultBytes,
 		Elapsed: time.Duration(max(r.ElapsedMS, 0)) * time.Millisecond}
+	if r.ResultDropped {
+		o.Truncated, o.Stderr = false, ""
+		if r.Status == wire.StatusSuccess {
+			o.Content = []Block{TextBlock(wire.DroppedNote(r.Dropped, r.Status, "", r.ResultBytes))}
+			return o
+		}
+		code := cmp.Or(r.ErrorType, wire.ErrExecutionFailed)
+		o.Content = []Block{ErrorBlock(code, wire.DroppedNote(r.Dropped, r.Status, code, r.ResultBytes))}
+		return o
+	}
 	if len(r.Content) > 0 && wire.CheckContent(r.Content) == nil {
 		// The agent sent its blocks: images arrive as images.
 		for _, b := range r.Content {

@@ -48,12 +48,20 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("report from topic agent a names %q", r.AgentID)
 			}
 			_ = r.RequestID()
-			if res, err := DecodeToolResult(r); err == nil && res.Status != StatusSuccess && res.Status != StatusError {
-				t.Fatalf("accepted status %q", res.Status)
+			if res, err := DecodeToolResult(r); err == nil {
+				if res.Status != StatusSuccess && res.Status != StatusError {
+					t.Fatalf("accepted status %q", res.Status)
+				}
+				if res.ResultBytes < 0 || res.Dropped.check("tool result") != nil {
+					t.Fatalf("accepted invalid sizes or hash %d %+v", res.ResultBytes, res.Dropped)
+				}
+				_ = DroppedNote(res.Dropped, res.Status, res.ErrorType, res.ResultBytes)
 			}
 			_, _ = DecodeToolsList(r)
 			_, _ = DecodeErrorPayload(r)
-			_, _ = DecodePromptResult(r)
+			if p, err := DecodePromptResult(r); err == nil && p.Dropped.check("prompt result") != nil {
+				t.Fatalf("accepted invalid prompt result %+v", p.Dropped)
+			}
 			if a, err := DecodeAccepted(r); err == nil && (a.RequestID == "" || len(a.RequestID) > MaxRequestIDLen) {
 				t.Fatalf("accepted invalid accepted report %+v", a)
 			}

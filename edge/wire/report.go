@@ -55,6 +55,9 @@ type ToolResult struct {
 	// when it holds an image (an evoclaw extension: Result still carries
 	// the text, images described in words, for peers that do not know it).
 	Content []ContentBlock `json:"content,omitempty"`
+	// Dropped marks the answer to a redelivered command whose first report
+	// the agent no longer holds (ResultBytes is then the output's size).
+	Dropped
 }
 
 // Kinds of a ContentBlock.
@@ -306,7 +309,8 @@ func DecodeToolResult(r Report) (ToolResult, error) {
 	default:
 		return ToolResult{}, &DecodeError{What: "tool result", Field: "status", Msg: fmt.Sprintf("unknown value %q", res.Status)}
 	}
-	if err := firstErr(nonNegative("tool result", "elapsed_ms", res.ElapsedMS), CheckContent(res.Content)); err != nil {
+	if err := firstErr(nonNegative("tool result", "elapsed_ms", res.ElapsedMS), nonNegative("tool result", "result_bytes", res.ResultBytes),
+		res.Dropped.check("tool result"), CheckContent(res.Content)); err != nil {
 		return ToolResult{}, err
 	}
 	return res, nil
@@ -369,6 +373,9 @@ type PromptResult struct {
 	RequestID     string         `json:"request_id,omitempty"`
 	ToolsExecuted []ToolExecuted `json:"tools_executed"`
 	Metadata      PromptMetadata `json:"metadata"`
+	// Dropped marks the answer to a redelivered prompt whose first report
+	// the agent no longer holds; Content or Error says so in words.
+	Dropped
 }
 
 // ToolExecuted summarises one tool run inside an agent's own prompt loop.
@@ -400,6 +407,9 @@ func DecodePromptResult(r Report) (PromptResult, error) {
 	}
 	if p.Status != StatusSuccess && p.Status != StatusError {
 		return PromptResult{}, &DecodeError{What: "prompt result", Field: "status", Msg: fmt.Sprintf("unknown value %q", p.Status)}
+	}
+	if err := p.Dropped.check("prompt result"); err != nil {
+		return PromptResult{}, err
 	}
 	return p, nil
 }

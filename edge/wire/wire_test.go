@@ -93,6 +93,10 @@ func TestDecodeReportGolden(t *testing.T) {
 			ToolResult{Status: StatusError, Tool: "bash", Error: "Command timed out after 30000ms", ErrorType: ErrTimeout}},
 		{"report_error.json", ReportError, "cmd-9",
 			ToolResult{Status: StatusError, Error: "unknown command: trade", ErrorType: ErrExecutionFailed, RequestID: "cmd-9"}},
+		{"report_tool_dropped.json", ReportResult, "tool-8",
+			ToolResult{Status: StatusError, Tool: "bash", Error: "This request already ran once on the agent and failed (timeout); its report is no longer held by the agent.",
+				ErrorType: ErrTimeout, RequestID: "tool-8", ResultBytes: 1 << 20,
+				Dropped: Dropped{Duplicate: true, ResultDropped: true, ReportBytes: 1048791, ReportSHA256: "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -184,6 +188,13 @@ func TestDecodeRejects(t *testing.T) {
 		{"report_unknown_type.json", rep, "report_type", "gossip"},
 		{"report_no_type.json", rep, "report_type", "required"},
 		{"status_unknown.json", func(b []byte) error { _, err := DecodeStatus("alex-eye", b); return err }, "status", "sleeping"},
+		{"report_tool_dropped_bad_hash.json", func(b []byte) error {
+			r, err := DecodeReport("alex-eye", b)
+			if err == nil {
+				_, err = DecodeToolResult(r)
+			}
+			return err
+		}, "report_sha256", "hex"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
