@@ -228,3 +228,26 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestCloseStopsABackgroundStart: Close stops a background start that
+// waits on a server that never answers, instead of waiting out its
+// DefaultConnectTimeout.
+func TestCloseStopsABackgroundStart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	// It answers initialize only once two such servers run: never.
+	set, errs := ConnectWith(ctx, map[string]ServerConfig{"h": {Command: hostileBin, Args: []string{"meet", dir, "2"}}},
+		Options{backoffMin: time.Millisecond, backoffMax: time.Millisecond})
+	if len(errs) != 1 {
+		t.Fatalf("connect errors %v, want one", errs)
+	}
+	awaitStarts(t, dir, 2) // the background start runs
+	start := time.Now()
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= DefaultConnectTimeout {
+		t.Fatalf("Close took %v, the whole connect timeout of the start it should have stopped", took)
+	}
+}
