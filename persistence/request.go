@@ -48,7 +48,9 @@ type RequestLog interface {
 	// BeginRequest marks requestID as started. If the id was seen before it
 	// returns its state: RequestNew (first time, now marked started),
 	// RequestRunning (started, never finished: e.g. the agent crashed
-	// mid-run), RequestDone (finished; report holds the stored reply bytes).
+	// mid-run), RequestDone (finished; report holds the stored reply bytes),
+	// RequestDropped (finished, its reply dropped for the log's byte
+	// bound; no report, and the request must not run again).
 	BeginRequest(ctx context.Context, requestID string) (state RequestState, report []byte, err error)
 	// FinishRequest marks requestID as done and stores report, the reply
 	// bytes to send again if the request is repeated.

@@ -29,7 +29,7 @@ CREATE TABLE request_log (
 		report BLOB,
 		started_ms INTEGER NOT NULL,
 		finished_ms INTEGER
-	, tool TEXT, params TEXT, conversation_id TEXT, pgid INTEGER, pgid_start INTEGER, boot_id TEXT, report_bytes INTEGER NOT NULL DEFAULT 0 CHECK(report_bytes >= 0), status TEXT, error_type TEXT, result_bytes INTEGER, report_sha256 TEXT);
+	, tool TEXT, params TEXT, conversation_id TEXT, pgid INTEGER, pgid_start INTEGER, boot_id TEXT, report_bytes INTEGER NOT NULL DEFAULT 0 CHECK(report_bytes >= 0), held_bytes INTEGER NOT NULL DEFAULT 0 CHECK(held_bytes >= 0), status TEXT, error_type TEXT, result_bytes INTEGER, report_sha256 TEXT);
 CREATE TABLE llm_calls (
 		id INTEGER PRIMARY KEY,
 		record_id TEXT NOT NULL UNIQUE,
@@ -205,7 +205,7 @@ CREATE TABLE job_skips (
 		last_ms INTEGER,
 		reason TEXT
 	);
-CREATE INDEX request_log_held_age ON request_log(finished_ms, request_id) WHERE report_bytes > 0 AND report IS NOT NULL;
+CREATE INDEX request_log_held_age ON request_log(finished_ms, request_id, held_bytes, report_sha256) WHERE held_bytes > 0;
 CREATE TABLE request_log_held (
 		id INTEGER PRIMARY KEY CHECK(id = 1),
 		bytes INTEGER NOT NULL CHECK(bytes >= 0)

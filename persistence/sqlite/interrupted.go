@@ -87,7 +87,7 @@ func (s *Store) FinishInterrupted(ctx context.Context, c persistence.ToolCall, r
 	k := newKeptReport(report, &c)
 	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE request_log SET state = ?, report = coalesce(?, x''), finished_ms = ?,
-			report_bytes = ?, status = ?, error_type = ?, result_bytes = ?, report_sha256 = ? WHERE request_id = ? AND state = ?`,
+			report_bytes = ?4, held_bytes = ?4, status = ?, error_type = ?, result_bytes = ?, report_sha256 = ? WHERE request_id = ? AND state = ?`,
 			stateDone, k.report, time.Now().UnixMilli(), len(k.report), k.status, k.errType, k.resultBytes, k.sum, requestID, stateRunning)
 		if err != nil {
 			return fmt.Errorf("store request report: %w", err)

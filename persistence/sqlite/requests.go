@@ -88,8 +88,8 @@ func (s *Store) BeginKept(ctx context.Context, requestID string, run persistence
 		case stored == stateDone:
 			k.State, k.Stub = persistence.RequestDone, persistence.ReportStub{}
 			if k.Report == nil {
-				// The driver reads a zero-length BLOB as nil; a kept
-				// report is never NULL (that is a dropped one), so this
+				// The driver reads a zero-length BLOB as nil (and an
+				// older version stored an empty report as NULL): this
 				// was an empty report.
 				k.Report = []byte{}
 			}
@@ -249,7 +249,7 @@ func (s *Store) dropReports(ctx context.Context, tx dbtx, keep string, held int6
 					return err
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE request_log SET report = NULL WHERE request_id = ?`, v.id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE request_log SET report = NULL, held_bytes = 0 WHERE request_id = ?`, v.id); err != nil {
 				return fmt.Errorf("drop report of %q: %w", v.id, err)
 			}
 			held -= v.bytes
@@ -288,8 +288,8 @@ func (s *Store) stubLegacy(ctx context.Context, tx dbtx, id string) error {
 func (s *Store) PruneRequests(ctx context.Context, olderThan time.Time) (int64, error) {
 	var n int64
 	err := s.submit(ctx, func(ctx context.Context, tx dbtx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE request_log_held SET bytes = bytes - (SELECT coalesce(sum(report_bytes), 0)
-			FROM request_log WHERE state = ? AND finished_ms < ? AND report IS NOT NULL) WHERE id = 1`, stateDone, olderThan.UnixMilli())
+		_, err := tx.ExecContext(ctx, `UPDATE request_log_held SET bytes = bytes - (SELECT coalesce(sum(held_bytes), 0)
+			FROM request_log WHERE state = ? AND finished_ms < ?) WHERE id = 1`, stateDone, olderThan.UnixMilli())
 		if err != nil {
 			return fmt.Errorf("count request log bytes: %w", err)
 		}
@@ -322,16 +322,16 @@ const qReadRequest = `SELECT state, report, report IS NULL AND report_sha256 IS 
 
 // qFinishRequest is a hot write, prepared once (stmtcache.go).
 const qFinishRequest = `INSERT INTO request_log (request_id, state, report, started_ms, finished_ms,
-			report_bytes, status, error_type, result_bytes, report_sha256) VALUES (?, ?, coalesce(?, x''), ?, ?, ?, ?, ?, ?, ?)
+			report_bytes, held_bytes, status, error_type, result_bytes, report_sha256) VALUES (?, ?, coalesce(?, x''), ?, ?, ?, ?6, ?, ?, ?, ?)
 		 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms,
-			report_bytes = excluded.report_bytes, status = excluded.status, error_type = excluded.error_type,
+			report_bytes = excluded.report_bytes, held_bytes = excluded.held_bytes, status = excluded.status, error_type = excluded.error_type,
 			result_bytes = excluded.result_bytes, report_sha256 = excluded.report_sha256
 		 WHERE request_log.state <> ?`
 
 // qOldestReports lists the oldest reports held, through
 // request_log_held_age.
-const qOldestReports = `SELECT request_id, report_bytes, report_sha256 IS NULL FROM request_log
-		WHERE report_bytes > 0 AND report IS NOT NULL ORDER BY finished_ms, request_id LIMIT ?`
+const qOldestReports = `SELECT request_id, held_bytes, report_sha256 IS NULL FROM request_log
+		WHERE held_bytes > 0 ORDER BY finished_ms, request_id LIMIT ?`
 
 // qHoldReport is a hot write, prepared once (stmtcache.go): it counts a
 // report's bytes and returns what the request log holds now.

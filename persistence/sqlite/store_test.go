@@ -188,9 +188,9 @@ func TestMigrateFromEmptyFile(t *testing.T) {
 			t.Errorf("index %s missing", idx)
 		}
 	}
-	// v12 added report_bytes and the stub of a dropped report.
-	if n := queryOne(t, path, "SELECT count(*) FROM pragma_table_info('request_log')"); n != int64(16) {
-		t.Errorf("request_log has %v columns, want 16", n)
+	// v12 added report_bytes, held_bytes and the stub of a dropped report.
+	if n := queryOne(t, path, "SELECT count(*) FROM pragma_table_info('request_log')"); n != int64(17) {
+		t.Errorf("request_log has %v columns, want 17", n)
 	}
 }
 
