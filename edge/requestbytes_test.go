@@ -15,6 +15,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -209,5 +210,44 @@ func TestRequestLogBytesConfig(t *testing.T) {
 				t.Fatalf("request_log_bytes %d, want %d", c.Tools.RequestLogBytes, tt.want)
 			}
 		})
+	}
+}
+
+// TestDroppedPromptIsNotAnsweredAgain: a prompt's report is kept like a
+// tool's; past the bound its redelivery is answered result_dropped as a
+// prompt result, and the model is not asked again.
+func TestDroppedPromptIsNotAnsweredAgain(t *testing.T) {
+	url := mqtttest.StartEmbedded(t)
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "transcript.json")
+	if err := os.WriteFile(tr, []byte(`{"name":"edge","turns":[{"content":"first answer"},{"content":"second answer"},{"content":"a third answer, never wanted"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{AgentID: "pi-p", DataDir: dir, MQTT: MQTTConf{Broker: url}, Tools: ToolConf{RequestLogBytes: 1},
+		LLM: LLMConf{Config: llm.Config{Endpoint: llm.Endpoint{Provider: "scripted"}, Transcript: tr}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, a, 10*time.Second)
+	k := mqtttest.NewCommander(t, mqttc.Options{BrokerURL: url, ClientID: "fake-orchestrator"}, "pi-p")
+	prompt := func(id string) string {
+		return fmt.Sprintf(`{"command":"prompt","payload":{"prompt":"hi"},"request_id":%q}`, id)
+	}
+	for _, id := range []string{"p1", "p2"} {
+		if p, err := wire.DecodePromptResult(k.Ask(id, prompt(id))); err != nil || p.Status != wire.StatusSuccess {
+			t.Fatalf("%s: %+v %v", id, p, err)
+		}
+	}
+	k.Send(prompt("p1"))
+	p, err := wire.DecodePromptResult(k.AwaitN("p1", 2)[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Duplicate || !p.ResultDropped || p.ReportBytes <= 0 || len(p.ReportSHA256) != 64 || p.Status != wire.StatusSuccess ||
+		!strings.Contains(p.Content, "no longer held") || strings.Contains(p.Content, "answer") {
+		t.Fatalf("the redelivered prompt was answered %+v", p)
+	}
+	if n := count(t, filepath.Join(dir, "audit.db"), `SELECT count(*) FROM llm_calls`); n != "2" {
+		t.Fatalf("%s model calls for two prompts", n)
 	}
 }
