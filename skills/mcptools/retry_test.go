@@ -1,7 +1,6 @@
 package mcptools
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math/bits"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/proc"
@@ -148,7 +148,7 @@ func TestRetryOfAServerThatNeverComesBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			var logs syncBuffer
+			var logs testenv.Buffer
 			// The goroutine that forks every child lives as long as
 			// the process, from its first start on.
 			if c := exec.Command(hostileBin, "tools", "0", "0"); proc.StartTied(c) == nil {
@@ -209,24 +209,6 @@ func TestRetryOfAServerThatNeverComesBack(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestCloseStopsABackgroundStart: Close stops a background start that
