@@ -88,8 +88,11 @@ func (l httpLimits) withDefaults() httpLimits {
 // perAddressKey is the address a connection from addr counts against:
 // its IP, an IPv6 address cut to its /64; "" (not counted) for loopback,
 // where a reverse proxy on the machine brings every client, and for an
-// address that is not an IP one.
+// address that is not an IP one or none.
 func perAddressKey(addr net.Addr) string {
+	if addr == nil {
+		return ""
+	}
 	ap, err := netip.ParseAddrPort(addr.String())
 	if err != nil || ap.Addr().Unmap().IsLoopback() {
 		return ""

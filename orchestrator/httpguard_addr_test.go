@@ -35,6 +35,9 @@ func TestPerAddressKey(t *testing.T) {
 			t.Errorf("perAddressKey(%q) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
+	if got := perAddressKey(nil); got != "" {
+		t.Errorf("perAddressKey(nil) = %q, want none", got)
+	}
 }
 
 // dialFrom connects to addr from the local IP from (any 127/8 address is
