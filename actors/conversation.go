@@ -35,7 +35,8 @@ type turn struct {
 	system    string // Chat.System or ConvOptions.System
 	maxTokens int
 	usage     llm.Usage
-	seq       int // of the LLM call in flight
+	finish    string // the last completion's llm.Response.FinishReason
+	seq       int    // of the LLM call in flight
 	cancel    context.CancelFunc
 	progress  ProgressFunc
 	unpersist []llm.Message
@@ -292,6 +293,7 @@ func (c *conversation) onLLM(ctx actor.Context, m *llmDone) {
 	}
 	t.usage.InputTokens += m.resp.Usage.InputTokens
 	t.usage.OutputTokens += m.resp.Usage.OutputTokens
+	t.finish = m.resp.FinishReason
 	c.gen++
 	n := len(m.resp.Message.ToolCalls)
 	t.gen, t.assistant, t.batchAt = c.gen, m.resp.Message, c.o.Now()
@@ -415,6 +417,9 @@ func (c *conversation) end(ctx actor.Context, f loop.Finish) {
 	c.seq++    // and neither does an LLM answer
 	ans := &Answer{ConversationID: c.id, Text: f.Text, Err: f.Err, Iterations: t.m.Iterations(), ToolCalls: t.m.ToolCalls(),
 		Usage: t.usage, Calls: t.m.Calls()}
+	if f.Err == nil {
+		ans.FinishReason = t.finish
+	}
 	if f.Limit != nil {
 		ans.Limit = f.Limit.Error()
 	}

@@ -197,6 +197,10 @@ type Answer struct {
 	// Limit names the loop limit that ended tool use early ("" when the
 	// model answered on its own); see ConvOptions.OnLimit.
 	Limit string
+	// FinishReason is why the model ended the completion that gave Text
+	// (llm.FinishLength when the server cut it at max_tokens, or the
+	// server's own value); "" when the server said nothing.
+	FinishReason string
 	// Calls summarises the tool calls of this chat, turn by turn in call order.
 	Calls []CallSummary
 }

@@ -120,6 +120,7 @@ type fwdAnswer struct {
 	Usage          llm.Usage            `json:"usage"`
 	Limit          string               `json:"limit,omitempty"`
 	Calls          []actors.CallSummary `json:"calls,omitempty"`
+	FinishReason   string               `json:"finish_reason,omitempty"`
 }
 
 // decodeEnvelope parses a message from another node: bounded, known op,
@@ -289,7 +290,7 @@ func (g *conversationGrain) run(root *actor.RootContext, e *envelope) {
 			out.Error = &RemoteChatError{Node: g.n.cfg.NodeID, Status: code, Type: typ, Message: err.Error()}
 		} else {
 			out.Answer = &fwdAnswer{ConversationID: ans.ConversationID, Text: ans.Text, Iterations: ans.Iterations,
-				ToolCalls: ans.ToolCalls, Usage: ans.Usage, Limit: ans.Limit, Calls: ans.Calls}
+				ToolCalls: ans.ToolCalls, Usage: ans.Usage, Limit: ans.Limit, Calls: ans.Calls, FinishReason: ans.FinishReason}
 		}
 		root.Send(reply, out.message())
 	}()
@@ -411,7 +412,7 @@ func (n *Node) converseCluster(ctx context.Context, in ChatInput) (ans *actors.A
 			}
 			a := e.Answer
 			return &actors.Answer{ConversationID: a.ConversationID, Text: a.Text, Iterations: a.Iterations, ToolCalls: a.ToolCalls,
-				Usage: a.Usage, Limit: a.Limit, Calls: a.Calls}, nil, true
+				Usage: a.Usage, Limit: a.Limit, Calls: a.Calls, FinishReason: a.FinishReason}, nil, true
 		case <-ctx.Done():
 			n.system.Root.Send(pid, (&envelope{Op: opCancel, Req: req}).message())
 			return nil, fmt.Errorf("chat %s: %w: %w", in.ConversationID, actors.ErrCanceled, ctx.Err()), true

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // The OpenAI-compatible face of a node (docs/API.md): GET /v1/models and
@@ -15,8 +16,11 @@ const (
 	finishStop = "stop"
 	// finishLength: a loop limit ended tool use and the model answered
 	// from what it had ([loop] on_limit = "answer"): the answer is cut
-	// short, as a token limit would cut it.
+	// short, as a token limit would cut it. Also the model server's own
+	// "length": it cut the answer at max_tokens or its context size.
 	finishLength = "length"
+	// finishFiltered: the model server's content filter cut the answer.
+	finishFiltered = "content_filter"
 )
 
 // Model is one entry of GET /v1/models.
@@ -227,9 +231,17 @@ func writeChatError(w http.ResponseWriter, code int, e APIError) {
 	writeJSON(w, code, errorBody{Error: e})
 }
 
+// finishReason is the choice's finish_reason: "length" when a loop limit
+// or the model server cut the answer short, "content_filter" when the
+// server's filter did, else "stop" (a server's other values, such as
+// llama.cpp's "eos", mean the model ended its answer; OpenAI's clients know
+// only OpenAI's values).
 func finishReason(ans *actors.Answer) string {
-	if ans.Limit != "" {
+	switch {
+	case ans.Limit != "", ans.FinishReason == llm.FinishLength:
 		return finishLength
+	case ans.FinishReason == llm.FinishFiltered:
+		return finishFiltered
 	}
 	return finishStop
 }
