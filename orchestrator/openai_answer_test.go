@@ -75,3 +75,30 @@ func TestChatCompletionsFinishReason(t *testing.T) {
 		}
 	}
 }
+
+// TestChatCompletionsStop: the answer ends before the first stop sequence
+// it holds (the one found earliest, not the one listed first), which
+// makes its finish "stop", streamed or not; an answer without one is
+// whole.
+func TestChatCompletionsStop(t *testing.T) {
+	_, base, token := startAPI(t, nil, Options{Provider: answerProvider()})
+	for _, tt := range []struct {
+		ask          string
+		stop         any
+		text, finish string
+	}{
+		{"stop:Hello. World. END here", "World", "Hello. ", "stop"},
+		{"stop:Hello. World. END here", []string{"END", "."}, "Hello", "stop"},
+		{"length:one\ntwo thr", []string{"\n"}, "one", "stop"},
+		{"length:one two thr", []string{"\n", "four"}, "one two thr", "length"},
+		{"stop:at once", "at", "", "stop"},
+		{"stop:untouched", nil, "untouched", "stop"},
+	} {
+		for _, stream := range []bool{false, true} {
+			text, finish := answerOf(t, base, token, with(completion(tt.ask), "stop", tt.stop), stream)
+			if text != tt.text || finish != tt.finish {
+				t.Errorf("%q stop %q (stream %v): text %q finish %q, want %q %q", tt.ask, tt.stop, stream, text, finish, tt.text, tt.finish)
+			}
+		}
+	}
+}

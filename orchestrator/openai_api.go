@@ -165,8 +165,9 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			writeChatError(w, code, apiErrorf(typ, completionErrParam(req, err), "%s", chatErrorMessage(in.ConversationID, err)))
 			return
 		}
+		text, finish := answerText(ans, req.Stop)
 		writeJSON(w, http.StatusOK, ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model,
-			Choices: []CompletionChoice{{Message: CompletionMessage{Role: "assistant", Content: ans.Text}, FinishReason: finishReason(ans)}},
+			Choices: []CompletionChoice{{Message: CompletionMessage{Role: "assistant", Content: text}, FinishReason: finish}},
 			Usage:   usage(ans), ConversationID: in.ConversationID})
 		return
 	}
@@ -201,7 +202,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		sw.event("", errorBody{Error: e})
 		return
 	}
-	text, finish := ans.Text, finishReason(ans)
+	text, finish := answerText(ans, req.Stop)
 	send(ChunkDelta{Content: &text}, nil, nil)
 	send(ChunkDelta{}, &finish, nil)
 	if req.IncludeUsage {
@@ -229,6 +230,16 @@ func writeChatError(w http.ResponseWriter, code int, e APIError) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, code, errorBody{Error: e})
+}
+
+// answerText is the answer's text and finish_reason as the client asked
+// for them: cut before the first stop sequence it holds, which makes the
+// finish "stop" (the model did not run out of tokens before it).
+func answerText(ans *actors.Answer, stop []string) (string, string) {
+	if text, cut := cutAtStop(ans.Text, stop); cut {
+		return text, finishStop
+	}
+	return ans.Text, finishReason(ans)
 }
 
 // finishReason is the choice's finish_reason: "length" when a loop limit

@@ -44,6 +44,7 @@ type completionRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Stop                json.RawMessage `json:"stop"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	N                   *int            `json:"n"`
@@ -82,6 +83,9 @@ type completionInput struct {
 	// Text is the last message, a user message.
 	Text      string
 	MaxTokens int
+	// Stop are the stop sequences (at most maxStopSequences, none
+	// empty): the answer ends before the first of them.
+	Stop []string
 	// NoTools: tool_choice "none", the chat offers the model no tools.
 	NoTools bool
 }
@@ -126,6 +130,11 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 		return in, e
 	}
 	in.NoTools = toolChoiceNone(req.ToolChoice)
+	stop, e := stopSequences(req.Stop)
+	if e != nil {
+		return in, e
+	}
+	in.Stop = stop
 	for _, mt := range []struct {
 		name string
 		v    *int
@@ -224,6 +233,52 @@ func refuseUnsupported(req *completionRequest) *requestError {
 		}
 	}
 	return nil
+}
+
+// maxStopSequences bounds stop, as OpenAI's API does.
+const maxStopSequences = 4
+
+// stopSequences decodes stop: absent or null, a string, or an array of at
+// most maxStopSequences strings, none of them empty.
+func stopSequences(raw json.RawMessage) ([]string, *requestError) {
+	if !present(raw) {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, badRequest("stop", "stop: an empty stop sequence would end every answer before it starts")
+		}
+		return []string{one}, nil
+	}
+	var seqs []string
+	if json.Unmarshal(raw, &seqs) != nil {
+		return nil, badRequest("stop", "stop: want a string or an array of at most %d strings", maxStopSequences)
+	}
+	if len(seqs) > maxStopSequences {
+		return nil, badRequest("stop", "stop: %d stop sequences, at most %d", len(seqs), maxStopSequences)
+	}
+	for i, q := range seqs {
+		if q == "" {
+			return nil, badRequest(fmt.Sprintf("stop[%d]", i), "stop[%d]: an empty stop sequence would end every answer before it starts", i)
+		}
+	}
+	return seqs, nil
+}
+
+// cutAtStop ends text before the first of the stop sequences it holds,
+// reporting whether one was found.
+func cutAtStop(text string, stop []string) (string, bool) {
+	end := -1
+	for _, q := range stop {
+		if i := strings.Index(text, q); i >= 0 && (end < 0 || i < end) {
+			end = i
+		}
+	}
+	if end < 0 {
+		return text, false
+	}
+	return text[:end], true
 }
 
 // contentText is the text of a message's content: a string, null, or an

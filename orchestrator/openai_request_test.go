@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -29,6 +30,7 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 		`{"model":"evoclaw","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"}]}],"stream":true}`,
 		`{"model":"evoclaw","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
 		`{"model":"evoclaw","messages":[{"role":"assistant","tool_calls":[{}]},{"role":"user","content":"x"}],"tools":null}`,
+		`{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"stop":["a","",1]}`, `{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"stop":"\n"}`,
 		`{"model":"gpt","messages":[]}`, `{"model":"evoclaw","n":2,"max_tokens":-1}`, `[1,2]`, `{"model":`, `null`, ``,
 	} {
 		f.Add([]byte(s))
@@ -48,6 +50,9 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 			if m.Role != "user" && m.Role != "assistant" {
 				t.Fatalf("seed role %q", m.Role)
 			}
+		}
+		if len(in.Stop) > maxStopSequences || slices.Contains(in.Stop, "") {
+			t.Fatalf("stop sequences %q", in.Stop)
 		}
 		if utf8.ValidString(string(body)) && !utf8.ValidString(in.Text) {
 			t.Fatalf("valid UTF-8 body gave invalid text %q", in.Text)
