@@ -102,6 +102,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer startProfile(args[0], stderr)()
 	var err error
 	switch cmd, ok := commands[args[0]]; {
+	case ok && len(args) == 2 && groups[args[0]] && isHelp(args[1]):
+		// A command of subcommands has no flags of its own to list.
+		fmt.Fprint(stdout, "usage:\n"+usageOf(args[0]))
 	case ok:
 		err = cmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "version" || args[0] == "--version":
@@ -130,6 +133,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// groups are the commands whose first argument names a subcommand
+// (agents prints its own usage).
+var groups = map[string]bool{"audit": true, "jobs": true, "approvals": true, "skills": true, "cluster": true}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "--help" || arg == "-help"
 }
 
 // usageOf is the part of the usage text about command: its lines and the

@@ -44,3 +44,30 @@ func TestUsageErrorsShowTheirCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupHelp: asking a command of subcommands for help prints its
+// usage lines on stdout and exits 0. Before, `evoclaw skills --help` (and
+// audit, jobs, approvals, cluster) said "unknown skills command" and
+// exited 2, while `evoclaw agents --help` and every other command answered.
+func TestGroupHelp(t *testing.T) {
+	tests := []struct{ group, want string }{
+		{"audit", "evoclaw audit verify"},
+		{"jobs", "evoclaw jobs list"},
+		{"approvals", "evoclaw approvals list"},
+		{"skills", "evoclaw skills validate"},
+		{"cluster", "evoclaw cluster cert"},
+	}
+	for _, tt := range tests {
+		for _, help := range []string{"--help", "-h", "help"} {
+			t.Run(tt.group+" "+help, func(t *testing.T) {
+				code, out, errOut := runArgs(tt.group, help)
+				if code != 0 || errOut != "" {
+					t.Fatalf("exit %d, stderr %q, want 0 and nothing", code, errOut)
+				}
+				if !strings.Contains(out, tt.want) || strings.Contains(out, "evoclaw serve") {
+					t.Errorf("stdout is not %s's usage:\n%s", tt.group, out)
+				}
+			})
+		}
+	}
+}
