@@ -44,19 +44,32 @@ type completionRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Stop                json.RawMessage `json:"stop"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	N                   *int            `json:"n"`
-	Tools               json.RawMessage `json:"tools"`
-	Functions           json.RawMessage `json:"functions"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	FunctionCall        json.RawMessage `json:"function_call"`
-	ResponseFormat      json.RawMessage `json:"response_format"`
-	Logprobs            *bool           `json:"logprobs"`
-	TopLogprobs         *int            `json:"top_logprobs"`
-	Modalities          []string        `json:"modalities"`
-	Audio               json.RawMessage `json:"audio"`
+	Stop json.RawMessage `json:"stop"`
+	// Sampling hints: checked as OpenAI checks them, then left to the
+	// node's model (see checkSampling).
+	Temperature         *float64          `json:"temperature"`
+	TopP                *float64          `json:"top_p"`
+	FrequencyPenalty    *float64          `json:"frequency_penalty"`
+	PresencePenalty     *float64          `json:"presence_penalty"`
+	Seed                *int64            `json:"seed"`
+	User                *string           `json:"user"`
+	Store               *bool             `json:"store"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
+	Metadata            map[string]string `json:"metadata"`
+	LogitBias           map[string]int    `json:"logit_bias"`
+	WebSearchOptions    json.RawMessage   `json:"web_search_options"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	N                   *int              `json:"n"`
+	Tools               json.RawMessage   `json:"tools"`
+	Functions           json.RawMessage   `json:"functions"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	FunctionCall        json.RawMessage   `json:"function_call"`
+	ResponseFormat      json.RawMessage   `json:"response_format"`
+	Logprobs            *bool             `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	Modalities          []string          `json:"modalities"`
+	Audio               json.RawMessage   `json:"audio"`
 	// ConversationID (an evoclaw extension) continues a stored conversation.
 	ConversationID string `json:"conversation_id"`
 }
@@ -127,6 +140,9 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 			"model %.80q not found: this node serves %q (its agent system); see GET /v1/models", req.Model, ModelEvoclaw)}
 	}
 	if e := refuseUnsupported(&req); e != nil {
+		return in, e
+	}
+	if e := checkSampling(&req); e != nil {
 		return in, e
 	}
 	in.NoTools = toolChoiceNone(req.ToolChoice)
@@ -209,6 +225,10 @@ func refuseUnsupported(req *completionRequest) *requestError {
 		return badRequest("top_logprobs", "top_logprobs: not supported")
 	case present(req.Audio):
 		return badRequest("audio", "audio: not supported: text only")
+	case len(req.LogitBias) > 0:
+		return badRequest("logit_bias", "logit_bias: not supported: the node's model may not share OpenAI's token ids; send none or {}")
+	case present(req.WebSearchOptions):
+		return badRequest("web_search_options", "web_search_options: not supported: evoclaw searches only with its own tools")
 	}
 	for _, m := range req.Modalities {
 		if m != "text" {
@@ -230,6 +250,28 @@ func refuseUnsupported(req *completionRequest) *requestError {
 		}
 		if json.Unmarshal(req.ResponseFormat, &rf) != nil || rf.Type != "text" {
 			return badRequest("response_format", "response_format: only {\"type\": \"text\"} is supported")
+		}
+	}
+	return nil
+}
+
+// checkSampling refuses a sampling hint out of the range OpenAI's API
+// accepts: a client that sends temperature 5 has a bug it should hear of.
+// Within range the hints are not passed on: the node's loop runs its
+// configured model with the server's sampling, whichever the request.
+func checkSampling(req *completionRequest) *requestError {
+	for _, h := range []struct {
+		name     string
+		v        *float64
+		min, max float64
+	}{
+		{"temperature", req.Temperature, 0, 2},
+		{"top_p", req.TopP, 0, 1},
+		{"frequency_penalty", req.FrequencyPenalty, -2, 2},
+		{"presence_penalty", req.PresencePenalty, -2, 2},
+	} {
+		if h.v != nil && !(*h.v >= h.min && *h.v <= h.max) {
+			return badRequest(h.name, "%s: %g is out of range: want %g to %g", h.name, *h.v, h.min, h.max)
 		}
 	}
 	return nil

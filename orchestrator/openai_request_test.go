@@ -31,6 +31,7 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 		`{"model":"evoclaw","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
 		`{"model":"evoclaw","messages":[{"role":"assistant","tool_calls":[{}]},{"role":"user","content":"x"}],"tools":null}`,
 		`{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"stop":["a","",1]}`, `{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"stop":"\n"}`,
+		`{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"temperature":2.5,"top_p":-1,"seed":1e3,"metadata":{"k":1},"logit_bias":{"1":5}}`,
 		`{"model":"gpt","messages":[]}`, `{"model":"evoclaw","n":2,"max_tokens":-1}`, `[1,2]`, `{"model":`, `null`, ``,
 	} {
 		f.Add([]byte(s))
