@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 
+	"github.com/peterh/liner"
 	"golang.org/x/term"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -103,7 +105,24 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("%w: the question is empty", errUsage)
 	}
-	if isTerminal(s.io.stdin) {
+	switch {
+	case isTerminal(s.io.stdin) && isTerminal(s.io.stdout):
+		// Replies are read as in the REPL: with a prompt, and Ctrl-C at
+		// it cancels the chat rather than waiting for a line.
+		var ln *liner.State
+		defer func() {
+			if ln != nil {
+				ln.Close()
+			}
+		}()
+		s.readLine = func(prompt string) (string, error) {
+			if ln == nil {
+				ln = liner.NewLiner()
+				ln.SetCtrlCAborts(true)
+			}
+			return ln.Prompt(prompt)
+		}
+	case isTerminal(s.io.stdin):
 		s.readLine = scannerLines(bufio.NewScanner(s.io.stdin))
 	}
 	return s.ask(ctx, text)
@@ -172,12 +191,12 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop, done := make(chan struct{}), make(chan struct{})
-	interrupted := false
+	var interrupted atomic.Bool
 	go func() {
 		defer close(done)
 		select {
 		case <-s.io.interrupts:
-			interrupted = true
+			interrupted.Store(true)
 			cancel()
 		case <-stop:
 		}
@@ -185,16 +204,21 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 	ans, err := s.client.chat(cctx, s.conv, text, chatEvents{
 		conversation: func(id string) { s.conv = id },
 		progress: func(p actors.Progress) {
-			if p.Kind == actors.ProgressQuestion {
-				s.onQuestion(cctx, p)
+			if p.Kind != actors.ProgressQuestion {
+				s.view.onProgress(p)
 				return
 			}
-			s.view.onProgress(p)
+			if errors.Is(s.onQuestion(cctx, p), errInterrupted) {
+				// Ctrl-C at the reply prompt, where the terminal
+				// sends no SIGINT: the same as Ctrl-C elsewhere.
+				interrupted.Store(true)
+				cancel()
+			}
 		},
 	})
 	close(stop)
 	<-done
-	if interrupted {
+	if interrupted.Load() {
 		s.view.note(s.io.stderr, "^C: chat cancelled")
 		return errInterrupted
 	}

@@ -169,3 +169,53 @@ func TestChatOneShotInterruptExits130(t *testing.T) {
 	}
 	testenv.Eventually(t, 20*time.Second, func() bool { _, c := f.counts(); return c == 1 }, "the node to see the chat cancelled")
 }
+
+// Ctrl-C at the prompt for a reply to the model's question cancels the
+// chat, as it does anywhere else: a one-shot chat exits 130, the REPL
+// returns to its prompt. At that prompt the terminal is raw and sends no
+// SIGINT; the chat once went on waiting for the reply (a one-shot chat
+// until the question timed out, minutes later).
+func TestChatCtrlCAtQuestionPrompt(t *testing.T) {
+	dir := startAskingNode(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		// after is what the terminal shows once the chat is cancelled.
+		after string
+		code  int
+	}{
+		{"one-shot", []string{"--data-dir", dir, "fill the tank"}, "evoclaw: interrupted", 130},
+		{"repl", []string{"--data-dir", dir}, "evoclaw [", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPTYChat(t, t.TempDir(), tc.args...)
+			if tc.name == "repl" {
+				p.expect("evoclaw> ")
+				p.typeText("fill the tank\r")
+			}
+			p.expect("? which tank?")
+			p.expect("answer> ")
+			p.typeText("\x03")
+			p.expect("chat cancelled")
+			p.expect(tc.after)
+			if tc.name == "repl" {
+				p.typeText("\x04")
+			}
+			select {
+			case err := <-p.done:
+				code := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if code != tc.code {
+					t.Fatalf("exit %v, want %d", err, tc.code)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the chat did not end")
+			}
+		})
+	}
+}

@@ -89,7 +89,7 @@ func (c *nodeClient) chat(ctx context.Context, conv, text string, ev chatEvents)
 				return nil, fmt.Errorf("decode conversation event: %w", err)
 			}
 			if ev.conversation != nil && v.ConversationID != "" {
-				ev.conversation(v.ConversationID)
+				quiet.held(func() { ev.conversation(v.ConversationID) })
 			}
 		case sseProgress:
 			var p actors.Progress
@@ -97,7 +97,7 @@ func (c *nodeClient) chat(ctx context.Context, conv, text string, ev chatEvents)
 				continue // a step we cannot show is not worth failing the chat
 			}
 			if ev.progress != nil {
-				ev.progress(p)
+				quiet.held(func() { ev.progress(p) })
 			}
 		case sseAnswer:
 			var a chatAnswer
@@ -126,4 +126,13 @@ func decodeAnswer(ctx context.Context, body io.Reader, ev chatEvents) (*chatAnsw
 		ev.conversation(a.ConversationID)
 	}
 	return &a, nil
+}
+
+// held runs fn, one of the caller's events, with the bound stopped: the
+// time the caller takes (a person typing the reply to a question, for up
+// to the node's question_timeout) is not the node's silence.
+func (s *silenceBound) held(fn func()) {
+	s.t.Stop()
+	defer s.t.Reset(s.d)
+	fn()
 }

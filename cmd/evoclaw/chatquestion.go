@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"strings"
+
+	"github.com/peterh/liner"
 
 	"github.com/evoclaw/evoclaw/actors"
 )
@@ -31,17 +34,21 @@ func scannerLines(sc *bufio.Scanner) lineReader {
 }
 
 // onQuestion shows a question the model asks and posts the person's reply
-// line; without a reply the question times out on the node.
-func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) {
+// line; without a reply the question times out on the node. Ctrl-C at the
+// reply prompt is errInterrupted: the person wants the chat cancelled.
+func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) error {
 	s.view.note(s.io.stdout, "? "+termLine(p.Question, maxProgressLine))
 	if s.readLine == nil {
 		s.view.note(s.io.stderr, "(no input to answer from: the question will time out)")
-		return
+		return nil
 	}
 	reply, err := s.readLine("answer> ")
+	if errors.Is(err, liner.ErrPromptAborted) {
+		return errInterrupted
+	}
 	if err != nil {
 		s.view.note(s.io.stderr, "(no answer read: "+termLine(err.Error(), 200)+")")
-		return
+		return nil
 	}
 	if len(reply) > maxReplyLine {
 		reply = reply[:maxReplyLine]
@@ -50,4 +57,5 @@ func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) {
 		map[string]string{"answer": strings.TrimSpace(reply)}, nil); err != nil {
 		s.view.note(s.io.stderr, fmt.Sprintf("(the answer was not taken: %s)", termLine(err.Error(), 200)))
 	}
+	return nil
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -23,8 +25,10 @@ func (askingProvider) Complete(_ context.Context, req llm.Request) (llm.Response
 		Arguments: json.RawMessage(`{"question":"which tank?"}`)}}}}, nil
 }
 
-// TestChatAnswersAQuestion: piped, the line after a question is its reply.
-func TestChatAnswersAQuestion(t *testing.T) {
+// startAskingNode starts a node whose model asks "which tank?" and returns
+// its data directory.
+func startAskingNode(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"},
 		HTTP: orchestrator.HTTPConf{Listen: "127.0.0.1:0"}}
@@ -33,11 +37,58 @@ func TestChatAnswersAQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { node.Close() })
+	return dir
+}
+
+// TestChatAnswersAQuestion: piped, the line after a question is its reply.
+func TestChatAnswersAQuestion(t *testing.T) {
+	dir := startAskingNode(t)
 	err, out, errOut := chatIn(context.Background(), "fill the tank\nthe blue one\n", nil, "--data-dir", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	if !strings.Contains(out, "? which tank?\n") || !strings.Contains(out, "filling the blue one\n") {
 		t.Fatalf("stdout %q\nstderr %q", out, errOut)
+	}
+}
+
+// slowReply is stdin whose second line (the reply) comes after delay, as a
+// person who thinks before typing.
+type slowReply struct {
+	lines []string
+	delay time.Duration
+}
+
+func (r *slowReply) Read(p []byte) (int, error) {
+	if len(r.lines) == 0 {
+		return 0, io.EOF
+	}
+	if len(r.lines) == 1 {
+		time.Sleep(r.delay)
+	}
+	n := copy(p, r.lines[0])
+	r.lines[0] = r.lines[0][n:]
+	if r.lines[0] == "" {
+		r.lines = r.lines[1:]
+	}
+	return n, nil
+}
+
+// TestChatReplyAfterStreamSilence: the time a person takes to reply to a
+// question is not the node's silence. The stream's silence bound (here
+// 200 ms) once ran on while the reply was typed: a reply slower than it
+// closed the chat, and the node then refused the reply.
+func TestChatReplyAfterStreamSilence(t *testing.T) {
+	old := nodeStreamSilence
+	nodeStreamSilence = 200 * time.Millisecond
+	t.Cleanup(func() { nodeStreamSilence = old })
+	dir := startAskingNode(t)
+	// The delay is the condition under test: the reply comes well after
+	// the bound would have closed the stream.
+	stdin := &slowReply{lines: []string{"fill the tank\n", "the blue one\n"}, delay: 5 * nodeStreamSilence}
+	var out, errb strings.Builder
+	err := chatMain(context.Background(), []string{"--data-dir", dir}, chatIO{stdin: stdin, stdout: &out, stderr: &errb})
+	if err != nil || !strings.Contains(out.String(), "filling the blue one\n") {
+		t.Fatalf("err %v\nstdout %q\nstderr %q", err, out.String(), errb.String())
 	}
 }
