@@ -16,8 +16,9 @@
 // # Concurrency
 //
 // A Set is safe for concurrent use; Close ends every session and waits for
-// stdio servers to exit and for the background restarts of servers that
-// offer no tools (retry.go) to end.
+// stdio servers to exit, for the background restarts of servers that
+// offer no tools (retry.go) and for the listings that a server's
+// notifications/tools/list_changed caused (relist.go) to end.
 //
 // This package is part of evoclaw's implementation, not its embedding API
 // (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
@@ -160,6 +161,20 @@ type server struct {
 	down     bool           // it offers no tools since a start failed or a session ended: logged once
 	tries    int            // starts that failed since it went down
 	retries  sync.WaitGroup // the background retry, which Set.Close waits for
+
+	lastChange time.Time // of the last listing after a notification that changed its tools (relist.go)
+	changes    int       // such listings since the last quiet RestartBackoffMax
+
+	relistEvery time.Duration // RelistInterval but in tests
+
+	relistMu      sync.Mutex     // guards what follows (relist.go); taken after mu, never before
+	relisting     bool           // the listing goroutine runs
+	relistPending bool           // a notification came since the last listing began
+	relistClosed  bool           // by Set.Close: no listing goroutine starts
+	lastRelist    time.Time      // when the last listing began
+	notices       int            // notifications/tools/list_changed received
+	relistings    int            // listings they caused
+	relists       sync.WaitGroup // the listing goroutine, which Set.Close waits for
 }
 
 // Restarts of a server whose session ended: the first at once, then after
@@ -191,18 +206,21 @@ type Options struct {
 	// One Set at a time uses a file: a second would kill the first's.
 	GroupFile string
 	// Changed, when set, is called when the tools a server offers change:
-	// its restart listed other tools (added, removed, another schema), or
-	// refused its listing, and then it offers none, or a background
-	// restart of a server that offered none listed some. tools and errs
-	// are what Tools returns for that server alone. It runs on the
-	// goroutine of the call that restarted the server, which waits for
-	// it, or on the server's background retry; never once Close returned.
-	// It must not call the Set.
+	// its restart, or the listing after it said its tools changed, listed
+	// other tools (added, removed, another schema), or refused its
+	// listing, and then it offers none, or a background restart of a
+	// server that offered none listed some. tools and errs are what Tools
+	// returns for that server alone. It runs on the goroutine of the call
+	// that restarted the server, which waits for it, on the server's
+	// background retry or on its listing goroutine; one server's calls
+	// come one at a time, in the order of its listings, never once Close
+	// returned. It must not call the Set.
 	Changed func(server string, tools []skills.GoTool, errs []error)
 
 	// backoffMin and backoffMax replace RestartBackoffMin and
-	// RestartBackoffMax when set: tests.
+	// RestartBackoffMax when set, relistEvery RelistInterval: tests.
 	backoffMin, backoffMax time.Duration
+	relistEvery            time.Duration
 }
 
 // Connect is ConnectWith with only a log, which may be nil.
@@ -268,17 +286,25 @@ func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFi
 	if o.backoffMin > 0 {
 		srv.backoffMin, srv.backoffMax = o.backoffMin, max(o.backoffMax, o.backoffMin)
 	}
+	srv.relistEvery = RelistInterval
+	if o.relistEvery > 0 {
+		srv.relistEvery = o.relistEvery
+	}
 	srv.stopped, srv.stop = context.WithCancel(context.Background())
+	// Held as a restart holds it: a listing that the server's
+	// notification causes waits for this one (relist.go).
+	srv.mu.Lock()
 	session, err := srv.dial(cctx)
 	if err != nil {
+		srv.mu.Unlock()
 		return srv, srv.failedStart(fmt.Errorf("connect: %w", err))
 	}
 	tools, skipped, err := srv.list(cctx, session)
 	if err != nil {
 		session.Close()
+		srv.mu.Unlock()
 		return srv, srv.failedStart(fmt.Errorf("list tools: %w", err))
 	}
-	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	srv.use(session)
 	srv.tools, srv.skipped = tools, skipped
@@ -296,7 +322,8 @@ func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "evoclaw", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "evoclaw", Version: "1"},
+		&mcp.ClientOptions{ToolListChangedHandler: srv.listChanged})
 	return client.Connect(ctx, t, nil)
 }
 
@@ -391,14 +418,18 @@ func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	srv.use(session)
-	srv.setTools(tools, skipped)
+	if srv.setTools(tools, skipped) {
+		srv.noteChange("restart", len(tools))
+	}
 	srv.back()
 	return session, nil
 }
 
 // setTools makes tools and skipped the server's, and calls its Changed
-// function when the tools differ from those it had.
-func (srv *server) setTools(tools []*mcp.Tool, skipped []error) {
+// function when the tools differ from those it had, which it reports.
+// srv.mu is held, so that the Changed calls of two listings come in the
+// order of their listings.
+func (srv *server) setTools(tools []*mcp.Tool, skipped []error) (changed bool) {
 	srv.toolsMu.Lock()
 	same := sameTools(srv.tools, tools)
 	srv.tools, srv.skipped = tools, skipped
@@ -407,6 +438,7 @@ func (srv *server) setTools(tools []*mcp.Tool, skipped []error) {
 		offered, errs := srv.offer()
 		srv.changed(srv.name, offered, errs)
 	}
+	return !same
 }
 
 // sameTools reports whether a and b list the same tools, in JSON.
@@ -442,6 +474,7 @@ func (srv *server) close() error {
 	}
 	srv.mu.Unlock()
 	srv.retries.Wait()
+	srv.closeRelists()
 	return err
 }
 
@@ -626,7 +659,7 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
 	}
 	if !srv.offers(tool) {
-		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("mcp %s%s%s: the server no longer offers this tool since its restart",
+		return skills.Failed(wire.ErrNotFound, fmt.Sprintf("mcp %s%s%s: the server no longer offers this tool since its last listing",
 			srv.name, Separator, tool))
 	}
 	res, err := session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +125,67 @@ func TestOfficialFilesystemServer(t *testing.T) {
 	if out.Succeeded() || out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(strings.ToLower(out.ErrorText()), "denied") {
 		t.Errorf("read outside the allowed directory = %+v", out)
 	}
+}
+
+// The official "everything" server says its tools changed
+// (notifications/tools/list_changed) as it registers the tools that
+// depend on the client's capabilities, just after initialisation: they
+// are listed again on the same session, and what is offered is the
+// server's listing, the same as the first here, so no change is reported.
+func TestOfficialEverythingListChanged(t *testing.T) {
+	cfg := mcptest.Config(t, mcptest.Everything, 2000, "stdio")
+	var changes []string // of Options.Changed: the last is what is offered
+	var mu sync.Mutex    // guards changes
+	set, errs := mcptools.ConnectWith(context.Background(), map[string]mcptools.ServerConfig{"every": cfg},
+		mcptools.Options{Changed: func(_ string, tools []skills.GoTool, _ []error) {
+			mu.Lock()
+			defer mu.Unlock()
+			changes = changes[:0]
+			for _, g := range tools {
+				changes = append(changes, g.Tool.Name)
+			}
+		}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	t.Cleanup(func() { set.Close() })
+	first, _ := set.Tools()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		notices, relistings := mcptools.RelistCounts(set, "every")
+		if relistings > 0 {
+			t.Logf("%d notifications, %d listings after the first", notices, relistings)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d notifications, no listing after the first within 20 s", notices)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the listing the notification causes
+	}
+	now, _ := set.Tools()
+	mu.Lock()
+	changed := slices.Clone(changes)
+	mu.Unlock()
+	if changed != nil && !slices.Equal(changed, names(now)) {
+		t.Errorf("last change %v, offered %v", changed, names(now))
+	}
+	if changed == nil && !slices.Equal(names(first), names(now)) {
+		t.Errorf("offered %v, then %v without a change reported", names(first), names(now))
+	}
+	ts := skills.NewToolset(nil, skills.ExecOptions{})
+	if err := ts.Add(now...); err != nil {
+		t.Fatal(err)
+	}
+	if out := ts.Call(context.Background(), "every__echo", map[string]any{"message": "after"}); out.Text() != "Echo: after" {
+		t.Errorf("echo after the listing = %+v", out)
+	}
+}
+
+// names lists the names of tools.
+func names(tools []skills.GoTool) []string {
+	var out []string
+	for _, g := range tools {
+		out = append(out, g.Tool.Name)
+	}
+	return out
 }

@@ -25,6 +25,10 @@
 //	big N           a call answers with a text of N bytes, its id last (as
 //	                the official TypeScript SDK orders an answer)
 //	endless         a call answers with a line that never ends
+//	notify DIR N K  says its tools changed (notifications/tools/list_changed)
+//	                N times after initialisation, without end when N is 0;
+//	                each listing leaves a file in DIR, and from the Kth on
+//	                (when K > 0) it lists 513 tools
 package main
 
 import (
@@ -134,11 +138,14 @@ func main() {
 			if mode == "meet" {
 				meet(os.Args[2], num(3))
 			}
-			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{"listChanged": mode == "notify"}},
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"}})
 		case "notifications/initialized":
 			if mode == "flood" {
 				flood()
+			}
+			if mode == "notify" {
+				go notify(num(3))
 			}
 		case "tools/list":
 			list(mode, m)
@@ -188,6 +195,23 @@ func list(mode string, m message) {
 	case "flaky":
 		if num(3) <= gen && gen < num(4) {
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32603, "message": fmt.Sprintf("not ready at start %d", gen)}})
+			return
+		}
+		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
+	case "notify":
+		entries, err := os.ReadDir(os.Args[2])
+		if err != nil {
+			panic(err)
+		}
+		if err := os.WriteFile(fmt.Sprintf("%s/%d", os.Args[2], len(entries)), nil, 0o600); err != nil {
+			panic(err)
+		}
+		if k := num(4); k > 0 && len(entries)+1 >= k {
+			ts := make([]any, 513)
+			for i := range ts {
+				ts[i] = tool(fmt.Sprintf("m%d", i), "one of too many")
+			}
+			reply(m.ID, map[string]any{"tools": ts})
 			return
 		}
 		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
@@ -269,5 +293,15 @@ func meet(dir string, n int) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond) // polling another process's progress
+	}
+}
+
+// notify says n times that the tools changed, without end when n is 0,
+// until its output is closed.
+func notify(n int) {
+	for i := 0; n == 0 || i < n; i++ {
+		if send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) != nil {
+			return
+		}
 	}
 }

@@ -1,6 +1,9 @@
 // Command mcpserver is a small MCP server for the tests of package
 // mcptools: over stdio by default, or over streamable HTTP on a loopback
-// port with -http (it prints "listening on URL" once it accepts).
+// port with -http (it prints "listening on URL" once it accepts). With
+// -changing it offers only "v0" and "next" instead, and a call of "next"
+// replaces the tool vN by vN+1, which the SDK tells the client
+// (notifications/tools/list_changed).
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,9 +63,43 @@ func server() *mcp.Server {
 	return s
 }
 
+// changing is the server of -changing.
+func changing() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "changing", Version: "v1.0.0"}, nil)
+	answer := func(text string) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		}
+	}
+	schema := map[string]any{"type": "object"}
+	s.AddTool(&mcp.Tool{Name: "v0", Description: "The first version", InputSchema: schema}, answer("v0"))
+	var (
+		mu  sync.Mutex // guards gen
+		gen int
+	)
+	s.AddTool(&mcp.Tool{Name: "next", Description: "Replaces vN by vN+1", InputSchema: schema},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			gen++
+			name := fmt.Sprintf("v%d", gen)
+			s.RemoveTools(fmt.Sprintf("v%d", gen-1))
+			s.AddTool(&mcp.Tool{Name: name, Description: "Version " + name, InputSchema: schema}, answer(name))
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "now " + name}}}, nil
+		})
+	return s
+}
+
 func main() {
 	httpMode := flag.Bool("http", false, "serve streamable HTTP on a loopback port instead of stdio")
+	changingMode := flag.Bool("changing", false, "offer tools that change when \"next\" is called")
 	flag.Parse()
+	if *changingMode {
+		if err := changing().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if !*httpMode {
 		if err := server().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			log.Fatal(err)
