@@ -115,7 +115,9 @@ func (n *Node) handleModel(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeAPIError(w, http.StatusNotFound, ErrTypeNotFound, "model "+strconv.Quote(echo(r.PathValue("model")))+" not found: this node serves \""+ModelEvoclaw+"\"")
+	e := apiErrorf(ErrTypeNotFound, "", "model %s not found: this node serves %q", strconv.Quote(echo(r.PathValue("model"))), ModelEvoclaw)
+	e.Code = &codeModelNotFound
+	writeJSON(w, http.StatusNotFound, errorBody{Error: e})
 }
 
 func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {

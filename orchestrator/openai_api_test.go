@@ -199,12 +199,24 @@ func TestModels(t *testing.T) {
 	if m.ID != ModelEvoclaw {
 		t.Fatalf("model %+v", m)
 	}
-	for path, want := range map[string]int{"/v1/models/gpt-4o": 404, "/v1/nothing": 404} {
-		resp := send(t, "GET", base+path, token, nil)
+	for _, tt := range []struct {
+		method, path string
+		body         any
+		code         string // the error's code, "" for null
+	}{
+		{"GET", "/v1/models/gpt-4o", nil, "model_not_found"},
+		{"POST", "/v1/chat/completions", with(completion("x"), "model", "gpt-4o"), "model_not_found"},
+		{"GET", "/v1/nothing", nil, ""},
+	} {
+		resp := send(t, tt.method, base+tt.path, token, tt.body)
 		var e errorBody
 		decodeBody(t, resp, &e)
-		if resp.StatusCode != want || e.Error.Type != ErrTypeNotFound {
-			t.Fatalf("%s: %d %+v", path, resp.StatusCode, e)
+		code := ""
+		if e.Error.Code != nil {
+			code = *e.Error.Code
+		}
+		if resp.StatusCode != 404 || e.Error.Type != ErrTypeNotFound || code != tt.code {
+			t.Fatalf("%s %s: %d %+v (code %q), want 404 code %q", tt.method, tt.path, resp.StatusCode, e, code, tt.code)
 		}
 	}
 	resp := send(t, "GET", base+"/v1/models", "", nil)

@@ -20,6 +20,10 @@ import (
 // pass-through to its model).
 const ModelEvoclaw = "evoclaw"
 
+// codeModelNotFound is the error code of an unknown model, OpenAI's: its
+// clients and proxies (fallback to another model) look for it.
+var codeModelNotFound = "model_not_found"
+
 // maxCompletionBody bounds a /v1/chat/completions request body: a
 // stateless client sends the whole exchange every time.
 const maxCompletionBody = 4 << 20
@@ -136,8 +140,9 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	case req.Model == "":
 		return in, badRequest("model", "model: required; this node serves %q", ModelEvoclaw)
 	case req.Model != ModelEvoclaw:
-		return in, &requestError{Status: http.StatusNotFound, APIError: apiErrorf(ErrTypeNotFound, "model",
-			"model %.80q not found: this node serves %q (its agent system); see GET /v1/models", req.Model, ModelEvoclaw)}
+		e := apiErrorf(ErrTypeNotFound, "model", "model %.80q not found: this node serves %q (its agent system); see GET /v1/models", req.Model, ModelEvoclaw)
+		e.Code = &codeModelNotFound
+		return in, &requestError{Status: http.StatusNotFound, APIError: e}
 	}
 	if e := refuseUnsupported(&req); e != nil {
 		return in, e
