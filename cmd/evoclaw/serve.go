@@ -3,10 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -46,6 +49,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	node, err := orchestrator.Start(ctx, cfg, orchestrator.Options{Logger: log, AuditQuery: queries.Run})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w\n%s", err, addrInUse(cfg, err))
+	}
 	if err != nil {
 		return err
 	}
@@ -62,6 +68,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "evoclaw orchestrator stopping")
 	return node.Close()
+}
+
+// addrInUse says what to do when a listener's address is taken: no flag
+// moves a listener, so it names the key of evoclaw.toml that does.
+func addrInUse(cfg orchestrator.Config, err error) string {
+	key := "[broker] listen, tls_listen, [http] listen or [cluster] port"
+	for _, l := range []struct{ key, addr string }{
+		{"[broker] listen", cmp.Or(cfg.Broker.Listen, orchestrator.DefaultBrokerListen)},
+		{"[broker] tls_listen", cfg.Broker.TLSListen},
+		{"[http] listen", cfg.HTTP.Listen},
+	} {
+		if l.addr != "" && strings.Contains(err.Error(), " "+l.addr+": ") {
+			key = l.key
+			break
+		}
+	}
+	return "another process listens on that address (a node already running?): give this node a free one with " +
+		key + " in evoclaw.toml, passed with --config (docs/CONFIG.md)"
 }
 
 func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
