@@ -102,3 +102,24 @@ func TestChatCompletionsStop(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCORS: a browser's preflight from another origin is answered 405 in
+// the error shape, with no Access-Control-Allow-* header, on the OpenAI
+// endpoints (docs/API.md): CORS is not enabled.
+func TestNoCORS(t *testing.T) {
+	_, base, _ := startAPI(t, nil, Options{Provider: answerProvider()})
+	for _, path := range []string{"/v1/chat/completions", "/v1/models", "/v1/models/evoclaw"} {
+		resp := send(t, "OPTIONS", base+path, "", nil, "Origin", "http://app.example", "Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "authorization, content-type")
+		for k := range resp.Header {
+			if strings.HasPrefix(k, "Access-Control-") {
+				t.Errorf("%s: preflight answered %s", path, k)
+			}
+		}
+		var e errorBody
+		decodeBody(t, resp, &e)
+		if resp.StatusCode != 405 || e.Error.Type != ErrTypeInvalidRequest || resp.Header.Get("Allow") == "" {
+			t.Errorf("%s: preflight %d %+v, Allow %q", path, resp.StatusCode, e, resp.Header.Get("Allow"))
+		}
+	}
+}
