@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -57,20 +56,12 @@ func Decode(src string, v any) error {
 	if line := TooDeep([]byte(src)); line > 0 {
 		return fmt.Errorf("line %d: %w", line, ErrTooDeep)
 	}
-	return strict(toml.Decode(src, v))
-}
-
-// strict turns the keys a decode left unused into an error naming them.
-func strict(md toml.MetaData, err error) error {
+	md, err := toml.Decode(src, v)
 	if err != nil {
 		return err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return fmt.Errorf("unknown keys: %s", strings.Join(keys, ", "))
+		return unknownKeys(und, v)
 	}
 	return nil
 }
