@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,9 +22,12 @@ import (
 // "rmdat.pdf" and turns the text after it around.
 const rlo = "\u202e"
 
-// fakeAPI answers the few /v1 calls the fleet view makes, with an agent
-// whose capability line, tool name and description hold hidden
-// characters, and an empty answer for the rest.
+// fakeAPI answers the few /v1 calls the fleet and chat views make: an
+// agent whose capability line, tool name and description hold hidden
+// characters; a chat whose stream ends, as when the node dies, after a
+// failed model call and with a tool call running, without its answer;
+// the conversation conv-1 that chat names, with one message; and an
+// empty answer for the rest.
 func fakeAPI(t *testing.T) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", New())
@@ -43,17 +47,41 @@ func fakeAPI(t *testing.T) http.Handler {
 		write(w, map[string]any{"agents": []any{map[string]any{"id": "pi1", "online": true, "capabilities": "Pi " + rlo + "4 ipR\x1b[31m",
 			"last_seen": time.Now().Format(time.RFC3339Nano), "tools": []any{tool}}}})
 	})
+	mux.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range []struct {
+			name string
+			data any
+		}{
+			{"conversation", map[string]string{"conversation_id": "conv-1"}},
+			{"progress", map[string]any{"kind": "llm_start", "iteration": 0}},
+			{"progress", map[string]any{"kind": "llm_end", "status": "error", "error_type": "upstream_error", "error": "upstream exploded", "elapsed_ms": 7}},
+			{"progress", map[string]any{"kind": "llm_start", "iteration": 0}},
+			{"progress", map[string]any{"kind": "llm_end", "status": "success", "elapsed_ms": 5}},
+			{"progress", map[string]any{"kind": "tool_start", "call_id": "c1", "agent": "pi1", "tool": "bash", "args": "{}"}},
+			{"progress", map[string]any{"kind": "tool_output", "call_id": "c1", "output": "tick 1\n"}},
+		} {
+			b, err := json.Marshal(e.data)
+			if err != nil {
+				t.Error(err)
+			}
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.name, b)
+		}
+	})
+	mux.HandleFunc("GET /v1/conversations", func(w http.ResponseWriter, _ *http.Request) {
+		write(w, map[string]any{"conversations": []any{map[string]any{"id": "conv-1", "message_count": 1,
+			"last_time": time.Now().Format(time.RFC3339Nano)}}})
+	})
+	mux.HandleFunc("GET /v1/conversations/conv-1/messages", func(w http.ResponseWriter, _ *http.Request) {
+		write(w, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "remembered"}}})
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "{}", http.StatusNotFound) })
 	return mux
 }
 
-// TestTextShownAsWritten opens the console in headless Chromium: text with
-// a bidi override, control characters or tag characters is shown with
-// those written as escapes (as `evoclaw audit sql` prints them), joiners
-// and line breaks stay, so that nothing an agent or a model sends reads
-// other than what it holds; and a fragment naming what every object has
-// (#constructor) opens the fleet instead of breaking the page.
-func TestTextShownAsWritten(t *testing.T) {
+// TestConsolePage opens the console, served with a fake API, in headless
+// Chromium: the subtests share the browser and run in order.
+func TestConsolePage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: not in -short")
 	}
@@ -98,6 +126,12 @@ func TestTextShownAsWritten(t *testing.T) {
 		}
 	}
 
+	// text shown as written: text with a bidi override, control characters
+	// or tag characters is shown with those written as escapes (as `evoclaw
+	// audit sql` prints them), joiners and line breaks stay, so that nothing
+	// an agent or a model sends reads other than what it holds; and a
+	// fragment naming what every object has (#constructor) opens the fleet
+	// instead of breaking the page.
 	run("sign in", chromedp.Navigate(srv.URL+"/#constructor"), chromedp.WaitVisible("#token", chromedp.ByID),
 		chromedp.SendKeys("#token", "any-token-will-do", chromedp.ByID), chromedp.Click("#login-submit", chromedp.ByID),
 		chromedp.WaitVisible(`[data-agent="pi1"] [data-tool]`))
@@ -131,6 +165,52 @@ func TestTextShownAsWritten(t *testing.T) {
 			t.Errorf("%s holds a raw right-to-left override: %q", k, v)
 		}
 	}
+
+	// A chat whose stream ends without its answer says so, and a call
+	// still running when it ended is not left shown as running; a failed
+	// model call reads as a failure, not as an answer.
+	run("chat", chromedp.Click(`#tabs [data-view="chat"]`), chromedp.WaitVisible("#chat-text", chromedp.ByID),
+		chromedp.SendKeys("#chat-text", "how is pi1?", chromedp.ByID), chromedp.Click("#chat-send", chromedp.ByID),
+		chromedp.WaitVisible("#chat-log .msg.error"))
+	var chat map[string]string
+	evalJS := func(what, js string, v any) {
+		t.Helper()
+		run(what, chromedp.Evaluate(js, v))
+	}
+	evalJS("read the chat", `({
+		error: document.querySelector("#chat-log .msg.error").textContent,
+		tool: document.querySelector('#chat-log [data-call="c1"] .pill').textContent,
+		llm: document.querySelector("#chat-log .step.llm").textContent,
+		llmClass: document.querySelector("#chat-log .step.llm").className,
+		hash: location.hash,
+	})`, &chat)
+	for k, want := range map[string]string{
+		"error":    "Chat failed: the node ended the chat without its answer (it may have stopped or restarted)",
+		"tool":     "not finished",
+		"llm":      "the model failed after 7 ms: upstream exploded",
+		"llmClass": "step llm failed",
+		"hash":     "#chat/conv-1",
+	} {
+		if chat[k] != want {
+			t.Errorf("chat: %s is %q, want %q", k, chat[k], want)
+		}
+	}
+
+	// A reload shows the conversation that was open; Back returns to the
+	// view before.
+	run("reload", chromedp.Reload(), chromedp.WaitVisible("#chat-log .msg.user"))
+	var title, hash string
+	evalJS("title", `document.getElementById("chat-title").textContent + " " + document.querySelector("#chat-log .msg.user p").textContent`, &title)
+	if title != "conv-1 remembered" {
+		t.Errorf("after a reload the chat shows %q, want conv-1 and its message", title)
+	}
+	run("fleet, then back", chromedp.Click(`#tabs [data-view="fleet"]`), chromedp.WaitVisible("#view-fleet", chromedp.ByID),
+		chromedp.NavigateBack(), chromedp.WaitVisible("#view-chat", chromedp.ByID))
+	evalJS("hash", `location.hash`, &hash)
+	if hash != "#chat/conv-1" {
+		t.Errorf("Back from the fleet went to %q, want #chat/conv-1", hash)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	for _, e := range thrown {

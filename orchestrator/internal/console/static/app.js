@@ -38,14 +38,22 @@ async function signIn(t) {
   $("tabs").hidden = false;
   $("logout").hidden = false;
   onStatus(st);
-  // The fragment is anyone's to write (a link): only a view's own name
-  // picks it, not a name every object has ("#constructor").
-  const first = location.hash.slice(1);
-  select(Object.hasOwn(views, first) ? first : "fleet");
+  select(hashView());
   statusTimer = setTimeout(pollStatus, STATUS_EVERY_MS);
 }
 
-function select(name) {
+// hashView is the view the fragment names (#chat, #chat/ID). The fragment
+// is anyone's to write (a link): only a view's own name picks it, not a
+// name every object has ("#constructor"); anything else is the fleet.
+function hashView() {
+  const name = location.hash.slice(1).split("/")[0];
+  return Object.hasOwn(views, name) ? name : "fleet";
+}
+
+// select shows the view name. A tab the person picks (push) is a history
+// entry, so that Back returns to the view before it.
+function select(name, push) {
+  if (location.hash.slice(1).split("/")[0] !== name) history[push ? "pushState" : "replaceState"](null, "", "#" + name);
   if (name === current) return;
   if (current) {
     views[current].hide();
@@ -57,7 +65,6 @@ function select(name) {
     b.setAttribute("aria-current", on ? "page" : "false");
   }
   $("view-" + name).hidden = false;
-  history.replaceState(null, "", "#" + name);
   views[name].show();
   // The metrics page starts from a fresh sample rather than one up to 3 s old.
   if (name === "metrics") pollStatus();
@@ -119,8 +126,15 @@ function start() {
     showLogin("");
   });
   for (const b of document.querySelectorAll("#tabs button")) {
-    b.addEventListener("click", () => select(b.dataset.view));
+    b.addEventListener("click", () => select(b.dataset.view, true));
   }
+  // Back and Forward between views (and a fragment edited by hand).
+  addEventListener("popstate", () => {
+    if (!token.get() || $("tabs").hidden) return;
+    const name = hashView();
+    if (name === current && name === "chat") views.chat.show();
+    else select(name);
+  });
   for (const v of Object.values(views)) v.init();
   if (token.get()) signIn(token.get()).catch(() => showLogin(""));
   else showLogin("");

@@ -1,7 +1,8 @@
 // Chat: the node's stored conversations, and a chat streamed from
 // POST /v1/chat ("stream": true) read with fetch, each LLM turn and tool
 // call shown as it happens. Cancel aborts the fetch; the node cancels the
-// chat when its client goes away.
+// chat when its client goes away. The open conversation is in the
+// fragment (#chat/ID), so that a reload shows it again.
 import { $, el, setText, clear, ago, cut, shown } from "./dom.js";
 import { call, json } from "./api.js";
 import { readEvents } from "./sse.js";
@@ -11,6 +12,23 @@ const MAX_OUTPUT = 64 * 1024; // streamed output kept per tool call, in characte
 let convId = "";
 let cursor = "";
 let running = null; // {controller, rows: Map(call_id -> row), ticker}
+
+// An id as the node makes and takes them (wire.ValidateAgentID): anything
+// else in a fragment, which a link can write, opens nothing.
+const CONV_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+// hashConv is the conversation the fragment names, "" when none.
+function hashConv() {
+  const m = /^#chat\/(.*)$/.exec(location.hash);
+  return m && CONV_ID.test(m[1]) ? m[1] : "";
+}
+
+// setHash puts the open conversation in the fragment, while the chat is
+// the view shown; it adds no history entry.
+function setHash() {
+  if (!/^#chat(\/|$)/.test(location.hash)) return;
+  history.replaceState(null, "", "#chat" + (convId ? "/" + convId : ""));
+}
 
 export function init() {
   $("chat-new").addEventListener("click", () => open(""));
@@ -31,6 +49,9 @@ export function init() {
 
 export function show() {
   loadList(false);
+  const id = hashConv();
+  if (id && id !== convId && !running) open(id);
+  else setHash();
 }
 
 export function hide() {}
@@ -45,7 +66,7 @@ async function loadList(more) {
       const b = el("button", { type: "button", class: "conv", "data-conv": c.id, "aria-current": c.id === convId ? "true" : "false",
         onclick: () => open(c.id) },
         el("span", { class: "conv-id", text: c.id }),
-        el("span", { class: "muted", text: `${c.message_count} messages · ${ago(c.last_time)}` }));
+        el("span", { class: "muted", text: `${c.message_count} message${c.message_count === 1 ? "" : "s"} · ${ago(c.last_time)}` }));
       list.append(el("li", {}, b));
     }
     if (!list.firstChild) list.append(el("li", { class: "muted", text: "No conversation yet." }));
@@ -67,6 +88,7 @@ async function open(id) {
   if (running) running.controller.abort();
   convId = id;
   setText($("chat-title"), id || "New conversation");
+  setHash();
   markCurrent();
   const log = $("chat-log");
   clear(log);
@@ -120,15 +142,25 @@ async function send() {
   setRunning(true);
   const body = { text, stream: true };
   if (convId) body.conversation_id = convId;
+  let ended = false; // the answer or the error came
+  let canceled = false;
   try {
     const resp = await call("/v1/chat", { method: "POST", body, signal: r.controller.signal, headers: { Accept: "text/event-stream" } });
-    await readEvents(resp, (name, data) => onEvent(r, name, JSON.parse(data)));
+    await readEvents(resp, (name, data) => {
+      if (name === "answer" || name === "error") ended = true;
+      onEvent(r, name, JSON.parse(data));
+    });
+    if (!ended) throw new Error("the node ended the chat without its answer (it may have stopped or restarted)");
   } catch (err) {
-    for (const row of r.rows.values()) if (!row.ended) finishRow(row, "canceled", "", null);
-    const canceled = err.name === "AbortError";
+    canceled = err.name === "AbortError";
+    // fetch throws a TypeError when the connection breaks
+    const why = err instanceof TypeError ? "the connection to the node broke (" + err.message + "); it may have stopped" : err.message;
     log.append(el("div", { class: "msg error" + (canceled ? " canceled" : "") },
-      el("p", { text: canceled ? "Canceled: the node stops this chat's model and tool calls." : "Chat failed: " + err.message })));
+      el("p", { text: canceled ? "Canceled: the node stops this chat's model and tool calls." : "Chat failed: " + why })));
   } finally {
+    // A call still shown running when the chat is over did not finish:
+    // say so, rather than a clock stopped at "running".
+    for (const row of r.rows.values()) if (!row.ended) finishRow(row, canceled ? "canceled" : "not finished", "", null);
     clearInterval(r.ticker);
     running = null;
     setRunning(false);
@@ -143,6 +175,7 @@ function onEvent(r, name, d) {
     case "conversation":
       convId = d.conversation_id;
       setText($("chat-title"), convId);
+      setHash();
       break;
     case "progress":
       progress(r, d);
@@ -168,7 +201,13 @@ function progress(r, p) {
       r.steps.append(r.llm);
       break;
     case "llm_end":
-      if (r.llm) setText(r.llm, `model answered in ${p.elapsed_ms || 0} ms` + (p.status === "error" ? ": " + (p.error || "error") : ""));
+      if (!r.llm) break;
+      if (p.status === "error") {
+        setText(r.llm, `the model failed after ${p.elapsed_ms || 0} ms: ${p.error || p.error_type || "error"}`);
+        r.llm.classList.add("failed");
+      } else {
+        setText(r.llm, `model answered in ${p.elapsed_ms || 0} ms`);
+      }
       break;
     case "tool_start": {
       const row = {
