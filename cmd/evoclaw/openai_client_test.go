@@ -98,6 +98,8 @@ func TestOpenAIClient(t *testing.T) {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 		Cls     string `json:"cls"`
+		Param   string `json:"param"`
+		Code    string `json:"code"`
 	}
 	var out struct {
 		Models     []string
@@ -113,6 +115,15 @@ func TestOpenAIClient(t *testing.T) {
 			Content, Finish, Role string
 			Usage                 *struct {
 				TotalTokens int `json:"total_tokens"`
+			}
+		}
+		Stop struct {
+			Content, Finish string
+			Streamed        struct {
+				Content, Finish string
+				Usage           *struct {
+					TotalTokens int `json:"total_tokens"`
+				}
 			}
 		}
 		Errors map[string]apiErr
@@ -138,22 +149,31 @@ func TestOpenAIClient(t *testing.T) {
 		!slices.Contains(s.Progress, "tool_start:count") || !slices.Contains(s.Progress, "tool_end:count") {
 		t.Errorf("stream %+v", s)
 	}
+	st := out.Stop
+	if st.Content != "count" || st.Finish != "stop" || st.Streamed.Content != "count" || st.Streamed.Finish != "stop" ||
+		st.Streamed.Usage == nil || st.Streamed.Usage.TotalTokens == 0 {
+		t.Errorf("stop sequences: client saw %+v, want \"count\" and finish stop, streamed or not", st)
+	}
 	for name, want := range map[string]struct {
-		status int // 0: none (an error event after the 200 header)
-		typ    string
+		status      int // 0: none (an error event after the 200 header)
+		typ         string
+		param, code string
 	}{
-		"auth": {401, orchestrator.ErrTypeAuth}, "model": {404, orchestrator.ErrTypeNotFound},
-		"tools": {400, orchestrator.ErrTypeInvalidRequest}, "upstream": {502, orchestrator.ErrTypeUpstream},
-		"timeout": {504, orchestrator.ErrTypeTimeout}, "streamed": {0, orchestrator.ErrTypeTimeout},
-		"streamed_at_once": {502, orchestrator.ErrTypeUpstream},
+		"auth": {401, orchestrator.ErrTypeAuth, "", ""}, "model": {404, orchestrator.ErrTypeNotFound, "model", "model_not_found"},
+		"temperature": {400, orchestrator.ErrTypeInvalidRequest, "temperature", ""},
+		"stop":        {400, orchestrator.ErrTypeInvalidRequest, "stop", ""},
+		"logit_bias":  {400, orchestrator.ErrTypeInvalidRequest, "logit_bias", ""},
+		"tools":       {400, orchestrator.ErrTypeInvalidRequest, "tools", ""}, "upstream": {502, orchestrator.ErrTypeUpstream, "", ""},
+		"timeout": {504, orchestrator.ErrTypeTimeout, "", ""}, "streamed": {0, orchestrator.ErrTypeTimeout, "", ""},
+		"streamed_at_once": {502, orchestrator.ErrTypeUpstream, "", ""},
 	} {
 		got, ok := out.Errors[name]
 		status := 0
 		if got.Status != nil {
 			status = *got.Status
 		}
-		if !ok || status != want.status || got.Type != want.typ {
-			t.Errorf("%s: client saw %+v (status %d), want status %d type %s", name, got, status, want.status, want.typ)
+		if !ok || status != want.status || got.Type != want.typ || got.Param != want.param || got.Code != want.code {
+			t.Errorf("%s: client saw %+v (status %d), want status %d type %s param %q code %q", name, got, status, want.status, want.typ, want.param, want.code)
 		}
 	}
 	busy := 0

@@ -20,7 +20,8 @@ async function errorOf(fn) {
     return { status: 200 };
   } catch (e) {
     if (!(e instanceof OpenAI.APIError)) throw e;
-    return { status: e.status ?? null, type: (e.error && e.error.type) || e.type || null, message: e.message, cls: e.constructor.name };
+    return { status: e.status ?? null, type: (e.error && e.error.type) || e.type || null, message: e.message, cls: e.constructor.name,
+      param: e.param ?? null, code: e.code ?? null };
   }
 }
 
@@ -46,10 +47,25 @@ async function main() {
     if (c.finish_reason) out.stream.finish = c.finish_reason;
   }
 
+  // Stop sequences and the sampling hints clients send: the seeded chat
+  // gets the transcript's second turn, "count is (no result for c1)",
+  // cut before " is".
+  const seeded = [user('a'), assistant('1'), user('b')];
+  const hints = { stop: [' is', 'never'], max_completion_tokens: 50, temperature: 0.5, top_p: 1, seed: 1, user: 'u',
+    metadata: { k: 'v' }, store: false, presence_penalty: 0, frequency_penalty: 0 };
+  const stopped = await client.chat.completions.create({ model: 'evoclaw', messages: seeded, ...hints });
+  out.stop = { content: stopped.choices[0].message.content, finish: stopped.choices[0].finish_reason };
+  const stoppedStream = client.chat.completions.stream({ model: 'evoclaw', messages: seeded, ...hints, stream_options: { include_usage: true } });
+  const assembled = await stoppedStream.finalChatCompletion();
+  out.stop.streamed = { content: assembled.choices[0].message.content, finish: assembled.choices[0].finish_reason, usage: assembled.usage };
+
   out.errors = {};
   const wrong = new OpenAI({ baseURL: base, apiKey: 'wrong-key-wrong-key', maxRetries: 0 });
   out.errors.auth = await errorOf(() => wrong.chat.completions.create({ model: 'evoclaw', messages: [user('x')] }));
   out.errors.model = await errorOf(() => client.chat.completions.create({ model: 'gpt-4o', messages: [user('x')] }));
+  out.errors.temperature = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], temperature: 5 }));
+  out.errors.stop = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], stop: ['a', 'b', 'c', 'd', 'e'] }));
+  out.errors.logit_bias = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], logit_bias: { 50256: -100 } }));
   out.errors.tools = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')],
     tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }));
   // The scripted model has three turns: a seed with three answers asks for a fourth.
