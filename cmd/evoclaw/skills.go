@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/evoclaw/evoclaw/edge"
@@ -25,6 +28,13 @@ func cmdSkills(args []string, stdout, stderr io.Writer) error {
 	case "install":
 		if len(args) != 3 {
 			return fmt.Errorf("%w: evoclaw skills install NAME DIR (shipped skills: %v)", errUsage, shipped.Names())
+		}
+		// Install replaces files: here they may hold a person's edits.
+		if existing := filepath.Join(args[2], args[1]); slices.Contains(shipped.Names(), args[1]) {
+			if _, err := os.Lstat(existing); err == nil {
+				return fmt.Errorf("skill %s is already in %s: nothing written, since that would replace any change made there; "+
+					"remove the directory first to install the shipped one again, or name another DIR", args[1], existing)
+			}
 		}
 		dest, err := shipped.Install(args[1], args[2])
 		if err != nil {

@@ -84,3 +84,33 @@ func TestSkillsListConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSkillsInstallKeepsEdits: installing a shipped skill where it already
+// is writes nothing and says how to install it again. Before, it replaced
+// every file without a word, and an edited skill.toml or tool script
+// (a threshold, a path, a sandbox setting) was gone.
+func TestSkillsInstallKeepsEdits(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := runArgs("skills", "install", "demo", dir); code != 0 || !strings.Contains(out, "installed skill demo") {
+		t.Fatalf("first install: exit %d\n%s%s", code, out, errOut)
+	}
+	conf := filepath.Join(dir, "demo", "skill.toml")
+	edited, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited = append(edited, "# a person's edit\n"...)
+	if err := os.WriteFile(conf, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runArgs("skills", "install", "demo", dir)
+	if code != 1 || out != "" || !strings.Contains(errOut, "already in") || !strings.Contains(errOut, "remove the directory first") {
+		t.Fatalf("second install: exit %d, stdout %q, stderr %q; want 1 and an error saying what to do", code, out, errOut)
+	}
+	if got, err := os.ReadFile(conf); err != nil || !bytes.Equal(got, edited) {
+		t.Fatalf("the edited skill.toml changed: %v\n%s", err, got)
+	}
+	if code, _, errOut := runArgs("skills", "install", "system", dir); code != 0 {
+		t.Fatalf("another skill beside it: exit %d\n%s", code, errOut)
+	}
+}
