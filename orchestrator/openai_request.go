@@ -282,8 +282,12 @@ func checkSampling(req *completionRequest) *requestError {
 	return nil
 }
 
-// maxStopSequences bounds stop, as OpenAI's API does.
-const maxStopSequences = 4
+// maxStopSequences bounds stop. OpenAI's API takes 4; clients written for
+// other OpenAI-compatible servers (Continue) send their chat template's
+// whole list of stop words, a dozen at most, to a server they do not know,
+// and llama.cpp or vLLM honour them all. 16 takes those lists; each one
+// is looked for once in the answer.
+const maxStopSequences = 16
 
 // stopSequences decodes stop: absent or null, a string, or an array of at
 // most maxStopSequences strings, none of them empty.

@@ -64,7 +64,7 @@ async function main() {
   out.errors.auth = await errorOf(() => wrong.chat.completions.create({ model: 'evoclaw', messages: [user('x')] }));
   out.errors.model = await errorOf(() => client.chat.completions.create({ model: 'gpt-4o', messages: [user('x')] }));
   out.errors.temperature = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], temperature: 5 }));
-  out.errors.stop = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], stop: ['a', 'b', 'c', 'd', 'e'] }));
+  out.errors.stop = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], stop: 'abcdefghijklmnopq'.split('') }));
   out.errors.logit_bias = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')], logit_bias: { 50256: -100 } }));
   out.errors.tools = await errorOf(() => client.chat.completions.create({ model: 'evoclaw', messages: [user('x')],
     tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }));
