@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 )
@@ -127,10 +128,7 @@ func TestServerRestartedAfterItEnds(t *testing.T) {
 		t.Fatal(errs)
 	}
 	srv := set.sessions["h"]
-	clock := time.Unix(1_700_000_000, 0)
-	srv.mu.Lock()
-	srv.now, srv.started = func() time.Time { return clock }, clock
-	srv.mu.Unlock()
+	advance := fakeClock(srv)
 	tools, _ := set.Tools()
 	call := func() skills.Output { return tools[0].Run(context.Background(), nil) }
 	waitEnded := func() { t.Helper(); awaitEnded(t, srv) }
@@ -153,13 +151,13 @@ func TestServerRestartedAfterItEnds(t *testing.T) {
 	ok("the call after the server exited: restarted at once")
 	waitEnded()
 	down("the next call within the backoff", "1s")
-	clock = clock.Add(RestartBackoffMin)
+	advance(RestartBackoffMin)
 	ok("once the backoff passed")
 	waitEnded()
 	down("again within the doubled backoff", "2s")
-	clock = clock.Add(2 * RestartBackoffMin)
+	advance(2 * RestartBackoffMin)
 	ok("once the doubled backoff passed")
-	clock = clock.Add(RestartBackoffMax) // this session ran long
+	advance(RestartBackoffMax) // this session ran long
 	waitEnded()
 	ok("after a long session: at once again")
 
@@ -169,7 +167,7 @@ func TestServerRestartedAfterItEnds(t *testing.T) {
 	srv.mu.Lock()
 	srv.cfg.Command = filepath.Join(t.TempDir(), "gone")
 	srv.mu.Unlock()
-	clock = clock.Add(RestartBackoffMin)
+	advance(RestartBackoffMin)
 	if out := call(); out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "mcp server is down: restart:") {
 		t.Fatalf("a restart that fails: %s %q", out.ErrorType(), out.ErrorText())
 	}
@@ -210,10 +208,7 @@ func TestToolsListedAgainAtRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { set.Close() })
 	srv := set.sessions["h"]
-	clock := time.Unix(1_700_000_000, 0)
-	srv.mu.Lock()
-	srv.now, srv.started = func() time.Time { return clock }, clock
-	srv.mu.Unlock()
+	advance := fakeClock(srv)
 	waitEnded := func() { t.Helper(); awaitEnded(t, srv) }
 	offered := func() []string {
 		tools, _ := set.Tools()
@@ -256,12 +251,40 @@ func TestToolsListedAgainAtRestart(t *testing.T) {
 			t.Fatalf("%s: last change %q, want %q", step.name, got, step.offered)
 		}
 		if step.wantType == "" {
+			// The server exited after the call, within the backoff
+			// of its restart: its tools are withdrawn.
 			waitEnded()
-			clock = clock.Add(RestartBackoffMin)
+			testenv.Eventually(t, 10*time.Second, func() bool { return len(offered()) == 0 && len(lastChange()) == 0 },
+				"the tools withdrawn, and the change reported")
+			advance(RestartBackoffMin)
 		}
 	}
 	if len(changes) != 2 || changes[0].server != "h" {
 		t.Errorf("changes %+v, want two of server h", changes)
+	}
+}
+
+// fakeClock makes srv's clock one that stands still but when the
+// returned function advances it, and its background retry one that never
+// fires, so that only calls restart it.
+func fakeClock(srv *server) (advance func(time.Duration)) {
+	var (
+		mu    sync.Mutex // guards clock
+		clock = time.Unix(1_700_000_000, 0)
+	)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.started = clock
+	srv.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	srv.after = func(time.Duration) <-chan time.Time { return nil }
+	return func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(d)
 	}
 }
 

@@ -16,8 +16,8 @@
 // # Concurrency
 //
 // A Set is safe for concurrent use; Close ends every session and waits for
-// stdio servers to exit, for the background restarts of servers that
-// offer no tools (retry.go) and for the listings that a server's
+// stdio servers to exit, for the background restarts of servers without
+// a session (retry.go) and for the listings that a server's
 // notifications/tools/list_changed caused (relist.go) to end.
 //
 // This package is part of evoclaw's implementation, not its embedding API
@@ -124,12 +124,13 @@ type Set struct {
 	sessions map[string]*server
 }
 
-// server is one connected MCP server. A session that ends (the server
-// exited, broke a bound, stalled) is started again by the next call, at
-// most once per backoff, and its tools listed again. A server that offers
-// no tools and has no session (its first start or a restart failed, or
-// its session ended) is restarted in the background instead (retry.go),
-// since no call can reach it.
+// server is one connected MCP server. A server without a session (its
+// first start or a restart failed, or its session ended: it exited,
+// broke a bound, stalled) is started again in the background (retry.go)
+// or by the next call, whichever comes first, at most once per backoff,
+// and its tools listed again. A session that ends while the next restart
+// waits for its backoff (the server crashed soon after a restart)
+// withdraws the server's tools, since no call could reach them.
 type server struct {
 	name    string
 	cfg     ServerConfig
@@ -145,12 +146,15 @@ type server struct {
 	tools   []*mcp.Tool
 	skipped []error // tools listed but left out, reported by Tools
 
-	now func() time.Time // time.Now; a test's clock
+	now   func() time.Time                     // time.Now; a test's clock
+	after func(time.Duration) <-chan time.Time // time.After; a test's, that may never fire
 
 	mu      sync.Mutex         // guards what follows; held while a session starts
 	session *mcp.ClientSession // nil once closed after it ended, until restarted
 	ended   chan struct{}      // closed when session's connection ends
 	started time.Time          // of session
+	endedAt time.Time          // when session ended, once sessionEnded saw it; else zero
+	settled bool               // settle counted session as one that ran long
 	retryAt time.Time          // no restart before
 	backoff time.Duration      // the wait after the next restart
 	closed  bool               // by Set.Close: no restart
@@ -158,8 +162,9 @@ type server struct {
 	stopped context.Context // ends at Set.Close: a start in progress stops
 
 	retrying bool           // a background retry runs (retry.go)
-	down     bool           // it offers no tools since a start failed or a session ended: logged once
-	tries    int            // starts that failed since it went down
+	down     bool           // it went down and has had no session of RestartBackoffMax since: logged once
+	tries    int            // starts that failed, and sessions that ended soon, since it went down
+	backSaid int            // tries when "offers its tools again" was last logged
 	retries  sync.WaitGroup // the background retry, which Set.Close waits for
 
 	lastChange time.Time // of the last listing after a notification that changed its tools (relist.go)
@@ -179,10 +184,8 @@ type server struct {
 
 // Restarts of a server whose session ended: the first at once, then after
 // 1 s, doubling to RestartBackoffMax; a session that lasted
-// RestartBackoffMax starts the count again, but for a server restarted in
-// the background (one that offers no tools), which keeps its backoff. A
-// server whose first start failed is tried again after RestartBackoffMin,
-// then doubling.
+// RestartBackoffMax starts the count again. A server whose first start
+// failed is tried again after RestartBackoffMin, then doubling.
 const (
 	RestartBackoffMin = time.Second
 	RestartBackoffMax = time.Minute
@@ -281,7 +284,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFi
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
-	srv := &server{name: name, cfg: cfg, groups: groups, changed: o.Changed, now: time.Now,
+	srv := &server{name: name, cfg: cfg, groups: groups, changed: o.Changed, now: time.Now, after: time.After,
 		log: log.With("server", name), backoffMin: RestartBackoffMin, backoffMax: RestartBackoffMax}
 	if o.backoffMin > 0 {
 		srv.backoffMin, srv.backoffMax = o.backoffMin, max(o.backoffMax, o.backoffMin)
@@ -327,21 +330,59 @@ func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	return client.Connect(ctx, t, nil)
 }
 
-// use makes session the server's, and notes when its connection ends;
-// then a server that offers no tools is restarted in the background.
-// srv.mu is held.
+// use makes session the server's, and notes when its connection ends
+// (sessionEnded). srv.mu is held.
 func (srv *server) use(session *mcp.ClientSession) {
 	ended := make(chan struct{})
-	srv.session, srv.ended, srv.started = session, ended, srv.now()
+	srv.session, srv.ended, srv.started, srv.endedAt, srv.settled = session, ended, srv.now(), time.Time{}, false
 	go func() {
 		_ = session.Wait()
 		close(ended)
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
-		if srv.session == session && !srv.offering() {
-			srv.lost(errors.New("its session ended"))
+		if srv.session == session && !srv.closed {
+			srv.sessionEnded()
 		}
 	}()
+}
+
+// sessionEnded handles the end of the server's session: the server is
+// started again in the background (retry.go), at once when its backoff
+// allows; a call before that restarts it itself. One that ran for
+// backoffMax ends the server's trouble: its restart is at once. A server
+// that may be restarted at once keeps its tools meanwhile; one that must
+// wait for its backoff (it crashed soon after a restart) has them
+// withdrawn until a start lists them, rather than offered while no call
+// can reach them. srv.mu is held.
+func (srv *server) sessionEnded() {
+	now := srv.now()
+	srv.endedAt = now
+	ran := now.Sub(srv.started).Round(time.Millisecond)
+	srv.settle()
+	if !now.Before(srv.retryAt) || !srv.offering() {
+		srv.lost(fmt.Errorf("its session ended %v after its start", ran))
+		return
+	}
+	srv.setTools(nil, nil)
+	srv.lost(fmt.Errorf("its session ended %v after its start, within the backoff; its tools are no longer offered", ran))
+}
+
+// settle notes, when the server's session (live or ended) ran for
+// backoffMax, that the server is well: its next restart is at once, and a
+// failure after it is logged as a new one. A session that ended before
+// sessionEnded saw it is taken to have run until now. A session is
+// counted once. srv.mu is held.
+func (srv *server) settle() {
+	end := srv.now()
+	if !srv.endedAt.IsZero() {
+		end = srv.endedAt
+	}
+	if srv.session == nil || srv.settled || end.Sub(srv.started) < srv.backoffMax {
+		return
+	}
+	srv.settled = true
+	srv.backoff, srv.retryAt = 0, time.Time{}
+	srv.down, srv.tries, srv.backSaid = false, 0, 0
 }
 
 // live returns the server's session, starting it again when it ended
@@ -382,12 +423,10 @@ func (srv *server) up() bool {
 // srv.mu is held.
 func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 	now := srv.now()
-	if srv.session != nil && !srv.retrying && now.Sub(srv.started) >= srv.backoffMax {
-		srv.backoff = 0 // it ran long enough: start counting again
-	}
+	srv.settle() // it ran long enough: start counting again
 	if now.Before(srv.retryAt) {
 		return nil, fmt.Errorf("%w: its session ended; the next restart is in %v", ErrServerDown,
-			srv.retryAt.Sub(now).Round(100*time.Millisecond))
+			ceil(srv.retryAt.Sub(now), 100*time.Millisecond))
 	}
 	srv.backoff = min(max(2*srv.backoff, srv.backoffMin), srv.backoffMax)
 	srv.retryAt = now.Add(srv.backoff) // of the restart after this one
@@ -418,11 +457,17 @@ func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	srv.use(session)
-	if srv.setTools(tools, skipped) {
+	// Tools offered again after they were withdrawn are logged by back.
+	if had := srv.offering(); srv.setTools(tools, skipped) && had {
 		srv.noteChange("restart", len(tools))
 	}
 	srv.back()
 	return session, nil
+}
+
+// ceil rounds d up to a multiple of m: a wait of 40 ms is not "0s".
+func ceil(d, m time.Duration) time.Duration {
+	return (d + m - 1).Truncate(m)
 }
 
 // setTools makes tools and skipped the server's, and calls its Changed

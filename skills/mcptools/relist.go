@@ -119,12 +119,12 @@ func (srv *server) relist() {
 		if srv.offering() {
 			err = fmt.Errorf("%w; its tools are no longer offered", err)
 		}
+		srv.setTools(nil, nil)
+		srv.lost(err)
 		// Its session ends here, not in the background, so that the
 		// end is not counted as another failure (use).
 		srv.session = nil
 		_ = session.Close()
-		srv.setTools(nil, nil)
-		srv.lost(err)
 		return
 	}
 	if srv.setTools(tools, skipped) {

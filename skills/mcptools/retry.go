@@ -6,20 +6,27 @@ import (
 	"time"
 )
 
-// A server that offers no tools and has no session cannot be reached by
-// a call, which is what restarts a server otherwise (server.live): its
-// first start failed, a restart's listing failed or was refused (and its
-// tools were withdrawn), or the session of a server listing none ended.
+// A server without a session is started again in the background: one
+// that offers no tools cannot be reached by a call, which restarts a
+// server otherwise (server.live), and one that offers tools must not
+// offer them dead until a call comes. Its first start failed, a restart's
+// listing failed or was refused (and its tools were withdrawn), or its
+// session ended (sessionEnded: its tools are withdrawn when the restart
+// must wait for the backoff).
 // One goroutine per such server restarts it in the background, with the
 // backoff of the restarts (RestartBackoffMin doubling to
 // RestartBackoffMax), until it has a session again; the tools it then
 // lists are offered through Options.Changed. Set.Close stops it and waits
 // for it.
 //
-// The log says when the server goes down and when it offers tools again,
-// once each, and in between only at the 2nd, 4th, 8th... failed start,
-// with the count: a server that fails every start writes 11 lines in
-// its first day and 14 in a week, not one a minute.
+// The log says when the server goes down, and then only at the 2nd, 4th,
+// 8th... failed start, with the count; a session that ends soon after
+// its start counts as a failed start. That it offers tools again is
+// logged at the first start that lists them, and then only when the
+// count is a power of two, until a session runs for backoffMax (settle),
+// which ends the count: a server that fails every start writes 11 lines
+// in its first day and 14 in a week, and one that crashes soon after
+// every start twice as many, not one a minute.
 
 // failedStart notes that the server's first start failed with err, and
 // returns err saying that it is retried.
@@ -33,19 +40,19 @@ func (srv *server) failedStart(err error) error {
 }
 
 // lost notes that a start of the server failed with err, or that its
-// session ended, while it offers no tools, and starts its background
-// retry. srv.mu is held.
+// session ended, and starts its background retry. srv.mu is held.
 func (srv *server) lost(err error) {
 	if srv.closed || srv.stopped.Err() != nil {
 		return
 	}
+	srv.settle()
 	if !srv.down {
 		srv.down, srv.tries = true, 1
-		srv.log.Warn("MCP server offers no tools; it is started again in the background",
-			"err", err, "next_in", srv.retryAt.Sub(srv.now()).Round(time.Millisecond))
+		srv.log.Warn("MCP server is down; it is started again in the background",
+			"err", err, "next_in", max(srv.retryAt.Sub(srv.now()), 0).Round(time.Millisecond))
 	} else if srv.tries++; bits.OnesCount(uint(srv.tries)) == 1 {
-		srv.log.Warn("MCP server still offers no tools", "failed_starts", srv.tries, "err", err,
-			"next_in", srv.retryAt.Sub(srv.now()).Round(time.Millisecond))
+		srv.log.Warn("MCP server is still down", "failed_starts", srv.tries, "err", err,
+			"next_in", max(srv.retryAt.Sub(srv.now()), 0).Round(time.Millisecond))
 	}
 	if !srv.retrying {
 		srv.retrying = true
@@ -56,11 +63,11 @@ func (srv *server) lost(err error) {
 
 // back notes a start of the server that listed its tools. srv.mu is held.
 func (srv *server) back() {
-	if !srv.down || !srv.offering() {
+	if !srv.down || !srv.offering() || srv.backSaid == srv.tries || bits.OnesCount(uint(srv.tries)) != 1 {
 		return
 	}
 	srv.log.Info("MCP server offers its tools again", "failed_starts", srv.tries)
-	srv.down, srv.tries = false, 0
+	srv.backSaid = srv.tries
 }
 
 // retry restarts the server at the time its backoff allows, again and
@@ -71,15 +78,13 @@ func (srv *server) retry() {
 		srv.mu.Lock()
 		wait := srv.retryAt.Sub(srv.now())
 		srv.mu.Unlock()
-		t := time.NewTimer(max(wait, 0))
 		select {
 		case <-srv.stopped.Done():
-			t.Stop()
 			srv.mu.Lock()
 			srv.retrying = false
 			srv.mu.Unlock()
 			return
-		case <-t.C:
+		case <-srv.after(max(wait, 0)):
 		}
 		srv.mu.Lock()
 		if !srv.closed && !srv.up() {

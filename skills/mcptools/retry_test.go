@@ -72,12 +72,15 @@ func TestServerRetriedInTheBackground(t *testing.T) {
 				if out := first[0].Run(context.Background(), nil); out.Text() != "gen 0" {
 					t.Fatalf("first call: %s %q", out.ErrorType(), out.Text()+out.ErrorText())
 				}
-				// The server exited after answering; the next call
-				// restarts it, and that start's listing fails.
+				// The server exited after answering; it is started
+				// again at once, by the next call or in the
+				// background, and that start's listing fails: the call
+				// says so, or that the server is down since.
 				awaitEnded(t, set.sessions["h"])
 				out := first[0].Run(context.Background(), nil)
-				if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "not ready at start 1") {
-					t.Fatalf("the call that restarted the server: %q", out.ErrorText())
+				if out.ErrorType() != wire.ErrExecutionFailed ||
+					!strings.Contains(out.ErrorText(), "not ready at start 1") && !strings.Contains(out.ErrorText(), "mcp server is down") {
+					t.Fatalf("the call after the server exited: %q", out.ErrorText())
 				}
 			}
 			if got := offered(); len(got) > 0 {
@@ -231,5 +234,77 @@ func TestCloseStopsABackgroundStart(t *testing.T) {
 	}
 	if took := time.Since(start); took >= DefaultConnectTimeout {
 		t.Fatalf("Close took %v, the whole connect timeout of the start it should have stopped", took)
+	}
+}
+
+// TestServerThatCrashesAfterEveryStart: a server that lists its tools and
+// then crashes, at every start, is started again in the background with
+// the backoff, without waiting for a call; while a restart waits for the
+// backoff its tools are withdrawn (Options.Changed), not offered as if it
+// were up, and offered again by the start that lists them; its starts
+// and log lines stay bounded, and Close stops it. Before, its tools stayed
+// offered while it was down, it was started again only by calls, and
+// nothing was logged.
+func TestServerThatCrashesAfterEveryStart(t *testing.T) {
+	dir := t.TempDir()
+	var logs testenv.Buffer
+	var changes changeLog
+	const backoffMin, backoffMax = 20 * time.Millisecond, 2 * time.Second
+	start := time.Now()
+	set, errs := ConnectWith(context.Background(), map[string]ServerConfig{"h": {Command: hostileBin, Args: []string{"brief", dir, "30"}}},
+		Options{Log: slog.New(slog.NewTextHandler(&logs, nil)), Changed: changes.changed, backoffMin: backoffMin, backoffMax: backoffMax})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	t.Cleanup(func() { set.Close() })
+	const want = 8
+	awaitStarts(t, dir, want)
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		last, n := changes.last()
+		tools, _ := set.Tools()
+		return n >= 2 && len(last) == 0 && len(tools) == 0
+	}, "the tools withdrawn while the server waits for its restart")
+	srv := set.sessions["h"]
+	if err := set.Close(); err != nil && !strings.Contains(err.Error(), "exit status 4") {
+		t.Fatal(err)
+	}
+	elapsed, n := time.Since(start), starts(t, dir)
+	// Each restart after the first waits for the backoff, which is
+	// backoffMin at the least.
+	if bound := 2 + int(elapsed/backoffMin); n > bound {
+		t.Errorf("%d starts in %v, more than %d", n, elapsed, bound)
+	}
+	var offeredAgain, withdrawn int
+	changes.mu.Lock()
+	for _, c := range changes.changes {
+		if len(c) == 0 {
+			withdrawn++
+		} else if slices.Equal(c, []string{"h__t"}) {
+			offeredAgain++
+		}
+	}
+	changes.mu.Unlock()
+	if withdrawn == 0 || offeredAgain == 0 {
+		t.Errorf("%d withdrawals, %d offers again, want both", withdrawn, offeredAgain)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	t.Logf("%d starts in %v: %d withdrawals, %d log lines", n, elapsed.Round(time.Millisecond), withdrawn, len(lines))
+	// The first line that it is down; then the failures and the returns
+	// at each power of two of the count of sessions that ended soon,
+	// which is at most the starts.
+	if bound := 1 + 2*bits.Len(uint(n)); len(lines) < 2 || len(lines) > bound {
+		t.Errorf("%d log lines over %d starts, want 2 to %d:\n%s", len(lines), n, bound, logs.String())
+	}
+	if !strings.Contains(lines[0], "MCP server is down") || !strings.Contains(logs.String(), "offers its tools again") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	srv.mu.Lock()
+	retrying := srv.retrying
+	srv.mu.Unlock()
+	if retrying {
+		t.Error("still retrying after Close")
+	}
+	if got := starts(t, dir); got != n {
+		t.Errorf("%d starts after Close returned, want none", got-n)
 	}
 }

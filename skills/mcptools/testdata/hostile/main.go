@@ -25,6 +25,8 @@
 //	big N           a call answers with a text of N bytes, its id last (as
 //	                the official TypeScript SDK orders an answer)
 //	endless         a call answers with a line that never ends
+//	brief DIR MS    lists "t", leaves a file in DIR at each start and exits
+//	                MS milliseconds after its listing, at every start
 //	notify DIR N K  says its tools changed (notifications/tools/list_changed)
 //	                N times after initialisation, without end when N is 0;
 //	                each listing leaves a file in DIR, and from the Kth on
@@ -98,7 +100,7 @@ func main() {
 	if mode == "fork" {
 		signal.Ignore(syscall.SIGTERM)
 	}
-	if mode == "gens" || mode == "flaky" || mode == "empty" {
+	if mode == "gens" || mode == "flaky" || mode == "empty" || mode == "brief" {
 		entries, err := os.ReadDir(os.Args[2])
 		if err != nil {
 			panic(err)
@@ -198,6 +200,9 @@ func list(mode string, m message) {
 			return
 		}
 		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
+	case "brief":
+		reply(m.ID, map[string]any{"tools": []any{tool("t", "a tool")}})
+		time.AfterFunc(time.Duration(num(3))*time.Millisecond, func() { os.Exit(4) })
 	case "notify":
 		entries, err := os.ReadDir(os.Args[2])
 		if err != nil {
