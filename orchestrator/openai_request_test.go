@@ -31,6 +31,7 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 		`{"model":"evoclaw","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
 		`{"model":"evoclaw","messages":[{"role":"assistant","tool_calls":[{}]},{"role":"user","content":"x"}],"tools":null}`,
 		`{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"stop":["a","",1]}`, `{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"stop":"\n"}`,
+		`{"model":"evoclaw","messages":[{"role":"user","content":"one. two, three"}],"stop":[",","."]}`,
 		`{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"temperature":2.5,"top_p":-1,"seed":1e3,"metadata":{"k":1},"logit_bias":{"1":5}}`,
 		`{"model":"gpt","messages":[]}`, `{"model":"evoclaw","n":2,"max_tokens":-1}`, `[1,2]`, `{"model":`, `null`, ``,
 	} {
@@ -54,6 +55,12 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 		}
 		if len(in.Stop) > maxStopSequences || slices.Contains(in.Stop, "") {
 			t.Fatalf("stop sequences %q", in.Stop)
+		}
+		// Cut by its own stop sequences, the request's text keeps a
+		// prefix that holds none of them.
+		cut, found := cutAtStop(in.Text, in.Stop)
+		if !strings.HasPrefix(in.Text, cut) || found != containsAny(in.Text, in.Stop) || containsAny(cut, in.Stop) {
+			t.Fatalf("text %q cut by %q: %q (found %v)", in.Text, in.Stop, cut, found)
 		}
 		if utf8.ValidString(string(body)) && !utf8.ValidString(in.Text) {
 			t.Fatalf("valid UTF-8 body gave invalid text %q", in.Text)
@@ -79,4 +86,8 @@ func FuzzDecodeChatRequest(f *testing.F) {
 			t.Fatalf("accepted %+v", req)
 		}
 	})
+}
+
+func containsAny(s string, subs []string) bool {
+	return slices.ContainsFunc(subs, func(q string) bool { return strings.Contains(s, q) })
 }
