@@ -219,3 +219,37 @@ func TestChatCtrlCAtQuestionPrompt(t *testing.T) {
 		})
 	}
 }
+
+// Lines pasted into the REPL are one question, sent with Enter, whether
+// the terminal brackets the paste or not; they were once a chat each. A
+// history file with a line longer than the line editor reads (a long
+// question kept by an older version) loses only that line: it once lost
+// the lines after it.
+func TestChatREPLPasteInPTY(t *testing.T) {
+	f := newFakeNode(t)
+	cache := t.TempDir()
+	path := filepath.Join(cache, chatHistoryFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, path, "old one\n"+strings.Repeat("y", 5000)+"\nnewest\n")
+	p := startPTYChat(t, cache, "--data-dir", f.dir)
+	p.expect("evoclaw> ")
+	p.typeText(pasteStart + "one\ntwo" + pasteEnd)
+	p.expect("one␤two")
+	p.typeText("\r")
+	p.expect("(one\r\ntwo)")
+	p.expect("> ")
+	p.typeText("alpha\nbeta\r") // one read: a paste the terminal did not bracket
+	p.expect("(alpha\r\nbeta)")
+	p.expect("> ")
+	p.typeText("\x1b[A\x1b[A\x1b[A\r") // back past the two pastes
+	p.expect("(newest)")
+	p.typeText("/quit\r")
+	if err := <-p.done; err != nil {
+		t.Fatalf("/quit: %v", err)
+	}
+	if got := f.conversations(); len(got) != 3 {
+		t.Fatalf("%d chats, want 3: %q", len(got), got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/peterh/liner"
 )
@@ -24,15 +25,18 @@ const maxPromptID = 24
 // Ctrl-D. Ctrl-C cancels the running chat, or at the prompt says how to
 // leave; neither ends the REPL.
 func (s *chatSession) repl(ctx context.Context) error {
-	ln := liner.NewLiner()
+	ln, readLine := newPasteLiner(s.io.stdout)
 	defer ln.Close()
 	ln.SetCtrlCAborts(true)
 	hist := newChatHistory(ln, s.io.stderr)
 	hist.load()
-	s.readLine = func(prompt string) (string, error) { return ln.Prompt(prompt) }
+	s.readLine = func(prompt string) (string, error) {
+		line, err := readLine(prompt)
+		return pastedLine(line), err
+	}
 	fmt.Fprintln(s.io.stdout, "evoclaw chat: /help for commands, Ctrl-D or /quit to leave")
 	for {
-		line, err := ln.Prompt(s.prompt())
+		line, err := readLine(s.prompt())
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
 			fmt.Fprintln(s.io.stdout, "(Ctrl-D or /quit to leave)")
@@ -47,7 +51,10 @@ func (s *chatSession) repl(ctx context.Context) error {
 		if line == "" {
 			continue
 		}
-		hist.add(line)
+		hist.add(line) // a paste stays one line of history
+		if line = strings.TrimSpace(pastedLine(line)); line == "" {
+			continue
+		}
 		quit, err := s.handle(ctx, line)
 		switch {
 		case quit:
@@ -95,27 +102,47 @@ func newChatHistory(ln *liner.State, stderr io.Writer) *chatHistory {
 	return h
 }
 
-// load reads the history file, if any.
+// load reads the history file, if any, skipping the lines the line
+// editor would refuse (and stop at): longer than maxHistoryLine or not
+// UTF-8.
 func (h *chatHistory) load() {
 	if h.path == "" {
 		return
 	}
-	f, err := os.Open(h.path)
+	b, err := os.ReadFile(h.path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			h.warn(err)
 		}
 		return
 	}
-	defer f.Close()
-	if _, err := h.ln.ReadHistory(f); err != nil {
+	if _, err := h.ln.ReadHistory(strings.NewReader(historyLines(string(b)))); err != nil {
 		h.warn(err)
 	}
 }
 
+// maxHistoryLine bounds a line kept in the history, in bytes: the line
+// editor reads its history file in 4 KiB lines and stops at a longer one.
+const maxHistoryLine = 4000
+
+// historyLines is text without the lines a history may not hold.
+func historyLines(text string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		if l != "" && len(l) <= maxHistoryLine && utf8.ValidString(l) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
 // add appends line and saves the history: a new file replaces the old one,
-// so that a crash leaves one or the other.
+// so that a crash leaves one or the other. A line longer than
+// maxHistoryLine (a long paste) is not kept.
 func (h *chatHistory) add(line string) {
+	if len(line) > maxHistoryLine {
+		return
+	}
 	h.ln.AppendHistory(line)
 	if h.path == "" {
 		return
