@@ -42,7 +42,7 @@ func TestDecodeEnvelope(t *testing.T) {
 
 // TestEnvelopeRoundTrip: what a node sends, the other decodes to the same.
 func TestEnvelopeRoundTrip(t *testing.T) {
-	in := &envelope{Op: opAnswer, Req: "fwd-1", Answer: &fwdAnswer{ConversationID: "c", Text: "done", Iterations: 2, ToolCalls: 1,
+	in := &envelope{Op: opAnswer, Req: "fwd-1", Answer: &fwdAnswer{ConversationID: "c", Text: "done", Iterations: 2, ToolCalls: 1, FinishReason: "length",
 		Calls: []actors.CallSummary{{Tool: "t", Success: true, Result: "ok"}}}}
 	out, err := decodeEnvelope(in.message().Value)
 	if err != nil {
