@@ -137,7 +137,8 @@ type ToolConf struct {
 // the [llm] section's.
 type Duration = llm.Duration
 
-// LoadConfig reads and validates agent.toml.
+// LoadConfig reads and validates agent.toml, all but the secrets its
+// *_env keys name, which Validate (and so New) checks.
 func LoadConfig(path string) (Config, error) {
 	var c Config
 	base, err := tomlconf.DecodeFile(path, &c)
@@ -152,14 +153,20 @@ func LoadConfig(path string) (Config, error) {
 		c.Skills.Dirs[i] = abs(d)
 	}
 	c.Builtin.Resolve(base)
-	if err := c.Validate(); err != nil {
+	if err := c.validate(false); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Validate fills defaults and checks the configuration.
-func (c *Config) Validate() error {
+// Validate fills defaults and checks the configuration, and that the
+// environment variables its *_env keys name hold the secrets.
+func (c *Config) Validate() error { return c.validate(true) }
+
+// validate is Validate, checking the secrets only when asked: reading
+// the file (LoadConfig) does not, so that an operator command given it
+// with --config runs without the process's secrets; starting does.
+func (c *Config) validate(secrets bool) error {
 	var errs []error
 	if err := wire.ValidateAgentID(c.AgentID); err != nil {
 		errs = append(errs, fmt.Errorf("agent_id: %w", err))
@@ -178,7 +185,7 @@ func (c *Config) Validate() error {
 	}
 	defaults.Positive(&c.MQTT.OutboxLen, DefaultOutboxLen)
 	defaults.Positive(&c.MQTT.OutboxBytes, DefaultOutboxBytes)
-	if c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
+	if secrets && c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("mqtt.password_env: environment variable %s is empty", c.MQTT.PasswordEnv))
 	}
 	defaults.Positive(&c.HeartbeatInterval.Duration, DefaultHeartbeatInterval)

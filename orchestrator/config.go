@@ -193,7 +193,8 @@ type TimeoutConf struct {
 // the [llm] section's.
 type Duration = llm.Duration
 
-// LoadConfig reads and validates evoclaw.toml.
+// LoadConfig reads and validates evoclaw.toml, all but the secrets its
+// *_env keys name, which Validate (and so Start) checks.
 func LoadConfig(path string) (Config, error) {
 	var c Config
 	base, err := tomlconf.DecodeFile(path, &c)
@@ -212,14 +213,20 @@ func LoadConfig(path string) (Config, error) {
 		}
 	}
 	c.Builtin.Resolve(base)
-	if err := c.Validate(); err != nil {
+	if err := c.validate(false); err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Validate fills defaults and checks the configuration.
-func (c *Config) Validate() error {
+// Validate fills defaults and checks the configuration, and that the
+// environment variables its *_env keys name hold the secrets.
+func (c *Config) Validate() error { return c.validate(true) }
+
+// validate is Validate, checking the secrets only when asked: reading
+// the file (LoadConfig) does not, so that an operator command given it
+// with --config runs without the process's secrets; starting does.
+func (c *Config) validate(secrets bool) error {
 	var errs []error
 	if c.NodeID == "" {
 		c.NodeID = DefaultNodeID
@@ -237,7 +244,7 @@ func (c *Config) Validate() error {
 		c.Broker.Listen = DefaultBrokerListen
 	}
 	errs = append(errs, c.Broker.validateSecurity()...)
-	if c.Broker.PasswordEnv != "" && os.Getenv(c.Broker.PasswordEnv) == "" {
+	if secrets && c.Broker.PasswordEnv != "" && os.Getenv(c.Broker.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("broker.password_env: environment variable %s is empty", c.Broker.PasswordEnv))
 	}
 	if err := c.LLM.Validate(); err != nil {

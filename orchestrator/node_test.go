@@ -151,7 +151,7 @@ func TestConfigValidate(t *testing.T) {
 		{"dormant memory past an int32", "[loop]\ndormant_memory_mb = 4096\n", "loop.dormant_memory_mb: 4096 is more than 1024"},
 		{"negative dormant_after", "[loop]\ndormant_after = \"-1s\"\n", "loop.dormant_after"},
 		{"dormancy off", "[loop]\ndormant_after = \"10m\"\ndormant_memory_mb = 1024\n", ""},
-		{"missing password env", "[broker]\npassword_env = \"EVOCLAW_TEST_SURELY_UNSET\"\n", "EVOCLAW_TEST_SURELY_UNSET"},
+		{"password env without url", "[broker]\npassword_env = \"EVOCLAW_TEST_SURELY_UNSET\"\n", "are for an external broker"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,8 +94,10 @@ func usersFile(config, dataDir string) (string, error) {
 	if dataDir != "" {
 		cfg.DataDir = dataDir
 	}
-	if err := cfg.Validate(); err != nil {
-		return "", err
+	if config == "" { // defaults; a loaded file has its own, and its secrets are not needed here
+		if err := cfg.Validate(); err != nil {
+			return "", err
+		}
 	}
 	return cfg.UsersFilePath(), nil
 }

@@ -31,6 +31,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cfg, err = orchestrator.LoadConfig(*config); err != nil {
 			return err
 		}
+		if err := cfg.Validate(); err != nil { // its secrets, before anything is written
+			return fmt.Errorf("%s: %w", *config, err)
+		}
 	}
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
@@ -99,6 +102,9 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfg, err := edge.LoadConfig(*config)
 	if err != nil {
 		return err
+	}
+	if err := cfg.Validate(); err != nil { // its secrets, before anything is written
+		return fmt.Errorf("%s: %w", *config, err)
 	}
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
