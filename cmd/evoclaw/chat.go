@@ -23,6 +23,7 @@ const maxChatLine = 1 << 20
 
 // chatHelp is what /help prints.
 const chatHelp = `Type a question and press Enter. Tool calls show as they run.
+Lines you paste are one question (line breaks show as ␤); Enter sends it.
   /new    start a new conversation
   /quit   leave (or Ctrl-D)
   /help   this text
@@ -125,7 +126,18 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 	case isTerminal(s.io.stdin):
 		s.readLine = scannerLines(bufio.NewScanner(s.io.stdin))
 	}
-	return s.ask(ctx, text)
+	err := s.ask(ctx, text)
+	s.noteContinue()
+	return err
+}
+
+// noteContinue tells a person at a terminal how to go on with the
+// conversation: its id is shown nowhere else in full.
+func (s *chatSession) noteContinue() {
+	if s.conv == "" || !isTerminal(s.io.stderr) {
+		return
+	}
+	s.view.note(s.io.stderr, "(evoclaw chat --conversation "+termLine(s.conv, maxPromptID)+" continues this conversation)")
 }
 
 // piped asks one question per non-empty line of stdin, in one conversation.

@@ -253,3 +253,24 @@ func TestChatREPLPasteInPTY(t *testing.T) {
 		t.Fatalf("%d chats, want 3: %q", len(got), got)
 	}
 }
+
+// The conversation's id is shown whole, with how to continue it: the REPL
+// prompt once cut it at 24 characters, shorter than the node's own ids,
+// and a one-shot chat never showed it, so `--conversation ID` had no ID.
+func TestChatShowsConversationToContinue(t *testing.T) {
+	f := newFakeNode(t)
+	long := "conversation-" + strings.Repeat("0123456789", 3)
+	p := startPTYChat(t, t.TempDir(), "--data-dir", f.dir, "--conversation", long)
+	p.expect("evoclaw [" + long + "]> ")
+	p.typeText("/quit\r")
+	p.expect("evoclaw chat --conversation " + long + " continues this conversation")
+	if err := <-p.done; err != nil {
+		t.Fatalf("/quit: %v", err)
+	}
+	p = startPTYChat(t, t.TempDir(), "--data-dir", f.dir, "hello")
+	p.expect("(hello)")
+	p.expect("evoclaw chat --conversation conv-")
+	if err := <-p.done; err != nil {
+		t.Fatalf("one-shot: %v", err)
+	}
+}

@@ -12,14 +12,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/peterh/liner"
+
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // chatHistoryFile is the REPL's history in the user's cache directory,
 // at most liner.HistoryLimit lines, readable only by the user.
 const chatHistoryFile = "evoclaw/chat_history"
 
-// maxPromptID bounds the conversation id shown in the prompt.
-const maxPromptID = 24
+// maxPromptID bounds the conversation id shown in the prompt: the longest
+// id a node takes, so that the id shown can be given to --conversation.
+const maxPromptID = wire.MaxAgentIDLen
 
 // repl reads questions with line editing and history until /quit or
 // Ctrl-D. Ctrl-C cancels the running chat, or at the prompt says how to
@@ -43,6 +46,7 @@ func (s *chatSession) repl(ctx context.Context) error {
 			continue
 		case errors.Is(err, io.EOF):
 			fmt.Fprintln(s.io.stdout)
+			s.noteContinue()
 			return nil
 		case err != nil:
 			return fmt.Errorf("read input: %w", err)
@@ -58,6 +62,7 @@ func (s *chatSession) repl(ctx context.Context) error {
 		quit, err := s.handle(ctx, line)
 		switch {
 		case quit:
+			s.noteContinue()
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
