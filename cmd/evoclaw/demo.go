@@ -57,6 +57,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	release, err := claimDemoDir(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// The agents' processes inherit it.
 	if err := useDataTempDir(dir); err != nil {
 		return err
