@@ -34,6 +34,7 @@ var passwordLine = regexp.MustCompile(`(?m)^` + agentPasswordEnv + `=(\S+)$`)
 // them joins a node that allows no anonymous client; one with a wrong
 // password is refused and exits; `agents remove` ends the agent's session.
 func TestAgentsAddServeEdgeRemove(t *testing.T) {
+	t.Parallel() // a slow test that mostly waits: see "Slow tests run in parallel" in cluster_test.go
 	dir := t.TempDir()
 	out, _ := runCLI(t, 0, "agents", "add", "pi-sec", "--data-dir", dir, "--bcrypt-cost", "4", "--broker", "tcp://BROKER")
 	m := passwordLine.FindStringSubmatch(out)

@@ -53,6 +53,7 @@ func (tc *testCluster) seeJobs(idx []int, want ...string) {
 // About 70 s (90 s when it starts late in a minute), most of it waiting
 // for the job's first instant (skipped with -short, the rest not).
 func TestClusterSharedJobs(t *testing.T) {
+	t.Parallel() // a slow test that mostly waits: see "Slow tests run in parallel" in cluster_test.go
 	state := sqldtest.Start(t, sqldtest.Options{})
 	tc := newTestCluster(t, 3, fmt.Sprintf("state_url = %q\n", state.URL()))
 	tc.start(0)

@@ -41,6 +41,7 @@ func (tc *testCluster) actorAddr(i int) string {
 // forgets it, the agent runs it once and the chat gets its result; the
 // new holder is the holder every node names.
 func TestClusterAgentMovesOnJoin(t *testing.T) {
+	t.Parallel() // a slow test that mostly waits: see "Slow tests run in parallel" in cluster_test.go
 	state := sqldtest.Start(t, sqldtest.Options{})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "runs")

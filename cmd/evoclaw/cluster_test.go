@@ -38,6 +38,15 @@ type clusterNodeSpec struct {
 	id, dir, conf string
 }
 
+// Slow tests run in parallel. The package's slowest tests (two minutes
+// for a one-minute job's two instants, a minute for the shared jobs' first
+// instant, tens of seconds for members to agree) spend most of their time
+// waiting on their processes, so they call t.Parallel: they run after the
+// package's other tests, beside each other (as many at once as -parallel,
+// GOMAXPROCS by default), and the package takes about the longest one's
+// time instead of their sum. Each starts its own etcd, broker, sqld and
+// nodes on ports of its own, and none changes the process's environment.
+
 // testCluster is etcd, one mosquitto and the nodes' configs; nodes are
 // started with start.
 type testCluster struct {
@@ -481,6 +490,7 @@ func lines(path string) int {
 // forwarded to it ends node_lost at once, the call runs once and is not
 // run again.
 func TestClusterEdgeCalls(t *testing.T) {
+	t.Parallel() // a slow test that mostly waits: see "Slow tests run in parallel" in cluster_test.go
 	state := sqldtest.Start(t, sqldtest.Options{})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "runs")
@@ -713,6 +723,7 @@ func agentStatus(t *testing.T, tc *testCluster, i int, agent string) orchestrato
 // instant runs once, on a survivor. About two minutes: it waits for two
 // instants of a one-minute job.
 func TestClusterJobRunsOnce(t *testing.T) {
+	t.Parallel() // a slow test that mostly waits: see "Slow tests run in parallel" in cluster_test.go
 	if testing.Short() {
 		t.Skip("waits for two instants of a one-minute job")
 	}
