@@ -122,6 +122,9 @@ func badRequest(param, format string, args ...any) *requestError {
 // decodeChatCompletionRequest parses and checks a chat completions body.
 // Every refusal names the field at fault.
 func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
+	if e := refuseLongArrays(body); e != nil {
+		return completionInput{}, e
+	}
 	var req completionRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		_, param := jsonDecodeProblem(err)
@@ -171,9 +174,8 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	if len(req.Messages) == 0 {
 		return in, badRequest("messages", "messages: at least one message is required, the last one from the user")
 	}
-	if len(req.Messages) > maxCompletionMessages {
-		return in, badRequest("messages", "messages: %d messages, at most %d in one request: start a new chat, or continue a stored conversation (conversation_id) and send only its new message",
-			len(req.Messages), maxCompletionMessages)
+	if len(req.Messages) > maxCompletionMessages { // refuseLongArrays refused it before it was decoded
+		return in, badRequest("messages", "messages: more than %d messages in one request", maxCompletionMessages)
 	}
 	var system []string
 	for i, m := range req.Messages {
@@ -212,6 +214,84 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	}
 	in.System = strings.Join(system, "\n\n")
 	return in, nil
+}
+
+// maxContentParts bounds the parts of one message's content. Clients send
+// a few (text and images); the body bound alone would let one message
+// hold 160,000 empty parts.
+const maxContentParts = 1024
+
+// refuseLongArrays refuses a body whose messages or stop array is longer
+// than its bound before the body is decoded: decoded first, the 140,000
+// tiny messages or million stop sequences a 4 MiB body can hold took 60 to
+// 70 MB each to be refused. A body that does not decode here is left to
+// the decoder, which says what is wrong with it.
+func refuseLongArrays(body []byte) *requestError {
+	var arrays struct {
+		Messages json.RawMessage `json:"messages"`
+		Stop     json.RawMessage `json:"stop"`
+	}
+	if json.Unmarshal(body, &arrays) != nil {
+		return nil
+	}
+	if moreThan(arrays.Messages, maxCompletionMessages) {
+		return badRequest("messages", "messages: more than %d messages in one request: start a new chat, or continue a stored conversation (conversation_id) and send only its new message",
+			maxCompletionMessages)
+	}
+	if moreThan(arrays.Stop, maxStopSequences) {
+		return badRequest("stop", "stop: more than %d stop sequences: at most %d", maxStopSequences, maxStopSequences)
+	}
+	return nil
+}
+
+// moreThan reports whether raw, valid JSON (as a field the decoder took),
+// is an array of more than max elements. It counts the commas between the
+// array's own elements, allocating nothing: skipping each element with a
+// json.Decoder buffered and copied it, 25 MB for one message of 4 MB.
+func moreThan(raw json.RawMessage, max int) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' {
+		return false
+	}
+	// n counts the elements begun; next: one may begin (at the start and
+	// after a comma of the array's own).
+	depth, n := 0, 0
+	inString, escaped, next := false, false, true
+	for _, c := range raw[1:] {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == ' ', c == '\t', c == '\n', c == '\r':
+			continue
+		case depth == 0 && c == ']':
+			return false
+		case depth == 0 && c == ',':
+			next = true
+			continue
+		}
+		if depth == 0 && next {
+			if n, next = n+1, false; n > max {
+				return true
+			}
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
 }
 
 // refuseUnsupported refuses the fields evoclaw cannot honour rather than
@@ -306,8 +386,8 @@ func stopSequences(raw json.RawMessage) ([]string, *requestError) {
 	if json.Unmarshal(raw, &seqs) != nil {
 		return nil, badRequest("stop", "stop: want a string or an array of at most %d strings", maxStopSequences)
 	}
-	if len(seqs) > maxStopSequences {
-		return nil, badRequest("stop", "stop: %d stop sequences, at most %d", len(seqs), maxStopSequences)
+	if len(seqs) > maxStopSequences { // refuseLongArrays refused a longer one before it was decoded
+		return nil, badRequest("stop", "stop: more than %d stop sequences: at most %d", maxStopSequences, maxStopSequences)
 	}
 	for i, q := range seqs {
 		if q == "" {
@@ -348,6 +428,9 @@ func contentText(raw json.RawMessage, where string) (string, *requestError) {
 	var parts []struct {
 		Type string  `json:"type"`
 		Text *string `json:"text"`
+	}
+	if raw[0] == '[' && moreThan(raw, maxContentParts) {
+		return "", badRequest(where+".content", "%s.content: more than %d parts", where, maxContentParts)
 	}
 	if raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
 		return "", badRequest(where+".content", "%s.content: want a string or an array of {\"type\": \"text\", \"text\": ...} parts", where)

@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -90,4 +92,63 @@ func FuzzDecodeChatRequest(f *testing.F) {
 
 func containsAny(s string, subs []string) bool {
 	return slices.ContainsFunc(subs, func(q string) bool { return strings.Contains(s, q) })
+}
+
+// TestDecodeChatCompletionLongArrays: a 4 MiB body whose messages, stop
+// or content parts hold far more elements than their bounds is refused
+// naming the field, without decoding them: what it allocates stays within
+// a few times its size (decoded first, each took 60 to 70 MB).
+func TestDecodeChatCompletionLongArrays(t *testing.T) {
+	fill := func(head, elem, tail string) []byte {
+		n := (maxCompletionBody - len(head) - len(tail)) / (len(elem) + 1)
+		return []byte(head + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + tail)
+	}
+	for _, tt := range []struct {
+		name, param string
+		body        []byte
+	}{
+		{"messages", "messages", fill(`{"model":"evoclaw","messages":[`, `{"role":"user","content":"a"}`, `]}`)},
+		{"stop", "stop", fill(`{"model":"evoclaw","messages":[{"role":"user","content":"a"}],"stop":[`, `"a"`, `]}`)},
+		{"content parts", "messages[0].content", fill(`{"model":"evoclaw","messages":[{"role":"user","content":[`, `{"type":"text","text":""}`, `]}]}`)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := decodeChatCompletionRequest(tt.body)
+			runtime.ReadMemStats(&after)
+			if err == nil || err.Status != 400 || err.Param == nil || *err.Param != tt.param || !strings.Contains(err.Message, "more than") {
+				t.Fatalf("refusal %+v, want 400 naming %s", err, tt.param)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*uint64(len(tt.body)) {
+				t.Fatalf("refusing a %d-byte body allocated %d bytes", len(tt.body), alloc)
+			}
+		})
+	}
+}
+
+// FuzzMoreThan: for any JSON array, moreThan agrees with the length the
+// decoder finds, at every bound around it.
+func FuzzMoreThan(f *testing.F) {
+	for _, s := range []string{`[]`, `[1]`, ` [ 1 , "a,]" , {"x":[1,2]} , [[]] , true ] `, `["\"],"]`, `[null,-1.5e3,"\\"]`, `{"a":1}`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var elems []json.RawMessage
+		if !json.Valid(raw) {
+			return
+		}
+		n := -1 // not an array: never more than any bound
+		if json.Unmarshal(raw, &elems) == nil {
+			n = len(elems)
+		}
+		for _, max := range []int{0, 1, 2, 3, n - 1, n, n + 1} {
+			if max < 0 {
+				continue
+			}
+			if got, want := moreThan(raw, max), n > max; got != want {
+				t.Fatalf("moreThan(%s, %d) = %v, want %v (%d elements)", raw, max, got, want, n)
+			}
+		}
+	})
 }
