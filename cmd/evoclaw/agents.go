@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -117,6 +118,12 @@ func agentsAdd(w io.Writer, path, name string, role broker.Role, rotate bool, br
 		fmt.Fprintf(w, "# evoclaw.toml of the other orchestrator\n[broker]\nurl = %q\nusername = %q\npassword_env = %q\n\n", brokerURL, name, agentPasswordEnv)
 	} else {
 		fmt.Fprintf(w, "# agent.toml on %s\nagent_id = %q\n\n[mqtt]\nbroker = %q\nusername = %q\npassword_env = %q\n\n", name, name, brokerURL, name, agentPasswordEnv)
+	}
+	if strings.HasPrefix(brokerURL, "tls://") || strings.HasPrefix(brokerURL, "ssl://") {
+		// Without it, a broker certificate made by the operator's own CA
+		// fails verification at every attempt.
+		fmt.Fprintf(w, "# the broker's certificate is verified against the system's roots; if your own CA signed it\n"+
+			"# ([broker] tls_cert_file), copy that CA's certificate to the device and add its path:\n# ca_file = \"/etc/evoclaw/broker-ca.pem\"\n\n")
 	}
 	fmt.Fprintf(w, "# its environment (a systemd EnvironmentFile with mode 0600, say):\n%s=%s\n", agentPasswordEnv, password)
 	return nil
