@@ -162,10 +162,10 @@ func TestChatInterruptCancelsTheChat(t *testing.T) {
 // the node gave the conversation.
 func TestChatPrompt(t *testing.T) {
 	for conv, want := range map[string]string{
-		"":                       "evoclaw> ",
-		"c-1":                    "evoclaw [c-1]> ",
-		"a\u200bb\x1b[2Jc\u202e": "evoclaw [abc]> ",
-		strings.Repeat("x", 40):  "evoclaw [" + strings.Repeat("x", maxPromptID) + "…]> ",
+		"":                                 "evoclaw> ",
+		"c-1":                              "evoclaw [c-1]> ",
+		"a\u200bb\x1b[2Jc\u202e":           "evoclaw [abc]> ",
+		strings.Repeat("x", maxPromptID+8): "evoclaw [" + strings.Repeat("x", maxPromptID) + "…]> ",
 	} {
 		if got := (&chatSession{conv: conv}).prompt(); got != want {
 			t.Errorf("prompt for %q: %q, want %q", conv, got, want)
