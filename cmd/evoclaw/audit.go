@@ -80,7 +80,12 @@ func (f tierFlags) check() error {
 		return err
 	}
 	switch *f.tier {
-	case tierWarm, tierCold, tierAll:
+	case tierWarm:
+		return nil
+	case tierCold, tierAll:
+		if *f.coldURL == "" { // before any work on the warm tier
+			return fmt.Errorf("%w: --tier %s needs the cold tier's URL: --cold-url URL or $%s", errUsage, *f.tier, coldURLEnv)
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: --tier %q, want warm, cold or all", errUsage, *f.tier)
