@@ -169,6 +169,9 @@ func (c *Config) Validate() error { return c.validate(true) }
 func (c *Config) validate(secrets bool) error {
 	var errs []error
 	if err := wire.ValidateAgentID(c.AgentID); err != nil {
+		if c.AgentID == "" { // the packaged agent.toml leaves it to be set
+			err = fmt.Errorf("%w: set agent_id to this agent's name, the NAME of `evoclaw agents add NAME` on the node", err)
+		}
 		errs = append(errs, fmt.Errorf("agent_id: %w", err))
 	}
 	if c.AgentType == "" {

@@ -32,3 +32,13 @@ func TestSecretsCheckedAtStart(t *testing.T) {
 		t.Fatalf("Validate with the secret set: %v", err)
 	}
 }
+
+// TestMissingAgentIDSaysWhatToSet: the packaged agent.toml, which leaves
+// agent_id to the operator, is refused with what to set. Before, the error
+// was "agent_id: agent id is empty".
+func TestMissingAgentIDSaysWhatToSet(t *testing.T) {
+	_, err := LoadConfig(filepath.Join("..", "cmd", "release", "packaging", "agent.toml"))
+	if err == nil || !strings.Contains(err.Error(), "set agent_id to this agent's name") || !strings.Contains(err.Error(), "evoclaw agents add") {
+		t.Fatalf("LoadConfig of the packaged agent.toml = %v, want what to set", err)
+	}
+}
