@@ -274,3 +274,25 @@ func TestChatShowsConversationToContinue(t *testing.T) {
 		t.Fatalf("one-shot: %v", err)
 	}
 }
+
+// SIGTERM ends the REPL waiting at its prompt, with the terminal's modes
+// restored; it once went on waiting for a line, whatever the signals.
+func TestChatREPLEndsOnSIGTERM(t *testing.T) {
+	f := newFakeNode(t)
+	p := startPTYChat(t, t.TempDir(), "--data-dir", f.dir)
+	p.expect("evoclaw> ")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("exit %v, want status 1", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("SIGTERM did not end the REPL")
+	}
+	p.expect(bracketedPasteOff)
+	p.expect("context canceled")
+}

@@ -119,24 +119,26 @@ func joinPastes(tty io.Reader, w io.WriteCloser) {
 
 // newPasteLiner is the REPL's line editor reading the terminal through
 // joinPastes, and its prompt, which turns bracketed paste on while it
-// waits and gives pasted line breaks as pastedBreak. The copying
-// goroutine ends with the terminal, as the editor's own reader does.
-func newPasteLiner(out io.Writer) (*liner.State, lineReader) {
+// waits and gives pasted line breaks as pastedBreak. endInput ends the
+// editor's input: a prompt waiting returns io.EOF (the editor itself
+// cannot be woken). The copying goroutine ends with the terminal, as the
+// editor's own reader does.
+func newPasteLiner(out io.Writer) (ln *liner.State, prompt lineReader, endInput func()) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		ln := liner.NewLiner()
-		return ln, ln.Prompt
+		return ln, ln.Prompt, func() {}
 	}
 	// The editor reads os.Stdin as it is when made (its terminal modes
 	// are set on descriptor 0 whatever os.Stdin is).
 	tty := os.Stdin
 	os.Stdin = r
-	ln := liner.NewLiner()
+	ln = liner.NewLiner()
 	os.Stdin = tty
 	go joinPastes(tty, w)
 	return ln, func(prompt string) (string, error) {
 		fmt.Fprint(out, bracketedPasteOn)
 		defer fmt.Fprint(out, bracketedPasteOff)
 		return ln.Prompt(prompt)
-	}
+	}, func() { _ = w.Close() }
 }

@@ -26,10 +26,11 @@ const maxPromptID = wire.MaxAgentIDLen
 
 // repl reads questions with line editing and history until /quit or
 // Ctrl-D. Ctrl-C cancels the running chat, or at the prompt says how to
-// leave; neither ends the REPL.
+// leave; neither ends the REPL. SIGTERM (ctx) ends it, at the prompt too.
 func (s *chatSession) repl(ctx context.Context) error {
-	ln, readLine := newPasteLiner(s.io.stdout)
+	ln, readLine, endInput := newPasteLiner(s.io.stdout)
 	defer ln.Close()
+	defer context.AfterFunc(ctx, endInput)()
 	ln.SetCtrlCAborts(true)
 	hist := newChatHistory(ln, s.io.stderr)
 	hist.load()
@@ -47,7 +48,7 @@ func (s *chatSession) repl(ctx context.Context) error {
 		case errors.Is(err, io.EOF):
 			fmt.Fprintln(s.io.stdout)
 			s.noteContinue()
-			return nil
+			return ctx.Err() // nil: Ctrl-D
 		case err != nil:
 			return fmt.Errorf("read input: %w", err)
 		}
