@@ -103,6 +103,9 @@ func (f *nodeFlags) client() (*nodeClient, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
+				if nodeRunsIn(f.dataDir) {
+					return nil, fmt.Errorf("%w: %s", errNoNode, apiOff(f.dataDir))
+				}
 				return nil, fmt.Errorf("%w: no API address in %s: start `evoclaw serve --data-dir %s`, or pass --data-dir DIR or --node URL", errNoNode, path, f.dataDir)
 			}
 			return nil, fmt.Errorf("read node address: %w", err)
@@ -120,7 +123,32 @@ func (f *nodeFlags) client() (*nodeClient, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout}).DialContext
 	tr.ResponseHeaderTimeout = nodeHeaderTimeout
-	return &nodeClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}, nil
+	c := &nodeClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}
+	if f.node == "" && os.Getenv(envNode) == "" {
+		c.dataDir = f.dataDir // the address came from there
+	}
+	return c, nil
+}
+
+// nodeRunsIn reports whether a node (serve, or an edge agent) runs in the
+// data directory dir: it holds the flock of the audit database there
+// while it runs (persistence/sqlite), which the kernel drops when it ends.
+// The probe holds the lock for no longer than the call.
+func nodeRunsIn(dir string) bool {
+	db, err := os.Open(filepath.Join(dir, orchestrator.AuditFile))
+	if err != nil {
+		return false
+	}
+	defer db.Close() // drops the probe's lock, if it took it
+	return errors.Is(flockNB(db), syscall.EWOULDBLOCK)
+}
+
+// apiOff says what to do about a node that runs in dir but serves no API
+// there.
+func apiOff(dir string) string {
+	return fmt.Sprintf("a node runs in %s, but with its API off (or it is an edge agent, which has none): "+
+		"set [http] listen in the node's evoclaw.toml, e.g. listen = \"127.0.0.1:8787\" (docs/CONFIG.md), and restart it; "+
+		"or pass --data-dir DIR or --node URL of a node with its API on", dir)
 }
 
 // token finds the bearer token: --token-file, the environment, the data
@@ -154,6 +182,9 @@ type nodeClient struct {
 	base  string // without a trailing slash
 	token string
 	http  *http.Client
+	// dataDir is the data directory base was read from; empty when
+	// base was given (--node, $EVOCLAW_NODE).
+	dataDir string
 }
 
 // do sends a request with the token. A non-2xx answer is an *apiError and
@@ -188,6 +219,11 @@ func (c *nodeClient) do(ctx context.Context, method, path string, body any) (*ht
 				c.base, nodeHeaderTimeout, errNoAnswerInTime)
 		}
 		if isUnreachable(err) {
+			if c.dataDir != "" && nodeRunsIn(c.dataDir) {
+				// the address is left from a run with the API on
+				return nil, fmt.Errorf("%w answers at %s (from %s): %s", errNoNode, c.base,
+					filepath.Join(c.dataDir, orchestrator.HTTPAddrFile), apiOff(c.dataDir))
+			}
 			return nil, fmt.Errorf("%w answers at %s: start `evoclaw serve`, or pass --data-dir DIR or --node URL (%v)", errNoNode, c.base, unwrapNet(err))
 		}
 		return nil, fmt.Errorf("%s %s: %w", method, c.base+path, err)
