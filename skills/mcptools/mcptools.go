@@ -213,7 +213,10 @@ type Options struct {
 	// other tools (added, removed, another schema), or refused its
 	// listing, and then it offers none, or a background restart of a
 	// server that offered none listed some. tools and errs are what Tools
-	// returns for that server alone. It runs on the goroutine of the call
+	// returns for that server alone; the errs are logged by this package,
+	// within the bound of its lines on changes (noteChange), so Changed
+	// should not log each: a server may change its tools every second and
+	// list hundreds it cannot offer each time. It runs on the goroutine of the call
 	// that restarted the server, which waits for it, on the server's
 	// background retry or on its listing goroutine; one server's calls
 	// come one at a time, in the order of its listings, never once Close
@@ -458,8 +461,9 @@ func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	srv.use(session)
 	// Tools offered again after they were withdrawn are logged by back.
-	if had := srv.offering(); srv.setTools(tools, skipped) && had {
-		srv.noteChange("restart", len(tools))
+	had := srv.offering()
+	if changed, notOffered := srv.setTools(tools, skipped); changed && had {
+		srv.noteChange("restart", len(tools), notOffered)
 	}
 	srv.back()
 	return session, nil
@@ -471,19 +475,23 @@ func ceil(d, m time.Duration) time.Duration {
 }
 
 // setTools makes tools and skipped the server's, and calls its Changed
-// function when the tools differ from those it had, which it reports.
+// function when the tools differ from those it had, which it reports with
+// the tools of the new listing it does not offer (and why).
 // srv.mu is held, so that the Changed calls of two listings come in the
 // order of their listings.
-func (srv *server) setTools(tools []*mcp.Tool, skipped []error) (changed bool) {
+func (srv *server) setTools(tools []*mcp.Tool, skipped []error) (changed bool, notOffered []error) {
 	srv.toolsMu.Lock()
 	same := sameTools(srv.tools, tools)
 	srv.tools, srv.skipped = tools, skipped
 	srv.toolsMu.Unlock()
-	if !same && srv.changed != nil {
-		offered, errs := srv.offer()
+	if same {
+		return false, nil
+	}
+	offered, errs := srv.offer()
+	if srv.changed != nil {
 		srv.changed(srv.name, offered, errs)
 	}
-	return !same
+	return true, errs
 }
 
 // sameTools reports whether a and b list the same tools, in JSON.

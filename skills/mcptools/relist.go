@@ -127,23 +127,30 @@ func (srv *server) relist() {
 		_ = session.Close()
 		return
 	}
-	if srv.setTools(tools, skipped) {
-		srv.noteChange("notification", len(tools))
+	if changed, notOffered := srv.setTools(tools, skipped); changed {
+		srv.noteChange("notification", len(tools), notOffered)
 	}
 }
 
 // noteChange logs that a listing after a restart or a notification
-// (after) changed the server's tools, with the bound described above.
-// srv.mu is held.
-func (srv *server) noteChange(after string, tools int) {
+// (after) changed the server's tools, with the bound described above;
+// the line counts the tools of that listing not offered and gives the
+// first reason (a WARN then). srv.mu is held.
+func (srv *server) noteChange(after string, tools int, notOffered []error) {
 	now := srv.now()
 	if now.Sub(srv.lastChange) >= RestartBackoffMax {
 		srv.changes = 0
 	}
 	srv.lastChange = now
-	if srv.changes++; bits.OnesCount(uint(srv.changes)) == 1 {
-		srv.log.Info("MCP server's tools changed", "after", after, "tools", tools, "changes", srv.changes)
+	if srv.changes++; bits.OnesCount(uint(srv.changes)) != 1 {
+		return
 	}
+	if len(notOffered) == 0 {
+		srv.log.Info("MCP server's tools changed", "after", after, "tools", tools, "changes", srv.changes)
+		return
+	}
+	srv.log.Warn("MCP server's tools changed, some not offered", "after", after, "tools", tools, "changes", srv.changes,
+		"not_offered", len(notOffered), "first", notOffered[0])
 }
 
 // closeRelists stops the listing goroutine and waits for it.

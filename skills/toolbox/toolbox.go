@@ -302,7 +302,11 @@ func (b *Box) ConnectMCP(ctx context.Context) {
 		b.log.Warn("MCP server not available", "err", err)
 	}
 	tools, errs := set.Tools()
-	for _, err := range errs {
+	for i, err := range errs {
+		if i == maxToolErrLines {
+			b.log.Warn("MCP tools not offered, more", "count", len(errs)-i)
+			break
+		}
 		b.log.Warn("MCP tool not offered", "err", err)
 	}
 	if err := b.Tools.Add(tools...); err != nil {
@@ -316,18 +320,21 @@ func (b *Box) ConnectMCP(ctx context.Context) {
 	b.mcp = set
 }
 
+// maxToolErrLines bounds the lines ConnectMCP writes about tools it does
+// not offer: a server may list 512 tools no agent can offer.
+const maxToolErrLines = 8
+
 // mcpChanged offers the tools an MCP server offers since its restart or
 // its last listing in place of those it offered before
 // (mcptools.Options.Changed).
-func (b *Box) mcpChanged(server string, tools []skills.GoTool, errs []error) {
-	for _, err := range errs {
-		b.log.Warn("MCP tool not offered", "err", err)
-	}
+func (b *Box) mcpChanged(server string, tools []skills.GoTool, _ []error) {
 	if err := b.Tools.Replace(skills.SourceMCP, server, tools...); err != nil {
 		b.log.Error("replace MCP tools", "server", server, "err", err)
 	}
-	// mcptools logs the change, within its bound on such lines: a server
-	// may change its tools every second.
+	// mcptools logs the change and the tools it does not offer (how many,
+	// the first reason), within its bound on such lines: a server may
+	// change its tools every second and list hundreds it cannot offer
+	// each time, and a line per tool was 500 lines a second.
 }
 
 // Close ends the MCP sessions; their tools then fail with
