@@ -19,7 +19,10 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -102,7 +105,28 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 		h.Set("Authorization", "Bearer "+p.o.APIKey)
 	}
 	call := &httpc.Call{Provider: Name, Model: model, URL: p.o.BaseURL + "/chat/completions", Header: h, Body: body, Client: p.o.Client, Now: p.o.Now}
-	return call.Exchange(ctx, p.o.Stream, p.o.IdleTimeout, codec)
+	resp, err := call.Exchange(ctx, p.o.Stream, p.o.IdleTimeout, codec)
+	return resp, hintV1(err, p.o.BaseURL)
+}
+
+// hintV1 adds to a 404 for the chat completions path, from a server whose
+// base URL does not end in /v1, the address to try: llama.cpp, Ollama,
+// vLLM and LM Studio serve the API below /v1, and a base_url without it
+// gets a bare "404 page not found". The hint names only the configured
+// address (at most 200 bytes of it); the server's message stays as
+// bounded as before. Other errors are returned as they are.
+func hintV1(err error, baseURL string) error {
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Status != http.StatusNotFound {
+		return err
+	}
+	u, perr := url.Parse(baseURL)
+	if perr != nil || strings.HasSuffix(u.Path, "/v1") {
+		return err
+	}
+	e.Message = fmt.Sprintf("%s (base_url %q does not end in /v1: OpenAI-compatible servers answer at {base_url}/chat/completions with base_url ending in /v1; try %q)",
+		e.Message, llm.Excerpt(baseURL, 200), llm.Excerpt(baseURL+"/v1", 203))
+	return err
 }
 
 // codec is what this provider brings to an exchange.
