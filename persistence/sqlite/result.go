@@ -15,11 +15,19 @@ import (
 	"unicode/utf8"
 )
 
+// rowCount says n rows in English: "1 row", "0 rows", "2 rows".
+func rowCount(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
+
 // maxCellRunes is the widest cell WriteTable prints, in runes.
 const maxCellRunes = 80
 
 // WriteTable writes r as an aligned text table: a header, a separator, one
-// line per row, then "(N rows)". NULL prints as NULL, a BLOB that is not
+// line per row, then "(1 row)" or "(N rows)". NULL prints as NULL, a BLOB that is not
 // UTF-8 as x'hex', newlines and tabs as \n, \r and \t, and cells longer than
 // 80 runes are cut, ending in "…". Other control characters are escaped
 // as \xNN or \uNNNN so that tool output cannot drive the terminal.
@@ -57,7 +65,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			bw.WriteByte('\n')
 		}
 	}
-	fmt.Fprintf(bw, "(%d rows)\n", len(r.Rows))
+	fmt.Fprintf(bw, "(%s)\n", rowCount(len(r.Rows)))
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write result table: %w", err)
 	}

@@ -63,12 +63,12 @@ func TestWriteTable(t *testing.T) {
 		{
 			name: "invalid UTF-8 in text",
 			res:  Result{Columns: []string{"v"}, Rows: [][]any{{"a\x9b[2Jb\xff\n"}}},
-			want: "v\n---------------\na\\x9b[2Jb\\xff\\n\n(1 rows)\n",
+			want: "v\n---------------\na\\x9b[2Jb\\xff\\n\n(1 row)\n",
 		},
 		{
 			name: "long cell cut at 80 runes",
 			res:  Result{Columns: []string{"c"}, Rows: [][]any{{long}}},
-			want: "c\n" + strings.Repeat("-", 80) + "\n" + strings.Repeat("x", 79) + "…\n(1 rows)\n",
+			want: "c\n" + strings.Repeat("-", 80) + "\n" + strings.Repeat("x", 79) + "…\n(1 row)\n",
 		},
 	}
 	for _, tt := range tests {
