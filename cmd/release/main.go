@@ -25,14 +25,28 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "release:", err)
-		}
-		os.Exit(1)
+	os.Exit(code)
+}
+
+// errUsage marks a command line that is wrong; the flag package has
+// printed the usage.
+var errUsage = errors.New("usage")
+
+// exitCode reports err on stderr and gives the exit status: 0 for none
+// and for -h/--help (the usage is printed), 2 for a wrong command line, 1
+// for a release that failed.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "release:", err)
+		return 2
 	}
+	fmt.Fprintln(stderr, "release:", err)
+	return 1
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,10 +56,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("targets", "", "comma-separated subset of "+strings.Join(targetNames(), ",")+" (default: all)")
 	noDeb := fs.Bool("no-deb", false, "build binaries and checksums only")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
 	tgts, err := selectTargets(*only)
 	if err != nil {
