@@ -28,6 +28,25 @@ const (
 	ErrTypeNodeLost       = "node_lost_error"       // 503: the cluster node running the chat died
 )
 
+// ErrNodeStopping ends the chats of the HTTP API still running when the
+// node stops: the cause of their requests' contexts then (httpAPI.close),
+// so that they fail as the node's doing (503), not as if their clients
+// had gone away.
+var ErrNodeStopping = errors.New("the node is stopping")
+
+// stoppingErr returns err, a chat's failure, as ErrNodeStopping when it is
+// a cancellation and ctx was ended by the node stopping.
+func stoppingErr(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), ErrNodeStopping) || errors.Is(err, ErrNodeStopping) {
+		return err
+	}
+	var le *llm.Error
+	if errors.Is(err, context.Canceled) || errors.Is(err, actors.ErrCanceled) || errors.As(err, &le) && le.Kind == llm.KindCanceled {
+		return fmt.Errorf("%w: the chat was not finished (retry once it is back): %w", ErrNodeStopping, err)
+	}
+	return err
+}
+
 // statusClientClosed is logged (never seen) for a chat its client abandoned.
 const statusClientClosed = 499
 
@@ -128,6 +147,8 @@ func chatErrorStatus(err error) (int, string) {
 		return http.StatusOK, ""
 	case errors.Is(err, ErrNodeLost):
 		return http.StatusServiceUnavailable, ErrTypeNodeLost
+	case errors.Is(err, ErrNodeStopping):
+		return http.StatusServiceUnavailable, ErrTypeNotReady
 	case errors.As(err, &re) && re.Status >= 400 && re.Status <= 599 && re.Type != "":
 		// the node that ran the chat mapped it already
 		return re.Status, re.Type

@@ -171,8 +171,8 @@ func (n *Node) startHTTP() error {
 		}
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s (see docs/API.md)", r.Method, echo(r.URL.Path)))
 	})
-	base, stop := context.WithCancel(context.Background())
-	api.stop = stop
+	base, stop := context.WithCancelCause(context.Background())
+	api.stop = func() { stop(ErrNodeStopping) }
 	limits := n.httpLimits.withDefaults()
 	api.srv = &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return base }}
 	bounded := limits.apply(api.srv, ln)

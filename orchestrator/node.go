@@ -621,8 +621,10 @@ var ErrConversationID = errors.New("conversation id")
 // Converse sends in to its conversation and waits for the answer. A caller
 // that gives up (ctx ends) cancels the chat. The error is the answer's
 // error, or why there is no answer (actors.ErrAskTimeout when the node's
-// chat timeout passed).
-func (n *Node) Converse(ctx context.Context, in ChatInput) (*actors.Answer, error) {
+// chat timeout passed). A chat of the HTTP API cut because the node is
+// stopping fails with ErrNodeStopping, not as one its client gave up.
+func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, err error) {
+	defer func() { err = stoppingErr(ctx, err) }()
 	if in.ConversationID == "" {
 		return nil, fmt.Errorf("%w: required (letters, digits, - and _; at most 48)", ErrConversationID)
 	}
