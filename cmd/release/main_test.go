@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -46,15 +45,10 @@ func TestHelpExitsZero(t *testing.T) {
 			cmd.Dir = t.TempDir() // not a repository: a release that started would fail
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
-			err := cmd.Run()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
+			if err := cmd.Run(); cmd.ProcessState == nil {
+				t.Fatal(err) // it did not start
 			}
-			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			if code := cmd.ProcessState.ExitCode(); code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, want %d and %q in:\n%s", code, tt.code, tt.want, stderr.String())
 			}
 		})
