@@ -43,7 +43,7 @@ func TestChatOneShotExitCodes(t *testing.T) {
 		{"timeout", []string{"--data-dir", f.dir, "status 504"}, 1, "", "no answer in time", true},
 		{"bad request", []string{"--data-dir", f.dir, "status 400"}, 1, "", "the node refused the request", true},
 		{"error event", []string{"--data-dir", f.dir, "event-error"}, 1, "", "the LLM failed: model exploded", true},
-		{"wrong token", []string{"--data-dir", f.dir, "--token-file", wrongToken, "hi"}, 1, "", "wrong token: is --data-dir the node's?", true},
+		{"wrong token", []string{"--data-dir", f.dir, "--token-file", wrongToken, "hi"}, 1, "", "wrong token, from --token-file " + wrongToken, true},
 		{"no node here", []string{"--data-dir", t.TempDir(), "hi"}, 1, "", "start `evoclaw serve", true},
 		{"node gone", []string{"--data-dir", stale, "hi"}, 1, "", "no evoclaw node answers at http://127.0.0.1:1", true},
 		{"--node overrides", []string{"--data-dir", stale, "--node", f.srv.URL, "hi"}, 0, "(hi)", "", false},

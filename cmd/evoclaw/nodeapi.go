@@ -116,14 +116,14 @@ func (f *nodeFlags) client() (*nodeClient, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: node address %q: want http://host:port", errUsage, base)
 	}
-	token, err := f.token()
+	token, tokenFrom, err := f.token()
 	if err != nil {
 		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout}).DialContext
 	tr.ResponseHeaderTimeout = nodeHeaderTimeout
-	c := &nodeClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}
+	c := &nodeClient{base: strings.TrimRight(base, "/"), token: token, tokenFrom: tokenFrom, http: &http.Client{Transport: tr}}
 	if f.node == "" && os.Getenv(envNode) == "" {
 		c.dataDir = f.dataDir // the address came from there
 	}
@@ -152,36 +152,41 @@ func apiOff(dir string) string {
 }
 
 // token finds the bearer token: --token-file, the environment, the data
-// directory, in that order.
-func (f *nodeFlags) token() (string, error) {
+// directory, in that order. from says where it came from, in the words of
+// an error about a token the node refused.
+func (f *nodeFlags) token() (token, from string, err error) {
 	path := f.tokenFile
+	from = "--token-file " + path
 	if path == "" {
 		for _, env := range []string{envToken, envHTTPToken} {
 			if t := strings.TrimSpace(os.Getenv(env)); t != "" {
-				return t, nil
+				return t, "$" + env + " (unset it to use the token in --data-dir)", nil
 			}
 		}
 		path = filepath.Join(f.dataDir, orchestrator.HTTPTokenFile)
+		from = path + ": is --data-dir the node's?"
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%w: no API token in %s: pass the node's --data-dir, --token-file FILE or set $%s", errNoNode, path, envToken)
+			return "", "", fmt.Errorf("%w: no API token in %s: pass the node's --data-dir, --token-file FILE or set $%s", errNoNode, path, envToken)
 		}
-		return "", fmt.Errorf("read API token: %w", err)
+		return "", "", fmt.Errorf("read API token: %w", err)
 	}
 	t := strings.TrimSpace(string(b))
 	if t == "" {
-		return "", fmt.Errorf("%w: the token file %s is empty", errNoNode, path)
+		return "", "", fmt.Errorf("%w: the token file %s is empty", errNoNode, path)
 	}
-	return t, nil
+	return t, from, nil
 }
 
 // nodeClient calls one node's API.
 type nodeClient struct {
 	base  string // without a trailing slash
 	token string
-	http  *http.Client
+	// tokenFrom says where token came from (apiError.TokenFrom).
+	tokenFrom string
+	http      *http.Client
 	// dataDir is the data directory base was read from; empty when
 	// base was given (--node, $EVOCLAW_NODE).
 	dataDir string
@@ -230,7 +235,9 @@ func (c *nodeClient) do(ctx context.Context, method, path string, body any) (*ht
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, readAPIError(resp)
+		e := readAPIError(resp)
+		e.TokenFrom = c.tokenFrom
+		return nil, e
 	}
 	return resp, nil
 }
@@ -305,6 +312,10 @@ type apiError struct {
 	Status  int
 	Type    string
 	Message string
+	// TokenFrom says where the client's token came from, for a 401:
+	// "--token-file FILE", "$EVOCLAW_TOKEN ...", "DIR/http-token: ...";
+	// empty when not known.
+	TokenFrom string
 }
 
 // Error says what went wrong in terms of what the user can do about it.
@@ -315,6 +326,9 @@ func (e *apiError) Error() string {
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
+		if e.TokenFrom != "" {
+			return "wrong token, from " + e.TokenFrom + " (" + msg + ")"
+		}
 		return "wrong token: is --data-dir the node's? (" + msg + ")"
 	case http.StatusBadRequest:
 		return "the node refused the request: " + msg
@@ -365,7 +379,7 @@ func apiErrorFrom(b []byte, status int) *apiError {
 	return e
 }
 
-func readAPIError(resp *http.Response) error {
+func readAPIError(resp *http.Response) *apiError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)) // a cut body still says something
 	return apiErrorFrom(b, resp.StatusCode)
 }
