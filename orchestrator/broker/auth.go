@@ -48,6 +48,10 @@ type authHook struct {
 	// setAccounts drops those of removed identities.
 	agentRate, agentBurst int
 	published             sync.Map // identity name → *rate.Limiter
+
+	// takeovers bounds the lines about session takeovers per client id
+	// (takeover.go); nil logs none.
+	takeovers *rate.Quota
 }
 
 // ID names the hook in mochi's logs.
@@ -55,7 +59,7 @@ func (h *authHook) ID() string { return "evoclaw-auth" }
 
 // Provides tells mochi which hook methods this hook implements.
 func (h *authHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnClientExpired}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnClientExpired, mqtt.OnSessionEstablish}, []byte{b})
 }
 
 // OnConnectAuthenticate authenticates the client (certificate, password or,

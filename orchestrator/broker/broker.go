@@ -162,7 +162,7 @@ func Start(o Options) (_ *Broker, err error) {
 	server := newServer(o, log, lim)
 	b := &Broker{opts: o, server: server, log: log}
 	b.hook = &authHook{server: server, anonymous: o.AllowAnonymous, verify: newVerifier(), log: inputLog,
-		agentRate: o.AgentPublishBytesPerSecond, agentBurst: 16 * o.MaxPacketBytes}
+		agentRate: o.AgentPublishBytesPerSecond, agentBurst: 16 * o.MaxPacketBytes, takeovers: newTakeoverQuota()}
 	accts, _ := buildAccounts(o.Users, nil)
 	b.hook.accts.Store(&accts)
 	if err := b.Reload(); err != nil {

@@ -27,6 +27,12 @@ const (
 	logKeyTLSAddr   = "tls_addr"
 	logKeyAnonymous = "anonymous"
 	logKeyLimit     = "limit"
+	// Of a session takeover (takeover.go): the address of the client
+	// taken over, of the one taking over, and the takeovers of the id not
+	// logged since its last line.
+	logKeyOldRemote = "old_remote"
+	logKeyNewRemote = "new_remote"
+	logKeyUnlogged  = "takeovers_unlogged"
 )
 
 // demoteInfo wraps the handler given to mochi so that its informational

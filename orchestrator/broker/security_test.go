@@ -327,3 +327,62 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		return rc == 0
 	}, "identity added to the file is known after SIGHUP")
 }
+
+// TestSessionTakeoverIsLogged: two clients of one identity with one client
+// id (two edge agents given the same agent_id) take the session from each
+// other at every connect. The broker warns, naming the id and both
+// addresses, at most a few lines per id however long it goes on; another
+// id gets lines of its own. Before, the broker logged nothing about it and
+// each agent saw only its connection lost.
+func TestSessionTakeoverIsLogged(t *testing.T) {
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: fleet, Logger: logs.Logger(slog.LevelInfo)})
+	const msg = "mqtt session taken over"
+	lines := func(client string) []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, msg) && strings.Contains(l, "client="+client+" ") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+
+	const takeovers = 12
+	var want []string // the first lines' old and new remotes
+	old := agentConn(t, b, "bob", "bob-pw")
+	for i := range takeovers {
+		c := agentConn(t, b, "bob", "bob-pw")
+		want = append(want, "old_remote="+old.LocalAddr().String()+" new_remote="+c.LocalAddr().String())
+		if !mqtttest.RawClosed(old, 5*time.Second) {
+			t.Fatalf("takeover %d: the older client kept its connection", i+1)
+		}
+		old = c
+	}
+	got := lines("evoclaw-bob")
+	if len(got) == 0 || len(got) >= takeovers/2 {
+		t.Fatalf("%d takeovers gave %d lines, want a few:\n%s", takeovers, len(got), logs.String())
+	}
+	for i, l := range got {
+		if strings.Contains(l, "…") || !strings.Contains(l, "level=WARN") || !strings.Contains(l, "user=bob") || !strings.Contains(l, want[i]) {
+			t.Errorf("line %d: %s\nwant WARN, user=bob and %s", i+1, l, want[i])
+		}
+	}
+
+	// The quota is per client id: alex's first takeover is logged.
+	agentConn(t, b, "alex-eye", "alex-pw")
+	a2 := agentConn(t, b, "alex-eye", "alex-pw")
+	if got := lines("evoclaw-alex-eye"); len(got) != 1 || !strings.Contains(got[0], "new_remote="+a2.LocalAddr().String()) {
+		t.Errorf("alex's takeover: %q", got)
+	}
+
+	// Clients on ids of their own take nothing over.
+	for _, id := range []string{"ops-1", "ops-2", "ops-3"} {
+		if _, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: id, Username: "ops", Password: "ops-pw"}); rc != 0 {
+			t.Fatalf("%s: rc %d", id, rc)
+		}
+		if got := lines(id); len(got) != 0 {
+			t.Errorf("%d lines for %s, alone on its id: %q", len(got), id, got)
+		}
+	}
+}
