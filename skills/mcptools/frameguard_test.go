@@ -57,6 +57,10 @@ func TestCallResultBound(t *testing.T) {
 			}
 			t.Cleanup(func() { set.Close() })
 			tools, _ := set.Tools()
+			// The server's session ends with the call; the server is then
+			// started again in the background, with the same command line:
+			// the process to see gone is this start's.
+			started := proctest.PIDs(append([]string{tc.server.Command}, tc.server.Args...)...)
 			out := tools[0].Run(context.Background(), nil)
 			if tc.want == "" {
 				if out.ErrorType() != "" || len(out.Text()) < MaxResultBytes-2048 {
@@ -75,7 +79,10 @@ func TestCallResultBound(t *testing.T) {
 				t.Fatalf("error %q (%s), want execution_failed naming %q", out.ErrorText(), out.ErrorType(), tc.want)
 			}
 			if tc.server.Command != "" && strings.Contains(tc.want, "without an end") {
-				proctest.WaitGone(t, hostileBin, "endless")
+				if len(started) != 1 {
+					t.Fatalf("%d processes %v of the server before the call, want 1", len(started), started)
+				}
+				proctest.WaitPIDsGone(t, started...)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ package proctest
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,18 +36,50 @@ func Running(args ...string) bool {
 
 // running reports whether a live process has the raw command line want.
 func running(want string) bool {
+	return len(pids(want)) > 0
+}
+
+// PIDs returns the live processes (not zombies) with exactly the command
+// line args: those of one start, for WaitPIDsGone when the same command
+// may be started again.
+func PIDs(args ...string) []int {
+	return pids(strings.Join(args, "\x00") + "\x00")
+}
+
+// pids returns the live processes with the raw command line want.
+func pids(want string) []int {
+	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || string(b) != want {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !live(pid) {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err == nil && !strings.Contains(string(stat), ") Z ") {
-			return true
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+			out = append(out, pid)
 		}
 	}
-	return false
+	return out
+}
+
+// live reports whether process pid exists and is no zombie.
+func live(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return err == nil && !strings.Contains(string(stat), ") Z ")
+}
+
+// WaitPIDsGone polls /proc until none of the processes pids is alive,
+// failing the test after Within.
+func WaitPIDsGone(t testing.TB, pids ...int) {
+	t.Helper()
+	testenv.Eventually(t, Within, func() bool {
+		for _, pid := range pids {
+			if live(pid) {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("processes %v to end", pids))
 }
 
 // StartSelf runs the test binary again, running no test, with env
