@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,8 +114,9 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 // base URL does not end in /v1, the address to try: llama.cpp, Ollama,
 // vLLM and LM Studio serve the API below /v1, and a base_url without it
 // gets a bare "404 page not found". The hint names only the configured
-// address (at most 200 bytes of it); the server's message stays as
-// bounded as before. Other errors are returned as they are.
+// address, quoted and then cut to 200 bytes (quoting can make a byte four,
+// so the cut comes after it); the server's message stays as bounded as
+// before. Other errors are returned as they are.
 func hintV1(err error, baseURL string) error {
 	var e *llm.Error
 	if !errors.As(err, &e) || e.Status != http.StatusNotFound {
@@ -124,8 +126,9 @@ func hintV1(err error, baseURL string) error {
 	if perr != nil || strings.HasSuffix(u.Path, "/v1") {
 		return err
 	}
-	e.Message = fmt.Sprintf("%s (base_url %q does not end in /v1: OpenAI-compatible servers answer at {base_url}/chat/completions with base_url ending in /v1; try %q)",
-		e.Message, llm.Excerpt(baseURL, 200), llm.Excerpt(baseURL+"/v1", 203))
+	quoted := func(s string) string { return llm.Excerpt(strconv.Quote(s), 200) }
+	e.Message = fmt.Sprintf("%s (base_url %s does not end in /v1: OpenAI-compatible servers answer at {base_url}/chat/completions with base_url ending in /v1; try %s)",
+		e.Message, quoted(baseURL), quoted(baseURL+"/v1"))
 	return err
 }
 
