@@ -224,10 +224,10 @@ func statusPayload(agent, presence string) string {
 
 // TestContractTakeoverEndsOnline reconnects an agent while the broker still
 // holds its previous, half-open connection. When the new connection takes the
-// client id over, mosquitto publishes the old connection's will, and mochi
-// usually does (unless the takeover lands before the old session started
-// reading), so subscribers may see "offline" just before "online". What
-// matters is that the retained status ends "online".
+// client id over, mosquitto publishes the old connection's will before it
+// answers the new one, so subscribers may see "offline" just before
+// "online"; the embedded broker drops that will (orchestrator/broker,
+// takeover.go). What matters is that the retained status ends "online".
 func TestContractTakeoverEndsOnline(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		agent := clientID("agent")

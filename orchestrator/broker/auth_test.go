@@ -155,3 +155,61 @@ func TestRetainedWillWithUsers(t *testing.T) {
 		t.Fatal("no retained status for a late subscriber")
 	}
 }
+
+// TestTakenOverSessionSendsNoWill: when an agent's new connection takes its
+// client id over, the old connection's will ("offline") is not published,
+// since the agent is connected; it used to be, from the old connection's
+// goroutine, and could land after the new "online" and stay retained. The
+// will of the connection that holds the id still works.
+func TestTakenOverSessionSendsNoWill(t *testing.T) {
+	t.Parallel()
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", Users: testUsers})
+	topic := wire.StatusTopic("alex-eye")
+	offline, _ := json.Marshal(wire.Status{AgentID: "alex-eye", Status: wire.PresenceOffline})
+	online, _ := json.Marshal(wire.Status{AgentID: "alex-eye", Status: wire.PresenceOnline})
+	agent := mqtttest.RawConnect{
+		ClientID: "evoclaw-alex-eye", Username: "alex-eye", Password: "pi-pass",
+		WillTopic: topic, WillPayload: string(offline), WillRetain: true,
+	}
+
+	watch := mqtttest.Connect(t, mqttc.Options{BrokerURL: b.URL(), ClientID: "watch", Username: "orchestrator", Password: "s3cret"})
+	statuses := make(chan string, 16)
+	if err := watch.Subscribe(topic, 1, func(m mqttc.Message) { statuses <- string(m.Payload) }); err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) string {
+		select {
+		case s := <-statuses:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no status: %s", what)
+			return ""
+		}
+	}
+
+	first, rc := mqtttest.DialRaw(t, b.Addr(), agent)
+	if rc != 0 {
+		t.Fatalf("first CONNECT return code %d", rc)
+	}
+	second, rc := mqtttest.DialRaw(t, b.Addr(), agent)
+	if rc != 0 {
+		t.Fatalf("second CONNECT return code %d", rc)
+	}
+	if !mqtttest.RawClosed(first, 5*time.Second) {
+		t.Fatal("the taken-over connection was kept")
+	}
+	mqtttest.RawPublish(t, second, topic, string(online), true)
+	if s := next("the agent's online"); s != string(online) {
+		t.Fatalf("first status after the takeover = %s, want %s (the old connection's will)", s, online)
+	}
+	select { // the old will, had it been sent late
+	case s := <-statuses:
+		t.Fatalf("status after online = %s", s)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	second.Close() // no DISCONNECT: this connection's will is due
+	if s := next("the will of the connection holding the id"); s != string(offline) {
+		t.Fatalf("status after the agent's connection ended = %s, want %s", s, offline)
+	}
+}

@@ -5,7 +5,8 @@
 // The broker is mochi-mqtt v2 with one TCP listener and one auth hook of our
 // own. Retained messages and last wills work as MQTT 3.1.1 specifies; the
 // system relies on both (retained capabilities and status, and a retained
-// "offline" will).
+// "offline" will), except that the will of a session taken over by a newer
+// connection with its client id is dropped (takeover.go).
 //
 // # Security
 //

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync/atomic"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -30,17 +31,27 @@ const (
 // at most rate.DefaultMaxKeys ids at once (an id past that is not logged).
 func newTakeoverQuota() *rate.Quota { return rate.NewQuota(takeoverLines, takeoverWindow) }
 
-// OnSessionEstablish warns, within the quota, when cl takes over the
-// session of a client still connected with its client id; mochi
-// disconnects that one right after this hook (inheritClientSession).
-// Authentication has admitted cl: a takeover by another identity was
-// refused before (admit).
+// OnSessionEstablish drops the last will of the client whose session cl
+// takes over, and warns, within the quota, when that client was still
+// connected; mochi disconnects it right after this hook
+// (inheritClientSession). Authentication has admitted cl: a takeover by
+// another identity was refused before (admit).
+//
+// The will goes because it would be false: it says the client is gone
+// while cl holds its id. Mochi publishes it from the old connection's
+// goroutine, after the takeover, so it could land after cl's retained
+// "online" and leave the agent's retained status "offline" while the agent
+// is connected. cl's own will covers cl's end.
 func (h *authHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
-	if h.server == nil || h.takeovers == nil {
+	if h.server == nil {
 		return
 	}
 	old, ok := h.server.Clients.Get(cl.ID)
-	if !ok || old == cl || old.Closed() {
+	if !ok || old == cl {
+		return
+	}
+	atomic.StoreUint32(&old.Properties.Will.Flag, 0) // as mochi marks a will sent
+	if old.Closed() || h.takeovers == nil {
 		return
 	}
 	unlogged, ok := h.takeovers.Allow(cl.ID, time.Now())
