@@ -172,7 +172,11 @@ func (c *Client) connect(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrRefused, last)
 		}
 		d := wait - c.jitter(wait/2)
-		c.log.Warn("mqtt connection attempt failed", logKeyAttempt, attempt, logKeyRetryIn, d, logKeyError, last)
+		args := []any{logKeyAttempt, attempt, logKeyRetryIn, d, logKeyError, last}
+		if h := tlsHint(last); h != "" {
+			args = append(args, logKeyHint, h)
+		}
+		c.log.Warn("mqtt connection attempt failed", args...)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

@@ -235,19 +235,41 @@ func TestTLS(t *testing.T) {
 	cert, pool := selfSigned(t)
 	url := startTLSBroker(t, cert)
 
-	t.Run("verifies against system roots by default", func(t *testing.T) {
-		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: url, ConnectTimeout: time.Second})
-		if err == nil {
-			c.Close()
-			t.Fatal("Connect trusted a self-signed certificate")
-		}
-		if !strings.Contains(err.Error(), "certificate") {
-			t.Fatalf("Connect = %v, want a certificate verification error", err)
-		}
-	})
+	// Each failed verification is retried (a board's clock may be set
+	// later, a certificate replaced) and its line says what to change.
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	for _, tt := range []struct {
+		name, url string
+		tls       *tls.Config
+		hint      string
+	}{
+		{"verifies against system roots by default", url, nil, "set ca_file"},
+		{"expired or not yet valid", url, &tls.Config{RootCAs: pool, Time: later}, "check this device's clock"},
+		{"host not in the certificate", strings.Replace(url, "127.0.0.1", "localhost", 1), &tls.Config{RootCAs: pool}, "does not name the host"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var logs testenv.Buffer
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: tt.url, ConnectTimeout: time.Second, TLSConfig: tt.tls, Logger: logs.Logger(slog.LevelInfo)})
+				if err == nil {
+					c.Close()
+				}
+				done <- err
+			}()
+			testenv.Eventually(t, waitFor, func() bool { return strings.Contains(logs.String(), "connection attempt failed") }, "a failed attempt logged")
+			cancel()
+			if err := <-done; err == nil || !strings.Contains(err.Error(), "certificate") {
+				t.Fatalf("Connect = %v, want a certificate verification error", err)
+			}
+			if l := logs.String(); !strings.Contains(l, tt.hint) {
+				t.Fatalf("log lacks the hint %q:\n%s", tt.hint, l)
+			}
+		})
+	}
 	t.Run("custom roots", func(t *testing.T) {
 		t.Parallel()
 		c := connect(t, url, func(o *mqttc.Options) { o.TLSConfig = &tls.Config{RootCAs: pool} })
