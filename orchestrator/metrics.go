@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -92,6 +93,6 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 // Prometheus text format, from a registry of its own (no global state).
 func (n *Node) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newNodeCollector(n), newInboundCollector(n), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(newNodeCollector(n), newInboundCollector(n), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -521,16 +521,6 @@ func (n *Node) dropped(agentID, kind string, payload []byte, err error) {
 	go n.recordEvent(ev) // off the MQTT client's goroutine; the quota bounds how many
 }
 
-// event records a node event now.
-func (n *Node) event(kind string, detail map[string]any) {
-	b, err := json.Marshal(detail)
-	if err != nil {
-		n.log.Error("encode event", "kind", kind, "err", err)
-		return
-	}
-	n.recordEvent(persistence.Event{Node: n.cfg.NodeID, Kind: kind, Detail: b})
-}
-
 // recordEvent stores ev, waiting for its commit.
 func (n *Node) recordEvent(ev persistence.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), actors.DefaultAuditTimeout)
@@ -636,6 +626,9 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 		if ans, err, forwarded := n.converseCluster(ctx, in); forwarded {
 			return ans, err
 		}
+	}
+	if err := n.modelGate(); err != nil {
+		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
 	}
 	if err := n.auditGate(); err != nil {
 		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)

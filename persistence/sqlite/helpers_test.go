@@ -88,9 +88,6 @@ func reopen(t testing.TB, s *Store, path string, opts Options) *Store {
 	return s
 }
 
-// realCommit is the production commit, for seams that wrap it.
-func realCommit(commit func() error, _ int) error { return commit() }
-
 // queued reports how many writes wait in s's queue.
 func queued(s *Store) int {
 	s.wq.mu.Lock()
