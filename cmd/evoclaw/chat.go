@@ -27,7 +27,8 @@ Lines you paste are one question (line breaks show as ␤); Enter sends it.
   /new    start a new conversation
   /quit   leave (or Ctrl-D)
   /help   this text
-Ctrl-C cancels the running chat.`
+Ctrl-C cancels the running chat; at the answer> prompt of a question
+the model asks, Ctrl-C or Ctrl-D does.`
 
 // chatIO is where a chat command reads and writes, and how it learns of
 // Ctrl-C: one value on interrupts per SIGINT (nil: never).
@@ -57,8 +58,8 @@ type chatSession struct {
 	conv string
 	// legacyNoted is set once the user was told the node does not stream.
 	legacyNoted bool
-	// readLine reads the person's reply to a question; nil when there is
-	// no input to read it from.
+	// readLine reads the person's reply to a question; nil: no input to
+	// read it from (errNoReply).
 	readLine lineReader
 }
 
@@ -123,8 +124,12 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 			}
 			return ln.Prompt(prompt)
 		}
-	case isTerminal(s.io.stdin):
-		s.readLine = scannerLines(bufio.NewScanner(s.io.stdin))
+	default:
+		// a terminal with the output redirected, or input from a pipe or
+		// a file: the reply is the next line
+		sc := bufio.NewScanner(s.io.stdin)
+		sc.Buffer(make([]byte, 4<<10), maxChatLine)
+		s.readLine = scannerLines(sc)
 	}
 	err := s.ask(ctx, text)
 	s.noteContinue()
@@ -158,6 +163,8 @@ func (s *chatSession) piped(ctx context.Context) error {
 		switch {
 		case errors.Is(err, errInterrupted), errors.Is(err, errNoNode), isAuthError(err), ctx.Err() != nil:
 			return err // the next lines would fail the same way
+		case errors.Is(err, errNoReply):
+			return err // and there are no next lines
 		case err != nil:
 			fmt.Fprintln(s.io.stderr, "evoclaw: chat:", err)
 			failed++
@@ -213,6 +220,8 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 		case <-stop:
 		}
 	}()
+	key := "^C"      // what cancelled the chat, when interrupted
+	var noReply bool // the input ended at a question
 	ans, err := s.client.chat(cctx, s.conv, text, chatEvents{
 		conversation: func(id string) { s.conv = id },
 		progress: func(p actors.Progress) {
@@ -220,10 +229,16 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 				s.view.onProgress(p)
 				return
 			}
-			if errors.Is(s.onQuestion(cctx, p), errInterrupted) {
-				// Ctrl-C at the reply prompt, where the terminal
-				// sends no SIGINT: the same as Ctrl-C elsewhere.
+			// Ctrl-C or Ctrl-D at the reply prompt, where the terminal
+			// sends no SIGINT: the same as Ctrl-C elsewhere. Input that
+			// ended: no reply can come.
+			switch ctrl, err := s.onQuestion(cctx, p); {
+			case errors.Is(err, errInterrupted):
+				key = ctrl
 				interrupted.Store(true)
+				cancel()
+			case errors.Is(err, errNoReply):
+				noReply = true
 				cancel()
 			}
 		},
@@ -231,8 +246,14 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 	close(stop)
 	<-done
 	if interrupted.Load() {
-		s.view.note(s.io.stderr, "^C: chat cancelled")
+		s.view.note(s.io.stderr, key+": chat cancelled")
 		return errInterrupted
+	}
+	if noReply {
+		if s.view.progress != nil {
+			s.view.settle()
+		}
+		return errNoReply
 	}
 	if err != nil {
 		if s.view.progress != nil {

@@ -170,35 +170,43 @@ func TestChatOneShotInterruptExits130(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, func() bool { _, c := f.counts(); return c == 1 }, "the node to see the chat cancelled")
 }
 
-// Ctrl-C at the prompt for a reply to the model's question cancels the
-// chat, as it does anywhere else: a one-shot chat exits 130, the REPL
-// returns to its prompt. At that prompt the terminal is raw and sends no
-// SIGINT; the chat once went on waiting for the reply (a one-shot chat
-// until the question timed out, minutes later).
+// Ctrl-C or Ctrl-D at the prompt for a reply to the model's question
+// cancels the chat, as Ctrl-C does anywhere else: a one-shot chat exits
+// 130, the REPL returns to its prompt. At that prompt the terminal is raw
+// and sends no SIGINT; the chat once went on waiting for the reply (a
+// one-shot chat until the question timed out, minutes later), and Ctrl-D
+// (end of input) did so still after Ctrl-C was fixed.
 func TestChatCtrlCAtQuestionPrompt(t *testing.T) {
 	dir := startAskingNode(t)
 	for _, tc := range []struct {
 		name string
+		key  string // typed at the answer> prompt
 		args []string
 		// after is what the terminal shows once the chat is cancelled.
 		after string
 		code  int
 	}{
-		{"one-shot", []string{"--data-dir", dir, "fill the tank"}, "evoclaw: interrupted", 130},
-		{"repl", []string{"--data-dir", dir}, "evoclaw [", 0},
+		{"one-shot Ctrl-C", "\x03", []string{"--data-dir", dir, "fill the tank"}, "evoclaw: interrupted", 130},
+		{"repl Ctrl-C", "\x03", []string{"--data-dir", dir}, "evoclaw [", 0},
+		{"one-shot Ctrl-D", "\x04", []string{"--data-dir", dir, "fill the tank"}, "evoclaw: interrupted", 130},
+		{"repl Ctrl-D", "\x04", []string{"--data-dir", dir}, "evoclaw [", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPTYChat(t, t.TempDir(), tc.args...)
-			if tc.name == "repl" {
+			repl := strings.HasPrefix(tc.name, "repl")
+			if repl {
 				p.expect("evoclaw> ")
 				p.typeText("fill the tank\r")
 			}
 			p.expect("? which tank?")
 			p.expect("answer> ")
-			p.typeText("\x03")
-			p.expect("chat cancelled")
+			p.typeText(tc.key)
+			p.expect("^" + string(rune('@'+tc.key[0])) + ": chat cancelled")
 			p.expect(tc.after)
-			if tc.name == "repl" {
+			if repl {
+				// the REPL still reads and answers
+				p.typeText("/help\r")
+				p.expect("/new    start a new conversation")
 				p.typeText("\x04")
 			}
 			select {

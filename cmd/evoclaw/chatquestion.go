@@ -33,22 +33,32 @@ func scannerLines(sc *bufio.Scanner) lineReader {
 	}
 }
 
+// errNoReply is a chat cancelled because the model asked a question and
+// the input (not a terminal) ended before a reply: none can come, and the
+// chat would only wait for the question to time out on the node.
+var errNoReply = errors.New("the model asked a question and the input ended before a reply: chat cancelled")
+
 // onQuestion shows a question the model asks and posts the person's reply
-// line; without a reply the question times out on the node. Ctrl-C at the
-// reply prompt is errInterrupted: the person wants the chat cancelled.
-func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) error {
+// line. Ctrl-C or
+// Ctrl-D at the reply prompt (or end of input on a terminal) is
+// errInterrupted, with the key in ctrl: the person wants the chat
+// cancelled. Input that ends (not a terminal) or fails is errNoReply.
+func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) (ctrl string, err error) {
 	s.view.note(s.io.stdout, "? "+termLine(p.Question, maxProgressLine))
 	if s.readLine == nil {
-		s.view.note(s.io.stderr, "(no input to answer from: the question will time out)")
-		return nil
+		return "", errNoReply
 	}
 	reply, err := s.readLine("answer> ")
-	if errors.Is(err, liner.ErrPromptAborted) {
-		return errInterrupted
-	}
-	if err != nil {
-		s.view.note(s.io.stderr, "(no answer read: "+termLine(err.Error(), 200)+")")
-		return nil
+	switch {
+	case errors.Is(err, liner.ErrPromptAborted):
+		return "^C", errInterrupted
+	case errors.Is(err, io.EOF) && isTerminal(s.io.stdin):
+		return "^D", errInterrupted
+	case err != nil:
+		if !errors.Is(err, io.EOF) {
+			s.view.note(s.io.stderr, "(no answer read: "+termLine(err.Error(), 200)+")")
+		}
+		return "", errNoReply
 	}
 	if len(reply) > maxReplyLine {
 		reply = reply[:maxReplyLine]
@@ -57,5 +67,5 @@ func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) error {
 		map[string]string{"answer": strings.TrimSpace(reply)}, nil); err != nil {
 		s.view.note(s.io.stderr, fmt.Sprintf("(the answer was not taken: %s)", termLine(err.Error(), 200)))
 	}
-	return nil
+	return "", nil
 }

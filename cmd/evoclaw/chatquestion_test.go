@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -40,15 +41,41 @@ func startAskingNode(t *testing.T) string {
 	return dir
 }
 
-// TestChatAnswersAQuestion: piped, the line after a question is its reply.
+// TestChatAnswersAQuestion: without a terminal, the line of input after a
+// question is its reply, piped or in a one-shot chat; input that ends
+// before the reply cancels the chat at once. A one-shot chat once did not
+// read its input at all, and both once waited for the question to time out
+// on the node (minutes).
 func TestChatAnswersAQuestion(t *testing.T) {
 	dir := startAskingNode(t)
-	err, out, errOut := chatIn(context.Background(), "fill the tank\nthe blue one\n", nil, "--data-dir", dir)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, errOut)
-	}
-	if !strings.Contains(out, "? which tank?\n") || !strings.Contains(out, "filling the blue one\n") {
-		t.Fatalf("stdout %q\nstderr %q", out, errOut)
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		noReply     bool
+	}{
+		{"piped", "fill the tank\nthe blue one\n", nil, false},
+		{"one-shot", "the blue one\n", []string{"fill the tank"}, false},
+		{"piped, input ends", "fill the tank\n", nil, true},
+		{"one-shot, no input", "", []string{"fill the tank"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// a guard against the old wait, not a bound on the time taken
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err, out, errOut := chatIn(ctx, tc.stdin, nil, append([]string{"--data-dir", dir}, tc.args...)...)
+			if !strings.Contains(out, "? which tank?\n") {
+				t.Fatalf("the question is not shown: stdout %q\nstderr %q", out, errOut)
+			}
+			if tc.noReply {
+				if !errors.Is(err, errNoReply) || strings.Contains(out, "filling") {
+					t.Fatalf("err %v, want errNoReply\nstdout %q\nstderr %q", err, out, errOut)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(out, "filling the blue one\n") {
+				t.Fatalf("err %v\nstdout %q\nstderr %q", err, out, errOut)
+			}
+		})
 	}
 }
 
