@@ -28,6 +28,18 @@ const (
 	ErrTypeNodeLost       = "node_lost_error"       // 503: the cluster node running the chat died
 )
 
+// Error codes: the "code" of an error body, for a cause a client can test
+// (a code never changes meaning). OpenAI's own, such as model_not_found
+// and invalid_api_key, are used where they fit.
+const (
+	// CodeModelNotConfigured: the node has no language model configured
+	// ([llm] in its config file), so it refuses every chat: HTTP 503,
+	// type not_ready_error, with X-Should-Retry: false (the official
+	// OpenAI clients would retry a 503 otherwise; the same request fails
+	// the same way until the node is configured and restarted).
+	CodeModelNotConfigured = "model_not_configured"
+)
+
 // ErrNodeStopping ends the chats of the HTTP API still running when the
 // node stops: the cause of their requests' contexts then (httpAPI.close),
 // so that they fail as the node's doing (503), not as if their clients
@@ -179,6 +191,10 @@ func chatErrorStatus(err error) (int, string) {
 			return http.StatusTooManyRequests, ErrTypeBusy
 		case llm.KindCanceled:
 			return statusClientClosed, ErrTypeCanceled
+		case llm.KindNotConfigured:
+			// not the client's fault and not a model's failure: the node
+			// has none to ask
+			return http.StatusServiceUnavailable, ErrTypeNotReady
 		}
 		return http.StatusBadGateway, ErrTypeUpstream
 	case errors.Is(err, context.Canceled):
@@ -191,4 +207,28 @@ func chatErrorStatus(err error) (int, string) {
 		return http.StatusBadGateway, ErrTypeUpstream
 	}
 	return http.StatusInternalServerError, ErrTypeInternal
+}
+
+// chatErrorCode is the code of a failed chat's error body (see
+// CodeModelNotConfigured), nil when its cause has none.
+func chatErrorCode(err error) *string {
+	var re *RemoteChatError
+	if errors.As(err, &re) && re.Code != "" {
+		code := re.Code
+		return &code
+	}
+	if llm.KindOf(err) == llm.KindNotConfigured {
+		code := CodeModelNotConfigured
+		return &code
+	}
+	return nil
+}
+
+// noRetry marks an error answer that the same request will meet again
+// (CodeModelNotConfigured): X-Should-Retry: false, which the official
+// OpenAI clients obey instead of retrying a 5xx.
+func noRetry(w http.ResponseWriter, e APIError) {
+	if e.Code != nil && *e.Code == CodeModelNotConfigured {
+		w.Header().Set("X-Should-Retry", "false")
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/boundlog"
 	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // ConversationHeader names the conversation a chat continues (request) or
@@ -245,11 +246,13 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeChatFailure answers a failed chat with code and f; a 429 carries
-// Retry-After, as every busy answer of the API does.
+// Retry-After, as every busy answer of the API does, and a refusal that a
+// retry meets again X-Should-Retry: false (noRetry).
 func writeChatFailure(w http.ResponseWriter, code int, f ChatFailure) {
 	if code == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
+	noRetry(w, f.Error)
 	writeJSON(w, code, f)
 }
 
@@ -265,7 +268,7 @@ func chatResponse(ans *actors.Answer) ChatResponse {
 // chatFailure maps a failed chat to its status and body; ans may be nil.
 func chatFailure(convID string, ans *actors.Answer, err error) (int, ChatFailure) {
 	code, typ := chatErrorStatus(err)
-	f := ChatFailure{Error: apiErrorf(typ, chatErrParam(err), "%s", chatErrorMessage(convID, err)), Status: code, ConversationID: convID,
+	f := ChatFailure{Error: chatAPIError(typ, chatErrParam(err), convID, err), Status: code, ConversationID: convID,
 		Calls: []actors.CallSummary{}}
 	if ans != nil {
 		f.Iterations, f.ToolCalls = ans.Iterations, ans.ToolCalls
@@ -292,6 +295,10 @@ func (n *Node) logChatFailure(convID string, code int, err error) {
 	switch {
 	case code == statusClientClosed:
 		n.log.Info("chat abandoned by its client", "conversation", conv, "status", code)
+	case llm.KindOf(err) == llm.KindNotConfigured:
+		// the node said so at start (a warning), and the client is told
+		// at length: one short line per chat
+		n.log.Info("chat refused: no language model configured ([llm], docs/LLM.md)", "conversation", conv, "status", code)
 	case code >= 500:
 		n.log.Warn("chat failed", "conversation", conv, "status", code, "err", msg)
 	default:
@@ -318,11 +325,25 @@ func logCut(s string, keep int) string {
 	return fmt.Sprintf("%s sha256:%x", boundlog.Cut(s, keep), sum[:6])
 }
 
-// chatErrorMessage is the message of a failed chat's error body. A history
+// chatAPIError is the error body of a failed chat: type typ, field param
+// (none when ""), chatErrorMessage and chatErrorCode.
+func chatAPIError(typ, param, convID string, err error) APIError {
+	e := apiErrorf(typ, param, "%s", chatErrorMessage(convID, err))
+	e.Code = chatErrorCode(err)
+	return e
+}
+
+// chatErrorMessage is the message of a failed chat's error body: for a
+// node with no model, the message of its error alone. A history
 // write that ended at its deadline may still commit (the store keeps it
 // queued): the message says so, and names the conversation to look in
 // before a retry repeats the request.
 func chatErrorMessage(convID string, err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) && le.Kind == llm.KindNotConfigured {
+		// its message says it all, in the client's terms
+		return le.Message
+	}
 	msg := err.Error()
 	if errors.Is(err, actors.ErrHistory) && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		msg += fmt.Sprintf(" (the history write may still complete: conversation %s, also in the %s header, may hold this request and its answer; read GET /v1/conversations/%s/messages before retrying)",

@@ -288,6 +288,10 @@ func (g *conversationGrain) run(root *actor.RootContext, e *envelope) {
 		if err != nil {
 			code, typ := chatErrorStatus(err)
 			out.Error = &RemoteChatError{Node: g.n.cfg.NodeID, Status: code, Type: typ, Message: err.Error()}
+			if code := chatErrorCode(err); code != nil {
+				// a cause the client can test: its code, and its message alone
+				out.Error.Code, out.Error.Message = *code, chatErrorMessage(g.id, err)
+			}
 		} else {
 			out.Answer = &fwdAnswer{ConversationID: ans.ConversationID, Text: ans.Text, Iterations: ans.Iterations,
 				ToolCalls: ans.ToolCalls, Usage: ans.Usage, Limit: ans.Limit, Calls: ans.Calls, FinishReason: ans.FinishReason}

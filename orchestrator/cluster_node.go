@@ -82,6 +82,8 @@ type RemoteChatError struct {
 	Status  int
 	Type    string
 	Message string
+	// Code is the error body's code (chatErrorCode), "" for none.
+	Code string `json:",omitempty"`
 }
 
 func (e *RemoteChatError) Error() string { return e.Message + " (on node " + e.Node + ")" }

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )
 
 // A program runs an orchestrator node in-process and talks to it: an
 // embedded broker on a loopback port, the audit trail in a data directory,
-// and (here) the fixed reply of a node with no language model configured.
+// and (here) no language model: the node refuses the chat, saying so
+// (kind not_configured; HTTP 503, code model_not_configured, on its API).
 func ExampleStart() {
 	dir, _ := os.MkdirTemp("", "node")
 	defer os.RemoveAll(dir)
@@ -24,14 +25,10 @@ func ExampleStart() {
 		return
 	}
 	defer node.Close()
-	ans, err := node.Chat(context.Background(), "hello", "Are you there?")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(strings.SplitN(ans.Text, ",", 2)[0])
-	fmt.Println("audited in", filepath.Base(node.AuditPath()))
+	_, err = node.Chat(context.Background(), "hello", "Are you there?")
+	fmt.Println("refused:", llm.KindOf(err))
+	fmt.Println("audit trail in", filepath.Base(node.AuditPath()))
 	// Output:
-	// This node has no language model configured
-	// audited in audit.db
+	// refused: not_configured
+	// audit trail in audit.db
 }

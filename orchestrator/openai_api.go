@@ -164,7 +164,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			code, typ := chatErrorStatus(err)
 			n.logChatFailure(in.ConversationID, code, err)
-			writeChatError(w, code, apiErrorf(typ, completionErrParam(req, err), "%s", chatErrorMessage(in.ConversationID, err)))
+			writeChatError(w, code, chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err))
 			return
 		}
 		text, finish := answerText(ans, req.Stop)
@@ -194,7 +194,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code, typ := chatErrorStatus(err)
 		n.logChatFailure(in.ConversationID, code, err)
-		e := apiErrorf(typ, completionErrParam(req, err), "%s", chatErrorMessage(in.ConversationID, err))
+		e := chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err)
 		if !sw.started {
 			writeChatError(w, code, e)
 			return
@@ -231,6 +231,7 @@ func writeChatError(w http.ResponseWriter, code int, e APIError) {
 	if code == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
+	noRetry(w, e)
 	writeJSON(w, code, errorBody{Error: e})
 }
 

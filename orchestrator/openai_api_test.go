@@ -16,6 +16,7 @@ import (
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -49,6 +50,7 @@ func (s *statusNodes) get(kind string) (string, string) {
 	case "diskfull":
 		o.Provider = mustScript(s.t, helloTranscript)
 		o.diskFree = func(string) (uint64, error) { return 1 << 20, nil }
+	case "nomodel": // no [llm]: the node's own default provider
 	default:
 		s.t.Fatalf("unknown node kind %q", kind)
 	}
@@ -157,6 +159,7 @@ func TestChatCompletionsStatuses(t *testing.T) {
 		{"queue for the model full", "overloaded", "", completion("x"), 429, ErrTypeBusy, "", "overloaded"},
 		{"LLM failure", "upstream", "", completion("x"), 502, ErrTypeUpstream, "", "model crashed"},
 		{"audit cannot write", "diskfull", "", completion("x"), 503, ErrTypeNotReady, "", "disk nearly full"},
+		{"no language model configured", "nomodel", "", completion("x"), 503, ErrTypeNotReady, "", "no language model is configured on this node"},
 		{"timeout", "stuck", "", completion("x"), 504, ErrTypeTimeout, "", "no answer within"},
 	}
 	for _, tt := range tests {
@@ -185,6 +188,74 @@ func TestChatCompletionsStatuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNoModelRefusesEveryChat: a node with no [llm] refuses every chat,
+// streamed or not, on both chat endpoints and in a job run, with 503, a
+// code a client can test, X-Should-Retry: false, and a message that says
+// what is wrong, names the tools and how to configure a model; a stream
+// gets it as its status, before any 200. Nothing of a refused chat is
+// recorded. It answered each with 200 and a fixed reply, recorded as a
+// successful LLM call and a two-message conversation.
+func TestNoModelRefusesEveryChat(t *testing.T) {
+	node, base, token := startAPI(t, nil, Options{})
+	for _, tt := range []struct {
+		name, path string
+		body       any
+		accept     string
+	}{
+		{"completion", "/v1/chat/completions", completion("hi"), ""},
+		{"completion streamed", "/v1/chat/completions", with(completion("hi"), "stream", true), ""},
+		{"chat", "/v1/chat", map[string]any{"text": "hi"}, ""},
+		{"chat streamed", "/v1/chat", map[string]any{"text": "hi", "stream": true}, ""},
+		{"chat streamed by Accept", "/v1/chat", map[string]any{"text": "hi"}, "text/event-stream"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := send(t, "POST", base+tt.path, token, tt.body, "Accept", tt.accept)
+			wantStatus(t, resp, http.StatusServiceUnavailable)
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || resp.Header.Get("X-Should-Retry") != "false" {
+				t.Errorf("Content-Type %q, X-Should-Retry %q: want a JSON error that clients do not retry", ct, resp.Header.Get("X-Should-Retry"))
+			}
+			var e ChatFailure // the error body of both endpoints, and more
+			decodeBody(t, resp, &e)
+			if e.Error.Type != ErrTypeNotReady || e.Error.Code == nil || *e.Error.Code != CodeModelNotConfigured {
+				t.Fatalf("error %+v, want type %s code %s", e.Error, ErrTypeNotReady, CodeModelNotConfigured)
+			}
+			for _, want := range []string{"no language model is configured on this node", "sessions_list", "[llm] in evoclaw.toml", "docs/LLM.md"} {
+				if !strings.Contains(e.Error.Message, want) {
+					t.Errorf("message %q lacks %q", e.Error.Message, want)
+				}
+			}
+		})
+	}
+	// A job run fails, saying why.
+	wantStatus(t, send(t, "POST", base+"/v1/jobs", token, map[string]any{"id": "daily", "schedule": "@daily", "prompt": "p"}), http.StatusCreated)
+	wantStatus(t, send(t, "POST", base+"/v1/jobs/daily/run", token, nil), http.StatusAccepted)
+	var run RunView
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		var page RunsPage
+		decodeBody(t, send(t, "GET", base+"/v1/runs?job=daily", token, nil), &page)
+		if len(page.Runs) > 0 {
+			run = page.Runs[0]
+		}
+		return run.Outcome != ""
+	}, "the job run ends")
+	if run.Outcome != persistence.OutcomeFailed || !strings.Contains(run.Error, "no language model is configured") {
+		t.Errorf("job run %+v, want failed for want of a model", run)
+	}
+	// Refused before it started: no LLM call, no conversation recorded.
+	res, err := sqlite.QueryReadOnly(context.Background(), node.AuditPath(),
+		`SELECT (SELECT count(*) FROM llm_calls), (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Rows[0]) != "[0 0 0]" {
+		t.Errorf("llm calls, conversations, messages recorded: %v, want none", res.Rows[0])
+	}
+	code, r := readyz(t, base)
+	if c := check(r, CheckLLM); code != http.StatusServiceUnavailable || c.OK || !strings.Contains(c.Reason, "no language model is configured") {
+		t.Errorf("readyz %d %+v, want 503 with the llm check saying no model is configured", code, r)
 	}
 }
 

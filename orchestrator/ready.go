@@ -7,7 +7,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
 )
 
 // Readiness thresholds.
@@ -48,8 +50,8 @@ type Readiness struct {
 }
 
 // Ready tells whether the node can answer chats now: its audit trail can
-// write, its MQTT session to the agents is up, and at least one LLM link is
-// not cooling down. It reads state the node already has (plus one statfs);
+// write, its MQTT session to the agents is up, it has a language model
+// configured, and at least one LLM link is not cooling down. It reads state the node already has (plus one statfs);
 // it writes nothing.
 func (n *Node) Ready() Readiness {
 	checks := []ReadyCheck{n.auditCheck(), n.brokerCheck(), n.llmCheck()}
@@ -105,6 +107,11 @@ func (n *Node) clusterCheck() ReadyCheck {
 
 func (n *Node) llmCheck() ReadyCheck {
 	c := ReadyCheck{Name: CheckLLM, OK: true}
+	if n.noModel() {
+		c.OK, c.Reason = false, "no language model is configured: every chat is refused (HTTP 503, code "+CodeModelNotConfigured+
+			"); configure [llm] in evoclaw.toml and restart the node (docs/LLM.md)"
+		return c
+	}
 	links := n.llmHealth()
 	if len(links) == 0 {
 		return c
@@ -131,6 +138,29 @@ func (n *Node) llmHealth() []resilient.Health {
 		return hp.Health()
 	}
 	return nil
+}
+
+// noModel reports whether the node has no language model configured (its
+// provider is scripted.Offline, which refuses every call).
+func (n *Node) noModel() bool {
+	_, ok := n.provider.(scripted.Offline)
+	return ok
+}
+
+// modelGate refuses a chat at once, before it starts, on a node with no
+// language model: with scripted.NoModel's error (llm.KindNotConfigured),
+// which names the tools the node offers now. Nothing of the chat is run or
+// recorded, as for the other refusals before a chat starts (auditGate, a
+// full set of chat slots).
+func (n *Node) modelGate() error {
+	if !n.noModel() {
+		return nil
+	}
+	var defs []llm.ToolDef
+	if n.toolbox != nil {
+		defs = n.toolbox.Defs()
+	}
+	return scripted.NoModel(defs)
 }
 
 // auditGate refuses a chat fast when the audit trail cannot record it: the

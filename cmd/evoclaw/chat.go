@@ -161,7 +161,7 @@ func (s *chatSession) piped(ctx context.Context) error {
 		}
 		quit, err := s.handle(ctx, line)
 		switch {
-		case errors.Is(err, errInterrupted), errors.Is(err, errNoNode), isAuthError(err), ctx.Err() != nil:
+		case errors.Is(err, errInterrupted), errors.Is(err, errNoNode), isAuthError(err), isNoModel(err), ctx.Err() != nil:
 			return err // the next lines would fail the same way
 		case errors.Is(err, errNoReply):
 			return err // and there are no next lines

@@ -77,3 +77,36 @@ func TestChatAndStatusAgainstServe(t *testing.T) {
 		}
 	}
 }
+
+// TestChatNoModel: against a real node with no [llm], `evoclaw chat "hi"`
+// prints on stderr that no language model is configured and how to
+// configure one, nothing on stdout, and exits 1; piped lines stop at the
+// first refusal, since every next one would meet the same; status says it
+// plainly. The chat printed a fixed reply on stdout and exited 0.
+func TestChatNoModel(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node")
+	conf := filepath.Join(dir, "evoclaw.toml")
+	writeTestFile(t, conf, "[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n")
+	startProc(t, procSpec{Ready: serveReady}, "serve", "--config", conf, "--data-dir", data)
+	const said = "no language model is configured on this node"
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"one question", "", []string{"hi"}},
+		{"piped lines", "one\ntwo\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runBinary(t, tc.stdin, append([]string{"chat", "--data-dir", data}, tc.args...)...)
+			if code != 1 || out != "" || strings.Count(errOut, said) != 1 || !strings.Contains(errOut, "[llm] in evoclaw.toml") ||
+				!strings.Contains(errOut, "docs/LLM.md") {
+				t.Fatalf("exit %d (want 1), stdout %q (want none), stderr %q (want %q once, and how to configure a model)", code, out, errOut, said)
+			}
+		})
+	}
+	code, out, _ := runBinary(t, "", "status", "--data-dir", data)
+	if code != 0 || !strings.Contains(out, "NOT READY: llm: no language model is configured") || !strings.Contains(out, "llm: none (no language model configured") {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+}

@@ -31,15 +31,17 @@ func TestClusterMutualTLS(t *testing.T) {
 	runCLI(t, 0, "cluster", "cert", "--dir", pki, "etcd", "--host", "127.0.0.1")
 	etcd := testenv.StartEtcdTLS(t, filepath.Join(pki, "ca.crt"), filepath.Join(pki, "etcd.crt"), filepath.Join(pki, "etcd.key"))
 	tc := newTestClusterOn(t, 2, "", etcd, "https://"+etcd.Addr())
+	// A model to answer the chats (a node with no [llm] refuses them).
+	transcript := countingTranscript(t, t.TempDir(), 1)
 	files := map[string]cluster.TLSFiles{}
 	for i, nd := range tc.nodes {
 		runCLI(t, 0, "cluster", "cert", "--dir", pki, nd.id, "--host", "127.0.0.1")
 		f := cluster.TLSFiles{CAFile: filepath.Join(pki, "ca.crt"), CertFile: filepath.Join(pki, nd.id+".crt"), KeyFile: filepath.Join(pki, nd.id+".key")}
 		files[nd.id] = f
 		// [cluster] is the file's last section: host and advertise join
-		// it, [cluster.tls] follows.
-		appendFile(t, nd.conf, fmt.Sprintf("host = \"0.0.0.0\"\nadvertise = %q\n[cluster.tls]\nca_file = %q\ncert_file = %q\nkey_file = %q\n",
-			tc.actorAddr(i), f.CAFile, f.CertFile, f.KeyFile))
+		// it, [cluster.tls] and [llm] follow.
+		appendFile(t, nd.conf, fmt.Sprintf("host = \"0.0.0.0\"\nadvertise = %q\n[cluster.tls]\nca_file = %q\ncert_file = %q\nkey_file = %q\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n",
+			tc.actorAddr(i), f.CAFile, f.CertFile, f.KeyFile, transcript))
 	}
 	tc.startAll()
 

@@ -305,13 +305,16 @@ func unwrapNet(err error) error {
 	return err
 }
 
-// apiError is an error answer of the node: its HTTP status, error type and
-// message (from {"error": {"message", "type"}}, or {"error": "message"}
-// from older nodes).
+// apiError is an error answer of the node: its HTTP status, error type,
+// message and code (from {"error": {"message", "type", "code"}}, or
+// {"error": "message"} from older nodes).
 type apiError struct {
 	Status  int
 	Type    string
 	Message string
+	// Code is the body's error code ("" for none), such as
+	// orchestrator.CodeModelNotConfigured.
+	Code string
 	// TokenFrom says where the client's token came from, for a 401:
 	// "--token-file FILE", "$EVOCLAW_TOKEN ...", "DIR/http-token: ...";
 	// empty when not known.
@@ -320,6 +323,11 @@ type apiError struct {
 
 // Error says what went wrong in terms of what the user can do about it.
 func (e *apiError) Error() string {
+	if e.Code == orchestrator.CodeModelNotConfigured {
+		// The message says what is wrong and what to do, and names the
+		// tools on offer: longer than other errors, and not "not ready".
+		return termLine(e.Message, 1200)
+	}
 	msg := termLine(e.Message, 300)
 	if msg == "" {
 		msg = http.StatusText(e.Status)
@@ -351,6 +359,13 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("the node answered %d %s: %s", e.Status, http.StatusText(e.Status), msg)
 }
 
+// isNoModel reports a chat refused because the node has no language model:
+// every other chat would be refused the same way.
+func isNoModel(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Code == orchestrator.CodeModelNotConfigured
+}
+
 // errorBody is the error a node sends, in either of its shapes.
 type errorBody struct {
 	Error  json.RawMessage `json:"error"`
@@ -370,11 +385,15 @@ func apiErrorFrom(b []byte, status int) *apiError {
 		e.Status = body.Status
 	}
 	var obj struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Code    *string `json:"code"`
 	}
 	if json.Unmarshal(body.Error, &e.Message) != nil && json.Unmarshal(body.Error, &obj) == nil {
 		e.Message, e.Type = obj.Message, obj.Type
+		if obj.Code != nil {
+			e.Code = *obj.Code
+		}
 	}
 	return e
 }

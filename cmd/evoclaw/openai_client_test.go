@@ -82,12 +82,22 @@ func TestOpenAIClient(t *testing.T) {
 	}
 	startEdge(t, "edge-a", brokerURL)
 	agentOnline(t, api, strings.TrimSpace(string(token)), "edge-a")
+	// A node with no [llm]: every chat is refused.
+	noModelConf := filepath.Join(dir, "nomodel.toml")
+	writeTestFile(t, noModelConf, fmt.Sprintf("data_dir = %q\n[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n",
+		filepath.Join(dir, "nomodel")))
+	_, noModelAPI := startServe(t, noModelConf)
+	noModelToken, err := os.ReadFile(filepath.Join(dir, "nomodel", orchestrator.HTTPTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "testdata/openai-client.cjs")
 	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+pkg, "EVOCLAW_BASE_URL="+api+"/v1",
-		"EVOCLAW_TOKEN="+strings.TrimSpace(string(token)), "MARKER="+marker)
+		"EVOCLAW_TOKEN="+strings.TrimSpace(string(token)), "MARKER="+marker,
+		"NOMODEL_BASE_URL="+noModelAPI+"/v1", "NOMODEL_TOKEN="+strings.TrimSpace(string(noModelToken)))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -100,6 +110,8 @@ func TestOpenAIClient(t *testing.T) {
 		Cls     string `json:"cls"`
 		Param   string `json:"param"`
 		Code    string `json:"code"`
+		// Attempts counts the requests the client sent (no_model*).
+		Attempts int `json:"attempts"`
 	}
 	var out struct {
 		Models     []string
@@ -166,6 +178,9 @@ func TestOpenAIClient(t *testing.T) {
 		"tools":       {400, orchestrator.ErrTypeInvalidRequest, "tools", ""}, "upstream": {502, orchestrator.ErrTypeUpstream, "", ""},
 		"timeout": {504, orchestrator.ErrTypeTimeout, "", ""}, "streamed": {0, orchestrator.ErrTypeTimeout, "", ""},
 		"streamed_at_once": {502, orchestrator.ErrTypeUpstream, "", ""},
+		// once, not retried twice as a 503 would be: X-Should-Retry: false
+		"no_model":          {503, orchestrator.ErrTypeNotReady, "", orchestrator.CodeModelNotConfigured},
+		"no_model_streamed": {503, orchestrator.ErrTypeNotReady, "", orchestrator.CodeModelNotConfigured},
 	} {
 		got, ok := out.Errors[name]
 		status := 0
@@ -174,6 +189,9 @@ func TestOpenAIClient(t *testing.T) {
 		}
 		if !ok || status != want.status || got.Type != want.typ || got.Param != want.param || got.Code != want.code {
 			t.Errorf("%s: client saw %+v (status %d), want status %d type %s param %q code %q", name, got, status, want.status, want.typ, want.param, want.code)
+		}
+		if strings.HasPrefix(name, "no_model") && (got.Attempts != 1 || !strings.Contains(got.Message, "no language model is configured on this node")) {
+			t.Errorf("%s: %d requests sent (want 1: not retried), message %q", name, got.Attempts, got.Message)
 		}
 	}
 	busy := 0

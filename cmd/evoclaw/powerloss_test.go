@@ -28,7 +28,9 @@ func TestServeKilledWithFullSync(t *testing.T) {
 	bin := evoclawBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "node")
-	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), "audit_sync = \"full\"\n[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n")
+	// A model to answer the chats: a node with no [llm] refuses them.
+	writeTestFile(t, filepath.Join(dir, "transcript.json"), `{"name":"fleet","turns":[{"content":"The fleet is fine."}]}`)
+	writeTestFile(t, filepath.Join(dir, "evoclaw.toml"), scriptedServeTOML("audit_sync = \"full\"\n", filepath.Join(dir, "transcript.json"), ""))
 	node, _ := startProc(t, procSpec{Ready: serveReady}, "serve", "--config", filepath.Join(dir, "evoclaw.toml"), "--data-dir", data)
 	client, err := (&nodeFlags{dataDir: data}).client()
 	if err != nil {

@@ -37,6 +37,9 @@ const (
 	// KindOverloaded: too many calls were already waiting for this
 	// provider's concurrency slots; nothing was sent.
 	KindOverloaded ErrorKind = "overloaded"
+	// KindNotConfigured: there is no language model to ask (a node with
+	// no [llm]); nothing was sent, and asking again will not help.
+	KindNotConfigured ErrorKind = "not_configured"
 	// KindInternal: anything else (a bug or an unexpected error).
 	KindInternal ErrorKind = "internal"
 )

@@ -2,7 +2,8 @@
 // and prints one JSON object with what it saw; the Go test
 // (openai_client_test.go) checks it. Environment: OPENAI_MODULE (the
 // package's directory), EVOCLAW_BASE_URL (…/v1), EVOCLAW_TOKEN, MARKER (the
-// file the hang tool creates when it starts).
+// file the hang tool creates when it starts), NOMODEL_BASE_URL and
+// NOMODEL_TOKEN (a node with no [llm]).
 'use strict';
 const fs = require('fs');
 const { OpenAI } = require(process.env.OPENAI_MODULE);
@@ -87,6 +88,20 @@ async function main() {
       messages: [user('a'), assistant('1'), user('b'), assistant('2'), user('c'), assistant('3'), user('d')] });
     for await (const _ of s) { /* nothing: the status comes first */ }
   });
+
+  // A node with no model: the client's default retries (2) are on, and
+  // a counting fetch tells whether it retried the 503.
+  let attempts = 0;
+  const counted = (url, init) => { attempts++; return fetch(url, init); };
+  const nomodel = new OpenAI({ baseURL: process.env.NOMODEL_BASE_URL, apiKey: process.env.NOMODEL_TOKEN, fetch: counted, timeout: 60000 });
+  out.errors.no_model = await errorOf(() => nomodel.chat.completions.create({ model: 'evoclaw', messages: [user('hi')] }));
+  out.errors.no_model.attempts = attempts;
+  attempts = 0;
+  out.errors.no_model_streamed = await errorOf(async () => {
+    const s = await nomodel.chat.completions.create({ model: 'evoclaw', stream: true, messages: [user('hi')] });
+    for await (const _ of s) { /* nothing: the status comes first */ }
+  });
+  out.errors.no_model_streamed.attempts = attempts;
 
   // Busy: a named conversation whose chat hangs queues 16 more; one more is refused.
   const first = await client.chat.completions.create({ model: 'evoclaw', messages: [user('a'), assistant('1'), user('b')] });

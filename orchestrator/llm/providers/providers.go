@@ -50,9 +50,9 @@ type Options struct {
 // "anthropic" the result is a *resilient.Chain (its Health method reports
 // each model; its Close stops capability probes and warm-ups still
 // running); for "scripted" it is a *scripted.Provider playing the
-// configured transcript, or without one scripted.Offline, which answers
-// every chat with a fixed reply saying no model is configured. logger may
-// be nil.
+// configured transcript, or without one scripted.Offline, which fails
+// every call with an llm.KindNotConfigured error saying no model is
+// configured. logger may be nil.
 //
 // Each model of the chain is wrapped in an images.Provider (whether images
 // reach the model, and their limits) around a budget.Provider (context
@@ -80,7 +80,7 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 	}
 	if cfg.Provider == llm.ProviderScripted {
 		if cfg.Transcript == "" {
-			logger.Warn("no LLM configured: chats get a fixed reply that says so; configure [llm] (docs/LLM.md)")
+			logger.Warn("no LLM configured: every chat is refused (HTTP 503, code model_not_configured); configure [llm] (docs/LLM.md)")
 			return scripted.Offline{}, nil
 		}
 		return scripted.Load(cfg.Transcript)

@@ -43,7 +43,7 @@ func TestScripted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ok := p.(scripted.Offline); !ok || p.Name() != scripted.OfflineLabel {
-		t.Fatalf("zero config gave %T %q, want the offline fixed reply", p, p.Name())
+		t.Fatalf("zero config gave %T %q, want scripted.Offline, which refuses every chat", p, p.Name())
 	}
 	if _, err := New(llm.Config{Transcript: "../../../testdata/transcripts/two-turns.json"}, nil); err != nil {
 		t.Fatal(err)

@@ -10,16 +10,17 @@ import (
 )
 
 // OfflineLabel is how the Offline provider names itself.
-const OfflineLabel = "offline (no language model configured; fixed replies)"
+const OfflineLabel = "none (no language model configured: chats are refused)"
 
-// maxOfflineTools bounds the tool names an offline reply lists.
+// maxOfflineTools bounds the tool names NoModel lists.
 const maxOfflineTools = 20
 
 // Offline is the provider of a node with no language model configured. It is
-// not a model and says so: every answer is one fixed reply that names the
-// tools the node could use now and how to configure a model. It never calls
-// a tool and never fails, so a fresh node answers its clients (chat, the
-// OpenAI-compatible API) honestly instead of with an error.
+// not a model and does not pretend to be one: every call fails with
+// NoModel's error (kind llm.KindNotConfigured), which says so, names the
+// tools the node could use and how to configure a model. A client of the
+// node sees a failed chat (HTTP 503, code model_not_configured), never a
+// reply it could take for a model's.
 type Offline struct{}
 
 var _ llm.Provider = Offline{}
@@ -27,29 +28,36 @@ var _ llm.Provider = Offline{}
 // Name reports the provider label.
 func (Offline) Name() string { return OfflineLabel }
 
-// Complete answers with the fixed reply.
+// Complete fails with NoModel's error for the tools req offers.
 func (Offline) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, err
 	}
-	var names []string
-	for _, t := range req.Tools {
+	return llm.Response{}, NoModel(req.Tools)
+}
+
+// NoModel is the error of a chat that no model can answer: kind
+// llm.KindNotConfigured, its message saying that no language model is
+// configured, naming the tools offered (at most 20) and how to configure
+// one.
+func NoModel(tools []llm.ToolDef) *llm.Error {
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
 		names = append(names, t.Name)
 	}
 	sort.Strings(names)
-	tools := "none (no edge agent is online and the node has no tools of its own)"
+	list := "none (no edge agent is online and the node has no tools of its own)"
 	if len(names) > 0 {
 		more := ""
 		if len(names) > maxOfflineTools {
 			more = fmt.Sprintf(" and %d more", len(names)-maxOfflineTools)
 			names = names[:maxOfflineTools]
 		}
-		tools = strings.Join(names, ", ") + more
+		list = strings.Join(names, ", ") + more
 	}
-	text := "This node has no language model configured, so this is a fixed reply, not an answer. " +
-		"Tools it could use for you now: " + tools + ". " +
-		"To answer questions, configure [llm] in evoclaw.toml (any OpenAI-compatible server such as llama.cpp or Ollama, " +
-		"or Anthropic) and restart the node; see docs/LLM.md."
-	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, Model: "offline",
-		Provider: OfflineLabel, FinishReason: llm.FinishStop}, nil
+	msg := "no language model is configured on this node, so it cannot answer chats; this one was refused. " +
+		"Tools it could use once it has one: " + list + ". " +
+		"Configure [llm] in evoclaw.toml (any OpenAI-compatible server such as llama.cpp or Ollama, or Anthropic) " +
+		"and restart the node; see docs/LLM.md"
+	return &llm.Error{Kind: llm.KindNotConfigured, Provider: "none", Message: msg}
 }

@@ -104,8 +104,8 @@ func TestOfflineSaysSo(t *testing.T) {
 		tools []string
 		want  string
 	}{
-		{"no tools", nil, "Tools it could use for you now: none"},
-		{"tools sorted", []string{"pi-2__b", "pi-1__a"}, "Tools it could use for you now: pi-1__a, pi-2__b."},
+		{"no tools", nil, "Tools it could use once it has one: none"},
+		{"tools sorted", []string{"pi-2__b", "pi-1__a"}, "Tools it could use once it has one: pi-1__a, pi-2__b."},
 		{"many tools bounded", func() []string {
 			var n []string
 			for i := range 30 {
@@ -120,12 +120,18 @@ func TestOfflineSaysSo(t *testing.T) {
 			for _, n := range tt.tools {
 				defs = append(defs, llm.ToolDef{Name: n})
 			}
-			// Any number of turns: the reply never runs out or calls a tool.
+			// Any turn: it never answers (a reply a client could take for a
+			// model's) and never calls a tool; it fails, saying why.
 			msgs := []llm.Message{{Role: llm.RoleUser, Content: "a"}, {Role: llm.RoleAssistant, Content: "b"}, {Role: llm.RoleUser, Content: "c"}}
 			r, err := Offline{}.Complete(context.Background(), llm.Request{Messages: msgs, Tools: defs})
-			if err != nil || len(r.Message.ToolCalls) != 0 || !strings.Contains(r.Message.Content, tt.want) ||
-				!strings.Contains(r.Message.Content, "no language model configured") {
-				t.Fatalf("%+v %v", r, err)
+			var le *llm.Error
+			if !errors.As(err, &le) || le.Kind != llm.KindNotConfigured || le.Retryable() || r.Message.Content != "" || len(r.Message.ToolCalls) != 0 {
+				t.Fatalf("want a not_configured error and no reply, got %+v, %v", r, err)
+			}
+			for _, want := range []string{tt.want, "no language model is configured on this node", "[llm] in evoclaw.toml", "docs/LLM.md"} {
+				if !strings.Contains(le.Message, want) {
+					t.Errorf("message %q lacks %q", le.Message, want)
+				}
 			}
 		})
 	}
