@@ -10,7 +10,9 @@ import (
 )
 
 // TestAuthSchemeIsCaseInsensitive: the Bearer scheme matches in any case
-// (RFC 7235), the token does not, and anything else is 401.
+// (RFC 7235), the token does not, and anything else is 401 with
+// WWW-Authenticate and OpenAI's code for a refused key, invalid_api_key
+// (it was null).
 func TestAuthSchemeIsCaseInsensitive(t *testing.T) {
 	_, base, token := startAPI(t, nil, Options{Provider: failing(nil)})
 	for _, tt := range []struct {
@@ -41,12 +43,20 @@ func TestAuthSchemeIsCaseInsensitive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
 		if resp.StatusCode != tt.status {
+			resp.Body.Close()
 			t.Errorf("Authorization %q: status %d, want %d", tt.header, resp.StatusCode, tt.status)
+			continue
 		}
-		if tt.status == 401 && resp.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("Authorization %q: 401 without WWW-Authenticate", tt.header)
+		if tt.status != 401 {
+			resp.Body.Close()
+			continue
+		}
+		var e errorBody
+		decodeBody(t, resp, &e)
+		if resp.Header.Get("WWW-Authenticate") == "" || e.Error.Type != ErrTypeAuth || e.Error.Code == nil || *e.Error.Code != CodeInvalidAPIKey {
+			t.Errorf("Authorization %q: 401 with WWW-Authenticate %q, error %+v: want both, type %s, code %s",
+				tt.header, resp.Header.Get("WWW-Authenticate"), e.Error, ErrTypeAuth, CodeInvalidAPIKey)
 		}
 	}
 }

@@ -32,6 +32,9 @@ const (
 // (a code never changes meaning). OpenAI's own, such as model_not_found
 // and invalid_api_key, are used where they fit.
 const (
+	// CodeInvalidAPIKey: a missing or wrong bearer token (401), OpenAI's
+	// code for a refused API key.
+	CodeInvalidAPIKey = "invalid_api_key"
 	// CodeModelNotConfigured: the node has no language model configured
 	// ([llm] in its config file), so it refuses every chat: HTTP 503,
 	// type not_ready_error, with X-Should-Retry: false (the official

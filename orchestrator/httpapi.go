@@ -303,8 +303,9 @@ func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 			// Nothing of the request is read: close rather than wait to
 			// discard a body that may never come.
 			w.Header().Set("Connection", "close")
-			writeAPIError(w, http.StatusUnauthorized, ErrTypeAuth,
-				"missing or wrong bearer token: send \"Authorization: Bearer TOKEN\" with the token of [http] token_env or DATA_DIR/"+HTTPTokenFile)
+			code := CodeInvalidAPIKey
+			writeJSON(w, http.StatusUnauthorized, errorBody{Error: APIError{Type: ErrTypeAuth, Code: &code,
+				Message: "missing or wrong bearer token: send \"Authorization: Bearer TOKEN\" with the token of [http] token_env or DATA_DIR/" + HTTPTokenFile}})
 			return
 		}
 		h(w, r)

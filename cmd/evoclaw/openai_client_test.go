@@ -171,7 +171,7 @@ func TestOpenAIClient(t *testing.T) {
 		typ         string
 		param, code string
 	}{
-		"auth": {401, orchestrator.ErrTypeAuth, "", ""}, "model": {404, orchestrator.ErrTypeNotFound, "model", "model_not_found"},
+		"auth": {401, orchestrator.ErrTypeAuth, "", orchestrator.CodeInvalidAPIKey}, "model": {404, orchestrator.ErrTypeNotFound, "model", "model_not_found"},
 		"temperature": {400, orchestrator.ErrTypeInvalidRequest, "temperature", ""},
 		"stop":        {400, orchestrator.ErrTypeInvalidRequest, "stop", ""},
 		"logit_bias":  {400, orchestrator.ErrTypeInvalidRequest, "logit_bias", ""},
