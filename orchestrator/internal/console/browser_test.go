@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,13 +24,54 @@ import (
 // "rmdat.pdf" and turns the text after it around.
 const rlo = "\u202e"
 
+// fakeNode is what fakeAPI's conversations are, and whether it answers.
+type fakeNode struct {
+	mu    sync.Mutex
+	convs []string      // newest first
+	seq   int64         // the hot tier's newest record
+	woken chan struct{} // closed when seq grows
+	down  bool          // every /v1 request is cut, as when the node is stopped
+	cut   chan struct{} // closed when the node goes down: held long polls are cut
+}
+
+// chat stores a message of conversation id, as a chat from another client
+// does: the conversation goes first and a long poll of the hot tier wakes.
+func (f *fakeNode) chat(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.convs = append([]string{id}, slices.DeleteFunc(f.convs, func(c string) bool { return c == id })...)
+	f.seq++
+	close(f.woken)
+	f.woken = make(chan struct{})
+}
+
+func (f *fakeNode) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+	if down {
+		close(f.cut)
+	} else {
+		f.cut = make(chan struct{})
+	}
+}
+
+// hangUp closes the request's connection unanswered.
+func hangUp(w http.ResponseWriter) {
+	if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		c.Close()
+	}
+}
+
 // fakeAPI answers the few /v1 calls the fleet and chat views make: an
 // agent whose capability line, tool name and description hold hidden
 // characters; a chat whose stream ends, as when the node dies, after a
 // failed model call and with a tool call running, without its answer;
-// the conversation conv-1 that chat names, with one message; and an
-// empty answer for the rest.
-func fakeAPI(t *testing.T) http.Handler {
+// the conversation conv-1 that chat names, with one message; the hot
+// tier's long poll of messages; and an empty answer for the rest. While
+// the node is down, every /v1 request's connection is closed unanswered.
+func fakeAPI(t *testing.T) (http.Handler, *fakeNode) {
+	node := &fakeNode{convs: []string{"conv-1"}, woken: make(chan struct{}), cut: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", New())
 	mux.Handle("GET "+Prefix, New())
@@ -69,14 +112,53 @@ func fakeAPI(t *testing.T) http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /v1/conversations", func(w http.ResponseWriter, _ *http.Request) {
-		write(w, map[string]any{"conversations": []any{map[string]any{"id": "conv-1", "message_count": 1,
-			"last_time": time.Now().Format(time.RFC3339Nano)}}})
+		node.mu.Lock()
+		var convs []any
+		for _, id := range node.convs {
+			convs = append(convs, map[string]any{"id": id, "message_count": 1, "last_time": time.Now().Format(time.RFC3339Nano)})
+		}
+		node.mu.Unlock()
+		write(w, map[string]any{"conversations": convs})
+	})
+	mux.HandleFunc("GET /v1/logs", func(w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		node.mu.Lock()
+		seq, woken, cut := node.seq, node.woken, node.cut
+		node.mu.Unlock()
+		if r.URL.Query().Has("wait") && seq <= after {
+			select {
+			case <-woken:
+			case <-cut:
+				hangUp(w)
+				return
+			case <-r.Context().Done():
+				return
+			case <-time.After(25 * time.Second):
+			}
+			node.mu.Lock()
+			seq = node.seq
+			node.mu.Unlock()
+		}
+		entries := []any{}
+		if seq > after {
+			entries = append(entries, map[string]any{"seq": seq, "kind": "message"})
+		}
+		write(w, map[string]any{"entries": entries, "head": seq})
 	})
 	mux.HandleFunc("GET /v1/conversations/conv-1/messages", func(w http.ResponseWriter, _ *http.Request) {
 		write(w, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "remembered"}}})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "{}", http.StatusNotFound) })
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		node.mu.Lock()
+		down := node.down
+		node.mu.Unlock()
+		if down && strings.HasPrefix(r.URL.Path, "/v1/") {
+			hangUp(w)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}), node
 }
 
 // TestConsolePage opens the console, served with a fake API, in headless
@@ -86,7 +168,8 @@ func TestConsolePage(t *testing.T) {
 		t.Skip("browser test: not in -short")
 	}
 	chromium := testenv.Find(t, "chromium", "chromium")
-	srv := httptest.NewServer(fakeAPI(t))
+	api, node := fakeAPI(t)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 
 	profile, err := os.MkdirTemp("", "evoclaw-chromium-")
@@ -210,6 +293,43 @@ func TestConsolePage(t *testing.T) {
 	if hash != "#chat/conv-1" {
 		t.Errorf("Back from the fleet went to %q, want #chat/conv-1", hash)
 	}
+
+	// The list is live: a chat from another client (another tab,
+	// `evoclaw chat`) shows without a reload. While the node is down the
+	// list is kept and says the node is unreachable; the page tries again
+	// less and less often, not in a flood; when the node is back, the list
+	// shows what changed meanwhile, without a reload. The list once
+	// changed only on a reload or this tab's own chat, and after a failed
+	// read said "Failed to fetch" until a reload.
+	node.chat("conv-2")
+	run("another client's chat", chromedp.WaitVisible(`#chat-list [data-conv="conv-2"]`))
+	var n int
+	evalJS("count failed polls", `(() => { window.__failed = []; const f = window.fetch;
+		window.fetch = (u, o) => f(u, o).catch((e) => {
+			if (String(u).startsWith("/v1/logs")) window.__failed.push(performance.now());
+			throw e; });
+		return 0; })()`, &n)
+	node.setDown(true)
+	run("node down", chromedp.WaitVisible("#chat-list-state", chromedp.ByID))
+	var gaps []float64
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		evalJS("read failed polls", `window.__failed.slice(1).map((t, i) => t - window.__failed[i])`, &gaps)
+		return len(gaps) >= 1
+	}, "a retry while the node is down")
+	var down map[string]string
+	evalJS("read the list", `({ state: document.getElementById("chat-list-state").textContent,
+		list: [...document.querySelectorAll("#chat-list [data-conv]")].map((b) => b.dataset.conv).join(" ") })`, &down)
+	if !strings.HasPrefix(down["state"], "The node is unreachable (") || down["list"] != "conv-2 conv-1" {
+		t.Errorf("while the node is down the list shows %q", down)
+	}
+	// The first retry after the long poll was cut waits 1 s (a lower
+	// bound: a slow machine only adds to it), the next 2 s, and so on.
+	if gaps[0] < 900 {
+		t.Errorf("the page tried again %.0f ms after a failure, want at least 1000", gaps[0])
+	}
+	node.chat("conv-3")
+	node.setDown(false)
+	run("node back", chromedp.WaitVisible(`#chat-list [data-conv="conv-3"]`), chromedp.WaitNotVisible("#chat-list-state", chromedp.ByID))
 
 	mu.Lock()
 	defer mu.Unlock()

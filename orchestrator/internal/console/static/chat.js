@@ -3,11 +3,25 @@
 // call shown as it happens. Cancel aborts the fetch; the node cancels the
 // chat when its client goes away. The open conversation is in the
 // fragment (#chat/ID), so that a reload shows it again.
+//
+// The list follows the node while the chat is shown: a long poll of the
+// hot tier (/v1/logs?kind=message) answers when any chat stores a message
+// (this tab's, another tab's, `evoclaw chat`'s), and the list is read
+// again; at most one poll and one read a second. While the node cannot be
+// reached (stopped, restarting) the list says so and the poll tries again
+// after 1 s, doubling up to 15 s; once the node answers, the list is read
+// again.
 import { $, el, setText, clear, ago, cut, shown } from "./dom.js";
-import { call, json } from "./api.js";
+import { call, json, APIError } from "./api.js";
 import { readEvents } from "./sse.js";
 
 const PAGE = 30;
+const MAX_PAGE = 200; // the most GET /v1/conversations answers at once
+const WATCH_WAIT = "25s";
+const WATCH_EVERY_MS = 1000; // at most one poll (and one list read) a second
+const RETRY_MIN_MS = 1000, RETRY_MAX_MS = 15000;
+let watchCtl = null; // AbortController of the list's long poll; null when stopped
+let listSeq = 0; // the latest list read: an older one that ends later is dropped
 const MAX_OUTPUT = 64 * 1024; // streamed output kept per tool call, in characters
 let convId = "";
 let cursor = "";
@@ -49,18 +63,96 @@ export function init() {
 
 export function show() {
   loadList(false);
+  watch();
   const id = hashConv();
   if (id && id !== convId && !running) open(id);
   else setHash();
 }
 
-export function hide() {}
+export function hide() {
+  if (watchCtl) watchCtl.abort();
+  watchCtl = null;
+}
 
+// pause waits ms, or less when signal aborts.
+function pause(ms, signal) {
+  return new Promise((res) => {
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      res();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
+}
+
+// unreachable says why the node cannot be read, "" when it can.
+function unreachable(why) {
+  const st = $("chat-list-state");
+  st.hidden = !why;
+  setText(st, why);
+}
+
+// why words an error of reading the node: fetch throws a TypeError when
+// no answer comes at all ("Failed to fetch").
+function why(err, retryMs) {
+  const again = `trying again in ${Math.round(retryMs / 1000)} s`;
+  if (err instanceof TypeError) return `The node is unreachable (${err.message}); ${again}. The list updates when it answers.`;
+  return `Cannot follow the node's conversations: ${err.message}; ${again}.`;
+}
+
+// watch long-polls the node for stored messages and reads the list again
+// when one comes; it runs until hide.
+async function watch() {
+  if (watchCtl) return;
+  const ctl = new AbortController();
+  watchCtl = ctl;
+  let head = null; // the hot tier's newest record seen; null: ask afresh
+  let retry = RETRY_MIN_MS;
+  let down = false;
+  while (watchCtl === ctl) {
+    const started = performance.now();
+    const q = head === null ? "kind=message&limit=1" : `kind=message&limit=1&after=${head}&wait=${WATCH_WAIT}`;
+    try {
+      const page = await json("/v1/logs?" + q, { signal: ctl.signal });
+      // Back from an outage, the list may be stale: read it again.
+      const stale = head === null ? down : page.entries.length > 0;
+      head = page.head;
+      retry = RETRY_MIN_MS;
+      if (down) {
+        down = false;
+        unreachable("");
+      }
+      if (stale) await loadList(false);
+      await pause(WATCH_EVERY_MS - (performance.now() - started), ctl.signal);
+    } catch (err) {
+      if (ctl.signal.aborted || (err instanceof APIError && err.status === 401)) return;
+      // A node started again on another data directory numbers its
+      // records afresh: ask for the head again.
+      head = null;
+      down = true;
+      unreachable(why(err, retry));
+      await pause(retry, ctl.signal);
+      retry = Math.min(retry * 2, RETRY_MAX_MS);
+    }
+  }
+}
+
+// loadList reads the list again (as many conversations as it shows), or
+// with more, the page after it. A node it cannot reach leaves the list as
+// it was: watch says so and reads it again when the node answers.
 async function loadList(more) {
   const list = $("chat-list");
+  const seq = ++listSeq;
   try {
-    const q = `/v1/conversations?limit=${PAGE}` + (more && cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+    const n = Math.min(Math.max(PAGE, list.querySelectorAll("button.conv").length), MAX_PAGE);
+    const q = `/v1/conversations?limit=${more ? PAGE : n}` + (more && cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
     const page = await json(q);
+    if (seq !== listSeq) return; // a later read shows the list
+    // Read again, the list stays where the person was in it.
+    const top = list.scrollTop;
+    const focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement.dataset.conv : null;
     if (!more) clear(list);
     for (const c of page.conversations) {
       const b = el("button", { type: "button", class: "conv", "data-conv": c.id, "aria-current": c.id === convId ? "true" : "false",
@@ -72,7 +164,10 @@ async function loadList(more) {
     if (!list.firstChild) list.append(el("li", { class: "muted", text: "No conversation yet." }));
     cursor = page.next_cursor || "";
     $("chat-more").hidden = !cursor;
+    list.scrollTop = top;
+    if (focused) for (const b of list.querySelectorAll("button.conv")) if (b.dataset.conv === focused) b.focus();
   } catch (err) {
+    if (seq !== listSeq || err instanceof TypeError) return;
     clear(list);
     list.append(el("li", { class: "error", text: "Cannot list conversations: " + err.message }));
   }
