@@ -26,7 +26,8 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 	// The oldest exchanges leave memory and the request once the history
 	// passes its bound; the store keeps them.
 	c.history = Window(c.history, c.o.MaxHistoryBytes)
-	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Messages: append([]llm.Message(nil), c.history...)}
+	req := llm.Request{Model: c.o.Model, System: t.system, MaxTokens: t.maxTokens, Sampling: t.chat.Sampling,
+		Messages: append([]llm.Message(nil), c.history...)}
 	if e.Tools {
 		t.names, req.Tools = c.o.offers.of(t.toolbox)
 	} else {

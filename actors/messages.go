@@ -101,6 +101,8 @@ type Chat struct {
 	System string
 	// MaxTokens, when positive, bounds each completion of this chat.
 	MaxTokens int
+	// Sampling are the sampling hints of each completion of this chat.
+	Sampling llm.Sampling
 	// Seed is the history this chat continues from when the conversation
 	// has none yet (a stateless client sends the whole exchange every
 	// time). It is stored like any other step; a conversation that already

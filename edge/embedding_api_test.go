@@ -108,6 +108,7 @@ var embeddingAPI = map[string]any{
 
 	"llm.Provider":        llm.Provider(provider{}),
 	"llm.Request":         llm.Request{},
+	"llm.Sampling":        llm.Request{Sampling: llm.Sampling{}}.Sampling,
 	"llm.Response":        llm.Response{},
 	"llm.Message":         llm.Message{Role: llm.RoleTool, Content: "c", ToolCalls: []llm.ToolCall{}},
 	"llm.ToolCall":        llm.ToolCall{ID: "c1", Name: "n", Arguments: json.RawMessage(`{}`)},

@@ -55,6 +55,8 @@ func TestChatErrorsNameTheField(t *testing.T) {
 		{"/v1/chat", `{"text":"x","stream":"yes"}`, "stream", "want true or false"},
 		{"/v1/chat", `{"text":"x","conversation_id":5}`, "conversation_id", "want a string"},
 		{"/v1/chat", `{"text":"x","model":"evoclaw"}`, "model", `unknown field "model"`},
+		{"/v1/chat", `{"text":"x","temperature":2.5}`, "temperature", "temperature: 2.5 is out of range"},
+		{"/v1/chat", `{"text":"x","seed":"7"}`, "seed", "seed: got a JSON string, want an integer"},
 		{"/v1/chat", `{"text":"x","conversation_id":"a/b"}`, "conversation_id", "conversation id"},
 		{"/v1/chat", `{"text":`, "", "not valid JSON"},
 		{"/v1/chat/completions", with(completion("x"), "conversation_id", "a/b"), "conversation_id", "conversation id"},

@@ -45,6 +45,9 @@ type ChatRequest struct {
 	// Stream answers with server-sent events (as does Accept:
 	// text/event-stream).
 	Stream bool `json:"stream,omitempty"`
+	// Sampling hints, those of POST /v1/chat/completions: temperature,
+	// top_p, frequency_penalty, presence_penalty and seed.
+	llm.Sampling
 }
 
 // ChatResponse is the answer to POST /v1/chat (and the data of its
@@ -77,11 +80,14 @@ type ChatFailure struct {
 // trailing data are refused, text is required.
 func decodeChatRequest(body []byte) (ChatRequest, error) {
 	var req ChatRequest
-	if err := decodeStrict(body, &req, `{"conversation_id": optional, "text": ..., "stream": optional}`); err != nil {
+	if err := decodeStrict(body, &req, `{"conversation_id": optional, "text": ..., "stream": optional, sampling hints (temperature, top_p, ...): optional}`); err != nil {
 		return req, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return req, &fieldError{param: "text", msg: "text: required"}
+	}
+	if e := checkSampling(req.Sampling); e != nil {
+		return req, &fieldError{param: *e.Param, msg: e.Message}
 	}
 	return req, nil
 }
@@ -203,7 +209,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		req.ConversationID = newConversationID("chat")
 	}
 	w.Header().Set(ConversationHeader, req.ConversationID)
-	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text, fresh: fresh}
+	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text, Sampling: req.Sampling, fresh: fresh}
 	if !req.Stream && !wantsEventStream(r) {
 		ans, err := n.Converse(r.Context(), in)
 		if err != nil {

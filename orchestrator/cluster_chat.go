@@ -70,10 +70,12 @@ type fwdChat struct {
 	Text           string `json:"text"`
 	System         string `json:"system,omitempty"`
 	MaxTokens      int    `json:"max_tokens,omitempty"`
-	Person         bool   `json:"person,omitempty"`
-	MaxIterations  int    `json:"max_iterations,omitempty"`
-	Parent         string `json:"parent,omitempty"`
-	Depth          int    `json:"depth,omitempty"`
+	// Sampling are the chat's sampling hints (checked by decodeEnvelope).
+	Sampling      llm.Sampling `json:"sampling,omitzero"`
+	Person        bool         `json:"person,omitempty"`
+	MaxIterations int          `json:"max_iterations,omitempty"`
+	Parent        string       `json:"parent,omitempty"`
+	Depth         int          `json:"depth,omitempty"`
 	// Spawns is the share of its tree's spawn budget a spawned chat
 	// (Depth > 0) brings (actors.SpawnBudget.Share); absent for a chat
 	// whose tree has no budget.
@@ -85,7 +87,7 @@ type fwdChat struct {
 // forwarded is in as it crosses to another node. A spawned chat takes
 // with it a share of its tree's budget, which the tree here gives up.
 func forwarded(in ChatInput) *fwdChat {
-	c := &fwdChat{ConversationID: in.ConversationID, Text: in.Text, System: in.System, MaxTokens: in.MaxTokens, Person: in.Person,
+	c := &fwdChat{ConversationID: in.ConversationID, Text: in.Text, System: in.System, MaxTokens: in.MaxTokens, Sampling: in.Sampling, Person: in.Person,
 		MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Progress: in.Progress != nil}
 	if n, ok := in.Spawns.Share(); ok && in.Depth > 0 {
 		c.Spawns = &n
@@ -99,7 +101,7 @@ func forwarded(in ChatInput) *fwdChat {
 // shares were sent) it may start nothing: a tree's budget never grows by
 // crossing nodes.
 func (c *fwdChat) input(id string, maxSpawns int) ChatInput {
-	in := ChatInput{ConversationID: id, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Person: c.Person,
+	in := ChatInput{ConversationID: id, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Sampling: c.Sampling, Person: c.Person,
 		MaxIterations: c.MaxIterations, Parent: c.Parent, Depth: c.Depth, local: true}
 	if c.Depth > 0 {
 		share := int64(0)
@@ -140,6 +142,9 @@ func decodeEnvelope(b []byte) (*envelope, error) {
 	case opChat:
 		if e.Chat == nil || e.ReplyAddr == "" || e.ReplyID == "" {
 			return nil, errors.New("cluster message: chat without its input or reply actor")
+		}
+		if re := checkSampling(e.Chat.Sampling); re != nil {
+			return nil, fmt.Errorf("cluster message: chat sampling: %s", re.Message)
 		}
 	case opCancel:
 	case opProgress:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 func TestDecodeEnvelope(t *testing.T) {
@@ -18,6 +19,8 @@ func TestDecodeEnvelope(t *testing.T) {
 		{"chat", `{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi"}}`, ""},
 		{"chat without reply", `{"op":"chat","req":"r1","chat":{"conversation_id":"c","text":"hi"}}`, "reply actor"},
 		{"chat without input", `{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p"}`, "without its input"},
+		{"chat with sampling", `{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi","sampling":{"temperature":0,"top_p":1,"seed":-3}}}`, ""},
+		{"chat sampling out of range", `{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi","sampling":{"temperature":2.5}}}`, "temperature"},
 		{"cancel", `{"op":"cancel","req":"r1"}`, ""},
 		{"progress", `{"op":"progress","req":"r1","progress":{"kind":"tool_start"}}`, ""},
 		{"progress empty", `{"op":"progress","req":"r1"}`, "without its step"},
@@ -54,6 +57,26 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestForwardedChatKeepsItsInput: what a forwarded chat carries arrives
+// in the input the owner runs, sampling hints included.
+func TestForwardedChatKeepsItsInput(t *testing.T) {
+	temp, seed := 0.0, int64(7)
+	in := ChatInput{ConversationID: "c", Text: "hi", System: "s", MaxTokens: 9, Sampling: llm.Sampling{Temperature: &temp, Seed: &seed}}
+	e, err := decodeEnvelope((&envelope{Op: opChat, Req: "r", ReplyAddr: "a", ReplyID: "b", Chat: forwarded(in)}).message().Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	there := e.Chat.input("c", 1)
+	type sent struct {
+		Text, System string
+		MaxTokens    int
+		Sampling     llm.Sampling
+	}
+	if a, b := mustJSON(t, sent{in.Text, in.System, in.MaxTokens, in.Sampling}), mustJSON(t, sent{there.Text, there.System, there.MaxTokens, there.Sampling}); a != b {
+		t.Fatalf("input here %s, there %s", a, b)
+	}
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -82,12 +105,15 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte(`{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi"}}`))
 	f.Add([]byte(`{"op":"answer","req":"r1","error":{"Status":503}}`))
 	f.Add([]byte(`{"op":"progress","req":"r","progress":{}}`))
+	f.Add([]byte(`{"op":"chat","req":"r1","reply_addr":"h:1","reply_id":"p","chat":{"conversation_id":"c","text":"hi","sampling":{"presence_penalty":-2,"seed":7}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEnvelope(b)
 		if err != nil {
 			return
 		}
 		switch {
+		case e.Op == opChat && e.Chat != nil && checkSampling(e.Chat.Sampling) != nil:
+			t.Fatalf("accepted sampling hints out of range: %+v", e.Chat.Sampling)
 		case e.Req == "" || len(e.Req) > 64:
 			t.Fatalf("accepted req %q", e.Req)
 		case e.Op == opChat && (e.Chat == nil || e.ReplyAddr == "" || e.ReplyID == ""):

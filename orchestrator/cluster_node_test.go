@@ -132,10 +132,11 @@ func (p *peerNode) kill() {
 	}
 }
 
-// chat posts a chat to the peer's API and returns the answer's text.
-func (p *peerNode) chat(t *testing.T, conv string) string {
+// chat posts a chat with seed to the peer's API and returns the answer's
+// text.
+func (p *peerNode) chat(t *testing.T, conv string, seed int64) string {
 	t.Helper()
-	resp := send(t, http.MethodPost, p.api+"/v1/chat", p.token, ChatRequest{ConversationID: conv, Text: "hi"})
+	resp := send(t, http.MethodPost, p.api+"/v1/chat", p.token, ChatRequest{ConversationID: conv, Text: "hi", Sampling: llm.Sampling{Seed: &seed}})
 	var r ChatResponse
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -170,8 +171,8 @@ func (p *peerNode) members(t *testing.T) int {
 // TestClusterForwarding runs node a in this process (for the race
 // detector) and node b as an `evoclaw serve` process: chats taken by
 // either node run on the conversation's one owner, progress comes back
-// across, and after b is SIGKILLed a chat forwarded to it ends typed or,
-// once a sees b gone, runs on a.
+// across, and so do the chat's sampling hints; after b is SIGKILLed a
+// chat forwarded to it ends typed or, once a sees b gone, runs on a.
 func TestClusterForwarding(t *testing.T) {
 	if strconv.IntSize == 32 {
 		t.Skip("clustering is refused on 32-bit builds (cluster.ErrNot64Bit); TestClusterRefusedOn32Bit checks the refusal")
@@ -180,8 +181,16 @@ func TestClusterForwarding(t *testing.T) {
 	broker, _, _ := mqtttest.StartMosquitto(t)
 	b := startPeerNode(t, fmt.Sprintf("node_id = \"b\"\n[broker]\nurl = %q\n[http]\nlisten = \"127.0.0.1:0\"\n[cluster]\netcd = [%q]\nname = \"t\"\nport = %d\n",
 		broker, etcd.Addr(), testenv.FreePort(t)))
+	var seeds testenv.Recorded[int64] // the seeds of a's model calls
+	named := namedProvider("a")
+	provider := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if req.Sampling.Seed != nil {
+			seeds.Add(*req.Sampling.Seed)
+		}
+		return named(ctx, req)
+	})
 	a := startNode(t, Config{NodeID: "a", DataDir: t.TempDir(), Broker: BrokerConf{URL: broker},
-		Cluster: cluster.Config{Etcd: []string{etcd.Addr()}, Name: "t", Port: testenv.FreePort(t)}}, Options{Provider: namedProvider("a")})
+		Cluster: cluster.Config{Etcd: []string{etcd.Addr()}, Name: "t", Port: testenv.FreePort(t)}}, Options{Provider: provider})
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		c := a.Status().Cluster
 		return c != nil && len(c.Members) == 2
@@ -195,6 +204,7 @@ func TestClusterForwarding(t *testing.T) {
 	}, "b sees both members")
 
 	owners := map[string]string{}
+	var wantSeeds []int64 // of the chats b took for a's conversations
 	for i := range 20 {
 		conv := fmt.Sprintf("conv-%d", i)
 		var steps atomic.Int32
@@ -208,9 +218,15 @@ func TestClusterForwarding(t *testing.T) {
 			t.Fatalf("%s through a: answer %q after %d progress steps", conv, ans.Text, steps.Load())
 		}
 		owners[conv] = owner
-		if got, want := b.chat(t, conv), owner+" saw 2"; got != want {
+		if got, want := b.chat(t, conv, int64(100+i)), owner+" saw 2"; got != want {
 			t.Fatalf("%s through b: %q, want %q (the owner with the history)", conv, got, want)
 		}
+		if owner == "a" {
+			wantSeeds = append(wantSeeds, int64(100+i))
+		}
+	}
+	if got := seeds.All(); fmt.Sprint(got) != fmt.Sprint(wantSeeds) {
+		t.Fatalf("a's model got the seeds %v, want %v: those of the chats b forwarded to it", got, wantSeeds)
 	}
 	count := map[string]int{}
 	for _, o := range owners {

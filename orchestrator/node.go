@@ -584,6 +584,8 @@ type ChatInput struct {
 	Seed []llm.Message
 	// MaxTokens bounds each completion when positive.
 	MaxTokens int
+	// Sampling are the client's sampling hints, sent with each completion.
+	Sampling llm.Sampling
 	// Progress receives the chat's steps as they happen; it must not block.
 	Progress actors.ProgressFunc
 	// Toolbox, when set, replaces the node's toolbox for this chat (a
@@ -657,7 +659,7 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 	}
 	wait := &actors.QueueWait{}
 	chat := &actors.Chat{ConversationID: in.ConversationID, Text: in.Text,
-		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Progress: in.Progress, Toolbox: in.Toolbox,
+		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Sampling: in.Sampling, Progress: in.Progress, Toolbox: in.Toolbox,
 		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh, Spawns: in.Spawns,
 		Wait: wait}
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}

@@ -130,7 +130,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, rerr.Status, errorBody{Error: rerr.APIError})
 		return
 	}
-	in := ChatInput{Text: req.Text, System: req.System, MaxTokens: req.MaxTokens}
+	in := ChatInput{Text: req.Text, System: req.System, MaxTokens: req.MaxTokens, Sampling: req.Sampling}
 	conv, param, err := requestConversation(r, req.ConversationID)
 	if err != nil {
 		// Refused before the header is set: it echoes valid ids only.

@@ -142,7 +142,7 @@ func TestChatCompletionsStatuses(t *testing.T) {
 		{"stop empty", "ok", "", with(completion("x"), "stop", ""), 400, ErrTypeInvalidRequest, "stop", "empty stop sequence"},
 		{"stop empty in array", "ok", "", with(completion("x"), "stop", []string{"a", ""}), 400, ErrTypeInvalidRequest, "stop[1]", "empty stop sequence"},
 		{"stop null", "ok", "", with(completion("x"), "stop", nil), 200, "", "", ""},
-		{"ignored fields", "ok", "", with(completion("x"), "temperature", 0.2, "top_p", 1, "seed", 7, "user", "u", "presence_penalty", 0, "whatever", true,
+		{"sampling hints and ignored fields", "ok", "", with(completion("x"), "temperature", 0.2, "top_p", 1, "seed", 7, "user", "u", "presence_penalty", 0, "whatever", true,
 			"frequency_penalty", -2, "store", false, "parallel_tool_calls", true, "metadata", map[string]string{"k": "v"}, "logit_bias", map[string]int{}), 200, "", "", ""},
 		{"temperature 5", "ok", "", with(completion("x"), "temperature", 5), 400, ErrTypeInvalidRequest, "temperature", "out of range"},
 		{"temperature -0.1", "ok", "", with(completion("x"), "temperature", -0.1), 400, ErrTypeInvalidRequest, "temperature", "out of range"},

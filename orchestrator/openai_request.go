@@ -49,8 +49,8 @@ type completionRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Stop json.RawMessage `json:"stop"`
-	// Sampling hints: checked as OpenAI checks them, then left to the
-	// node's model (see checkSampling).
+	// Sampling hints: checked as OpenAI checks them (checkSampling), then
+	// sent with every model call of the chat.
 	Temperature         *float64          `json:"temperature"`
 	TopP                *float64          `json:"top_p"`
 	FrequencyPenalty    *float64          `json:"frequency_penalty"`
@@ -105,6 +105,8 @@ type completionInput struct {
 	Stop []string
 	// NoTools: tool_choice "none", the chat offers the model no tools.
 	NoTools bool
+	// Sampling are the request's sampling hints, within OpenAI's ranges.
+	Sampling llm.Sampling
 }
 
 // requestError is a refused request: its status and error body.
@@ -150,7 +152,9 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	if e := refuseUnsupported(&req); e != nil {
 		return in, e
 	}
-	if e := checkSampling(&req); e != nil {
+	in.Sampling = llm.Sampling{Temperature: req.Temperature, TopP: req.TopP,
+		FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, Seed: req.Seed}
+	if e := checkSampling(in.Sampling); e != nil {
 		return in, e
 	}
 	in.NoTools = toolChoiceNone(req.ToolChoice)
@@ -342,18 +346,18 @@ func refuseUnsupported(req *completionRequest) *requestError {
 
 // checkSampling refuses a sampling hint out of the range OpenAI's API
 // accepts: a client that sends temperature 5 has a bug it should hear of.
-// Within range the hints are not passed on: the node's loop runs its
-// configured model with the server's sampling, whichever the request.
-func checkSampling(req *completionRequest) *requestError {
+// Within range the hints go with every model call of the chat; each
+// provider sends those its API takes (docs/API.md).
+func checkSampling(s llm.Sampling) *requestError {
 	for _, h := range []struct {
 		name     string
 		v        *float64
 		min, max float64
 	}{
-		{"temperature", req.Temperature, 0, 2},
-		{"top_p", req.TopP, 0, 1},
-		{"frequency_penalty", req.FrequencyPenalty, -2, 2},
-		{"presence_penalty", req.PresencePenalty, -2, 2},
+		{"temperature", s.Temperature, 0, 2},
+		{"top_p", s.TopP, 0, 1},
+		{"frequency_penalty", s.FrequencyPenalty, -2, 2},
+		{"presence_penalty", s.PresencePenalty, -2, 2},
 	} {
 		if h.v != nil && !(*h.v >= h.min && *h.v <= h.max) {
 			return badRequest(h.name, "%s: %g is out of range: want %g to %g", h.name, *h.v, h.min, h.max)
@@ -503,6 +507,8 @@ func jsonDecodeProblem(err error) (msg, param string) {
 	case errors.As(err, &se):
 		return fmt.Sprintf("not valid JSON: %s (at byte %d)", se.Error(), se.Offset), ""
 	case errors.As(err, &te):
+		// The fields of an embedded llm.Sampling are the body's own.
+		te.Field = strings.TrimPrefix(te.Field, "Sampling.")
 		if te.Field == "" {
 			return fmt.Sprintf("got a JSON %s, want %s", te.Value, jsonKind(te.Type)), ""
 		}

@@ -11,7 +11,7 @@ import (
 
 func TestDecodeChatCompletionRequest(t *testing.T) {
 	in, err := decodeChatCompletionRequest([]byte(`{"model":"evoclaw","max_tokens":10,"max_completion_tokens":20,
-	  "stream":true,"stream_options":{"include_usage":true},"conversation_id":"c1",
+	  "stream":true,"stream_options":{"include_usage":true},"conversation_id":"c1","temperature":0,"seed":-7,"presence_penalty":2,
 	  "messages":[{"role":"system","content":[{"type":"text","text":"s1"},{"type":"text","text":"s2"}]},
 	              {"role":"user","content":"u1","name":"ann"},{"role":"assistant","content":null,"tool_calls":[]},
 	              {"role":"user","content":[{"type":"text","text":"last"}]}]}`))
@@ -21,6 +21,9 @@ func TestDecodeChatCompletionRequest(t *testing.T) {
 	if in.MaxTokens != 20 || !in.Stream || !in.IncludeUsage || in.ConversationID != "c1" || in.System != "s1\ns2" || in.Text != "last" ||
 		roles(in.Seed) != "user:u1|assistant:|" {
 		t.Fatalf("decoded %+v", in)
+	}
+	if s, _ := json.Marshal(in.Sampling); string(s) != `{"temperature":0,"presence_penalty":2,"seed":-7}` {
+		t.Fatalf("sampling %s", s)
 	}
 }
 
@@ -55,6 +58,9 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 				t.Fatalf("seed role %q", m.Role)
 			}
 		}
+		if checkSampling(in.Sampling) != nil {
+			t.Fatalf("accepted sampling hints out of range: %+v", in.Sampling)
+		}
 		if len(in.Stop) > maxStopSequences || slices.Contains(in.Stop, "") {
 			t.Fatalf("stop sequences %q", in.Stop)
 		}
@@ -73,7 +79,8 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 // FuzzDecodeChatRequest: POST /v1/chat bodies are decoded or refused,
 // never accepted without text.
 func FuzzDecodeChatRequest(f *testing.F) {
-	for _, s := range []string{`{"text":"hi"}`, `{"conversation_id":"c","text":"x","stream":true}`, `{"text":""}`, `{"text":1}`, `{} {}`, ``} {
+	for _, s := range []string{`{"text":"hi"}`, `{"conversation_id":"c","text":"x","stream":true}`, `{"text":""}`, `{"text":1}`, `{} {}`, ``,
+		`{"text":"x","temperature":0,"top_p":1,"seed":7}`, `{"text":"x","frequency_penalty":-2.5}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -84,7 +91,7 @@ func FuzzDecodeChatRequest(f *testing.F) {
 			}
 			return
 		}
-		if strings.TrimSpace(req.Text) == "" {
+		if strings.TrimSpace(req.Text) == "" || checkSampling(req.Sampling) != nil {
 			t.Fatalf("accepted %+v", req)
 		}
 	})

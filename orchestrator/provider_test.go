@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,12 +57,17 @@ func fakeChatServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
 
 // TestOpenAICompatibleProviderDrivesTheLoop configures [llm] provider =
 // "openai" against a loopback server and runs a chat whose tool call goes
-// over MQTT to a real edge agent and its tool process.
+// over MQTT to a real edge agent and its tool process. The sampling hints
+// of a chat of the HTTP API reach the model server on each of its calls,
+// and only that chat's: a chat without hints sends none, and a
+// conversation continued later runs with the hints of the request that
+// continues it.
 func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
 	srv, requests := fakeChatServer(t)
 	dir := t.TempDir()
 	cfg := Config{DataDir: filepath.Join(dir, "orch"), Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}},
-		LLM: llm.Config{Endpoint: llm.Endpoint{Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "tiny"}}}
+		HTTP: HTTPConf{Listen: "127.0.0.1:0"},
+		LLM:  llm.Config{Endpoint: llm.Endpoint{Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "tiny"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	node := startNode(t, cfg, Options{})
@@ -85,6 +91,46 @@ func TestOpenAICompatibleProviderDrivesTheLoop(t *testing.T) {
 		`SELECT provider, model, input_tokens, output_tokens, status FROM llm_calls WHERE conversation_id = 'http' ORDER BY iteration`)
 	if got := fmt.Sprint(res.Rows); got != "[[openai tiny 30 5 success] [openai tiny 40 6 success]]" {
 		t.Fatalf("llm_calls %s", got)
+	}
+
+	token, err := os.ReadFile(filepath.Join(cfg.DataDir, HTTPTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + node.HTTPAddr()
+	for i, step := range []struct {
+		path string
+		body map[string]any
+		want string // the sampling fields of each of the chat's two requests
+	}{
+		{"", nil, `{}`}, // node.Chat above
+		{"/v1/chat/completions", with(completion("run noop"), "conversation_id", "hints", "temperature", 0, "seed", 7, "top_p", 0.5,
+			"frequency_penalty", 0.25, "presence_penalty", -0.25),
+			`{"frequency_penalty":0.25,"presence_penalty":-0.25,"seed":7,"temperature":0,"top_p":0.5}`},
+		{"/v1/chat/completions", with(completion("run noop again"), "conversation_id", "hints", "temperature", 1.5), `{"temperature":1.5}`},
+		{"/v1/chat/completions", with(completion("and again"), "conversation_id", "hints"), `{}`},
+		{"/v1/chat", map[string]any{"conversation_id": "hints", "text": "once more", "seed": 3}, `{"seed":3}`},
+	} {
+		if step.path != "" {
+			resp := send(t, "POST", base+step.path, strings.TrimSpace(string(token)), step.body)
+			wantStatus(t, resp, 200)
+			resp.Body.Close()
+		}
+		reqs := requests()
+		if len(reqs) != 2*(i+1) {
+			t.Fatalf("step %d: %d requests to the model server, want %d", i, len(reqs), 2*(i+1))
+		}
+		for _, req := range reqs[2*i:] {
+			got := map[string]any{}
+			for _, k := range []string{"temperature", "top_p", "frequency_penalty", "presence_penalty", "seed"} {
+				if v, ok := req[k]; ok {
+					got[k] = v
+				}
+			}
+			if b, _ := json.Marshal(got); string(b) != step.want {
+				t.Errorf("step %d (%v): the model server got sampling %s, want %s", i, step.body, b, step.want)
+			}
+		}
 	}
 }
 

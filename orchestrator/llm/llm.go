@@ -2,11 +2,11 @@
 // provider that completes a chat with tool definitions, and the message
 // shapes of that chat. Concrete providers live in subpackages.
 //
-// Apart from Provider, Request, Response, Message and ToolCall, which the
-// signatures of the embedding API use (docs/EMBEDDING.md), this package is
-// part of evoclaw's implementation: other top-level folders of evoclaw share
-// it, so it cannot live in an internal/ folder, and it may change without
-// notice.
+// Apart from Provider, Request, Sampling, Response, Message and ToolCall,
+// which the signatures of the embedding API use (docs/EMBEDDING.md), this
+// package is part of evoclaw's implementation: other top-level folders of
+// evoclaw share it, so it cannot live in an internal/ folder, and it may
+// change without notice.
 package llm
 
 import (
@@ -82,6 +82,19 @@ type Request struct {
 	Messages  []Message `json:"messages"`
 	Tools     []ToolDef `json:"tools,omitempty"`
 	MaxTokens int       `json:"max_tokens,omitempty"`
+	// Sampling are the client's sampling hints for this completion; each
+	// provider sends those its API takes.
+	Sampling Sampling `json:"sampling,omitzero"`
+}
+
+// Sampling are the sampling hints of a chat, in the ranges of OpenAI's
+// API; nil is not given: the model server's own setting applies.
+type Sampling struct {
+	Temperature      *float64 `json:"temperature,omitempty"`
+	TopP             *float64 `json:"top_p,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+	Seed             *int64   `json:"seed,omitempty"`
 }
 
 // Usage counts tokens of one completion.

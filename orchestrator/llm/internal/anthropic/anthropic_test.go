@@ -52,12 +52,52 @@ func TestToolUseRoundTrip(t *testing.T) {
 		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_02", Name: "pi-1__read_file", Content: "error (invalid_params): arguments are not a JSON object", IsError: true},
 		llm.Message{Role: llm.RoleUser, Content: "And is that hot?"},
 	)
+	req.Sampling = llm.Sampling{Temperature: ptr(1.5), TopP: ptr(0.9), FrequencyPenalty: ptr(0.5), PresencePenalty: ptr(-0.5), Seed: ptr(int64(7))}
 	r2, err := p.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r2.Message.Content != "45.6 °C is normal for a Pi." || r2.FinishReason != llm.FinishStop || r2.Usage != (llm.Usage{InputTokens: 720, OutputTokens: 14}) {
 		t.Fatalf("turn 2 = %+v", r2)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestSamplingEncoded: the Messages API takes temperature (0 to 1) and
+// top_p, not both on recent models, and no seed or penalties.
+func TestSamplingEncoded(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   llm.Sampling
+		want string // the request's sampling fields, as JSON
+	}{
+		{"none", llm.Sampling{}, `{}`},
+		{"temperature 0 is sent", llm.Sampling{Temperature: ptr(0.0)}, `{"temperature":0}`},
+		{"above 1 is 1", llm.Sampling{Temperature: ptr(2.0)}, `{"temperature":1}`},
+		{"top_p alone", llm.Sampling{TopP: ptr(0.5)}, `{"top_p":0.5}`},
+		{"temperature over top_p", llm.Sampling{Temperature: ptr(0.3), TopP: ptr(0.5)}, `{"temperature":0.3}`},
+		{"no seed, no penalties", llm.Sampling{Seed: ptr(int64(7)), FrequencyPenalty: ptr(1.0), PresencePenalty: ptr(-1.0)}, `{}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(encodeRequest("m", llm.Request{Sampling: tt.in, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all map[string]json.RawMessage
+			if err := json.Unmarshal(b, &all); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]json.RawMessage{}
+			for _, k := range []string{"temperature", "top_p", "top_k", "seed", "frequency_penalty", "presence_penalty"} {
+				if v, ok := all[k]; ok {
+					got[k] = v
+				}
+			}
+			if g, _ := json.Marshal(got); string(g) != tt.want {
+				t.Fatalf("sampling sent %s, want %s (request %s)", g, tt.want, b)
+			}
+		})
 	}
 }
 

@@ -16,7 +16,11 @@ type (
 		System    string    `json:"system,omitempty"`
 		Messages  []message `json:"messages"`
 		Tools     []tool    `json:"tools,omitempty"`
-		Stream    bool      `json:"stream,omitempty"`
+		// Temperature and TopP are the sampling hints the API takes
+		// (see sampling); absent when not given.
+		Temperature *float64 `json:"temperature,omitempty"`
+		TopP        *float64 `json:"top_p,omitempty"`
+		Stream      bool     `json:"stream,omitempty"`
 	}
 	message struct {
 		Role    string  `json:"role"`
@@ -49,9 +53,26 @@ type (
 	}
 )
 
+// maxTemperature is the highest temperature the Messages API takes
+// (OpenAI's goes to 2).
+const maxTemperature = 1.0
+
+// sampling is what the Messages API takes of a request's sampling hints:
+// the temperature, down to maxTemperature when higher, and top_p when no
+// temperature is given (Claude models since Opus 4.1 refuse the two
+// together). The API has no seed and no penalties: those are not sent.
+func sampling(s llm.Sampling) (temperature, topP *float64) {
+	if s.Temperature == nil {
+		return nil, s.TopP
+	}
+	t := min(*s.Temperature, maxTemperature)
+	return &t, nil
+}
+
 // encodeRequest maps an llm.Request onto the wire (see the package doc).
 func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
 	out := messagesRequest{Model: model, MaxTokens: req.MaxTokens, Stream: stream}
+	out.Temperature, out.TopP = sampling(req.Sampling)
 	var system []string
 	if req.System != "" {
 		system = append(system, req.System)

@@ -56,7 +56,9 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if r1.Usage != (llm.Usage{InputTokens: 82, OutputTokens: 17}) || r1.Model != "gpt-4o-mini-2024-07-18" || r1.Provider != "openai" || r1.Attempts != 1 {
 		t.Fatalf("response = %+v", r1)
 	}
-	r2, err := p.Complete(context.Background(), turn2())
+	req := turn2()
+	req.Sampling = llm.Sampling{Temperature: ptr(0.0), TopP: ptr(0.9), FrequencyPenalty: ptr(0.5), PresencePenalty: ptr(-0.5), Seed: ptr(int64(7))}
+	r2, err := p.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +69,8 @@ func TestToolCallRoundTrip(t *testing.T) {
 		t.Fatalf("requests = %d", s.Requests())
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestLocalServerQuirks(t *testing.T) {
 	p, _ := serve(t, Options{Model: "qwen2.5:1.5b"}, "local_quirks.json", "local_quirks.json")

@@ -10,12 +10,18 @@ import (
 // Wire shapes of a chat completions request.
 type (
 	chatRequest struct {
-		Model         string         `json:"model"`
-		Messages      []chatMessage  `json:"messages"`
-		Tools         []chatTool     `json:"tools,omitempty"`
-		MaxTokens     int            `json:"max_tokens,omitempty"`
-		Stream        bool           `json:"stream,omitempty"`
-		StreamOptions *streamOptions `json:"stream_options,omitempty"`
+		Model     string        `json:"model"`
+		Messages  []chatMessage `json:"messages"`
+		Tools     []chatTool    `json:"tools,omitempty"`
+		MaxTokens int           `json:"max_tokens,omitempty"`
+		// The sampling hints, as given; absent when not.
+		Temperature      *float64       `json:"temperature,omitempty"`
+		TopP             *float64       `json:"top_p,omitempty"`
+		FrequencyPenalty *float64       `json:"frequency_penalty,omitempty"`
+		PresencePenalty  *float64       `json:"presence_penalty,omitempty"`
+		Seed             *int64         `json:"seed,omitempty"`
+		Stream           bool           `json:"stream,omitempty"`
+		StreamOptions    *streamOptions `json:"stream_options,omitempty"`
 	}
 	streamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -66,8 +72,14 @@ type (
 // call it belongs to (the tool messages say their images are there). A
 // user message with images (tool results written as text in prompt tool
 // mode) has a content array of its text and images.
+//
+// The sampling hints the request has go as they are (llama.cpp, Ollama,
+// vLLM and LM Studio take them all); those it has not are left out, to
+// the server's own settings.
 func encodeRequest(model string, req llm.Request, stream bool) chatRequest {
-	out := chatRequest{Model: model, MaxTokens: req.MaxTokens, Stream: stream}
+	s := req.Sampling
+	out := chatRequest{Model: model, MaxTokens: req.MaxTokens, Stream: stream, Temperature: s.Temperature, TopP: s.TopP,
+		FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty, Seed: s.Seed}
 	if stream {
 		// Without this, most servers send no usage in a stream.
 		out.StreamOptions = &streamOptions{IncludeUsage: true}
