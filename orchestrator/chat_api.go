@@ -213,7 +213,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream && !wantsEventStream(r) {
 		ans, err := n.Converse(r.Context(), in)
 		if err != nil {
-			code, f := chatFailure(req.ConversationID, ans, err)
+			code, f := chatFailure(failedConversation(w, req.ConversationID, fresh, err), ans, err)
 			n.logChatFailure(req.ConversationID, code, err)
 			writeChatFailure(w, code, f)
 			return
@@ -223,7 +223,8 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := n.auditGate(); err != nil {
 		// Refused before the stream starts, so the status says so.
-		code, f := chatFailure(req.ConversationID, nil, err)
+		err = notStarted{err}
+		code, f := chatFailure(failedConversation(w, req.ConversationID, fresh, err), nil, err)
 		writeChatFailure(w, code, f)
 		return
 	}
@@ -242,6 +243,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		code, f := chatFailure(req.ConversationID, ans, err)
 		n.logChatFailure(req.ConversationID, code, err)
 		if !sw.started {
+			f.ConversationID = failedConversation(w, req.ConversationID, fresh, err)
 			writeChatFailure(w, code, f)
 			return
 		}
@@ -283,6 +285,18 @@ func chatFailure(convID string, ans *actors.Answer, err error) (int, ChatFailure
 		}
 	}
 	return code, f
+}
+
+// failedConversation is the conversation a failed chat's answer names:
+// none (and no ConversationHeader on w) when the node made the id for the
+// chat and refused it before it started, as no conversation was made;
+// else id.
+func failedConversation(w http.ResponseWriter, id string, fresh bool, err error) string {
+	if fresh && refusedBeforeStart(err) {
+		w.Header().Del(ConversationHeader)
+		return ""
+	}
+	return id
 }
 
 // chatErrParam is the request field a failed chat blames: the

@@ -292,7 +292,7 @@ func (g *conversationGrain) run(root *actor.RootContext, e *envelope) {
 		out := &envelope{Op: opAnswer, Req: e.Req}
 		if err != nil {
 			code, typ := chatErrorStatus(err)
-			out.Error = &RemoteChatError{Node: g.n.cfg.NodeID, Status: code, Type: typ, Message: err.Error()}
+			out.Error = &RemoteChatError{Node: g.n.cfg.NodeID, Status: code, Type: typ, Message: err.Error(), NotStarted: refusedBeforeStart(err)}
 			if code := chatErrorCode(err); code != nil {
 				// a cause the client can test: its code, and its message alone
 				out.Error.Code, out.Error.Message = *code, chatErrorMessage(g.id, err)
@@ -360,7 +360,7 @@ func (n *Node) converseCluster(ctx context.Context, in ChatInput) (ans *actors.A
 	cn := n.cluster
 	pid := cn.c.Proto().Get(in.ConversationID, conversationKind)
 	if pid == nil {
-		return nil, fmt.Errorf("chat %s: %w: no node can take the conversation now", in.ConversationID, ErrNotReady), true
+		return nil, notStarted{fmt.Errorf("chat %s: %w: no node can take the conversation now", in.ConversationID, ErrNotReady)}, true
 	}
 	if pid.Address == n.system.Address() {
 		return nil, nil, false

@@ -4,6 +4,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -98,6 +99,17 @@ func TestChatErrorStatusAcrossNodes(t *testing.T) {
 	code, typ = chatErrorStatus(ErrNodeLost)
 	if code != 503 || typ != ErrTypeNodeLost {
 		t.Errorf("node lost = %d %s", code, typ)
+	}
+	// A chat the owner refused before it started is one here too (the
+	// forwarding node names no conversation it made up for it).
+	for _, remote := range []RemoteChatError{{Node: "n2", Status: 503, Type: ErrTypeNotReady, NotStarted: true}, {Node: "n2", Status: 502, Type: ErrTypeUpstream}} {
+		e, err := decodeEnvelope((&envelope{Op: opAnswer, Req: "r", Error: &remote}).message().Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := refusedBeforeStart(fmt.Errorf("chat c: %w", e.Error)); got != remote.NotStarted {
+			t.Errorf("refused before start across nodes: %v, want %v", got, remote.NotStarted)
+		}
 	}
 }
 

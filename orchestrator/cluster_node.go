@@ -84,6 +84,9 @@ type RemoteChatError struct {
 	Message string
 	// Code is the error body's code (chatErrorCode), "" for none.
 	Code string `json:",omitempty"`
+	// NotStarted: the chat was refused before it started
+	// (refusedBeforeStart).
+	NotStarted bool `json:",omitempty"`
 }
 
 func (e *RemoteChatError) Error() string { return e.Message + " (on node " + e.Node + ")" }

@@ -610,6 +610,21 @@ type ChatInput struct {
 // ErrConversationID is a missing or malformed conversation id.
 var ErrConversationID = errors.New("conversation id")
 
+// notStarted is why a chat was refused before it reached its conversation
+// (no model, the audit trail cannot write, no chat slot): nothing of it
+// was stored, and an id the node made for it names no conversation.
+type notStarted struct{ error }
+
+func (e notStarted) Unwrap() error { return e.error }
+
+// refusedBeforeStart reports whether err refused its chat before it
+// started, on this node or on the node that owns the conversation.
+func refusedBeforeStart(err error) bool {
+	var ns notStarted
+	var re *RemoteChatError
+	return errors.As(err, &ns) || errors.As(err, &re) && re.NotStarted
+}
+
 // Converse sends in to its conversation and waits for the answer. A caller
 // that gives up (ctx ends) cancels the chat. The error is the answer's
 // error, or why there is no answer (actors.ErrAskTimeout when the node's
@@ -630,10 +645,10 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 		}
 	}
 	if err := n.modelGate(); err != nil {
-		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
+		return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
 	}
 	if err := n.auditGate(); err != nil {
-		return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
+		return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
 	}
 	timeout := n.cfg.Loop.ChatTimeout.Duration
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
@@ -645,7 +660,7 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 		// own until its deadline.
 		waited, err := n.takeChatSlot(ctx, timeout)
 		if err != nil {
-			return nil, fmt.Errorf("chat %s: %w", in.ConversationID, err)
+			return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
 		}
 		defer func() { <-n.chatSlots }()
 		timeout -= waited

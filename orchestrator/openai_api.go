@@ -164,6 +164,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			code, typ := chatErrorStatus(err)
 			n.logChatFailure(in.ConversationID, code, err)
+			failedConversation(w, in.ConversationID, in.fresh, err)
 			writeChatError(w, code, chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err))
 			return
 		}
@@ -196,6 +197,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		n.logChatFailure(in.ConversationID, code, err)
 		e := chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err)
 		if !sw.started {
+			failedConversation(w, in.ConversationID, in.fresh, err)
 			writeChatError(w, code, e)
 			return
 		}

@@ -259,6 +259,68 @@ func TestNoModelRefusesEveryChat(t *testing.T) {
 	}
 }
 
+// TestRefusedChatNamesNoConversation: a chat refused before it started
+// (no model, the audit trail cannot write) under an id the node chose
+// names no conversation, in the header or the body: none was made, and
+// GET .../messages would answer 404 for it. An id the client gave is named
+// all the same, and a chat that started and failed names its conversation,
+// which holds the request. Before, every refusal named a made-up id.
+func TestRefusedChatNamesNoConversation(t *testing.T) {
+	nodes := &statusNodes{t: t, nodes: map[string][2]string{}}
+	for _, node := range []struct {
+		kind    string
+		status  int
+		started bool
+	}{{"nomodel", 503, false}, {"diskfull", 503, false}, {"upstream", 502, true}} {
+		for _, tt := range []struct {
+			name, path string
+			body       map[string]any
+			stream     bool
+		}{
+			{"completion", "/v1/chat/completions", completion("hi"), false},
+			{"completion streamed", "/v1/chat/completions", with(completion("hi"), "stream", true), true},
+			{"chat", "/v1/chat", map[string]any{"text": "hi"}, false},
+			{"chat streamed", "/v1/chat", map[string]any{"text": "hi", "stream": true}, true},
+		} {
+			if node.started && tt.stream {
+				continue // a started chat may answer with a stream
+			}
+			for _, named := range []string{"", "mine-" + node.kind} {
+				t.Run(node.kind+"/"+tt.name+"/"+named, func(t *testing.T) {
+					body := tt.body
+					if named != "" {
+						body = with(body, "conversation_id", named)
+					}
+					resp := nodes.post(t, node.kind, "", tt.path, body)
+					wantStatus(t, resp, node.status)
+					var f ChatFailure
+					decodeBody(t, resp, &f)
+					h := resp.Header.Get(ConversationHeader)
+					switch {
+					case named != "" && h != named:
+						t.Fatalf("%s %q, want the client's %q", ConversationHeader, h, named)
+					case named == "" && node.started && h == "":
+						t.Fatalf("a chat that started names no conversation")
+					case named == "" && !node.started && h != "":
+						t.Fatalf("a chat refused before it started names conversation %q", h)
+					case tt.path == "/v1/chat" && f.ConversationID != h:
+						t.Fatalf("body conversation_id %q, header %q", f.ConversationID, h)
+					}
+					if h == "" || named != "" {
+						return
+					}
+					base, token := nodes.get(node.kind)
+					var m map[string]any
+					decodeBody(t, send(t, "GET", base+"/v1/conversations/"+h+"/messages", token, nil), &m)
+					if msgs, _ := m["messages"].([]any); len(msgs) == 0 {
+						t.Fatalf("conversation %s named by a chat that started: %v", h, m)
+					}
+				})
+			}
+		}
+	}
+}
+
 func TestModels(t *testing.T) {
 	_, base, token := startAPI(t, nil, Options{Provider: mustScript(t, helloTranscript)})
 	var list ModelList
