@@ -88,7 +88,8 @@ func TestChatNoModel(t *testing.T) {
 	data := filepath.Join(dir, "node")
 	conf := filepath.Join(dir, "evoclaw.toml")
 	writeTestFile(t, conf, "[broker]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n")
-	startProc(t, procSpec{Ready: serveReady}, "serve", "--config", conf, "--data-dir", data)
+	// The node says so under its ready line, where its operator looks.
+	startProc(t, procSpec{Ready: regexp.MustCompile(`^evoclaw orchestrator: no language model is configured: every chat is refused`)}, "serve", "--config", conf, "--data-dir", data)
 	const said = "no language model is configured on this node"
 	for _, tc := range []struct {
 		name, stdin string

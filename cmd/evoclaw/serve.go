@@ -64,6 +64,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		api = "http://" + a
 	}
 	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s, api %s\n", node.BrokerURL(), node.AuditPath(), api)
+	if c := llmCaveat(node.Ready()); c != "" {
+		fmt.Fprintf(stdout, "evoclaw orchestrator: %s\n", c)
+	}
 	go func() {
 		gcReady()
 		settle(ctx)
@@ -131,4 +134,17 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		trimming.Go(func() { settle(trimCtx) })
 	}
 	return a.Run(ctx)
+}
+
+// llmCaveat is what follows the ready line when the node cannot answer
+// chats for want of a model (no [llm]): its API, audit and broker serve,
+// but /readyz says not ready and every chat is refused, which "ready" must
+// not hide.
+func llmCaveat(r orchestrator.Readiness) string {
+	for _, c := range r.Checks {
+		if c.Name == orchestrator.CheckLLM && !c.OK {
+			return c.Reason
+		}
+	}
+	return ""
 }
