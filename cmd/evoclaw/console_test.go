@@ -100,6 +100,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(t, "open a tool", chromedp.Click(`[data-agent="pi1"] [data-tool="disk_usage"] summary`))
 	shot("fleet")
 
+	// A second tab on the chat page, to see the first tab's chat listed
+	// there as it runs, without a reload.
+	tab, closeTab := chromedp.NewContext(b.ctx)
+	defer closeTab()
+	if err := chromedp.Run(tab); err != nil { // the tab lives as long as this context
+		t.Fatal(err)
+	}
+	inTab := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("second tab: %s: %v", what, err)
+		}
+	}
+	inTab("sign in", chromedp.Navigate(base+"/#chat"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", token, chromedp.ByID), chromedp.Click("#login-submit", chromedp.ByID),
+		chromedp.WaitReady("#chat-list li", chromedp.ByQuery))
+
 	// Chat: the tool's streamed output, then the answer, markup as text.
 	b.run(t, "chat tab", chromedp.Click(`#tabs [data-view="chat"]`), chromedp.WaitVisible("#chat-text", chromedp.ByID),
 		chromedp.SendKeys("#chat-text", "How is pi1?", chromedp.ByID), chromedp.Click("#chat-send", chromedp.ByID))
@@ -117,6 +136,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	conv := b.eval(t, `document.getElementById('chat-title').textContent`).(string)
 	b.run(t, "listed", chromedp.WaitVisible(fmt.Sprintf(`#chat-list [data-conv=%q]`, conv)))
+	inTab("listed in the second tab", chromedp.WaitReady(fmt.Sprintf(`#chat-list [data-conv=%q]`, conv)))
+	closeTab()
 	shot("chat")
 
 	// A question: the page shows it as text with a reply form, the reply
