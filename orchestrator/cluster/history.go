@@ -53,8 +53,9 @@ var _ persistence.ConversationStore = (*SharedHistory)(nil)
 // contact the server.
 func OpenSharedHistory(url, token, node string) (*SharedHistory, error) {
 	// Bounded as the audit cold tier is (persistence/libsqlhttp): this
-	// server too sits on the network.
-	conn, err := libsqlhttp.Open(url, token, libsqlhttp.Limits{})
+	// server too sits on the network. The largest answer asked for is
+	// LoadMessages': maxLoadMessages+1 rows of 4 columns.
+	conn, err := libsqlhttp.Open(url, token, libsqlhttp.Limits{MaxAnswerValues: libsqlhttp.ValuesForRows(maxLoadMessages+1, 4)})
 	if err != nil {
 		return nil, fmt.Errorf("cluster state %s: %w", url, err)
 	}

@@ -14,8 +14,8 @@ import (
 
 // FuzzAnswer serves any body as the server's answer to a query and to a
 // multi-statement exec (the library's batch path): the client library
-// behind the guard returns rows or an error, and never takes the process
-// down.
+// behind the guard returns rows or an error (one of too many values, cut
+// while it is read, included), and never takes the process down.
 func FuzzAnswer(f *testing.F) {
 	for _, s := range []string{
 		`{"baton":null,"results":[]}`,
@@ -28,6 +28,7 @@ func FuzzAnswer(f *testing.F) {
 		`{"results":[{"type":"error","error":{"message":"\u001b[2J"}}]}`,
 		`{"baton":"b","base_url":"http://127.0.0.1:1","results":[{"type":"ok","response":{"type":"execute","result":{}}}]}`,
 		`{"results":[{"type":"ok"}]}`,
+		execAnswer(`[` + strings.TrimSuffix(strings.Repeat(`[{"type":"null"}],`, 400), ",") + `]`),
 	} {
 		f.Add([]byte(s))
 	}
@@ -41,7 +42,8 @@ func FuzzAnswer(f *testing.F) {
 		mu.Unlock()
 		w.Write(b)
 	})
-	db := openDB(f, url, Limits{MaxAnswerBytes: 1 << 20})
+	// Few values, so that answers past the bound are explored too.
+	db := openDB(f, url, Limits{MaxAnswerBytes: 1 << 20, MaxAnswerValues: 1000})
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		mu.Lock()
 		body = answer

@@ -17,7 +17,7 @@ import (
 // Defaults for the zero fields of Limits.
 const (
 	// DefaultMaxAnswerBytes bounds one answer's body. The node holds up
-	// to about five times this while the library decodes it.
+	// to about four times this while the library decodes it.
 	DefaultMaxAnswerBytes = 32 << 20
 	// DefaultRequestTimeout bounds one request, the library's own
 	// background ones (closing a stream) included.
@@ -46,13 +46,25 @@ type Limits struct {
 	// MaxAnswerBytes is the largest answer body read. Zero means
 	// DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
+	// MaxAnswerValues bounds the JSON values of one answer (rows, cells
+	// and whatever is nested in them), which cost the node far more than
+	// their bytes while the library decodes them; see [ValuesForRows].
+	// Zero means one per 64 bytes of MaxAnswerBytes, and at least 262,144
+	// (a query of 20,000 rows of 4 columns).
+	MaxAnswerValues int64
 	// RequestTimeout bounds one request from its start to the end of its
 	// answer. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 }
 
+// ValuesForRows is the MaxAnswerValues a query of rows rows of cols
+// columns needs: a row and each of its cells take 3 values at most, and
+// so does its header of column names and types.
+func ValuesForRows(rows, cols int64) int64 { return (rows+1)*(3*cols+1) + 64 }
+
 func (l Limits) withDefaults() Limits {
 	l.MaxAnswerBytes = cmp.Or(l.MaxAnswerBytes, DefaultMaxAnswerBytes)
+	l.MaxAnswerValues = cmp.Or(l.MaxAnswerValues, max(l.MaxAnswerBytes/bytesPerValue, minValues))
 	l.RequestTimeout = cmp.Or(l.RequestTimeout, DefaultRequestTimeout)
 	return l
 }
@@ -62,7 +74,7 @@ func (l Limits) withDefaults() Limits {
 // whose every request goes through the guard described in the package
 // documentation. It does not contact the server.
 func Open(rawURL, token string, lim Limits) (driver.Connector, error) {
-	if lim.MaxAnswerBytes < 0 || lim.RequestTimeout < 0 {
+	if lim.MaxAnswerBytes < 0 || lim.MaxAnswerValues < 0 || lim.RequestTimeout < 0 {
 		return nil, fmt.Errorf("libsql limits must not be negative")
 	}
 	lim = lim.withDefaults()

@@ -58,17 +58,70 @@ func (g *guard) roundTrip(req *http.Request, next http.RoundTripper) (*http.Resp
 		cancel()
 		return nil, fmt.Errorf("%w: %d bytes announced, at most %d read", ErrAnswerTooLarge, resp.ContentLength, g.lim.MaxAnswerBytes)
 	}
-	resp.Body = &boundedBody{rc: resp.Body, left: g.lim.MaxAnswerBytes, max: g.lim.MaxAnswerBytes, cancel: cancel}
+	resp.Body = &boundedBody{
+		rc: resp.Body, left: g.lim.MaxAnswerBytes, max: g.lim.MaxAnswerBytes,
+		maxValues: g.lim.MaxAnswerValues, valuesLeft: g.lim.MaxAnswerValues, cancel: cancel,
+	}
 	return resp, nil
 }
 
-// boundedBody fails a read past max bytes, and ends the request's
-// deadline when closed.
+// bytesPerValue is how many bytes of MaxAnswerBytes allow one JSON value
+// in an answer by default, and minValues the fewest values the default
+// allows (the node's own reads of 2000 records need about 130,000). The
+// client library decodes each value (a row, a cell, an element or member
+// of anything) into a struct, a slice, a map entry or an interface of its
+// own, twice: "{}," costs about 650 bytes allocated and 200 held, so that
+// tiny values within the byte bound cost the node more than a GB
+// (docs/SECURITY.md). A genuine cell takes at most 3 values
+// (ValuesForRows), in about 30 bytes or more.
+const (
+	bytesPerValue = 64
+	minValues     = 1 << 18
+)
+
+// boundedBody fails a read past max bytes or past maxValues JSON values,
+// and ends the request's deadline when closed.
 type boundedBody struct {
 	rc     io.ReadCloser
 	left   int64 // bytes still allowed
 	max    int64
 	cancel context.CancelFunc
+
+	// The answer is counted as it is read, before the library decodes
+	// it: each ',' '[' and '{' outside a string. A container of k values
+	// has k-1 commas and its own opening, so the count is at least the
+	// number of values below the top level.
+	maxValues  int64
+	valuesLeft int64
+	inString   bool // within a JSON string
+	escaped    bool // after a backslash within it
+}
+
+// count counts the values that start in p, the next bytes of the answer,
+// and fails when there are too many.
+func (b *boundedBody) count(p []byte) error {
+	n := int64(0)
+	for _, c := range p {
+		switch {
+		case b.escaped:
+			b.escaped = false
+		case b.inString:
+			switch c {
+			case '\\':
+				b.escaped = true
+			case '"':
+				b.inString = false
+			}
+		case c == '"':
+			b.inString = true
+		case c == ',' || c == '[' || c == '{':
+			n++
+		}
+	}
+	if b.valuesLeft -= n; b.valuesLeft < 0 {
+		return fmt.Errorf("%w: over %d JSON values", ErrAnswerTooLarge, b.maxValues)
+	}
+	return nil
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -85,6 +138,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
+	if cerr := b.count(p[:n]); cerr != nil {
+		return 0, cerr
+	}
 	return n, err
 }
 
