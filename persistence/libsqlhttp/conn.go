@@ -3,6 +3,7 @@ package libsqlhttp
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -47,8 +48,11 @@ type answerError struct {
 func (e *answerError) Error() string { return e.text }
 func (e *answerError) Unwrap() error { return e.err }
 
-// conn is one library connection. Once a call on it panicked, it is
-// reported invalid so that database/sql drops it.
+// conn is one library connection. Once a call on it panicked, or a
+// request of it was refused for going to another server (the library keeps
+// the base_url an answer named for every later statement of the
+// connection, even after its stream is closed), it is reported invalid so
+// that database/sql drops it.
 type conn struct {
 	c      *connector
 	ci     driver.Conn
@@ -56,12 +60,16 @@ type conn struct {
 }
 
 // catch turns a panic of the library (a malformed answer it indexed into)
-// into ErrMalformedAnswer, and cleans the error text. Deferred by every
-// call into the library.
+// into ErrMalformedAnswer, marks the connection broken after a request
+// to another server was refused, and cleans the error text. Deferred by
+// every call into the library.
 func (cn *conn) catch(err *error) {
 	if r := recover(); r != nil {
 		cn.broken.Store(true)
 		*err = fmt.Errorf("%w: %v", ErrMalformedAnswer, r)
+	}
+	if errors.Is(*err, ErrForeignServer) {
+		cn.broken.Store(true)
 	}
 	*err = cn.c.clean(*err)
 }

@@ -11,7 +11,7 @@
 // process. [Open] returns a connector whose requests go through a guard
 // instead: each request is bounded in time, an answer in bytes and in
 // JSON values ([Limits]), a redirect is refused, a request to any other server than
-// the configured one (where a base_url pointed) is refused, a panic while reading an answer becomes an error
+// the configured one (where a base_url pointed) is refused and its connection dropped, a panic while reading an answer becomes an error
 // ([ErrMalformedAnswer]), and the text of every error is escaped and cut
 // so that a server cannot write to a terminal or a log through it.
 //

@@ -134,6 +134,40 @@ func TestGuardKeepsTheAnswer(t *testing.T) {
 	}
 }
 
+// TestGuardForeignBaseURLDropsConn: a connection an answer's base_url
+// pointed at another server is dropped once the request there is refused,
+// so that the pool's next statement, on a new connection, reaches the
+// configured server (kept, the library sent every later statement of that
+// connection elsewhere, even after its stream closed, and each was refused).
+func TestGuardForeignBaseURLDropsConn(t *testing.T) {
+	otherURL, otherHits := serve(t, func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, execAnswer(`[[{"type":"integer","value":"1"}]]`))
+	})
+	var first atomic.Bool
+	url, _ := serve(t, func(w http.ResponseWriter, _ *http.Request) {
+		answer := execAnswer(`[[{"type":"integer","value":"1"}]]`)
+		if first.CompareAndSwap(false, true) {
+			answer = strings.Replace(answer, `"baton":null`, `"baton":"b","base_url":"`+otherURL+`"`, 1)
+		}
+		io.WriteString(w, answer)
+	})
+	db := openDB(t, url, Limits{})
+	db.SetMaxOpenConns(1) // every statement on the one connection the pool keeps
+	ctx := context.Background()
+	var v any
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatalf("first statement: %v", err)
+	}
+	for i, want := range []error{ErrForeignServer, nil, nil} {
+		if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); !errors.Is(err, want) {
+			t.Fatalf("statement %d after the base_url: got %v, want %v", i+1, err, want)
+		}
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Fatalf("the other server got %d requests", n)
+	}
+}
+
 // TestGuardBoundsTime: a server that accepts and never answers costs one
 // RequestTimeout per request, the library's deadline-less stream closes too.
 func TestGuardBoundsTime(t *testing.T) {
