@@ -68,9 +68,12 @@ type Progress struct {
 	// ApprovalID names the pending approval of a ProgressApprovalWait
 	// (POST /v1/approvals/{id}/approve).
 	ApprovalID string `json:"approval_id,omitempty"`
-	// QuestionID and Question are those of a ProgressQuestion.
+	// QuestionID and Question are those of a ProgressQuestion;
+	// TimeoutMS is how long it waits for a reply (then the model goes on
+	// without one).
 	QuestionID string `json:"question_id,omitempty"`
 	Question   string `json:"question,omitempty"`
+	TimeoutMS  int64  `json:"timeout_ms,omitempty"`
 }
 
 // ProgressFunc receives the Progress events of one chat. It is called from

@@ -116,3 +116,32 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestQuestionSaysHowLongItWaits: a question's progress event carries
+// what is left of its time (timeout_ms), so that a client reading replies
+// from input that may stay silent knows when to stop waiting; none when
+// the wait has no deadline.
+func TestQuestionSaysHowLongItWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+	}{{"a minute", time.Minute}, {"no deadline", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQuestions(time.Minute)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.deadline > 0 {
+				ctx, cancel = context.WithTimeout(context.Background(), tc.deadline)
+			}
+			defer cancel()
+			var got int64 = -1
+			c := actors.Caller{ConversationID: "c", Person: true, Progress: func(p actors.Progress) {
+				got = p.TimeoutMS
+				cancel()
+			}}
+			_, _ = q.ask(ctx, c, "which tank?")
+			if tc.deadline == 0 && got != 0 || tc.deadline > 0 && (got <= 0 || got > tc.deadline.Milliseconds()) {
+				t.Fatalf("timeout_ms = %d, want %s", got, map[bool]string{true: "none", false: "in (0, deadline]"}[tc.deadline == 0])
+			}
+		})
+	}
+}

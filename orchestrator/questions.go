@@ -134,8 +134,12 @@ func (q *questions) ask(ctx context.Context, c actors.Caller, text string) (stri
 		defer q.mu.Unlock()
 		delete(q.pending, id)
 	}()
-	c.Progress(actors.Progress{Kind: actors.ProgressQuestion, ConversationID: c.ConversationID, Time: time.Now(),
-		QuestionID: id, Question: text})
+	p := actors.Progress{Kind: actors.ProgressQuestion, ConversationID: c.ConversationID, Time: time.Now(),
+		QuestionID: id, Question: text}
+	if dl, ok := ctx.Deadline(); ok {
+		p.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
+	}
+	c.Progress(p)
 	select {
 	case reply := <-ch:
 		return reply, nil

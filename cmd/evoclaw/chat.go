@@ -58,9 +58,11 @@ type chatSession struct {
 	conv string
 	// legacyNoted is set once the user was told the node does not stream.
 	legacyNoted bool
-	// readLine reads the person's reply to a question; nil: no input to
-	// read it from (errNoReply).
+	// readLine reads the person's reply to a question at a terminal;
+	// feed is the input's lines when it is not one. Neither: no input to
+	// read a reply from (errNoReply).
 	readLine lineReader
+	feed     *lineFeed
 }
 
 func chatMain(ctx context.Context, args []string, cio chatIO) error {
@@ -129,7 +131,7 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 		// a file: the reply is the next line
 		sc := bufio.NewScanner(s.io.stdin)
 		sc.Buffer(make([]byte, 4<<10), maxChatLine)
-		s.readLine = scannerLines(sc)
+		s.feed = newLineFeed(sc)
 	}
 	err := s.ask(ctx, text)
 	s.noteContinue()
@@ -152,11 +154,20 @@ func (s *chatSession) piped(ctx context.Context) error {
 	sc := bufio.NewScanner(s.io.stdin)
 	sc.Buffer(make([]byte, 64<<10), maxChatLine)
 	// A question's reply is the next line of input.
-	s.readLine = scannerLines(sc)
+	s.feed = newLineFeed(sc)
 	failed := 0
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
+	for {
+		line, err := s.feed.next(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
 		quit, err := s.handle(ctx, line)
@@ -172,9 +183,6 @@ func (s *chatSession) piped(ctx context.Context) error {
 		if quit {
 			return nil
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read stdin: %w", err)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of the chats failed", failed)

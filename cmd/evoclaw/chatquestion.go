@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/peterh/liner"
 
@@ -20,18 +21,68 @@ const maxReplyLine = 4 << 10
 // lineReader reads one line the person types, showing prompt when it can.
 type lineReader func(prompt string) (string, error)
 
-// scannerLines reads replies from the lines of sc.
-func scannerLines(sc *bufio.Scanner) lineReader {
-	return func(string) (string, error) {
-		if sc.Scan() {
-			return sc.Text(), nil
+// lineFeed reads the lines of an input that is not a terminal (a pipe, a
+// file, a terminal with the output redirected) on a goroutine of its own,
+// so that a wait for the next line can end without it: the command's
+// context ending (SIGTERM), Ctrl-C, or the question it would reply to
+// expiring on the node. A read blocked on input that stays open and silent
+// once held the chat for ever, past all three. The goroutine reads at
+// most one line ahead; a line nobody waited for is the next wait's.
+type lineFeed struct {
+	lines chan string   // unbuffered: the reader holds at most one line
+	ended chan struct{} // closed when the input ends; err says how
+	err   error
+}
+
+// errReplyLate ends a wait for a reply that outlived its question.
+var errReplyLate = errors.New("no reply before the question expired")
+
+func newLineFeed(sc *bufio.Scanner) *lineFeed {
+	f := &lineFeed{lines: make(chan string), ended: make(chan struct{})}
+	go func() {
+		for sc.Scan() {
+			f.lines <- sc.Text()
 		}
-		if err := sc.Err(); err != nil {
-			return "", err
+		f.err = sc.Err()
+		if f.err == nil {
+			f.err = io.EOF
 		}
-		return "", io.EOF
+		close(f.ended)
+	}()
+	return f
+}
+
+// next returns the next line; io.EOF or a read error once the input has
+// ended; ctx's error when ctx ends first; errReplyLate after limit when
+// limit > 0.
+func (f *lineFeed) next(ctx context.Context, limit time.Duration) (string, error) {
+	var late <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		late = t.C
+	}
+	select {
+	case l := <-f.lines:
+		return l, nil
+	case <-f.ended:
+		select { // a line sent just before the end comes first
+		case l := <-f.lines:
+			return l, nil
+		default:
+			return "", f.err
+		}
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-late:
+		return "", errReplyLate
 	}
 }
+
+// replyGrace is added to a question's own time before the client stops
+// waiting for its reply: the node's clock started first, and a reply it
+// takes just in time still counts.
+const replyGrace = 2 * time.Second
 
 // errNoReply is a chat cancelled because the model asked a question and
 // the input (not a terminal) ended before a reply: none can come, and the
@@ -45,10 +96,26 @@ var errNoReply = errors.New("the model asked a question and the input ended befo
 // cancelled. Input that ends (not a terminal) or fails is errNoReply.
 func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) (ctrl string, err error) {
 	s.view.note(s.io.stdout, "? "+termLine(p.Question, maxProgressLine))
-	if s.readLine == nil {
+	var reply string
+	switch {
+	case s.feed != nil:
+		var limit time.Duration
+		if p.TimeoutMS > 0 {
+			limit = time.Duration(p.TimeoutMS)*time.Millisecond + replyGrace
+		}
+		reply, err = s.feed.next(ctx, limit)
+		switch {
+		case errors.Is(err, errReplyLate):
+			s.view.note(s.io.stderr, "(no reply came before the question expired: the model goes on without one)")
+			return "", nil
+		case ctx.Err() != nil:
+			return "", ctx.Err() // cancelled: the chat says why
+		}
+	case s.readLine != nil:
+		reply, err = s.readLine("answer> ")
+	default:
 		return "", errNoReply
 	}
-	reply, err := s.readLine("answer> ")
 	switch {
 	case errors.Is(err, liner.ErrPromptAborted):
 		return "^C", errInterrupted

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
@@ -27,12 +28,16 @@ func (askingProvider) Complete(_ context.Context, req llm.Request) (llm.Response
 }
 
 // startAskingNode starts a node whose model asks "which tank?" and returns
-// its data directory.
-func startAskingNode(t *testing.T) string {
+// its data directory. A question waits questionTimeout at most (the
+// node's default when none).
+func startAskingNode(t *testing.T, questionTimeout ...time.Duration) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"},
 		HTTP: orchestrator.HTTPConf{Listen: "127.0.0.1:0"}}
+	for _, d := range questionTimeout {
+		cfg.Loop.QuestionTimeout.Duration = d
+	}
 	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Provider: askingProvider{}})
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +79,63 @@ func TestChatAnswersAQuestion(t *testing.T) {
 			}
 			if err != nil || !strings.Contains(out, "filling the blue one\n") {
 				t.Fatalf("err %v\nstdout %q\nstderr %q", err, out, errOut)
+			}
+		})
+	}
+}
+
+// TestChatInputOpenAndSilentAtAQuestion: input that is not a terminal and
+// stays open without a line (a pipe whose writer waits) once held a chat
+// at a question for ever: past the question's expiry on the node, past
+// the command's context (SIGTERM) and past Ctrl-C. Now the wait ends with
+// the question (the model goes on without a reply) or with the chat.
+func TestChatInputOpenAndSilentAtAQuestion(t *testing.T) {
+	dir := startAskingNode(t, 300*time.Millisecond)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		cancel time.Duration // the command's context ends after this; 0: not
+		ended  bool          // the chat ends with the context, unanswered
+	}{
+		{"one-shot, the question expires", []string{"fill the tank"}, 0, false},
+		{"one-shot, the command is stopped", []string{"fill the tank"}, 500 * time.Millisecond, true},
+		{"piped, the command is stopped", nil, time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdin, w := io.Pipe()
+			defer w.Close()
+			if tc.args == nil { // piped: the question comes as a line, then silence
+				go func() { _, _ = io.WriteString(w, "fill the tank\n") }()
+			}
+			// a guard against the old wait, not a bound on the time taken
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tc.cancel > 0 {
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			var out, errb testenv.Buffer
+			done := make(chan error, 1)
+			go func() {
+				done <- chatMain(ctx, append([]string{"--data-dir", dir}, tc.args...), chatIO{stdin: stdin, stdout: &out, stderr: &errb})
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(40 * time.Second):
+				t.Fatalf("the chat still waits for a reply\nstdout %q\nstderr %q", out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), "? which tank?\n") {
+				t.Fatalf("the question is not shown: stdout %q\nstderr %q", out.String(), errb.String())
+			}
+			if tc.ended {
+				if !errors.Is(err, context.Canceled) || strings.Contains(out.String(), "filling") {
+					t.Fatalf("err %v, want the context's\nstdout %q\nstderr %q", err, out.String(), errb.String())
+				}
+				return
+			}
+			// the model got no reply and answered with what it got
+			if err != nil || !strings.Contains(out.String(), "filling") || !strings.Contains(errb.String(), "no reply came before the question expired") {
+				t.Fatalf("err %v\nstdout %q\nstderr %q", err, out.String(), errb.String())
 			}
 		})
 	}
