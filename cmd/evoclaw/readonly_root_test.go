@@ -95,8 +95,14 @@ func TestReadOnlyRoot(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeTestFile(t, filepath.Join(data, "evoclaw.toml"), fmt.Sprintf("audit_sync = \"full\"\n[broker]\nallow_anonymous = true\nlisten = \"127.0.0.1:%d\"\n[http]\nlisten = \"127.0.0.1:0\"\n", port))
-	writeTestFile(t, filepath.Join(data, "agent.toml"), fmt.Sprintf("agent_id = \"ro-agent\"\ndata_dir = %q\naudit_sync = \"full\"\n[mqtt]\nbroker = \"tcp://127.0.0.1:%d\"\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = \"bubblewrap\"\n",
+	// The chat runs the agent's bash (in bubblewrap) in its workspace.
+	transcript := writeTranscript(t, data, "ro-chat", []map[string]any{
+		{"content": "writing", "tool_calls": []map[string]any{{"id": "c1", "name": "ro-agent__bash",
+			"arguments": map[string]string{"command": "echo written on a read-only root > note.txt && cat note.txt"}}}},
+		{"content": "the tool said: {{result c1}}"},
+	})
+	writeTestFile(t, filepath.Join(data, "evoclaw.toml"), fmt.Sprintf("audit_sync = \"full\"\n[broker]\nallow_anonymous = true\nlisten = \"127.0.0.1:%d\"\n[http]\nlisten = \"127.0.0.1:0\"\n[llm]\nprovider = \"scripted\"\ntranscript = %q\n", port, transcript))
+	writeTestFile(t, filepath.Join(data, "agent.toml"), fmt.Sprintf("agent_id = \"ro-agent\"\ndata_dir = %q\naudit_sync = \"full\"\n[mqtt]\nbroker = \"tcp://127.0.0.1:%d\"\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\nsandbox = \"bubblewrap\"\n[skills]\npermissions = [\"shell\", \"file_read\", \"file_write\"]\n",
 		filepath.Join(data, "edge"), port, ws))
 	out = roRun("sh", "-c", `set -e
 wait_for() { # file pattern pid: poll with a 30 s deadline
@@ -122,6 +128,9 @@ cat "$DATA"/*.err
 		if strings.Contains(strings.ToLower(out), strings.ToLower(bad)) {
 			t.Errorf("serve, edge and a chat on a read-only root: the output mentions %q:\n%s", bad, out)
 		}
+	}
+	if !strings.Contains(out, "the tool said: written on a read-only root") {
+		t.Errorf("the chat's tool call did not run in the workspace:\n%s", out)
 	}
 	for _, d := range []string{"node", "edge"} {
 		if _, err := os.Stat(filepath.Join(data, d, TempSubdir)); err != nil {
