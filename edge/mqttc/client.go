@@ -64,6 +64,11 @@ type Client struct {
 
 	closeOnce sync.Once
 
+	// restored is closed once the first connection's onConnect has
+	// subscribed what was recorded; Connect waits for it (connect).
+	restored     chan struct{}
+	restoredOnce sync.Once
+
 	// randN returns a uniform random number in [0, n); tests replace it.
 	randN func(n int64) int64
 }
@@ -86,11 +91,12 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		return nil, fmt.Errorf("connect to mqtt broker: %w", err)
 	}
 	c := &Client{
-		opts:  o,
-		url:   u.Redacted(),
-		done:  make(chan struct{}),
-		subs:  make(map[string]*subscription),
-		randN: rand.Int64N,
+		opts:     o,
+		url:      u.Redacted(),
+		done:     make(chan struct{}),
+		restored: make(chan struct{}),
+		subs:     make(map[string]*subscription),
+		randN:    rand.Int64N,
 	}
 	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
 	c.connLog = newConnLog(c.log, time.Now)
@@ -166,6 +172,15 @@ func (c *Client) connect(ctx context.Context) error {
 		}
 		last = tok.Error()
 		if last == nil {
+			// paho runs onConnect on a goroutine of its own: wait for it,
+			// or a Subscribe made as soon as Connect returns could be
+			// recorded before onConnect copies the record, and be sent
+			// twice (a second SUBSCRIBE, and the filter's retained
+			// messages delivered again).
+			select {
+			case <-c.restored:
+			case <-ctx.Done(): // connected all the same
+			}
 			return nil
 		}
 		if refusal(last) {
@@ -248,6 +263,7 @@ func (c *Client) onConnect() {
 			c.log.Error("restore mqtt subscription", logKeyFilter, filter, logKeyError, err)
 		}
 	}
+	c.restoredOnce.Do(func() { close(c.restored) })
 	if c.opts.OnConnect != nil {
 		c.opts.OnConnect(c)
 	}

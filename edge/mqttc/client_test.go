@@ -361,3 +361,45 @@ func TestCloseWhileReconnecting(t *testing.T) {
 		t.Fatalf("Close while reconnecting took %v", d)
 	}
 }
+
+// TestSubscribeRightAfterConnect: a subscription made as soon as Connect
+// returns is sent once. paho runs the connection's handler, which restores
+// the recorded subscriptions, on a goroutine of its own; Connect used to
+// return before it ran, so the handler could find the new record and
+// subscribe again, and the filter's retained message came twice.
+func TestSubscribeRightAfterConnect(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
+		topic := "evoclaw/agents/" + clientID("agent") + "/status"
+		publish(t, connect(t, b.URL, nil), mqttc.Message{Topic: topic, Payload: []byte("retained"), QoS: 1, Retained: true})
+		const clients = 20
+		inboxes := make([]mqtttest.Inbox, clients)
+		var wg sync.WaitGroup
+		for i := range inboxes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+				defer cancel()
+				c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: b.URL, ClientID: clientID("sub")})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				t.Cleanup(c.Close)
+				if err := c.Subscribe(topic, 1, inboxes[i].Handle); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range inboxes {
+			inboxes[i].Await(t, "retained")
+		}
+		time.Sleep(200 * time.Millisecond) // for a second copy to arrive
+		for i := range inboxes {
+			if n := len(inboxes[i].All()); n != 1 {
+				t.Errorf("client %d got the retained message %d times", i, n)
+			}
+		}
+	})
+}
