@@ -52,6 +52,9 @@ type authHook struct {
 	// takeovers bounds the lines about session takeovers per client id
 	// (takeover.go); nil logs none.
 	takeovers *rate.Quota
+	// takenOver holds the clients whose session a newer connection took
+	// over, until their will is due or they are gone (takeover.go).
+	takenOver sync.Map // *mqtt.Client → struct{}
 }
 
 // ID names the hook in mochi's logs.
@@ -59,7 +62,7 @@ func (h *authHook) ID() string { return "evoclaw-auth" }
 
 // Provides tells mochi which hook methods this hook implements.
 func (h *authHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnClientExpired, mqtt.OnSessionEstablish}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPacketRead, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnClientExpired, mqtt.OnSessionEstablish, mqtt.OnWill}, []byte{b})
 }
 
 // OnConnectAuthenticate authenticates the client (certificate, password or,
@@ -238,6 +241,7 @@ func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	if expire {
 		h.sessions.Delete(cl)
 	}
+	h.takenOver.Delete(cl) // its will, if any, was due before this
 }
 
 // OnClientExpired forgets a persistent session the broker dropped.

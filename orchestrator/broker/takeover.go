@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"sync/atomic"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -31,17 +30,11 @@ const (
 // at most rate.DefaultMaxKeys ids at once (an id past that is not logged).
 func newTakeoverQuota() *rate.Quota { return rate.NewQuota(takeoverLines, takeoverWindow) }
 
-// OnSessionEstablish drops the last will of the client whose session cl
-// takes over, and warns, within the quota, when that client was still
-// connected; mochi disconnects it right after this hook
-// (inheritClientSession). Authentication has admitted cl: a takeover by
-// another identity was refused before (admit).
-//
-// The will goes because it would be false: it says the client is gone
-// while cl holds its id. Mochi publishes it from the old connection's
-// goroutine, after the takeover, so it could land after cl's retained
-// "online" and leave the agent's retained status "offline" while the agent
-// is connected. cl's own will covers cl's end.
+// OnSessionEstablish marks the client whose session cl takes over, so
+// that its last will goes nowhere (OnWill), and warns, within the quota,
+// when that client was still connected; mochi disconnects it right after
+// this hook (inheritClientSession). Authentication has admitted cl: a
+// takeover by another identity was refused before (admit).
 func (h *authHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	if h.server == nil {
 		return
@@ -50,7 +43,7 @@ func (h *authHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	if !ok || old == cl {
 		return
 	}
-	atomic.StoreUint32(&old.Properties.Will.Flag, 0) // as mochi marks a will sent
+	h.takenOver.Store(old, struct{}{})
 	if old.Closed() || h.takeovers == nil {
 		return
 	}
@@ -68,4 +61,24 @@ func (h *authHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	}
 	// Under boundlog's cut of a message: the rest is in SECURITY.md.
 	h.log.Warn("mqtt session taken over: two clients use one id? Each ends the other's connection; give each agent its own agent_id", args...)
+}
+
+// droppedWillTopic is where the will of a session taken over goes: a
+// topic under "$", which no wildcard subscription matches (MQTT 4.7.2),
+// and which no identity of the fleet may subscribe to.
+const droppedWillTopic = "$evoclaw/will-of-a-session-taken-over"
+
+// OnWill sends the last will of a client whose session a newer connection
+// took over nowhere, not retained. The will would be false: it says the
+// client is gone while the newer connection holds its id. Mochi publishes
+// it from the old connection's goroutine, after the takeover, so it could
+// land after the newer connection's retained "online" and leave an agent
+// that is connected marked "offline". The newer connection's own will
+// covers its end. (A hook cannot cancel a will, and writing the old
+// client's will itself would race with mochi, which clears it unlocked.)
+func (h *authHook) OnWill(cl *mqtt.Client, will mqtt.Will) (mqtt.Will, error) {
+	if _, ok := h.takenOver.LoadAndDelete(cl); ok {
+		will.TopicName, will.Retain = droppedWillTopic, false
+	}
+	return will, nil
 }
