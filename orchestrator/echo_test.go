@@ -17,6 +17,7 @@ func TestEcho(t *testing.T) {
 		{"empty", "", ""},
 		{"short", "job-1", "job-1"},
 		{"at the bound", strings.Repeat("b", maxEcho), strings.Repeat("b", maxEcho)},
+		{"under the bound, not UTF-8", "\xdc\xdc" + strings.Repeat("d", maxEcho-3), "\xdc\xdc" + strings.Repeat("d", maxEcho-3)},
 		{"one past it", strings.Repeat("c", maxEcho+1), strings.Repeat("c", echoPrefix) + "...(65 bytes)"},
 		{"long", long, strings.Repeat("a", echoPrefix) + "...(3000 bytes)"},
 		// é is two bytes: after "a" the cut falls inside the 16th, left out
@@ -27,7 +28,7 @@ func TestEcho(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("echo = %q, want %q", got, tc.want)
 			}
-			if !utf8.ValidString(got) {
+			if utf8.ValidString(tc.in) && !utf8.ValidString(got) {
 				t.Fatalf("echo = %q: not UTF-8", got)
 			}
 		})
@@ -129,7 +130,10 @@ func FuzzEchoed(f *testing.F) {
 				t.Fatalf("echoed kept %d bytes whole: %.100q", len(v), got)
 			}
 		}
-		if e := echo(id); len(e) > echoPrefix+len("...(bytes)")+20 || (utf8.ValidString(id) && !utf8.ValidString(e)) {
+		// An id of up to maxEcho bytes is echoed whole, a longer one as
+		// its start and size.
+		e := echo(id)
+		if len(id) <= maxEcho && e != id || len(id) > maxEcho && len(e) > echoPrefix+len("...(bytes)")+20 || (utf8.ValidString(id) && !utf8.ValidString(e)) {
 			t.Fatalf("echo(%q) = %q", id, e)
 		}
 	})
