@@ -90,7 +90,9 @@ func TestChatAnswersAQuestion(t *testing.T) {
 // the command's context (SIGTERM) and past Ctrl-C. Now the wait ends with
 // the question (the model goes on without a reply) or with the chat.
 func TestChatInputOpenAndSilentAtAQuestion(t *testing.T) {
-	dir := startAskingNode(t, 300*time.Millisecond)
+	// Questions expire after 300 ms on one node, and not within the test
+	// on the other: there the chat can only end with the command.
+	expiring, lasting := startAskingNode(t, 300*time.Millisecond), startAskingNode(t)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -102,6 +104,10 @@ func TestChatInputOpenAndSilentAtAQuestion(t *testing.T) {
 		{"piped, the command is stopped", nil, time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			dir := expiring
+			if tc.ended {
+				dir = lasting
+			}
 			stdin, w := io.Pipe()
 			defer w.Close()
 			if tc.args == nil { // piped: the question comes as a line, then silence
