@@ -342,7 +342,8 @@ type LogsPage struct {
 }
 
 // handleLogs serves the hot tier: ?after=SEQ&kind=tool&agent=ID&limit=N,
-// and with wait=30s it holds the request until something newer arrives.
+// and with wait=30s it holds the request until something newer that
+// matches arrives.
 func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var after int64 = -1 << 63
@@ -368,6 +369,8 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeAPIErrorParam(w, http.StatusBadRequest, "kind", "kind: want tool, llm, message or event")
 		return
 	}
+	var page LogsPage
+	page.Entries, page.Head = n.tiers.Ring.Page(after, f, limit)
 	if v := q.Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -375,11 +378,15 @@ func (n *Node) handleLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), min(d, maxLogsWait))
-		_ = n.tiers.Ring.Wait(ctx, after) // a timeout answers with no entries
-		cancel()
+		// Until an entry that matches arrives (the ones up to page.Head
+		// were looked at): a filtered poll woken by one that does not (a
+		// tool feed on a node busy with messages) once answered empty at
+		// once, and its client asked again at once, a request per record.
+		for len(page.Entries) == 0 && n.tiers.Ring.Wait(ctx, page.Head) == nil {
+			page.Entries, page.Head = n.tiers.Ring.Page(page.Head, f, limit)
+		}
+		cancel() // a timeout answers with no entries
 	}
-	var page LogsPage
-	page.Entries, page.Head = n.tiers.Ring.Page(after, f, limit)
 	if page.Entries == nil {
 		page.Entries = []hot.Entry{}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/evoclaw/evoclaw/persistence/hot"
 	"io"
 	"net/http"
 	"os"
@@ -109,6 +110,21 @@ func TestHTTPAPI(t *testing.T) {
 	r := <-got
 	if len(r.page.Entries) == 0 || r.took > 10*time.Second {
 		t.Fatalf("long poll got %d entries after %s", len(r.page.Entries), r.took)
+	}
+	// A filtered long poll waits through records it does not match: it
+	// once answered empty at the first one, and its client asked again, a
+	// request per record on a busy node.
+	go func() {
+		var p LogsPage
+		call(t, "GET", fmt.Sprintf("%s/v1/logs?kind=event&after=%d&wait=20s", base, r.page.Head), token, nil, &p)
+		got <- result{page: p}
+	}()
+	time.Sleep(100 * time.Millisecond) // the poll is waiting (a later record still wakes it)
+	node.tiers.Ring.Add(hot.Entry{Seq: r.page.Head + 1, Kind: hot.KindMessage, Name: "user"})
+	time.Sleep(100 * time.Millisecond)
+	node.tiers.Ring.Add(hot.Entry{Seq: r.page.Head + 2, Kind: hot.KindEvent, Name: "agent_online"})
+	if r := <-got; len(r.page.Entries) != 1 || r.page.Entries[0].Seq != r.page.Head || r.page.Entries[0].Kind != hot.KindEvent {
+		t.Fatalf("filtered long poll answered %+v, want the event alone", r.page)
 	}
 	// Prometheus text format, behind the same token.
 	req, _ := http.NewRequest("GET", base+"/metrics", nil)
