@@ -113,6 +113,8 @@ wait_for() { # file pattern pid: poll with a 30 s deadline
 		sleep 0.1
 	done
 }
+sp= ep=
+trap 'st=$?; kill $sp $ep 2>/dev/null || :; exit $st' EXIT # a step that fails leaves no process behind
 "$0" serve --config "$DATA/evoclaw.toml" --data-dir "$DATA/node" >"$DATA/serve.out" 2>"$DATA/serve.err" & sp=$!
 wait_for "$DATA/serve.out" "orchestrator ready" $sp
 "$0" edge --config "$DATA/agent.toml" >"$DATA/edge.out" 2>"$DATA/edge.err" & ep=$!
