@@ -3,7 +3,9 @@ package builtin
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,6 +99,40 @@ func FuzzDenied(f *testing.F) {
 			if denied(cmd) == "" {
 				t.Fatalf("%q was allowed", cmd)
 			}
+		}
+	})
+}
+
+// FuzzEachLine compares grep's line reader with a plain reference: split
+// the text at "\n", drop one "\r" before each, and count the lines longer
+// than the bound instead of passing them. The reader's buffer is smaller
+// than the bound, so lines span several reads.
+func FuzzEachLine(f *testing.F) {
+	f.Add("a\nb\r\nc", uint8(8))
+	f.Add(strings.Repeat("x", 40)+"\nshort\n"+strings.Repeat("y", 17)+"\r\n", uint8(17))
+	f.Add("\r\n\n\r\r\n", uint8(1))
+	f.Add("no newline at all", uint8(4))
+	f.Fuzz(func(t *testing.T, text string, bound uint8) {
+		maxLine := int(bound)
+		var want []string // "number:line" of each line passed
+		wantLong := 0
+		for i, l := range strings.SplitAfter(text, "\n") {
+			if l == "" {
+				continue // after the last newline
+			}
+			if l = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r"); len(l) > maxLine {
+				wantLong++
+			} else {
+				want = append(want, fmt.Sprintf("%d:%s", i+1, l))
+			}
+		}
+		var got []string
+		long := eachLine(nil, bufio.NewReaderSize(strings.NewReader(text), 16), maxLine, func(n int, line []byte) bool {
+			got = append(got, fmt.Sprintf("%d:%s", n, line))
+			return true
+		})
+		if long != wantLong || !slices.Equal(got, want) {
+			t.Fatalf("eachLine(%q, %d) = %q, %d long; want %q, %d long", text, maxLine, got, long, want, wantLong)
 		}
 	})
 }

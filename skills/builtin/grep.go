@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"regexp/syntax"
@@ -18,8 +19,9 @@ import (
 
 // Limits of grep.
 const (
-	// maxGrepLine is the longest line grep scans; a file with a longer line
-	// is searched up to it.
+	// maxGrepLine is the longest line grep searches, in bytes without its
+	// end of line. A longer one is skipped up to its end and counted in
+	// the answer; the lines after it are searched.
 	maxGrepLine = 1 << 20
 	// maxShownLine is how much of a matching line grep shows.
 	maxShownLine = 300
@@ -118,6 +120,11 @@ func (o Options) grep(ctx context.Context, args map[string]any) skills.Output {
 	}
 	h := &hits{list: lines, max: o.MaxResults, full: full}
 	out := h.output("matches", err, skipped+refused)
+	if m.unread > 0 {
+		out.Content[0].Text += fmt.Sprintf("\n[%d %s longer than %d bytes %s not searched: grep reads lines of at most %d MiB; use bash to search %s]",
+			m.unread, plural(m.unread, "line", "lines"), maxGrepLine, plural(m.unread, "was", "were"), maxGrepLine>>20, plural(m.unread, "it", "them"))
+		out.Truncated = true
+	}
 	if m.tooLong > 0 {
 		out.Content[0].Text += fmt.Sprintf("\n[%d %s longer than %d bytes %s not searched with this pattern "+
 			"(it compiles to %d instructions; a line may cost at most %d bytes × instructions); use a simpler pattern to search them]",
@@ -135,6 +142,7 @@ type lineMatcher struct {
 	literal []byte   // the whole pattern when it is a literal, else nil
 	needs   [][]byte // one of these occurs in every match, if not empty
 	tooLong int      // lines not searched because longer than maxLine
+	unread  int      // lines not searched because longer than maxGrepLine
 }
 
 // newLineMatcher compiles pat, refusing it above maxGrepProg. Compiling
@@ -245,38 +253,81 @@ func shortest(lits [][]byte) int {
 // It stops at the first line after ctx is done, so a call overruns its
 // deadline by at most one Match, which grepLineBudget bounds.
 func (o Options) grepFile(ctx context.Context, m *lineMatcher, name string, lines *[]string) (full, special bool) {
-	done := ctx.Done()
 	rc, _, err := o.Files.Open(ctx, name)
 	if err != nil {
 		return false, errors.Is(err, ErrNotRegular)
 	}
 	defer rc.Close() // read-only
-	br := bufio.NewReader(rc)
+	br := bufio.NewReaderSize(rc, 64<<10)
 	if head, _ := br.Peek(sniffLen); bytes.IndexByte(head, 0) >= 0 {
 		return false, false
 	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 64<<10), maxGrepLine)
-	for n := 1; sc.Scan(); n++ {
-		select {
-		case <-done:
-			return false, false
-		default:
-		}
-		line := sc.Bytes()
+	m.unread += eachLine(ctx.Done(), br, maxGrepLine, func(n int, line []byte) bool {
 		if !m.match(line) {
-			continue
+			return true
 		}
 		shown := line
 		if len(shown) > maxShownLine {
 			shown = append(trimPartialRune(shown[:maxShownLine:maxShownLine]), "…"...)
 		}
 		*lines = append(*lines, fmt.Sprintf("%s:%d: %s", name, n, shown))
-		if len(*lines) >= o.MaxResults {
-			return true, false
+		full = len(*lines) >= o.MaxResults
+		return !full
+	})
+	return full, false
+}
+
+// eachLine calls fn with every line of br and its number, counting from 1,
+// without its end of line ("\n" or "\r\n", as bufio.ScanLines gives it),
+// until fn returns false, br ends or fails, or done is closed. A line
+// longer than maxLine bytes is read to its end, in pieces, but not passed
+// to fn: it is counted in the number returned. So a huge line costs at
+// most maxLine bytes of memory, and neither it nor a file that grows
+// without end can hold the call past done.
+func eachLine(done <-chan struct{}, br *bufio.Reader, maxLine int, fn func(n int, line []byte) bool) (long int) {
+	var pending []byte // the start of a line longer than br's buffer
+	for n := 1; ; n++ {
+		chunk, err := br.ReadSlice('\n')
+		over := false
+		for errors.Is(err, bufio.ErrBufferFull) {
+			select {
+			case <-done:
+				return long
+			default:
+			}
+			if !over && len(pending)+len(chunk) <= maxLine+2 { // +2: room for "\r\n"
+				pending = append(pending, chunk...)
+			} else {
+				over, pending = true, pending[:0]
+			}
+			chunk, err = br.ReadSlice('\n')
+		}
+		select {
+		case <-done:
+			return long
+		default:
+		}
+		if err != nil && !errors.Is(err, io.EOF) || len(chunk) == 0 && len(pending) == 0 && !over {
+			return long // a read error, or the end after the last line
+		}
+		line := chunk
+		if len(pending) > 0 {
+			pending = append(pending, chunk...)
+			line = pending
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case over || len(line) > maxLine:
+			long++
+		case !fn(n, line):
+			return long
+		}
+		pending = pending[:0]
+		if err != nil {
+			return long
 		}
 	}
-	return false, false
 }
 
 // matchBase matches glob against the last element of name.

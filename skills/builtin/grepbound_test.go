@@ -72,6 +72,50 @@ func TestGrepLineBudget(t *testing.T) {
 	}
 }
 
+// A line longer than grep reads is skipped and counted, and the lines
+// after it are still searched. Before, the first such line ended the
+// search of its file without a word: "no matches" for a needle on the
+// next line.
+func TestGrepLineLongerThanItReads(t *testing.T) {
+	ws := t.TempDir()
+	huge := strings.Repeat("x", maxGrepLine) + "needle"
+	writeFiles(t, ws, map[string]string{
+		"a.txt": "needle first\n" + huge + "\nneedle after\r\n" + huge + "\nneedle last",
+		"b.txt": "needle\n" + huge, // the long line is the last, without a newline
+		"c.txt": strings.Repeat("y", maxGrepLine) + "\r\nneedle at the bound\n",
+	})
+	grep, err := NewGrep(Options{Dir: ws, FileTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, pattern string
+		want          []string
+	}{
+		{"literal", "needle", []string{"a.txt:1: needle first", "a.txt:3: needle after", "a.txt:5: needle last", "b.txt:1: needle", "c.txt:2: needle at the bound"}},
+		{"regexp", "ne+dl[e]", []string{"a.txt:1: needle first", "a.txt:3: needle after", "a.txt:5: needle last", "b.txt:1: needle", "c.txt:2: needle at the bound"}},
+		{"anchored, without the carriage return", "^needle (after|at the bound)$", []string{"a.txt:3: needle after", "c.txt:2: needle at the bound"}},
+		{"a line at the bound is searched", "^y+$", []string{"c.txt:1: " + strings.Repeat("y", maxShownLine) + "…"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := grep.Run(context.Background(), map[string]any{"pattern": tc.pattern})
+			if out.ErrorType() != "" {
+				t.Fatalf("%s %q", out.ErrorType(), text(out))
+			}
+			got := strings.Split(text(out), "\n")
+			note := fmt.Sprintf("[3 lines longer than %d bytes were not searched", maxGrepLine) // the huge lines of a.txt and b.txt
+			if len(got) != len(tc.want)+1 || !strings.HasPrefix(got[len(got)-1], note) || !out.Truncated {
+				t.Fatalf("answer %q (truncated %v), want %q and a note starting %q", got, out.Truncated, tc.want, note)
+			}
+			for i, w := range tc.want {
+				if got[i] != w {
+					t.Errorf("line %d = %q, want %q", i+1, got[i], w)
+				}
+			}
+		})
+	}
+}
+
 // After its deadline a grep stops within about one Match, and only then
 // frees its slot of the gate: the next call is not refused as busy.
 func TestGrepStopsAfterDeadline(t *testing.T) {
