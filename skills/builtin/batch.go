@@ -94,7 +94,7 @@ func (l Local) Commit(_ context.Context, changes []Change) (err error) {
 				return jailErr(err)
 			}
 		}
-		s.tmp = tempName(c.Name, "tmp")
+		s.tmp = TempName(c.Name, "tmp")
 		if err := writeSynced(r, s.tmp, c.Data, c.Perm); err != nil {
 			s.tmp = ""
 			cleanup()
@@ -125,7 +125,7 @@ func (l Local) Commit(_ context.Context, changes []Change) (err error) {
 			}
 		}
 		if s.existed {
-			s.bak = tempName(s.c.Name, "bak")
+			s.bak = TempName(s.c.Name, "bak")
 			if err := r.Link(s.c.Name, s.bak); err != nil {
 				s.bak = ""
 				undo()
@@ -153,11 +153,24 @@ func (l Local) Commit(_ context.Context, changes []Change) (err error) {
 	return nil
 }
 
-// tempName is a hidden file name beside name for a temporary or backup.
-func tempName(name, kind string) string {
+// maxNameBytes is the longest name of a directory entry (NAME_MAX of
+// Linux and the BSDs).
+const maxNameBytes = 255
+
+// TempName is a hidden name beside name (slash-separated) for a
+// temporary file or backup of the given kind ("tmp", "bak"), random so
+// that it does not exist yet. It ends in as much of name's own base as
+// fits in maxNameBytes, so that a file whose name is long but valid can
+// still be replaced through it.
+func TempName(name, kind string) string {
 	var rnd [6]byte
 	rand.Read(rnd[:]) // never fails
-	return path.Join(path.Dir(name), ".evoclaw-"+kind+"-"+hex.EncodeToString(rnd[:])+"-"+path.Base(name))
+	prefix := ".evoclaw-" + kind + "-" + hex.EncodeToString(rnd[:]) + "-"
+	base := []byte(path.Base(name))
+	if room := maxNameBytes - len(prefix); len(base) > room {
+		base = trimPartialRune(base[:room])
+	}
+	return path.Join(path.Dir(name), prefix+string(base))
 }
 
 // writeSynced creates name (which must not exist) with data and syncs it,

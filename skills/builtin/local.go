@@ -116,7 +116,7 @@ func (l Local) WriteFile(_ context.Context, name string, data []byte, perm fs.Fi
 			return jailErr(err)
 		}
 	}
-	tmp := tempName(name, "tmp")
+	tmp := TempName(name, "tmp")
 	if err := writeSynced(r, tmp, data, perm); err != nil {
 		return jailErr(err)
 	}

@@ -2,6 +2,10 @@ package builtin_test
 
 import (
 	"context"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -85,4 +89,75 @@ func TestBashStreams(t *testing.T) {
 	if got := seen.String(); got != "stdout:hello\nstdout:world\n" {
 		t.Fatalf("streamed %q", got)
 	}
+}
+
+// TestLongFileNames: apply_patch changes, renames and deletes files whose
+// names are as long as the file system allows (255 bytes). Before, its
+// temporary and backup files beside them took the name plus a 26-byte
+// prefix, and a change of a name over 229 bytes failed with "file name
+// too long". (write and edit: the backends' contract, opstest.)
+func TestLongFileNames(t *testing.T) {
+	for _, tc := range []struct{ name, long, other string }{
+		{"ASCII", strings.Repeat("a", 255), strings.Repeat("b", 255)},
+		{"two-byte runes", strings.Repeat("é", 127), strings.Repeat("ü", 127)},
+		{"in a subdirectory", "sub/" + strings.Repeat("c", 251) + ".txt", "sub/" + strings.Repeat("d", 251) + ".txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, filepath.FromSlash(tc.long)), []byte("three\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ts := fileTools(t, builtin.Options{Dir: ws})
+			for i, s := range []struct {
+				patch string
+				want  map[string]string // the workspace's files after the step
+			}{
+				{"--- a/" + tc.long + "\n+++ b/" + tc.long + "\n@@ -1 +1 @@\n-three\n+four\n", map[string]string{tc.long: "four\n"}},
+				{"diff --git a/" + tc.long + " b/" + tc.other + "\nsimilarity index 100%\nrename from " + tc.long + "\nrename to " + tc.other + "\n",
+					map[string]string{tc.other: "four\n"}},
+				{"diff --git a/" + tc.other + " b/" + tc.other + "\ndeleted file mode 100644\n--- a/" + tc.other + "\n+++ /dev/null\n@@ -1 +0,0 @@\n-four\n",
+					map[string]string{}},
+			} {
+				if out := ts.Call(context.Background(), "apply_patch", map[string]any{"patch": s.patch}); out.ErrorType() != "" {
+					t.Fatalf("step %d: %s: %s", i+1, out.ErrorType(), out.ErrorText())
+				}
+				if got := filesUnder(t, ws); !maps.Equal(got, s.want) {
+					t.Fatalf("step %d: workspace holds %q, want %q", i+1, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// fileTools returns a toolset of every tool of the "all" group made with o.
+func fileTools(t *testing.T, o builtin.Options) *skills.Toolset {
+	t.Helper()
+	tools, err := builtin.Group(builtin.GroupAll, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opstest.Toolset(t, tools...)
+}
+
+// filesUnder returns the regular files under dir, by slash-separated
+// relative name, with their content.
+func filesUnder(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/builtin"
-	"github.com/evoclaw/evoclaw/skills/internal/opstest"
 )
 
 // margin is how far past its deadline a built-in may answer.
@@ -68,15 +67,6 @@ func specialWorkspace(t *testing.T) string {
 		}
 	}
 	return ws
-}
-
-func fileTools(t *testing.T, o builtin.Options) *skills.Toolset {
-	t.Helper()
-	tools, err := builtin.Group(builtin.GroupAll, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return opstest.Toolset(t, tools...)
 }
 
 // TestSpecialFilesRefused: read and edit of a FIFO, a socket, a device or a

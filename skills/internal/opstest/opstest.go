@@ -30,6 +30,7 @@ func Run(t *testing.T, backend Backend) {
 	t.Run("ReadLimits", func(t *testing.T) { testReadLimits(t, backend) })
 	t.Run("Image", func(t *testing.T) { testImage(t, backend) })
 	t.Run("Jail", func(t *testing.T) { testJail(t, backend) })
+	t.Run("LongNames", func(t *testing.T) { testLongNames(t, backend) })
 	t.Run("GrepFind", func(t *testing.T) { testGrepFind(t, backend) })
 	t.Run("Bash", func(t *testing.T) { testBash(t, backend) })
 }
@@ -105,6 +106,37 @@ func testWriteReadEdit(t *testing.T, backend Backend) {
 	call(t, ts, "read", map[string]any{"path": "a/b/c.txt", "offset": 99}, wire.ErrInvalidParams)
 	call(t, ts, "read", map[string]any{}, wire.ErrInvalidParams)
 	call(t, ts, "write", map[string]any{"path": "a", "content": "x"}, wire.ErrInvalidParams)
+}
+
+// testLongNames: a file whose name is as long as the file system allows
+// (255 bytes) can be created, replaced, edited and read, although the
+// temporary file it is written through needs a name of its own beside it.
+func testLongNames(t *testing.T, backend Backend) {
+	o := backend(t)
+	ts := toolset(t, o)
+	for _, name := range []string{strings.Repeat("a", 255), strings.Repeat("é", 127), "sub/" + strings.Repeat("c", 251) + ".txt"} {
+		call(t, ts, "write", map[string]any{"path": name, "content": "one\n"}, "")
+		call(t, ts, "write", map[string]any{"path": name, "content": "two\n"}, "")
+		call(t, ts, "edit", map[string]any{"path": name, "old_text": "two", "new_text": "three"}, "")
+		if got := call(t, ts, "read", map[string]any{"path": name}, "").Text(); got != "three\n" {
+			t.Fatalf("read %.20q… = %q", name, got)
+		}
+		if b, err := os.ReadFile(filepath.Join(o.Dir, filepath.FromSlash(name))); err != nil || string(b) != "three\n" {
+			t.Fatalf("%.20q… on disk = %q, %v", name, b, err)
+		}
+	}
+	// One byte more is the file system's refusal (SFTP words it "Bad
+	// message").
+	call(t, ts, "write", map[string]any{"path": strings.Repeat("a", 256), "content": "x"}, wire.ErrExecutionFailed)
+	entries, err := os.ReadDir(o.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".evoclaw-") {
+			t.Fatalf("temporary file %q left behind", e.Name())
+		}
+	}
 }
 
 func testReadLimits(t *testing.T, backend Backend) {

@@ -2,8 +2,6 @@ package sshops
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -102,9 +100,7 @@ func (f *Files) WriteFile(_ context.Context, name string, data []byte, perm fs.F
 	if err := f.c.sftp.MkdirAll(path.Dir(p)); err != nil {
 		return mapErr(err)
 	}
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(p), ".evoclaw-tmp-"+hex.EncodeToString(rnd[:])+"-"+path.Base(p))
+	tmp := builtin.TempName(p, "tmp")
 	fh, err := f.c.sftp.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return mapErr(err)
