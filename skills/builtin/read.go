@@ -71,6 +71,9 @@ func (o Options) read(ctx context.Context, args map[string]any) skills.Output {
 		if err != nil {
 			return fileFailure(ctx, "read", p, err)
 		}
+		if len(data) > o.MaxReadBytes { // it grew since it was opened: the rest would be cut off
+			return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("read %q: %s image grew past the read limit of %d bytes while it was read", p, mime, o.MaxReadBytes))
+		}
 		return skills.Output{Content: []skills.Block{
 			skills.TextBlock(fmt.Sprintf("%s: %s image, %d bytes", p, mime, len(data))),
 			skills.ImageBlock(mime, base64.StdEncoding.EncodeToString(data)),
