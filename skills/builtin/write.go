@@ -109,14 +109,14 @@ func (o Options) edit(ctx context.Context, args map[string]any) skills.Output {
 	case n > 1 && !all:
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edit %q: old_text occurs %d times; add surrounding lines to make it unique, or set replace_all", p, n))
 	}
-	if all {
-		text = strings.ReplaceAll(text, oldText, newText)
-	} else {
-		text = strings.Replace(text, oldText, newText, 1)
+	// The size of the result is checked before it is built: strings.Replace
+	// allocates it whole first, and a short old_text occurring a million
+	// times with a long new_text would ask for gigabytes.
+	if grow := len(newText) - len(oldText); grow > 0 && n > (o.MaxEditBytes-len(text))/grow {
+		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edit %q: the result would be %d bytes (%d occurrences made %d bytes longer each), larger than %d",
+			p, int64(len(text))+int64(n)*int64(grow), n, grow, o.MaxEditBytes))
 	}
-	if len(text) > o.MaxEditBytes {
-		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("edit %q: the result would be larger than %d bytes", p, o.MaxEditBytes))
-	}
+	text = strings.Replace(text, oldText, newText, n)
 	if err := o.Files.WriteFile(ctx, name, []byte(text), fi.Mode().Perm()); err != nil {
 		return fileFailure(ctx, "edit", p, err)
 	}
