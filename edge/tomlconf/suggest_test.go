@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // big is a configuration shaped like evoclaw's: nested tables, a map of
@@ -18,7 +19,8 @@ type big struct {
 	} `toml:"http"`
 	Broker struct {
 		tlsPart
-		URL string `toml:"url"`
+		URL  string        `toml:"url"`
+		Wait time.Duration `toml:"wait"`
 	} `toml:"broker"`
 	Servers map[string]struct {
 		Command string   `toml:"command"`
@@ -113,7 +115,7 @@ func TestUnknownKeysBounded(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{"[htp]\nlisten = 1\n", "[[jobs]]\nprmpt = 2\n", "[servers.a]\nargz = []\n", "a.b.c.d = 1\n", "[loop.timeout]\nx = 1\n"} {
+	for _, s := range []string{"[htp]\nlisten = 1\n", "[[jobs]]\nprmpt = 2\n", "[servers.a]\nargz = []\n", "a.b.c.d = 1\n", "[loop.timeout]\nx = 1\n", "[broker]\nwait = 5\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {

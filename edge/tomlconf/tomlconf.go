@@ -49,7 +49,8 @@ func DecodeFile(path string, v any) (dir string, err error) {
 }
 
 // Decode decodes the TOML text src into v as DecodeFile does a file: a key
-// that v has no field for is an error, and so is nesting deeper than
+// that v has no field for is an error, and so are a number but zero given
+// to a time.Duration field (which would count nanoseconds) and nesting deeper than
 // MaxNesting, found before the parser, whose work grows with the square
 // of the depth, sees the text.
 func Decode(src string, v any) error {
@@ -63,7 +64,7 @@ func Decode(src string, v any) error {
 	if und := md.Undecoded(); len(und) > 0 {
 		return unknownKeys(und, v)
 	}
-	return nil
+	return bareDurations(src, md, v)
 }
 
 // Resolve returns p joined to dir when p is relative, and an empty or
