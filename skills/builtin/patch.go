@@ -18,6 +18,12 @@ import (
 // maxPatchFiles bounds the files one apply_patch call may change.
 const maxPatchFiles = 100
 
+// patchHeld is how many times Options.MaxEditBytes one apply_patch call
+// may hold in all: the files it reads and the contents it makes, which
+// it keeps in memory until every hunk has applied. Without it a patch of
+// a few kilobytes (99 copies of one 4 MiB file) held 486 MiB.
+const patchHeld = 4
+
 // NewApplyPatch returns the apply_patch tool: a unified diff (git's or
 // the traditional format) over any number of files of the workspace,
 // applied whole or not at all. It needs a FileOps that is a Batcher (the
@@ -63,6 +69,9 @@ func (o Options) applyPatch(ctx context.Context, args map[string]any) skills.Out
 	}
 	state := map[string]*patchFile{}
 	var order []string
+	held, maxHeld := 0, patchHeld*o.MaxEditBytes // bytes of files read and contents made
+	tooMuch := skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("apply_patch: the files this patch reads and writes come to more than %d bytes in all; "+
+		"no file was changed. Split it into smaller patches", maxHeld))
 	load := func(arg string) (string, *patchFile, *skills.Output) {
 		name, fail := o.path("apply_patch", arg)
 		if fail != nil {
@@ -90,6 +99,9 @@ func (o Options) applyPatch(ctx context.Context, args map[string]any) skills.Out
 				return "", nil, &f
 			}
 			pf.data, pf.perm, pf.exists = data, fi.Mode().Perm(), true
+			if held += len(data); held > maxHeld {
+				return "", nil, &tooMuch
+			}
 		case errors.Is(err, fs.ErrNotExist):
 		default:
 			f := fileFailure(ctx, "apply_patch", arg, err)
@@ -126,6 +138,9 @@ func (o Options) applyPatch(ctx context.Context, args map[string]any) skills.Out
 		}
 		if out.Len() > o.MaxEditBytes {
 			return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("apply_patch: %s would be larger than %d bytes", src, o.MaxEditBytes))
+		}
+		if held += out.Len(); held > maxHeld {
+			return tooMuch
 		}
 		perm := in.perm
 		if f.NewMode != 0 {

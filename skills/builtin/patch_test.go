@@ -3,8 +3,10 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,6 +108,67 @@ func TestApplyPatch(t *testing.T) {
 	out = tool.Run(context.Background(), map[string]any{"patch": "diff --git a/new.txt b/moved.txt\nsimilarity index 100%\nrename from new.txt\nrename to moved.txt\n"})
 	if got := snapshot(t, ws); out.ErrorType() != "" || got["moved.txt"] != "fresh\nfile\n" || got["new.txt"] != "" {
 		t.Fatalf("rename = %+v, files %v", out, got)
+	}
+}
+
+// TestApplyPatchHoldsBounded: the files one patch reads and the contents
+// it makes come to at most patchHeld times the file limit; past it the
+// patch is refused and nothing changes. Before, a patch of a few
+// kilobytes that copied one 4 MiB file 99 times held 486 MiB (here, with a
+// 64 KiB limit, 12 MiB).
+func TestApplyPatchHoldsBounded(t *testing.T) {
+	const limit = 64 << 10
+	file := func(first string, size int) string { return first + "\n" + strings.Repeat("y", size-3) + "\n" }
+	change := func(name string) string { return "--- a/" + name + "\n+++ b/" + name + "\n@@ -1 +1 @@\n-x\n+X\n" }
+	var copies, fiveChanges strings.Builder
+	for i := range 99 {
+		fmt.Fprintf(&copies, "diff --git a/f0 b/copy%d\nsimilarity index 100%%\ncopy from f0\ncopy to copy%d\n", i, i)
+	}
+	for i := range 5 {
+		fiveChanges.WriteString(change(fmt.Sprintf("f%d", i)))
+	}
+	for _, tc := range []struct {
+		name, patch string
+		size        int // of each of the files f0..f4 before
+		changed     int // how many of them the patch changes; 0: it is refused
+	}{
+		{"99 copies of a file at the limit", copies.String(), limit, 0},
+		{"five files at the limit changed", fiveChanges.String(), limit, 0},
+		{"two files at the limit changed", change("f0") + change("f1"), limit, 2},
+		{"five smaller files changed", fiveChanges.String(), limit / 4, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			for i := range 5 {
+				if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d", i)), []byte(file("x", tc.size)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := snapshot(t, ws)
+			for i := range tc.changed {
+				want[fmt.Sprintf("f%d", i)] = file("X", tc.size)
+			}
+			tool := patchTool(t, Options{Dir: ws, MaxEditBytes: limit})
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			out := tool.Run(context.Background(), map[string]any{"patch": tc.patch})
+			runtime.ReadMemStats(&m1)
+			if got := snapshot(t, ws); !equalMaps(got, want) {
+				t.Fatalf("%s %q; the files are not as expected", out.ErrorType(), out.ErrorText())
+			}
+			if tc.changed > 0 {
+				if out.ErrorType() != "" {
+					t.Fatalf("%s %q", out.ErrorType(), out.ErrorText())
+				}
+				return
+			}
+			if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "Split it into smaller patches") {
+				t.Fatalf("%s %q, want a refusal", out.ErrorType(), out.ErrorText())
+			}
+			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 4*patchHeld*limit {
+				t.Errorf("allocated %d KiB, want at most %d KiB", alloc>>10, 4*patchHeld*limit>>10)
+			}
+		})
 	}
 }
 
