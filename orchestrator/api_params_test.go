@@ -50,6 +50,11 @@ func TestEndpointsNameTheField(t *testing.T) {
 		{"GET", "/v1/logs?limit=-1", nil, "limit", "limit: want a number >= 0"},
 		{"GET", "/v1/logs?after=x", nil, "after", "after: want an integer"},
 		{"GET", "/v1/logs?wait=soon", nil, "wait", "wait: want a duration"},
+		// The audit endpoint named the field of a body that did not decode
+		// nowhere but in its message: param was null.
+		{"POST", "/v1/audit/sql", `{"sql":5}`, "sql", "sql: got a JSON number, want a string"},
+		{"POST", "/v1/audit/sql", `{"sql":"SELECT 1","max_rows":"5"}`, "max_rows", "max_rows: got a JSON string, want an integer"},
+		{"POST", "/v1/audit/sql", `{"sql":"SELECT 1","bogus":1}`, "bogus", `unknown field "bogus"`},
 	} {
 		resp := send(t, tt.method, base+tt.path, token, tt.body)
 		var e errorBody

@@ -81,7 +81,7 @@ type auditQuery struct {
 func decodeAuditSQLRequest(body []byte) (q auditQuery, param string, err error) {
 	var req AuditSQLRequest
 	if err := decodeStrict(body, &req, `{"sql": "SELECT ..."} or {"report": NAME, "arg": optional}`); err != nil {
-		return q, "", err
+		return q, errParam(err), err
 	}
 	switch {
 	case req.MaxRows < 0 || req.MaxRows > MaxAuditSQLRows:
