@@ -121,7 +121,7 @@ func storeUnavailable(w http.ResponseWriter, err error) bool {
 // errorTypeFor is the error type of a status that no finer cause names.
 func errorTypeFor(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 		return ErrTypeInvalidRequest
 	case http.StatusUnauthorized:
 		return ErrTypeAuth

@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -128,13 +129,28 @@ func decodeStrict(body []byte, v any, shape string) error {
 
 // readBody reads at most limit bytes of r's body, answering 413 itself
 // when it is longer; ok is false when it answered.
+//
+// A body that announces more than limit (Content-Length) is refused before
+// a byte of it is read, so that a client that sent "Expect: 100-continue"
+// (curl does, past 1 MiB) is not told to send it first. A body that does
+// not arrive within the server's bound (httpLimits.Body) is 408.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if r.ContentLength > limit {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes (Content-Length %d)", limit, r.ContentLength))
+		return nil, false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit))
-		} else {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// Said as it is: the message was the connection's "read tcp
+			// A->B: i/o timeout", answered 400 as if the body were wrong.
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("the body did not arrive in time (%d of its bytes came)", len(body)))
+		default:
 			httpError(w, http.StatusBadRequest, "read body: "+err.Error())
 		}
 		return nil, false
@@ -168,6 +184,14 @@ func newConversationID(prefix string) string {
 // blame: conversation_id when the body named it, else none.
 func requestConversation(r *http.Request, body string) (id, param string, err error) {
 	header := r.Header.Get(ConversationHeader)
+	for _, v := range r.Header.Values(ConversationHeader) {
+		if v != header {
+			// Which one the client meant is a guess: the first was taken
+			// and the others ignored without a word.
+			return header, "", fmt.Errorf("%w: header %s given more than once, naming different conversations (%s and %s)",
+				ErrConversationID, ConversationHeader, strconv.Quote(echo(header)), strconv.Quote(echo(v)))
+		}
+	}
 	switch {
 	case header != "" && body != "" && header != body:
 		return body, "conversation_id", fmt.Errorf("%w: conversation_id %s and header %s %s name different conversations",

@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -174,7 +176,7 @@ func (n *Node) startHTTP() error {
 	base, stop := context.WithCancelCause(context.Background())
 	api.stop = func() { stop(ErrNodeStopping) }
 	limits := n.httpLimits.withDefaults()
-	api.srv = &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return base }}
+	api.srv = &http.Server{Handler: refuseUncleanPaths(mux), BaseContext: func(net.Listener) context.Context { return base }}
 	bounded := limits.apply(api.srv, ln)
 	go func() {
 		defer close(api.done)
@@ -211,6 +213,35 @@ func writeTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("write http token: %w", err)
 	}
 	return token, nil
+}
+
+// refuseUncleanPaths answers 404, with the API's error body, a path that
+// is not in its clean form (a doubled slash, a "." or ".." segment), and
+// naming the clean one; h serves the others. http.ServeMux answered such a
+// path with a 307 redirect to the clean one and an HTML body, before the
+// token was looked at: a POST to //v1/chat/completions (a base URL ending
+// in "/" joined with a path) got an empty 307 its client did not follow.
+func refuseUncleanPaths(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if clean := cleanPath(p); p != "" && r.Method != http.MethodConnect && clean != p {
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s: the path has an empty, \".\" or \"..\" segment (the clean path is %s; see docs/API.md)",
+				r.Method, echo(p), echo(clean)))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is p as http.ServeMux routes it: rooted, without empty, "."
+// or ".." segments, a trailing slash kept.
+func cleanPath(p string) string {
+	clean := path.Clean("/" + strings.TrimPrefix(p, "/"))
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean
 }
 
 // lazyHandler serves with the handler build makes on the first request.
@@ -293,6 +324,15 @@ func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 				"too many wrong bearer tokens from this address: wait and retry with the right one")
 			return
 		}
+		if len(r.Header.Values("Authorization")) > 1 {
+			// Which one counts is each server's guess (the first here, the
+			// last at a proxy): the first alone was checked, the others
+			// were ignored without a word.
+			w.Header().Set("Connection", "close")
+			writeAPIError(w, http.StatusBadRequest, ErrTypeInvalidRequest,
+				"more than one Authorization header: send one, \"Authorization: Bearer TOKEN\"")
+			return
+		}
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		got = strings.TrimLeft(got, " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
@@ -306,6 +346,13 @@ func (a *httpAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 			code := CodeInvalidAPIKey
 			writeJSON(w, http.StatusUnauthorized, errorBody{Error: APIError{Type: ErrTypeAuth, Code: &code,
 				Message: "missing or wrong bearer token: send \"Authorization: Bearer TOKEN\" with the token of [http] token_env or DATA_DIR/" + HTTPTokenFile}})
+			return
+		}
+		// A query that does not parse lost its malformed pairs without a
+		// word (r.URL.Query drops them): ?limit=%zz answered 200 with the
+		// default limit, as if the client had not asked for one.
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			writeAPIError(w, http.StatusBadRequest, ErrTypeInvalidRequest, "query: "+echo(err.Error()))
 			return
 		}
 		h(w, r)
