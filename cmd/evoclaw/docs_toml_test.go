@@ -1,11 +1,17 @@
 package main
 
 import (
+	"cmp"
+	"encoding"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -61,4 +67,145 @@ func TestDocsTOMLExamples(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("found %d TOML examples; the pattern no longer finds them", n)
 	}
+}
+
+// TestConfigKeysDocumented: every key evoclaw.toml and agent.toml accept
+// is in docs/CONFIG.md's key tables (the [llm] keys may be in LLM.md's
+// instead, and [[llm.fallback]] takes [llm]'s; a map of values, such as
+// [[approvals.rules]] args, may be named by its own key), and every key
+// those tables name is one its file accepts. Before, [audit] hot_capacity,
+// retention_interval, [audit.retention] batch and the [delegation] keys
+// were missing from the tables.
+func TestConfigKeysDocumented(t *testing.T) {
+	config, err := os.ReadFile(filepath.Join("..", "..", "docs", "CONFIG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llmDoc, err := os.ReadFile(filepath.Join("..", "..", "docs", "LLM.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, edgeSection, ok := strings.Cut(string(config), "\n## Edge agent")
+	if !ok {
+		t.Fatal(`docs/CONFIG.md has no "## Edge agent" section`)
+	}
+	code := map[string][]string{"evoclaw.toml": configKeys(reflect.TypeFor[orchestrator.Config]()),
+		"agent.toml": configKeys(reflect.TypeFor[edge.Config]())}
+	named, loose := docKeys(node)
+	edgeNamed, edgeLoose := docKeys(edgeSection)
+	for k := range edgeLoose {
+		loose[k] = true
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(string(llmDoc), -1) {
+		loose["llm."+m[1]] = true
+	}
+	if len(named) < 100 || len(edgeNamed) < 30 || len(code["evoclaw.toml"]) < 100 ||
+		!named["loop.timeouts.*.default"] || !named["jobs.id"] || !edgeNamed["mqtt.broker"] {
+		t.Fatalf("found %d keys in the orchestrator's table, %d in the agent's, %d in the code: the patterns no longer find them",
+			len(named), len(edgeNamed), len(code["evoclaw.toml"]))
+	}
+	for file, keys := range code {
+		for _, k := range keys {
+			if !loose[k] && !loose[strings.Replace(k, "llm.fallback.", "llm.", 1)] && !loose[strings.TrimSuffix(k, ".*")] {
+				t.Errorf("%s key %s is in no key table of docs/CONFIG.md (nor, for [llm], of docs/LLM.md)", file, k)
+			}
+		}
+	}
+	for file, doc := range map[string]map[string]bool{"evoclaw.toml": named, "agent.toml": edgeNamed} {
+		for k := range doc {
+			if !slices.ContainsFunc(code[file], func(c string) bool { return c == k || strings.HasPrefix(c, k+".") }) {
+				t.Errorf("docs/CONFIG.md names %s for %s, which does not accept it", k, file)
+			}
+		}
+	}
+}
+
+// configKeys lists the keys a configuration of type t accepts, dotted,
+// with "*" for the name of a map's entry; the tables of an array are
+// named as the array ([[jobs]] id is jobs.id).
+func configKeys(t reflect.Type) []string {
+	var keys []string
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		switch {
+		case t.Kind() == reflect.Map:
+			walk(t.Elem(), prefix+".*")
+		case t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) && t != reflect.TypeFor[time.Time]():
+			for i := range t.NumField() {
+				f := t.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+				switch {
+				case name == "-" || (!f.IsExported() && !f.Anonymous):
+				case f.Anonymous && name == "":
+					walk(f.Type, prefix)
+				default:
+					walk(f.Type, strings.TrimPrefix(prefix+"."+cmp.Or(name, strings.ToLower(f.Name)), "."))
+				}
+			}
+		default:
+			keys = append(keys, prefix)
+		}
+	}
+	walk(t, "")
+	return keys
+}
+
+// docKeys reads the "| key | default | meaning |" tables of a section of
+// docs/CONFIG.md: named holds the keys their first column names (a
+// table's header switches the table the bare keys after it are in, an
+// upper-case name is a map entry's: [loop.timeouts.CATEGORY] default is
+// loop.timeouts.*.default), loose also the keys any other column names in
+// backquotes under the row's tables ([audit.cold] url's row lists the
+// tier's other keys).
+func docKeys(section string) (named, loose map[string]bool) {
+	named, loose = map[string]bool{}, map[string]bool{}
+	token := regexp.MustCompile("`([^`]+)`")
+	header := regexp.MustCompile(`^\[\[?([A-Za-z_.]+)\]\]?\s*([A-Za-z_]*)`)
+	in := false
+	for line := range strings.Lines(section) {
+		if strings.HasPrefix(line, "| key | default | meaning |") {
+			in = true
+			continue
+		}
+		if in = in && strings.HasPrefix(line, "|"); !in || strings.HasPrefix(line, "| ---") {
+			continue
+		}
+		cells := strings.Split(line, " | ")
+		table := ""
+		var tables []string
+		for _, m := range token.FindAllStringSubmatch(cells[0], -1) {
+			key := m[1]
+			if h := header.FindStringSubmatch(key); h != nil {
+				table, key = h[1], h[2]
+				tables = append(tables, table)
+			}
+			if key != "" {
+				named[docKey(table, key)] = true
+			}
+		}
+		for k := range named {
+			loose[k] = true
+		}
+		for _, table := range tables {
+			for _, m := range token.FindAllStringSubmatch(strings.Join(cells[1:], " | "), -1) {
+				loose[docKey(table, m[1])] = true
+			}
+		}
+	}
+	return named, loose
+}
+
+// docKey is the dotted key of key in table, an upper-case part being a
+// map entry's name.
+func docKey(table, key string) string {
+	parts := strings.Split(strings.Trim(table+"."+key, "."), ".")
+	for i, p := range parts {
+		if p == strings.ToUpper(p) {
+			parts[i] = "*"
+		}
+	}
+	return strings.Join(parts, ".")
 }
