@@ -76,7 +76,7 @@ func cmdAgents(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "removed %q from %s; a running node ends its sessions within seconds\n", pos[0], path)
 		return nil
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stderr, agentsUsage)
+		fmt.Fprint(stdout, agentsUsage) // help is output, as for every command
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("%w: evoclaw agents %s: want add, list or remove", errUsage, args[0])

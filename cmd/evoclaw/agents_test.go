@@ -171,19 +171,19 @@ func TestAgentsUsage(t *testing.T) {
 	}
 }
 
-// TestAgentsHelp: every way of asking agents for help prints its usage
-// and exits 0; a command's --help lists its flags.
+// TestAgentsHelp: every way of asking agents for help prints its usage on
+// stdout and exits 0; a command's --help lists its flags there too.
 func TestAgentsHelp(t *testing.T) {
 	for _, arg := range []string{"--help", "-h", "-help", "help"} {
 		out, errOut := runCLI(t, 0, "agents", arg)
 		for _, want := range []string{"evoclaw agents add NAME", "evoclaw agents list", "evoclaw agents remove NAME"} {
-			if !strings.Contains(out+errOut, want) {
-				t.Errorf("agents %s: output lacks %q:\nstdout: %s\nstderr: %s", arg, want, out, errOut)
+			if !strings.Contains(out, want) || errOut != "" {
+				t.Errorf("agents %s: stdout lacks %q:\nstdout: %s\nstderr: %s", arg, want, out, errOut)
 			}
 		}
 	}
-	_, errOut := runCLI(t, 0, "agents", "add", "--help")
-	if !strings.Contains(errOut, "-rotate") {
-		t.Errorf("agents add --help: %s", errOut)
+	out, errOut := runCLI(t, 0, "agents", "add", "--help")
+	if !strings.Contains(out, "-rotate") || errOut != "" {
+		t.Errorf("agents add --help:\nstdout: %s\nstderr: %s", out, errOut)
 	}
 }

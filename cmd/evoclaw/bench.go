@@ -65,7 +65,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	startup := fs.Bool("startup", true, "measure start-up time and idle memory of both processes first")
 	floorN := fs.Int("floor", 1000, "after the round trips, measure this machine's floor with this many of each (an MQTT round trip across processes, a spawn of the tool, a commit) and print each round trip's ratio to it; 0: none")
 	echo := fs.String("echo", "", "run as the echo process of the MQTT floor for the broker at this URL (the bench starts it)")
-	if _, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "bench"); err != nil {
 		return err
 	}
 	if *echo != "" {

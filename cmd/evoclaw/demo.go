@@ -34,7 +34,7 @@ const demoQuestion = "How are my Raspberry Pis doing?"
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	dataDir := fs.String("data-dir", "evoclaw-demo", "directory for the demo's data (kept afterwards)")
-	if _, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "demo"); err != nil {
 		return err
 	}
 	dir, err := filepath.Abs(*dataDir)

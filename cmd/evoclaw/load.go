@@ -38,7 +38,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the conversations to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a heap profile of the idle conversations to this file, and one of the agents alone to FILE.agents (go tool pprof -base FILE.agents FILE)")
 	clusterSizes := fs.String("cluster", "", "run against clusters of these node counts instead, e.g. 1,2,3 (etcd on PATH; docs/CLUSTER.md)")
-	if _, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "load"); err != nil {
 		return err
 	}
 	if *agents <= 0 || *agents > 1000 || *convs <= 0 {

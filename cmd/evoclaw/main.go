@@ -51,6 +51,9 @@ usage:
   evoclaw skills validate DIR...            check every skill.toml; exit 1 when any is broken
   evoclaw skills list [--permissions a,b] DIR... | --config agent.toml   the tools an agent would offer, and why others are not
   evoclaw version
+  evoclaw help [COMMAND]                    this text, or one command's lines; evoclaw COMMAND --help adds its flags
+
+exit status: 0 done, 1 failed, 2 usage error (unknown command, flag or argument; a bad flag value), 130 interrupted
 `
 
 // version is set at build time with -ldflags "-X main.version=..." (see
@@ -109,12 +112,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "version" || args[0] == "--version":
 		fmt.Fprintln(stdout, currentBuild())
+	case args[0] == "help" && len(args) == 2:
+		if lines := usageOf(args[1]); lines != "" {
+			sub := map[bool]string{true: " COMMAND"}[groups[args[1]]]
+			fmt.Fprint(stdout, "usage:\n"+lines+"(evoclaw "+args[1]+sub+" --help lists its flags)\n")
+		} else {
+			err = fmt.Errorf("%w: unknown command %q", errUsage, args[1])
+		}
 	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
 	if err == nil {
+		return 0
+	}
+	if h := (*helpRequest)(nil); errors.As(err, &h) {
+		fmt.Fprint(stdout, h.text())
 		return 0
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -144,15 +158,15 @@ func isHelp(arg string) bool {
 	return arg == "help" || arg == "-h" || arg == "--help" || arg == "-help"
 }
 
-// usageOf is the part of the usage text about command: its lines and the
-// lines that continue them; "" for a command the text does not name.
+// usageOf is the part of the usage text about command ("chat", or
+// "audit sql" for a subcommand): its lines and the lines that continue
+// them; "" for a command the text does not name.
 func usageOf(command string) string {
 	var b strings.Builder
 	in := false
 	for _, line := range strings.SplitAfter(usage, "\n") {
 		if rest, ok := strings.CutPrefix(line, "  evoclaw "); ok {
-			name, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
-			in = name == command
+			in = strings.HasPrefix(strings.Join(strings.Fields(rest), " ")+" ", command+" ")
 		} else if !strings.HasPrefix(line, "   ") {
 			in = false
 		}
@@ -194,11 +208,42 @@ func withoutContext(cmd func(args []string, stdout, stderr io.Writer) error) fun
 	}
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set that reports errors instead of exiting or
+// printing: run prints a parse error once, with the command's usage
+// lines, and a request for help on stdout (helpRequest). The writer is
+// unused.
+func newFlags(name string, _ io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("evoclaw "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// helpRequest is the error of a command asked for help (-h, --help):
+// run prints its text on stdout and exits 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (h *helpRequest) Error() string { return "help requested" }
+func (h *helpRequest) Unwrap() error { return flag.ErrHelp }
+
+// text is the command's usage lines (its subcommand's, when the usage
+// text names it alone) and its flags.
+func (h *helpRequest) text() string {
+	name := strings.TrimPrefix(h.fs.Name(), "evoclaw ")
+	lines := usageOf(name)
+	if first, _, _ := strings.Cut(name, " "); lines == "" {
+		lines = usageOf(first)
+	}
+	var b strings.Builder
+	b.WriteString("usage:\n" + lines)
+	flags := 0
+	h.fs.VisitAll(func(*flag.Flag) { flags++ })
+	if flags > 0 {
+		b.WriteString("flags:\n")
+		h.fs.SetOutput(&b)
+		h.fs.PrintDefaults()
+		h.fs.SetOutput(io.Discard)
+	}
+	return b.String()
 }
 
 // parseFlags parses args allowing flags after positional arguments.
@@ -207,7 +252,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, &helpRequest{fs}
 			}
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
@@ -227,7 +272,11 @@ func parseNoArgs(fs *flag.FlagSet, args []string, name string) error {
 		return err
 	}
 	if len(pos) != 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, pos)
+		hint := ""
+		if fs.Lookup("config") != nil && strings.HasSuffix(pos[0], ".toml") {
+			hint = fmt.Sprintf(" (a configuration file goes after --config: --config %s)", pos[0])
+		}
+		return fmt.Errorf("%w: %s takes no arguments, got %q%s", errUsage, name, pos, hint)
 	}
 	return nil
 }

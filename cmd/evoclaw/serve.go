@@ -20,7 +20,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("serve", stderr)
 	config := fs.String("config", "", "path to evoclaw.toml (default: built-in defaults)")
 	dataDir := fs.String("data-dir", "", "directory for the node's data (overrides data_dir)")
-	if _, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "serve"); err != nil {
 		return err
 	}
 	noMemProfile()
@@ -98,7 +98,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("edge", stderr)
 	config := fs.String("config", "agent.toml", "path to agent.toml")
 	dataDir := fs.String("data-dir", "", "directory for the agent's data (overrides data_dir)")
-	if _, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "edge"); err != nil {
 		return err
 	}
 	noMemProfile()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,99 @@ func TestGroupHelp(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCommandHelp: COMMAND --help (and -h) prints, on stdout with exit 0,
+// the command's usage lines and its flags, as `evoclaw help` and a group's
+// --help do. Before, it printed Go's "Usage of evoclaw chat:" and the
+// flags alone on stderr, so `evoclaw chat --help | less` showed nothing
+// and no command said what arguments it takes.
+func TestCommandHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		line string // the usage line it starts with
+		flag string // a flag it lists
+	}{
+		{[]string{"demo"}, "  evoclaw demo   [--data-dir DIR]", "-data-dir"},
+		{[]string{"serve"}, "  evoclaw serve  [--config evoclaw.toml]", "-config"},
+		{[]string{"edge"}, "  evoclaw edge   --config agent.toml", "-data-dir"},
+		{[]string{"chat"}, "  evoclaw chat   [--data-dir DIR | --node URL]", "-conversation"},
+		{[]string{"status"}, "  evoclaw status [--data-dir DIR | --node URL]", "-tools"},
+		{[]string{"logs"}, "  evoclaw logs   [--data-dir DIR", "-follow"},
+		{[]string{"metrics"}, "  evoclaw metrics --tools", "-csv"},
+		{[]string{"bench"}, "  evoclaw bench  [--calls N]", "-floor"},
+		{[]string{"load"}, "  evoclaw load   [--agents 200]", "-conversations"},
+		{[]string{"chaos"}, "  evoclaw chaos  SCENARIO", "-calls"},
+		{[]string{"audit", "sql"}, "  evoclaw audit sql [--data-dir DIR]", "-tier"},
+		{[]string{"audit", "verify"}, "  evoclaw audit verify [--data-dir DIR]", "-tier"},
+		{[]string{"audit", "status"}, "  evoclaw audit status [--data-dir DIR]", "-cold-url"},
+		{[]string{"skills", "list"}, "  evoclaw skills list [--permissions a,b]", "-permissions"},
+		{[]string{"cluster", "cert"}, "  evoclaw cluster cert --dir DIR NODE_ID", "-host"},
+		{[]string{"agents", "add"}, "  evoclaw agents add NAME", "-rotate"},
+		{[]string{"jobs", "add"}, "  evoclaw jobs list | add ID", "-schedule"},
+	}
+	for _, tt := range tests {
+		for _, help := range []string{"--help", "-h"} {
+			t.Run(strings.Join(tt.args, " ")+" "+help, func(t *testing.T) {
+				code, out, errOut := runArgs(append(tt.args, help)...)
+				if code != 0 || errOut != "" {
+					t.Fatalf("exit %d, stderr %q, want 0 and nothing", code, errOut)
+				}
+				if !strings.HasPrefix(out, "usage:\n"+tt.line) || !strings.Contains(out, "\nflags:\n") || !strings.Contains(out, "\n  "+tt.flag) {
+					t.Errorf("stdout is not the usage line %q and flag %s:\n%s", tt.line, tt.flag, out)
+				}
+				if strings.Contains(out, "evoclaw version") {
+					t.Errorf("stdout holds every command's usage:\n%s", out)
+				}
+			})
+		}
+	}
+}
+
+// TestUsageErrors: a usage error (bad flag, bad flag value, an argument
+// where a command takes none, `help` of an unknown command) prints its
+// message once on stderr, then the command's usage lines, and exits 2;
+// `help COMMAND` prints that command's lines on stdout. Before, a bad
+// flag printed its message twice with Go's list of every flag between
+// them, and serve, edge, demo, bench and load ignored arguments: `evoclaw
+// serve evoclaw.toml` started a node on the built-in defaults.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"chat", "--no-such-flag"}, []string{"flag provided but not defined: -no-such-flag", "evoclaw chat"}},
+		{[]string{"logs", "--limit", "many"}, []string{`invalid value "many" for flag -limit`, "evoclaw logs"}},
+		{[]string{"serve", "--config", filepath.Join(dir, "none.toml"), "evoclaw.toml"}, []string{`serve takes no arguments, got ["evoclaw.toml"]`, "--config evoclaw.toml", "evoclaw serve"}},
+		{[]string{"edge", "--config", filepath.Join(dir, "none.toml"), "x"}, []string{`edge takes no arguments, got ["x"]`, "evoclaw edge"}},
+		{[]string{"demo", "--data-dir", "/dev/null/demo", "now"}, []string{`demo takes no arguments, got ["now"]`, "evoclaw demo"}},
+		{[]string{"load", "--agents", "-1", "x"}, []string{`load takes no arguments, got ["x"]`}},
+		{[]string{"bench", "--concurrency", "0", "x"}, []string{`bench takes no arguments, got ["x"]`}},
+		{[]string{"help", "nosuch"}, []string{`unknown command "nosuch"`}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runArgs(tt.args...)
+			if code != 2 || out != "" {
+				t.Fatalf("exit %d, stdout %q, want 2 and nothing\n%s", code, out, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			if first, _, _ := strings.Cut(errOut, "\n"); strings.Count(errOut, first[strings.LastIndex(first, ": ")+2:]) != 1 || strings.Contains(errOut, "Usage of") {
+				t.Errorf("stderr repeats the error or lists every flag:\n%s", errOut)
+			}
+		})
+	}
+	code, out, errOut := runArgs("help", "chat")
+	if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage:\n  evoclaw chat ") || strings.Contains(out, "evoclaw serve") {
+		t.Errorf("help chat: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(usage, "exit status: 0 done, 1 failed, 2 usage error") {
+		t.Error("the usage text does not give the exit statuses")
 	}
 }
