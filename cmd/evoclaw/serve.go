@@ -56,7 +56,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w\n%s", err, addrInUse(cfg, err))
 	}
 	if err != nil {
-		return err
+		return dataDirError(cfg.DataDir, err)
 	}
 	defer node.Close()
 	api := "off"
@@ -119,7 +119,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	log := logger(stderr, slog.LevelInfo)
 	a, err := edge.New(cfg, log)
 	if err != nil {
-		return err
+		return dataDirError(cfg.DataDir, err)
 	}
 	// No start-up goal here: an agent's start-up stays under the
 	// collector's 4 MB minimum. Settling and idle trimming as for serve
@@ -133,7 +133,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
 		trimming.Go(func() { settle(trimCtx) })
 	}
-	return a.Run(ctx)
+	return dataDirError(cfg.DataDir, a.Run(ctx))
 }
 
 // llmCaveat is what follows the ready line when the node cannot answer

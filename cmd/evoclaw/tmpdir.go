@@ -1,9 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
 // TempSubdir is the directory inside a data directory that holds the
@@ -26,7 +32,49 @@ func useDataTempDir(dataDir string) error {
 		return fmt.Errorf("temporary directory: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create temporary directory: %w", err)
+		return dataDirError(dataDir, fmt.Errorf("create temporary directory: %w", err))
 	}
 	return os.Setenv("TMPDIR", dir)
+}
+
+// dataDirError is err, which stopped a node or an agent from starting on
+// the data directory dataDir, with what to do when the directory is the
+// cause: its file system is full (the audit trail wants
+// orchestrator.MinAuditFreeBytes free; SQLite may say only "disk I/O
+// error"), or this user may not write it (an error about a file in it;
+// another file refused names itself).
+func dataDirError(dataDir string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if free, ferr := freeBytes(dataDir); ferr == nil && free < orchestrator.MinAuditFreeBytes {
+		return fmt.Errorf("%w (data directory %s: its file system has %d KiB free; free some space, or choose another directory with --data-dir or data_dir)",
+			err, dataDir, free>>10)
+	}
+	if errors.Is(err, fs.ErrPermission) && strings.Contains(err.Error(), filepath.Clean(dataDir)) {
+		return fmt.Errorf("%w (data directory %s: user %d may not write it; change its owner or mode, or choose another directory with --data-dir or data_dir)",
+			err, dataDir, os.Getuid())
+	}
+	return err
+}
+
+// freeBytes is what an unprivileged writer may still use on the file
+// system of path, or of its nearest existing parent.
+func freeBytes(path string) (uint64, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		var st syscall.Statfs_t
+		err := syscall.Statfs(path, &st)
+		if err == nil {
+			return uint64(st.Bavail) * uint64(st.Bsize), nil //nolint:unconvert // field types differ by platform
+		}
+		parent := filepath.Dir(path)
+		if !errors.Is(err, fs.ErrNotExist) || parent == path {
+			return 0, err
+		}
+		path = parent
+	}
 }
