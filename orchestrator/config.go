@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -189,6 +190,25 @@ type TimeoutConf struct {
 	Max     Duration `toml:"max"`
 }
 
+// validateListen checks the address a listener of the node takes from
+// key: empty (the default) or "off" (for http.listen), else host:port
+// with a port number or service name, so that a typo is refused naming
+// its key when the file is read, not by the listener halfway through the
+// start.
+func validateListen(key, addr string) error {
+	if addr == "" || (key == "http.listen" && addr == "off") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %q: want HOST:PORT with a port of 0-65535, such as \"127.0.0.1:8787\" (%v)", key, addr, err)
+	}
+	return nil
+}
+
 // Duration is a time.Duration written as "30s" in TOML, the same type as
 // the [llm] section's.
 type Duration = llm.Duration
@@ -244,6 +264,13 @@ func (c *Config) validate(secrets bool) error {
 		c.Broker.Listen = DefaultBrokerListen
 	}
 	errs = append(errs, c.Broker.validateSecurity()...)
+	for _, l := range []struct{ key, addr string }{
+		{"broker.listen", c.Broker.Listen}, {"broker.tls_listen", c.Broker.TLSListen}, {"http.listen", c.HTTP.Listen},
+	} {
+		if err := validateListen(l.key, l.addr); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if secrets && c.Broker.PasswordEnv != "" && os.Getenv(c.Broker.PasswordEnv) == "" {
 		errs = append(errs, fmt.Errorf("broker.password_env: environment variable %s is empty", c.Broker.PasswordEnv))
 	}

@@ -42,3 +42,22 @@ func TestConfigToolKeys(t *testing.T) {
 	}
 	loadConfig(t, t.TempDir(), "[tools.mcp_servers.fs]\nargs = [\"-v\"]\n", "tools.mcp_servers.fs: set exactly one of command and url")
 }
+
+// TestConfigListenAddresses: a listener's address that is not host:port
+// with a valid port is refused when the file is read, naming its key.
+// Before, "[http] listen = 127.0.0.1:99999" was refused only by the
+// listener, halfway through the start, as "http api: listen tcp: address
+// 99999: invalid port", and "[broker] listen = nonsense" without its key.
+func TestConfigListenAddresses(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"[http]\nlisten = \"127.0.0.1:99999\"\n", `http.listen: "127.0.0.1:99999": want HOST:PORT`},
+		{"[http]\nlisten = \"8787\"\n", `http.listen: "8787": want HOST:PORT`},
+		{"[broker]\nlisten = \"nonsense\"\n", `broker.listen: "nonsense": want HOST:PORT`},
+		{"[broker]\ntls_listen = \":-1\"\n", `broker.tls_listen: ":-1": want HOST:PORT`},
+		{"[http]\nlisten = \"off\"\n[broker]\nlisten = \"[::1]:0\"\n", ""},
+		{"[http]\nlisten = \"localhost:8787\"\n[broker]\nlisten = \":1883\"\n", ""},
+	}
+	for _, tt := range tests {
+		loadConfig(t, t.TempDir(), tt.body, tt.want)
+	}
+}
