@@ -183,7 +183,7 @@ func TestAuditSQLEndpoint(t *testing.T) {
 			status: 400, errType: ErrTypeInvalidRequest, param: "report"},
 		{name: "empty", method: "POST", path: "/v1/audit/sql", body: map[string]any{}, status: 400, errType: ErrTypeInvalidRequest, param: "sql"},
 		{name: "unknown field", method: "POST", path: "/v1/audit/sql", body: map[string]any{"sql": "SELECT 1", "rows": 3},
-			status: 400, errType: ErrTypeInvalidRequest},
+			status: 400, errType: ErrTypeInvalidRequest, param: "rows"},
 		{name: "max_rows too large", method: "POST", path: "/v1/audit/sql", body: map[string]any{"sql": "SELECT 1", "max_rows": MaxAuditSQLRows + 1},
 			status: 400, errType: ErrTypeInvalidRequest, param: "max_rows"},
 		{name: "too large", method: "POST", path: "/v1/audit/sql", body: `{"sql": "` + strings.Repeat(" ", maxAuditSQLBody) + `SELECT 1"}`,
