@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +124,33 @@ func TestBodyRefusedBeforeItIsSent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCleanPath: a path refuseUncleanPaths lets through is one
+// http.ServeMux routes as it is, without the redirect it answers to a
+// path it cleans.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"/", "//", "/v1//jobs", "/v1/jobs/..", "/v1/./x", "/v1/jobs/a%2F..", "/a/", "/..", "/a/b/../../..", "x"} {
+		f.Add(s)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})
+	f.Fuzz(func(t *testing.T, p string) {
+		clean := cleanPath(p)
+		if cleanPath(clean) != clean || !strings.HasPrefix(clean, "/") {
+			t.Fatalf("cleanPath(%q) = %q, not clean", p, clean)
+		}
+		if clean != p || strings.ContainsAny(p, "?#") {
+			return
+		}
+		r, err := http.NewRequest("GET", "http://x"+p, nil)
+		if err != nil || r.URL.EscapedPath() != p {
+			return // not a path a request can carry as it is
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%q, clean, is answered %d by the router: %s", p, w.Code, w.Header().Get("Location"))
+		}
+	})
 }

@@ -111,7 +111,8 @@ func errParam(err error) string {
 }
 
 // decodeStrict decodes body, one JSON object, into v, refusing unknown
-// fields and trailing data. A body that does not decode is a *fieldError
+// fields (a key spelled other than as documented too), keys given twice
+// (checkKeys) and trailing data. A body that does not decode is a *fieldError
 // that names shape, the body the endpoint wants, what is wrong (the JSON
 // type a field wants, the byte offset of a syntax error) and the field.
 func decodeStrict(body []byte, v any, shape string) error {
@@ -123,6 +124,9 @@ func decodeStrict(body []byte, v any, shape string) error {
 	}
 	if dec.More() {
 		return errors.New("body: trailing data after the JSON object")
+	}
+	if err := checkKeys(body, v); err != nil {
+		return &fieldError{param: errParam(err), msg: fmt.Sprintf("body: want %s: %s", shape, err)}
 	}
 	return nil
 }
