@@ -2,9 +2,11 @@ package mcptools
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -42,6 +44,11 @@ var ErrMessageTooLarge = errors.New("mcp message too large")
 // refuses is replaced with; resultTooLarge turns it into ErrResultTooLarge.
 const codeResultTooLarge = -32098
 
+// codeNotMessage is the JSON-RPC error code a stdio server's line that is
+// not a JSON-RPC message but names the id of an answer is replaced with
+// (frameReader.messages).
+const codeNotMessage = -32097
+
 // resultTooLarge returns err as ErrResultTooLarge when it is the error an
 // answer frameReader refused was replaced with, and nil otherwise.
 func resultTooLarge(err error) error {
@@ -74,6 +81,17 @@ type frameReader struct {
 	limit  func() int // the bound of a line, asked when the line starts
 	prefix []byte
 	whole  bool
+	// messages, set for a stdio server's output, hands on only the lines
+	// that are JSON-RPC messages, trimmed of spaces around them: the SDK
+	// ends the session at the first line it cannot decode, and a server
+	// that writes one log line to its standard output (a print left in,
+	// a library's banner) would lose every call in flight and be
+	// restarted. Any other line is replaced by an error answer to its id
+	// when one can be picked out (a broken answer), else dropped.
+	messages bool
+	// dropped, when set, is told of each line messages left out or
+	// replaced, and why.
+	dropped func(line []byte, err error)
 
 	buf  []byte // what one Read of r brought
 	out  []byte // lines ready for the reader
@@ -160,9 +178,12 @@ func (f *frameReader) add(chunk []byte) {
 
 // end ends the current line.
 func (f *frameReader) end() {
-	if f.over {
+	switch {
+	case f.over:
 		f.refuse(fmt.Sprintf("an answer of %d bytes, more than %d", f.size, f.max))
-	} else {
+	case f.messages:
+		f.message(f.line)
+	default:
 		f.out = append(append(f.out, f.line...), '\n')
 	}
 	if len(f.prefix) > 0 {
@@ -186,16 +207,80 @@ func (f *frameReader) countEvent() {
 	}
 }
 
+// message hands on line, within its bound, when it is a JSON-RPC message
+// (or a batch of them) as the SDK decodes one; any other line is replaced
+// by an error answer to the id it names, if any, or dropped.
+func (f *frameReader) message(line []byte) {
+	line = bytes.TrimSpace(line)
+	err := lineMessage(line)
+	if err == nil {
+		if len(line) > 0 {
+			f.out = append(append(f.out, line...), '\n')
+		}
+		return
+	}
+	if f.dropped != nil {
+		f.dropped(line, err)
+	}
+	f.scan = topScanner{}
+	f.scan.feed(line)
+	f.answer(codeNotMessage, fmt.Sprintf("the server's answer is not a JSON-RPC message (a line of %d bytes): %v", len(line), err))
+}
+
+// lineMessage returns why line, trimmed, is not what the SDK's stdio
+// reader decodes without ending the session: one JSON value, a message
+// or an array (a batch, which the SDK judges itself).
+func lineMessage(line []byte) error {
+	if len(line) == 0 {
+		return nil
+	}
+	var v json.RawMessage // checked, not decoded
+	if err := json.Unmarshal(line, &v); err != nil {
+		return err
+	}
+	if line[0] == '[' {
+		return nil
+	}
+	_, err := jsonrpc.DecodeMessage(line)
+	return err
+}
+
 // refuse puts in out, for a line past its bound, the error answer that
 // replaces it, or nothing when it is not an answer.
 func (f *frameReader) refuse(msg string) {
+	f.answer(codeResultTooLarge, msg)
+}
+
+// answer puts in out an error answer of code and msg to the id f.scan
+// picked out of a line, or nothing when the line is not an answer.
+func (f *frameReader) answer(code int64, msg string) {
 	id, ok := f.scan.answerID()
 	if !ok {
 		return
 	}
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeResultTooLarge, Message: msg}})
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
 	if err != nil {
 		return
 	}
 	f.out = append(append(append(f.out, f.prefix...), b...), '\n')
+}
+
+// droppedLines returns what a stdio server's frameReader tells of the
+// lines it left out: logged with the start of the line at the 1st, 2nd,
+// 4th, 8th... of a session, so a server that prints without end writes a
+// line to the log each time its count doubles, not one per line.
+func droppedLines(log *slog.Logger) func([]byte, error) {
+	if log == nil {
+		return nil
+	}
+	var n int // lines left out; the frameReader is read by one goroutine
+	return func(line []byte, err error) {
+		if n++; n&(n-1) != 0 {
+			return
+		}
+		const shown = 120
+		start := line[:min(len(line), shown)]
+		log.Warn("MCP server wrote a line that is not a JSON-RPC message to its standard output; left out",
+			"lines", n, "bytes", len(line), "start", string(bytes.ToValidUTF8(start, nil)), "err", err)
+	}
 }

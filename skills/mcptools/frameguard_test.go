@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -86,6 +90,76 @@ func TestCallResultBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLinesThatAreNoMessages: a stdio server's line that is not a
+// JSON-RPC message (a log line printed to its standard output, a JSON
+// object of its own, spaces after an answer) is left out, logged at the
+// 1st, 2nd, 4th, 8th... such line, and the session goes on; a broken
+// answer fails its call at once, naming why. Before, the SDK ended the
+// session at the first such line: the call in flight failed with
+// "invalid character 'D' looking for beginning of value" and the server
+// was restarted, at every call.
+func TestLinesThatAreNoMessages(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		calls    int
+		want     string // the text of every answer; empty: an error
+		wantErr  string // in the error
+		wantLogs int    // lines logged about lines left out
+	}{
+		// Each call brings two lines that are no message (the blank
+		// line is no message either, but nothing to tell).
+		{"noise", 5, "ok", "", 4}, // lines 1, 2, 4 and 8 of 10
+		{"broken", 2, "", "the server's answer is not a JSON-RPC message (a line of 45 bytes): unexpected end of JSON input", 2},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			var logs bytes.Buffer
+			var logMu sync.Mutex // guards logs
+			log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+			set, errs := ConnectWith(context.Background(), map[string]ServerConfig{"h": {Command: hostileBin, Args: []string{tc.mode}}},
+				Options{Log: log})
+			t.Cleanup(func() { set.Close() })
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			tools, _ := set.Tools()
+			started := proctest.PIDs(hostileBin, tc.mode)
+			for i := range tc.calls {
+				begin := time.Now()
+				out := tools[0].Run(context.Background(), nil)
+				if tc.want != "" && (out.ErrorType() != "" || out.Text() != tc.want) {
+					t.Fatalf("call %d: %q, error %q (%s); want %q", i, out.Text(), out.ErrorText(), out.ErrorType(), tc.want)
+				}
+				if tc.wantErr != "" && (out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), tc.wantErr)) {
+					t.Fatalf("call %d: error %q (%s), want execution_failed with %q", i, out.ErrorText(), out.ErrorType(), tc.wantErr)
+				}
+				if d := time.Since(begin); d > DefaultTimeout/2 {
+					t.Fatalf("call %d took %v: it waited for its timeout", i, d)
+				}
+			}
+			if now := proctest.PIDs(hostileBin, tc.mode); len(started) != 1 || !slices.Equal(now, started) {
+				t.Errorf("server processes %v before the calls, %v after; want the same one: the session went on", started, now)
+			}
+			logMu.Lock()
+			defer logMu.Unlock()
+			if n := strings.Count(logs.String(), "not a JSON-RPC message"); n != tc.wantLogs {
+				t.Errorf("%d lines logged about lines left out, want %d:\n%s", n, tc.wantLogs, logs.String())
+			}
+		})
+	}
+}
+
+// lockedWriter is a writer that takes mu while it writes.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // TestFrameReaderKeepsNoLongLine: what frameReader allocates while it
@@ -168,6 +242,7 @@ func FuzzFrameReader(f *testing.F) {
 		`{"id":{"x":1},"result":"` + strings.Repeat("d", 80) + `"}`,
 		"short\n" + strings.Repeat("e", 200) + "\n{}",
 		`[{"id":1,"result":"` + strings.Repeat("f", 80) + `"}]`,
+		"Debug: a log line\n{\"id\":5,\"result\":{}}\n {\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}} \n{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":[",
 	} {
 		f.Add(s)
 	}
@@ -178,6 +253,7 @@ func FuzzFrameReader(f *testing.F) {
 			lines = lines[:len(lines)-1]
 		}
 		checkFrames(t, in, lines, "", bound)
+		checkMessages(t, in, lines, bound)
 		// The same lines as the data of an event stream, an event each.
 		var events strings.Builder
 		for _, l := range lines {
@@ -210,6 +286,66 @@ func checkFrames(t *testing.T, in string, lines []string, prefix string, bound i
 	}
 	if out != "" {
 		t.Fatalf("output %q left over (prefix %q)", out, prefix)
+	}
+}
+
+// checkMessages checks what a stdio server's frameReader (messages set)
+// with bound makes of in, the lines: a line past the bound comes out as
+// checkFrames says; one within it comes out trimmed when it is a JSON-RPC
+// message or a JSON array (or not at all when blank), else as an error
+// answer (codeNotMessage) to its id when it is an answer, else not at all.
+func checkMessages(t *testing.T, in string, lines []string, bound int) {
+	f := newFrameReader(strings.NewReader(in), func() int { return bound }, "")
+	f.messages = true
+	var told int
+	f.dropped = func([]byte, error) { told++ }
+	got, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(got)
+	var notMessages int
+	for _, l := range lines {
+		tl := strings.TrimSpace(l)
+		// What replaces l when it is refused, and the line to read it as.
+		code, msg, read := int64(codeResultTooLarge), fmt.Sprintf("an answer of %d bytes, more than %d", len(l), bound), l
+		if len(l) <= bound {
+			if tl == "" {
+				continue
+			}
+			_, decErr := jsonrpc.DecodeMessage([]byte(tl))
+			if json.Valid([]byte(tl)) && (tl[0] == '[' || decErr == nil) {
+				rest, ok := strings.CutPrefix(out, tl+"\n")
+				if !ok {
+					t.Fatalf("message %q: output %q", l, out)
+				}
+				out = rest
+				continue
+			}
+			notMessages++
+			code, read = codeNotMessage, tl
+			msg = fmt.Sprintf("the server's answer is not a JSON-RPC message (a line of %d bytes): %v", len(tl), lineMessage([]byte(tl)))
+		}
+		id, known := answerOf(read)
+		answer, rest, _ := strings.Cut(out, "\n")
+		m, err := jsonrpc.DecodeMessage([]byte(answer))
+		r, isResp := m.(*jsonrpc.Response)
+		var we *jsonrpc.Error
+		replaced := err == nil && isResp && errors.As(r.Error, &we) && we.Code == code && we.Message == msg
+		switch {
+		case known && id == nil:
+			// nothing came out for l; a replacement next is a later line's
+		case known && (!replaced || r.ID != *id):
+			t.Fatalf("line %q, an answer to %v: output %q, want an error answer to it", l, *id, out)
+		case replaced:
+			out = rest
+		}
+	}
+	if out != "" {
+		t.Fatalf("output %q left over", out)
+	}
+	if told != notMessages {
+		t.Fatalf("told of %d lines left out, want %d", told, notMessages)
 	}
 }
 

@@ -324,7 +324,7 @@ func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if srv.cfg.Command != "" {
 		cmd := exec.Command(srv.cfg.Command, srv.cfg.Args...)
 		cmd.Env = append(slices.Clone(srv.cfg.Env), "PATH="+envPath())
-		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall, groups: srv.groups}
+		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall, groups: srv.groups, log: srv.log}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
 	}

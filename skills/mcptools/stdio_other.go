@@ -4,6 +4,7 @@ package mcptools
 
 import (
 	"context"
+	"log/slog"
 	"os/exec"
 	"time"
 
@@ -18,6 +19,7 @@ type stdioTransport struct {
 	grace  time.Duration
 	stall  time.Duration // not enforced on this platform
 	groups *groupFile    // not recorded on this platform
+	log    *slog.Logger  // unused: the SDK reads the server's output
 }
 
 // Connect starts the server.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"sync"
@@ -34,6 +35,9 @@ type stdioTransport struct {
 	stall time.Duration
 	// groups records the server's group while it runs; may be nil.
 	groups *groupFile
+	// log is told of the lines of the server's output that are not
+	// messages (droppedLines); nil discards them.
+	log *slog.Logger
 }
 
 // Connect starts the server and speaks newline-delimited JSON with it.
@@ -67,6 +71,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	go p.reap()
 	g := guardLists(nil)
 	out := newFrameReader(stdoutOf{p}, g.lineLimit, "")
+	out.messages, out.dropped = true, droppedLines(t.log)
 	conn, err := (&mcp.IOTransport{Reader: readCloser{out}, Writer: p}).Connect(ctx)
 	if err != nil {
 		p.Close()

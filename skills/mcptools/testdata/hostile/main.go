@@ -27,6 +27,10 @@
 //	endless         a call answers with a line that never ends
 //	brief DIR MS    lists "t", leaves a file in DIR at each start and exits
 //	                MS milliseconds after its listing, at every start
+//	noise           before each answer writes lines that are no JSON-RPC
+//	                message (a log line, a JSON object, a blank line) to its
+//	                standard output, and ends the answer with spaces
+//	broken          a call answers with a line of JSON that breaks off
 //	notify DIR N K  says its tools changed (notifications/tools/list_changed)
 //	                N times after initialisation, without end when N is 0;
 //	                each listing leaves a file in DIR, and from the Kth on
@@ -254,6 +258,18 @@ func call(mode string, m message) {
 				os.Exit(0)
 			}
 		}
+	}
+	if mode == "noise" || mode == "broken" {
+		outMu.Lock()
+		defer outMu.Unlock()
+		if mode == "broken" {
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[`+"\n", m.ID)
+		} else {
+			fmt.Fprintf(out, "Debug: handling call %s\n{\"log\":\"call\"}\n\n  "+`{"jsonrpc":"2.0","id":%s,"result":%s}`+"  \n",
+				m.ID, m.ID, `{"content":[{"type":"text","text":"ok"}]}`)
+		}
+		out.Flush()
+		return
 	}
 	if mode == "gens" || mode == "flaky" || mode == "empty" {
 		reply(m.ID, text(fmt.Sprintf("gen %d", gen)))
