@@ -58,11 +58,13 @@ var removed = map[atom.Atom]bool{
 
 // toMarkdown renders an HTML page as Markdown, relative links made
 // absolute against base. Scripts, styles and other invisible elements are
-// dropped by the converter. Only as much of the page is converted as can
-// fill maxChars characters, and no more than workPerByte × maxBytes units
-// of conversion work; cut reports that some of the page was dropped.
+// dropped by the converter. Only the start of the page that parses within
+// maxParseNodes is parsed (parseBound), and only as much of it converted
+// as can fill maxChars characters, and no more than workPerByte × maxBytes
+// units of conversion work; cut reports that some of the page was dropped.
 func toMarkdown(page, base string, maxChars, maxBytes int) (md string, cut bool, err error) {
-	doc, err := html.Parse(strings.NewReader(page))
+	n := parseBound(page)
+	doc, err := html.Parse(strings.NewReader(page[:n]))
 	if err != nil {
 		return "", false, err
 	}
@@ -75,7 +77,7 @@ func toMarkdown(page, base string, maxChars, maxBytes int) (md string, cut bool,
 	if err != nil {
 		return "", false, err
 	}
-	return strings.ToValidUTF8(string(out), "\uFFFD"), b.full, nil
+	return strings.ToValidUTF8(string(out), "\uFFFD"), b.full || n < len(page), nil
 }
 
 // bounder walks a parsed page in document order, counting what the
