@@ -28,6 +28,9 @@ const (
 	// DefaultMaxResultBytes caps the result carried in one report; the full
 	// size is reported alongside.
 	DefaultMaxResultBytes = 256 << 10
+	// MaxResultBytesLimit is the largest [tools] max_result_bytes: half of
+	// the largest message, leaving room for the rest of the report.
+	MaxResultBytesLimit = wire.MaxMessageBytes / 2
 )
 
 // Config is an edge agent's configuration, read from agent.toml. Relative
@@ -186,6 +189,7 @@ func (c *Config) validate(secrets bool) error {
 	if c.MQTT.Broker == "" {
 		c.MQTT.Broker = DefaultBroker
 	}
+	errs = append(errs, c.outOfRange()...)
 	defaults.Positive(&c.MQTT.OutboxLen, DefaultOutboxLen)
 	defaults.Positive(&c.MQTT.OutboxBytes, DefaultOutboxBytes)
 	if secrets && c.MQTT.PasswordEnv != "" && os.Getenv(c.MQTT.PasswordEnv) == "" {
@@ -200,9 +204,7 @@ func (c *Config) validate(secrets bool) error {
 	}
 	defaults.Positive(&t.MaxConcurrent, DefaultMaxConcurrent)
 	defaults.Positive(&t.QueueLen, DefaultQueueLen)
-	if t.MaxResultBytes <= 0 || t.MaxResultBytes > wire.MaxMessageBytes/2 {
-		t.MaxResultBytes = DefaultMaxResultBytes
-	}
+	defaults.Positive(&t.MaxResultBytes, DefaultMaxResultBytes)
 	if t.RequestLogBytes < 0 {
 		errs = append(errs, fmt.Errorf("tools.request_log_bytes %d is negative; 0 means the default, %d", t.RequestLogBytes, int64(sqlite.DefaultRequestLogBytes)))
 	}
@@ -210,6 +212,9 @@ func (c *Config) validate(secrets bool) error {
 	errs = append(errs, c.Builtin.Validate("builtin")...)
 	errs = append(errs, mcptools.ValidateServers("tools.mcp_servers", c.Tools.MCPServers)...)
 	if err := tiers.ValidateSync(&c.AuditSync); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Audit.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	l := &c.LLM
@@ -225,4 +230,35 @@ func (c *Config) validate(secrets bool) error {
 	defaults.Positive(&l.PromptTimeout.Duration, DefaultPromptTimeout)
 	defaults.Positive(&l.MaxToolIterations, DefaultPromptIterations)
 	return errors.Join(errs...)
+}
+
+// outOfRange names the keys given a value the agent would otherwise
+// replace by its default without a word: a negative count, size or
+// duration (0 means the default), a result larger than a report carries.
+func (c *Config) outOfRange() []error {
+	var errs []error
+	for _, k := range []struct {
+		key string
+		neg bool
+		v   any
+	}{
+		{"heartbeat_interval", c.HeartbeatInterval.Duration < 0, c.HeartbeatInterval},
+		{"mqtt.outbox_len", c.MQTT.OutboxLen < 0, c.MQTT.OutboxLen},
+		{"mqtt.outbox_bytes", c.MQTT.OutboxBytes < 0, c.MQTT.OutboxBytes},
+		{"tools.default_timeout", c.Tools.DefaultTimeout.Duration < 0, c.Tools.DefaultTimeout},
+		{"tools.max_timeout", c.Tools.MaxTimeout.Duration < 0, c.Tools.MaxTimeout},
+		{"tools.max_concurrent", c.Tools.MaxConcurrent < 0, c.Tools.MaxConcurrent},
+		{"tools.queue_len", c.Tools.QueueLen < 0, c.Tools.QueueLen},
+		{"tools.max_result_bytes", c.Tools.MaxResultBytes < 0, c.Tools.MaxResultBytes},
+		{"llm.prompt_timeout", c.LLM.PromptTimeout.Duration < 0, c.LLM.PromptTimeout},
+		{"llm.max_tool_iterations", c.LLM.MaxToolIterations < 0, c.LLM.MaxToolIterations},
+	} {
+		if k.neg {
+			errs = append(errs, fmt.Errorf("%s: %v must not be negative (0 means the default)", k.key, k.v))
+		}
+	}
+	if c.Tools.MaxResultBytes > MaxResultBytesLimit {
+		errs = append(errs, fmt.Errorf("tools.max_result_bytes: %d is more than a report carries, %d", c.Tools.MaxResultBytes, MaxResultBytesLimit))
+	}
+	return errs
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -260,6 +261,9 @@ func (c *Config) validate(secrets bool) error {
 	if err := tiers.ValidateSync(&c.AuditSync); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Audit.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Broker.URL == "" && c.Broker.Listen == "" {
 		c.Broker.Listen = DefaultBrokerListen
 	}
@@ -311,6 +315,19 @@ func (c *Config) validate(secrets bool) error {
 	}
 	if c.Loop.DormantMemoryMB > maxDormantMemoryMB {
 		errs = append(errs, fmt.Errorf("loop.dormant_memory_mb: %d is more than %d", c.Loop.DormantMemoryMB, maxDormantMemoryMB))
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"tools.default_timeout", c.Tools.DefaultTimeout.Duration}, {"tools.max_timeout", c.Tools.MaxTimeout.Duration},
+		{"loop.chat_timeout", c.Loop.ChatTimeout.Duration}, {"loop.heartbeat_timeout", c.Loop.HeartbeatTimeout.Duration},
+		{"loop.question_timeout", c.Loop.QuestionTimeout.Duration}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s must not be negative (0 means the default)", d.key, d.v))
+		}
+	}
+	if c.Broker.MaxPacketBytes < 0 || int64(c.Broker.MaxPacketBytes) > math.MaxUint32 {
+		errs = append(errs, fmt.Errorf("broker.max_packet_bytes: %d, want 0 (the default) to %d", c.Broker.MaxPacketBytes, uint32(math.MaxUint32)))
 	}
 	if c.Loop.DormantAfter.Duration < 0 {
 		errs = append(errs, fmt.Errorf("loop.dormant_after: %s must not be negative (0 means the default, %s; %s or more keeps conversations whole until they stop)",

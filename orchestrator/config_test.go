@@ -61,3 +61,26 @@ func TestConfigListenAddresses(t *testing.T) {
 		loadConfig(t, t.TempDir(), tt.body, tt.want)
 	}
 }
+
+// TestConfigNegativeValues: a negative count, size or duration that the
+// node would take as its default without a word, or refuse only at start
+// without the key, is refused when the file is read, naming the key.
+func TestConfigNegativeValues(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"[audit]\nhot_capacity = -5\n", "audit.hot_capacity: -5 must not be negative"},
+		{"[audit]\nretention_interval = \"-1s\"\n", "audit.retention_interval: -1s must not be negative"},
+		{"[audit.retention]\nmax_age = \"-1h\"\n", "audit.retention.max_age: -1h0m0s must not be negative"},
+		{"[audit.retention]\nbatch = -1\n", "audit.retention.batch: -1 must not be negative"},
+		{"[tools]\ndefault_timeout = \"-1s\"\n", "tools.default_timeout: -1s must not be negative"},
+		{"[loop]\nchat_timeout = \"-1s\"\n", "loop.chat_timeout: -1s must not be negative"},
+		{"[loop]\nheartbeat_timeout = \"-1s\"\n", "loop.heartbeat_timeout: -1s must not be negative"},
+		{"[loop]\nquestion_timeout = \"-1s\"\n", "loop.question_timeout: -1s must not be negative"},
+		{"[broker]\nmax_packet_bytes = -1\n", "broker.max_packet_bytes: -1, want 0"},
+		{"[audit.cold]\nurl = \"http://127.0.0.1:1\"\nbatch_size = -1\n", "audit.cold.batch_size: -1 must not be negative"},
+		{"[audit.cold]\nmax_answer_bytes = -1\n", "audit.cold.max_answer_bytes: -1 must not be negative"},
+		{"[audit]\nhot_capacity = 0\nretention_interval = \"0s\"\n[audit.retention]\nevent_max_age = \"-1s\"\n", ""},
+	}
+	for _, tt := range tests {
+		loadConfig(t, t.TempDir(), tt.body, tt.want)
+	}
+}

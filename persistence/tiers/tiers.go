@@ -50,6 +50,38 @@ type Config struct {
 	DiskBudgetMB int `toml:"disk_budget_mb"`
 }
 
+// Validate checks the keys of the [audit] section that would otherwise be
+// taken as their defaults when negative (hot_capacity,
+// retention_interval) or refused only when the trail starts, without
+// their names (the retention's and the cold tier's). The errors name the
+// keys.
+func (c Config) Validate() error {
+	var errs []error
+	for _, k := range []struct {
+		key string
+		neg bool
+		v   any
+	}{
+		{"hot_capacity", c.HotCapacity < 0, c.HotCapacity},
+		{"retention_interval", c.RetentionInterval < 0, c.RetentionInterval},
+		{"retention.warm_window", c.Retention.WarmWindow < 0, c.Retention.WarmWindow},
+		{"retention.max_age", c.Retention.MaxAge < 0, c.Retention.MaxAge},
+		{"retention.max_bytes", c.Retention.MaxBytes < 0, c.Retention.MaxBytes},
+		{"retention.batch", c.Retention.Batch < 0, c.Retention.Batch},
+		{"cold.batch_size", c.Cold.BatchSize < 0, c.Cold.BatchSize},
+		{"cold.poll_interval", c.Cold.PollInterval < 0, c.Cold.PollInterval},
+		{"cold.min_backoff", c.Cold.MinBackoff < 0, c.Cold.MinBackoff},
+		{"cold.max_backoff", c.Cold.MaxBackoff < 0, c.Cold.MaxBackoff},
+		{"cold.request_timeout", c.Cold.RequestTimeout < 0, c.Cold.RequestTimeout},
+		{"cold.max_answer_bytes", c.Cold.MaxAnswerBytes < 0, c.Cold.MaxAnswerBytes},
+	} {
+		if k.neg {
+			errs = append(errs, fmt.Errorf("audit.%s: %v must not be negative", k.key, k.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ValidateSync checks the audit_sync setting of a node or an agent, which
 // becomes the warm store's sqlite.Options.Sync, and fills in its default:
 // empty means sqlite.SyncNormal. The error names the key.
