@@ -28,14 +28,15 @@ func (c *configFlag) register(fs *flag.FlagSet) {
 
 // apply fills dataDir and, when non-nil, coldURL from the file named by
 // --config, where fs (parsed) did not set them. Without --config it does
-// nothing. A cold URL from the file wins over $EVOCLAW_COLD_URL.
+// nothing. A cold URL from the file wins over $EVOCLAW_COLD_URL. A file
+// that cannot be loaded is an error, not a usage error.
 func (c *configFlag) apply(fs *flag.FlagSet, dataDir, coldURL *string) error {
 	if c.path == "" {
 		return nil
 	}
 	cfg, err := orchestrator.LoadConfig(c.path)
-	if err != nil {
-		return fmt.Errorf("%w: --config: %v", errUsage, err)
+	if err != nil { // the file's fault, not the command line's: exit 1, as serve
+		return fmt.Errorf("--config: %w", err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

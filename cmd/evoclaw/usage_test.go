@@ -166,3 +166,43 @@ func TestUsageErrors(t *testing.T) {
 		t.Error("the usage text does not give the exit statuses")
 	}
 }
+
+// TestConfigFileErrors: every command that reads evoclaw.toml or
+// agent.toml with --config answers a file it cannot load (missing, a
+// directory, an unknown key, a wrong type, a value out of range) with
+// one line naming the file and what is wrong, and exit 1, as serve did.
+// Before, status, chat, logs, metrics and audit exited 2 and printed
+// their usage lines after it, as if the command line were wrong.
+func TestConfigFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	files := []struct{ name, body, want string }{
+		{"missing.toml", "", "no such file or directory"},
+		{"unknown.toml", "htp = 1\n", "htp (did you mean http?)"},
+		{"type.toml", "node_id = 5\n", `"node_id"`},
+		{"range.toml", "[http]\nlisten = \"127.0.0.1:99999\"\n", "http.listen"},
+		{"duration.toml", "[audit.retention]\nmax_age = 3600\n", "audit.retention.max_age: a number"},
+	}
+	for _, f := range files {
+		if f.body != "" {
+			writeFile(t, filepath.Join(dir, f.name), f.body)
+		}
+	}
+	commands := [][]string{{"serve"}, {"status"}, {"chat", "hello"}, {"logs"}, {"metrics", "--tools"}, {"audit", "status"}, {"audit", "verify"}, {"agents", "list"}}
+	for _, cmd := range commands {
+		for _, f := range files {
+			t.Run(strings.Join(cmd, " ")+" "+f.name, func(t *testing.T) {
+				code, out, errOut := runArgs(append(cmd, "--config", filepath.Join(dir, f.name), "--data-dir", filepath.Join(dir, "data"))...)
+				if code != 1 || out != "" {
+					t.Fatalf("exit %d, stdout %q, want 1 and nothing\n%s", code, out, errOut)
+				}
+				if strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "evoclaw: ") || !strings.Contains(errOut, f.name) || !strings.Contains(errOut, f.want) {
+					t.Errorf("stderr is not one line naming %s and %q:\n%s", f.name, f.want, errOut)
+				}
+			})
+		}
+	}
+	code, _, errOut := runArgs("edge", "--config", filepath.Join(dir, "type.toml"))
+	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "type.toml") {
+		t.Errorf("edge: exit %d\n%s", code, errOut)
+	}
+}
