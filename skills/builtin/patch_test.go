@@ -165,8 +165,10 @@ func TestApplyPatchHoldsBounded(t *testing.T) {
 			if out.ErrorType() != wire.ErrExecutionFailed || !strings.Contains(out.ErrorText(), "Split it into smaller patches") {
 				t.Fatalf("%s %q, want a refusal", out.ErrorType(), out.ErrorText())
 			}
-			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 4*patchHeld*limit {
-				t.Errorf("allocated %d KiB, want at most %d KiB", alloc>>10, 4*patchHeld*limit>>10)
+			// Four times what it may hold, for the race detector's share:
+			// the 99 copies took twelve times as much before.
+			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 16*patchHeld*limit {
+				t.Errorf("allocated %d KiB, want at most %d KiB", alloc>>10, 16*patchHeld*limit>>10)
 			}
 		})
 	}
