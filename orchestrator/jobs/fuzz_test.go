@@ -6,10 +6,12 @@ import (
 )
 
 // Schedules come from config files, the API and the model: parsing never
-// panics, and a schedule that parses always yields a later instant.
+// panics, and a schedule that parses always yields a later instant, and
+// then another at least MinInterval after it.
 func FuzzParseSchedule(f *testing.F) {
 	for _, s := range []string{"0 6 * * *", "@daily", "@every 15m", "CRON_TZ=Europe/Berlin 0 6 * * 1-5", "TZ=UTC */5 * * * *",
-		"0 0 31 2 *", "@every 0s", "CRON_TZ=", "TZ= ", "* * * * * *", "0-59/0 * * * *"} {
+		"0 0 31 2 *", "@every 0s", "CRON_TZ=", "TZ= ", "* * * * * *", "0-59/0 * * * *",
+		"TZ=UTC @every 1s", "CRON_TZ=UTC @every 2m", "*/100000 * * * *", "0 0 1 jan-dec/13 *", "5/55 * * * *"} {
 		f.Add(s)
 	}
 	from := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
@@ -18,8 +20,12 @@ func FuzzParseSchedule(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if next := sched.Next(from); !next.After(from) {
+		next := sched.Next(from)
+		if !next.After(from) {
 			t.Fatalf("%q: next %v after %v", s, next, from)
+		}
+		if then := sched.Next(next); then.Sub(next) < MinInterval {
+			t.Fatalf("%q: %v after %v, less than %v", s, then, next, MinInterval)
 		}
 	})
 }

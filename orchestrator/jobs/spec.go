@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,7 +136,15 @@ func parseSchedule(s string) (cron.Schedule, error) {
 	if len(s) > 200 {
 		return nil, bad("schedule: longer than 200 bytes")
 	}
-	if rest, ok := strings.CutPrefix(s, "@every "); ok {
+	// The library reads a zone prefix before any schedule, @every too,
+	// which it would run at its own interval, below a minute as well.
+	zone, expr := cutZone(s)
+	if zone != "" {
+		if _, err := time.LoadLocation(zone); err != nil {
+			return nil, bad("schedule %q: time zone %q: %v", s, zone, err)
+		}
+	}
+	if rest, ok := strings.CutPrefix(expr, "@every "); ok {
 		d, err := time.ParseDuration(strings.TrimSpace(rest))
 		if err != nil {
 			return nil, bad("schedule %q: %v", s, err)
@@ -144,15 +154,100 @@ func parseSchedule(s string) (cron.Schedule, error) {
 		}
 		return every{d}, nil
 	}
+	if err := checkSteps(expr); err != nil {
+		return nil, bad("schedule %q: %v", s, err)
+	}
 	sched, err := parseCron(s)
 	if err != nil {
 		return nil, bad("schedule %q: %v (want 5 fields \"MIN HOUR DOM MON DOW\", @daily, or \"@every 15m\")", s, err)
+	}
+	if _, ok := sched.(cron.ConstantDelaySchedule); ok { // an @every that the checks above did not see
+		return nil, bad("schedule %q: write @every first, or alone", s)
 	}
 	// An expression no date satisfies (30 2 31 2 *) yields a zero Next.
 	if sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
 		return nil, bad("schedule %q never fires", s)
 	}
 	return sched, nil
+}
+
+// cutZone splits a "CRON_TZ=Zone " or "TZ=Zone " prefix, as the
+// library reads it, from the schedule after it.
+func cutZone(s string) (zone, expr string) {
+	for _, p := range []string{"CRON_TZ=", "TZ="} {
+		if rest, ok := strings.CutPrefix(s, p); ok {
+			zone, expr, _ = strings.Cut(rest, " ")
+			return zone, strings.TrimSpace(expr)
+		}
+	}
+	return "", s
+}
+
+// fieldRanges are the values of the five fields of a cron expression,
+// and the names the library reads for months and weekdays.
+var fieldRanges = [5]struct {
+	name     string
+	min, max int
+	names    []string
+}{
+	{"minute", 0, 59, nil},
+	{"hour", 0, 23, nil},
+	{"day of month", 1, 31, nil},
+	{"month", 1, 12, []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}},
+	{"day of week", 0, 6, []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}},
+}
+
+// checkSteps refuses a step larger than the range it divides ("*/90" of
+// the minutes), which the library reads as the range's first value alone:
+// "*/100000 * * * *" would run every hour, not as rarely as it says.
+// What it cannot read it leaves to the library, which reports it.
+func checkSteps(expr string) error {
+	fields := strings.Fields(expr)
+	if len(fields) != len(fieldRanges) {
+		return nil
+	}
+	for i, field := range fields {
+		fr := fieldRanges[i]
+		for part := range strings.SplitSeq(field, ",") {
+			rng, stepText, ok := strings.Cut(part, "/")
+			if !ok {
+				continue
+			}
+			step, err := strconv.Atoi(stepText)
+			if err != nil || step <= 0 {
+				continue
+			}
+			lo, hi := fr.min, fr.max
+			if rng != "*" && rng != "?" {
+				a, b, isRange := strings.Cut(rng, "-")
+				if lo, ok = fieldValue(a, fr.names, fr.min); !ok {
+					continue
+				}
+				if isRange {
+					if hi, ok = fieldValue(b, fr.names, fr.min); !ok {
+						continue
+					}
+				}
+			}
+			if hi >= lo && step > hi-lo {
+				return fmt.Errorf("the step %d of %q (%s) is larger than its range %d-%d, so it would only match %d; write %d, or a shorter step",
+					step, part, fr.name, lo, hi, lo, lo)
+			}
+		}
+	}
+	return nil
+}
+
+// fieldValue reads one value of a field: a number or one of names, the
+// first of which stands for min.
+func fieldValue(s string, names []string, min int) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, true
+	}
+	if i := slices.Index(names, strings.ToLower(s)); i >= 0 {
+		return min + i, true
+	}
+	return 0, false
 }
 
 // FieldError is a refused job definition that names the field at fault
