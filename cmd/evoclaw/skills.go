@@ -26,6 +26,14 @@ func cmdSkills(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "install":
+		if slices.ContainsFunc(args[1:], func(a string) bool { return isHelp(a) && a != "help" }) {
+			fmt.Fprint(stdout, "usage:\n"+usageOf("skills install"))
+			return nil
+		}
+		if i := slices.IndexFunc(args[1:], func(a string) bool { return strings.HasPrefix(a, "-") }); i >= 0 {
+			// Not a directory to write to: "--help" once became one.
+			return fmt.Errorf("%w: evoclaw skills install takes no flags, got %q", errUsage, args[1+i])
+		}
 		if len(args) != 3 {
 			return fmt.Errorf("%w: evoclaw skills install NAME DIR (shipped skills: %v)", errUsage, shipped.Names())
 		}

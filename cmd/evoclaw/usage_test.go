@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,5 +205,32 @@ func TestConfigFileErrors(t *testing.T) {
 	code, _, errOut := runArgs("edge", "--config", filepath.Join(dir, "type.toml"))
 	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "type.toml") {
 		t.Errorf("edge: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestSkillsInstallHelp: skills install asked for help prints its usage
+// line and writes nothing; an argument that looks like a flag is a usage
+// error, not a directory. Before, `evoclaw skills install demo --help`
+// wrote the demo skill into a new directory named "--help".
+func TestSkillsInstallHelp(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"skills", "install", "demo", "--help"}, 0, "usage:\n  evoclaw skills install NAME DIR"},
+		{[]string{"skills", "install", "-h"}, 0, "usage:\n  evoclaw skills install NAME DIR"},
+		{[]string{"skills", "install", "demo", "--dir=x"}, 2, `takes no flags, got "--dir=x"`},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runArgs(tt.args...)
+		if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+			t.Errorf("%q: exit %d, want %d and %q\nstdout: %s\nstderr: %s", tt.args, code, tt.code, tt.want, out, errOut)
+		}
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the working directory holds %v (%v), want nothing written", entries, err)
 	}
 }
