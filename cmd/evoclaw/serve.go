@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -95,14 +97,18 @@ func addrInUse(cfg orchestrator.Config, err error) string {
 }
 
 func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("edge", stderr)
-	config := fs.String("config", "agent.toml", "path to agent.toml")
-	dataDir := fs.String("data-dir", "", "directory for the agent's data (overrides data_dir)")
-	if err := parseNoArgs(fs, args, "edge"); err != nil {
+	fset := newFlags("edge", stderr)
+	config := fset.String("config", "agent.toml", "path to agent.toml")
+	dataDir := fset.String("data-dir", "", "directory for the agent's data (overrides data_dir)")
+	if err := parseNoArgs(fset, args, "edge"); err != nil {
 		return err
 	}
 	noMemProfile()
 	cfg, err := edge.LoadConfig(*config)
+	if errors.Is(err, fs.ErrNotExist) && !flagSet(fset, "config") {
+		return fmt.Errorf("%w (an edge agent needs its agent.toml: name it with --config, or write one here; "+
+			"`evoclaw agents add NAME` on the node prints its lines, docs/CONFIG.md has every key)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -147,4 +153,11 @@ func llmCaveat(r orchestrator.Readiness) string {
 		}
 	}
 	return ""
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(f *flag.FlagSet, name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
 }

@@ -173,7 +173,9 @@ func TestUsageErrors(t *testing.T) {
 // directory, an unknown key, a wrong type, a value out of range) with
 // one line naming the file and what is wrong, and exit 1, as serve did.
 // Before, status, chat, logs, metrics and audit exited 2 and printed
-// their usage lines after it, as if the command line were wrong.
+// their usage lines after it, as if the command line were wrong, and
+// `evoclaw edge` where there is no agent.toml said only "open agent.toml:
+// no such file or directory".
 func TestConfigFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	files := []struct{ name, body, want string }{
@@ -205,6 +207,12 @@ func TestConfigFileErrors(t *testing.T) {
 	code, _, errOut := runArgs("edge", "--config", filepath.Join(dir, "type.toml"))
 	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "type.toml") {
 		t.Errorf("edge: exit %d\n%s", code, errOut)
+	}
+	// Without --config, where there is no agent.toml: say how to get one.
+	t.Chdir(dir)
+	code, _, errOut = runArgs("edge")
+	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "agent.toml") || !strings.Contains(errOut, "--config") || !strings.Contains(errOut, "evoclaw agents add") {
+		t.Errorf("edge without agent.toml: exit %d\n%s", code, errOut)
 	}
 }
 
