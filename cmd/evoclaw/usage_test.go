@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -240,5 +241,59 @@ func TestSkillsInstallHelp(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Errorf("the working directory holds %v (%v), want nothing written", entries, err)
+	}
+}
+
+// TestDocumentedFlagsExist: every --flag that README.md, docs/ or the
+// usage text shows in an `evoclaw COMMAND ...` line is a flag of that
+// command (as its --help lists them), so that no example sends a reader
+// to a flag that was renamed or never was.
+func TestDocumentedFlagsExist(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	var lines []string
+	for _, f := range append(files, filepath.Join("..", "..", "README.md")) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("`(evoclaw [^`]+)`").FindAllStringSubmatch(strings.ReplaceAll(string(b), `\|`, "|"), -1) {
+			lines = append(lines, m[1])
+		}
+	}
+	for line := range strings.Lines(usage) {
+		if rest, ok := strings.CutPrefix(line, "  evoclaw "); ok {
+			lines = append(lines, "evoclaw "+rest)
+		}
+	}
+	helps := map[string]string{}
+	checked := 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 2 || commands[f[1]] == nil {
+			continue
+		}
+		cmd := f[1]
+		if groups[f[1]] || f[1] == "agents" {
+			if len(f) < 3 {
+				continue
+			}
+			cmd += " " + strings.Split(f[2], "|")[0]
+		}
+		if _, ok := helps[cmd]; !ok {
+			_, out, _ := runArgs(append(strings.Fields(cmd), "--help")...)
+			helps[cmd] = out
+		}
+		for _, m := range regexp.MustCompile(`--([a-z][a-z-]*)`).FindAllStringSubmatch(l, -1) {
+			checked++
+			if m[1] != "help" && !regexp.MustCompile(`\n  -`+m[1]+`[ \n]`).MatchString(helps[cmd]) {
+				t.Errorf("%q shows --%s, which evoclaw %s --help does not list:\n%s", l, m[1], cmd, helps[cmd])
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d flags: the patterns no longer find them", checked)
 	}
 }
