@@ -137,10 +137,14 @@ func decodeStrict(body []byte, v any, shape string) error {
 // A body that announces more than limit (Content-Length) is refused before
 // a byte of it is read, so that a client that sent "Expect: 100-continue"
 // (curl does, past 1 MiB) is not told to send it first. A body that does
-// not arrive within the server's bound (httpLimits.Body) is 408.
+// not arrive within the server's bound (httpLimits.Body) is 408; one that
+// gets no share of the bodies' budget (reserveBody) is 429.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if r.ContentLength > limit {
 		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes (Content-Length %d)", limit, r.ContentLength))
+		return nil, false
+	}
+	if !reserveBody(w, r, limit) {
 		return nil, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -218,6 +222,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := decodeChatRequest(body)
+	bodyDecoded(r) // the chat holds what it decoded, not the body's share
 	if err != nil {
 		writeAPIErrorParam(w, http.StatusBadRequest, errParam(err), err.Error())
 		return

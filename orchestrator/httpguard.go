@@ -45,6 +45,11 @@ type httpLimits struct {
 	// first request's headers this long after it was accepted may be
 	// closed to serve a new one (a client sends them at once).
 	NewGrace time.Duration
+	// BodyBytes bounds the bytes of bodies over 64 KiB that handlers
+	// read and decode at once (bodyBudget); BodyWait is how long a body waits for
+	// its share before it is refused 429.
+	BodyBytes int
+	BodyWait  time.Duration
 	// PerAddress is the most of the Conns one client address may hold (an
 	// IPv6 /64 counts as one address; loopback is not counted). One more
 	// from an address at its bound is served by closing that address's
@@ -68,8 +73,14 @@ type httpLimits struct {
 // slot in a write for WriteStall) to an eighth of the slots: 600 such
 // connections from one address made every other client wait 0.4-5.8 s
 // for a /healthz before.
+//
+// 32 MiB of bodies over 64 KiB at once are eight of the largest chat
+// completions (4 MiB), about 130 MB of the node's memory while they are
+// decoded; a body waits for its share at most 30 s, half of the minute
+// it has to arrive.
 var defaultHTTPLimits = httpLimits{Conns: 512, Idle: 2 * time.Minute, Body: time.Minute, WriteStall: time.Minute,
-	HeaderBytes: 16 << 10, Header: 10 * time.Second, NewGrace: 2 * time.Second, PerAddress: 64}
+	HeaderBytes: 16 << 10, Header: 10 * time.Second, NewGrace: 2 * time.Second, PerAddress: 64,
+	BodyBytes: 32 << 20, BodyWait: 30 * time.Second}
 
 // unreadBodyLinger is how long the server may read a body it did not use,
 // after the answer, before it closes the connection (Go waits as long
@@ -82,7 +93,8 @@ func (l httpLimits) withDefaults() httpLimits {
 	return httpLimits{Conns: orDefault(l.Conns, d.Conns), Idle: orDefault(l.Idle, d.Idle), Body: orDefault(l.Body, d.Body),
 		WriteStall: orDefault(l.WriteStall, d.WriteStall), HeaderBytes: orDefault(l.HeaderBytes, d.HeaderBytes),
 		Header: orDefault(l.Header, d.Header), NewGrace: orDefault(l.NewGrace, d.NewGrace),
-		PerAddress: orDefault(l.PerAddress, d.PerAddress), addrKey: l.addrKey}
+		PerAddress: orDefault(l.PerAddress, d.PerAddress), BodyBytes: orDefault(l.BodyBytes, d.BodyBytes),
+		BodyWait: orDefault(l.BodyWait, d.BodyWait), addrKey: l.addrKey}
 }
 
 // perAddressKey is the address a connection from addr counts against:
@@ -369,6 +381,7 @@ func (l *connLimiter) Close() error {
 // closes the connection after a response that starts before the request's
 // body was read to its end.
 func (l httpLimits) guard(h http.Handler) http.Handler {
+	bodies := newBodyBudget(int64(l.BodyBytes), l.BodyWait)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		// A deadline of the previous request on this connection must not
@@ -383,6 +396,7 @@ func (l httpLimits) guard(h http.Handler) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(l.Body))
 			sw.body = &bodyDeadline{ReadCloser: r.Body, rc: rc}
 			r.Body = sw.body
+			r = withBodyBudget(r, bodies)
 		}
 		h.ServeHTTP(sw, r)
 		// The server answers 200 for a handler that wrote nothing.

@@ -126,6 +126,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, rerr := decodeChatCompletionRequest(body)
+	bodyDecoded(r) // the chat holds what it decoded, not the body's share
 	if rerr != nil {
 		writeJSON(w, rerr.Status, errorBody{Error: rerr.APIError})
 		return
