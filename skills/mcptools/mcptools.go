@@ -40,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -149,15 +150,16 @@ type server struct {
 	now   func() time.Time                     // time.Now; a test's clock
 	after func(time.Duration) <-chan time.Time // time.After; a test's, that may never fire
 
-	mu      sync.Mutex         // guards what follows; held while a session starts
-	session *mcp.ClientSession // nil once closed after it ended, until restarted
-	ended   chan struct{}      // closed when session's connection ends
-	started time.Time          // of session
-	endedAt time.Time          // when session ended, once sessionEnded saw it; else zero
-	settled bool               // settle counted session as one that ran long
-	retryAt time.Time          // no restart before
-	backoff time.Duration      // the wait after the next restart
-	closed  bool               // by Set.Close: no restart
+	mu      sync.Mutex                 // guards what follows; held while a session starts
+	session *mcp.ClientSession         // nil once closed after it ended, until restarted
+	words   func(time.Duration) string // of session: how its stdio server ended (dial)
+	ended   chan struct{}              // closed when session's connection ends
+	started time.Time                  // of session
+	endedAt time.Time                  // when session ended, once sessionEnded saw it; else zero
+	settled bool                       // settle counted session as one that ran long
+	retryAt time.Time                  // no restart before
+	backoff time.Duration              // the wait after the next restart
+	closed  bool                       // by Set.Close: no restart
 	stop    context.CancelFunc
 	stopped context.Context // ends at Set.Close: a start in progress stops
 
@@ -300,7 +302,7 @@ func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFi
 	// Held as a restart holds it: a listing that the server's
 	// notification causes waits for this one (relist.go).
 	srv.mu.Lock()
-	session, err := srv.dial(cctx)
+	session, words, err := srv.dial(cctx)
 	if err != nil {
 		srv.mu.Unlock()
 		return srv, srv.failedStart(fmt.Errorf("connect: %w", err))
@@ -312,42 +314,57 @@ func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFi
 		return srv, srv.failedStart(fmt.Errorf("list tools: %w", err))
 	}
 	defer srv.mu.Unlock()
-	srv.use(session)
+	srv.use(session, words)
 	srv.tools, srv.skipped = tools, skipped
 	return srv, nil
 }
 
 // dial starts the server (stdio) or reaches it (HTTP) and initialises a
-// session.
-func (srv *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
+// session. words says, once a stdio server has ended, how it ended and
+// what its standard error ended with; a start that failed as the server
+// ended says so.
+func (srv *server) dial(ctx context.Context) (session *mcp.ClientSession, words func(time.Duration) string, err error) {
 	var t mcp.Transport
+	words = func(time.Duration) string { return "" }
 	if srv.cfg.Command != "" {
 		cmd := exec.Command(srv.cfg.Command, srv.cfg.Args...)
 		cmd.Env = append(slices.Clone(srv.cfg.Env), "PATH="+envPath())
-		t = &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall, groups: srv.groups, log: srv.log}
+		st := &stdioTransport{cmd: cmd, grace: DefaultStopGrace, stall: DefaultWriteStall, groups: srv.groups, log: srv.log}
+		t, words = st, st.lastWords
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, DisableStandaloneSSE: true, HTTPClient: httpClient}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "evoclaw", Version: "1"},
 		&mcp.ClientOptions{ToolListChangedHandler: srv.listChanged})
-	return client.Connect(ctx, t, nil)
+	session, err = client.Connect(ctx, t, nil)
+	if err != nil && ctx.Err() == nil { // else it was stopped for being slow
+		if w := words(0); w != "" { // the SDK closed it, which waits for its exit
+			err = fmt.Errorf("%w (%s)", err, w)
+		}
+	}
+	return session, words, err
 }
 
 // use makes session the server's, and notes when its connection ends
 // (sessionEnded). srv.mu is held.
-func (srv *server) use(session *mcp.ClientSession) {
+func (srv *server) use(session *mcp.ClientSession, words func(time.Duration) string) {
 	ended := make(chan struct{})
-	srv.session, srv.ended, srv.started, srv.endedAt, srv.settled = session, ended, srv.now(), time.Time{}, false
+	srv.session, srv.words, srv.ended, srv.started, srv.endedAt, srv.settled = session, words, ended, srv.now(), time.Time{}, false
 	go func() {
 		_ = session.Wait()
 		close(ended)
+		note := words(endWait) // a crashed server has exited by now, or nearly
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		if srv.session == session && !srv.closed {
-			srv.sessionEnded()
+			srv.sessionEnded(note)
 		}
 	}()
 }
+
+// endWait is how long a session that ended waits for its stdio server's
+// exit, to say how it ended.
+const endWait = 200 * time.Millisecond
 
 // sessionEnded handles the end of the server's session: the server is
 // started again in the background (retry.go), at once when its backoff
@@ -356,18 +373,22 @@ func (srv *server) use(session *mcp.ClientSession) {
 // that may be restarted at once keeps its tools meanwhile; one that must
 // wait for its backoff (it crashed soon after a restart) has them
 // withdrawn until a start lists them, rather than offered while no call
-// can reach them. srv.mu is held.
-func (srv *server) sessionEnded() {
+// can reach them. note says how a stdio server ended, or is "".
+// srv.mu is held.
+func (srv *server) sessionEnded(note string) {
 	now := srv.now()
 	srv.endedAt = now
 	ran := now.Sub(srv.started).Round(time.Millisecond)
+	if note != "" {
+		note = " (" + note + ")"
+	}
 	srv.settle()
 	if !now.Before(srv.retryAt) || !srv.offering() {
-		srv.lost(fmt.Errorf("its session ended %v after its start", ran))
+		srv.lost(fmt.Errorf("its session ended %v after its start%s", ran, note))
 		return
 	}
 	srv.setTools(nil, nil)
-	srv.lost(fmt.Errorf("its session ended %v after its start, within the backoff; its tools are no longer offered", ran))
+	srv.lost(fmt.Errorf("its session ended %v after its start%s, within the backoff; its tools are no longer offered", ran, note))
 }
 
 // settle notes, when the server's session (live or ended) ran for
@@ -389,17 +410,20 @@ func (srv *server) settle() {
 }
 
 // live returns the server's session, starting it again when it ended
-// (restart), and never after Set.Close.
-func (srv *server) live(ctx context.Context) (*mcp.ClientSession, error) {
+// (restart), and never after Set.Close, and what says how its stdio
+// server ended (dial).
+func (srv *server) live(ctx context.Context) (*mcp.ClientSession, func(time.Duration) string, error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.closed {
-		return nil, fmt.Errorf("%w: closed", ErrServerDown)
+		return nil, nil, fmt.Errorf("%w: closed", ErrServerDown)
 	}
-	if srv.up() {
-		return srv.session, nil
+	if !srv.up() {
+		if _, err := srv.restart(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
-	return srv.restart(ctx)
+	return srv.session, srv.words, nil
 }
 
 // up reports whether the server has a session that has not ended. srv.mu
@@ -440,7 +464,7 @@ func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
 	defer context.AfterFunc(srv.stopped, cancel)()
-	session, err := srv.dial(cctx)
+	session, words, err := srv.dial(cctx)
 	if err != nil {
 		err = fmt.Errorf("%w: restart: %w", ErrServerDown, err)
 		if !srv.offering() {
@@ -459,7 +483,7 @@ func (srv *server) restart(ctx context.Context) (*mcp.ClientSession, error) {
 		srv.lost(err)
 		return nil, err
 	}
-	srv.use(session)
+	srv.use(session, words)
 	// Tools offered again after they were withdrawn are logged by back.
 	had := srv.offering()
 	if changed, notOffered := srv.setTools(tools, skipped); changed && had {
@@ -707,7 +731,7 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 	if args == nil {
 		args = map[string]any{}
 	}
-	session, err := srv.live(cctx)
+	session, words, err := srv.live(cctx)
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
 	}
@@ -727,6 +751,12 @@ func (srv *server) call(ctx context.Context, tool string, args map[string]any) s
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, resultTooLarge(err)))
 	case strings.Contains(err.Error(), "invalid params"):
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
+	case !errors.As(err, new(*jsonrpc.Error)): // no answer of the server's: its session ended
+		msg := fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err)
+		if w := words(endWait); w != "" {
+			msg += " (" + w + ")"
+		}
+		return skills.Failed(wire.ErrExecutionFailed, msg)
 	default:
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("mcp %s%s%s: %v", srv.name, Separator, tool, err))
 	}

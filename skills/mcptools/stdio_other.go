@@ -30,3 +30,6 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	return guardLists(conn), nil
 }
+
+// lastWords is "": the SDK runs the server, and its standard error is not kept.
+func (t *stdioTransport) lastWords(time.Duration) string { return "" }

@@ -38,6 +38,17 @@ type stdioTransport struct {
 	// log is told of the lines of the server's output that are not
 	// messages (droppedLines); nil discards them.
 	log *slog.Logger
+
+	proc *serverProc // the server Connect started
+}
+
+// lastWords says how the server ended, once it has within wait, and
+// how its standard error ended; "" while it runs or before Connect.
+func (t *stdioTransport) lastWords(wait time.Duration) string {
+	if t.proc == nil {
+		return ""
+	}
+	return t.proc.lastWords(wait)
 }
 
 // Connect starts the server and speaks newline-delimited JSON with it.
@@ -52,22 +63,35 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		inW.Close()
 		return nil, fmt.Errorf("create pipe: %w", err)
 	}
-	t.cmd.Stdin, t.cmd.Stdout = inR, outW
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("create pipe: %w", err)
+	}
+	// Its standard error on a pipe of ours, not exec's copying goroutine:
+	// Wait would wait for what the server started to close it too.
+	t.cmd.Stdin, t.cmd.Stdout, t.cmd.Stderr = inR, outW, errW
 	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = proc.StartTied(t.cmd)
 	inR.Close() // the child's ends; ours stay open
 	outW.Close()
+	errW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		errR.Close()
 		return nil, err
 	}
 	t.groups.add(t.cmd.Process.Pid)
 	// Without a keeper (no /bin/sh), what the server starts outlives a
 	// killed agent until its next start (groupFile).
 	k, _ := startKeeper(t.cmd.Process.Pid)
-	p := &serverProc{cmd: t.cmd, in: inW, out: outR, grace: t.grace, stall: t.stall, groups: t.groups, keeper: k,
-		exited: make(chan struct{})}
+	p := &serverProc{cmd: t.cmd, in: inW, out: outR, errR: errR, stderr: readTail(errR), grace: t.grace, stall: t.stall,
+		groups: t.groups, keeper: k, exited: make(chan struct{})}
+	t.proc = p
 	go p.reap()
 	g := guardLists(nil)
 	out := newFrameReader(stdoutOf{p}, g.lineLimit, "")
@@ -93,6 +117,8 @@ type serverProc struct {
 	cmd    *exec.Cmd
 	in     *os.File // the server's standard input
 	out    *os.File // its standard output
+	errR   *os.File // its standard error, read into stderr
+	stderr *stderrTail
 	grace  time.Duration
 	stall  time.Duration
 	groups *groupFile // forgets the group once it is killed
@@ -150,9 +176,38 @@ func (p *serverProc) Close() error {
 		p.keeper.stop()
 		p.groups.remove(pgid)
 		p.out.Close()
+		// What the server moved out of its group may hold its standard
+		// error open: its end is not waited for beyond a moment.
+		p.stderrEnd()
+		p.errR.Close()
 		p.closeErr = p.waitErr
 	})
 	return p.closeErr
+}
+
+// stderrEnd waits a moment for the server's standard error to end, which
+// comes just after its exit.
+func (p *serverProc) stderrEnd() {
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-p.stderr.done:
+	case <-t.C:
+	}
+}
+
+// lastWords says how the server ended, once it has within wait, and
+// how its standard error ended; "" while it runs.
+func (p *serverProc) lastWords(wait time.Duration) string {
+	select {
+	case <-p.exited:
+	default:
+		if !p.await(wait) {
+			return ""
+		}
+	}
+	p.stderrEnd()
+	return ended(p.waitErr, p.stderr)
 }
 
 // await reports whether the server exits within d.

@@ -31,6 +31,9 @@
 //	                message (a log line, a JSON object, a blank line) to its
 //	                standard output, and ends the answer with spaces
 //	broken          a call answers with a line of JSON that breaks off
+//	die N MSG       writes N bytes of "x", a newline and MSG to its standard
+//	                error and exits 3 before it reads anything
+//	diecall MSG     a call writes MSG to its standard error and exits 4
 //	notify DIR N K  says its tools changed (notifications/tools/list_changed)
 //	                N times after initialisation, without end when N is 0;
 //	                each listing leaves a file in DIR, and from the Kth on
@@ -123,6 +126,10 @@ func main() {
 		if err := os.WriteFile(fmt.Sprintf("%s/%d", os.Args[2], os.Getpid()), nil, 0o600); err != nil {
 			panic(err)
 		}
+	}
+	if mode == "die" {
+		fmt.Fprintf(os.Stderr, "%s\n%s\n", strings.Repeat("x", num(2)), os.Args[3])
+		os.Exit(3)
 	}
 	in := bufio.NewReader(os.Stdin)
 	for {
@@ -258,6 +265,10 @@ func call(mode string, m message) {
 				os.Exit(0)
 			}
 		}
+	}
+	if mode == "diecall" {
+		fmt.Fprintln(os.Stderr, os.Args[2])
+		os.Exit(4)
 	}
 	if mode == "noise" || mode == "broken" {
 		outMu.Lock()
