@@ -26,10 +26,11 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: chaos wants one scenario name, or list", errUsage)
 	}
 	if pos[0] == "list" {
+		tw := newTable(stdout, "")
 		for _, s := range chaos.Scenarios() {
-			fmt.Fprintf(stdout, "%-16s %s\n", s.Name, s.Summary)
+			fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Summary)
 		}
-		return nil
+		return tw.Flush()
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -9,11 +9,25 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/chaos"
 )
 
+// TestChaosList: chaos list names every scenario, its summary in one
+// column. Before, orchestrator-kill (17 letters) ran into its summary.
 func TestChaosList(t *testing.T) {
 	out, _ := runCLI(t, 0, "chaos", "list")
+	column := -1
 	for _, s := range chaos.Scenarios() {
-		if !strings.Contains(out, s.Name) {
+		i := strings.Index(out, s.Name)
+		if i < 0 {
 			t.Errorf("chaos list lacks %s:\n%s", s.Name, out)
+			continue
+		}
+		line := out[i:]
+		line, _, _ = strings.Cut(line, "\n")
+		col := strings.Index(line, s.Summary)
+		if column < 0 {
+			column = col
+		}
+		if col <= len(s.Name) || col != column {
+			t.Errorf("the summary of %s starts at column %d, want %d, after its name:\n%s", s.Name, col, column, out)
 		}
 	}
 }
