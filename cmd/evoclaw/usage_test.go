@@ -182,7 +182,7 @@ func TestConfigFileErrors(t *testing.T) {
 	files := []struct{ name, body, want string }{
 		{"missing.toml", "", "no such file or directory"},
 		{"unknown.toml", "htp = 1\n", "htp (did you mean http?)"},
-		{"type.toml", "node_id = 5\n", `"node_id"`},
+		{"type.toml", "node_id = 5\n", "line 1: node_id: want a string, got an integer"},
 		{"range.toml", "[http]\nlisten = \"127.0.0.1:99999\"\n", "http.listen"},
 		{"duration.toml", "[audit.retention]\nmax_age = 3600\n", "audit.retention.max_age: a number"},
 	}

@@ -115,13 +115,16 @@ func TestUnknownKeysBounded(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{"[htp]\nlisten = 1\n", "[[jobs]]\nprmpt = 2\n", "[servers.a]\nargz = []\n", "a.b.c.d = 1\n", "[loop.timeout]\nx = 1\n", "[broker]\nwait = 5\n"} {
+	for _, s := range []string{"[htp]\nlisten = 1\n", "[[jobs]]\nprmpt = 2\n", "[servers.a]\nargz = []\n", "a.b.c.d = 1\n", "[loop.timeout]\nx = 1\n", "[broker]\nwait = 5\n", "node_id = 5\n", "[[jobs]]\nid = [1]\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		err := Decode(src, &big{})
 		if err != nil && strings.HasPrefix(err.Error(), "unknown keys: ") && !strings.Contains(err.Error(), "docs/CONFIG.md") {
 			t.Fatalf("unknown keys without the pointer: %v", err)
+		}
+		if err != nil && strings.Contains(err.Error(), "incompatible types") {
+			t.Fatalf("a wrong type in the decoder's words: %v", err)
 		}
 	})
 }

@@ -59,7 +59,7 @@ func Decode(src string, v any) error {
 	}
 	md, err := toml.Decode(src, v)
 	if err != nil {
-		return err
+		return valueErr(err, v)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return unknownKeys(und, v)
