@@ -92,6 +92,11 @@ type frameReader struct {
 	// dropped, when set, is told of each line messages left out or
 	// replaced, and why.
 	dropped func(line []byte, err error)
+	// answers, when hasAnswers, is the id of the request a whole answer
+	// (an HTTP response) answers: one that is not a message is replaced
+	// by an error answer to it even when no id can be picked out of it.
+	answers    jsonrpc.ID
+	hasAnswers bool
 
 	buf  []byte // what one Read of r brought
 	out  []byte // lines ready for the reader
@@ -224,7 +229,21 @@ func (f *frameReader) message(line []byte) {
 	}
 	f.scan = topScanner{}
 	f.scan.feed(line)
-	f.answer(codeNotMessage, fmt.Sprintf("the server's answer is not a JSON-RPC message (a line of %d bytes): %v", len(line), err))
+	msg := notMessage(line, err)
+	if _, ok := f.scan.answerID(); !ok && f.hasAnswers {
+		if b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: f.answers, Error: &jsonrpc.Error{Code: codeNotMessage, Message: msg}}); err == nil {
+			f.out = append(append(f.out, b...), '\n')
+		}
+		return
+	}
+	f.answer(codeNotMessage, msg)
+}
+
+// notMessage is the error a line that is not a message, for err, is
+// replaced with.
+func notMessage(line []byte, err error) string {
+	return fmt.Sprintf("the server's answer is not a JSON-RPC message (a line of %d bytes): %v; it starts %.60q",
+		len(line), err, bytes.ToValidUTF8(line[:min(len(line), 60)], nil))
 }
 
 // lineMessage returns why line, trimmed, is not what the SDK's stdio

@@ -324,7 +324,7 @@ func checkMessages(t *testing.T, in string, lines []string, bound int) {
 			}
 			notMessages++
 			code, read = codeNotMessage, tl
-			msg = fmt.Sprintf("the server's answer is not a JSON-RPC message (a line of %d bytes): %v", len(tl), lineMessage([]byte(tl)))
+			msg = notMessage([]byte(tl), lineMessage([]byte(tl)))
 		}
 		id, known := answerOf(read)
 		answer, rest, _ := strings.Cut(out, "\n")

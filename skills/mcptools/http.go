@@ -6,6 +6,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // MaxResponseBytes bounds one HTTP response of a streamable HTTP server
@@ -35,7 +37,7 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if _, list := listRequestID(r); !list && r.Method == http.MethodPost && resp.StatusCode == http.StatusOK {
-		return boundAnswer(resp), nil
+		return boundAnswer(r, resp), nil
 	}
 	resp.Body = &boundedBody{body: resp.Body, left: t.max, max: t.max}
 	return checkListResponse(r, resp)
@@ -46,15 +48,18 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // event stream line by line, a JSON answer whole. A message past
 // MaxResultBytes is not kept; an answer past it is replaced by an error
 // answer saying its size. Messages, not the stream, are bounded: the
-// stream of a POST ends with its answer.
-func boundAnswer(resp *http.Response) *http.Response {
+// stream of a POST ends with its answer. A JSON answer that is not a
+// JSON-RPC message is replaced by an error answer to the request (the SDK
+// would end the session), as a stdio server's line is (frameReader).
+func boundAnswer(r *http.Request, resp *http.Response) *http.Response {
 	limit := func() int { return MaxResultBytes }
 	var f *frameReader
 	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
 		f = newFrameReader(resp.Body, limit, "data:")
 	} else {
 		f = newFrameReader(resp.Body, limit, "")
-		f.whole = true
+		f.whole, f.messages = true, true
+		f.answers, f.hasAnswers = requestID(r)
 	}
 	resp.Body = struct {
 		io.Reader
@@ -83,3 +88,30 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 }
 
 func (b *boundedBody) Close() error { return b.body.Close() }
+
+// requestID picks the id of the request r sends out of its body, without
+// decoding its arguments.
+func requestID(r *http.Request) (jsonrpc.ID, bool) {
+	if r.GetBody == nil {
+		return jsonrpc.ID{}, false
+	}
+	rc, err := r.GetBody()
+	if err != nil {
+		return jsonrpc.ID{}, false
+	}
+	defer rc.Close()
+	var scan topScanner
+	if _, err := io.Copy(scanWriter{&scan}, io.LimitReader(rc, MaxResultBytes)); err != nil {
+		return jsonrpc.ID{}, false
+	}
+	scan.method = false // a request's: its answer's id is the same
+	return scan.answerID()
+}
+
+// scanWriter feeds what is written to a topScanner.
+type scanWriter struct{ s *topScanner }
+
+func (w scanWriter) Write(b []byte) (int, error) {
+	w.s.feed(b)
+	return len(b), nil
+}
