@@ -43,10 +43,16 @@ func TestSloppyRequestsAnswerTheErrorBody(t *testing.T) {
 			[]string{ConversationHeader, "conv-a", ConversationHeader, "conv-b"}, 400, ErrTypeInvalidRequest, "given more than once"},
 		{"two conversations in headers, completions", "POST", "/v1/chat/completions", completion,
 			[]string{ConversationHeader, "conv-a", ConversationHeader, "conv-b"}, 400, ErrTypeInvalidRequest, "given more than once"},
+		// encoding/json made each bad byte U+FFFD without a word.
+		{"Latin-1 chat", "POST", "/v1/chat", "{\"text\":\"caf\xe9\"}", nil, 400, ErrTypeInvalidRequest, "body: not valid UTF-8 (at byte 12)"},
+		{"Latin-1 completion", "POST", "/v1/chat/completions", "{\"model\":\"evoclaw\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+			nil, 400, ErrTypeInvalidRequest, "body: not valid UTF-8 (at byte 57)"},
+		{"Latin-1 job", "POST", "/v1/jobs", "{\"id\":\"j\",\"schedule\":\"@daily\",\"prompt\":\"\xe9t\xe9\"}", nil, 400, ErrTypeInvalidRequest, "not valid UTF-8"},
 		// What is still served.
 		{"the same conversation twice", "POST", "/v1/chat", chat, []string{ConversationHeader, "conv-c", ConversationHeader, "conv-c"}, 200, "", ""},
 		{"an escaped slash in an id", "GET", "/v1/jobs/a%2F..", "", nil, 404, ErrTypeNotFound, "no such job"},
 		{"a clean query", "GET", "/v1/runs?limit=5&job=", "", nil, 200, "", ""},
+		{"UTF-8 and an escaped lone surrogate", "POST", "/v1/chat", `{"text":"café \ud800"}`, nil, 200, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))

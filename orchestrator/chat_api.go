@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/boundlog"
@@ -138,7 +139,8 @@ func decodeStrict(body []byte, v any, shape string) error {
 // a byte of it is read, so that a client that sent "Expect: 100-continue"
 // (curl does, past 1 MiB) is not told to send it first. A body that does
 // not arrive within the server's bound (httpLimits.Body) is 408; one that
-// gets no share of the bodies' budget (reserveBody) is 429.
+// gets no share of the bodies' budget (reserveBody) is 429; one that is
+// not UTF-8 is 400.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if r.ContentLength > limit {
 		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes (Content-Length %d)", limit, r.ContentLength))
@@ -163,7 +165,27 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		}
 		return nil, false
 	}
+	if !utf8.Valid(body) {
+		// encoding/json turns each bad byte into U+FFFD without a word: a
+		// Latin-1 "café" was answered, stored and audited as "caf\ufffd".
+		writeAPIError(w, http.StatusBadRequest, ErrTypeInvalidRequest,
+			fmt.Sprintf("body: not valid UTF-8 (at byte %d): JSON text must be UTF-8 (RFC 8259)", invalidUTF8At(body)))
+		return nil, false
+	}
 	return body, true
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid
+// UTF-8, len(b) when all are.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
 }
 
 // wantsEventStream reports whether the client asked for server-sent events
