@@ -25,6 +25,9 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: chaos wants one scenario name, or list", errUsage)
 	}
+	if *calls < 0 {
+		return fmt.Errorf("%w: --calls %d must not be negative (0: the default, %d)", errUsage, *calls, chaos.DefaultCalls)
+	}
 	if pos[0] == "list" {
 		tw := newTable(stdout, "")
 		for _, s := range chaos.Scenarios() {

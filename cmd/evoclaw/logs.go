@@ -56,6 +56,9 @@ func cmdLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *poll <= 0 {
 		return fmt.Errorf("%w: --poll must be positive", errUsage)
 	}
+	if *limit < 0 {
+		return fmt.Errorf("%w: --limit %d must not be negative (0: all)", errUsage, *limit)
+	}
 	f := hot.Filter{Kind: kind, AgentID: *agent}
 	show := entryPrinter(stdout, isTerminal(stdout))
 	if *node != "" {

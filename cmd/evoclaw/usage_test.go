@@ -127,8 +127,9 @@ func TestCommandHelp(t *testing.T) {
 // message once on stderr, then the command's usage lines, and exits 2;
 // `help COMMAND` prints that command's lines on stdout. Before, a bad
 // flag printed its message twice with Go's list of every flag between
-// them, and serve, edge, demo, bench and load ignored arguments: `evoclaw
-// serve evoclaw.toml` started a node on the built-in defaults.
+// them, serve, edge, demo, bench and load ignored arguments (`evoclaw
+// serve evoclaw.toml` started a node on the built-in defaults), and logs
+// --limit and chaos --calls took a negative number as their default.
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -143,6 +144,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"load", "--agents", "-1", "x"}, []string{`load takes no arguments, got ["x"]`}},
 		{[]string{"bench", "--concurrency", "0", "x"}, []string{`bench takes no arguments, got ["x"]`}},
 		{[]string{"help", "nosuch"}, []string{`unknown command "nosuch"`}},
+		{[]string{"logs", "--data-dir", filepath.Join(dir, "none"), "--limit", "-1"}, []string{"--limit -1 must not be negative", "evoclaw logs"}},
+		{[]string{"chaos", "edge-kill", "--calls", "-1", "--data-dir", "/dev/null/chaos"}, []string{"--calls -1 must not be negative", "evoclaw chaos"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
