@@ -104,17 +104,34 @@ type ServerConfig struct {
 	TimeoutMS int64 `toml:"timeout_ms"`
 }
 
-// ValidateServers returns a problem for each server that does not set
-// exactly one of command and url, naming its key under prefix
+// ValidateServers returns a problem for each server whose name cannot
+// prefix its tools' names (checkServerName) or that does not set exactly
+// one of command and url, naming its key under prefix
 // ("tools.mcp_servers").
 func ValidateServers(prefix string, servers map[string]ServerConfig) []error {
 	var errs []error
-	for name, m := range servers {
-		if (m.Command == "") == (m.URL == "") {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if err := checkServerName(name); err != nil {
+			errs = append(errs, fmt.Errorf("%s.%q: %w", prefix, name, err))
+		}
+		if m := servers[name]; (m.Command == "") == (m.URL == "") {
 			errs = append(errs, fmt.Errorf("%s.%s: set exactly one of command and url", prefix, name))
 		}
 	}
 	return errs
+}
+
+// checkServerName refuses a server name that would make its tools' names,
+// SERVER__TOOL, ambiguous: one holding the separator, or ending with '_'.
+// The first "__" of a tool's name ends the name of its server, so server
+// "a_" with tool "x" and server "a" with tool "_x" would both offer
+// "a___x", one hiding the other, and the tools of "pi_" would be taken
+// for those of "pi" (an agent's, on an orchestrator: withheld).
+func checkServerName(name string) error {
+	if name == "" || strings.Contains(name, Separator) || strings.HasSuffix(name, "_") {
+		return fmt.Errorf("a server name must be non-empty, must not contain %q and must not end with '_'", Separator)
+	}
+	return nil
 }
 
 // Set is the connected MCP servers.
@@ -278,8 +295,8 @@ func ConnectWith(ctx context.Context, servers map[string]ServerConfig, o Options
 // returned with the error, offering no tools, and retried in the
 // background.
 func connect(ctx context.Context, name string, cfg ServerConfig, groups *groupFile, o Options, log *slog.Logger) (*server, error) {
-	if strings.Contains(name, Separator) || name == "" {
-		return nil, fmt.Errorf("server name must be non-empty and must not contain %q", Separator)
+	if err := checkServerName(name); err != nil {
+		return nil, err
 	}
 	if cfg.Command != "" && cfg.URL != "" {
 		return nil, errors.New("set command or url, not both")

@@ -165,11 +165,12 @@ func TestMCPConnectErrors(t *testing.T) {
 		"both":    {Command: serverBin, URL: "http://127.0.0.1:1/mcp"},
 		"neither": {},
 		"a__b":    {Command: serverBin},
+		"good_":   {Command: serverBin}, // its tool "t" would be good's tool "_t"
 		"refused": {URL: "http://127.0.0.1:1/mcp"},
 	}, nil)
 	defer set.Close()
-	if len(errs) != 5 {
-		t.Fatalf("errors = %v, want 5", errs)
+	if len(errs) != 6 {
+		t.Fatalf("errors = %v, want 6", errs)
 	}
 	tools, _ := set.Tools()
 	if len(tools) == 0 || !strings.HasPrefix(tools[0].Tool.Name, "good__") {
