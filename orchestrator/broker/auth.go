@@ -55,6 +55,10 @@ type authHook struct {
 	// takenOver holds the clients whose session a newer connection took
 	// over, until their will is due or they are gone (takeover.go).
 	takenOver sync.Map // *mqtt.Client → struct{}
+	// fresh, when set, looks a refused login's name up in the users file
+	// as it is now (Broker.freshAccount); nil: the identities loaded are
+	// the only ones.
+	fresh func(name string) (*account, int)
 }
 
 // ID names the hook in mochi's logs.
@@ -99,6 +103,9 @@ func (h *authHook) authenticate(cl *mqtt.Client, pk packets.Packet) (*session, e
 			// in-memory identities (the node's own session) are no one's
 			// to claim by certificate.
 			a := accts.byName[cn]
+			if (a == nil || !a.inFile()) && h.fresh != nil {
+				a, _ = h.fresh(cn)
+			}
 			if a == nil || !a.inFile() {
 				return nil, fmt.Errorf("certificate common name %q is not an identity of the users file", cn)
 			}
@@ -118,6 +125,16 @@ func (h *authHook) authenticate(cl *mqtt.Client, pk packets.Packet) (*session, e
 		// so that the client retries (a refusal would be final for it).
 		cl.Stop(err)
 		return nil, err
+	}
+	if !ok && err == nil && pk.Connect.PasswordFlag && h.fresh != nil {
+		if fa, cost := h.fresh(user); fa != nil {
+			a = fa
+			ok, err = h.verify.check(user, fa, pk.Connect.Password, cost)
+			if errors.Is(err, errVerifyBusy) {
+				cl.Stop(err)
+				return nil, err
+			}
+		}
 	}
 	if !pk.Connect.PasswordFlag || !ok {
 		return nil, errors.New("bad username or password")

@@ -137,6 +137,8 @@ type Broker struct {
 	reloadMu sync.Mutex     // serialises Reload
 	watch    *watcher       // polls the files and waits for hup
 	hup      chan os.Signal // SIGHUP, when Options.ReloadOnSIGHUP
+	// usersStamp is the users file as Reload last read it (freshAccount).
+	usersStamp atomic.Pointer[fileStamp]
 
 	closeOnce sync.Once
 	closeErr  error // set once by closeOnce
@@ -216,6 +218,9 @@ func Start(o Options) (_ *Broker, err error) {
 		files, interval = nil, DefaultReloadInterval
 	}
 	b.watch = startWatcher(interval, files, hup, b.reloadChanged, log)
+	if o.UsersFile != "" && o.ReloadInterval >= 0 {
+		b.hook.fresh = b.freshAccount
+	}
 
 	log.Info("mqtt broker listening", logKeyAddr, b.Addr(), logKeyTLSAddr, b.TLSAddr(), logKeyAnonymous, o.AllowAnonymous,
 		logKeyUsers, len(b.hook.accts.Load().byName))
@@ -263,7 +268,9 @@ func (b *Broker) Reload() error {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
 	var file []FileUser
+	var stamp fileStamp
 	if b.opts.UsersFile != "" {
+		stamp = stamps([]string{b.opts.UsersFile})[0]
 		var err error
 		file, err = ReadUsersFile(b.opts.UsersFile)
 		switch {
@@ -289,8 +296,33 @@ func (b *Broker) Reload() error {
 		b.log.Error("mqtt users file entry ignored: the name is reserved", logKeyUser, name, logKeyFile, b.opts.UsersFile)
 	}
 	b.hook.setAccounts(accts)
+	b.usersStamp.Store(&stamp)
 	b.log.Debug("mqtt identities loaded", logKeyUsers, len(accts.byName))
 	return nil
+}
+
+// freshAccount is the authHook's second look at a login its identities
+// refused: when the users file changed since Reload last read it (`evoclaw
+// agents add` a moment ago: the watcher applies a change only once it has
+// settled, up to two polls later), it returns the file's account of name,
+// if the file has one, and the bcrypt cost unknown names are checked at.
+// It installs nothing: a file read in the middle of a rewrite in place may
+// lack entries, and must not end others' sessions; the watcher applies the
+// whole file once it has settled. An account read so can only let a login
+// in that the file as written now allows.
+func (b *Broker) freshAccount(name string) (*account, int) {
+	if p := b.usersStamp.Load(); p != nil && stamps([]string{b.opts.UsersFile})[0].same(*p) {
+		return nil, 0
+	}
+	file, err := ReadUsersFile(b.opts.UsersFile)
+	if err != nil {
+		return nil, 0
+	}
+	accts, _ := buildAccounts(b.opts.Users, file)
+	if a := accts.byName[name]; a != nil && a.inFile() {
+		return a, accts.cost
+	}
+	return nil, 0
 }
 
 // reloadChanged is the watcher's callback.

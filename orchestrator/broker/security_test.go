@@ -386,3 +386,71 @@ func TestSessionTakeoverIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestUsersFileChangeAdmitsAtOnce: an identity added to the users file, or
+// a password rotated in it, may log in at once, before the watcher has
+// applied the change (it waits for the file to settle: up to two polls).
+// Before, an agent started right after `evoclaw agents add` was refused
+// ("bad username or password") and exited. A file read so installs
+// nothing: a rewrite in place that for a moment lacks an identity does not
+// end its session.
+func TestUsersFileChangeAdmitsAtOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), broker.UsersFileName)
+	alexPW, err := broker.AddUser(path, "alex-eye", broker.RoleAgent, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The watcher polls once an hour: only the refused login's second look
+	// can know of what the test writes.
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: time.Hour})
+	alex := agentConn(t, b, "alex-eye", alexPW)
+	rc := func(name, pw string) byte {
+		c, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-" + name, Username: name, Password: pw})
+		c.Close()
+		return rc
+	}
+
+	bobPW, err := broker.AddUser(path, "bob", broker.RoleAgent, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rc("bob", bobPW); got != 0 {
+		t.Fatalf("bob, added to the file a moment ago: CONNECT return code %d, want 0", got)
+	}
+	if got := rc("bob", "not-"+bobPW); got == 0 {
+		t.Fatal("bob with a wrong password was let in")
+	}
+	if got := rc("carol", "carol-pw"); got == 0 {
+		t.Fatal("a name in no file was let in")
+	}
+	newPW, err := broker.AddUser(path, "bob", broker.RoleAgent, 4, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rc("bob", newPW); got != 0 {
+		t.Fatalf("bob's rotated password, a moment after the rotation: CONNECT return code %d, want 0", got)
+	}
+
+	// The file rewritten in place with bob alone (alex's line not yet
+	// written back): bob still gets in, alex's session stays.
+	users, err := broker.ReadUsersFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bobOnly []broker.FileUser
+	for _, u := range users {
+		if u.Name == "bob" {
+			bobOnly = append(bobOnly, u)
+		}
+	}
+	if err := os.WriteFile(path, broker.FormatUsers(bobOnly), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc("bob", newPW); got != 0 {
+		t.Fatalf("bob after a rewrite in place: CONNECT return code %d, want 0", got)
+	}
+	if mqtttest.RawClosed(alex, 300*time.Millisecond) {
+		t.Fatal("a login's look at a half-rewritten users file ended another identity's session")
+	}
+}
