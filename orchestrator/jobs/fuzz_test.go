@@ -11,21 +11,26 @@ import (
 func FuzzParseSchedule(f *testing.F) {
 	for _, s := range []string{"0 6 * * *", "@daily", "@every 15m", "CRON_TZ=Europe/Berlin 0 6 * * 1-5", "TZ=UTC */5 * * * *",
 		"0 0 31 2 *", "@every 0s", "CRON_TZ=", "TZ= ", "* * * * * *", "0-59/0 * * * *",
-		"TZ=UTC @every 1s", "CRON_TZ=UTC @every 2m", "*/100000 * * * *", "0 0 1 jan-dec/13 *", "5/55 * * * *"} {
+		"TZ=UTC @every 1s", "CRON_TZ=UTC @every 2m", "*/100000 * * * *", "0 0 1 jan-dec/13 *", "5/55 * * * *",
+		"CRON_TZ=Europe/Berlin 30 2 * * *", "CRON_TZ=Australia/Lord_Howe 0,15,30,45 2 * * *"} {
 		f.Add(s)
 	}
-	from := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	// An ordinary day, and the eves of Europe's daylight saving changes.
+	froms := []time.Time{time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC), time.Date(2026, 3, 28, 23, 0, 0, 0, time.UTC),
+		time.Date(2026, 10, 24, 23, 0, 0, 0, time.UTC)}
 	f.Fuzz(func(t *testing.T, s string) {
 		sched, err := ParseSchedule(s)
 		if err != nil {
 			return
 		}
-		next := sched.Next(from)
-		if !next.After(from) {
-			t.Fatalf("%q: next %v after %v", s, next, from)
-		}
-		if then := sched.Next(next); then.Sub(next) < MinInterval {
-			t.Fatalf("%q: %v after %v, less than %v", s, then, next, MinInterval)
+		for _, from := range froms {
+			next := sched.Next(from)
+			if !next.After(from) {
+				t.Fatalf("%q: next %v after %v", s, next, from)
+			}
+			if then := sched.Next(next); then.Sub(next) < MinInterval {
+				t.Fatalf("%q: %v after %v, less than %v", s, then, next, MinInterval)
+			}
 		}
 	})
 }

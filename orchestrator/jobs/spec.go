@@ -168,7 +168,7 @@ func parseSchedule(s string) (cron.Schedule, error) {
 	if sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
 		return nil, bad("schedule %q never fires", s)
 	}
-	return sched, nil
+	return dstSafe(sched), nil
 }
 
 // cutZone splits a "CRON_TZ=Zone " or "TZ=Zone " prefix, as the
