@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/evoclaw/evoclaw/orchestrator/auditquery"
+	"github.com/evoclaw/evoclaw/skills/toolbox"
 )
 
 const usage = `evoclaw: edge-first LLM agent runtime
@@ -62,6 +63,10 @@ exit status: 0 done, 1 failed, 2 usage error (unknown command, flag or argument;
 var version string
 
 func main() {
+	// Each git tool call of an agent in this process runs in a child of
+	// this binary (run answers toolbox.GitChildCommand), under a memory
+	// bound: a crafted object cannot take the agent's memory.
+	toolbox.RunGitInChildren()
 	if runsAuditStatement(os.Args[1:]) {
 		// The statement is anyone's SQL and may take every core, and the
 		// memory and temporary files SQLite wants for it, on the machine
@@ -95,6 +100,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if args[0] == auditquery.ChildCommand {
 		// A statement of the node's POST /v1/audit/sql (serve starts it).
 		return auditquery.Child(os.Stdin, stdout)
+	}
+	if args[0] == toolbox.GitChildCommand {
+		// A git tool call of an agent in this process (main).
+		return toolbox.GitChild(os.Stdin, stdout)
 	}
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if args[0] == "chat" {

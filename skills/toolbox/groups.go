@@ -43,7 +43,10 @@ func (b *Box) addGroups() error {
 		case builtin.GroupRemote:
 			continue
 		case GroupGit:
-			tools, err = gittools.Tools(gittools.Options{Dir: bi.Workspace})
+			var child *gittools.Runner
+			if child, err = gitChild(); err == nil {
+				tools, err = gittools.Tools(gittools.Options{Dir: bi.Workspace, Child: child})
+			}
 		case GroupWeb:
 			tools, err = webtools.Tools(bi.Web)
 		case GroupTodo:

@@ -17,6 +17,11 @@
 // path check to race. A symlink in the work tree is content to git (its
 // target is what status, diff and commit see), never followed.
 //
+// go-git reads every object it needs whole, at the size the object
+// declares; with Options.Child each call runs in a child process whose
+// memory is bounded (child.go), so that a crafted object cannot take the
+// agent's.
+//
 // # Concurrency
 //
 // The tools are safe for concurrent use; each call opens the repository
@@ -24,6 +29,7 @@
 package gittools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -64,6 +70,9 @@ type Options struct {
 	// AuthorName and AuthorEmail sign commits; empty: the repository's
 	// user.name and user.email, else the Default* values.
 	AuthorName, AuthorEmail string
+	// Child, when set, runs each call in a child process under a memory
+	// bound (see Runner); nil runs it in this process, unbounded.
+	Child *Runner `json:"-"`
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -78,18 +87,28 @@ func (o Options) withDefaults() (Options, error) {
 
 // Tools returns git_status, git_diff, git_log, git_branch and git_commit,
 // each requiring the git permission. Each answers by its deadline even
-// when go-git would not (see maxRunning).
+// when go-git would not (see maxRunning); with o.Child, each call runs in
+// a child process.
 func Tools(o Options) ([]skills.GoTool, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	tools := []skills.GoTool{o.status(), o.diff(), o.log(), o.branch(), o.commit()}
+	tools := o.tools()
 	sem := make(chan struct{}, maxRunning)
 	for i := range tools {
-		tools[i].Run = deadlined(sem, tools[i].Tool.Name, tools[i].Run)
+		name, run := tools[i].Tool.Name, tools[i].Run
+		if o.Child != nil {
+			run = func(ctx context.Context, args map[string]any) skills.Output { return o.Child.run(ctx, o, name, args) }
+		}
+		tools[i].Run = deadlined(sem, name, run)
 	}
 	return tools, nil
+}
+
+// tools are the git tools, run in this process.
+func (o Options) tools() []skills.GoTool {
+	return []skills.GoTool{o.status(), o.diff(), o.log(), o.branch(), o.commit()}
 }
 
 // errNoRepo means the workspace holds no repository.
