@@ -101,6 +101,9 @@ func (r *Runner) run(ctx context.Context, o Options, tool string, args map[strin
 	if err != nil {
 		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("%s: encode the arguments: %v", tool, err))
 	}
+	if len(in) > maxRequestBytes {
+		return skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("%s: the arguments take %d bytes, more than the %d MiB a git call takes", tool, len(in), maxRequestBytes>>20))
+	}
 	res, err := proc.Run(ctx, proc.Spec{Path: r.Exe, Args: r.Args, Stdin: in, Env: append(childEnv(), r.Env...),
 		Timeout: timeout, MaxOutput: replySlack + 6*o.MaxDiffBytes})
 	switch {

@@ -57,7 +57,8 @@ func toolset(t *testing.T, ws string, child *gittools.Runner) *skills.Toolset {
 
 // TestChildAnswersAsInProcess: over an ordinary repository every tool
 // answers the same in a child as in this process, failures included; a
-// commit made in a child is the repository's.
+// call too large to hand a child is refused as such; a commit made in a
+// child is the repository's.
 func TestChildAnswersAsInProcess(t *testing.T) {
 	ws, _ := newRepo(t)
 	write(t, ws, "a.txt", "one\nTWO\nthree\n")
@@ -84,6 +85,10 @@ func TestChildAnswersAsInProcess(t *testing.T) {
 		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 			t.Errorf("%s %v in a child: %+v\nin process: %+v", c.tool, c.args, got, want)
 		}
+	}
+	huge := child.Call(context.Background(), "git_commit", map[string]any{"message": strings.Repeat("m", 5<<20)})
+	if huge.ErrorType() != wire.ErrInvalidParams || !strings.Contains(huge.ErrorText(), "more than the 4 MiB") {
+		t.Errorf("a commit message of 5 MiB in a child: %+v", huge)
 	}
 	out := child.Call(context.Background(), "git_commit", map[string]any{"message": "from a child", "paths": []any{"a.txt"}})
 	if !out.Succeeded() || !strings.Contains(out.Text(), "from a child") {
