@@ -22,9 +22,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(Child(os.Stdin, os.Stdout))
 	}
-	if os.Getenv(limitsEnv) == "1" {
-		os.Exit(limitsChild())
-	}
 	os.Exit(m.Run())
 }
 

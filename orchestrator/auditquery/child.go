@@ -23,6 +23,15 @@ const ChildCommand = "audit-query-child"
 // (DefaultMemory).
 const DefaultMemoryBytes = 256 << 20
 
+// DefaultMemory is DefaultMemoryBytes, or a quarter of the machine's
+// memory when that is less (a board with 512 MB gives a query 128 MB).
+func DefaultMemory() int64 { return proc.ChildMemory(DefaultMemoryBytes) }
+
+// Yield lowers this process's priority and puts it first in the kernel's
+// out-of-memory killer's line (proc.Yield): `evoclaw audit sql` runs its
+// statement so, beside a node.
+func Yield() { proc.Yield() }
+
 // Bounds of the pipes to and from a child.
 const (
 	maxRequestBytes = 1 << 20
@@ -176,7 +185,7 @@ func Child(in io.Reader, out io.Writer) int {
 	reply := childReply{}
 	if err := json.NewDecoder(io.LimitReader(in, maxRequestBytes)).Decode(&req); err != nil {
 		reply.Error = &Error{Kind: KindUnavailable, Message: fmt.Sprintf("read the query: %v", err)}
-	} else if err := limitSelf(req.MemoryBytes); err != nil {
+	} else if err := proc.BoundSelf(req.MemoryBytes); err != nil {
 		reply.Error = &Error{Kind: KindUnavailable, Message: fmt.Sprintf("bound the query process: %v", err)}
 	} else if res, err := Local(context.Background(), req.Request); err != nil {
 		var qe *Error

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		actAsAgent()
 		return
 	}
+	if os.Getenv(limitsEnv) == "1" {
+		os.Exit(limitsChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -31,6 +31,10 @@ const ChildCommand = "git-tool-child"
 // (DefaultMemory).
 const DefaultMemoryBytes = 256 << 20
 
+// DefaultMemory is DefaultMemoryBytes, or a quarter of the machine's
+// memory when that is less (a board with 512 MB gives a git call 128 MB).
+func DefaultMemory() int64 { return proc.ChildMemory(DefaultMemoryBytes) }
+
 const (
 	// maxRequestBytes bounds a call read by a child: the options and the
 	// model's arguments (a commit message, a list of paths).
@@ -185,7 +189,7 @@ func Child(in io.Reader, out io.Writer) int {
 	var o skills.Output
 	if err := json.NewDecoder(io.LimitReader(in, maxRequestBytes)).Decode(&req); err != nil {
 		o = skills.Failed(wire.ErrInternal, fmt.Sprintf("git process: read the call: %v", err))
-	} else if err := limitSelf(req.MemoryBytes); err != nil {
+	} else if err := proc.BoundSelf(req.MemoryBytes); err != nil {
 		o = skills.Failed(wire.ErrInternal, fmt.Sprintf("%s: bound the git process: %v", req.Tool, err))
 	} else {
 		o = req.run()

@@ -1,4 +1,4 @@
-package auditquery
+package proc
 
 import (
 	"encoding/json"
@@ -11,26 +11,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// limitsEnv makes this test binary report the limits limitSelf set
+// limitsEnv makes this test binary report the limits BoundSelf set
 // (limitsChild, from TestMain).
-const limitsEnv = "EVOCLAW_AUDITQUERY_TEST_LIMITS"
+const limitsEnv = "EVOCLAW_PROC_TEST_LIMITS"
 
 type limitsReport struct {
 	Nice     []int  // each thread's nice value, from /proc
-	DataCur  uint64 // RLIMIT_DATA after limitSelf
+	DataCur  uint64 // RLIMIT_DATA after BoundSelf
 	DataHeld int64  // VmData before it, bytes
 	OOMScore string // oom_score_adj after it
 	Err      string
 }
 
-// limitsChild runs limitSelf(64 MiB) in this process and prints what it
+// limitsChild runs BoundSelf(64 MiB) in this process and prints what it
 // set.
 func limitsChild() int {
 	var r limitsReport
-	held, err := procStatusKB("/proc/self/status", "VmData:")
+	held, err := procKB("/proc/self/status", "VmData:")
 	r.DataHeld = held << 10
 	if err == nil {
-		err = limitSelf(64 << 20)
+		err = BoundSelf(64 << 20)
 	}
 	if err != nil {
 		r.Err = err.Error()
@@ -59,10 +59,10 @@ func limitsChild() int {
 	return 0
 }
 
-// TestLimitSelf: a query child runs at nice 10 on every thread, first in
-// the out-of-memory killer's line, with its data size bounded to what it
-// held plus its memory.
-func TestLimitSelf(t *testing.T) {
+// TestBoundSelf: a bounded child (an audit query's, a git call's) runs at
+// nice 10 on every thread, first in the out-of-memory killer's line, with
+// its data size bounded to what it held plus its memory.
+func TestBoundSelf(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +78,14 @@ func TestLimitSelf(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if r.Err != "" || len(r.Nice) == 0 || r.OOMScore != "1000" {
-		t.Fatalf("limitSelf: %+v", r)
+		t.Fatalf("BoundSelf: %+v", r)
 	}
 	for _, n := range r.Nice {
 		if n != childNice {
 			t.Fatalf("thread nice values %v, want all %d", r.Nice, childNice)
 		}
 	}
-	// VmData may grow a little between its reading and limitSelf's.
+	// VmData may grow a little between its reading and BoundSelf's.
 	if lo, hi := uint64(r.DataHeld+64<<20), uint64(r.DataHeld+72<<20); r.DataCur < lo || r.DataCur > hi {
 		t.Fatalf("RLIMIT_DATA %d, want %d to %d: what the child held (%d) plus 64 MiB", r.DataCur, lo, hi, r.DataHeld)
 	}
