@@ -11,7 +11,7 @@ import (
 
 // ToolSep joins agent id and tool name in the name shown to the LLM
 // ("pi-1__sysinfo"), the same convention as MCP tools' {server}__{tool}.
-const ToolSep = "__"
+const ToolSep = wire.ToolSep
 
 // AgentInfo is what the orchestrator knows of one edge agent.
 type AgentInfo struct {

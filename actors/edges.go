@@ -223,7 +223,11 @@ func (r *registry) Receive(ctx actor.Context) {
 	}
 	pid, ok := r.children[id]
 	if !ok {
-		if err := wire.ValidateAgentID(id); err != nil {
+		err := wire.ValidateAgentID(id)
+		if err == nil {
+			err = wire.ValidateToolPrefix(id)
+		}
+		if err != nil {
 			r.opts.Logger.Warn("dropping message for invalid agent id", "agent", id, "err", err)
 			return
 		}
@@ -241,7 +245,6 @@ func (r *registry) Receive(ctx actor.Context) {
 			return &edgeActor{opts: r.opts, cat: r.cat, info: info, pending: map[string]*pending{},
 				gauges: r.gauges.of(id), unknownSince: unknownSince}
 		}, actor.WithMailbox(actor.Bounded(r.opts.AgentMailboxSize)), onHot)
-		var err error
 		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
 		if err != nil {
 			r.opts.Logger.Error("spawn edge actor", "agent", id, "err", err)

@@ -34,8 +34,8 @@ func validateGroups(gs []GroupConf) []error {
 			errs = append(errs, fmt.Errorf("%s: name is required", at))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: name: %w", at, err))
-		case strings.Contains(g.Name, actors.ToolSep):
-			errs = append(errs, fmt.Errorf("%s: name must not contain %q, which separates it from the tool name", at, actors.ToolSep))
+		case wire.ValidateToolPrefix(g.Name) != nil:
+			errs = append(errs, fmt.Errorf("%s: name %w", at, wire.ValidateToolPrefix(g.Name)))
 		case names[g.Name]:
 			errs = append(errs, fmt.Errorf("%s: name declared twice", at))
 		}

@@ -440,6 +440,9 @@ func (n *Node) Catalog() *actors.Catalog { return n.edges.Catalog() }
 // edge registry, whose bounded mailbox pushes back when it is full.
 func (n *Node) onMessage(m mqttc.Message) {
 	agentID, kind, err := wire.ParseTopic(m.Topic)
+	if err == nil {
+		err = wire.ValidateToolPrefix(agentID)
+	}
 	if err != nil {
 		n.in.log.Warn("dropping message on unexpected topic", "topic", m.Topic, "err", err)
 		return

@@ -154,6 +154,8 @@ func TestAgentsUsage(t *testing.T) {
 		{[]string{"agents", "add"}, 2, "evoclaw agents add NAME"},
 		{[]string{"agents", "add", "a", "b", "--data-dir", dir}, 2, "evoclaw agents add NAME"},
 		{[]string{"agents", "add", "bad/name", "--data-dir", dir}, 1, "character '/' not allowed"},
+		{[]string{"agents", "add", "pi__kitchen", "--data-dir", dir}, 1, `"pi__kitchen": must not hold "__" or end with '_'`},
+		{[]string{"agents", "add", "pi_", "--data-dir", dir}, 1, `"pi_": must not hold "__" or end with '_'`},
 		{[]string{"agents", "add", "x", "--role", "admin", "--data-dir", dir}, 1, `role "admin"`},
 		{[]string{"agents", "add", "x", "--bcrypt-cost", "40", "--data-dir", dir}, 1, "bcrypt cost 40"},
 		{[]string{"agents", "remove", "ghost", "--data-dir", dir}, 1, "no such mqtt identity: ghost"},

@@ -75,3 +75,20 @@ func ValidateAgentID(id string) error {
 	}
 	return nil
 }
+
+// ToolSep joins an agent id (or a group's name) and a tool's name in the
+// name the model calls it by ("pi-1__sysinfo"), the same convention as MCP
+// tools' {server}__{tool}. The name is split again at its first ToolSep.
+const ToolSep = "__"
+
+// ValidateToolPrefix refuses an agent id or group name that cannot prefix
+// its tools' names unambiguously: one that holds ToolSep ("a__b" + "__" +
+// "x" reads back as "a" and "b__x", agent a's MCP tool), or ends with '_'
+// ("pi_" + "__" + "x" reads back as "pi" and "_x"). Such an agent's tools
+// could be taken for another's.
+func ValidateToolPrefix(id string) error {
+	if strings.Contains(id, ToolSep) || strings.HasSuffix(id, "_") {
+		return fmt.Errorf("%q: must not hold %q or end with '_': its tools' names (%s%sTOOL) would read back as another agent's", id, ToolSep, id, ToolSep)
+	}
+	return nil
+}

@@ -331,3 +331,29 @@ func TestDecodeToolsListRefusesNonLists(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateToolPrefix: an id whose tools' names ({id}__{tool}, split
+// again at the first "__") would read back as another id's is refused;
+// the rest of the id grammar is ValidateAgentID's.
+func TestValidateToolPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		id string
+		ok bool
+	}{
+		{"pi-1", true}, {"pi_kitchen", true}, {"_pi", true}, {"a_b_c", true}, {"x", true},
+		{"a__b", false}, {"__a", false}, {"pi_", false}, {"a___b", false}, {"_", false},
+	} {
+		err := ValidateToolPrefix(tt.id)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateToolPrefix(%q) = %v, want ok %v", tt.id, err, tt.ok)
+			continue
+		}
+		if tt.ok {
+			// Joined with a tool's name and split at the first separator,
+			// the id comes back whole.
+			if got, _, _ := strings.Cut(tt.id+ToolSep+"x__y", ToolSep); got != tt.id {
+				t.Errorf("%q: its tool's name reads back as agent %q", tt.id, got)
+			}
+		}
+	}
+}

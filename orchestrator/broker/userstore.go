@@ -57,6 +57,9 @@ func AddUser(path, name string, role Role, cost int, replace bool) (string, erro
 	if err := wire.ValidateAgentID(name); err != nil {
 		return "", fmt.Errorf("add mqtt identity: name: %w", err)
 	}
+	if err := wire.ValidateToolPrefix(name); err != nil {
+		return "", fmt.Errorf("add mqtt identity: name %w", err)
+	}
 	if !role.Valid() {
 		return "", fmt.Errorf("add mqtt identity %s: role %q, want %q or %q", name, role, RoleAgent, RoleOrchestrator)
 	}
