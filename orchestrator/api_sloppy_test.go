@@ -91,7 +91,7 @@ func TestBodyRefusedBeforeItIsSent(t *testing.T) {
 	addr := node.HTTPAddr()
 	for _, tt := range []struct {
 		name, path string
-		announced  int
+		announced  int64
 		sent       string
 		status     int
 		msg        string
