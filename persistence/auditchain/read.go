@@ -191,7 +191,8 @@ type Report struct {
 
 // VerifyRange verifies the chain from the record after startSeq (whose
 // hash was prev) to the newest record matching f, reading window chain_seq
-// numbers at a time. On a break it returns the partial report and a
+// numbers at a time, fewer where their values would take more than
+// MaxWindowBytes. On a break it returns the partial report and a
 // *BreakError.
 func VerifyRange(ctx context.Context, q Querier, f Filter, chainID string, startSeq int64, prev Digest, window int64) (*Report, error) {
 	if window <= 0 {
@@ -203,11 +204,12 @@ func VerifyRange(ctx context.Context, q Querier, f Filter, chainID string, start
 		return rep, err
 	}
 	v := NewVerifier(startSeq, prev)
-	for lo := startSeq; lo < top; lo += window {
-		recs, err := ReadWindow(ctx, q, f, lo, min(lo+window, top))
+	for lo := startSeq; lo < top; {
+		recs, through, err := ReadWindowAtMost(ctx, q, f, lo, min(lo+window, top), MaxWindowBytes)
 		if err != nil {
 			return rep, err
 		}
+		lo = through
 		for _, r := range recs {
 			if err := v.Add(r); err != nil {
 				seq, head := v.Head()

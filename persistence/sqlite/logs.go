@@ -99,14 +99,15 @@ func RecentEntries(ctx context.Context, path string, f hot.Filter, limit int) ([
 		return nil, 0, fmt.Errorf("read audit log: %w", err)
 	}
 	var out []hot.Entry // newest first while collecting
-	for hi := head; hi > 0 && (limit <= 0 || len(out) < limit); hi -= logWindow {
-		recs, err := auditchain.ReadWindow(ctx, conn, auditchain.Filter{}, max(hi-logWindow, 0), hi)
+	for hi := head; hi > 0 && (limit <= 0 || len(out) < limit); {
+		recs, lo, err := auditchain.ReadNewestAtMost(ctx, conn, auditchain.Filter{}, max(hi-logWindow, 0), hi, auditchain.MaxWindowBytes)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read audit log: %w", err)
 		}
-		if len(recs) == 0 && hi-logWindow <= 0 {
+		if len(recs) == 0 && lo <= 0 {
 			break
 		}
+		hi = lo
 		for i := len(recs) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 			if e := EntryOf(recs[i]); f.Match(e) {
 				out = append(out, e)
@@ -125,7 +126,7 @@ func EntriesAfter(ctx context.Context, path string, after int64, f hot.Filter) (
 		return nil, after, fmt.Errorf("read audit log: %w", err)
 	}
 	defer closeConn()
-	recs, err := auditchain.ReadWindow(ctx, conn, auditchain.Filter{}, after, after+logWindow)
+	recs, _, err := auditchain.ReadWindowAtMost(ctx, conn, auditchain.Filter{}, after, after+logWindow, auditchain.MaxWindowBytes)
 	if err != nil {
 		return nil, after, fmt.Errorf("read audit log: %w", err)
 	}

@@ -25,7 +25,9 @@ func (s *Store) ChainStart(ctx context.Context) (int64, auditchain.Digest, error
 }
 
 // ReadChain returns the chained records with after < chain_seq <= upTo, in
-// chain_seq order, read without waiting for the writer.
+// chain_seq order, read without waiting for the writer: the oldest of
+// them, when their values take more than auditchain.MaxWindowBytes (at
+// least one).
 func (s *Store) ReadChain(ctx context.Context, after, upTo int64) ([]auditchain.Record, error) {
 	// One read transaction: the per-table queries must see one snapshot,
 	// or a commit landing between them would show a gap in the chain.
@@ -34,7 +36,7 @@ func (s *Store) ReadChain(ctx context.Context, after, upTo int64) ([]auditchain.
 		return nil, fmt.Errorf("read chain %d..%d: %w", after+1, upTo, err)
 	}
 	defer tx.Rollback() // read-only: nothing to commit
-	recs, err := auditchain.ReadWindow(ctx, tx, auditchain.Filter{}, after, upTo)
+	recs, _, err := auditchain.ReadWindowAtMost(ctx, tx, auditchain.Filter{}, after, upTo, auditchain.MaxWindowBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read chain %d..%d: %w", after+1, upTo, err)
 	}
