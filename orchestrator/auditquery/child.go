@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/skills/proc"
@@ -134,34 +133,20 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return reply.Result, nil
 	}
 	// No answer: the child died, or was stopped.
-	msg := strings.TrimSpace(string(res.Stderr))
-	switch {
-	case res.TimedOut:
+	if res.TimedOut {
 		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the statement ran past its time bound (%s)", req.Timeout.Round(time.Millisecond))}
-	case outOfMemory(msg):
+	}
+	death, how := proc.ChildDeath(&res)
+	switch death {
+	case proc.DiedOfMemory:
 		return nil, &Error{Kind: KindMemory, Message: fmt.Sprintf("the statement needs more memory than the %d MiB an audit query may use: narrow it (fewer or smaller values)", mem>>20)}
-	case res.Signal == "SIGKILL":
-		// Not by us (it did not time out): the kernel's out-of-memory
-		// killer, which takes a query child first.
+	case proc.DiedKilled:
 		return nil, &Error{Kind: KindMemory, Message: "the query process was killed (SIGKILL), most likely because the machine ran short of memory: narrow the statement"}
 	}
-	how := fmt.Sprintf("exit status %d", res.ExitCode)
-	if res.Signal != "" {
-		how = "killed by " + res.Signal
+	if len(res.Stderr) == 0 {
+		how += ": no answer"
 	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i] // the first line says why
-	}
-	if msg == "" {
-		msg = "no answer"
-	}
-	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed (%s): %s", how, msg)}
-}
-
-// outOfMemory tells a child that ran out of memory by what it printed: the
-// Go runtime's fatal error, or SQLite's.
-func outOfMemory(stderr string) bool {
-	return strings.Contains(stderr, "cannot allocate memory") || strings.Contains(stderr, "out of memory")
+	return nil, &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the query process failed (%s)", how)}
 }
 
 // passEnv is the part of this process's environment a child gets: where

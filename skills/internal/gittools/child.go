@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -123,39 +122,18 @@ func (r *Runner) run(ctx context.Context, o Options, tool string, args map[strin
 		return *reply.Output
 	}
 	// No answer: the child died.
-	msg := strings.TrimSpace(string(res.Stderr))
-	switch {
-	case outOfMemory(msg):
+	death, how := proc.ChildDeath(&res)
+	switch death {
+	case proc.DiedOfMemory:
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("%s: the repository needs more memory than the %d MiB a git call may use: "+
 			"it holds an object too large to read (a huge file, or a damaged or crafted object)", tool, mem>>20))
-	case res.Signal == "SIGKILL":
-		// Not by us: the kernel's out-of-memory killer, which takes a git
-		// child first.
+	case proc.DiedKilled:
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("%s: the git process was killed (SIGKILL), most likely because the machine ran short of memory", tool))
 	}
-	how := fmt.Sprintf("exit status %d", res.ExitCode)
-	if res.Signal != "" {
-		how = "killed by " + res.Signal
-	}
-	if line, _, _ := strings.Cut(msg, "\n"); line != "" {
-		how += ": " + line
-	} else if res.StdoutBytes > int64(len(res.Stdout)) {
+	if len(res.Stderr) == 0 && res.StdoutBytes > int64(len(res.Stdout)) {
 		how += fmt.Sprintf(": an answer larger than %d bytes", len(res.Stdout))
 	}
 	return skills.Failed(wire.ErrInternal, fmt.Sprintf("%s: the git process failed (%s)", tool, how))
-}
-
-// outOfMemory tells a child that hit its memory bound by what it printed:
-// the Go runtime's fatal error, a thread it could not start (its stack is
-// data too), or in a binary built with -race the race detector's memory.
-func outOfMemory(stderr string) bool {
-	for _, s := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread",
-		"ThreadSanitizer failed to allocate"} {
-		if strings.Contains(stderr, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // timedOut is the answer of a call that ran past its deadline, as
