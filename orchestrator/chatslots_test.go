@@ -3,8 +3,10 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,60 @@ func TestRunningChatsAreBounded(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, func() bool { return len(entered) > 0 }, "the waiting chat to start")
 	if err := <-waited; err != nil {
 		t.Fatalf("the waiting chat: %v", err)
+	}
+}
+
+// TestRunningChatsInputIsBounded: the input of the chats running at once
+// is bounded by MaxRunningChatBytes, beside their number: a running chat
+// holds several times its text, and 40 chats of 4 MiB took 290 to 780 MB
+// of a node within max_running_chats. Large chats past the bound wait for
+// room within their deadline, then are refused as busy; a small chat
+// still runs beside them.
+func TestRunningChatsInputIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan int, 64)
+	provider := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		text := req.Messages[len(req.Messages)-1].Content
+		entered <- len(text)
+		if len(text) > smallBody {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return llm.Response{}, ctx.Err()
+			}
+		}
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "done"}}, nil
+	})
+	node, _, _ := startAPI(t, nil, Options{Provider: provider})
+	big := strings.Repeat("x", 4<<20)
+	fit := MaxRunningChatBytes / len(big)
+	held := make(chan error, fit)
+	for i := range fit {
+		go func() {
+			_, err := node.Chat(context.Background(), fmt.Sprint("big-", i), big)
+			held <- err
+		}()
+	}
+	for range fit {
+		<-entered
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := node.Chat(ctx, "one-more", big)
+	cancel()
+	if !errors.Is(err, ErrTooManyChats) {
+		t.Fatalf("a large chat past %d MiB of running input: %v, want ErrTooManyChats", MaxRunningChatBytes>>20, err)
+	}
+	if ans, err := node.Chat(context.Background(), "small", "hello"); err != nil || ans.Text != "done" {
+		t.Fatalf("a small chat beside them: %v %+v", err, ans)
+	}
+	close(release)
+	for range fit {
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Their input given back: a large chat runs again.
+	if _, err := node.Chat(context.Background(), "after", big[:1<<20]); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io"
 	"log/slog"
 	"os"
@@ -77,6 +78,9 @@ type Node struct {
 	// chatSlots holds one token per chat running ([loop]
 	// max_running_chats; takeChatSlot).
 	chatSlots chan struct{}
+	// chatBytes holds the input of the chats running (MaxRunningChatBytes;
+	// takeChatBytes).
+	chatBytes *semaphore.Weighted
 	// auditQuery runs a statement of POST /v1/audit/sql; auditSlots holds
 	// one token per statement running.
 	auditQuery   func(context.Context, auditquery.Request) (*auditquery.Result, error)
@@ -162,8 +166,8 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, httpLimits: o.httpLimits, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
-		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats),
-		auditQuery:  o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning)}
+		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats), chatBytes: semaphore.NewWeighted(MaxRunningChatBytes),
+		auditQuery: o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning)}
 	if n.auditQuery == nil {
 		n.auditQuery = auditquery.Local
 	}
@@ -666,6 +670,12 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 			return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
 		}
 		defer func() { <-n.chatSlots }()
+		timeout -= waited
+		waited, release, err := n.takeChatBytes(ctx, in, timeout)
+		if err != nil {
+			return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
+		}
+		defer release()
 		timeout -= waited
 	}
 	// A caller that gives up cancels the chat: its LLM call and tool calls
