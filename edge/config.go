@@ -176,6 +176,9 @@ func (c *Config) validate(secrets bool) error {
 			err = fmt.Errorf("%w: set agent_id to this agent's name, the NAME of `evoclaw agents add NAME` on the node", err)
 		}
 		errs = append(errs, fmt.Errorf("agent_id: %w", err))
+	} else if err := wire.ValidateToolPrefix(c.AgentID); err != nil {
+		// A node drops such an agent's messages: it would run, unused.
+		errs = append(errs, fmt.Errorf("agent_id: %w", err))
 	}
 	if c.AgentType == "" {
 		c.AgentType = "monitor"

@@ -35,3 +35,17 @@ func TestConfigOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigAgentIDPrefixesTools: an agent_id a node could not offer the
+// tools of (it holds "__" or ends with '_': its tools' names would read
+// back as another agent's, and a node drops its messages) is refused when
+// the file is read, instead of an agent that runs unused.
+func TestConfigAgentIDPrefixesTools(t *testing.T) {
+	for _, tt := range []struct{ id, want string }{
+		{"pi__kitchen", `agent_id: "pi__kitchen": must not hold "__" or end with '_'`},
+		{"pi_", `agent_id: "pi_": must not hold "__" or end with '_'`},
+		{"pi_kitchen", ""},
+	} {
+		loadConfig(t, t.TempDir(), "agent_id = \""+tt.id+"\"\n", tt.want)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // TestAgentIDThatCannotPrefixToolsIsDropped: the model calls an agent's
@@ -26,11 +28,17 @@ func TestAgentIDThatCannotPrefixToolsIsDropped(t *testing.T) {
 			node := startNode(t, Config{DataDir: filepath.Join(dir, "orch"),
 				Broker: BrokerConf{Listen: "127.0.0.1:0", BrokerSecurity: BrokerSecurity{AllowAnonymous: true}}},
 				Options{Provider: mustScript(t, noopTranscript), Logger: logs.Logger(slog.LevelDebug)})
-			a, err := edge.New(edge.Config{AgentID: id, DataDir: filepath.Join(dir, "edge"), MQTT: edge.MQTTConf{Broker: node.BrokerURL()}}, nil)
-			if err != nil {
-				t.Fatal(err)
+			// An evoclaw agent refuses such an id (edge.Config); a foreign
+			// one, or one from before that rule, says it on the wire.
+			c := mqtttest.Connect(t, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "evoclaw-" + id})
+			for topic, payload := range map[string]string{
+				wire.StatusTopic(id):       `{"agent_id":"` + id + `","status":"online"}`,
+				wire.CapabilitiesTopic(id): `{"agent_id":"` + id + `","capabilities":"sensors"}`,
+			} {
+				if err := c.Publish(context.Background(), mqttc.Message{Topic: topic, Payload: []byte(payload), QoS: 1, Retained: true}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			runAgent(t, a)
 			dropped := func() bool {
 				for _, line := range strings.Split(logs.String(), "\n") {
 					if strings.Contains(line, "dropping message") && strings.Contains(line, "agents/"+id+"/") {
