@@ -42,6 +42,13 @@ func TestEndpointsNameTheField(t *testing.T) {
 		{"DELETE", "/v1/jobs/j1?by=" + strings.Repeat("b", 65), nil, "by", "by: at most 64 bytes on one line"},
 		{"POST", "/v1/jobs/j1/pause?by=a%00b", nil, "by", "by: at most 64 bytes on one line"},
 		{"POST", "/v1/jobs/j1/resume?by=a%0Db", nil, "by", "by: at most 64 bytes on one line"},
+		// An auditor reads the name as written: an escape, a right-to-left
+		// override ("alice" shown for "ecila") or a byte that is not UTF-8
+		// was stored as sent.
+		{"POST", "/v1/approvals/a1/approve", `{"by":"\u202eecila"}`, "by", "by: at most 64 bytes on one line, printable"},
+		{"POST", "/v1/approvals/a1/deny", `{"by":"ann\u001b[2J"}`, "by", "by: at most 64 bytes on one line, printable"},
+		{"POST", "/v1/jobs/j1/pause?by=ann%E2%80%8B", nil, "by", "by: at most 64 bytes on one line, printable"},
+		{"POST", "/v1/jobs/j1/pause?by=ann%ff", nil, "by", "by: at most 64 bytes on one line, printable"},
 		{"GET", "/v1/runs?limit=-5", nil, "limit", "limit: want a number from 1 to "},
 		// A page of runs is bounded like one of approvals; it was every run
 		// a node keeps (128,000: 22 MB, 190 MB of the node's memory).

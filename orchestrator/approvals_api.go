@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -38,11 +40,15 @@ type DecisionRequest struct {
 }
 
 // checkBy refuses a name of who decided or changed something (an
-// approval's by, a job change's ?by=) that is over 64 bytes or not on one
-// line: it goes into audit events and log lines.
+// approval's by, a job change's ?by=) that is over 64 bytes, not UTF-8, or
+// holds a control or format character (a line break, an escape, a
+// right-to-left override that shows "alice" for "ecila"): it goes into
+// audit events, which an auditor reads as written, and log lines.
 func checkBy(by string) error {
-	if len(by) > 64 || strings.ContainsAny(by, "\x00\n\r") {
-		return &fieldError{param: "by", msg: "by: at most 64 bytes on one line"}
+	if len(by) > 64 || !utf8.ValidString(by) || strings.IndexFunc(by, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}) >= 0 {
+		return &fieldError{param: "by", msg: "by: at most 64 bytes on one line, printable (no control or format characters)"}
 	}
 	return nil
 }
