@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,4 +160,34 @@ func FuzzCleanPath(f *testing.F) {
 			t.Fatalf("%q, clean, is answered %d by the router: %s", p, w.Code, w.Header().Get("Location"))
 		}
 	})
+}
+
+// TestBodyTooLargeAnsweredAfterUpload: a client that sends a body over the
+// endpoint's limit whole before it reads the answer, as Go's, Node's and
+// Python's clients do without "Expect: 100-continue", gets the 413. Refused
+// at once, the body was left unread and the client's upload found the
+// connection reset: "connection reset by peer" instead of the answer (an
+// emulated ARM board's CI run, and an SDK retries such an error).
+func TestBodyTooLargeAnsweredAfterUpload(t *testing.T) {
+	node, _, token := startAPI(t, nil, Options{Provider: mustScript(t, helloTranscript)})
+	addr := node.HTTPAddr()
+	for _, tt := range []struct {
+		path string
+		size int
+	}{{"/v1/chat/completions", maxCompletionBody + 1<<20}, {"/v1/chat", 3 << 20}} {
+		c := dial(t, addr)
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tt.path, token, tt.size)
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := c.Write(bytes.Repeat([]byte("x"), tt.size)); err != nil {
+			t.Fatalf("%s: the upload of %d bytes failed: %v", tt.path, tt.size, err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "body larger than") {
+			t.Fatalf("%s: %s %s, want 413", tt.path, resp.Status, b)
+		}
+	}
 }

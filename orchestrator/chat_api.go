@@ -135,15 +135,26 @@ func decodeStrict(body []byte, v any, shape string) error {
 // readBody reads at most limit bytes of r's body, answering 413 itself
 // when it is longer; ok is false when it answered.
 //
-// A body that announces more than limit (Content-Length) is refused before
-// a byte of it is read, so that a client that sent "Expect: 100-continue"
-// (curl does, past 1 MiB) is not told to send it first. A body that does
-// not arrive within the server's bound (httpLimits.Body) is 408; one that
-// gets no share of the bodies' budget (reserveBody) is 429; one that is
-// not UTF-8 is 400.
+// A body that announces more than limit (Content-Length) is refused
+// without being kept. A client that sent "Expect: 100-continue" (curl
+// does, past 1 MiB) is answered before it sends a byte. One that sends
+// its body whole before it reads the answer (most clients: Go's, Node's,
+// Python's) has a body up to maxDrainBytes over the limit read to its end
+// and dropped first: answered at once, it found the connection reset under
+// its upload and never saw the 413 (an SDK then retries a "connection
+// error"). A larger one is answered at once and the connection closed. A
+// body that does not arrive within the server's bound (httpLimits.Body) is
+// 408; one that gets no share of the bodies' budget (reserveBody) is 429;
+// one that is not UTF-8 is 400.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if r.ContentLength > limit {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes (Content-Length %d)", limit, r.ContentLength))
+		msg := fmt.Sprintf("body larger than %d bytes (Content-Length %d)", limit, r.ContentLength)
+		if r.ContentLength-limit > maxDrainBytes || strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+			w.Header().Set("Connection", "close")
+		} else if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			w.Header().Set("Connection", "close")
+		}
+		httpError(w, http.StatusRequestEntityTooLarge, msg)
 		return nil, false
 	}
 	if !reserveBody(w, r, limit) {
@@ -174,6 +185,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	}
 	return body, true
 }
+
+// maxDrainBytes is how far past its endpoint's limit a body is still read
+// (and dropped) before it is refused, so that its client sees the 413.
+const maxDrainBytes = 16 << 20
 
 // invalidUTF8At is the offset of the first byte of b that is not valid
 // UTF-8, len(b) when all are.
