@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/actors"
@@ -135,26 +136,24 @@ func decodeStrict(body []byte, v any, shape string) error {
 // readBody reads at most limit bytes of r's body, answering 413 itself
 // when it is longer; ok is false when it answered.
 //
-// A body that announces more than limit (Content-Length) is refused
-// without being kept. A client that sent "Expect: 100-continue" (curl
-// does, past 1 MiB) is answered before it sends a byte. One that sends
-// its body whole before it reads the answer (most clients: Go's, Node's,
-// Python's) has a body up to maxDrainBytes over the limit read to its end
-// and dropped first: answered at once, it found the connection reset under
-// its upload and never saw the 413 (an SDK then retries a "connection
-// error"). A larger one is answered at once and the connection closed. A
+// A body that announces more than limit (Content-Length) is answered 413
+// at once, and the connection closed, without keeping a byte of it. A
+// client that sent "Expect: 100-continue" (curl does, past 1 MiB) is
+// answered before it sends one. For one that sends its body whole before
+// it reads the answer (most clients: Go's, Node's, Python's), what comes
+// of a body up to maxDrainBytes over the limit is then read and dropped
+// before the close: closed at once, its upload found the connection reset
+// and it never saw the 413 (an SDK then retries a "connection error"). A
 // body that does not arrive within the server's bound (httpLimits.Body) is
 // 408; one that gets no share of the bodies' budget (reserveBody) is 429;
 // one that is not UTF-8 is 400.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if r.ContentLength > limit {
 		msg := fmt.Sprintf("body larger than %d bytes (Content-Length %d)", limit, r.ContentLength)
-		if r.ContentLength-limit > maxDrainBytes || strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		if r.ContentLength-limit > maxDrainBytes || strings.EqualFold(r.Header.Get("Expect"), "100-continue") || !dropRest(w, r, msg) {
 			w.Header().Set("Connection", "close")
-		} else if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestEntityTooLarge, msg)
 		}
-		httpError(w, http.StatusRequestEntityTooLarge, msg)
 		return nil, false
 	}
 	if !reserveBody(w, r, limit) {
@@ -187,8 +186,49 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 }
 
 // maxDrainBytes is how far past its endpoint's limit a body is still read
-// (and dropped) before it is refused, so that its client sees the 413.
-const maxDrainBytes = 16 << 20
+// and dropped after its 413 (dropRest), and drainTime how long that may
+// take.
+const (
+	maxDrainBytes = 16 << 20
+	drainTime     = 30 * time.Second
+)
+
+// dropRest answers a body too large with 413 msg and takes the connection
+// over from the server: the answer goes out whole and the node's side of
+// the connection ends at once (a client that waits for them sees both),
+// then what comes of the body is read and dropped, up to its
+// Content-Length, the client's close or drainTime, before the close.
+// Closed with the body unread (as the server closes a connection it
+// answered early), the connection was reset under a client still
+// uploading, which then never saw its answer. It reports false when the
+// connection cannot be taken over (HTTP/2): nothing was written then.
+func dropRest(w http.ResponseWriter, r *http.Request, msg string) bool {
+	body, err := json.Marshal(errorBody{Error: APIError{Message: msg, Type: ErrTypeInvalidRequest}})
+	if err != nil {
+		return false
+	}
+	h := w.Header().Clone() // what the node's guards set for every answer
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(drainTime))
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	h.Set("Connection", "close")
+	fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\n", http.StatusRequestEntityTooLarge, http.StatusText(http.StatusRequestEntityTooLarge))
+	_ = h.Write(rw)
+	fmt.Fprintf(rw, "\r\n%s\n", body)
+	if rw.Flush() != nil {
+		return true
+	}
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.CopyN(io.Discard, rw, r.ContentLength)
+	return true
+}
 
 // invalidUTF8At is the offset of the first byte of b that is not valid
 // UTF-8, len(b) when all are.
