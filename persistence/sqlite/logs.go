@@ -104,10 +104,7 @@ func RecentEntries(ctx context.Context, path string, f hot.Filter, limit int) ([
 		if err != nil {
 			return nil, 0, fmt.Errorf("read audit log: %w", err)
 		}
-		if len(recs) == 0 && lo <= 0 {
-			break
-		}
-		hi = lo
+		hi = lo // the loop ends at 0
 		for i := len(recs) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 			if e := EntryOf(recs[i]); f.Match(e) {
 				out = append(out, e)
