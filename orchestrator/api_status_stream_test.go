@@ -100,13 +100,7 @@ func TestStreamRefusedByFullLLMQueue(t *testing.T) {
 // back for a short while only; a completion that takes longer still shows
 // its llm_start live, before it ends. On both chat endpoints.
 func TestStreamShowsASlowFirstCompletion(t *testing.T) {
-	for _, ep := range []struct {
-		path string
-		body any
-	}{
-		{"/v1/chat/completions", with(completion("x"), "stream", true)},
-		{"/v1/chat", ChatRequest{Text: "x", Stream: true}},
-	} {
+	for _, ep := range streamedChats() {
 		t.Run(ep.path, func(t *testing.T) {
 			gate := &gatedProvider{release: make(chan struct{})}
 			_, base, token := startAPI(t, nil, Options{Provider: gate, keepAlive: 100 * time.Millisecond})

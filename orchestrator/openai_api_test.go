@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -665,6 +666,74 @@ func TestKeepAlive(t *testing.T) {
 	}
 	if comments < 2 {
 		t.Fatalf("%d keep-alive comments in a 400 ms wait at 50 ms", comments)
+	}
+}
+
+// streamedChats are a streamed chat "x" on each chat endpoint.
+func streamedChats() []struct {
+	path string
+	body any
+} {
+	return []struct {
+		path string
+		body any
+	}{
+		{"/v1/chat/completions", with(completion("x"), "stream", true)},
+		{"/v1/chat", ChatRequest{Text: "x", Stream: true}},
+	}
+}
+
+// TestKeepAliveCountsFromTheLastWrite: a stream is never silent for much
+// longer than keepAlive, also when its last chunk went out just after a
+// keep-alive tick (the tool events of a first completion) and the next
+// completion is slow: a ticker that only looked for writes since its last
+// tick left up to twice keepAlive of silence there. On both endpoints.
+func TestKeepAliveCountsFromTheLastWrite(t *testing.T) {
+	const keepAlive = 400 * time.Millisecond
+	// The first completion asks for a tool 2.25 keepAlive in (just after
+	// the second tick), the second answers 3 keepAlive later.
+	slow := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		toolDone := req.Messages[len(req.Messages)-1].Role == llm.RoleTool
+		wait, resp := 9*keepAlive/4, llm.Response{Message: llm.Message{Role: llm.RoleAssistant,
+			ToolCalls: []llm.ToolCall{{ID: "c1", Name: "nosuchtool", Arguments: json.RawMessage(`{}`)}}}}
+		if toolDone {
+			wait, resp = 3*keepAlive, llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "late"}}
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+		return resp, nil
+	})
+	_, base, token := startAPI(t, nil, Options{Provider: slow, keepAlive: keepAlive})
+	for _, ep := range streamedChats() {
+		t.Run(ep.path, func(t *testing.T) {
+			resp := send(t, "POST", base+ep.path, token, ep.body)
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			var last time.Time
+			var longest time.Duration
+			var stream strings.Builder
+			for sc.Scan() {
+				if sc.Text() == "" {
+					continue
+				}
+				now := time.Now()
+				if !last.IsZero() && now.Sub(last) > longest {
+					longest = now.Sub(last)
+				}
+				last = now
+				stream.WriteString(sc.Text() + "\n")
+			}
+			if !strings.Contains(stream.String(), `"late"`) || !strings.Contains(stream.String(), "nosuchtool") {
+				t.Fatalf("not the stream of a tool turn and an answer:\n%s", stream.String())
+			}
+			if longest > 3*keepAlive/2 {
+				t.Fatalf("the stream was silent for %v with keep-alive at %v:\n%s", longest, keepAlive, stream.String())
+			}
+		})
 	}
 }
 

@@ -45,7 +45,7 @@ type sseWriter struct {
 	// anything the chat did yet, and a refusal may still take its place.
 	held    bool
 	pending [][]byte
-	wrote   bool // something was written since the last keep-alive tick
+	wrote   bool // something was written since streamChat last looked
 	err     error
 }
 
@@ -157,8 +157,12 @@ func (n *Node) streamChat(ctx context.Context, in ChatInput, sw *sseWriter, cs c
 	sw.held = true
 	hold := time.NewTimer(min(n.keepAlive, streamHold))
 	defer hold.Stop()
-	tick := time.NewTicker(n.keepAlive)
-	defer tick.Stop()
+	// idle fires keepAlive after the last write: a ticker that only
+	// looked whether anything was written since its previous tick let a
+	// write just after a tick be followed by up to twice keepAlive of
+	// silence (28 s at 15 s), past a proxy's 20 or 30 s idle timeout.
+	idle := time.NewTimer(n.keepAlive)
+	defer idle.Stop()
 	cs = cs.starting(sw)
 	drain := func() { cs.drain(q) }
 	for {
@@ -175,11 +179,12 @@ func (n *Node) streamChat(ctx context.Context, in ChatInput, sw *sseWriter, cs c
 			// Whatever the chat is waiting for, it was not refused at
 			// once: show what it did so far.
 			sw.start()
-		case <-tick.C:
-			if !sw.wrote {
-				sw.comment("keep-alive")
-			}
+		case <-idle.C:
+			sw.comment("keep-alive")
+		}
+		if sw.wrote {
 			sw.wrote = false
+			idle.Reset(n.keepAlive)
 		}
 	}
 }
