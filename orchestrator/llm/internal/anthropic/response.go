@@ -11,13 +11,13 @@ import (
 // Wire shapes of a Messages response.
 type (
 	messagesResponse struct {
-		ID         string          `json:"id"`
-		Type       string          `json:"type"`
-		Model      string          `json:"model"`
-		Content    []respBlock     `json:"content"`
-		StopReason string          `json:"stop_reason"`
-		Usage      *usage          `json:"usage"`
-		Error      json.RawMessage `json:"error"`
+		ID         string               `json:"id"`
+		Type       string               `json:"type"`
+		Model      string               `json:"model"`
+		Content    []respBlock          `json:"content"`
+		StopReason string               `json:"stop_reason"`
+		Usage      *httpc.Report[usage] `json:"usage"`
+		Error      json.RawMessage      `json:"error"`
 	}
 	respBlock struct {
 		Type  string          `json:"type"`
@@ -27,10 +27,10 @@ type (
 		Input json.RawMessage `json:"input"`
 	}
 	usage struct {
-		InputTokens              int64 `json:"input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		InputTokens              httpc.Tokens `json:"input_tokens"`
+		OutputTokens             httpc.Tokens `json:"output_tokens"`
+		CacheCreationInputTokens httpc.Tokens `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     httpc.Tokens `json:"cache_read_input_tokens"`
 	}
 )
 
@@ -46,7 +46,11 @@ func parseResponse(call *httpc.Call, b []byte) (llm.Response, error) {
 	if r.Type != "" && r.Type != "message" {
 		return llm.Response{}, call.Errorf(llm.KindMalformed, 200, nil, "answer of type %q, want \"message\"", r.Type)
 	}
-	return finish(call, r.ID, r.Model, r.Content, r.StopReason, r.Usage)
+	var u *usage
+	if r.Usage != nil {
+		u = &r.Usage.V
+	}
+	return finish(call, r.ID, r.Model, r.Content, r.StopReason, u)
 }
 
 // finish builds the response from the content blocks, shared by both
@@ -80,7 +84,7 @@ func finish(call *httpc.Call, respID, model string, blocks []respBlock, stop str
 	}
 	resp := llm.Response{Message: msg, Model: model, FinishReason: stopReason(stop, len(msg.ToolCalls) > 0)}
 	if u != nil {
-		resp.Usage = llm.Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+		resp.Usage = llm.Usage{InputTokens: int64(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens), OutputTokens: int64(u.OutputTokens)}
 	}
 	return resp, nil
 }

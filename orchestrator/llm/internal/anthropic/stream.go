@@ -23,8 +23,8 @@ type streamEvent struct {
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"` // content_block_delta, message_delta
-	Usage *usage          `json:"usage"` // message_delta
-	Error json.RawMessage `json:"error"` // error
+	Usage *httpc.Report[usage] `json:"usage"` // message_delta
+	Error json.RawMessage      `json:"error"` // error
 }
 
 // blockCost is what a content block costs beyond its text, id and name,
@@ -53,14 +53,14 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		}
 		var e streamEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream event is not JSON: %s", llm.Excerpt(string(ev.Data), 200))
+			return llm.Response{}, call.Errorf(llm.KindMalformed, 200, err, "stream event is not a Messages event: %s", llm.Excerpt(string(ev.Data), 200))
 		}
 		switch e.Type {
 		case "message_start":
 			if e.Message != nil {
 				model, respID = e.Message.Model, e.Message.ID
 				if e.Message.Usage != nil {
-					u = *e.Message.Usage
+					u = e.Message.Usage.V
 				}
 			}
 		case "content_block_start":
@@ -109,9 +109,9 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 				stop = e.Delta.StopReason
 			}
 			if e.Usage != nil {
-				u.OutputTokens = e.Usage.OutputTokens
-				if e.Usage.InputTokens > 0 {
-					u.InputTokens = e.Usage.InputTokens
+				u.OutputTokens = e.Usage.V.OutputTokens
+				if e.Usage.V.InputTokens > 0 {
+					u.InputTokens = e.Usage.V.InputTokens
 				}
 			}
 		case "message_stop":

@@ -14,11 +14,11 @@ import (
 // raw because servers disagree on their types.
 type (
 	chatResponse struct {
-		ID      string          `json:"id"`
-		Model   string          `json:"model"`
-		Choices []chatChoice    `json:"choices"`
-		Usage   *chatUsage      `json:"usage"`
-		Error   json.RawMessage `json:"error"`
+		ID      string                   `json:"id"`
+		Model   string                   `json:"model"`
+		Choices []chatChoice             `json:"choices"`
+		Usage   *httpc.Report[chatUsage] `json:"usage"`
+		Error   json.RawMessage          `json:"error"`
 	}
 	chatChoice struct {
 		Index        int             `json:"index"`
@@ -43,8 +43,8 @@ type (
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	chatUsage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
+		PromptTokens     httpc.Tokens `json:"prompt_tokens"`
+		CompletionTokens httpc.Tokens `json:"completion_tokens"`
 	}
 )
 
@@ -84,7 +84,7 @@ type pendingCall struct {
 // finish builds the response shared by both transports: ids for calls
 // without one, arguments parsed, the finish reason normalised, and an empty
 // answer refused.
-func finish(call *httpc.Call, respID, model, content string, calls []pendingCall, reason string, u *chatUsage) (llm.Response, error) {
+func finish(call *httpc.Call, respID, model, content string, calls []pendingCall, reason string, u *httpc.Report[chatUsage]) (llm.Response, error) {
 	msg := llm.Message{Role: llm.RoleAssistant, Content: content}
 	seen := map[string]bool{}
 	for i, c := range calls {
@@ -116,7 +116,7 @@ func finish(call *httpc.Call, respID, model, content string, calls []pendingCall
 	}
 	resp := llm.Response{Message: msg, Model: model, FinishReason: reason}
 	if u != nil {
-		resp.Usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+		resp.Usage = llm.Usage{InputTokens: int64(u.V.PromptTokens), OutputTokens: int64(u.V.CompletionTokens)}
 	}
 	return resp, nil
 }

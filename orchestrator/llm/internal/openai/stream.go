@@ -24,7 +24,7 @@ type assembler struct {
 	calls         []*streamCall
 	byIndex       map[int]*streamCall
 	reason        string
-	usage         *chatUsage
+	usage         *httpc.Report[chatUsage]
 }
 
 // readStream reads a chat completions event stream to its end. A stream
@@ -67,7 +67,7 @@ const callCost = 256
 func (a *assembler) add(call *httpc.Call, evs *httpc.Events, data []byte) error {
 	var ch chatResponse
 	if err := json.Unmarshal(data, &ch); err != nil {
-		return call.Errorf(llm.KindMalformed, 200, err, "stream chunk is not JSON: %s", llm.Excerpt(string(data), 200))
+		return call.Errorf(llm.KindMalformed, 200, err, "stream chunk is not a chat completion chunk: %s", llm.Excerpt(string(data), 200))
 	}
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
 		return call.Errorf(llm.KindServer, 200, nil, "error in the stream: %s", llm.Excerpt(errorMessage(data), llm.MaxErrorExcerpt))
