@@ -119,7 +119,9 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("POST /v1/chat", api.auth(n.handleChat))
 	mux.HandleFunc("POST /v1/chat/questions/{id}", api.auth(n.handleAnswer))
 	mux.HandleFunc("GET /v1/models", api.auth(n.handleModels))
-	mux.HandleFunc("GET /v1/models/{model}", api.auth(n.handleModel))
+	// An id may hold slashes ("openai/gpt-4o"): one the Python client
+	// asks for unescaped is still an unknown model, not an unknown path.
+	mux.HandleFunc("GET /v1/models/{model...}", api.auth(n.handleModel))
 	mux.HandleFunc("POST /v1/chat/completions", api.auth(n.handleChatCompletions))
 	// Built on first use, as the console below: neither is needed to
 	// answer /healthz, and a node that is never scraped or browsed never

@@ -107,7 +107,7 @@ func (n *Node) handleModels(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, n.models())
 }
 
-// handleModel serves GET /v1/models/{model}.
+// handleModel serves GET /v1/models/{model...}.
 func (n *Node) handleModel(w http.ResponseWriter, r *http.Request) {
 	for _, m := range n.models().Data {
 		if m.ID == r.PathValue("model") {

@@ -120,13 +120,17 @@ func TestChatCompletionsStatuses(t *testing.T) {
 		{"client tools", "ok", "", with(completion("x"), "tools", []map[string]any{{"type": "function", "function": map[string]any{"name": "f"}}}),
 			400, ErrTypeInvalidRequest, "tools", "client tools are not supported"},
 		{"empty tools is fine", "ok", "", with(completion("x"), "tools", []any{}, "tool_choice", "none"), 200, "", "", ""},
-		{"functions", "ok", "", with(completion("x"), "functions", []map[string]any{{"name": "f"}}), 400, ErrTypeInvalidRequest, "tools", "client tools"},
+		{"functions", "ok", "", with(completion("x"), "functions", []map[string]any{{"name": "f"}}), 400, ErrTypeInvalidRequest, "functions", "client functions"},
+		{"function_call", "ok", "", with(completion("x"), "function_call", "auto"), 400, ErrTypeInvalidRequest, "function_call", "not supported"},
 		{"tool_choice required", "ok", "", with(completion("x"), "tool_choice", "required"), 400, ErrTypeInvalidRequest, "tool_choice", "auto"},
 		{"tool message", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "tool", "content": "r", "tool_call_id": "c"}, {"role": "user", "content": "x"}}),
 			400, ErrTypeInvalidRequest, "messages[0].role", "not supported"},
 		{"assistant tool calls", "ok", "", with(completion("x"), "messages", []map[string]any{
 			{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c", "type": "function"}}}, {"role": "user", "content": "x"}}),
 			400, ErrTypeInvalidRequest, "messages[0].tool_calls", "not supported"},
+		{"assistant legacy function call", "ok", "", with(completion("x"), "messages", []map[string]any{
+			{"role": "assistant", "content": nil, "function_call": map[string]any{"name": "f", "arguments": "{}"}}, {"role": "user", "content": "x"}}),
+			400, ErrTypeInvalidRequest, "messages[0].function_call", "not supported"},
 		{"image part", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []map[string]any{
 			{"type": "text", "text": "what is this"}, {"type": "image_url", "image_url": map[string]any{"url": "data:"}}}}}),
 			400, ErrTypeInvalidRequest, "messages[0].content[1].type", "image parts are not supported"},
@@ -340,6 +344,9 @@ func TestModels(t *testing.T) {
 		code         string // the error's code, "" for null
 	}{
 		{"GET", "/v1/models/gpt-4o", nil, "model_not_found"},
+		{"GET", "/v1/models/openai/gpt-4o", nil, "model_not_found"},
+		{"GET", "/v1/models/openai%2Fgpt-4o", nil, "model_not_found"},
+		{"GET", "/v1/models/evoclaw/", nil, "model_not_found"},
 		{"POST", "/v1/chat/completions", with(completion("x"), "model", "gpt-4o"), "model_not_found"},
 		{"GET", "/v1/nothing", nil, ""},
 	} {

@@ -194,8 +194,8 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 		case llm.RoleUser:
 			in.Seed = append(in.Seed, llm.Message{Role: llm.RoleUser, Content: text})
 		case llm.RoleAssistant:
-			if !emptyArray(m.ToolCalls) || present(m.FunctionCall) {
-				return in, badRequest(where+".tool_calls", "%s: assistant tool calls from the client are not supported: evoclaw runs its own tools and keeps their calls in its stored conversation (continue it with conversation_id)", where)
+			if field := clientCalls(m); field != "" {
+				return in, badRequest(where+"."+field, "%s.%s: assistant tool calls from the client are not supported: evoclaw runs its own tools and keeps their calls in its stored conversation (continue it with conversation_id)", where, field)
 			}
 			in.Seed = append(in.Seed, llm.Message{Role: llm.RoleAssistant, Content: text})
 		case llm.RoleTool, "function":
@@ -218,6 +218,19 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	}
 	in.System = strings.Join(system, "\n\n")
 	return in, nil
+}
+
+// clientCalls names the field of an assistant message that holds tool
+// calls the client made (tool_calls, or the legacy function_call), "" when
+// it holds none.
+func clientCalls(m completionMessage) string {
+	switch {
+	case !emptyArray(m.ToolCalls):
+		return "tool_calls"
+	case present(m.FunctionCall):
+		return "function_call"
+	}
+	return ""
 }
 
 // maxContentParts bounds the parts of one message's content. Clients send
@@ -302,8 +315,10 @@ func moreThan(raw json.RawMessage, max int) bool {
 // silently answering something else than asked.
 func refuseUnsupported(req *completionRequest) *requestError {
 	switch {
-	case !emptyArray(req.Tools), !emptyArray(req.Functions):
+	case !emptyArray(req.Tools):
 		return badRequest("tools", "tools: client tools are not supported: evoclaw answers with its own tools (the fleet's); send no tools")
+	case !emptyArray(req.Functions):
+		return badRequest("functions", "functions: client functions are not supported: evoclaw answers with its own tools (the fleet's); send no functions")
 	case present(req.FunctionCall):
 		return badRequest("function_call", "function_call: not supported: send no tools")
 	case req.N != nil && *req.N != 1:
