@@ -2,10 +2,12 @@ package resilient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
 )
 
 // Cold starts. A local server loads a model on its first request (Ollama,
@@ -62,10 +64,18 @@ func (c *Chain) warmth(l *link, err error) {
 	}
 }
 
-// timeoutError names the bound that cut an attempt.
+// timeoutError names the bound that cut an attempt, and whether the
+// answer had started to arrive (a slow model) or not (a model that is
+// loading, stuck, or slow to read the prompt).
 func timeoutError(l *link, model string, d time.Duration, cold bool, err error) error {
 	msg := fmt.Sprintf("no answer within the per-call timeout %s", d)
-	if cold {
+	switch {
+	case errors.Is(err, httpc.ErrStillArriving):
+		msg = fmt.Sprintf("answer not complete within the per-call timeout %s", d)
+		if cold {
+			msg = fmt.Sprintf("answer not complete within the load timeout %s", d)
+		}
+	case cold:
 		msg = fmt.Sprintf("no answer within the load timeout %s (first call, the model may still be loading)", d)
 	}
 	return &llm.Error{Kind: llm.KindTimeout, Provider: l.Provider.Name(), Model: model, Message: msg, Err: err}

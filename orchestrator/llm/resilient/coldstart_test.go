@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/openai"
 )
 
@@ -189,5 +190,59 @@ func TestIdleLinkTurnsCold(t *testing.T) {
 	clk.advance(6 * time.Minute)
 	if got() != "true" {
 		t.Fatal("still warm after ColdAfter idle")
+	}
+}
+
+// TestTimeoutSaysSlowOrSilent: a per-call or load timeout that cuts a
+// streamed answer while it still arrives says that the answer was
+// arriving, how far it got, and that a longer timeout lets it finish;
+// one that passes before any chunk says there was no answer. Before,
+// both said "no answer within the per-call timeout", and a Pi writing a
+// long answer at two tokens a second looked like a hung server.
+func TestTimeoutSaysSlowOrSilent(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		every    time.Duration // between chunks; 0: headers, then nothing
+		load     time.Duration // the link's LoadTimeout
+		want     []string
+		arriving bool
+	}{
+		{"slow stream", 20 * time.Millisecond, 0, []string{"answer not complete within the per-call timeout 300ms", "the answer was still arriving", "a longer timeout lets it finish"}, true},
+		{"slow stream, cold", 20 * time.Millisecond, 400 * time.Millisecond, []string{"answer not complete within the load timeout 400ms", "the answer was still arriving"}, true},
+		{"silent stream", 0, 0, []string{"no answer within the per-call timeout 300ms"}, false},
+		{"silent stream, cold", 0, 400 * time.Millisecond, []string{"no answer within the load timeout 400ms (first call"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				for c.every > 0 {
+					select {
+					case <-r.Context().Done():
+						return
+					case <-time.After(c.every):
+					}
+					fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+					w.(http.Flusher).Flush()
+				}
+				<-r.Context().Done()
+			}))
+			defer s.Close()
+			p := openai.New(openai.Options{BaseURL: s.URL + "/v1", Stream: true, IdleTimeout: 10 * time.Second})
+			ch, _ := New([]Link{{Provider: p, Model: "tiny", Timeout: 300 * time.Millisecond, LoadTimeout: c.load}}, Options{})
+			_, err := ch.Complete(context.Background(), req())
+			if llm.KindOf(err) != llm.KindTimeout {
+				t.Fatalf("err = %v, want a timeout", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if errors.Is(err, httpc.ErrStillArriving) != c.arriving || errors.Is(err, context.DeadlineExceeded) != true {
+				t.Errorf("err = %v: ErrStillArriving %v, want %v; DeadlineExceeded %v, want true", err, errors.Is(err, httpc.ErrStillArriving), c.arriving, errors.Is(err, context.DeadlineExceeded))
+			}
+		})
 	}
 }

@@ -151,8 +151,10 @@ type Events struct {
 	ctx           context.Context
 	call          *Call
 	r             *sse.Reader
-	read, readMax int64 // event data read so far, and its bound
-	kept, keptMax int64 // answer bytes the codec kept so far (Keep), and their bound
+	read, readMax int64     // event data read so far, and its bound
+	kept, keptMax int64     // answer bytes the codec kept so far (Keep), and their bound
+	events        int       // events read so far
+	last          time.Time // when the last of them arrived
 }
 
 // Events reads the server-sent events of r, a streamed answer to c.
@@ -167,9 +169,17 @@ func (c *Call) Events(ctx context.Context, r io.Reader) *Events {
 	return e
 }
 
+// ErrStillArriving is the cause of a timeout that cut a streamed answer
+// while it was still arriving: the model is slow, not stuck.
+var ErrStillArriving = errors.New("slow answer")
+
 // Next returns the next event with data; ok is false at the end of the
-// stream. An event over sse.MaxEvent makes a malformed answer, any other
-// read error a transport failure of the call.
+// stream. An event over sse.MaxEvent makes a malformed answer, and so does
+// a body without a single event but with lines that are not of the format
+// (an HTML page or a plain-text error answered with 200), whose first line
+// the error quotes. A deadline that passes after events arrived is a
+// timeout caused by ErrStillArriving, saying how far the answer got; any
+// other read error is a transport failure of the call.
 func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 	ev, err = e.r.Next()
 	switch {
@@ -177,11 +187,20 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		if e.read += int64(len(ev.Data)); e.read > e.readMax {
 			return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, nil, "streamed answer longer than %d bytes of events", e.readMax)
 		}
+		e.events++
+		e.last = e.call.now()
 		return ev, true, nil
 	case errors.Is(err, io.EOF):
+		if stray := e.r.Stray(); e.events == 0 && stray != nil {
+			return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, nil, "the answer is not an event stream: %s", llm.Excerpt(string(stray), 200))
+		}
 		return sse.Event{}, false, nil
 	case errors.Is(err, sse.ErrTooLong):
 		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
+	case e.events > 0 && !errors.Is(err, ErrIdle) && errors.Is(e.ctx.Err(), context.DeadlineExceeded):
+		return sse.Event{}, false, e.call.Errorf(llm.KindTimeout, 0, fmt.Errorf("%w: %w", ErrStillArriving, e.ctx.Err()),
+			"the answer was still arriving when the time was up (%d events, %d bytes, the last %s before): the model is slow, not stuck; a longer timeout lets it finish",
+			e.events, e.read, e.call.now().Sub(e.last).Round(time.Millisecond))
 	}
 	return sse.Event{}, false, e.call.Transport(e.ctx, err)
 }

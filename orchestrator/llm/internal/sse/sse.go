@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // MaxEvent bounds one event's data. A streamed chunk is a few hundred bytes;
@@ -32,7 +33,20 @@ type Reader struct {
 	// cut is set when the last line read had no line end: the stream
 	// broke in the middle of it.
 	cut bool
+	// stray is the start of the first line that is no field of the
+	// format (see Stray).
+	stray []byte
 }
+
+// maxStray bounds what Stray keeps of a line.
+const maxStray = 256
+
+// Stray returns the start (at most 256 bytes) of the first line read that
+// is not a field of the format (event, data, id, retry) nor a comment, nil
+// when there was none. The format ignores such lines; a body made of them
+// only is not an event stream at all (an HTML page, a plain-text error),
+// and the line says what it was instead.
+func (r *Reader) Stray() []byte { return r.stray }
 
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
@@ -60,10 +74,15 @@ func (r *Reader) Next() (Event, error) {
 	var data bytes.Buffer
 	have := false
 	for r.s.Scan() {
+		line := r.s.Bytes()
 		if r.cut {
+			// A page or error text need not end its last line; the
+			// start of a field's name cut by a broken stream is no stray.
+			if !isFieldStart(line) {
+				r.noteStray(line)
+			}
 			break
 		}
-		line := r.s.Bytes()
 		if len(line) == 0 {
 			if have {
 				ev.Data = data.Bytes()
@@ -89,6 +108,8 @@ func (r *Reader) Next() (Event, error) {
 			}
 			data.Write(value)
 			have = true
+		default:
+			r.noteStray(line)
 		}
 	}
 	if err := r.s.Err(); err != nil {
@@ -102,6 +123,30 @@ func (r *Reader) Next() (Event, error) {
 		return ev, nil
 	}
 	return Event{}, io.EOF
+}
+
+// noteStray keeps the start of line as Stray when it is the first line
+// that is no field of the format nor a comment.
+func (r *Reader) noteStray(line []byte) {
+	if r.stray != nil || len(line) == 0 || line[0] == ':' {
+		return
+	}
+	switch field, _, _ := bytes.Cut(line, []byte(":")); string(field) {
+	case "event", "data", "id", "retry":
+		return
+	}
+	r.stray = bytes.Clone(line[:min(len(line), maxStray)])
+}
+
+// isFieldStart reports whether line is the start of a field's name, all
+// that a stream cut early leaves of its line.
+func isFieldStart(line []byte) bool {
+	for _, f := range []string{"event", "data", "id", "retry"} {
+		if strings.HasPrefix(f, string(line)) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanLines splits on "\n", "\r\n" or a lone "\r", as the format allows.

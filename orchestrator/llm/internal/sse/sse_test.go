@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -61,6 +62,7 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("event: a\ndata: b\n\n"))
 	f.Add([]byte("data: [DONE]\r\n\r\n"))
 	f.Add([]byte(":c\rdata:x\r"))
+	f.Add([]byte("<html>\n<body>Bad Gateway</body>"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := NewReader(strings.NewReader(string(b)))
 		total := 0
@@ -70,6 +72,9 @@ func FuzzReader(f *testing.F) {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrTooLong) {
 					t.Fatalf("unexpected error %v", err)
 				}
+				if st := r.Stray(); len(st) > maxStray || !bytes.Contains(b, st) {
+					t.Fatalf("stray line %q: longer than %d or not from the input", st, maxStray)
+				}
 				return
 			}
 			total += len(ev.Data)
@@ -78,4 +83,29 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStray: the first line that is no field of the format is kept (its
+// start) for a caller to quote when a body held no event; fields, comments
+// and the start of a field's name cut by the end of the stream are not.
+func TestStray(t *testing.T) {
+	for in, want := range map[string]string{
+		"<html>\n<body>Bad Gateway</body>\n":    "<html>",
+		"Bad Gateway":                           "Bad Gateway",
+		": ping\nid: 1\nretry: 5\nevent: x\n\n": "",
+		"data: {\"a\":1}\n\nnot sse\n":          "not sse",
+		"da":                                    "",
+		"data: {\"a\"":                          "",
+		strings.Repeat("x", 1000) + "\n":        strings.Repeat("x", maxStray),
+	} {
+		r := NewReader(strings.NewReader(in))
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+		if got := string(r.Stray()); got != want {
+			t.Errorf("Stray of %.40q = %.40q, want %.40q", in, got, want)
+		}
+	}
 }
