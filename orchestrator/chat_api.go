@@ -325,6 +325,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			code, f := chatFailure(failedConversation(w, req.ConversationID, fresh, err), ans, err)
 			n.logChatFailure(req.ConversationID, code, err)
+			noRepeat(w, ans, err)
 			writeChatFailure(w, code, f)
 			return
 		}
@@ -354,6 +355,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		n.logChatFailure(req.ConversationID, code, err)
 		if !sw.started {
 			f.ConversationID = failedConversation(w, req.ConversationID, fresh, err)
+			noRepeat(w, ans, err)
 			writeChatFailure(w, code, f)
 			return
 		}
@@ -361,6 +363,29 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw.event(EventAnswer, chatResponse(ans))
+}
+
+// mayHaveActed reports whether a failed chat may have run tool calls: its
+// answer counts some, or there is no answer of a chat that started (a
+// timeout, a node stopping), so what ran is not known. Run again, the chat
+// runs them again.
+func mayHaveActed(ans *actors.Answer, err error) bool {
+	if ans != nil {
+		return ans.ToolCalls > 0
+	}
+	return !refusedBeforeStart(err)
+}
+
+// noRepeat marks the answer of a failed chat that may have run tool calls
+// (mayHaveActed) X-Should-Retry: false. The official OpenAI clients retry
+// a 5xx twice by default, which ran the chat, and its tool calls on the
+// fleet, three times; with the header they do not, and a chat refused
+// before it ran (busy, not ready) or whose model failed before any call
+// is still retried.
+func noRepeat(w http.ResponseWriter, ans *actors.Answer, err error) {
+	if mayHaveActed(ans, err) {
+		w.Header().Set("X-Should-Retry", "false")
+	}
 }
 
 // writeChatFailure answers a failed chat with code and f; a 429 carries

@@ -166,6 +166,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			code, typ := chatErrorStatus(err)
 			n.logChatFailure(in.ConversationID, code, err)
 			failedConversation(w, in.ConversationID, in.fresh, err)
+			noRepeat(w, ans, err)
 			writeChatError(w, code, chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err))
 			return
 		}
@@ -199,6 +200,7 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		e := chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err)
 		if !sw.started {
 			failedConversation(w, in.ConversationID, in.fresh, err)
+			noRepeat(w, ans, err)
 			writeChatError(w, code, e)
 			return
 		}

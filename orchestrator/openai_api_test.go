@@ -45,6 +45,14 @@ func (s *statusNodes) get(kind string) (string, string) {
 		o.Provider = failing(&llm.Error{Kind: llm.KindOverloaded, Provider: "test", Message: "32 calls already wait"})
 	case "upstream":
 		o.Provider = failing(&llm.Error{Kind: llm.KindServer, Provider: "test", Status: 500, Message: "model crashed"})
+	case "acted": // a tool call runs, then the model fails
+		o.Provider = funcProvider(func(_ context.Context, req llm.Request) (llm.Response, error) {
+			if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+				return llm.Response{}, &llm.Error{Kind: llm.KindServer, Provider: "test", Status: 500, Message: "model crashed after a tool"}
+			}
+			return llm.Response{Message: llm.Message{Role: llm.RoleAssistant,
+				ToolCalls: []llm.ToolCall{{ID: "c1", Name: "sessions_list", Arguments: json.RawMessage(`{}`)}}}}, nil
+		})
 	case "stuck":
 		o.Provider = stuckProvider{}
 		mod = func(c *Config) { c.Loop.ChatTimeout.Duration = 300 * time.Millisecond }
@@ -193,6 +201,43 @@ func TestChatCompletionsStatuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFailedChatThatActedIsNotRetried: a failed chat that may have run
+// tool calls (it ran one, or it timed out running) answers X-Should-Retry:
+// false, so that the official clients do not run it, and its calls on the
+// fleet, twice more; one refused before it ran, or whose model failed
+// before any call, may be retried. On both chat endpoints.
+func TestFailedChatThatActedIsNotRetried(t *testing.T) {
+	nodes := &statusNodes{t: t, nodes: map[string][2]string{}}
+	for _, tt := range []struct {
+		node   string
+		status int
+		retry  string // the X-Should-Retry header
+		msg    string
+	}{
+		{"acted", 502, "false", "model crashed after a tool"},
+		{"stuck", 504, "false", "no answer within"},
+		{"upstream", 502, "", "model crashed"},
+		{"overloaded", 429, "", "32 calls already wait"},
+	} {
+		for _, ep := range []struct {
+			path string
+			body any
+		}{
+			{"/v1/chat/completions", completion("x")},
+			{"/v1/chat", ChatRequest{Text: "x"}},
+		} {
+			t.Run(tt.node+ep.path, func(t *testing.T) {
+				resp := nodes.post(t, tt.node, "", ep.path, ep.body)
+				var e errorBody
+				decodeBody(t, resp, &e)
+				if resp.StatusCode != tt.status || resp.Header.Get("X-Should-Retry") != tt.retry || !strings.Contains(e.Error.Message, tt.msg) {
+					t.Fatalf("status %d, X-Should-Retry %q, %q: want %d, %q and %q", resp.StatusCode, resp.Header.Get("X-Should-Retry"), e.Error.Message, tt.status, tt.retry, tt.msg)
+				}
+			})
+		}
 	}
 }
 
