@@ -171,6 +171,11 @@ func TestParseArguments(t *testing.T) {
 		{`{"path": "/etc/host`, `"{\"path\": \"/etc/host"`, true, `{"path": "/etc/host`},
 		{`[1, 2]`, `[1,2]`, false, `[1,2]`},
 		{"not json", `"not json"`, true, "not json"},
+		{`"{\"a\": 1}"`, `{"a":1}`, false, `{"a":1}`},
+		{` " {\"a\": [1]} " `, `{"a":[1]}`, false, `{"a":[1]}`},
+		{`"plain text"`, `"plain text"`, false, `"plain text"`},
+		{`"[1, 2]"`, `"[1, 2]"`, false, `"[1, 2]"`},
+		{`"{\"a\": "`, `"{\"a\": "`, false, `"{\"a\": "`},
 	}
 	for _, tt := range tests {
 		args, errText := ParseArguments([]byte(tt.in))

@@ -150,11 +150,20 @@ type Provider interface {
 // ParseArguments turns the text a model produced for a tool call into
 // ToolCall.Arguments and ToolCall.ArgumentsError: compacted JSON when the
 // text is JSON ("{}" when it is blank), else the text kept as a JSON string
-// with the parse error.
+// with the parse error. A JSON string that holds a JSON object (arguments
+// encoded twice, as small local models write them) gives that object.
 func ParseArguments(text []byte) (json.RawMessage, string) {
 	text = bytes.TrimSpace(text)
 	if len(text) == 0 {
 		return json.RawMessage("{}"), ""
+	}
+	if text[0] == '"' {
+		var inner string
+		if json.Unmarshal(text, &inner) == nil {
+			if in := bytes.TrimSpace([]byte(inner)); len(in) > 0 && in[0] == '{' && json.Valid(in) {
+				text = in
+			}
+		}
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, text); err != nil {
