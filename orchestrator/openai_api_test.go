@@ -444,6 +444,52 @@ func roles(msgs []llm.Message) string {
 	return b.String()
 }
 
+// TestReplayedAnswers: a client replays the answers it got as history,
+// in the shapes OpenAI's API gives them; the model sees their text. A
+// refusal is one: as the answer's refusal field with no content, or as a
+// "refusal" part of the content, which only an assistant message may hold.
+func TestReplayedAnswers(t *testing.T) {
+	rec := &recorder{next: mustScript(t, helloTranscript)}
+	_, base, token := startAPI(t, nil, Options{Provider: rec})
+	refusal := "I can't help with that."
+	for _, tt := range []struct {
+		name  string
+		reply map[string]any // messages[1], between two user messages
+		saw   string         // roles() of what the model saw; "" when refused
+		param string
+	}{
+		{"text", map[string]any{"role": "assistant", "content": "b"}, "user:a|assistant:b|user:c|", ""},
+		{"refusal field", map[string]any{"role": "assistant", "content": nil, "refusal": refusal},
+			"user:a|assistant:" + refusal + "|user:c|", ""},
+		{"refusal part", map[string]any{"role": "assistant", "content": []map[string]any{{"type": "refusal", "refusal": refusal}}},
+			"user:a|assistant:" + refusal + "|user:c|", ""},
+		{"text and refusal parts", map[string]any{"role": "assistant", "content": []map[string]any{
+			{"type": "text", "text": "b"}, {"type": "refusal", "refusal": refusal}}}, "user:a|assistant:b\n" + refusal + "|user:c|", ""},
+		{"refusal part without its text", map[string]any{"role": "assistant", "content": []map[string]any{{"type": "refusal"}}},
+			"", "messages[1].content[0].refusal"},
+		{"refusal part of a user", map[string]any{"role": "user", "content": []map[string]any{{"type": "refusal", "refusal": refusal}}},
+			"", "messages[1].content[0].type"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := send(t, "POST", base+"/v1/chat/completions", token, map[string]any{"model": "evoclaw", "messages": []map[string]any{
+				{"role": "user", "content": "a"}, tt.reply, {"role": "user", "content": "c"}}})
+			if tt.saw == "" {
+				var e errorBody
+				decodeBody(t, resp, &e)
+				if resp.StatusCode != 400 || e.Error.Param == nil || *e.Error.Param != tt.param {
+					t.Fatalf("%d %+v, want 400 naming %s", resp.StatusCode, e.Error, tt.param)
+				}
+				return
+			}
+			var c ChatCompletion
+			decodeBody(t, resp, &c)
+			if resp.StatusCode != 200 || roles(rec.last().Messages) != tt.saw {
+				t.Fatalf("%d %+v: the model saw %q, want %q", resp.StatusCode, c, roles(rec.last().Messages), tt.saw)
+			}
+		})
+	}
+}
+
 // TestChatCompletionsContinuity: a stateless request seeds a fresh
 // conversation from its earlier messages; a named conversation continues
 // from its stored history and ignores the request's earlier messages; both

@@ -84,6 +84,9 @@ type completionMessage struct {
 	Content      json.RawMessage `json:"content"`
 	ToolCalls    json.RawMessage `json:"tool_calls"`
 	FunctionCall json.RawMessage `json:"function_call"`
+	// Refusal is an assistant message's refusal, which OpenAI's answers
+	// give instead of content: a client replays it as it got it.
+	Refusal *string `json:"refusal"`
 }
 
 // completionInput is a valid request, ready for Converse.
@@ -184,9 +187,12 @@ func decodeChatCompletionRequest(body []byte) (completionInput, *requestError) {
 	var system []string
 	for i, m := range req.Messages {
 		where := fmt.Sprintf("messages[%d]", i)
-		text, e := contentText(m.Content, where)
+		text, e := contentText(m.Content, where, m.Role == llm.RoleAssistant)
 		if e != nil {
 			return in, e
+		}
+		if m.Role == llm.RoleAssistant && text == "" && m.Refusal != nil {
+			text = *m.Refusal
 		}
 		switch m.Role {
 		case "system", "developer":
@@ -432,8 +438,10 @@ func cutAtStop(text string, stop []string) (string, bool) {
 }
 
 // contentText is the text of a message's content: a string, null, or an
-// array of {"type": "text", "text": ...} parts (joined by newlines).
-func contentText(raw json.RawMessage, where string) (string, *requestError) {
+// array of {"type": "text", "text": ...} parts (joined by newlines). An
+// assistant's content may also hold {"type": "refusal", "refusal": ...}
+// parts, as OpenAI's API has them: their text is what the model said.
+func contentText(raw json.RawMessage, where string, assistant bool) (string, *requestError) {
 	if !present(raw) {
 		return "", nil
 	}
@@ -445,8 +453,9 @@ func contentText(raw json.RawMessage, where string) (string, *requestError) {
 		return s, nil
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type    string  `json:"type"`
+		Text    *string `json:"text"`
+		Refusal *string `json:"refusal"`
 	}
 	if raw[0] == '[' && moreThan(raw, maxContentParts) {
 		return "", badRequest(where+".content", "%s.content: more than %d parts", where, maxContentParts)
@@ -463,6 +472,14 @@ func contentText(raw json.RawMessage, where string) (string, *requestError) {
 				return "", badRequest(at+".text", "%s.text: required", at)
 			}
 			texts = append(texts, *p.Text)
+		case "refusal":
+			if !assistant {
+				return "", badRequest(at+".type", "%s: \"refusal\" parts are the assistant's: want \"text\"", at)
+			}
+			if p.Refusal == nil {
+				return "", badRequest(at+".refusal", "%s.refusal: required", at)
+			}
+			texts = append(texts, *p.Refusal)
 		case "image_url", "input_image", "image":
 			return "", badRequest(at+".type", "%s: image parts are not supported yet: send text", at)
 		case "input_audio", "file", "input_file":
