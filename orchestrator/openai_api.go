@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -210,7 +211,9 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, finish := answerText(ans, req.Stop)
-	send(ChunkDelta{Content: &text}, nil, nil)
+	for _, piece := range textPieces(text, maxDeltaText) {
+		send(ChunkDelta{Content: &piece}, nil, nil)
+	}
 	send(ChunkDelta{}, &finish, nil)
 	if req.IncludeUsage {
 		u := usage(ans)
@@ -218,6 +221,34 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			Choices: []ChunkChoice{}, Usage: &u, ConversationID: in.ConversationID})
 	}
 	sw.event("", "[DONE]")
+}
+
+// maxDeltaText bounds the text of one content chunk of a streamed answer.
+// The loop's answer comes whole; sent in one chunk, a long one made an SSE
+// line of up to six times its size (JSON escapes "<" and control
+// characters in six bytes): a 44 KB HTML answer made a line of 124 KB.
+// Clients that read the stream by line with aiohttp (Open WebUI among
+// them) fail on a line over 128 KiB ("Chunk too big"). 4 KiB of text is at
+// most 24 KiB escaped; standard clients join the deltas.
+const maxDeltaText = 4 << 10
+
+// textPieces cuts text into pieces of at most max bytes, each ending on a
+// rune boundary (a byte that is not UTF-8 counts as one): they join to
+// text. An empty text is one empty piece.
+func textPieces(text string, max int) []string {
+	pieces := make([]string, 0, len(text)/max+1)
+	for len(text) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		if cut == 0 { // no rune starts within max bytes: not UTF-8
+			cut = max
+		}
+		pieces = append(pieces, text[:cut])
+		text = text[cut:]
+	}
+	return append(pieces, text)
 }
 
 // completionErrParam is the request field a failed chat blames: the body's

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/testenv"
@@ -778,6 +779,67 @@ func streamedChats() []struct {
 	}{
 		{"/v1/chat/completions", with(completion("x"), "stream", true)},
 		{"/v1/chat", ChatRequest{Text: "x", Stream: true}},
+	}
+}
+
+// TestLongAnswerStreamsInShortLines: a streamed answer's text comes in
+// content chunks whose SSE lines stay far below the 128 KiB that clients
+// reading the stream by line with aiohttp take at most, cut on rune
+// boundaries, and the chunks join to the answer.
+func TestLongAnswerStreamsInShortLines(t *testing.T) {
+	const maxLine = 32 << 10
+	for _, tt := range []struct{ name, answer string }{
+		{"empty", ""},
+		{"short", "hello"},
+		{"html, six bytes a character escaped", strings.Repeat("<p>é</p>\n", 12000)},
+		{"three-byte runes across every cut", strings.Repeat("€", 5000)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			answer := funcProvider(func(context.Context, llm.Request) (llm.Response, error) {
+				return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: tt.answer}}, nil
+			})
+			_, base, token := startAPI(t, nil, Options{Provider: answer})
+			resp := send(t, "POST", base+"/v1/chat/completions", token, with(completion("x"), "stream", true))
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 4<<20)
+			var text strings.Builder
+			roles, last, finish, lines := 0, "", "", 0
+			for sc.Scan() {
+				line := sc.Text()
+				if len(line) > maxLine {
+					t.Fatalf("an SSE line of %d bytes", len(line))
+				}
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok {
+					continue
+				}
+				last, lines = data, lines+1
+				var c CompletionChunk
+				if data == "[DONE]" || json.Unmarshal([]byte(data), &c) != nil || len(c.Choices) == 0 {
+					continue
+				}
+				if finish != "" {
+					t.Fatalf("a chunk after finish_reason %q: %s", finish, data)
+				}
+				if c.Choices[0].Delta.Role != "" {
+					roles++
+				}
+				if c.Choices[0].Delta.Content != nil {
+					if !utf8.ValidString(*c.Choices[0].Delta.Content) {
+						t.Fatalf("a delta cut inside a rune: %q", *c.Choices[0].Delta.Content)
+					}
+					text.WriteString(*c.Choices[0].Delta.Content)
+				}
+				if c.Choices[0].FinishReason != nil {
+					finish = *c.Choices[0].FinishReason
+				}
+			}
+			if text.String() != tt.answer || roles != 1 || finish != "stop" || last != "[DONE]" {
+				t.Fatalf("%d events: joined %d bytes of %d (equal: %v), %d role chunks, finish %q, last %q",
+					lines, text.Len(), len(tt.answer), text.String() == tt.answer, roles, finish, last)
+			}
+		})
 	}
 }
 
