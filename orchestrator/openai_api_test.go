@@ -143,6 +143,13 @@ func TestChatCompletionsStatuses(t *testing.T) {
 		{"image part", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []map[string]any{
 			{"type": "text", "text": "what is this"}, {"type": "image_url", "image_url": map[string]any{"url": "data:"}}}}}),
 			400, ErrTypeInvalidRequest, "messages[0].content[1].type", "image parts are not supported"},
+		{"text part of a number", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "a"}, map[string]any{"type": "text", "text": 5}}}}),
+			400, ErrTypeInvalidRequest, "messages[0].content[1].text", "messages[0].content[1].text: got a JSON number, want a string"},
+		{"part a string", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []any{"a"}}}),
+			400, ErrTypeInvalidRequest, "messages[0].content[0]", "messages[0].content[0]: got a JSON string, want an object"},
+		{"content a number", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": 5}}),
+			400, ErrTypeInvalidRequest, "messages[0].content", "want a string or an array"},
 		{"text parts", "ok", "", with(completion("x"), "messages", []map[string]any{{"role": "user", "content": []map[string]any{{"type": "text", "text": "bob"}}}}), 200, "", "", ""},
 		{"n 2", "ok", "", with(completion("x"), "n", 2), 400, ErrTypeInvalidRequest, "n", "only 1"},
 		{"json response format", "ok", "", with(completion("x"), "response_format", map[string]any{"type": "json_object"}), 400, ErrTypeInvalidRequest, "response_format", "text"},

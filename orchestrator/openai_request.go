@@ -452,16 +452,12 @@ func contentText(raw json.RawMessage, where string, assistant bool) (string, *re
 		}
 		return s, nil
 	}
-	var parts []struct {
-		Type    string  `json:"type"`
-		Text    *string `json:"text"`
-		Refusal *string `json:"refusal"`
-	}
+	var parts []contentPart
 	if raw[0] == '[' && moreThan(raw, maxContentParts) {
 		return "", badRequest(where+".content", "%s.content: more than %d parts", where, maxContentParts)
 	}
 	if raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
-		return "", badRequest(where+".content", "%s.content: want a string or an array of {\"type\": \"text\", \"text\": ...} parts", where)
+		return "", partError(raw, where)
 	}
 	texts := make([]string, 0, len(parts))
 	for j, p := range parts {
@@ -489,6 +485,35 @@ func contentText(raw json.RawMessage, where string, assistant bool) (string, *re
 		}
 	}
 	return strings.Join(texts, "\n"), nil
+}
+
+// contentPart is one part of a message's content.
+type contentPart struct {
+	Type    string  `json:"type"`
+	Text    *string `json:"text"`
+	Refusal *string `json:"refusal"`
+}
+
+// partError refuses content raw that is neither a string nor an array of
+// parts, naming the first part that does not decode and its field at
+// fault when it is an array ("messages[0].content[1].text: got a JSON
+// number, want a string").
+func partError(raw json.RawMessage, where string) *requestError {
+	var elems []json.RawMessage
+	if raw[0] == '[' && json.Unmarshal(raw, &elems) == nil {
+		for j, e := range elems {
+			var p contentPart
+			if err := json.Unmarshal(e, &p); err != nil {
+				at := fmt.Sprintf("%s.content[%d]", where, j)
+				msg, field := jsonDecodeProblem(err)
+				if field != "" {
+					at, msg = at+"."+field, strings.TrimPrefix(msg, field+": ")
+				}
+				return badRequest(at, "%s: %s", at, msg)
+			}
+		}
+	}
+	return badRequest(where+".content", "%s.content: want a string or an array of {\"type\": \"text\", \"text\": ...} parts", where)
 }
 
 // toolChoiceNone reports whether tool_choice is "none" (refuseUnsupported

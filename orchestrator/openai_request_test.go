@@ -40,6 +40,7 @@ func FuzzDecodeChatCompletionRequest(f *testing.F) {
 		`{"model":"evoclaw","messages":[{"role":"user","content":"x"}],"temperature":2.5,"top_p":-1,"seed":1e3,"metadata":{"k":1},"logit_bias":{"1":5}}`,
 		`{"model":"evoclaw","messages":[{"role":"assistant","function_call":{"name":"f"}},{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`,
 		`{"model":"evoclaw","messages":[{"role":"assistant","refusal":"no","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":[{"type":"refusal"}]}]}`,
+		`{"model":"evoclaw","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":5},"b",[]]}]}`,
 		`{"model":"gpt","messages":[]}`, `{"model":"evoclaw","n":2,"max_tokens":-1}`, `[1,2]`, `{"model":`, `null`, ``,
 	} {
 		f.Add([]byte(s))
