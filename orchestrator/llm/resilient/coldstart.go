@@ -65,12 +65,12 @@ func (c *Chain) warmth(l *link, err error) {
 }
 
 // timeoutError names the bound that cut an attempt, and whether the
-// answer had started to arrive (a slow model) or not (a model that is
-// loading, stuck, or slow to read the prompt).
+// answer had begun (the cause then says whether it was still arriving)
+// or not (a model that is loading, stuck, or slow to read the prompt).
 func timeoutError(l *link, model string, d time.Duration, cold bool, err error) error {
 	msg := fmt.Sprintf("no answer within the per-call timeout %s", d)
 	switch {
-	case errors.Is(err, httpc.ErrStillArriving):
+	case errors.Is(err, httpc.ErrPartialAnswer):
 		msg = fmt.Sprintf("answer not complete within the per-call timeout %s", d)
 		if cold {
 			msg = fmt.Sprintf("answer not complete within the load timeout %s", d)

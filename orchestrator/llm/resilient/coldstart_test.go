@@ -14,6 +14,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/httpc"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/openai"
 )
 
@@ -193,43 +194,38 @@ func TestIdleLinkTurnsCold(t *testing.T) {
 	}
 }
 
-// TestTimeoutSaysSlowOrSilent: a per-call or load timeout that cuts a
-// streamed answer while it still arrives says that the answer was
-// arriving, how far it got, and that a longer timeout lets it finish;
-// one that passes before any chunk says there was no answer. Before,
-// both said "no answer within the per-call timeout", and a Pi writing a
-// long answer at two tokens a second looked like a hung server.
-func TestTimeoutSaysSlowOrSilent(t *testing.T) {
+// TestTimeoutSaysSlowStuckOrSilent: a per-call or load timeout that cuts
+// a streamed answer while it still arrives says so, how far it got, and
+// that a longer timeout lets it finish; one whose answer stopped for
+// longer than the idle timeout while keep-alive lines held the connection
+// says the model may be stuck; one that passes before any chunk says
+// there was no answer. Before, all said "no answer within the per-call
+// timeout", and a Pi writing a long answer at two tokens a second looked
+// like a hung server.
+func TestTimeoutSaysSlowStuckOrSilent(t *testing.T) {
+	chunk := llmtest.Step{Wait: 20 * time.Millisecond, Text: "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"}
+	slow := make([]llmtest.Step, 100)
+	for i := range slow {
+		slow[i] = chunk
+	}
+	stuck := append([]llmtest.Step{chunk}, llmtest.Heartbeats(100, 20*time.Millisecond)...)
 	for _, c := range []struct {
-		name     string
-		every    time.Duration // between chunks; 0: headers, then nothing
-		load     time.Duration // the link's LoadTimeout
-		want     []string
-		arriving bool
+		name    string
+		steps   []llmtest.Step
+		idle    time.Duration // the provider's idle timeout
+		load    time.Duration // the link's LoadTimeout
+		want    []string
+		partial bool
 	}{
-		{"slow stream", 20 * time.Millisecond, 0, []string{"answer not complete within the per-call timeout 300ms", "the answer was still arriving", "a longer timeout lets it finish"}, true},
-		{"slow stream, cold", 20 * time.Millisecond, 400 * time.Millisecond, []string{"answer not complete within the load timeout 400ms", "the answer was still arriving"}, true},
-		{"silent stream", 0, 0, []string{"no answer within the per-call timeout 300ms"}, false},
-		{"silent stream, cold", 0, 400 * time.Millisecond, []string{"no answer within the load timeout 400ms (first call"}, false},
+		{"slow stream", slow, time.Second, 0, []string{"answer not complete within the per-call timeout 300ms", "the answer was still arriving", "a longer timeout lets it finish"}, true},
+		{"slow stream, cold", slow, time.Second, 400 * time.Millisecond, []string{"answer not complete within the load timeout 400ms", "the answer was still arriving"}, true},
+		{"stuck behind keep-alives", stuck, 100 * time.Millisecond, 0, []string{"answer not complete within the per-call timeout 300ms", "only keep-alive lines: the model may be stuck"}, true},
+		{"silent stream", nil, time.Second, 0, []string{"no answer within the per-call timeout 300ms"}, false},
+		{"silent stream, cold", nil, time.Second, 400 * time.Millisecond, []string{"no answer within the load timeout 400ms (first call"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				w.(http.Flusher).Flush()
-				for c.every > 0 {
-					select {
-					case <-r.Context().Done():
-						return
-					case <-time.After(c.every):
-					}
-					fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
-					w.(http.Flusher).Flush()
-				}
-				<-r.Context().Done()
-			}))
-			defer s.Close()
-			p := openai.New(openai.Options{BaseURL: s.URL + "/v1", Stream: true, IdleTimeout: 10 * time.Second})
+			s := llmtest.Script(t, c.steps...)
+			p := openai.New(openai.Options{BaseURL: s.URL + "/v1", Stream: true, IdleTimeout: c.idle})
 			ch, _ := New([]Link{{Provider: p, Model: "tiny", Timeout: 300 * time.Millisecond, LoadTimeout: c.load}}, Options{})
 			_, err := ch.Complete(context.Background(), req())
 			if llm.KindOf(err) != llm.KindTimeout {
@@ -240,8 +236,8 @@ func TestTimeoutSaysSlowOrSilent(t *testing.T) {
 					t.Errorf("err = %v\nwant it to say %q", err, w)
 				}
 			}
-			if errors.Is(err, httpc.ErrStillArriving) != c.arriving || errors.Is(err, context.DeadlineExceeded) != true {
-				t.Errorf("err = %v: ErrStillArriving %v, want %v; DeadlineExceeded %v, want true", err, errors.Is(err, httpc.ErrStillArriving), c.arriving, errors.Is(err, context.DeadlineExceeded))
+			if errors.Is(err, httpc.ErrPartialAnswer) != c.partial || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v: ErrPartialAnswer %v, want %v; DeadlineExceeded %v, want true", err, errors.Is(err, httpc.ErrPartialAnswer), c.partial, errors.Is(err, context.DeadlineExceeded))
 			}
 		})
 	}

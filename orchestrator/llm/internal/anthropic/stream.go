@@ -33,7 +33,10 @@ type streamEvent struct {
 const blockCost = 256
 
 // readStream assembles a Messages event stream. A stream that ends before
-// message_stop is a network failure: the answer may be cut.
+// message_stop and before message_delta's stop_reason is a network
+// failure: the answer may be cut. After the stop_reason every block is
+// complete, and the stream may end without message_stop (see
+// httpc.Events.Finishing).
 func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Response, error) {
 	var (
 		model   string
@@ -107,6 +110,7 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		case "message_delta":
 			if e.Delta != nil && e.Delta.StopReason != "" {
 				stop = e.Delta.StopReason
+				evs.Finishing() // every block is complete; message_stop may follow, or not
 			}
 			if e.Usage != nil {
 				u.OutputTokens = e.Usage.V.OutputTokens
@@ -123,8 +127,8 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 			break
 		}
 	}
-	if !done {
-		return llm.Response{}, call.Errorf(llm.KindNetwork, 200, io.ErrUnexpectedEOF, "stream ended before message_stop")
+	if !done && stop == "" {
+		return llm.Response{}, call.Errorf(llm.KindNetwork, 200, io.ErrUnexpectedEOF, "stream ended before message_stop and without a stop_reason")
 	}
 	for i, tb := range texts {
 		blocks[i].Text = tb.String()

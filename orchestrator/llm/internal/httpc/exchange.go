@@ -155,11 +155,14 @@ type Events struct {
 	kept, keptMax int64     // answer bytes the codec kept so far (Keep), and their bound
 	events        int       // events read so far
 	last          time.Time // when the last of them arrived
+	body          *IdleBody // the streamed body, when it is one (Finishing)
+	finishing     bool      // set by Finishing
 }
 
 // Events reads the server-sent events of r, a streamed answer to c.
 func (c *Call) Events(ctx context.Context, r io.Reader) *Events {
 	e := &Events{ctx: ctx, call: c, r: sse.NewReader(r), readMax: c.StreamLimit, keptMax: c.AnswerLimit}
+	e.body, _ = r.(*IdleBody)
 	if e.readMax <= 0 {
 		e.readMax = MaxStream
 	}
@@ -169,17 +172,19 @@ func (c *Call) Events(ctx context.Context, r io.Reader) *Events {
 	return e
 }
 
-// ErrStillArriving is the cause of a timeout that cut a streamed answer
-// while it was still arriving: the model is slow, not stuck.
-var ErrStillArriving = errors.New("slow answer")
+// ErrPartialAnswer is the cause of a timeout that cut a streamed answer
+// after part of it had arrived.
+var ErrPartialAnswer = errors.New("partial answer")
 
 // Next returns the next event with data; ok is false at the end of the
 // stream. An event over sse.MaxEvent makes a malformed answer, and so does
 // a body without a single event but with lines that are not of the format
 // (an HTML page or a plain-text error answered with 200), whose first line
 // the error quotes. A deadline that passes after events arrived is a
-// timeout caused by ErrStillArriving, saying how far the answer got; any
-// other read error is a transport failure of the call.
+// timeout caused by ErrPartialAnswer that says how far the answer got and
+// whether it was still arriving (a slow model) or had stopped for longer
+// than the idle timeout while keep-alive lines held the connection (a
+// stuck one); any other read error is a transport failure of the call.
 func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 	ev, err = e.r.Next()
 	switch {
@@ -189,6 +194,9 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		}
 		e.events++
 		e.last = e.call.now()
+		if e.finishing && e.body != nil {
+			e.body.Tail()
+		}
 		return ev, true, nil
 	case errors.Is(err, io.EOF):
 		if stray := e.r.Stray(); e.events == 0 && stray != nil {
@@ -197,10 +205,10 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		return sse.Event{}, false, nil
 	case errors.Is(err, sse.ErrTooLong):
 		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
+	case e.finishing && e.body != nil && e.body.Fired():
+		return sse.Event{}, false, nil // the grace of Finishing passed: the end
 	case e.events > 0 && !errors.Is(err, ErrIdle) && errors.Is(e.ctx.Err(), context.DeadlineExceeded):
-		return sse.Event{}, false, e.call.Errorf(llm.KindTimeout, 0, fmt.Errorf("%w: %w", ErrStillArriving, e.ctx.Err()),
-			"the answer was still arriving when the time was up (%d events, %d bytes, the last %s before): the model is slow, not stuck; a longer timeout lets it finish",
-			e.events, e.read, e.call.now().Sub(e.last).Round(time.Millisecond))
+		return sse.Event{}, false, e.partial()
 	}
 	return sse.Event{}, false, e.call.Transport(e.ctx, err)
 }
@@ -214,6 +222,38 @@ func (e *Events) Keep(n int) error {
 		return e.call.Errorf(llm.KindMalformed, 200, nil, "streamed answer larger than %d bytes", e.keptMax)
 	}
 	return nil
+}
+
+// partial is the timeout of an answer cut after e.events events.
+func (e *Events) partial() error {
+	cause := fmt.Errorf("%w: %w", ErrPartialAnswer, e.ctx.Err())
+	gap := e.call.now().Sub(e.last).Round(time.Millisecond)
+	if e.body != nil && e.body.idle > 0 && gap > e.body.idle {
+		return e.call.Errorf(llm.KindTimeout, 0, cause,
+			"the answer began (%d events, %d bytes) but its last event came %s before the time was up, and since then only keep-alive lines: the model may be stuck",
+			e.events, e.read, gap)
+	}
+	return e.call.Errorf(llm.KindTimeout, 0, cause,
+		"the answer was still arriving when the time was up (%d events, %d bytes, the last %s before): the model is slow, not stuck; a longer timeout lets it finish",
+		e.events, e.read, gap)
+}
+
+// Finishing tells that the answer is complete (a finish_reason, a
+// stop_reason has come) and that the rest of the stream (usage, the end
+// marker) may be missed: from now on the stream ends, as if the server had
+// closed it, once FinishGrace passes without an event, comments and
+// heartbeats not counting. A server that sent the end of its answer but
+// neither its end marker nor the end of the body used to cost the whole
+// answer, lost to the idle timeout, or to the call's timeout while it
+// sent heartbeats.
+func (e *Events) Finishing() {
+	if e.finishing {
+		return // each event re-arms the grace (Next)
+	}
+	e.finishing = true
+	if e.body != nil {
+		e.body.Tail()
+	}
 }
 
 // All yields the events with data to the end of the stream; a read error

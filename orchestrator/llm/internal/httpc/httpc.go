@@ -178,7 +178,7 @@ func RetryAfter(h string, now time.Time) time.Duration {
 
 // IdleBody wraps a streamed body so that a gap of more than idle between
 // reads cancels the exchange (through cancel) and later reads fail with
-// ErrIdle. Close stops the timer.
+// ErrIdle; after Tail, only Tail re-arms it. Close stops the timer.
 type IdleBody struct {
 	r      io.ReadCloser
 	idle   time.Duration
@@ -186,6 +186,30 @@ type IdleBody struct {
 	mu     sync.Mutex // guards fired
 	fired  bool
 	cancel context.CancelFunc
+	tail   bool // set by Tail: reads no longer re-arm the timer
+}
+
+// FinishGrace is how long a stream whose answer is complete may go on
+// without an event (see Events.Finishing) before it counts as ended; an
+// idle timeout shorter than it is taken instead.
+const FinishGrace = 5 * time.Second
+
+// Tail (re)arms the timer for FinishGrace (or idle, when shorter), and
+// from now on bytes read no longer re-arm it: only another Tail does.
+// A reader that holds a complete answer calls it at each event, so that
+// a server which neither ends the stream nor sends events, heartbeats or
+// not, costs the grace and not the idle timeout or the call's timeout.
+func (b *IdleBody) Tail() {
+	d := FinishGrace
+	if b.idle > 0 {
+		d = min(d, b.idle)
+	}
+	b.tail = true
+	if b.timer == nil {
+		b.timer = time.AfterFunc(d, b.fire)
+		return
+	}
+	b.timer.Reset(d)
 }
 
 // NewIdleBody starts the idle timer; idle <= 0 disables it.
@@ -211,13 +235,14 @@ func (b *IdleBody) Fired() bool {
 	return b.fired
 }
 
-// Read reads and re-arms the idle timer on data.
+// Read reads and re-arms the idle timer on data (until Tail). Read and
+// Tail are called from one goroutine.
 func (b *IdleBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if b.Fired() {
 		return n, ErrIdle
 	}
-	if n > 0 && b.timer != nil {
+	if n > 0 && b.timer != nil && !b.tail {
 		b.timer.Reset(b.idle)
 	}
 	return n, err

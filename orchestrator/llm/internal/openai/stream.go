@@ -47,6 +47,9 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		if err := a.add(call, evs, data); err != nil {
 			return llm.Response{}, err
 		}
+		if a.reason != "" {
+			evs.Finishing() // the usage and [DONE] may follow, or not
+		}
 	}
 	if !done && a.reason == "" {
 		return llm.Response{}, call.Errorf(llm.KindNetwork, 200, io.ErrUnexpectedEOF, "stream ended before [DONE] and without a finish_reason")

@@ -1,0 +1,50 @@
+package openai
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/llmtest"
+)
+
+// TestStreamEndsAfterFinishReason: a stream that has sent its
+// finish_reason but neither [DONE] nor the end of the body gives its
+// answer once the grace passes without an event (the idle timeout here,
+// shorter than httpc.FinishGrace), heartbeats or not; a usage chunk that
+// comes within the grace is taken; and a server that sends a
+// finish_reason with every chunk (some proxies do) loses nothing. Before,
+// the whole answer was lost to the idle timeout, or to the call's timeout
+// while heartbeats came.
+func TestStreamEndsAfterFinishReason(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	text := func(s, finish string) string {
+		return `data: {"id":"r","model":"m","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	end := text("45.6 °C", `"stop"`)
+	for _, c := range []struct {
+		name    string
+		steps   []llmtest.Step
+		content string
+		usage   llm.Usage
+	}{
+		{"silence", []llmtest.Step{{Text: text("It is ", "null") + end}}, "It is 45.6 °C", llm.Usage{}},
+		{"heartbeats", append([]llmtest.Step{{Text: text("It is ", "null") + end}}, llmtest.Heartbeats(40, idle/4)...), "It is 45.6 °C", llm.Usage{}},
+		{"late usage", []llmtest.Step{{Text: end}, {Wait: idle / 3, Text: `data: {"id":"r","choices":[],"usage":{"prompt_tokens":82,"completion_tokens":3}}` + "\n\n"}}, "45.6 °C", llm.Usage{InputTokens: 82, OutputTokens: 3}},
+		{"finish_reason on every chunk", []llmtest.Step{{Text: text("It ", `"stop"`)}, {Wait: idle / 2, Text: text("is ", `"stop"`)}, {Wait: idle / 2, Text: text("45.6", `"stop"`)}, {Wait: idle / 2, Text: text(" °C", `"stop"`)}}, "It is 45.6 °C", llm.Usage{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := llmtest.Script(t, c.steps...)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r, err := New(Options{BaseURL: s.URL + "/v1", Stream: true, IdleTimeout: idle}).Complete(ctx, turn1())
+			if err != nil {
+				t.Fatalf("err = %v, want the answer", err)
+			}
+			if r.Message.Content != c.content || r.FinishReason != llm.FinishStop || r.Usage != c.usage {
+				t.Fatalf("answer %q finish %q usage %+v, want %q stop %+v", r.Message.Content, r.FinishReason, r.Usage, c.content, c.usage)
+			}
+		})
+	}
+}
