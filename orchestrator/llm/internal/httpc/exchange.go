@@ -205,8 +205,11 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		return sse.Event{}, false, nil
 	case errors.Is(err, sse.ErrTooLong):
 		return sse.Event{}, false, e.call.Errorf(llm.KindMalformed, 200, err, "stream")
-	case e.finishing && e.body != nil && e.body.Fired():
-		return sse.Event{}, false, nil // the grace of Finishing passed: the end
+	case e.finishing && !e.callerCanceled():
+		// The answer is complete: the grace of Finishing passed, or the
+		// deadline came, or the connection broke, within what was
+		// optional. That is the end.
+		return sse.Event{}, false, nil
 	case e.events > 0 && !errors.Is(err, ErrIdle) && errors.Is(e.ctx.Err(), context.DeadlineExceeded):
 		return sse.Event{}, false, e.partial()
 	}
@@ -222,6 +225,12 @@ func (e *Events) Keep(n int) error {
 		return e.call.Errorf(llm.KindMalformed, 200, nil, "streamed answer larger than %d bytes", e.keptMax)
 	}
 	return nil
+}
+
+// callerCanceled reports whether the caller cancelled the exchange (not
+// the idle timer, whose firing cancels it too).
+func (e *Events) callerCanceled() bool {
+	return errors.Is(e.ctx.Err(), context.Canceled) && (e.body == nil || !e.body.Fired())
 }
 
 // partial is the timeout of an answer cut after e.events events.
@@ -240,12 +249,13 @@ func (e *Events) partial() error {
 
 // Finishing tells that the answer is complete (a finish_reason, a
 // stop_reason has come) and that the rest of the stream (usage, the end
-// marker) may be missed: from now on the stream ends, as if the server had
-// closed it, once FinishGrace passes without an event, comments and
-// heartbeats not counting. A server that sent the end of its answer but
-// neither its end marker nor the end of the body used to cost the whole
-// answer, lost to the idle timeout, or to the call's timeout while it
-// sent heartbeats.
+// marker) may be missed: from now on the stream ends, as if the server
+// had closed it, once FinishGrace passes without an event, comments and
+// heartbeats not counting; a deadline or a broken connection from then
+// on ends it too, and only the caller's cancellation is still an error.
+// A server that sent the end of its answer but neither its end marker nor
+// the end of the body used to cost the whole answer, lost to the idle
+// timeout, or to the call's timeout while it sent heartbeats.
 func (e *Events) Finishing() {
 	if e.finishing {
 		return // each event re-arms the grace (Next)

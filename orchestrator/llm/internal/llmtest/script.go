@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// Step is one write of a scripted stream: Text, after Wait.
+// Step is one write of a scripted stream: Text, after Wait. With Cut,
+// the server then drops the connection without ending the body.
 type Step struct {
 	Wait time.Duration
 	Text string
+	Cut  bool
 }
 
 // Script serves an event stream written step by step, each step flushed,
@@ -32,6 +34,12 @@ func Script(t testing.TB, steps ...Step) *httptest.Server {
 			}
 			io.WriteString(w, st.Text)
 			w.(http.Flusher).Flush()
+			if st.Cut {
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					conn.Close()
+				}
+				return
+			}
 		}
 		<-r.Context().Done()
 	}))

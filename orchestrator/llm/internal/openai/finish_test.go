@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // answer once the grace passes without an event (the idle timeout here,
 // shorter than httpc.FinishGrace), heartbeats or not; a usage chunk that
 // comes within the grace is taken; and a server that sends a
-// finish_reason with every chunk (some proxies do) loses nothing. Before,
+// finish_reason with every chunk (some proxies do) loses nothing; a
+// deadline or a dropped connection after it keeps the answer too. Before,
 // the whole answer was lost to the idle timeout, or to the call's timeout
 // while heartbeats came.
 func TestStreamEndsAfterFinishReason(t *testing.T) {
@@ -26,17 +28,20 @@ func TestStreamEndsAfterFinishReason(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		steps   []llmtest.Step
+		within  time.Duration // the caller's deadline; 0: 10 s
 		content string
 		usage   llm.Usage
 	}{
-		{"silence", []llmtest.Step{{Text: text("It is ", "null") + end}}, "It is 45.6 °C", llm.Usage{}},
-		{"heartbeats", append([]llmtest.Step{{Text: text("It is ", "null") + end}}, llmtest.Heartbeats(40, idle/4)...), "It is 45.6 °C", llm.Usage{}},
-		{"late usage", []llmtest.Step{{Text: end}, {Wait: idle / 3, Text: `data: {"id":"r","choices":[],"usage":{"prompt_tokens":82,"completion_tokens":3}}` + "\n\n"}}, "45.6 °C", llm.Usage{InputTokens: 82, OutputTokens: 3}},
-		{"finish_reason on every chunk", []llmtest.Step{{Text: text("It ", `"stop"`)}, {Wait: idle / 2, Text: text("is ", `"stop"`)}, {Wait: idle / 2, Text: text("45.6", `"stop"`)}, {Wait: idle / 2, Text: text(" °C", `"stop"`)}}, "It is 45.6 °C", llm.Usage{}},
+		{"silence", []llmtest.Step{{Text: text("It is ", "null") + end}}, 0, "It is 45.6 °C", llm.Usage{}},
+		{"heartbeats", append([]llmtest.Step{{Text: text("It is ", "null") + end}}, llmtest.Heartbeats(40, idle/4)...), 0, "It is 45.6 °C", llm.Usage{}},
+		{"late usage", []llmtest.Step{{Text: end}, {Wait: idle / 3, Text: `data: {"id":"r","choices":[],"usage":{"prompt_tokens":82,"completion_tokens":3}}` + "\n\n"}}, 0, "45.6 °C", llm.Usage{InputTokens: 82, OutputTokens: 3}},
+		{"finish_reason on every chunk", []llmtest.Step{{Text: text("It ", `"stop"`)}, {Wait: idle / 2, Text: text("is ", `"stop"`)}, {Wait: idle / 2, Text: text("45.6", `"stop"`)}, {Wait: idle / 2, Text: text(" °C", `"stop"`)}}, 0, "It is 45.6 °C", llm.Usage{}},
+		{"deadline within the grace", []llmtest.Step{{Text: end}}, idle / 2, "45.6 °C", llm.Usage{}},
+		{"connection dropped after it", []llmtest.Step{{Text: end, Cut: true}}, 0, "45.6 °C", llm.Usage{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := llmtest.Script(t, c.steps...)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.within, 10*time.Second))
 			defer cancel()
 			r, err := New(Options{BaseURL: s.URL + "/v1", Stream: true, IdleTimeout: idle}).Complete(ctx, turn1())
 			if err != nil {
