@@ -94,8 +94,8 @@ type Endpoint struct {
 	// Timeout bounds one attempt (default 10m for a local base URL, 2m
 	// otherwise).
 	Timeout Duration `toml:"timeout"`
-	// IdleTimeout bounds the silence between streamed chunks (default
-	// 2m); only with Stream.
+	// IdleTimeout bounds the silence between streamed chunks once the
+	// answer has begun (default 2m); only with Stream.
 	IdleTimeout Duration `toml:"idle_timeout"`
 	// MaxConcurrent bounds calls in flight to this server (default 1 for a
 	// local base URL, 4 otherwise). Endpoints on the same server share one

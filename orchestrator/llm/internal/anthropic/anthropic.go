@@ -59,7 +59,7 @@ type Options struct {
 	// Stream asks for server-sent events instead of one JSON answer.
 	Stream bool
 	// IdleTimeout bounds the silence between two streamed events, counted
-	// from the response headers (default DefaultIdleTimeout; negative
+	// from the first byte of the answer (default DefaultIdleTimeout; negative
 	// disables). Ignored without Stream.
 	IdleTimeout time.Duration
 	// Client sends the requests (default: http.DefaultClient, which has no

@@ -43,3 +43,13 @@ func TestStreamEndsAfterStopReason(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstChunkLate: the idle timeout counts from the answer's first
+// byte, not from the headers (see llmtest.FirstChunkLate).
+func TestFirstChunkLate(t *testing.T) {
+	llmtest.FirstChunkLate(t, func(url string, stream bool, idle time.Duration) llm.Provider {
+		return New(Options{BaseURL: url, Stream: stream, IdleTimeout: idle})
+	}, turn1(), streamHead+textDelta("45.6 °C")+
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n"+
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", "45.6 °C")
+}

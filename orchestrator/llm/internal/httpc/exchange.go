@@ -27,8 +27,9 @@ type Codec struct {
 }
 
 // Exchange sends call and turns the answer into a response: whole with
-// Parse, or, when stream is set, with ReadStream while the server never
-// stays silent longer than idle (a stall is a timeout error). It asks for
+// Parse, or, when stream is set, with ReadStream while the server, once
+// its answer has begun, never stays silent longer than idle (a stall is a
+// timeout error; see IdleBody). It asks for
 // JSON or an event stream accordingly; a server that ignores stream and
 // answers in one JSON piece is parsed whole. The response gets its latency,
 // provider and model (the call's when the answer names none), and its

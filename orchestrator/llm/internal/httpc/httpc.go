@@ -177,8 +177,14 @@ func RetryAfter(h string, now time.Time) time.Duration {
 }
 
 // IdleBody wraps a streamed body so that a gap of more than idle between
-// reads cancels the exchange (through cancel) and later reads fail with
-// ErrIdle; after Tail, only Tail re-arms it. Close stops the timer.
+// reads, counted from the first byte, cancels the exchange (through
+// cancel) and later reads fail with ErrIdle; after Tail, only Tail
+// re-arms it. The wait for the first byte is not bounded here: servers
+// send their headers at different moments (llama.cpp's server when the
+// prompt's evaluation starts, others with the first token), and the time
+// to the first token (a model load, a long prompt on a Raspberry Pi) is
+// the call's timeout's to bound, whatever the server. Close stops the
+// timer.
 type IdleBody struct {
 	r      io.ReadCloser
 	idle   time.Duration
@@ -212,13 +218,10 @@ func (b *IdleBody) Tail() {
 	b.timer.Reset(d)
 }
 
-// NewIdleBody starts the idle timer; idle <= 0 disables it.
+// NewIdleBody wraps r; its idle timer starts at the first byte read.
+// idle <= 0 disables it.
 func NewIdleBody(r io.ReadCloser, idle time.Duration, cancel context.CancelFunc) *IdleBody {
-	b := &IdleBody{r: r, idle: idle, cancel: cancel}
-	if idle > 0 {
-		b.timer = time.AfterFunc(idle, b.fire)
-	}
-	return b
+	return &IdleBody{r: r, idle: idle, cancel: cancel}
 }
 
 func (b *IdleBody) fire() {
@@ -235,14 +238,18 @@ func (b *IdleBody) Fired() bool {
 	return b.fired
 }
 
-// Read reads and re-arms the idle timer on data (until Tail). Read and
+// Read reads and (re-)arms the idle timer on data (until Tail). Read and
 // Tail are called from one goroutine.
 func (b *IdleBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if b.Fired() {
 		return n, ErrIdle
 	}
-	if n > 0 && b.timer != nil && !b.tail {
+	switch {
+	case n == 0 || b.tail || b.idle <= 0:
+	case b.timer == nil:
+		b.timer = time.AfterFunc(b.idle, b.fire)
+	default:
 		b.timer.Reset(b.idle)
 	}
 	return n, err

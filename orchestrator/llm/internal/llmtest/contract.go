@@ -97,3 +97,22 @@ func Contract(t *testing.T, dir string, dial Dial, req llm.Request) {
 		}
 	})
 }
+
+// FirstChunkLate checks that the idle timeout counts from the answer's
+// first byte, not from the response headers: a server that sends its
+// headers at once and its first chunk (stream, a whole answer in the
+// provider's wire format, whose text is want) after three idle timeouts,
+// as llama.cpp's server does while it evaluates a long prompt, is
+// answered; the time to the first token is the call's timeout's to bound.
+// Silence after the first chunk is still an idle timeout ("idle timeout"
+// of Contract).
+func FirstChunkLate(t *testing.T, dial Dial, req llm.Request, stream, want string) {
+	const idle = 100 * time.Millisecond
+	s := Script(t, Step{Wait: 3 * idle, Text: stream})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := dial(s.URL, true, idle).Complete(ctx, req)
+	if err != nil || r.Message.Content != want {
+		t.Fatalf("answer %q, err %v; want %q", r.Message.Content, err, want)
+	}
+}

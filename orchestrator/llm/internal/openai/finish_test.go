@@ -53,3 +53,14 @@ func TestStreamEndsAfterFinishReason(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstChunkLate: the idle timeout counts from the answer's first
+// byte. Before, it counted from the headers, which llama.cpp's server
+// sends when it starts evaluating the prompt: a prompt that took a Pi
+// longer than idle_timeout (2 min) to read failed with "the server sent
+// nothing", where the same call without streaming had its timeout.
+func TestFirstChunkLate(t *testing.T) {
+	llmtest.FirstChunkLate(t, func(url string, stream bool, idle time.Duration) llm.Provider {
+		return New(Options{BaseURL: url + "/v1", Stream: stream, IdleTimeout: idle})
+	}, turn1(), `data: {"id":"r","choices":[{"index":0,"delta":{"content":"45.6 °C"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n", "45.6 °C")
+}

@@ -56,7 +56,7 @@ type Options struct {
 	// Stream asks for server-sent events instead of one JSON answer.
 	Stream bool
 	// IdleTimeout bounds the silence between two streamed chunks, counted
-	// from the response headers (default DefaultIdleTimeout; negative
+	// from the first byte of the answer (default DefaultIdleTimeout; negative
 	// disables). Ignored without Stream.
 	IdleTimeout time.Duration
 	// MaxTokens is sent as max_tokens when a request sets none; 0 leaves it
