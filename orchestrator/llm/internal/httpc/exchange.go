@@ -31,7 +31,8 @@ type Codec struct {
 // its answer has begun, never stays silent longer than idle (a stall is a
 // timeout error; see IdleBody). It asks for
 // JSON or an event stream accordingly; a server that ignores stream and
-// answers in one JSON piece is parsed whole. The response gets its latency,
+// answers in one JSON piece is parsed whole, and one that streams when
+// not asked to is read as a stream. The response gets its latency,
 // provider and model (the call's when the answer names none), and its
 // usage passes BoundUsage. An answer with more than llm.MaxToolCalls tool
 // calls is malformed.
@@ -106,6 +107,11 @@ func (c *Call) whole(ctx context.Context, codec Codec) (llm.Response, error) {
 		return llm.Response{}, err
 	}
 	defer hr.Body.Close()
+	if strings.HasPrefix(hr.Header.Get("Content-Type"), "text/event-stream") {
+		// The server streams although it was not asked to (a proxy set
+		// to stream): read the stream, bounded as any other.
+		return codec.ReadStream(ctx, c, hr.Body)
+	}
 	b, err := c.ReadAll(ctx, hr.Body)
 	if err != nil {
 		return llm.Response{}, err

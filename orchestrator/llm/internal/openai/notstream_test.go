@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
@@ -31,5 +32,21 @@ func TestStreamThatIsNotAnEventStream(t *testing.T) {
 			_, err := New(Options{BaseURL: s.URL + "/v1", Stream: true}).Complete(context.Background(), turn1())
 			llmtest.WantError(t, err, Name, c.kind, 200, c.msg)
 		})
+	}
+}
+
+// TestStreamWhenNotAsked: a server that answers a request without stream
+// with an event stream (a proxy set to stream) is read as a stream, as a
+// JSON body to a streamed request is parsed whole. Before, the answer
+// failed as malformed ("body is not a chat completion: data: ...").
+func TestStreamWhenNotAsked(t *testing.T) {
+	s := llmtest.Serve(t, llmtest.Pair{Stream: []json.RawMessage{
+		json.RawMessage(`{"id":"r","model":"m","choices":[{"index":0,"delta":{"content":"45.6 °C"}}]}`),
+		json.RawMessage(`{"id":"r","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`),
+		json.RawMessage(`"[DONE]"`),
+	}})
+	r, err := New(Options{BaseURL: s.URL + "/v1"}).Complete(context.Background(), turn1())
+	if err != nil || r.Message.Content != "45.6 °C" || r.FinishReason != llm.FinishStop {
+		t.Fatalf("answer %+v, err %v; want 45.6 °C", r, err)
 	}
 }
