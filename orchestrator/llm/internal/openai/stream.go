@@ -119,7 +119,11 @@ func (a *assembler) add(call *httpc.Call, evs *httpc.Events, data []byte) error 
 
 // addCall folds a tool-call delta into its call: by index when the server
 // sends one, else by id, else a delta with a name starts a new call and one
-// without continues the last. It returns how many bytes the call grew by
+// without continues the last. A delta whose id differs from that of the
+// call at its index, once that call's arguments are complete JSON, starts
+// a new call there: some servers (Ollama behind LiteLLM, Dynamo) number
+// every parallel call 0, and their calls were merged into one with their
+// arguments run together. It returns how many bytes the call grew by
 // (callCost for a new one).
 func (a *assembler) addCall(tc respToolCall) int {
 	grown := 0
@@ -127,6 +131,9 @@ func (a *assembler) addCall(tc respToolCall) int {
 	switch {
 	case tc.Index != nil:
 		sc = a.byIndex[*tc.Index]
+		if sc != nil && tc.ID != "" && sc.id != "" && string(tc.ID) != sc.id && json.Valid(sc.args.Bytes()) {
+			sc = nil // another call under the same index
+		}
 	case tc.ID != "":
 		for _, c := range a.calls {
 			if c.id == string(tc.ID) {
