@@ -12,7 +12,7 @@ import (
 // TestStreamEndsAfterStopReason: a stream that has sent message_delta
 // with its stop_reason (every block complete) but neither message_stop
 // nor the end of the body gives its answer once the grace passes without
-// an event (the idle timeout here, shorter than httpc.FinishGrace), pings
+// an event (half the idle timeout here, shorter than httpc.FinishGrace), pings
 // or heartbeats or not. Before, the whole answer was lost to the idle
 // timeout, or to the call's timeout while heartbeats came.
 func TestStreamEndsAfterStopReason(t *testing.T) {
@@ -27,7 +27,7 @@ func TestStreamEndsAfterStopReason(t *testing.T) {
 	}{
 		{"silence", []llmtest.Step{{Text: answer}}},
 		{"heartbeats", append([]llmtest.Step{{Text: answer}}, llmtest.Heartbeats(40, idle/4)...)},
-		{"a ping, then silence", []llmtest.Step{{Text: answer}, {Wait: idle / 2, Text: ping}}},
+		{"a ping, then silence", []llmtest.Step{{Text: answer}, {Wait: idle / 4, Text: ping}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := llmtest.Script(t, c.steps...)

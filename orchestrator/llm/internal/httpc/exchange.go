@@ -163,7 +163,8 @@ type Events struct {
 	events        int       // events read so far
 	last          time.Time // when the last of them arrived
 	body          *IdleBody // the streamed body, when it is one (Finishing)
-	finishing     bool      // set by Finishing
+	finishing     bool      // set by Finishing: a read error ends the stream
+	grace         bool      // set by Finishing, cleared by Resume: each event re-arms the grace
 }
 
 // Events reads the server-sent events of r, a streamed answer to c.
@@ -201,7 +202,7 @@ func (e *Events) Next() (ev sse.Event, ok bool, err error) {
 		}
 		e.events++
 		e.last = e.call.now()
-		if e.finishing && e.body != nil {
+		if e.grace && e.body != nil {
 			e.body.Tail()
 		}
 		return ev, true, nil
@@ -267,9 +268,25 @@ func (e *Events) Finishing() {
 	if e.finishing {
 		return // each event re-arms the grace (Next)
 	}
-	e.finishing = true
+	e.finishing, e.grace = true, true
 	if e.body != nil {
 		e.body.Tail()
+	}
+}
+
+// Resume ends the grace of Finishing, for a server whose finish_reason
+// came before the end of its answer (some proxies send one with every
+// chunk): the gaps are bounded by the idle timeout again, so that a slow
+// model's next token is waited for, and the idle timeout, a deadline or a
+// broken connection still ends the stream with the answer so far, which
+// the server said was finished.
+func (e *Events) Resume() {
+	if !e.grace {
+		return
+	}
+	e.grace = false
+	if e.body != nil {
+		e.body.Untail()
 	}
 }
 

@@ -196,11 +196,11 @@ type IdleBody struct {
 }
 
 // FinishGrace is how long a stream whose answer is complete may go on
-// without an event (see Events.Finishing) before it counts as ended; an
-// idle timeout shorter than it is taken instead.
+// without an event (see Events.Finishing) before it counts as ended; half
+// the idle timeout is taken instead when it is shorter.
 const FinishGrace = 5 * time.Second
 
-// Tail (re)arms the timer for FinishGrace (or idle, when shorter), and
+// Tail (re)arms the timer for FinishGrace (or half of idle, when shorter), and
 // from now on bytes read no longer re-arm it: only another Tail does.
 // A reader that holds a complete answer calls it at each event, so that
 // a server which neither ends the stream nor sends events, heartbeats or
@@ -208,7 +208,7 @@ const FinishGrace = 5 * time.Second
 func (b *IdleBody) Tail() {
 	d := FinishGrace
 	if b.idle > 0 {
-		d = min(d, b.idle)
+		d = min(d, b.idle/2)
 	}
 	b.tail = true
 	if b.timer == nil {
@@ -236,6 +236,20 @@ func (b *IdleBody) Fired() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.fired
+}
+
+// Untail undoes Tail: bytes read re-arm the idle timer again, and it is
+// armed for idle now (or stopped when idle is off).
+func (b *IdleBody) Untail() {
+	b.tail = false
+	if b.timer == nil {
+		return
+	}
+	if b.idle > 0 {
+		b.timer.Reset(b.idle)
+	} else {
+		b.timer.Stop()
+	}
 }
 
 // Read reads and (re-)arms the idle timer on data (until Tail). Read and

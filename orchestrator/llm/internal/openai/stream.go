@@ -25,6 +25,9 @@ type assembler struct {
 	byIndex       map[int]*streamCall
 	reason        string
 	usage         *httpc.Report[chatUsage]
+	kept          int  // bytes of the answer kept so far (text, calls)
+	finished      bool // a finish_reason came: the stream is finishing
+	premature     bool // answer came after a finish_reason: never finishing
 }
 
 // readStream reads a chat completions event stream to its end. A stream
@@ -44,11 +47,27 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 			done = true
 			break
 		}
+		before := a.kept
 		if err := a.add(call, evs, data); err != nil {
 			return llm.Response{}, err
 		}
-		if a.reason != "" {
+		switch {
+		case a.premature:
+		case a.finished && a.kept > before:
+			// More of the answer after its finish_reason: this server
+			// sends finish_reasons early.
+			a.premature = true
+			evs.Resume()
+		case a.reason != "":
+			a.finished = true
 			evs.Finishing() // the usage and [DONE] may follow, or not
+			if a.kept > before {
+				// A finish_reason beside text may be one of a server
+				// that sends them early: no grace, which could cut a
+				// slow model's next token; the end marker, the end of
+				// the body or the idle timeout ends the stream.
+				evs.Resume()
+			}
 		}
 	}
 	if !done && a.reason == "" {
@@ -110,6 +129,7 @@ func (a *assembler) add(call *httpc.Call, evs *httpc.Events, data []byte) error 
 		if d.FunctionCall != nil {
 			kept += a.addCall(respToolCall{Function: *d.FunctionCall})
 		}
+		a.kept += kept
 		if err := evs.Keep(kept); err != nil {
 			return err
 		}
