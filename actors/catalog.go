@@ -121,3 +121,25 @@ func (r *catalogRef) store(a AgentInfo) {
 	next.Agents[a.ID] = a
 	r.p.Store(next)
 }
+
+// remove drops agent id from the catalog.
+func (r *catalogRef) remove(id string) {
+	for {
+		old := r.p.Load()
+		if old == nil {
+			return
+		}
+		if _, ok := old.Agents[id]; !ok {
+			return
+		}
+		next := &Catalog{Agents: make(map[string]AgentInfo, len(old.Agents))}
+		for k, v := range old.Agents {
+			if k != id {
+				next.Agents[k] = v
+			}
+		}
+		if r.p.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}

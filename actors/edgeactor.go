@@ -51,7 +51,7 @@ type edgeActor struct {
 	// unknownSince is when retained capabilities made presence unknown.
 	unknownSince time.Time
 	seq          int
-	stopTick     scheduler.CancelFunc
+	stopTick     func()
 	log          *slog.Logger
 	// dropLog bounds the log lines about dropped progress reports.
 	dropLog *rate.Limiter
@@ -70,7 +70,7 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.log = e.opts.Logger.With("agent", e.info.ID)
 		e.dropLog = rate.New(0.1, 1)
 		e.timers = scheduler.NewTimerScheduler(ctx)
-		e.stopTick = e.timers.SendRepeatedly(e.opts.TickInterval, e.opts.TickInterval, ctx.Self(), &tick{})
+		e.stopTick = sendEvery(ctx.ActorSystem().Root, e.opts.TickInterval, ctx.Self(), &tick{})
 		e.publishInfo()
 	case *actor.Stopping:
 		if e.stopTick != nil {

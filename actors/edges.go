@@ -31,6 +31,11 @@ const (
 	// DefaultToolsListRetry is how long a tools_list may stay unanswered
 	// after the agent announced a (re)connect before it is asked again.
 	DefaultToolsListRetry = time.Second
+	// DefaultForgetAfter is how long an agent stays known while offline
+	// with nothing in flight (forget.go).
+	DefaultForgetAfter = 7 * 24 * time.Hour
+	// DefaultMaxAgents bounds the agents known at once (forget.go).
+	DefaultMaxAgents = 1024
 	// pendingGrace is how long a pending request outlives its deadline
 	// before the edge actor forgets it (its caller has timed out by then).
 	pendingGrace = 5 * time.Second
@@ -96,7 +101,19 @@ type EdgeOptions struct {
 	// ExcerptBytes bounds a late result's excerpt in its event. Zero means
 	// DefaultEventExcerptBytes.
 	ExcerptBytes int
-	Now          func() time.Time
+	// ForgetAfter is how long an agent stays known while it is offline
+	// (neither online nor of unknown presence) with no request in flight:
+	// past it the agent is forgotten, its actor stopped and its entry
+	// removed from the Catalog, as if never heard of; heard from again, it
+	// is known anew. Zero means DefaultForgetAfter (7 days); negative means
+	// never.
+	ForgetAfter time.Duration
+	// MaxAgents bounds the agents known at once (zero means
+	// DefaultMaxAgents). A new agent id past it first forgets the offline
+	// agent with nothing in flight that was heard from longest ago; with
+	// none, the new id's message is dropped (logged).
+	MaxAgents int
+	Now       func() time.Time
 	// Logger gets the registry's lines, which quote what agents send: they
 	// are cut and rate-limited through LogLimiter (nil: one of its own).
 	Logger     *slog.Logger
@@ -134,6 +151,10 @@ func (o *EdgeOptions) fill() {
 		o.EventQuota = NewEventQuota(0, 0)
 	}
 	defaults.Positive(&o.ExcerptBytes, DefaultEventExcerptBytes)
+	if o.ForgetAfter == 0 {
+		o.ForgetAfter = DefaultForgetAfter
+	}
+	defaults.Positive(&o.MaxAgents, DefaultMaxAgents)
 }
 
 // Edges is the handle of a spawned edge registry.
@@ -155,7 +176,7 @@ func SpawnEdges(root *actor.RootContext, o EdgeOptions) (*Edges, error) {
 	cat := &catalogRef{}
 	gs := &gauges{}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &registry{opts: &o, cat: cat, gauges: gs, children: map[string]*actor.PID{}}
+		return &registry{opts: &o, cat: cat, gauges: gs, children: map[string]*actor.PID{}, since: map[string]time.Time{}}
 	}, actor.WithMailbox(actor.Bounded(o.MailboxSize)), onHot)
 	pid, err := root.SpawnNamed(props, safeName("", "edges"))
 	if err != nil {
@@ -169,6 +190,15 @@ type registry struct {
 	cat      *catalogRef
 	gauges   *gauges
 	children map[string]*actor.PID
+	// since is when each child was spawned. spawns numbers the actors of
+	// agents heard from again while their forgotten actor still stops,
+	// which get a name of their own (forget.go).
+	since  map[string]time.Time
+	spawns uint64
+	// leaving maps the actor id of each forgotten agent's stopping actor
+	// to the agent id; stopSweeps ends the sweeps (nil when none).
+	leaving    map[string]string
+	stopSweeps func()
 	// router places calls in a cluster (PlaceCalls); nil on a node alone.
 	router *actor.PID
 }
@@ -176,6 +206,17 @@ type registry struct {
 func (r *registry) Receive(ctx actor.Context) {
 	var id string
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		r.startSweeps(ctx)
+		return
+	case *actor.Stopping:
+		if r.stopSweeps != nil {
+			r.stopSweeps()
+		}
+		return
+	case *sweepAgents:
+		r.sweep(ctx, r.opts.Now())
+		return
 	case *ReportIn:
 		id = m.AgentID
 	case *StatusIn:
@@ -212,11 +253,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 		return
 	case *actor.Terminated:
-		for k, pid := range r.children {
-			if pid.Equal(m.Who) {
-				delete(r.children, k)
-			}
-		}
+		r.terminated(m.Who)
 		return
 	default:
 		return
@@ -229,6 +266,9 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 		if err != nil {
 			r.opts.Logger.Warn("dropping message for invalid agent id", "agent", id, "err", err)
+			return
+		}
+		if !r.makeRoom(ctx, id) {
 			return
 		}
 		info := AgentInfo{ID: id}
@@ -245,12 +285,12 @@ func (r *registry) Receive(ctx actor.Context) {
 			return &edgeActor{opts: r.opts, cat: r.cat, info: info, pending: map[string]*pending{},
 				gauges: r.gauges.of(id), unknownSince: unknownSince}
 		}, actor.WithMailbox(actor.Bounded(r.opts.AgentMailboxSize)), onHot)
-		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, "edge-"+id))
+		pid, err = ctx.SpawnNamed(props, safeName(ctx.Self().Id, r.childName(id)))
 		if err != nil {
 			r.opts.Logger.Error("spawn edge actor", "agent", id, "err", err)
 			return
 		}
-		r.children[id] = pid
+		r.children[id], r.since[id] = pid, r.opts.Now()
 	}
 	ctx.Forward(pid)
 }

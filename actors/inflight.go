@@ -18,8 +18,8 @@ type agentGauges struct {
 	lastSeen atomic.Int64
 }
 
-// gauges holds the agentGauges of every agent ever spawned; bounded like
-// the registry's children, one per valid agent id heard of.
+// gauges holds the agentGauges of every agent known; bounded like
+// the registry's children, one per agent known (forget.go).
 type gauges struct {
 	mu   sync.Mutex // guards byID
 	byID map[string]*agentGauges
@@ -38,6 +38,13 @@ func (g *gauges) of(agentID string) *agentGauges {
 		g.byID[agentID] = a
 	}
 	return a
+}
+
+// remove forgets agentID's gauges (a forgotten agent, forget.go).
+func (g *gauges) remove(agentID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.byID, agentID)
 }
 
 // lookup returns agentID's gauges, nil for an agent never heard of.

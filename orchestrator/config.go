@@ -177,6 +177,13 @@ type LoopConf struct {
 	// an idle conversation stops and its next chat reads the store.
 	DormantAfter    Duration `toml:"dormant_after"`
 	DormantMemoryMB int      `toml:"dormant_memory_mb"`
+	// AgentForgetAfter is how long an edge agent stays known while offline
+	// with no call in flight (default 7 days; negative: for ever); past it
+	// the node forgets it until it is heard from again. MaxAgents bounds
+	// the agents known at once (default 1024): a new one past it forgets
+	// the idle agent heard from longest ago, or is ignored if none is idle.
+	AgentForgetAfter Duration `toml:"agent_forget_after"`
+	MaxAgents        int      `toml:"max_agents"`
 }
 
 // SessionToolsOn reports whether the session tools are offered.
@@ -308,7 +315,8 @@ func (c *Config) validate(secrets bool) error {
 		{"max_identical_calls", c.Loop.MaxIdenticalCalls}, {"max_parallel_tools", c.Loop.MaxParallelTools},
 		{"max_spawn_depth", c.Loop.MaxSpawnDepth}, {"max_children", c.Loop.MaxChildren},
 		{"max_spawns_per_message", c.Loop.MaxSpawnsPerMessage},
-		{"max_running_chats", c.Loop.MaxRunningChats}, {"dormant_memory_mb", c.Loop.DormantMemoryMB}} {
+		{"max_running_chats", c.Loop.MaxRunningChats}, {"dormant_memory_mb", c.Loop.DormantMemoryMB},
+		{"max_agents", c.Loop.MaxAgents}} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
 		}

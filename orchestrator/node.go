@@ -271,7 +271,8 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
 		LogLimiter: n.in.logLim, EventQuota: n.in.events, ExcerptBytes: n.in.excerpt,
 		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
-		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration}); err != nil {
+		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration,
+		ForgetAfter:      cfg.Loop.AgentForgetAfter.Duration, MaxAgents: cfg.Loop.MaxAgents}); err != nil {
 		return nil, err
 	}
 	tools := n.box.Tools
