@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,18 @@ type toolCall struct {
 	remote bool
 	cancel []scheduler.CancelFunc
 	stop   context.CancelFunc // ends a local run
+	local  *localHandoff      // the local run of this instance, if any
+}
+
+// localHandoff passes a local run's result from the run's goroutine to
+// the call's actor. An actor stopped before it had the result (its chat
+// was canceled) has nobody to audit the run: then the goroutine audits it
+// itself, so the run's audit row ends its request-log entry as for any
+// run, rather than the node's next start taking it for one a crash cut.
+type localHandoff struct {
+	mu        sync.Mutex     // guards res and abandoned
+	res       *skills.Output // set once the run ended, nil before
+	abandoned bool           // the actor stopped first
 }
 
 func (c *toolCall) Receive(ctx actor.Context) {
@@ -108,6 +121,17 @@ func (c *toolCall) Receive(ctx actor.Context) {
 			f()
 		}
 		c.cancel = nil
+		if _, stopping := m.(*actor.Stopping); stopping && c.local != nil {
+			// A restarted instance resumes the call; a stopped one never
+			// will, so the run is audited now or when it ends.
+			c.local.mu.Lock()
+			res := c.local.res
+			c.local.abandoned = res == nil
+			c.local.mu.Unlock()
+			if res != nil && !s.finished.Load() {
+				hot.Go(func() { s.auditAbandoned(*res) })
+			}
+		}
 		if c.stop != nil {
 			c.stop()
 			c.stop = nil
@@ -240,10 +264,13 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 	s := c.s
 	lctx, cancel := context.WithTimeout(WithCaller(skills.WithCall(context.Background(), skills.Call{ConversationID: s.convID}), s.caller), s.timeout)
 	c.stop = cancel
+	h := &localHandoff{}
+	c.local = h
 	self, root, run, args := ctx.Self(), ctx.ActorSystem().Root, s.target.Local, s.target.Args
 	hot.Go(func() {
 		defer cancel()
 		var res skills.Output
+		ran := false
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -257,6 +284,7 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 				}
 				lctx = proc.WithOnStart(lctx, NoteProcess(lctx, s.target.Journal, s.runID, s.o.Logger))
 			}
+			ran = true
 			res = run(lctx, args)
 		}()
 		if errors.Is(lctx.Err(), context.DeadlineExceeded) {
@@ -267,8 +295,28 @@ func (c *toolCall) runLocal(ctx actor.Context) {
 				}
 			}
 		}
+		h.mu.Lock()
+		abandoned := h.abandoned
+		if !abandoned {
+			h.res = &res
+		}
+		h.mu.Unlock()
+		if abandoned {
+			if ran {
+				s.auditAbandoned(res)
+			}
+			return
+		}
 		root.Send(self, &localDone{res: res})
 	})
+}
+
+// auditAbandoned audits res, the end of a local run whose actor stopped
+// before it finished the call, unless the call was finished meanwhile.
+func (s *callSpec) auditAbandoned(res skills.Output) {
+	if s.finished.CompareAndSwap(false, true) {
+		_, _ = completeCall(s.o, s.convID, s.call, s.agent(), s.requestID, s.runID, res, s.o.Now().Sub(s.started), false) // logged there
+	}
 }
 
 // beginRun records the run of a local tool in its journal before it

@@ -618,6 +618,17 @@ func (c *campaign) violations(ctx context.Context, chats []*campaignChat) []stri
 		return []string{err.Error()}
 	}
 	nodeDB, agentDB := filepath.Join(c.nodeData, "audit.db"), filepath.Join(c.agentData, "audit.db")
+	// Every chat has ended and its tool too (the longest sleeps 0.6 s):
+	// no run may stay running in a request log, where it would never be
+	// audited.
+	for side, db := range map[string]string{"node": nodeDB, "agent": agentDB} {
+		rows, err := queryDB(ctx, db, `SELECT request_id, tool, json_extract(params, '$.tag') FROM request_log WHERE state = 'running'`)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s's request log: %v", side, err))
+		} else if len(rows) > 0 {
+			out = append(out, fmt.Sprintf("runs still running in the %s's request log after the chats ended: %v", side, rows))
+		}
+	}
 	for _, ch := range chats {
 		where := fmt.Sprintf("iteration %d (%s), %s in %s on the %s", ch.iter, ch.fault, ch.tag, ch.conv, map[bool]string{true: "agent", false: "node"}[ch.agent])
 		nodeRows, err := tagRows(ctx, nodeDB, ch.tag)
