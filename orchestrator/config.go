@@ -29,6 +29,11 @@ const (
 	DefaultDataDir      = "evoclaw-data"
 	DefaultBrokerListen = "127.0.0.1:1883"
 	DefaultChatTimeout  = 10 * time.Minute
+	// DefaultChatAfterLoad is what a chat has by default beyond the
+	// chain's longest load_timeout: a first chat on a cold local model
+	// (load_timeout 15m, for a small board reading weights from an SD
+	// card) is bounded by that, not cut at 10 minutes by its own default.
+	DefaultChatAfterLoad = 5 * time.Minute
 	// DefaultMaxRunningChats bounds the chats a node runs at once.
 	DefaultMaxRunningChats = 512
 	// maxDormantMemoryMB bounds [loop] dormant_memory_mb (its bytes fit a
@@ -344,7 +349,7 @@ func (c *Config) validate(secrets bool) error {
 	if err := c.Inbound.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	defaults.Positive(&c.Loop.ChatTimeout.Duration, DefaultChatTimeout)
+	defaults.Positive(&c.Loop.ChatTimeout.Duration, max(DefaultChatTimeout, c.LLM.LongestLoad()+DefaultChatAfterLoad))
 	defaults.Positive(&c.Loop.MaxRunningChats, DefaultMaxRunningChats)
 	ids := map[string]bool{}
 	for i, j := range c.Jobs {

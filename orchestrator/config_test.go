@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
 // A relative --config: relative paths in the file are relative to the
@@ -82,5 +85,34 @@ func TestConfigNegativeValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		loadConfig(t, t.TempDir(), tt.body, tt.want)
+	}
+}
+
+// TestChatTimeoutCoversAColdModel: by default a chat outlasts the chain's
+// longest load_timeout by DefaultChatAfterLoad, so that a first chat on a
+// cold local model gets the load bound its endpoint documents; before,
+// the 10 minute chat default cut the 15 minute load default of every
+// local endpoint. A chat_timeout set in the file is kept as written.
+func TestChatTimeoutCoversAColdModel(t *testing.T) {
+	local := "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n"
+	hosted := "[llm]\nprovider = \"openai\"\nbase_url = \"https://api.example.com/v1\"\nmodel = \"m\"\napi_key_env = \"K\"\n"
+	for _, tt := range []struct {
+		name, body string
+		want       time.Duration
+	}{
+		{"scripted", "", DefaultChatTimeout},
+		{"hosted", hosted, DefaultChatTimeout},
+		{"local", local, llm.DefaultLocalLoadTimeout + DefaultChatAfterLoad},
+		{"local, its load bound set", local + "load_timeout = \"40m\"\n", 40*time.Minute + DefaultChatAfterLoad},
+		{"hosted with a slow local fallback", hosted + "[[llm.fallback]]\nprovider = \"openai\"\nbase_url = \"http://pi.local:11434/v1\"\nmodel = \"m\"\nload_timeout = \"30m\"\n",
+			30*time.Minute + DefaultChatAfterLoad},
+		{"set in the file", local + "[loop]\nchat_timeout = \"3m\"\n", 3 * time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := loadConfig(t, t.TempDir(), tt.body, "")
+			if got := c.Loop.ChatTimeout.Duration; got != tt.want {
+				t.Fatalf("chat_timeout %s, want %s", got, tt.want)
+			}
+		})
 	}
 }

@@ -164,6 +164,10 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if load := cfg.LLM.LongestLoad(); cfg.Loop.ChatTimeout.Duration < load {
+		log.Warn("loop.chat_timeout is shorter than llm.load_timeout: a first chat on a cold model ends at chat_timeout",
+			"chat_timeout", cfg.Loop.ChatTimeout.Duration, "load_timeout", load)
+	}
 	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, httpLimits: o.httpLimits, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
 		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats), chatBytes: semaphore.NewWeighted(MaxRunningChatBytes),

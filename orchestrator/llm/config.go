@@ -183,6 +183,16 @@ type Config struct {
 	Fallback []Endpoint `toml:"fallback"`
 }
 
+// LongestLoad is the longest load_timeout of the chain's endpoints, as
+// Validate filled them in: how long a first call to a cold model may take.
+func (c *Config) LongestLoad() time.Duration {
+	d := c.LoadTimeout.Duration
+	for _, f := range c.Fallback {
+		d = max(d, f.LoadTimeout.Duration)
+	}
+	return d
+}
+
 // Validate fills defaults and checks the configuration; errors name the
 // key ("llm.fallback[0].model: ...").
 func (c *Config) Validate() error {
