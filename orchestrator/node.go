@@ -81,6 +81,9 @@ type Node struct {
 	// chatBytes holds the input of the chats running (MaxRunningChatBytes;
 	// takeChatBytes).
 	chatBytes *semaphore.Weighted
+	// stateless remembers stateless chats' transcripts so that a client
+	// replaying one continues its conversation (stateless.go).
+	stateless statelessChats
 	// auditQuery runs a statement of POST /v1/audit/sql; auditSlots holds
 	// one token per statement running.
 	auditQuery   func(context.Context, auditquery.Request) (*auditquery.Result, error)

@@ -140,10 +140,15 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: apiErrorf(ErrTypeInvalidRequest, param, "%s", err.Error())})
 		return
 	}
-	if conv != "" {
+	stateless := conv == ""
+	if !stateless {
 		// Continue a stored conversation: its history stands for the
 		// request's earlier messages, which are ignored.
 		in.ConversationID = conv
+	} else if id, ok := n.continued(req); ok {
+		// The replayed history is a transcript this node answered: its
+		// conversation goes on (stateless.go).
+		in.ConversationID = id
 	} else {
 		in.ConversationID, in.Seed, in.fresh = newConversationID("oai"), req.Seed, true
 	}
@@ -172,6 +177,9 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		text, finish := answerText(ans, req.Stop)
+		if stateless {
+			n.answeredStateless(req, text, in.ConversationID)
+		}
 		writeJSON(w, http.StatusOK, ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model,
 			Choices: []CompletionChoice{{Message: CompletionMessage{Role: "assistant", Content: text}, FinishReason: finish}},
 			Usage:   usage(ans), ConversationID: in.ConversationID})
@@ -211,6 +219,9 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, finish := answerText(ans, req.Stop)
+	if stateless {
+		n.answeredStateless(req, text, in.ConversationID)
+	}
 	for _, piece := range textPieces(text, maxDeltaText) {
 		send(ChunkDelta{Content: &piece}, nil, nil)
 	}
