@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,20 +71,7 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 		return func(llm.Response, error, bool, time.Duration) {}
 	}
 	o, id := c.o, c.id
-	return func(resp llm.Response, err error, timedOut bool, took time.Duration) {
-		provider := resp.Provider
-		if provider == "" {
-			provider = o.Provider.Name()
-		}
-		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: provider,
-			Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-			LatencyMs: took.Milliseconds(), Status: persistence.StatusSuccess, Iteration: iteration}
-		if rec.Model == "" {
-			rec.Model = o.Model
-		}
-		if err != nil {
-			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
-		}
+	write := func(rec persistence.LLMCall) {
 		if q, ok := o.LLMLog.(LLMCallQueue); ok {
 			// Off the chat's path: the history write before the next
 			// tool dispatch, or at the end of the chat, commits it too.
@@ -101,6 +89,25 @@ func (c *conversation) llmRecorder(iteration int) func(resp llm.Response, err er
 		if aerr := o.LLMLog.RecordLLMCall(actx, rec); aerr != nil {
 			o.Logger.Error("audit llm call", "conversation", id, "err", aerr)
 		}
+	}
+	return func(resp llm.Response, err error, timedOut bool, took time.Duration) {
+		// The exchanges a retry or a fallback answered after: a row each,
+		// so that the trail says which model failed before which answered.
+		// The answer's row keeps the rest of the call's time (its exchange,
+		// waits and backoffs): the rows of a call still sum to it.
+		for _, f := range resp.Failed {
+			took -= f.Latency
+			write(persistence.LLMCall{Time: f.End.UTC(), Node: o.Node, ConversationID: id, Provider: f.Provider,
+				Model: cmp.Or(f.Model, o.Model), LatencyMs: f.Latency.Milliseconds(), Status: persistence.StatusError,
+				ErrorType: string(f.Kind), Error: truncate(f.Error, 1024), Iteration: iteration})
+		}
+		rec := persistence.LLMCall{Time: o.Now().UTC(), Node: o.Node, ConversationID: id, Provider: cmp.Or(resp.Provider, o.Provider.Name()),
+			Model: cmp.Or(resp.Model, o.Model), InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+			LatencyMs: max(took, 0).Milliseconds(), Status: persistence.StatusSuccess, Iteration: iteration}
+		if err != nil {
+			rec.Status, rec.Error, rec.ErrorType = persistence.StatusError, truncate(err.Error(), 1024), llmErrorType(err, timedOut)
+		}
+		write(rec)
 	}
 }
 

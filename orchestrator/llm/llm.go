@@ -137,6 +137,20 @@ type Response struct {
 	// Attempts counts HTTP exchanges behind this answer (retries and
 	// fallbacks included); zero from providers that do not count.
 	Attempts int `json:"attempts,omitempty"`
+	// Failed are the exchanges behind this answer that failed before a
+	// retry or a fallback answered, oldest first (a fallback chain fills
+	// it): the audit trail keeps a row for each.
+	Failed []FailedAttempt `json:"failed,omitempty"`
+}
+
+// FailedAttempt is one failed exchange with one model.
+type FailedAttempt struct {
+	Provider string        `json:"provider"`
+	Model    string        `json:"model,omitempty"`
+	End      time.Time     `json:"end"`
+	Latency  time.Duration `json:"latency"`
+	Kind     ErrorKind     `json:"kind"`
+	Error    string        `json:"error"`
 }
 
 // Provider completes chats. Complete must honour ctx cancellation and be

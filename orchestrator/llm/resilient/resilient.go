@@ -221,13 +221,14 @@ func (c *Chain) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 	order := c.order()
 	attempts := 0
 	var failures []string
+	var failed []llm.FailedAttempt
 	var last error
 	for _, l := range order {
-		resp, n, err := c.tryLink(ctx, l, req)
+		resp, n, err := c.tryLink(ctx, l, req, &failed)
 		attempts += n
 		if err == nil {
 			l.succeeded()
-			resp.Attempts = attempts
+			resp.Attempts, resp.Failed = attempts, failed
 			return resp, nil
 		}
 		last = err
@@ -264,8 +265,9 @@ func (c *Chain) order() []*link {
 	return ready
 }
 
-// tryLink makes up to 1+Retries attempts on one link.
-func (c *Chain) tryLink(ctx context.Context, l *link, req llm.Request) (llm.Response, int, error) {
+// tryLink makes up to 1+Retries attempts on one link, adding each sent
+// one that failed to failed.
+func (c *Chain) tryLink(ctx context.Context, l *link, req llm.Request, failed *[]llm.FailedAttempt) (llm.Response, int, error) {
 	if l.Model != "" {
 		req.Model = l.Model
 	}
@@ -275,7 +277,12 @@ func (c *Chain) tryLink(ctx context.Context, l *link, req llm.Request) (llm.Resp
 		resp, sent, err := c.attempt(ctx, l, req)
 		if sent {
 			n++
-			c.observe(l, req.Model, attempt+1, c.o.Now().Sub(start), resp, err)
+			end := c.o.Now()
+			c.observe(l, req.Model, attempt+1, end.Sub(start), resp, err)
+			if err != nil {
+				*failed = append(*failed, llm.FailedAttempt{Provider: l.Provider.Name(), Model: req.Model, End: end,
+					Latency: end.Sub(start), Kind: llm.KindOf(err), Error: err.Error()})
+			}
 		}
 		if err == nil {
 			return resp, n, nil
