@@ -66,7 +66,7 @@ func jobError(w http.ResponseWriter, r *http.Request, err error) {
 		echoError(w, r, http.StatusNotFound, err)
 	case errors.Is(err, jobs.ErrInvalidSpec):
 		writeAPIErrorParam(w, http.StatusBadRequest, jobs.Field(err), echoed(r, err.Error()))
-	case errors.Is(err, jobs.ErrExists), errors.Is(err, jobs.ErrConfigJob), errors.Is(err, sqlite.ErrTooManyJobs):
+	case errors.Is(err, jobs.ErrExists), errors.Is(err, jobs.ErrConfigJob), errors.Is(err, jobs.ErrUnusable), errors.Is(err, sqlite.ErrTooManyJobs):
 		echoError(w, r, http.StatusConflict, err)
 	case errors.Is(err, jobs.ErrStopped):
 		echoError(w, r, http.StatusServiceUnavailable, err)

@@ -63,10 +63,15 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return printJSON(stdout, page)
 		}
 		tw := newTable(stdout, "JOB\tSCHEDULE\tAGENTS\tSTATE\tNEXT\tSOURCE")
+		var unusable []jobs.Info
 		for _, j := range page.Jobs {
 			state, next := "active", j.Next.Local().Format("2006-01-02 15:04")
 			if j.Paused {
 				state, next = "paused", "-"
+			}
+			if j.Error != "" {
+				state, next = "cannot run", "-"
+				unusable = append(unusable, j)
 			}
 			if j.Running > 0 {
 				state += fmt.Sprintf(" (%d running)", j.Running)
@@ -74,7 +79,13 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termLine(j.ID, 40), termLine(j.Schedule, 60), termLine(listOr(j.Agents, "-"), 60),
 				state, next, j.Source)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, j := range unusable {
+			fmt.Fprintf(stdout, "%s: %s (evoclaw jobs remove %s)\n", termLine(j.ID, 40), termLine(j.Error, 300), termLine(j.ID, 40))
+		}
+		return nil
 	case "add":
 		id, err := needID()
 		if err != nil {

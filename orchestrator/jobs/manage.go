@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/evoclaw/evoclaw/persistence"
@@ -21,15 +22,26 @@ type Info struct {
 	Watermark time.Time `json:"watermark,omitzero"`
 	// Running counts the job's runs in progress.
 	Running int `json:"running"`
+	// Error says why a stored job cannot be scheduled by this build (a
+	// rule that came later refuses its definition): it never runs, and
+	// can be removed. Empty for every other job.
+	Error string `json:"error,omitempty"`
 }
 
-// List returns every job, by id.
+// List returns every job, by id, those that cannot be scheduled too.
 func (s *Scheduler) List() []Info {
 	now := s.o.Clock.Now()
 	var out []Info
 	for _, e := range s.snapshot() {
 		out = append(out, s.info(e, now))
 	}
+	s.mu.Lock()
+	for _, u := range s.unusable {
+		out = append(out, Info{Spec: u.spec, Source: u.rec.Source, Paused: u.rec.Paused, Watermark: u.rec.Watermark,
+			Error: ErrUnusable.Error() + ": " + u.err.Error()})
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
@@ -77,9 +89,13 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) (Info,
 	}
 	s.mu.Lock()
 	_, taken := s.jobs[job.ID]
+	u := s.unusable[job.ID]
 	s.mu.Unlock()
 	if taken {
 		return Info{}, fmt.Errorf("%w: %q", ErrExists, job.ID)
+	}
+	if u != nil {
+		return Info{}, fmt.Errorf("%w: %q, stored but not scheduled (%v): remove it first", ErrExists, job.ID, u.err)
 	}
 	now := s.o.Clock.Now()
 	if source == SourceModel {
@@ -121,6 +137,24 @@ func (s *Scheduler) Add(ctx context.Context, job *Job, source, by string) (Info,
 func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
+	s.mu.Lock()
+	u := s.unusable[id]
+	s.mu.Unlock()
+	if u != nil && u.rec.Source != SourceConfig {
+		// Never run, so nothing of it is planned or running.
+		if s.shared(u.rec.Source) {
+			if err := s.o.Shared.DeleteJob(ctx, id, by); err != nil && !errors.Is(err, ErrNoJob) {
+				return err
+			}
+		}
+		if err := s.o.Store.DeleteJob(ctx, id, s.o.Node, by); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		delete(s.unusable, id)
+		s.mu.Unlock()
+		return nil
+	}
 	e, err := s.entryOrSync(ctx, id)
 	if err != nil {
 		return err
@@ -262,6 +296,9 @@ func (s *Scheduler) entry(id string) (*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.jobs[id]
+	if u := s.unusable[id]; !ok && u != nil {
+		return nil, fmt.Errorf("%w: %q (%v): remove it", ErrUnusable, id, u.err)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNoJob, id)
 	}

@@ -45,6 +45,9 @@ var (
 	ErrConfigJob = errors.New("job is declared in the config file")
 	// ErrExists refuses to add a job whose id is taken.
 	ErrExists = errors.New("job exists")
+	// ErrUnusable refuses to pause, resume or run a stored job whose
+	// definition this build cannot schedule; it can be removed.
+	ErrUnusable = errors.New("job cannot be scheduled by this build")
 	// ErrStopped refuses work after Stop.
 	ErrStopped = errors.New("scheduler stopped")
 )
@@ -143,6 +146,14 @@ type entry struct {
 	rec persistence.JobRecord
 }
 
+// unusableJob is a stored job that cannot be scheduled: its definition as
+// far as it decodes, and why.
+type unusableJob struct {
+	spec Spec
+	rec  persistence.JobRecord
+	err  error
+}
+
 // runKey names a running run's job and agent: one at a time each.
 type runKey struct{ job, agent string }
 
@@ -155,11 +166,15 @@ type Scheduler struct {
 	// state the previous one left.
 	opMu sync.Mutex
 	// mu guards jobs, running, lastNow, stopped and syncErr(At).
-	mu      sync.Mutex
-	jobs    map[string]*entry
-	running map[runKey]time.Time // the scheduled instant of each running run
-	lastNow time.Time
-	stopped bool
+	mu   sync.Mutex
+	jobs map[string]*entry
+	// unusable are the jobs stored whose definitions this build cannot
+	// schedule (a rule that came later refuses them): listed with why,
+	// removable, never run.
+	unusable map[string]*unusableJob
+	running  map[runKey]time.Time // the scheduled instant of each running run
+	lastNow  time.Time
+	stopped  bool
 	// syncErr and syncErrAt are the last sync failure logged, and when.
 	syncErr   string
 	syncErrAt time.Time
@@ -184,7 +199,7 @@ func New(o Options) (*Scheduler, error) {
 	defaults.Positive(&o.JumpThreshold, DefaultJumpThreshold)
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	base, cancel := context.WithCancel(context.Background())
-	return &Scheduler{o: o, log: o.Logger, jobs: map[string]*entry{}, running: map[runKey]time.Time{}, base: base, cancel: cancel}, nil
+	return &Scheduler{o: o, log: o.Logger, jobs: map[string]*entry{}, unusable: map[string]*unusableJob{}, running: map[runKey]time.Time{}, base: base, cancel: cancel}, nil
 }
 
 // Open makes the stored jobs agree with config (config jobs added,
@@ -235,8 +250,13 @@ func (s *Scheduler) Open(ctx context.Context, config []Spec) error {
 			return Compile(spec)
 		}()
 		if err != nil {
-			// Stored by another build, say: keep it stored, do not run it.
+			// Stored by another build, or before a rule that refuses it:
+			// keep it stored and listed with why, do not run it.
 			s.log.Error("stored job cannot be scheduled", "job", r.ID, "err", err)
+			if spec.ID == "" {
+				spec = Spec{ID: r.ID}
+			}
+			s.unusable[r.ID] = &unusableJob{spec: spec, rec: r, err: err}
 			continue
 		}
 		s.jobs[r.ID] = &entry{job: job, rec: r}

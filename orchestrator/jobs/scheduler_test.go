@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -407,5 +408,58 @@ func TestAddRemovePersist(t *testing.T) {
 	}
 	if len(h.s.List()) != 0 {
 		t.Fatal("removed job listed")
+	}
+}
+
+// TestStoredJobThatCannotBeScheduled: a job stored before a rule that now
+// refuses its definition (here a one-second @every behind a time zone) is
+// listed with why, refused to pause or run naming it, blocks its id with a
+// message that says to remove it, and can be removed. Before, it was only
+// logged at start: invisible in the list, impossible to remove, its id
+// taken for good.
+func TestStoredJobThatCannotBeScheduled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t6.Add(-time.Hour))
+	ctx := context.Background()
+	spec := []byte(`{"id": "fast", "schedule": "TZ=UTC @every 1s", "prompt": "poll"}`)
+	if _, err := Compile(Spec{ID: "fast", Schedule: "TZ=UTC @every 1s", Prompt: "poll"}); err == nil {
+		t.Fatal("the definition is schedulable: the test needs one this build refuses")
+	}
+	now := h.clock.Now()
+	if _, err := h.store.PutJob(ctx, persistence.JobRecord{ID: "fast", Source: SourceAPI, Spec: spec, Created: now, Updated: now, Watermark: now}, "n1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.start(morning)
+	list := h.s.List()
+	if len(list) != 2 || list[0].ID != "fast" || list[0].Schedule != "TZ=UTC @every 1s" || !strings.Contains(list[0].Error, "cannot be scheduled") ||
+		list[1].ID != "morning" || list[1].Error != "" {
+		t.Fatalf("list: %+v", list)
+	}
+	if _, err := h.s.Pause(ctx, "fast", "alice"); !errors.Is(err, ErrUnusable) {
+		t.Fatalf("pause: %v", err)
+	}
+	if _, err := h.s.RunNow(ctx, "fast"); !errors.Is(err, ErrUnusable) {
+		t.Fatalf("run now: %v", err)
+	}
+	j, err := DecodeSpec([]byte(`{"id": "fast", "schedule": "@every 1m", "prompt": "poll"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.Add(ctx, j, SourceAPI, "alice"); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "remove it first") {
+		t.Fatalf("add over it: %v", err)
+	}
+	h.tick(t6.Add(time.Minute))
+	if runs := h.started(); len(runs) != 1 || runs[0].JobID != "morning" {
+		t.Fatalf("runs: %+v", runs)
+	}
+	if err := h.s.Remove(ctx, "fast", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.Add(ctx, j, SourceAPI, "alice"); err != nil {
+		t.Fatalf("add after removing it: %v", err)
+	}
+	h.restart(morning)
+	if list := h.s.List(); len(list) != 2 || list[0].ID != "fast" || list[0].Error != "" || list[0].Schedule != "@every 1m" {
+		t.Fatalf("after restart: %+v", list)
 	}
 }
