@@ -140,29 +140,20 @@ func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
 	s.mu.Lock()
 	u := s.unusable[id]
 	s.mu.Unlock()
-	if u != nil && u.rec.Source != SourceConfig {
-		// Never run, so nothing of it is planned or running.
-		if s.shared(u.rec.Source) {
-			if err := s.o.Shared.DeleteJob(ctx, id, by); err != nil && !errors.Is(err, ErrNoJob) {
-				return err
-			}
-		}
-		if err := s.o.Store.DeleteJob(ctx, id, s.o.Node, by); err != nil {
+	var rec persistence.JobRecord
+	if u != nil {
+		rec = u.rec // never run: nothing of it is planned or running
+	} else {
+		e, err := s.entryOrSync(ctx, id)
+		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		delete(s.unusable, id)
-		s.mu.Unlock()
-		return nil
+		rec = e.rec
 	}
-	e, err := s.entryOrSync(ctx, id)
-	if err != nil {
-		return err
-	}
-	if e.rec.Source == SourceConfig {
+	if rec.Source == SourceConfig {
 		return fmt.Errorf("%w: %q: remove it from evoclaw.toml", ErrConfigJob, id)
 	}
-	if s.shared(e.rec.Source) {
+	if s.shared(rec.Source) {
 		// A job the cluster no longer has (removed on another node a
 		// moment ago) is removed here all the same.
 		if err := s.o.Shared.DeleteJob(ctx, id, by); err != nil && !errors.Is(err, ErrNoJob) {
@@ -174,6 +165,7 @@ func (s *Scheduler) Remove(ctx context.Context, id, by string) error {
 	}
 	s.mu.Lock()
 	delete(s.jobs, id)
+	delete(s.unusable, id)
 	s.mu.Unlock()
 	return nil
 }
