@@ -109,6 +109,37 @@ func TestSystemMessagesJoinSystemPrompt(t *testing.T) {
 	}
 }
 
+// TestFirstMessageIsTheUsers: the API refuses a first message that is not
+// the user's; a history that starts with the assistant's greeting (as a
+// client may replay) gets a user message before it, and the rest is kept
+// as it was.
+func TestFirstMessageIsTheUsers(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		msgs  []llm.Message
+		roles string
+	}{
+		{"greeting first", []llm.Message{{Role: llm.RoleAssistant, Content: "Ahoy, how may I help?"}, {Role: llm.RoleUser, Content: "hi"}}, "user assistant user"},
+		{"system, then the greeting", []llm.Message{{Role: llm.RoleSystem, Content: "be a pirate"}, {Role: llm.RoleAssistant, Content: "Ahoy"}, {Role: llm.RoleUser, Content: "hi"}}, "user assistant user"},
+		{"user first", []llm.Message{{Role: llm.RoleUser, Content: "hi"}, {Role: llm.RoleAssistant, Content: "hello"}, {Role: llm.RoleUser, Content: "bye"}}, "user assistant user"},
+		{"an empty message before the user's", []llm.Message{{Role: llm.RoleAssistant}, {Role: llm.RoleUser, Content: "hi"}}, "user"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := encodeRequest("m", llm.Request{Messages: tt.msgs}, false)
+			var roles []string
+			for _, m := range got.Messages {
+				roles = append(roles, m.Role)
+			}
+			if strings.Join(roles, " ") != tt.roles {
+				t.Fatalf("roles %v, want %s", roles, tt.roles)
+			}
+			if tt.msgs[0].Role != llm.RoleUser && tt.roles != "user" && got.Messages[0].Content[0].Text != ConversationStart {
+				t.Fatalf("first message %+v", got.Messages[0])
+			}
+		})
+	}
+}
+
 func TestFailuresAreTyped(t *testing.T) {
 	llmtest.WantFailures(t, Name, []llmtest.Failure{
 		{Pair: "overloaded.json", Kind: llm.KindRateLimited, Status: 529, Msg: "overloaded_error: Overloaded"},

@@ -70,6 +70,10 @@ func sampling(s llm.Sampling) (temperature, topP *float64) {
 }
 
 // encodeRequest maps an llm.Request onto the wire (see the package doc).
+// ConversationStart is the user message put before a history that
+// starts with the assistant's.
+const ConversationStart = "[conversation start]"
+
 func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
 	out := messagesRequest{Model: model, MaxTokens: req.MaxTokens, Stream: stream}
 	out.Temperature, out.TopP = sampling(req.Sampling)
@@ -114,6 +118,12 @@ func encodeRequest(model string, req llm.Request, stream bool) messagesRequest {
 				add(llm.RoleUser, block{Type: "text", Text: m.Content})
 			}
 		}
+	}
+	if len(out.Messages) > 0 && out.Messages[0].Role == llm.RoleAssistant {
+		// The API refuses a first message that is not the user's ("first
+		// message must use the \"user\" role"); a history can start with
+		// the assistant's greeting (a client's replayed history).
+		out.Messages = append([]message{{Role: llm.RoleUser, Content: []block{{Type: "text", Text: ConversationStart}}}}, out.Messages...)
 	}
 	out.System = strings.Join(system, "\n\n")
 	for _, t := range req.Tools {
