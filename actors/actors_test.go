@@ -168,6 +168,10 @@ func newHarnessEdges(t *testing.T, transcript string, tools []wire.ToolInfo, tun
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Shutdown stops no actor: the agents' ticks would go on for the rest
+	// of the package's tests (a test of a thousand agents made them a
+	// burden that failed later tests on an emulated ARM board).
+	t.Cleanup(func() { _ = StopAndWait(sys.Root, edges.PID, 10*time.Second) })
 	h.edges, h.edge.edges = edges, edges
 	p, err := scripted.Parse([]byte(transcript))
 	if err != nil {
