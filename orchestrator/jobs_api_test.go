@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
@@ -236,5 +239,54 @@ func TestScheduleTaskTool(t *testing.T) {
 	in, err := node.sched.Get("water")
 	if err != nil || in.Source != jobs.SourceModel || !strings.Contains(ans.Text, `scheduled "water"`) {
 		t.Fatalf("answer %q, job %+v, %v", ans.Text, in, err)
+	}
+}
+
+// TestUnusableJobOverHTTP: a job stored before a rule that now refuses
+// its definition is listed with why, a pause or run of it is 409 naming
+// it, and DELETE removes it (then 404); before, it was missing from the
+// list and DELETE answered 404, its id taken for good.
+func TestUnusableJobOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, AuditFile), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	spec := []byte(`{"id":"fast","schedule":"TZ=UTC @every 1s","prompt":"poll"}`)
+	if _, err := st.PutJob(context.Background(), persistence.JobRecord{ID: "fast", Source: jobs.SourceAPI, Spec: spec,
+		Created: now, Updated: now, Watermark: now}, "orchestrator", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, base, token := startAPI(t, func(c *Config) { c.DataDir = dir }, Options{})
+	var list JobsPage
+	decodeBody(t, send(t, http.MethodGet, base+"/v1/jobs", token, nil), &list)
+	if len(list.Jobs) != 1 || list.Jobs[0].ID != "fast" || !strings.Contains(list.Jobs[0].Error, "@every") {
+		t.Fatalf("list %+v, want the stored job with why it cannot run", list)
+	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+		says         string
+	}{
+		{http.MethodPost, "/v1/jobs/fast/pause", http.StatusConflict, "cannot be scheduled"},
+		{http.MethodPost, "/v1/jobs/fast/run", http.StatusConflict, "cannot be scheduled"},
+		{http.MethodPost, "/v1/jobs", http.StatusConflict, "remove it first"},
+		{http.MethodDelete, "/v1/jobs/fast", http.StatusNoContent, ""},
+		{http.MethodDelete, "/v1/jobs/fast", http.StatusNotFound, "no such job"},
+	} {
+		var body any
+		if c.path == "/v1/jobs" {
+			body = `{"id":"fast","schedule":"@every 1m","prompt":"poll"}`
+		}
+		resp := send(t, c.method, base+c.path, token, body)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.code || !strings.Contains(string(b), c.says) {
+			t.Fatalf("%s %s: %d %s, want %d saying %q", c.method, c.path, resp.StatusCode, b, c.code, c.says)
+		}
 	}
 }
