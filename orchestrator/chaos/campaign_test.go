@@ -24,7 +24,7 @@ import (
 )
 
 // The crash campaign: a real `evoclaw serve` and a real `evoclaw edge`
-// (its MQTT connection through flakyProxy) are hit with a random fault per
+// (its MQTT connection through a Proxy) are hit with a random fault per
 // iteration while chats run through the node's HTTP API, each calling a
 // process tool that appends a unique tag to a file (on the agent or on the
 // node itself). After each iteration everything killed is started again
@@ -79,7 +79,7 @@ type campaign struct {
 	agentConf, agentData string
 	skills, runLog       string
 	api, token           string
-	proxy                *flakyProxy
+	proxy                *Proxy
 
 	node, agent *child.Process // nil while down
 	stopped     bool           // the agent is SIGSTOPped
@@ -178,7 +178,12 @@ func newCampaign(t *testing.T, seed int64) *campaign {
 		httpPort = c.freePort()
 	}
 	model := startFakeModel(t)
-	c.proxy = startFlakyProxy(t, fmt.Sprintf("127.0.0.1:%d", brokerPort))
+	proxy, err := StartProxy(fmt.Sprintf("127.0.0.1:%d", brokerPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	c.proxy = proxy
 	c.nodeData, c.agentData = filepath.Join(c.dir, "node"), filepath.Join(c.dir, "agent")
 	c.api = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	c.nodeConf = filepath.Join(c.dir, "evoclaw.toml")
@@ -209,7 +214,7 @@ heartbeat_interval = %q
 broker = "tcp://%s"
 [skills]
 dirs = [%q]
-`, campaignAgent, c.agentData, heartbeatInterval.String(), c.proxy.addr(), c.skills)
+`, campaignAgent, c.agentData, heartbeatInterval.String(), c.proxy.Addr(), c.skills)
 	for path, body := range map[string]string{c.nodeConf: node, c.agentConf: agent} {
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -507,20 +512,20 @@ func (c *campaign) strike(fault string) string {
 		c.leave()
 	case "net-drop":
 		d := c.randSpan(50*time.Millisecond, 6*time.Second)
-		c.proxy.set(proxyDrop, 0)
+		c.proxy.Cut()
 		time.Sleep(d)
-		c.proxy.set(proxyPass, 0)
+		c.proxy.Restore()
 		c.stats["network fault"]++
 		return fmt.Sprintf(" (dropped %s)", d.Round(time.Millisecond))
 	case "net-slow":
 		d, lag := c.randSpan(200*time.Millisecond, 4*time.Second), c.randSpan(time.Millisecond, 300*time.Millisecond)
-		c.proxy.set(proxyDelay, lag)
+		c.proxy.Slow(lag)
 		time.Sleep(d)
-		c.proxy.set(proxyPass, 0)
+		c.proxy.Slow(0)
 		c.stats["network fault"]++
 		return fmt.Sprintf(" (%s per chunk for %s)", lag.Round(time.Millisecond), d.Round(time.Millisecond))
 	case "net-reset":
-		c.proxy.cut()
+		c.proxy.Reset()
 		c.stats["network fault"]++
 	default:
 		c.t.Fatalf("unknown fault %q", fault)

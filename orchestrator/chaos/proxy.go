@@ -12,18 +12,20 @@ import (
 const dialTimeout = 5 * time.Second
 
 // Proxy is a loopback TCP proxy between MQTT clients and a broker that can
-// cut the network the way a pulled cable does: while cut, connections stay
-// open but every byte in either direction is dropped, and new connections
-// are accepted and get nothing. Restore closes every connection that lived
+// fail the way a network does. Cut is a pulled cable: connections stay open
+// but every byte in either direction is dropped, and new connections are
+// accepted and get nothing; Restore closes every connection that lived
 // through the cut (its stream lost bytes, so it cannot go on) and forwards
-// new ones again.
+// new ones again. Slow is a slow link: every chunk is forwarded late.
+// Reset is a router reboot: every connection is reset at once.
 type Proxy struct {
 	target string
 	ln     net.Listener
 	wg     sync.WaitGroup // the accept loop and every copy goroutine
 
-	mu     sync.Mutex // guards cut, links and closed
+	mu     sync.Mutex // guards the fields below
 	cut    bool
+	delay  time.Duration
 	links  map[*link]struct{}
 	closed bool
 }
@@ -72,6 +74,27 @@ func (p *Proxy) Restore() {
 			l.close()
 			delete(p.links, l)
 		}
+	}
+}
+
+// Slow forwards every chunk d late in each direction, until Slow(0).
+func (p *Proxy) Slow(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Reset resets every connection now (RST, not an orderly close); new
+// connections are forwarded as before.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for l := range p.links {
+		if tc, ok := l.client.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		l.close()
+		delete(p.links, l)
 	}
 }
 
@@ -148,29 +171,32 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies src to dst, dropping what arrives during a cut; when either
-// side ends, the link is closed.
+// pipe copies src to dst, dropping what arrives during a cut and holding
+// each chunk for the delay of a slow link; when either side ends, the link
+// is closed.
 func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 	defer p.wg.Done()
 	defer p.drop(l)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.isCut() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
+		if n > 0 {
+			p.mu.Lock()
+			cut, delay := p.cut, p.delay // Cut marked the link broken
+			p.mu.Unlock()
+			if !cut {
+				if delay > 0 {
+					time.Sleep(delay) // this direction waits, as on a real slow link
+				}
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {
-			return // EOF, reset, or closed by Restore/Close
+			return // EOF, reset, or closed by Restore/Reset/Close
 		}
 	}
-}
-
-func (p *Proxy) isCut() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cut
 }
 
 // drop closes l and forgets it.

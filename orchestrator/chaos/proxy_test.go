@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -141,5 +142,41 @@ func TestProxyUnreachableTarget(t *testing.T) {
 	}
 	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a client of an unreachable target was not disconnected: %v", err)
+	}
+}
+
+func TestProxySlowAndReset(t *testing.T) {
+	p, err := StartProxy(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := dial(t, p.Addr())
+
+	const lag = 150 * time.Millisecond
+	p.Slow(lag)
+	start := time.Now()
+	if got, err := roundTrip(c, "slow", 5*time.Second); err != nil || got != "slow" {
+		t.Fatalf("on a slow link: %q, %v", got, err)
+	}
+	// Each direction holds the chunk: there and back is two lags at least.
+	if took := time.Since(start); took < 2*lag {
+		t.Fatalf("a round trip on a slow link took %s, want at least %s", took, 2*lag)
+	}
+	p.Slow(0)
+	if got, err := roundTrip(c, "fast", 5*time.Second); err != nil || got != "fast" {
+		t.Fatalf("after the slow link: %q, %v", got, err)
+	}
+
+	p.Reset()
+	if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after Reset the client read %v, want a connection reset", err)
+	}
+	again := dial(t, p.Addr())
+	if got, err := roundTrip(again, "again", 5*time.Second); err != nil || got != "again" {
+		t.Fatalf("after a reset a new connection got %q, %v", got, err)
 	}
 }
