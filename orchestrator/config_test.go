@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +95,36 @@ func TestConfigNegativeValues(t *testing.T) {
 // cold local model gets the load bound its endpoint documents; before,
 // the 10 minute chat default cut the 15 minute load default of every
 // local endpoint. A chat_timeout set in the file is kept as written.
+// TestShortChatTimeoutWarnsAtStart: a chat_timeout set shorter than the
+// chain's longest load_timeout cuts every first chat on a cold model, so the
+// node says so when it starts; a default or a longer one says nothing.
+func TestShortChatTimeoutWarnsAtStart(t *testing.T) {
+	local := "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
+	hosted := "[llm]\nprovider = \"openai\"\nbase_url = \"https://api.example.com/v1\"\nmodel = \"m\"\napi_key_env = \"K\"\n"
+	for _, tt := range []struct {
+		name, body string
+		warn       bool
+	}{
+		{"shorter than the local default", local + "[loop]\nchat_timeout = \"3m\"\n", true},
+		{"shorter than a fallback's", hosted + "[[llm.fallback]]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\nload_timeout = \"30m\"\n[loop]\nchat_timeout = \"20m\"\n", true},
+		{"the default", local, false},
+		{"longer", local + "[loop]\nchat_timeout = \"16m\"\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, _ := loadConfig(t, dir, tt.body, "")
+			cfg.Broker.Listen = "127.0.0.1:0"
+			cfg.HTTP.Listen = "off"
+			var buf bytes.Buffer
+			startNode(t, cfg, Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			got := strings.Contains(buf.String(), "chat_timeout is shorter than llm.load_timeout")
+			if got != tt.warn {
+				t.Fatalf("warned %v, want %v; the log:\n%s", got, tt.warn, buf.String())
+			}
+		})
+	}
+}
+
 func TestChatTimeoutCoversAColdModel(t *testing.T) {
 	local := "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n"
 	hosted := "[llm]\nprovider = \"openai\"\nbase_url = \"https://api.example.com/v1\"\nmodel = \"m\"\napi_key_env = \"K\"\n"
