@@ -119,6 +119,36 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response,
 // codec is what this provider brings to an exchange.
 var codec = httpc.Codec{ErrorMessage: errorMessage, Parse: parseResponse, ReadStream: readStream}
 
+// errorStatus is the HTTP status Anthropic answers each error type with
+// before a stream starts; an error event in a stream carries only the type.
+var errorStatus = map[string]int{
+	"invalid_request_error": 400,
+	"authentication_error":  401,
+	"permission_error":      403,
+	"not_found_error":       404,
+	"request_too_large":     413,
+	"rate_limit_error":      429,
+	"api_error":             500,
+	"overloaded_error":      529,
+}
+
+// streamErrorKind is the kind of an error event in a stream: that of the
+// status its type has outside one (an overload mid-stream backs off as a
+// 529 does), and a server error for a type this code does not know.
+func streamErrorKind(b []byte) llm.ErrorKind {
+	var v struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		if status, ok := errorStatus[v.Error.Type]; ok {
+			return llm.KindForStatus(status)
+		}
+	}
+	return llm.KindServer
+}
+
 // errorMessage extracts {"type": "error", "error": {"type", "message"}}.
 func errorMessage(b []byte) string {
 	var v struct {

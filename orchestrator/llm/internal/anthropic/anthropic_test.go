@@ -148,12 +148,35 @@ func TestFailuresAreTyped(t *testing.T) {
 		{Pair: "not_json.json", Kind: llm.KindMalformed, Status: 200, Msg: "upstream connect error"},
 		{Pair: "empty_content.json", Kind: llm.KindMalformed, Status: 200, Msg: "empty answer"},
 		{Pair: "stream_truncated.json", Kind: llm.KindNetwork, Status: 200, Msg: "before message_stop"},
-		{Pair: "stream_error.json", Kind: llm.KindServer, Status: 200, Msg: "overloaded_error: Overloaded"},
+		{Pair: "stream_error.json", Kind: llm.KindRateLimited, Status: 200, Msg: "overloaded_error: Overloaded"},
 	}, func(t *testing.T, pair string, stream bool) error {
 		p, _ := serve(t, Options{Stream: stream}, pair)
 		_, err := p.Complete(context.Background(), turn1())
 		return err
 	}, nil)
+}
+
+// TestStreamErrorKinds: an error event in a stream is typed as the same
+// error would be before the stream, so an overload backs off and a bad
+// request is not asked again.
+func TestStreamErrorKinds(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want llm.ErrorKind
+	}{
+		{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, llm.KindRateLimited},
+		{`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, llm.KindRateLimited},
+		{`{"type":"error","error":{"type":"api_error","message":"internal"}}`, llm.KindServer},
+		{`{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`, llm.KindBadRequest},
+		{`{"type":"error","error":{"type":"authentication_error","message":"key"}}`, llm.KindAuth},
+		{`{"type":"error","error":{"type":"some_new_error","message":"?"}}`, llm.KindServer},
+		{`{"type":"error","error":"flat"}`, llm.KindServer},
+		{`not json`, llm.KindServer},
+	} {
+		if got := streamErrorKind([]byte(tt.body)); got != tt.want {
+			t.Errorf("%s: kind %s, want %s", tt.body, got, tt.want)
+		}
+	}
 }
 
 func TestRetryAfterDate(t *testing.T) {

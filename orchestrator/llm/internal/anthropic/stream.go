@@ -121,7 +121,7 @@ func readStream(ctx context.Context, call *httpc.Call, r io.Reader) (llm.Respons
 		case "message_stop":
 			done = true
 		case "error":
-			return llm.Response{}, call.Errorf(llm.KindServer, 200, nil, "error in the stream: %s", llm.Excerpt(errorMessage(ev.Data), llm.MaxErrorExcerpt))
+			return llm.Response{}, call.Errorf(streamErrorKind(ev.Data), 200, nil, "error in the stream: %s", llm.Excerpt(errorMessage(ev.Data), llm.MaxErrorExcerpt))
 		}
 		if done {
 			break
