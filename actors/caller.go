@@ -1,6 +1,10 @@
 package actors
 
-import "context"
+import (
+	"context"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
 
 // Caller is the chat a local tool runs for. The conversation puts it in
 // the context of every local tool run, so a tool that acts on sessions
@@ -14,6 +18,9 @@ type Caller struct {
 	Toolbox Toolbox
 	// Progress is the calling chat's live view; nil when nobody watches.
 	Progress ProgressFunc
+	// Sampling are the calling chat's sampling hints; a sub-agent takes
+	// them, so a chat asked for temperature 0 or a seed stays so all down.
+	Sampling llm.Sampling
 	// Person, Depth, Parent and Spawns are those of the calling Chat.
 	Person bool
 	Depth  int
@@ -39,5 +46,5 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 func (c *conversation) caller() Caller {
 	t := c.cur
 	return Caller{ConversationID: c.id, Toolbox: t.toolbox, Progress: t.progress, Person: t.chat.Person,
-		Depth: t.chat.Depth, Parent: t.chat.Parent, Spawns: t.chat.Spawns}
+		Depth: t.chat.Depth, Parent: t.chat.Parent, Spawns: t.chat.Spawns, Sampling: t.chat.Sampling}
 }

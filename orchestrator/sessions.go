@@ -414,7 +414,7 @@ func (s *sessionTools) spawn(ctx context.Context, c actors.Caller, a sessionArgs
 	}
 	// Cancelling the caller cancels ctx, and Converse cancels the child.
 	ans, err := s.n.Converse(ctx, ChatInput{ConversationID: child, Text: a.Task, Toolbox: box, MaxIterations: a.MaxIterations,
-		Parent: c.ConversationID, Depth: depth, Progress: c.Progress, Person: c.Person, Spawns: c.Spawns, fresh: true})
+		Parent: c.ConversationID, Depth: depth, Progress: c.Progress, Person: c.Person, Spawns: c.Spawns, Sampling: c.Sampling, fresh: true})
 	if err != nil {
 		return skills.Failed(wire.ErrExecutionFailed, fmt.Sprintf("sub-agent %s: %v", child, err))
 	}

@@ -393,3 +393,56 @@ func TestSpawnBudgetPerMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestSpawnInheritsSampling: a sub-agent's completions carry its parent
+// chat's sampling hints (before, a chat asked for temperature 0 and a seed
+// spawned children that sampled with the model's defaults).
+func TestSpawnInheritsSampling(t *testing.T) {
+	play := playbook{
+		"boss": {toolTurn("a", ToolSessionsSpawn, `{"task":"leaf"}`), say("boss: {{last}}")},
+		"leaf": {say("leaf done")},
+	}
+	type seen struct {
+		user     string
+		sampling llm.Sampling
+	}
+	var mu sync.Mutex
+	var calls []seen
+	provider := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		user := ""
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleUser {
+				user = m.Content
+			}
+		}
+		mu.Lock()
+		calls = append(calls, seen{user, req.Sampling})
+		mu.Unlock()
+		return play.provider()(ctx, req)
+	})
+	node := sessionNode(t, provider, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	temp, seed := 0.0, int64(42)
+	want := llm.Sampling{Temperature: &temp, Seed: &seed}
+	ans, err := node.Converse(ctx, ChatInput{ConversationID: "root", Text: "boss", Sampling: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ans.Text, "leaf done") {
+		t.Fatalf("answer %q", ans.Text)
+	}
+	wantJSON := mustJSON(t, want)
+	mu.Lock()
+	defer mu.Unlock()
+	users := map[string]int{}
+	for _, c := range calls {
+		users[c.user]++
+		if got := mustJSON(t, c.sampling); got != wantJSON {
+			t.Errorf("a completion for %q had sampling %s, want %s", c.user, got, wantJSON)
+		}
+	}
+	if users["boss"] != 2 || users["leaf"] != 1 {
+		t.Fatalf("completions per chat %v, want boss 2 and leaf 1", users)
+	}
+}
