@@ -268,6 +268,10 @@ func readUntil(t testing.TB, conn net.Conn, timeout time.Duration, what string, 
 	}
 }
 
+// RawReadPacket reads one MQTT control packet from conn: its first byte
+// and its body (for a test that plays the broker).
+func RawReadPacket(conn net.Conn) (byte, []byte, error) { return readPacket(conn) }
+
 // readPacket reads one MQTT control packet: its first byte and its body.
 func readPacket(conn net.Conn) (byte, []byte, error) {
 	hdr := make([]byte, 1)
