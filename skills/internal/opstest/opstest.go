@@ -125,9 +125,24 @@ func testLongNames(t *testing.T, backend Backend) {
 			t.Fatalf("%.20q… on disk = %q, %v", name, b, err)
 		}
 	}
-	// One byte more is the file system's refusal (SFTP words it "Bad
-	// message").
-	call(t, ts, "write", map[string]any{"path": strings.Repeat("a", 256), "content": "x"}, wire.ErrExecutionFailed)
+	// One byte more is the file system's refusal, worded the same by every
+	// backend (an SFTP server words it "Bad message", which told the model
+	// nothing), for every tool that takes a path.
+	long := strings.Repeat("a", 256)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"write", map[string]any{"path": long, "content": "x"}},
+		{"write", map[string]any{"path": "sub/" + long + "/f.txt", "content": "x"}},
+		{"read", map[string]any{"path": long}},
+		{"edit", map[string]any{"path": long, "old_text": "a", "new_text": "b"}},
+	} {
+		out := call(t, ts, c.tool, c.args, wire.ErrExecutionFailed)
+		if !strings.Contains(out.ErrorText(), "file name too long") {
+			t.Errorf("%s of a 256-byte name: %q, want it to say the file name is too long", c.tool, out.ErrorText())
+		}
+	}
 	entries, err := os.ReadDir(o.Dir)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/pkg/sftp"
 
@@ -26,16 +27,27 @@ func (c *Client) within(p string) bool {
 	return p == c.real || strings.HasPrefix(p, strings.TrimSuffix(c.real, "/")+"/")
 }
 
+// maxNameBytes is the longest name of one path component that Linux file
+// systems take (NAME_MAX).
+const maxNameBytes = 255
+
 // resolve maps a workspace-relative name to a remote path, walking its
 // components: symlinks are resolved by the server and must stay inside
 // the workspace; the first missing component ends the walk (the rest will
-// be created under a checked directory).
+// be created under a checked directory). A component longer than a file
+// system takes is refused here as the local file system refuses it: the
+// SFTP server would answer "Bad message", which tells the model nothing.
 func (c *Client) resolve(name string) (string, error) {
 	cur := c.real
 	if name == "." || name == "" {
 		return cur, nil
 	}
 	parts := strings.Split(name, "/")
+	for _, part := range parts {
+		if len(part) > maxNameBytes {
+			return "", fmt.Errorf("a name in the path is %d bytes, over %d: %w", len(part), maxNameBytes, syscall.ENAMETOOLONG)
+		}
+	}
 	for i, part := range parts {
 		next := path.Join(cur, part)
 		fi, err := c.sftp.Lstat(next)
