@@ -261,10 +261,7 @@ func TestColdAheadOfWarm(t *testing.T) {
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	copyFile(t, path, backup)
 	fill(t, warm, 1) // 10 records
-	sh := startShipper(t, warm, c)
-	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
-	sh.Close()
-
+	shipAll(t, warm, c)
 	// The backup's anchors are sealed with the node's key, kept apart from it.
 	restored, err := sqlite.Open(backup, sqlite.Options{KeyFile: sqlite.DefaultKeyFile(path)})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -141,4 +142,12 @@ func caughtUp(t testing.TB, sh *Shipper, warm *sqlite.Store) func() bool {
 		}
 		return head > 0 && shipped == head
 	}
+}
+
+// shipAll ships every record of warm to c and stops the shipper.
+func shipAll(t testing.TB, warm *sqlite.Store, c *Store) {
+	t.Helper()
+	sh := startShipper(t, warm, c)
+	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
+	sh.Close()
 }

@@ -3,6 +3,7 @@ package cold
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
@@ -27,21 +28,30 @@ func TestVerifyJoin(t *testing.T) {
 		warm     auditchain.Report // StartSeq, StartHash, HeadSeq
 		cold     ChainState
 		warmForg map[int64]string
+		coldForg map[int64]string
 		broken   bool
+		first    string // in the error: the first record that differs
 	}{
-		{"overlap", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, false},
-		{"cold ends where warm starts", auditchain.Report{StartSeq: 8, StartHash: hash(8), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, false},
-		{"nothing pruned", auditchain.Report{StartSeq: 0, StartHash: auditchain.Genesis("x").String(), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 10, HeadHash: hash(10)}, nil, false},
-		{"gap between tiers", auditchain.Report{StartSeq: 9, StartHash: hash(9), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 7, HeadHash: hash(7)}, nil, true},
-		{"forged checkpoint", auditchain.Report{StartSeq: 4, StartHash: hash(9), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, true},
-		{"warm record differs from cold", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, map[int64]string{8: hash(3)}, true},
-		{"cold beyond warm head", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 6}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, true},
+		{"overlap", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, nil, false, ""},
+		{"cold ends where warm starts", auditchain.Report{StartSeq: 8, StartHash: hash(8), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, nil, false, ""},
+		{"nothing pruned", auditchain.Report{StartSeq: 0, StartHash: auditchain.Genesis("x").String(), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 10, HeadHash: hash(10)}, nil, nil, false, ""},
+		{"gap between tiers", auditchain.Report{StartSeq: 9, StartHash: hash(9), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 7, HeadHash: hash(7)}, nil, nil, true, ""},
+		{"forged checkpoint", auditchain.Report{StartSeq: 4, StartHash: hash(9), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, nil, true, ""},
+		{"warm record differs from cold", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 10}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, map[int64]string{8: hash(3)}, nil, true, ""},
+		{"cold beyond warm head", auditchain.Report{StartSeq: 4, StartHash: hash(4), HeadSeq: 6}, ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, nil, true, ""},
+		// Cold records rewritten from chain_seq 5 on, every hash recomputed,
+		// the chains row left as shipped: the cold chain verifies by itself.
+		{"cold records rewritten under the chains row", auditchain.Report{StartSeq: 0, StartHash: auditchain.Genesis("x").String(), HeadSeq: 10},
+			ChainState{FirstSeq: 1, ShippedSeq: 8, HeadHash: hash(8)}, nil, map[int64]string{5: hash(15), 6: hash(16), 7: hash(17), 8: hash(18)}, true, "first record that differs is chain_seq 5"},
 	}
 	for _, tt := range tests {
 		err := VerifyJoin(context.Background(), &tt.warm, tt.cold,
-			lookup(tt.warm.StartSeq+1, tt.warm.HeadSeq, tt.warmForg), lookup(tt.cold.FirstSeq, tt.cold.ShippedSeq, nil))
+			lookup(tt.warm.StartSeq+1, tt.warm.HeadSeq, tt.warmForg), lookup(tt.cold.FirstSeq, tt.cold.ShippedSeq, tt.coldForg))
 		if tt.broken != (err != nil) {
 			t.Errorf("%s: got %v, want broken=%v", tt.name, err, tt.broken)
+		}
+		if err != nil && !strings.Contains(err.Error(), tt.first) {
+			t.Errorf("%s: %v does not say %q", tt.name, err, tt.first)
 		}
 		if err != nil && !errors.Is(err, ErrTiersDisagree) {
 			t.Errorf("%s: %v does not wrap ErrTiersDisagree", tt.name, err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -25,9 +24,7 @@ func TestMergeTiersPagesUnderTheAnswerBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sh := startShipper(t, warm, c)
-	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
-	sh.Close()
+	shipAll(t, warm, c)
 	small, err := Open(Config{URL: srv.URL(), MaxAnswerBytes: 128 << 10})
 	if err != nil {
 		t.Fatal(err)

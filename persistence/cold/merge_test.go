@@ -20,9 +20,7 @@ func TestMergeTiers(t *testing.T) {
 	t.Parallel()
 	_, warm, path, c := tiers(t)
 	fill(t, warm, 10) // 50 records
-	sh := startShipper(t, warm, c)
-	testenv.Eventually(t, 60*time.Second, caughtUp(t, sh, warm), "shipping")
-	sh.Close()
+	shipAll(t, warm, c)
 	// Prune the first 20 from warm (they are shipped), then write 10 more
 	// that stay warm only.
 	res, err := warm.Prune(context.Background(), sqlite.Retention{ColdTier: true, Batch: 20}, time.Now().Add(30*24*time.Hour))

@@ -37,8 +37,34 @@ func (s *Store) VerifyChain(ctx context.Context, st ChainState) (*auditchain.Rep
 		return rep, fmt.Errorf("verify cold chain %s: %w: chain_seq %d..%d were shipped but are not in the cold tier",
 			st.ChainID, ErrTailMissing, rep.HeadSeq+1, st.ShippedSeq)
 	}
+	// The records must end in the head the chains row names, which is what
+	// the shipper confirmed and what the join with warm compares: records
+	// rewritten with every hash recomputed verify among themselves, and only
+	// this tells them from the ones shipped. A batch shipped since the
+	// chains row was read (a node ships while this runs) leaves the record
+	// at ShippedSeq as it was.
+	got := rep.HeadHash
+	if rep.HeadSeq != st.ShippedSeq {
+		h, ok, err := s.RecordHash(ctx, st.ChainID, st.ShippedSeq)
+		if err != nil {
+			return rep, fmt.Errorf("verify cold chain %s: %w", st.ChainID, err)
+		}
+		if !ok {
+			return rep, fmt.Errorf("verify cold chain %s: %w: chain_seq %d was shipped but is not in the cold tier",
+				st.ChainID, ErrTailMissing, st.ShippedSeq)
+		}
+		got = h
+	}
+	if got != st.HeadHash {
+		return rep, fmt.Errorf("verify cold chain %s: %w: the record at chain_seq %d has hash %s, but the node shipped it with hash %s (chains.head_hash): the records were rewritten",
+			st.ChainID, ErrHeadRewritten, st.ShippedSeq, auditchain.Printable(got), auditchain.Printable(st.HeadHash))
+	}
 	return rep, nil
 }
+
+// ErrHeadRewritten reports a cold chain whose records verify among
+// themselves but do not end in the head that was shipped.
+var ErrHeadRewritten = fmt.Errorf("%w: cold records differ from the shipped head", auditchain.ErrBroken)
 
 // RecordHash returns the stored hash of chainID's record chain_seq seq.
 func (s *Store) RecordHash(ctx context.Context, chainID string, seq int64) (string, bool, error) {
@@ -150,9 +176,58 @@ func VerifyJoin(ctx context.Context, warm *auditchain.Report, st ChainState, war
 		if !ok {
 			return fmt.Errorf("%w: cold holds chain_seq %d, beyond the warm head %d", ErrTiersDisagree, st.ShippedSeq, warm.HeadSeq)
 		}
+		// The cold record itself, not only the chains row that names it:
+		// records rewritten under an untouched chains row must not join.
+		c, ok, err := coldHash(ctx, st.ShippedSeq)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: cold names chain_seq %d as shipped but does not hold it", ErrTiersDisagree, st.ShippedSeq)
+		}
+		if h != c {
+			first, err := firstDifference(ctx, max(warm.StartSeq+1, st.FirstSeq), st.ShippedSeq, warmHash, coldHash)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: chain_seq %d has hash %s in warm and %s in cold; the first record that differs is chain_seq %d",
+				ErrTiersDisagree, st.ShippedSeq, h, auditchain.Printable(c), first)
+		}
 		if h != st.HeadHash {
-			return fmt.Errorf("%w: chain_seq %d has hash %s in warm and %s in cold", ErrTiersDisagree, st.ShippedSeq, h, st.HeadHash)
+			return fmt.Errorf("%w: chain_seq %d has hash %s in warm and %s in the cold chains row", ErrTiersDisagree, st.ShippedSeq, h, auditchain.Printable(st.HeadHash))
 		}
 	}
 	return nil
+}
+
+// firstDifference returns the first chain_seq in lo..hi whose hash differs
+// between the tiers, given that it differs at hi. Each hash covers every
+// record before it, so the hashes agree up to some record and differ from
+// it on: a bisection finds it in log2(hi-lo) reads of each tier. A record
+// one tier lacks counts as differing.
+func firstDifference(ctx context.Context, lo, hi int64, warmHash, coldHash func(ctx context.Context, seq int64) (string, bool, error)) (int64, error) {
+	same := func(seq int64) (bool, error) {
+		w, wok, err := warmHash(ctx, seq)
+		if err != nil {
+			return false, err
+		}
+		c, cok, err := coldHash(ctx, seq)
+		if err != nil {
+			return false, err
+		}
+		return wok && cok && w == c, nil
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		ok, err := same(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
 }
