@@ -103,7 +103,8 @@ func (c *conversation) onApproval(ctx actor.Context, m *approvalDone) {
 		c.spawn(ctx, i, call, p.spec)
 		return
 	}
-	c.immediate(ctx, i, call, p.agentID, skills.Failed(ErrApprovalDenied, denialText(call.Name, m.decision)))
+	// Audited under the request id the approval names, which joins them.
+	c.immediateAs(ctx, i, call, p.agentID, p.spec.requestID, skills.Failed(ErrApprovalDenied, denialText(call.Name, m.decision)))
 }
 
 // denialText is what the model reads about a call that was not approved.

@@ -357,7 +357,7 @@ func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *cal
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }, onHot),
 		safeName(ctx.Self().Id, fmt.Sprintf("call-%d", callSeq.Add(1))))
 	if err != nil {
-		c.immediate(ctx, i, call, s.agentID, skills.Failed(wire.ErrInternal, fmt.Sprintf("start tool call: %v", err)))
+		c.immediateAs(ctx, i, call, s.agentID, s.requestID, skills.Failed(wire.ErrInternal, fmt.Sprintf("start tool call: %v", err)))
 		return
 	}
 	t.specs[pid.Id] = s
@@ -366,9 +366,14 @@ func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *cal
 // immediate completes a call that never reached an agent; the audit write
 // runs off the mailbox like any other.
 func (c *conversation) immediate(ctx actor.Context, i int, call llm.ToolCall, agentID string, res skills.Output) {
-	self, root, o, convID, gen, origin := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen, c.cur.origin
+	c.immediateAs(ctx, i, call, agentID, c.cur.origin, res)
+}
+
+// immediateAs is immediate, audited under requestID.
+func (c *conversation) immediateAs(ctx actor.Context, i int, call llm.ToolCall, agentID, requestID string, res skills.Output) {
+	self, root, o, convID, gen := ctx.Self(), ctx.ActorSystem().Root, c.o, c.id, c.cur.gen
 	go func() {
-		msg, aerr := completeCall(o, convID, call, agentID, origin, "", res, 0, false)
+		msg, aerr := completeCall(o, convID, call, agentID, requestID, "", res, 0, false)
 		root.Send(self, &callDone{gen: gen, index: i, res: res, result: msg, audit: aerr})
 	}()
 }

@@ -168,6 +168,15 @@ func TestApprovalDenied(t *testing.T) {
 	if got := g.query(t, `SELECT status, error_type FROM tool_calls WHERE conversation_id = 'no'`); got != "[[error approval_denied]]" {
 		t.Fatalf("tool_calls %s", got)
 	}
+	// docs/AUDIT.md: the row is joined to its approval by request_id.
+	if got := g.query(t, `SELECT a.state, a.decided_by FROM tool_calls t JOIN approvals a ON a.request_id = t.request_id
+		WHERE t.conversation_id = 'no'`); got != "[[denied bob]]" {
+		t.Fatalf("tool_calls joined to approvals by request_id: %s", got)
+	}
+	if got := g.query(t, `SELECT count(*) FROM tool_calls t JOIN events e ON e.kind = 'approval_decided'
+		AND json_extract(e.detail, '$.request_id') = t.request_id WHERE t.conversation_id = 'no'`); got != "[[1]]" {
+		t.Fatalf("tool_calls joined to approval_decided by request_id: %s", got)
+	}
 }
 
 // Nobody decides: at the timeout the call is denied, never approved.
