@@ -128,6 +128,9 @@ type Node struct {
 	// verify runs GET/POST /v1/audit/verify one at a time and keeps the
 	// last result.
 	verify *verifier
+	// auditStatus reads GET /v1/audit/status one at a time for all its
+	// callers.
+	auditStatus *sharedRead[*sqlite.WarmStatus]
 	// deleg runs the calls agents' own loops delegate ([delegation]).
 	deleg *delegator
 	// cluster is the node's membership; nil unless [cluster] is set.
@@ -183,6 +186,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		n.now = time.Now
 	}
 	n.verify = newVerifier(n.verifyWarm)
+	n.auditStatus = newSharedRead(n.readAuditStatus)
 	if n.diskFree == nil {
 		n.diskFree = statfsFree
 	}
@@ -756,6 +760,7 @@ func (n *Node) Close() error {
 			<-n.sweepDone
 		}
 		n.verify.close()
+		n.auditStatus.close()
 		if n.deleg != nil {
 			n.deleg.close() // its calls end before the actors and the store they use
 		}
