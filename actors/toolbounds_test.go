@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,5 +68,46 @@ func TestAgentToolsListIsBounded(t *testing.T) {
 		if d.Name == "pi-1"+ToolSep+"big" {
 			t.Fatal("the tool with a 64 KiB schema is offered")
 		}
+	}
+}
+
+func TestObjectSchema(t *testing.T) {
+	props := map[string]any{"path": map[string]any{"type": "string"}}
+	fine := map[string]any{"type": "object", "properties": props, "required": []any{"path"}}
+	for _, tc := range []struct {
+		name    string
+		in      map[string]any
+		want    string // the schema offered, as JSON
+		wantWhy string // why it is left out
+	}{
+		{"fine", fine, `{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}`, ""},
+		{"none", nil, `null`, ""},
+		{"empty", map[string]any{}, `null`, ""},
+		{"no type", map[string]any{"properties": props}, `{"properties":{"path":{"type":"string"}},"type":"object"}`, ""},
+		{"empty list of properties", map[string]any{"type": "object", "properties": []any{}}, `{"properties":{},"type":"object"}`, ""},
+		{"null properties", map[string]any{"type": "object", "properties": nil}, `{"properties":{},"type":"object"}`, ""},
+		{"null required", map[string]any{"type": "object", "required": nil}, `{"type":"object"}`, ""},
+		{"a string", map[string]any{"type": "string"}, "", `type "string"`},
+		{"a list of types", map[string]any{"type": []any{"object", "null"}}, "", `type ["object","null"]`},
+		{"properties listed", map[string]any{"type": "object", "properties": []any{"path"}}, "", `properties ["path"]`},
+		{"required a word", map[string]any{"type": "object", "required": "path"}, "", `required "path"`},
+		{"required numbers", map[string]any{"type": "object", "required": []any{1.0}}, "", `required [1]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := objectSchema(tc.in)
+			if why != tc.wantWhy {
+				t.Fatalf("why %q, want %q", why, tc.wantWhy)
+			}
+			if b, _ := json.Marshal(got); why == "" && string(b) != tc.want {
+				t.Fatalf("offered %s, want %s", b, tc.want)
+			}
+		})
+	}
+	if _, ok := fine["required"]; !ok || len(fine) != 3 {
+		t.Fatal("the agent's schema was changed in place")
+	}
+	kept, why := boundTools([]wire.ToolInfo{{Name: "s", Parameters: map[string]any{"type": "string"}}, {Name: "ok", Parameters: fine}})
+	if len(kept) != 1 || kept[0].Name != "ok" || !strings.Contains(why, `1 tools whose parameters are not an object schema left out: "s" (type "string")`) {
+		t.Fatalf("kept %v, why %q", kept, why)
 	}
 }
