@@ -113,6 +113,7 @@ func TestShortChatTimeoutWarnsAtStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg, _ := loadConfig(t, dir, tt.body, "")
+			cfg.DataDir = dir // the default is in the working directory
 			cfg.Broker.Listen = "127.0.0.1:0"
 			cfg.HTTP.Listen = "off"
 			var buf bytes.Buffer
