@@ -90,7 +90,7 @@ FROM events
 WHERE kind = 'job_run' AND json_extract(detail, '$.job') = ?1
 GROUP BY day, agent
 ORDER BY day, agent`},
-	{Name: "conversation", Doc: "everything one conversation did, in order", Arg: "conversation_id", Query: `SELECT ts, 'message' AS kind, role AS name,
+	{Name: "conversation", Doc: "everything one conversation did, in order: messages, LLM and tool calls, approvals, sub-agents, job runs", Arg: "conversation_id", Query: `SELECT ts, 'message' AS kind, role AS name,
   coalesce(json_extract(body, '$.content'), '') AS detail, chain_seq
 FROM messages WHERE conversation_id = ?1
 UNION ALL
@@ -101,6 +101,20 @@ UNION ALL
 SELECT ts, 'tool', tool,
   status || ' ' || elapsed_ms || 'ms' || coalesce(' ' || error_type, '') || coalesce(' agent=' || agent_id, ''), chain_seq
 FROM tool_calls WHERE conversation_id = ?1
+UNION ALL
+SELECT ts, 'event', kind, CASE kind
+    WHEN 'approval_requested' THEN coalesce(json_extract(detail, '$.tool'), '') || ' ' ||
+      coalesce(json_extract(detail, '$.request_id'), '') || ': ' || coalesce(json_extract(detail, '$.reason'), '')
+    WHEN 'approval_decided' THEN coalesce(json_extract(detail, '$.state'), '') || ' by ' || coalesce(json_extract(detail, '$.by'), '') ||
+      ' after ' || coalesce(json_extract(detail, '$.waited_ms'), '') || 'ms: ' || coalesce(json_extract(detail, '$.tool'), '') ||
+      ' ' || coalesce(json_extract(detail, '$.request_id'), '')
+    WHEN 'session_spawned' THEN CASE WHEN json_extract(detail, '$.child') = ?1
+      THEN 'spawned by ' || coalesce(json_extract(detail, '$.parent'), '')
+      ELSE 'spawned ' || coalesce(json_extract(detail, '$.child'), '') END
+    WHEN 'job_run_started' THEN 'job ' || coalesce(json_extract(detail, '$.job'), '') || ' ' || coalesce(json_extract(detail, '$.trigger'), '')
+    WHEN 'job_run' THEN 'job ' || coalesce(json_extract(detail, '$.job'), '') || ' ' || coalesce(json_extract(detail, '$.outcome'), '')
+    ELSE coalesce(detail, '') END, chain_seq
+FROM events WHERE ?1 IN (json_extract(detail, '$.conversation_id'), json_extract(detail, '$.parent'), json_extract(detail, '$.child'))
 ORDER BY ts, chain_seq`},
 }
 

@@ -51,6 +51,20 @@ func reportData(t *testing.T) string {
 	if err := s.AppendMessages(ctx, "c1", msgs); err != nil {
 		t.Fatal(err)
 	}
+	sec := func(min, sec int) time.Time { return at(min).Add(time.Duration(sec) * time.Second) }
+	events := []persistence.Event{
+		{Time: sec(2, 10), Kind: "approval_requested", Detail: []byte(`{"approval":"apr-1","tool":"shell","conversation_id":"c1","request_id":"tool-1","reason":"rule 1"}`)},
+		{Time: sec(2, 40), Kind: "approval_decided", Detail: []byte(`{"approval":"apr-1","tool":"shell","state":"approved","by":"alice","waited_ms":30000,"conversation_id":"c1","request_id":"tool-1"}`)},
+		{Time: sec(4, 10), Kind: "session_spawned", Detail: []byte(`{"parent":"c1","child":"sub-1","depth":1}`)},
+		{Time: sec(4, 20), Kind: "approval_requested", Detail: []byte(`{"approval":"apr-2","tool":"shell","conversation_id":"sub-1","request_id":"tool-2","reason":"rule 1"}`)},
+		{Time: sec(4, 30), AgentID: "edge-1", Kind: persistence.EventAgentOnline},
+	}
+	for _, e := range events {
+		e.Node = "n1"
+		if err := s.RecordEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return path
 }
 
@@ -105,9 +119,16 @@ func TestReports(t *testing.T) {
 		{"conversation", []any{"c1"}, []int{1, 2, 3}, [][]string{
 			{"message", "user", "list files"},
 			{"llm", "p/m1", "success 10+1 tokens 7ms"},
+			{"event", "approval_requested", "shell tool-1: rule 1"},
+			{"event", "approval_decided", "approved by alice after 30000ms: shell tool-1"},
 			{"tool", "shell", "success 10ms agent=edge-1"},
 			{"llm", "p/m1", "success 20+2 tokens 8ms"},
+			{"event", "session_spawned", "spawned sub-1"},
 			{"message", "assistant", "done"},
+		}},
+		{"conversation", []any{"sub-1"}, []int{1, 2, 3}, [][]string{
+			{"event", "session_spawned", "spawned by c1"},
+			{"event", "approval_requested", "shell tool-2: rule 1"},
 		}},
 	}
 	for _, tt := range tests {
