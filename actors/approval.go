@@ -83,7 +83,7 @@ func (c *conversation) awaitApproval(ctx actor.Context, i int, call llm.ToolCall
 			progress.emit(Progress{Kind: ProgressApprovalWait, ConversationID: convID, Time: now(), Iteration: iter, CallID: call.ID,
 				RequestID: req.RequestID, Agent: req.AgentID, Tool: req.Tool, ApprovalID: id, Error: why})
 		})
-		root.Send(self, &approvalDone{gen: gen, index: i, decision: d})
+		root.Send(self, &approvalDone{gen: gen, index: i, decision: d, call: call, agentID: s.agentID, requestID: s.requestID})
 	}()
 }
 
@@ -92,6 +92,9 @@ func (c *conversation) awaitApproval(ctx actor.Context, i int, call llm.ToolCall
 func (c *conversation) onApproval(ctx actor.Context, m *approvalDone) {
 	t := c.cur
 	if t == nil || m.gen != t.gen || !t.m.Awaiting(m.index) {
+		// The chat ended (canceled, stopped) while the call waited: it
+		// was not run, and nothing else records it.
+		c.auditUnrun(m)
 		return
 	}
 	delete(t.approvals, m.index)
@@ -105,6 +108,19 @@ func (c *conversation) onApproval(ctx actor.Context, m *approvalDone) {
 	}
 	// Audited under the request id the approval names, which joins them.
 	c.immediateAs(ctx, i, call, p.agentID, p.spec.requestID, skills.Failed(ErrApprovalDenied, denialText(call.Name, m.decision)))
+}
+
+// auditUnrun writes the tool_calls row of a call whose chat ended while it
+// waited for approval, under the request id its approval names: not
+// approved (a canceled wait included), or approved too late to start.
+func (c *conversation) auditUnrun(m *approvalDone) {
+	res := skills.Failed(ErrApprovalDenied, denialText(m.call.Name, m.decision))
+	if m.decision.Approved {
+		res = skills.Failed(wire.ErrInterrupted, fmt.Sprintf(
+			"approved by %s (approval %s), but the chat ended before %q started; it was not run", m.decision.By, m.decision.ID, m.call.Name))
+	}
+	o, convID := c.o, c.id
+	go func() { _, _ = completeCall(o, convID, m.call, m.agentID, m.requestID, "", res, 0, false) }() // logged there
 }
 
 // denialText is what the model reads about a call that was not approved.

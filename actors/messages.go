@@ -250,6 +250,9 @@ type (
 		gen      int
 		index    int
 		decision ApprovalDecision
+		// The call as it waited, to audit it when its turn is gone.
+		call               llm.ToolCall
+		agentID, requestID string
 	}
 	callTimeout   struct{}
 	callRedeliver struct{}

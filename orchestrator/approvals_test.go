@@ -179,6 +179,32 @@ func TestApprovalDenied(t *testing.T) {
 	}
 }
 
+// A chat canceled while its call waits for approval: the wait is decided
+// canceled, and the call, never run, still has its tool_calls row, joined
+// to the approval by request_id.
+func TestApprovalCanceledWithItsChat(t *testing.T) {
+	g := startGated(t, directNoop, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.node.Converse(ctx, ChatInput{ConversationID: "gone", Text: "go"})
+		done <- err
+	}()
+	g.pending(t)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the canceled chat did not end")
+	}
+	const joined = `SELECT a.state, t.status, t.error_type FROM tool_calls t JOIN approvals a ON a.request_id = t.request_id
+		WHERE t.conversation_id = 'gone'`
+	testenv.Eventually(t, 10*time.Second, func() bool { return g.query(t, joined) != "[]" }, "the unrun call's row")
+	if got := g.query(t, joined); got != "[[canceled error approval_denied]]" {
+		t.Fatalf("tool_calls joined to approvals: %s", got)
+	}
+}
+
 // Nobody decides: at the timeout the call is denied, never approved.
 func TestApprovalTimesOut(t *testing.T) {
 	g := startGated(t, directNoop, "")
