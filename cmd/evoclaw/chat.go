@@ -233,7 +233,12 @@ func (s *chatSession) ask(ctx context.Context, text string) error {
 	ans, err := s.client.chat(cctx, s.conv, text, chatEvents{
 		conversation: func(id string) { s.conv = id },
 		progress: func(p actors.Progress) {
-			if p.Kind != actors.ProgressQuestion {
+			switch p.Kind {
+			case actors.ProgressApprovalWait:
+				s.onApprovalWait(cctx, p)
+				return
+			case actors.ProgressQuestion:
+			default:
 				s.view.onProgress(p)
 				return
 			}

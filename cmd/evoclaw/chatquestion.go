@@ -89,13 +89,43 @@ const replyGrace = 2 * time.Second
 // chat would only wait for the question to time out on the node.
 var errNoReply = errors.New("the model asked a question and the input ended before a reply: chat cancelled")
 
+// maxQuestionRunes bounds a line of a question shown: the node bounds a
+// question at 4 KiB, so a question is shown whole.
+const maxQuestionRunes = 5000
+
+// questionText is a question as the chat shows it: whole, its lines kept
+// (each after the first indented under the "? "; blank ones at most one
+// in a row, so that none pushes the question off the screen), made safe
+// for a terminal. Cut to one line of 240 characters, the question a
+// person replied to could end with what the model would take the reply
+// for ("... answering yes also lets me erase the history").
+func questionText(q string) string {
+	var lines []string
+	for _, l := range strings.Split(termSafe(q, maxQuestionRunes), "\n") {
+		l = strings.TrimRight(l, " ")
+		if l == "" && (len(lines) == 0 || lines[len(lines)-1] == "") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for i := 1; i < len(lines); i++ {
+		if lines[i] != "" {
+			lines[i] = "  " + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // onQuestion shows a question the model asks and posts the person's reply
 // line. Ctrl-C or
 // Ctrl-D at the reply prompt (or end of input on a terminal) is
 // errInterrupted, with the key in ctrl: the person wants the chat
 // cancelled. Input that ends (not a terminal) or fails is errNoReply.
 func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) (ctrl string, err error) {
-	s.view.note(s.io.stdout, "? "+termLine(p.Question, maxProgressLine))
+	s.view.note(s.io.stdout, "? "+questionText(p.Question))
 	var reply string
 	switch {
 	case s.feed != nil:

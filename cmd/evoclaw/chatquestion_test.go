@@ -14,17 +14,26 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 )
 
-// askingProvider asks the person once, then answers with the reply.
-type askingProvider struct{}
+// askingProvider asks the person once (question, "which tank?" when
+// empty), then answers with the reply.
+type askingProvider struct{ question string }
 
 func (askingProvider) Name() string { return "asking" }
-func (askingProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+func (p askingProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == llm.RoleTool {
 		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "filling " + last.Content}}, nil
 	}
+	q := p.question
+	if q == "" {
+		q = "which tank?"
+	}
+	args, err := json.Marshal(map[string]string{"question": q})
+	if err != nil {
+		return llm.Response{}, err
+	}
 	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "q", Name: orchestrator.ToolQuestion,
-		Arguments: json.RawMessage(`{"question":"which tank?"}`)}}}}, nil
+		Arguments: args}}}}, nil
 }
 
 // startAskingNode starts a node whose model asks "which tank?" and returns
@@ -32,13 +41,19 @@ func (askingProvider) Complete(_ context.Context, req llm.Request) (llm.Response
 // node's default when none).
 func startAskingNode(t *testing.T, questionTimeout ...time.Duration) string {
 	t.Helper()
+	return startAskingNodeWith(t, askingProvider{}, questionTimeout...)
+}
+
+// startAskingNodeWith is startAskingNode with the model p.
+func startAskingNodeWith(t *testing.T, p askingProvider, questionTimeout ...time.Duration) string {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := orchestrator.Config{DataDir: dir, Broker: orchestrator.BrokerConf{Listen: "127.0.0.1:0"},
 		HTTP: orchestrator.HTTPConf{Listen: "127.0.0.1:0"}}
 	for _, d := range questionTimeout {
 		cfg.Loop.QuestionTimeout.Duration = d
 	}
-	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Provider: askingProvider{}})
+	node, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{Provider: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +96,23 @@ func TestChatAnswersAQuestion(t *testing.T) {
 				t.Fatalf("err %v\nstdout %q\nstderr %q", err, out, errOut)
 			}
 		})
+	}
+}
+
+// TestChatShowsTheWholeQuestion: a question is shown whole, its lines
+// kept, and made safe. It was cut to one line of 240 characters: the
+// person replied "yes" to the first sentence of a question whose end,
+// unseen, said what the model would take that "yes" for.
+func TestChatShowsTheWholeQuestion(t *testing.T) {
+	long := "Fill the tank? I will " + strings.Repeat("check the level of each of the tanks, ", 8)
+	question := long + "\n1. the blue one\n\n\n\n2. the red one\x1b]52;c;cGFzdGU=\x07\nAnswering yes also drains the pond.\n\n"
+	dir := startAskingNodeWith(t, askingProvider{question: question})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err, out, errOut := chatIn(ctx, "yes\n", nil, "--data-dir", dir, "fill it")
+	want := "? " + strings.TrimSpace(long) + "\n  1. the blue one\n\n  2. the red one\n  Answering yes also drains the pond.\nfilling yes\n"
+	if err != nil || out != want {
+		t.Fatalf("err %v\nstdout %q\nwant   %q\nstderr %q", err, out, want, errOut)
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
+	"github.com/evoclaw/evoclaw/persistence"
 )
 
 // jobsTimeout bounds one request of `evoclaw jobs` and `evoclaw approvals`.
@@ -201,7 +203,7 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		for _, a := range page.Approvals {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termLine(a.ID, 40), termLine(a.Node, 40), a.State, termLine(a.Tool, 80),
 				a.Requested.Local().Format("01-02 15:04:05"), a.Expires.Local().Format("15:04:05"), termLine(listOr([]string{a.DecidedBy}, "-"), 40),
-				termLine(a.Params, 60), termLine(a.Reason, 80))
+				termLine(a.Params, approvalParamsCell), termLine(a.Reason, 80))
 		}
 		switch {
 		case len(page.Unanswered) > 0:
@@ -209,7 +211,11 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		case page.Partial:
 			fmt.Fprintln(stderr, "partial list: a node left its oldest approvals out (its answer is bounded)")
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		printPendingArgs(stdout, page.Approvals)
+		return nil
 	case "approve", "deny":
 		if len(pos) != 2 {
 			return fmt.Errorf("%w: approvals %s takes one approval id", errUsage, sub)
@@ -222,6 +228,28 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return printJSON(stdout, a)
 	default:
 		return fmt.Errorf("%w: unknown approvals subcommand %q", errUsage, sub)
+	}
+}
+
+// Bounds of the PARAMS column of `approvals list`, and of the arguments
+// printed in full below it, in runes.
+const (
+	approvalParamsCell = 60
+	// approvalParamsFull holds all the node keeps with an approval (4 KiB
+	// and its "…").
+	approvalParamsFull = 5000
+)
+
+// printPendingArgs prints in full, below the table, the arguments of each
+// pending approval that the PARAMS cell cuts: they are the model's to
+// write, and a call whose first 60 characters read harmless can end with
+// what a person would deny. Whoever decides reads all of them.
+func printPendingArgs(w io.Writer, list []persistence.Approval) {
+	for _, a := range list {
+		if a.State != persistence.ApprovalPending || utf8.RuneCountInString(termLine(a.Params, 0)) <= approvalParamsCell {
+			continue
+		}
+		fmt.Fprintf(w, "%s %s arguments: %s\n", termLine(a.ID, 40), termLine(a.Tool, 80), termLine(a.Params, approvalParamsFull))
 	}
 }
 
@@ -271,12 +299,15 @@ func listOr(s []string, none string) string {
 	return j
 }
 
+// printJSON writes v as indented JSON, spelled to show as it is on a
+// terminal (jsonSafe): a job's prompt, a run's error or an approval's note
+// may hold what a model or an API client wrote.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	_, err = fmt.Fprintf(w, "%s\n", jsonSafe(b))
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 	"github.com/evoclaw/evoclaw/persistence/tiers"
@@ -32,6 +33,7 @@ const fakeToken = "fake-token-0123456789abcdef"
 //	"evil..."     streams tool output and an answer full of escape sequences
 //	"status NNN"  answers with HTTP status NNN and an error body
 //	"event-error" fails inside the stream with a 502 error event
+//	"approval"    holds a tool call of pi1 bash for approval apr-1, then answers
 //	anything else streams a tool call of pi1 sysinfo and answers
 type fakeNode struct {
 	srv *httptest.Server
@@ -40,6 +42,8 @@ type fakeNode struct {
 	status string
 
 	mu sync.Mutex // guards the fields below
+	// approvals is what GET /v1/approvals answers; none when empty.
+	approvals []persistence.Approval
 	// convs are the conversation ids the chats arrived with.
 	convs []string
 	// running counts chats in flight; cancelled those whose client left.
@@ -54,6 +58,25 @@ func newFakeNode(t *testing.T) *fakeNode {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, f.status)
+	})
+	mux.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		page := orchestrator.ApprovalsPage{Approvals: append([]persistence.Approval{}, f.approvals...)}
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(page)
+	})
+	mux.HandleFunc("GET /v1/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, a := range f.approvals {
+			if a.ID == r.PathValue("id") {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(a)
+				return
+			}
+		}
+		fakeError(w, http.StatusNotFound, "not_found_error", "no approval "+r.PathValue("id"))
 	})
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+fakeToken {
@@ -145,6 +168,12 @@ func (f *fakeNode) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.Text == "event-error":
 		send(sseError, map[string]any{"error": map[string]any{"message": "model exploded", "type": "upstream_error"}, "status": 502})
+		return
+	case req.Text == "approval":
+		progress(actors.Progress{Kind: actors.ProgressToolStart, CallID: "c1", Agent: "pi1", Tool: "bash", Args: `{"command":"echo` + strings.Repeat(" x", 100) + "…"})
+		progress(actors.Progress{Kind: actors.ProgressApprovalWait, CallID: "c1", Agent: "pi1", Tool: "bash", ApprovalID: "apr-1", Error: "approvals rule 1"})
+		progress(actors.Progress{Kind: actors.ProgressToolEnd, CallID: "c1", Agent: "pi1", Tool: "bash", Status: "error", ErrorType: "approval_denied"})
+		send(sseAnswer, orchestrator.ChatResponse{ConversationID: conv, Text: "denied"})
 		return
 	case strings.HasPrefix(req.Text, "evil"):
 		progress(actors.Progress{Kind: actors.ProgressToolStart, Agent: "pi1\x1b[2J", Tool: "sysinfo", Args: `{"x":"\u001b]0;pwned\u0007"}`})

@@ -29,7 +29,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var nf nodeFlags
 	nf.register(fs)
 	tools := fs.Bool("tools", false, "list each agent's tools with calls, errors, timeouts and latency")
-	asJSON := fs.Bool("json", false, "print the node's status JSON as it is (indented)")
+	asJSON := fs.Bool("json", false, "print the node's status JSON (indented; characters a terminal would act on or hide written as \\u escapes)")
 	if err := parseNoArgs(fs, args, "status"); err != nil {
 		return err
 	}
@@ -54,7 +54,9 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("status: the node's answer is not JSON: %w", err)
 		}
 		buf.WriteByte('\n')
-		_, err := stdout.Write(buf.Bytes())
+		// An agent's capability line is the agent's to write: C1 controls
+		// and bidi overrides in it are written as \u escapes.
+		_, err := stdout.Write(jsonSafe(buf.Bytes()))
 		return err
 	}
 	var doc statusDoc

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evoclaw/evoclaw/persistence"
 )
 
 func TestStatusCommand(t *testing.T) {
@@ -79,6 +81,45 @@ func TestStatusOfAnOlderNode(t *testing.T) {
 	for _, absent := range []string{"ready", "READY", "llm:", "broker clients", "mqtt"} {
 		if strings.Contains(out, absent) {
 			t.Fatalf("shows %q the node did not send:\n%s", absent, out)
+		}
+	}
+}
+
+// status --json and the JSON of jobs and approvals write the C1 controls
+// and bidi overrides an agent, a model or an API client put in a string as
+// \u escapes: raw, U+009D...U+009C is an OSC (a clipboard write) to a
+// terminal that takes C1 controls, and U+202E turns the line around. The
+// JSON reads the same.
+func TestJSONOutputEscapesHiddenCharacters(t *testing.T) {
+	const caps = "Pi \u009d52;c;cGFzdGU=\u009c kitchen \u202eRTL \U000E0041"
+	f := newFakeNode(t)
+	b, err := json.Marshal(caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.status = `{"node_id":"n","agents":[{"id":"pi1","online":true,"capabilities":` + string(b) + `,"tools":[],"last_seen":"0001-01-01T00:00:00Z"}]}`
+	code, out, errOut := runArgs("status", "--json", "--data-dir", f.dir)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	var doc struct {
+		Agents []struct{ Capabilities string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Agents) != 1 || doc.Agents[0].Capabilities != caps {
+		t.Fatalf("status --json reads %+v (%v):\n%s", doc, err, out)
+	}
+	var buf bytes.Buffer
+	approval := persistence.Approval{ID: "apr-1", Tool: "pi1__bash", Note: caps}
+	if err := printJSON(&buf, approval); err != nil {
+		t.Fatal(err)
+	}
+	var back persistence.Approval
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Note != caps {
+		t.Fatalf("printJSON reads %+v (%v):\n%s", back, err, buf.String())
+	}
+	for what, s := range map[string]string{"status --json": out, "printJSON": buf.String()} {
+		if i := strings.IndexFunc(s, func(r rune) bool { return r >= 0x80 && r <= 0x9f || r == 0x202e || r == 0xe0041 }); i >= 0 {
+			t.Errorf("%s writes %q raw:\n%s", what, []rune(s[i:])[0], s)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -125,4 +128,41 @@ func skipEscape(s string, i int) int {
 // emoji need them, and they hide nothing.
 func invisibleFormat(r rune) bool {
 	return r != 0x200c && r != 0x200d && unicode.Is(unicode.Cf, r)
+}
+
+// jsonSafe returns the JSON text b spelled so that a terminal shows it as
+// it is: DEL, the C1 controls (U+0080 to U+009F: a terminal may take
+// U+009D as the start of an OSC, a clipboard write say) and the invisible
+// format characters but the joiners (bidi overrides, zero-width and tag
+// characters) are written as \u escapes, as encoding/json already writes
+// the C0 controls; a byte that is not UTF-8 is written \ufffd, the
+// character a JSON reader takes it for. Those characters can only stand
+// inside strings of valid JSON, so the value is unchanged: only its
+// spelling is. b is returned as it is when it holds none of them.
+func jsonSafe(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == utf8.RuneError || jsonEscaped(r) }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case r > 0xffff && jsonEscaped(r):
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+		case jsonEscaped(r):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}
+
+// jsonEscaped reports the characters jsonSafe escapes.
+func jsonEscaped(r rune) bool {
+	return r == 0x7f || (r >= 0x80 && r <= 0x9f) || invisibleFormat(r)
 }

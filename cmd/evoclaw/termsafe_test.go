@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode"
@@ -66,6 +68,83 @@ func FuzzTermSafe(f *testing.F) {
 			if n := utf8.RuneCountInString(line); n > max+1 {
 				t.Fatalf("line of %d runes from %q", n, s)
 			}
+		}
+	})
+}
+
+// hiddenJSON reports a character jsonSafe must not leave raw.
+func hiddenJSON(r rune) bool {
+	return r == 0x7f || (r >= 0x80 && r <= 0x9f) || (unicode.Is(unicode.Cf, r) && r != 0x200c && r != 0x200d)
+}
+
+func TestJSONSafe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   any
+	}{
+		{"c1 osc clipboard write", "caps \u009d52;c;cGFzdGU=\u009c end"},
+		{"c1 csi", "a\u009b2Jb"},
+		{"del", "a\x7fb"},
+		{"bidi override", "rm\u202efdp.tad"},
+		{"zero-width and tag characters", "cu\u200brl \U000E0041\U000E007F"},
+		{"joiners and plain text kept", "\U0001F469\u200d\U0001F4BB température ✓"},
+		{"nested", map[string]any{"params": []any{"\u009d0;t\u009c", 1.5}, "note": "ok"}},
+	} {
+		b, err := json.Marshal(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := jsonSafe(b)
+		if strings.ContainsFunc(string(out), hiddenJSON) || !utf8.Valid(out) {
+			t.Errorf("%s: %q left a hidden character raw: %q", tc.name, b, out)
+		}
+		var before, after any
+		if err := json.Unmarshal(b, &before); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("%s: %q is not JSON: %v", tc.name, out, err)
+		}
+		if !reflect.DeepEqual(before, after) {
+			t.Errorf("%s: %q reads %q, want %q", tc.name, out, after, before)
+		}
+	}
+	// A byte that is not UTF-8 (as json.Indent passes it) reads as U+FFFD.
+	if got, want := string(jsonSafe([]byte("\"a\x9bb\""))), `"a\ufffdb"`; got != want {
+		t.Errorf("invalid UTF-8: %s, want %s", got, want)
+	}
+	plain := []byte(`{"a":"b"}`)
+	if got := jsonSafe(plain); &got[0] != &plain[0] {
+		t.Error("plain JSON copied")
+	}
+}
+
+// FuzzJSONSafe: the JSON of any string, spelled by jsonSafe, is valid
+// UTF-8 without a raw C1 control, DEL or invisible format character but
+// the joiners, and reads as the same string.
+func FuzzJSONSafe(f *testing.F) {
+	for _, s := range []string{"\u009d0;t\u009c", "\u202e", "\U000E0041\u200b", "\x7f", "\xff\x9b", "\u2028", "plain"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := jsonSafe(b)
+		if !utf8.Valid(out) || strings.ContainsFunc(string(out), hiddenJSON) {
+			t.Fatalf("hidden character raw out of %q: %q", s, out)
+		}
+		var want, got string
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil || got != want {
+			t.Fatalf("%q reads %q (%v), want %q", out, got, err, want)
+		}
+		// Raw bytes (json.Indent passes any): nothing hidden gets out.
+		if raw := jsonSafe([]byte(s)); !utf8.Valid(raw) || strings.ContainsFunc(string(raw), hiddenJSON) {
+			t.Fatalf("hidden character raw out of bytes %q: %q", s, raw)
 		}
 	})
 }
