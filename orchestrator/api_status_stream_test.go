@@ -40,7 +40,8 @@ func (g *gatedProvider) Complete(ctx context.Context, _ llm.Request) (llm.Respon
 // TestStreamRefusedByFullLLMQueue: with the LLM server's queue full
 // ([llm] max_concurrent = 1, max_queued = 1, two slow chats holding both),
 // a streamed chat is refused as an unstreamed one is: 429, Retry-After and
-// the error body, not 200 and an error event. On both chat endpoints.
+// the error body, not 200 and an error event. On both chat endpoints. The
+// chat is refused before it starts: a new one names no conversation.
 func TestStreamRefusedByFullLLMQueue(t *testing.T) {
 	gate := &gatedProvider{release: make(chan struct{})}
 	lim := resilient.NewLimiter(1, 1)
@@ -84,8 +85,10 @@ func TestStreamRefusedByFullLLMQueue(t *testing.T) {
 		if code != http.StatusTooManyRequests || retry != "1" || ctype != "application/json" || f.Error.Type != ErrTypeBusy {
 			t.Errorf("%s %v: %d, Retry-After %q, %s, %+v; want 429 with Retry-After 1 and a rate_limit_error", tt.path, tt.body, code, retry, ctype, f.Error)
 		}
-		if tt.path == "/v1/chat" && (f.Status != 429 || f.ConversationID == "" || f.ConversationID != resp.Header.Get(ConversationHeader)) {
-			t.Errorf("%s: failure %+v", tt.path, f)
+		if req, ok := tt.body.(ChatRequest); ok && (f.Status != 429 || f.ConversationID != req.ConversationID ||
+			f.ConversationID != resp.Header.Get(ConversationHeader)) {
+			t.Errorf("%s %+v: failure %+v, %s %q; want the conversation asked for named, none for a new one",
+				tt.path, req, f, ConversationHeader, resp.Header.Get(ConversationHeader))
 		}
 	}
 	release()

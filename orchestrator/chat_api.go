@@ -456,10 +456,23 @@ func (n *Node) logChatFailure(convID string, code int, err error) {
 		n.log.Info("chat refused: no language model configured ([llm], docs/LLM.md)", "conversation", conv, "status", code)
 	case code >= 500:
 		n.log.Warn("chat failed", "conversation", conv, "status", code, "err", msg)
+	case code == http.StatusTooManyRequests && n.busyLog != nil:
+		if suppressed, ok := n.busyLog.Allow(n.now()); ok {
+			n.log.Info("chat refused", "conversation", conv, "status", code, "err", msg, "suppressed", suppressed)
+		}
 	default:
 		n.log.Info("chat refused", "conversation", conv, "status", code, "err", msg)
 	}
 }
+
+// At most busyLogBurst chats refused busy (429) are logged per
+// busyLogWindow; the next line logged counts the others ("suppressed").
+// A client that retried at once, in a loop, was refused 2,000 times a
+// second, and each refusal logged a line.
+const (
+	busyLogBurst  = 20
+	busyLogWindow = 10 * time.Second
+)
 
 // What a log line keeps of client input (logCut): a conversation id (a
 // valid one is at most 48 bytes), an error's message.

@@ -94,6 +94,10 @@ type Node struct {
 	// progress counts streamed tool output; progressLim bounds it per agent.
 	progress    actors.ProgressStats
 	progressLim *rate.Keyed
+	// busyLog bounds the lines logged for chats refused busy (429):
+	// refusing is cheap, so a client retrying in a loop is refused
+	// thousands of times a second (logChatFailure).
+	busyLog *rate.Window
 	// provider answers the loop's completions; readiness and status read
 	// its links' health when it has any.
 	provider llm.Provider
@@ -176,6 +180,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	}
 	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, httpLimits: o.httpLimits, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
+		busyLog:     rate.NewWindow(busyLogBurst, busyLogWindow),
 		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats), chatBytes: semaphore.NewWeighted(MaxRunningChatBytes),
 		auditQuery: o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning)}
 	if n.auditQuery == nil {
@@ -667,6 +672,9 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 		return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
 	}
 	if err := n.auditGate(); err != nil {
+		return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
+	}
+	if err := n.llmGate(); err != nil {
 		return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
 	}
 	timeout := n.cfg.Loop.ChatTimeout.Duration

@@ -163,6 +163,21 @@ func (n *Node) modelGate() error {
 	return scripted.NoModel(defs)
 }
 
+// llmGate refuses a chat fast when the model's queue is full: the chat
+// would fail overloaded at its first call, after its message and the
+// failed call were written to the audit trail. Refused at every chat
+// endpoint at the speed of HTTP, each such chat wrote about 1 KB to the
+// audit database and two log lines: a client retrying in a loop wrote 20
+// MB and 9 MB of log in 10 s.
+func (n *Node) llmGate() error {
+	sp, ok := n.provider.(interface{ Saturated() bool })
+	if !ok || !sp.Saturated() {
+		return nil
+	}
+	return &llm.Error{Kind: llm.KindOverloaded, Provider: n.provider.Name(),
+		Message: "every model's queue of calls is full ([llm] max_queued); the chat did not start"}
+}
+
 // auditGate refuses a chat fast when the audit trail cannot record it: the
 // disk is nearly full, or a write failed less than auditRetryAfter ago.
 func (n *Node) auditGate() error {

@@ -40,6 +40,17 @@ func (c *Chain) Health() []Health {
 	return out
 }
 
+// Saturated reports whether every link's queue is full (Limiter.Full), so
+// that a call made now would fail overloaded without being sent.
+func (c *Chain) Saturated() bool {
+	for _, l := range c.links {
+		if !l.Limiter.Full() {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *link) label() string {
 	if l.Model == "" {
 		return l.Provider.Name()

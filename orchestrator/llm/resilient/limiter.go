@@ -64,6 +64,16 @@ func (l *Limiter) releaser() func() {
 	return func() { once.Do(func() { <-l.slots }) }
 }
 
+// Full reports whether an Acquire now would fail at once with
+// ErrQueueFull: every slot is held and the queue holds all it may. A nil
+// Limiter is never full.
+func (l *Limiter) Full() bool {
+	if l == nil {
+		return false
+	}
+	return l.maxQueued >= 0 && len(l.slots) == cap(l.slots) && l.waiting.Load() >= l.maxQueued
+}
+
 // InFlight reports the calls holding a slot.
 func (l *Limiter) InFlight() int {
 	if l == nil {
