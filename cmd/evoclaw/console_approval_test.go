@@ -16,10 +16,15 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator"
 )
 
+// approvalTail ends the first call's arguments past the 200 bytes its
+// progress events carry: the row waiting for approval must show it.
+const approvalTail = "approval-tail-past-200-bytes"
+
 // approvalTranscript: two chats, each calling pi1's bash, which a rule
 // holds for a person's approval; the first is approved, the second denied.
-const approvalTranscript = `{"name":"console-approval","turns":[
-  {"content":"","tool_calls":[{"id":"a1","name":"pi1__bash","arguments":{"command":"echo approved-run","timeout_ms":20000}}]},
+// The first command is long: a comment, then approvalTail.
+var approvalTranscript = `{"name":"console-approval","turns":[
+  {"content":"","tool_calls":[{"id":"a1","name":"pi1__bash","arguments":{"command":"echo approved-run # ` + strings.Repeat("x", 220) + ` ` + approvalTail + `","timeout_ms":20000}}]},
   {"content":"first: {{result a1}}"},
   {"content":"","tool_calls":[{"id":"a2","name":"pi1__bash","arguments":{"command":"echo never-run","timeout_ms":20000}}]},
   {"content":"second: {{result a2}}"}]}`
@@ -33,7 +38,9 @@ const approvalMarkup = `<img src=x onerror="window.__pwned='approval'">`
 // commands that decide it, instead of a chat that looks hung until the
 // approval times out; approved, the row finishes and the answer comes;
 // denied, the row ends with the denial and the tool never runs. The rule
-// quoted in the notice stays text.
+// quoted in the notice stays text. The notice shows the call's arguments
+// whole, as the approval keeps them: the call's progress line cuts them at
+// 200 bytes, and what the person approves could end past that, unseen.
 func TestConsoleApprovalInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: not in -short")
@@ -71,6 +78,11 @@ func TestConsoleApprovalInBrowser(t *testing.T) {
 			row := fmt.Sprintf(`document.querySelector('#chat-log .step.tool[data-call=%q]')`, tc.call)
 			shown := row + `.querySelector('.output').textContent + '|' + ` + row + `.querySelector('.result').textContent`
 			b.waitTrue(t, fmt.Sprintf(`!!%s && %s.querySelector('.pill').textContent === 'approval'`, row, row))
+			if tc.call == "a1" {
+				// The arguments in full: the progress line cuts them at 200 bytes.
+				b.waitTrue(t, fmt.Sprintf(`%s.querySelector('.result').textContent.includes('\narguments: {"command":"echo approved-run # x') &&
+					%s.querySelector('.result').textContent.includes(%q)`, row, row, approvalTail))
+			}
 			result := b.eval(t, row+`.querySelector('.result').textContent`).(string)
 			for _, want := range []string{"waiting for approval " + id, "evoclaw approvals approve " + id, approvalMarkup} {
 				if !strings.Contains(result, want) {

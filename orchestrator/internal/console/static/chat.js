@@ -345,6 +345,7 @@ function progress(r, p) {
         setText(row.status, "approval");
         row.status.className = "pill run";
         setText(row.result, text);
+        approvalArgs(row, p.approval_id);
       } else {
         r.steps.append(el("li", { class: "step muted", text }));
       }
@@ -385,6 +386,22 @@ function questionNode(p) {
   });
   setTimeout(() => input.focus(), 0);
   return node;
+}
+
+// approvalArgs adds to the notice of a call that waits for approval id
+// its arguments, whole as the node keeps them with the approval (4 KiB):
+// the call's progress carries 200 bytes of them, and a model can put what
+// a person would deny after those. Whoever decides reads all of them.
+async function approvalArgs(row, id) {
+  let line;
+  try {
+    const a = await json(`/v1/approvals/${encodeURIComponent(id)}`);
+    line = "arguments: " + (a.params || "{}");
+  } catch (err) {
+    line = `its arguments could not be read (${err.message}): evoclaw approvals list shows them`;
+  }
+  // Decided meanwhile: the notice is gone, and so is the need.
+  if (row.approval) row.result.append(document.createTextNode(shown("\n" + line)));
 }
 
 // approvalDecided takes the notice of a call that waited for approval off
