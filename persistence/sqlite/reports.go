@@ -90,6 +90,29 @@ FROM events
 WHERE kind = 'job_run' AND json_extract(detail, '$.job') = ?1
 GROUP BY day, agent
 ORDER BY day, agent`},
+	{Name: "calls", Doc: "every tool call of one conversation: what ran, where, its result, and the model turn and approval behind it", Arg: "conversation_id", Query: `WITH asked AS (
+  SELECT m.chain_seq, m.seq, json_extract(c.value, '$.id') AS call_id,
+    (SELECT l.iteration FROM llm_calls AS l WHERE l.conversation_id = ?1 AND l.status = 'success' AND l.chain_seq < m.chain_seq
+     ORDER BY l.chain_seq DESC LIMIT 1) AS llm_turn
+  FROM messages AS m, json_each(m.body, '$.tool_calls') AS c
+  WHERE m.conversation_id = ?1 AND m.role = 'assistant'),
+matched AS (
+  SELECT t.record_id, a.seq, a.llm_turn,
+    row_number() OVER (PARTITION BY t.record_id ORDER BY abs(a.chain_seq - t.chain_seq)) AS n
+  FROM tool_calls AS t JOIN asked AS a ON a.call_id = t.call_id
+  WHERE t.conversation_id = ?1),
+decided AS (
+  SELECT json_extract(detail, '$.request_id') AS request_id,
+    json_extract(detail, '$.state') || ' by ' || coalesce(json_extract(detail, '$.by'), '') AS approval
+  FROM events WHERE kind = 'approval_decided' AND json_extract(detail, '$.conversation_id') = ?1)
+SELECT t.ts, t.side, t.tool, coalesce(t.agent_id, '') AS agent, t.params, t.status, coalesce(t.error_type, '') AS error_type,
+  t.exit_code, t.elapsed_ms, coalesce(t.request_id, '') AS request_id,
+  m.seq AS asked_in_message, m.llm_turn, coalesce(d.approval, '') AS approval
+FROM tool_calls AS t
+LEFT JOIN matched AS m ON m.record_id = t.record_id AND m.n = 1
+LEFT JOIN decided AS d ON d.request_id = t.request_id
+WHERE t.conversation_id = ?1
+ORDER BY t.chain_seq`},
 	{Name: "conversation", Doc: "everything one conversation did, in order: messages, LLM and tool calls, approvals, sub-agents, job runs", Arg: "conversation_id", Query: `SELECT ts, 'message' AS kind, role AS name,
   coalesce(json_extract(body, '$.content'), '') AS detail, chain_seq
 FROM messages WHERE conversation_id = ?1

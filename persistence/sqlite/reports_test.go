@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -159,6 +160,73 @@ func TestReportsDocumented(t *testing.T) {
 		}
 		if r.Raw != "" && !strings.Contains(string(doc), r.Raw) {
 			t.Errorf("docs/AUDIT.md does not show the %q report's query over the records verbatim", r.Name)
+		}
+	}
+}
+
+// The calls report names, for each tool call, the assistant message and
+// the LLM turn that asked for it (the nearest message holding its call id,
+// so a model reusing ids across turns still gets the right one) and its
+// approval, joined by request_id. The records are written in the order a
+// node writes them.
+func TestCallsReport(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, Options{})
+	ctx := context.Background()
+	llm := func(iter int) {
+		t.Helper()
+		if err := s.RecordLLMCall(ctx, persistence.LLMCall{Node: "n1", ConversationID: "c", Provider: "p", Status: "success", Iteration: iter}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := func(bodies ...string) {
+		t.Helper()
+		var ms []persistence.Message
+		for _, b := range bodies {
+			var m struct{ Role string }
+			if err := json.Unmarshal([]byte(b), &m); err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, persistence.Message{Role: m.Role, Body: []byte(b)})
+		}
+		if err := s.AppendMessages(ctx, "c", ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(callID, requestID, status, errType string) {
+		t.Helper()
+		if err := s.RecordToolCall(ctx, persistence.ToolCall{Node: "n1", Side: persistence.SideOrchestrator, ConversationID: "c",
+			CallID: callID, RequestID: requestID, Tool: "bash", Params: []byte(`{}`), Status: status, ErrorType: errType}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	event := func(kind, detail string) {
+		t.Helper()
+		if err := s.RecordEvent(ctx, persistence.Event{Node: "n1", Kind: kind, Detail: []byte(detail)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	llm(0)
+	msgs(`{"role":"user","content":"go"}`, `{"role":"assistant","tool_calls":[{"id":"k1","name":"bash"},{"id":"k2","name":"bash"}]}`)
+	call("k1", "tool-1", "success", "")
+	event("approval_requested", `{"approval":"apr-1","conversation_id":"c","request_id":"tool-2"}`)
+	event("approval_decided", `{"approval":"apr-1","conversation_id":"c","request_id":"tool-2","state":"denied","by":"bob"}`)
+	call("k2", "tool-2", "error", "approval_denied")
+	llm(1)
+	msgs(`{"role":"tool","tool_call_id":"k1"}`, `{"role":"tool","tool_call_id":"k2"}`, `{"role":"assistant","content":"done"}`)
+	llm(0)
+	msgs(`{"role":"user","content":"again"}`, `{"role":"assistant","tool_calls":[{"id":"k1","name":"bash"}]}`)
+	call("k1", "tool-3", "success", "")
+
+	got := runReport(t, path, "calls", "c")
+	// request_id, asked_in_message, llm_turn, approval
+	want := [][]string{{"tool-1", "2", "0", ""}, {"tool-2", "2", "0", "denied by bob"}, {"tool-3", "7", "0", ""}}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows %v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		if g := got[i][9:]; fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("row %d: %v, want %v (row %v)", i, g, w, got[i])
 		}
 	}
 }
