@@ -69,12 +69,15 @@ func skillsValidate(args []string, stdout, stderr io.Writer) error {
 	if len(dirs) == 0 {
 		return fmt.Errorf("%w: evoclaw skills validate DIR...", errUsage)
 	}
+	// What is printed is the skills' to write (a skill under review may
+	// be anyone's): its version, its directory's name and the values its
+	// errors quote go through termLine.
 	loaded, errs := skills.NewCatalog(dirs...).Skills()
 	for _, s := range loaded {
-		fmt.Fprintf(stdout, "ok      %s %s (%d tools) in %s\n", s.Name, s.Version, len(s.Tools), s.Dir)
+		fmt.Fprintf(stdout, "ok      %s %s (%d tools) in %s\n", termLine(s.Name, 64), termLine(s.Version, 64), len(s.Tools), termLine(s.Dir, 300))
 	}
 	for _, e := range errs {
-		fmt.Fprintf(stdout, "broken  %v\n", e)
+		fmt.Fprintf(stdout, "broken  %s\n", termLine(e.Error(), 600))
 	}
 	fmt.Fprintf(stdout, "%d skills loaded, %d broken\n", len(loaded), len(errs))
 	if len(errs) > 0 {
@@ -146,14 +149,15 @@ func skillsList(args []string, stdout, stderr io.Writer) error {
 		if l.Def.Evoclaw.Source != skills.SourceSkill {
 			src = l.Def.Evoclaw.Source
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Def.Name, src, yes, strings.Join(l.Def.Evoclaw.Permissions, ","), why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termLine(l.Def.Name, 64), termLine(src, 64), yes,
+			termLine(strings.Join(l.Def.Evoclaw.Permissions, ","), 120), termLine(why, 200))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d tools offered with permissions [%s]\n", offered, strings.Join(granted, ","))
 	for _, e := range errs {
-		fmt.Fprintf(stderr, "broken skill: %v\n", e)
+		fmt.Fprintf(stderr, "broken skill: %s\n", termLine(e.Error(), 600))
 	}
 	return nil
 }

@@ -114,3 +114,32 @@ func TestSkillsInstallKeepsEdits(t *testing.T) {
 		t.Fatalf("another skill beside it: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestSkillsValidateShowsHostileTextSafely: `skills validate` reviews
+// skills that may be anyone's; their version and the name of a directory
+// in the tree were printed raw, so an OSC in either could write the
+// clipboard or set the title of the terminal of whoever reviewed them.
+func TestSkillsValidateShowsHostileTextSafely(t *testing.T) {
+	root := t.TempDir()
+	// version is TOML: its \u escapes are the skill's characters.
+	skill := func(dir, version string) {
+		if err := os.MkdirAll(filepath.Join(root, dir, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(root, dir, "bin", "t"), "#!/bin/sh\necho hi\n")
+		writeTestFile(t, filepath.Join(root, dir, "skill.toml"), "[skill]\nname = \"probe\"\nversion = \""+version+
+			"\"\n[[tools]]\nname = \"t\"\nbinary = \"bin/t\"\ndescription = \"d\"\n")
+	}
+	skill("a", `1.0.0\u001b]52;c;cGFzdGU=\u0007\u009d0;title\u009c`)
+	skill("b\x1b]0;title\x07", "1.0.0") // a second "probe": broken, its path quoted
+	var out, errOut bytes.Buffer
+	if code := run([]string{"skills", "validate", root}, &out, &errOut); code != 1 {
+		t.Fatalf("exit %d, want 1 (one broken)\n%s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "ok      probe 1.0.0 (1 tools) in ") || !strings.Contains(out.String(), "broken  "+filepath.Join(root, "b")+"/skill.toml") {
+		t.Fatalf("validate output:\n%q", out.String())
+	}
+	if strings.ContainsAny(out.String()+errOut.String(), "\x1b\x07\u009d\u009c") {
+		t.Fatalf("a skill's text reached the terminal raw: %q", out.String())
+	}
+}
