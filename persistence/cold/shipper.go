@@ -89,6 +89,9 @@ type Shipper struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the loop returns
 	once   sync.Once
+
+	aligned     chan struct{} // closed once the warm mark is what the cold tier holds
+	alignedOnce sync.Once
 }
 
 // NewShipper returns a Shipper from src to dst. A nil logger discards.
@@ -96,11 +99,19 @@ func NewShipper(src Source, dst *Store, log *slog.Logger) *Shipper {
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &Shipper{
 		src: src, dst: dst, cfg: dst.cfg,
-		log:  log.With(logKeyComponent, "audit-cold-shipper", logKeyCold, dst.cfg.URL),
-		kick: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		log:     log.With(logKeyComponent, "audit-cold-shipper", logKeyCold, dst.cfg.URL),
+		kick:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		aligned: make(chan struct{}),
 	}
 }
+
+// Aligned is closed once the shipper, since its start, has asked the cold
+// tier what it holds of the chain and made the warm store's shipped mark
+// that. Until then the mark is what an earlier run of the node saw, and a
+// cold tier replaced or restored meanwhile may no longer hold what it
+// says: retention must not delete by it (tiers.Open makes it wait).
+func (sh *Shipper) Aligned() <-chan struct{} { return sh.aligned }
 
 // Start starts the shipping goroutine. It stops when Close is called or ctx
 // ends.
@@ -266,6 +277,7 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 		if err := sh.markAsCold(ctx, p.seq); err != nil {
 			return 0, err
 		}
+		sh.alignedOnce.Do(func() { close(sh.aligned) })
 	}
 	if head == p.seq {
 		return 0, nil

@@ -37,7 +37,16 @@ type Retainer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	after <-chan struct{} // the first pass waits for it; nil: none
 }
+
+// WaitFor makes the first pass wait until ready is closed (or the Retainer
+// stops); call it before Start. With a cold tier, retention deletes what
+// the warm store's shipped mark says the cold tier holds, and that mark is
+// only current once the shipper has asked the cold tier since this start
+// (cold.Shipper.Aligned).
+func (r *Retainer) WaitFor(ready <-chan struct{}) { r.after = ready }
 
 // NewRetainer returns a Retainer pruning s by policy every interval (zero
 // means DefaultPruneInterval). now is the clock (nil means time.Now); a nil
@@ -99,6 +108,13 @@ func (r *Retainer) Status() RetentionStatus {
 
 func (r *Retainer) run(ctx context.Context) {
 	defer close(r.done)
+	if r.after != nil {
+		select {
+		case <-r.after:
+		case <-ctx.Done():
+			return
+		}
+	}
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {

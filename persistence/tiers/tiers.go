@@ -151,6 +151,10 @@ func Open(path string, warm sqlite.Options, cfg Config, log *slog.Logger) (*Tier
 	if coldDB != nil {
 		t.coldDB = coldDB
 		t.shipper = cold.NewShipper(st, coldDB, log)
+		// The shipped mark may be stale (the cold tier was replaced or
+		// restored while the node was down): retention deletes by it only
+		// once the shipper has set it from the cold tier.
+		t.retainer.WaitFor(t.shipper.Aligned())
 	}
 	return t, nil
 }
