@@ -28,9 +28,18 @@ const (
 	storeTimeout = 10 * time.Second
 	// publishTimeout bounds one MQTT publish of the queue.
 	publishTimeout = 5 * time.Second
-	// maxParams bounds the arguments kept with an approval, in bytes.
-	maxParams = 4 << 10
+	// MaxParamsBytes bounds the arguments of a call that can be put to a
+	// person: they are kept, shown and published whole, so that what a
+	// person approves is what runs. A call with longer arguments is
+	// refused without asking (ErrParamsTooLong).
+	MaxParamsBytes = 64 << 10
 )
+
+// ErrParamsTooLong refuses the approval of a call whose arguments are
+// longer than MaxParamsBytes. They used to be cut at 4 KiB: a model could
+// pad its arguments and put what mattered past the cut, where the person
+// asked to decide never saw it.
+var ErrParamsTooLong = errors.New("arguments too long to put to a person")
 
 // Who decides when no person does.
 const (
@@ -180,13 +189,17 @@ func (g *Gate) Await(ctx context.Context, req actors.ApprovalRequest, pending fu
 	if err != nil {
 		return actors.ApprovalDecision{Err: err}
 	}
+	if len(req.Args) > MaxParamsBytes {
+		return actors.ApprovalDecision{Err: fmt.Errorf("%w: %d bytes, at most %d can be shown whole; ask for less in one call",
+			ErrParamsTooLong, len(req.Args), MaxParamsBytes)}
+	}
 	now := g.o.Now()
 	tool := req.Tool
 	if req.AgentID != "" && !req.Prompt {
 		tool = req.AgentID + actors.ToolSep + req.Tool
 	}
 	a := persistence.Approval{ID: id, State: persistence.ApprovalPending, ConversationID: req.ConversationID, RequestID: req.RequestID,
-		AgentID: req.AgentID, Tool: tool, Params: cut(string(req.Args), maxParams), Reason: req.Reason,
+		AgentID: req.AgentID, Tool: tool, Params: string(req.Args), Reason: req.Reason,
 		Requested: now, Expires: now.Add(g.cfg.Timeout.Duration), Node: g.o.Node}
 	w := make(chan actors.ApprovalDecision, 1)
 	g.mu.Lock()
@@ -384,12 +397,4 @@ func newID() (string, error) {
 		return "", fmt.Errorf("approval id: %w", err)
 	}
 	return idPrefix + hex.EncodeToString(b), nil
-}
-
-// cut bounds s to n bytes.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
