@@ -496,7 +496,14 @@ func joinTiers(ctx context.Context, w io.Writer, warmPath string, c *cold.Store,
 	coldHash := func(ctx context.Context, seq int64) (string, bool, error) {
 		return c.RecordHash(ctx, st.ChainID, seq)
 	}
-	if err := cold.VerifyJoin(ctx, warmRep, st, warmHash, coldHash); err != nil {
+	err := cold.VerifyJoin(ctx, warmRep, st, warmHash, coldHash)
+	if err == nil {
+		var pruned []cold.PrunedRange
+		if pruned, err = prunedRanges(ctx, warmPath); err == nil {
+			err = cold.VerifyPrunedShipped(st, pruned, sqlite.ReasonShipped)
+		}
+	}
+	if err != nil {
 		if !errors.Is(err, auditchain.ErrBroken) {
 			return err
 		}
@@ -506,6 +513,28 @@ func joinTiers(ctx context.Context, w io.Writer, warmPath string, c *cold.Store,
 	fmt.Fprintf(w, "all: chain %s: cold holds chain_seq %d..%d, warm %d..%d: the tiers join\n",
 		auditchain.Printable(st.ChainID), st.FirstSeq, st.ShippedSeq, warmRep.StartSeq+1, warmRep.HeadSeq)
 	return nil
+}
+
+// prunedRanges reads what each warm retention pass deleted, oldest first.
+func prunedRanges(ctx context.Context, warmPath string) ([]cold.PrunedRange, error) {
+	res, err := sqlite.QueryReadOnly(ctx, warmPath, `SELECT coalesce(lag(chain_seq) OVER (ORDER BY chain_seq), 0) + 1, chain_seq,
+  coalesce(ts, ''), coalesce(reason, '')
+FROM chain_checkpoints WHERE typeof(chain_seq) = 'integer' ORDER BY chain_seq`)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return nil, nil // a database from before the chain (schema v2): no retention pass
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cold.PrunedRange, 0, len(res.Rows))
+	for _, r := range res.Rows {
+		first, _ := r[0].(int64)
+		last, _ := r[1].(int64)
+		ts, _ := r[2].(string)
+		reason, _ := r[3].(string)
+		out = append(out, cold.PrunedRange{First: first, Last: last, TS: ts, Reason: reason})
+	}
+	return out, nil
 }
 
 // printVerify prints one tier's verification report and turns a broken

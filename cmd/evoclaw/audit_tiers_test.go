@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/cold"
 	"github.com/evoclaw/evoclaw/persistence/cold/sqldtest"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -96,5 +97,38 @@ func TestAuditTiersCommands(t *testing.T) {
 	}
 	if code, _, _ := runArgs("audit", "verify", "--data-dir", dir, "--tier", "lukewarm"); code != 2 {
 		t.Fatalf("bad tier: exit %d", code)
+	}
+}
+
+// Records warm retention deleted as shipped that the cold tier does not
+// hold (it was replaced by an empty database after they were shipped):
+// they are in neither tier, and `audit verify --tier all` says so rather
+// than that the tiers join, though the cold copy verifies from where it
+// starts and joins warm there.
+func TestAuditVerifyPrunedAsShippedButNotCold(t *testing.T) {
+	srv := sqldtest.Start(t, sqldtest.Options{})
+	dir := auditDir(t, 5)
+	ctx := context.Background()
+	warm, err := sqlite.Open(filepath.Join(dir, orchestrator.AuditFile), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cold tier that held them is gone; the mark still says shipped.
+	if err := warm.SetShipped(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := warm.Prune(ctx, sqlite.Retention{ColdTier: true}, time.Now().Add(30*24*time.Hour)); err != nil || res.UpToSeq != 5 {
+		t.Fatalf("prune: %+v %v", res, err)
+	}
+	for range 2 {
+		if err := warm.RecordToolCall(ctx, persistence.ToolCall{Node: "n1", Side: persistence.SideEdge, Tool: "shell", Status: persistence.StatusSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warm.Close()
+	shipAll(t, dir, srv.URL(), "")
+	code, out, errOut := runArgs("audit", "verify", "--data-dir", dir, "--tier", "all", "--cold-url", srv.URL())
+	if code != 1 || !strings.Contains(out, "chain_seq 1..5 were deleted from warm as shipped") || !strings.Contains(out, "cold copy starts at chain_seq 6") {
+		t.Fatalf("verify --tier all: exit %d\n%s%s", code, out, errOut)
 	}
 }

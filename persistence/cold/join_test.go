@@ -58,3 +58,36 @@ func TestVerifyJoin(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyPrunedShipped(t *testing.T) {
+	const shipped = "shipped"
+	passes := func(reason string, bounds ...int64) []PrunedRange {
+		var out []PrunedRange
+		for i := 0; i+1 < len(bounds); i += 2 {
+			out = append(out, PrunedRange{First: bounds[i], Last: bounds[i+1], TS: "t", Reason: reason})
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		first  int64 // the cold copy's first chain_seq
+		pruned []PrunedRange
+		want   string // in the error; empty: no break
+	}{
+		{"cold holds all it was shipped", 1, passes(shipped, 1, 10, 11, 20), ""},
+		{"nothing pruned", 5, nil, ""},
+		{"pruned by age before the cold tier was configured", 11, passes("older than max age", 1, 10), ""},
+		{"cold lost what it held", 21, passes(shipped, 1, 10, 11, 20), "chain_seq 1..20 were deleted from warm as shipped (2 retention passes"},
+		{"cold lost part of a pass", 6, passes(shipped, 1, 10, 11, 20), "chain_seq 1..5 were deleted"},
+		{"age first, then shipped and lost", 21, append(passes("older than max age", 1, 10), passes(shipped, 11, 20)...), "chain_seq 11..20 were deleted"},
+	}
+	for _, tt := range tests {
+		err := VerifyPrunedShipped(ChainState{FirstSeq: tt.first}, tt.pruned, shipped)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrTiersDisagree)):
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}

@@ -253,8 +253,9 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 	}
 	if (*pos).seq < startSeq {
 		// Retention deleted records the cold tier never got (it was
-		// configured later, or its data was lost): the cold copy has a
-		// gap that `audit verify --tier cold` will report.
+		// configured later, or its data was lost): the cold copy starts
+		// later. `audit verify --tier all` reports the records warm
+		// deleted as shipped that it lacks: they are in neither tier.
 		sh.log.Warn("warm records were pruned before reaching the cold tier; the cold copy has a gap",
 			logKeyFrom, (*pos).seq+1, logKeyTo, startSeq)
 		*pos = &position{seq: startSeq, hash: startHash}

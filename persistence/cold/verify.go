@@ -231,3 +231,36 @@ func firstDifference(ctx context.Context, lo, hi int64, warmHash, coldHash func(
 	}
 	return lo, nil
 }
+
+// PrunedRange is what one warm retention pass deleted: chain_seq First to
+// Last, at TS (its checkpoint), for Reason.
+type PrunedRange struct {
+	First, Last int64
+	TS, Reason  string
+}
+
+// VerifyPrunedShipped checks that the cold copy st holds every record the
+// warm store deleted as shipped (pruned, the warm retention passes oldest
+// first, with reason shippedReason): such a record before the cold copy's
+// start is in neither tier. A cold copy that starts later than the chain
+// for records deleted otherwise (a cold tier configured later than other
+// retention) is no break.
+func VerifyPrunedShipped(st ChainState, pruned []PrunedRange, shippedReason string) error {
+	var first, last, passes int64
+	var ts string
+	for _, p := range pruned {
+		if p.Reason != shippedReason || p.First >= st.FirstSeq {
+			continue
+		}
+		if passes == 0 {
+			first, ts = p.First, p.TS
+		}
+		last = min(p.Last, st.FirstSeq-1)
+		passes++
+	}
+	if passes == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: chain_seq %d..%d were deleted from warm as shipped (%d retention passes, the first at %s), but the cold copy starts at chain_seq %d: they are in neither tier",
+		ErrTiersDisagree, first, last, passes, auditchain.Printable(ts), st.FirstSeq)
+}

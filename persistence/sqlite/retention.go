@@ -189,7 +189,7 @@ func pruneBound(ctx context.Context, tx dbtx, r Retention, now time.Time) (int64
 		if err != nil {
 			return 0, "", err
 		}
-		return min(shipped, aged), "shipped and older than the warm window", nil
+		return min(shipped, aged), ReasonShipped, nil
 	}
 	var bound int64
 	reason := ""
@@ -250,6 +250,10 @@ func olderPrefix(ctx context.Context, tx dbtx, cutoff time.Time, head int64) (in
 	}
 	return first.Int64 - 1, nil
 }
+
+// ReasonShipped is the checkpoint reason of records deleted with a cold
+// tier: the shipped mark said it held them.
+const ReasonShipped = "shipped and older than the warm window"
 
 // ReasonOldEvents is the checkpoint reason of events deleted by EventMaxAge.
 const ReasonOldEvents = "events older than the event max age"
