@@ -432,13 +432,20 @@ func TestSpawnInheritsSampling(t *testing.T) {
 	if !strings.Contains(ans.Text, "leaf done") {
 		t.Fatalf("answer %q", ans.Text)
 	}
-	wantJSON := mustJSON(t, want)
+	encode := func(s llm.Sampling) string {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	wantJSON := encode(want)
 	mu.Lock()
 	defer mu.Unlock()
 	users := map[string]int{}
 	for _, c := range calls {
 		users[c.user]++
-		if got := mustJSON(t, c.sampling); got != wantJSON {
+		if got := encode(c.sampling); got != wantJSON {
 			t.Errorf("a completion for %q had sampling %s, want %s", c.user, got, wantJSON)
 		}
 	}
