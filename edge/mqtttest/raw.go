@@ -24,11 +24,18 @@ type RawConnect struct {
 	WillRetain bool
 	// V5 speaks MQTT 5 instead of 3.1.1 (empty property lists).
 	V5 bool
+	// Persistent asks for a session the broker keeps after the connection
+	// ends (clean session off).
+	Persistent bool
 }
 
-// Encode returns the CONNECT packet, with a 60 s keepalive and clean session.
+// Encode returns the CONNECT packet, with a 60 s keepalive and clean
+// session unless Persistent.
 func (c RawConnect) Encode() []byte {
 	flags := byte(0x02) // clean session
+	if c.Persistent {
+		flags = 0
+	}
 	if c.WillTopic != "" {
 		flags |= 0x04 | 0x08 // will flag, will QoS 1
 		if c.WillRetain {

@@ -23,10 +23,22 @@ var errRevoked = errors.New("mqtt access revoked")
 // password change does not end it; removing the identity does.
 const certFingerprint = "x509"
 
-// session is what the broker knows about one connected client.
+// session is what the broker knows about one connected client, from its
+// authentication until OnDisconnect (or, for a persistent session the
+// client id still holds, until it expires or a newer client takes it).
 type session struct {
 	identity
 	fingerprint string // account.fingerprint at authentication, or certFingerprint
+
+	// mu guards ended and takenOver, which the client's OnDisconnect and
+	// the OnSessionEstablish of a newer client with its id set in either
+	// order (takeover.go).
+	mu sync.Mutex
+	// ended: OnDisconnect ran, so no last will of this client is to come.
+	ended bool
+	// takenOver: a newer connection took over the client id while this
+	// client was still attached; its will goes nowhere (OnWill).
+	takenOver bool
 }
 
 // authHook decides who may connect and what each client may publish and
@@ -52,9 +64,6 @@ type authHook struct {
 	// takeovers bounds the lines about session takeovers per client id
 	// (takeover.go); nil logs none.
 	takeovers *rate.Quota
-	// takenOver holds the clients whose session a newer connection took
-	// over, until their will is due or they are gone (takeover.go).
-	takenOver sync.Map // *mqtt.Client → struct{}
 	// fresh, when set, looks a refused login's name up in the users file
 	// as it is now (Broker.freshAccount); nil: the identities loaded are
 	// the only ones.
@@ -244,21 +253,43 @@ func (h *authHook) revoke(cl *mqtt.Client) {
 }
 
 // OnDisconnect forgets the client's session unless the broker keeps it for
-// a client that asked for a persistent one (messages queued for it are
-// still checked against its identity), and logs a client dropped for
-// sending a packet over the size limit (Options.MaxPacketBytes).
+// a client that asked for a persistent one and still holds its client id
+// (messages queued for it are still checked against its identity), and
+// logs a client dropped for sending a packet over the size limit
+// (Options.MaxPacketBytes). A client whose id a newer connection took
+// over is forgotten whatever it asked for: the newer one has the session,
+// and nothing would ever forget the older one (mochi expires only the
+// client its table holds), so an agent reconnecting with a persistent
+// session in a loop grew the node by some 68 KB a connection.
 func (h *authHook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
+	s := h.session(cl)
 	if errors.Is(err, packets.ErrPacketTooLarge) {
 		user := ""
-		if s := h.session(cl); s != nil {
+		if s != nil {
 			user = s.name
 		}
 		h.refuse("mqtt client disconnected: packet over the size limit", cl, user)
 	}
-	if expire {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.ended = true // its will, if any, was due before this
+	replaced := s.takenOver
+	s.mu.Unlock()
+	if expire || replaced || !h.holdsID(cl) {
 		h.sessions.Delete(cl)
 	}
-	h.takenOver.Delete(cl) // its will, if any, was due before this
+}
+
+// holdsID says whether cl is the client the broker's table holds for its
+// client id (with no server, as in unit tests: yes).
+func (h *authHook) holdsID(cl *mqtt.Client) bool {
+	if h.server == nil {
+		return true
+	}
+	cur, ok := h.server.Clients.Get(cl.ID)
+	return ok && cur == cl
 }
 
 // OnClientExpired forgets a persistent session the broker dropped.

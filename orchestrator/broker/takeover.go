@@ -34,7 +34,9 @@ func newTakeoverQuota() *rate.Quota { return rate.NewQuota(takeoverLines, takeov
 // that its last will goes nowhere (OnWill), and warns, within the quota,
 // when that client was still connected; mochi disconnects it right after
 // this hook (inheritClientSession). Authentication has admitted cl: a
-// takeover by another identity was refused before (admit).
+// takeover by another identity was refused before (admit). A client whose
+// OnDisconnect already ran (a persistent session that went away) has sent
+// its will, if any, and is forgotten here: cl replaces it.
 func (h *authHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	if h.server == nil {
 		return
@@ -43,7 +45,15 @@ func (h *authHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	if !ok || old == cl {
 		return
 	}
-	h.takenOver.Store(old, struct{}{})
+	if s := h.session(old); s != nil {
+		s.mu.Lock()
+		ended := s.ended
+		s.takenOver = !ended
+		s.mu.Unlock()
+		if ended {
+			h.sessions.Delete(old)
+		}
+	}
 	if old.Closed() || h.takeovers == nil {
 		return
 	}
@@ -77,8 +87,13 @@ const droppedWillTopic = "$evoclaw/will-of-a-session-taken-over"
 // covers its end. (A hook cannot cancel a will, and writing the old
 // client's will itself would race with mochi, which clears it unlocked.)
 func (h *authHook) OnWill(cl *mqtt.Client, will mqtt.Will) (mqtt.Will, error) {
-	if _, ok := h.takenOver.LoadAndDelete(cl); ok {
-		will.TopicName, will.Retain = droppedWillTopic, false
+	if s := h.session(cl); s != nil {
+		s.mu.Lock()
+		takenOver := s.takenOver
+		s.mu.Unlock()
+		if takenOver {
+			will.TopicName, will.Retain = droppedWillTopic, false
+		}
 	}
 	return will, nil
 }
