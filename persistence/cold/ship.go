@@ -22,6 +22,13 @@ type Batch struct {
 	Prev     auditchain.Digest // hash of record AfterSeq (genesis for 0)
 	// Records in chain_seq order, consecutive from AfterSeq+1.
 	Records []auditchain.Record
+	// Continues says the batch continues what the cold tier was seen to
+	// hold, without asking it again: the chain's shipped_seq then moves to
+	// the batch's last record only if the cold tier still holds the chain
+	// up to AfterSeq, and Ship fails with ErrColdBehind otherwise (it lost
+	// records since: restored from an older backup, or replaced), rather
+	// than leave a gap that nothing would ever fill.
+	Continues bool
 }
 
 // Errors of Ship.
@@ -31,6 +38,9 @@ var (
 	// ErrNotStored reports a batch the cold tier acknowledged but, asked
 	// right after, does not hold.
 	ErrNotStored = errors.New("cold tier acknowledged a batch it does not hold")
+	// ErrColdBehind reports a cold tier that no longer holds the chain up
+	// to where a Continues batch starts.
+	ErrColdBehind = errors.New("cold tier holds less of the chain than was shipped to it")
 )
 
 // rowsPerInsert bounds one multi-row INSERT: 21 columns times this stays
@@ -79,6 +89,10 @@ func (s *Store) Ship(ctx context.Context, b Batch) error {
 	if err != nil {
 		return fmt.Errorf("confirm %d records (chain_seq %d..%d) shipped to cold tier: %w", len(b.Records), first, last.Seq, err)
 	}
+	if b.Continues && (!ok || st.ShippedSeq < b.AfterSeq) {
+		return fmt.Errorf("%w: chain_seq %d..%d follow chain_seq %d, but the cold tier holds chain %s only up to %d (restored from an older copy, or replaced?): they were not counted, the shipper asks it again",
+			ErrColdBehind, first, last.Seq, b.AfterSeq, b.ChainID, st.ShippedSeq)
+	}
 	if !ok || st.ShippedSeq < last.Seq || (st.ShippedSeq == last.Seq && st.HeadHash != last.Hash) {
 		return fmt.Errorf("%w: chain_seq %d..%d acknowledged, the cold tier holds chain %s up to %d (head %s)",
 			ErrNotStored, first, last.Seq, b.ChainID, st.ShippedSeq, auditchain.Printable(st.HeadHash))
@@ -119,11 +133,22 @@ func shipScript(b Batch) (string, []any) {
 		}
 	}
 	last := b.Records[len(b.Records)-1]
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if b.Continues {
+		// Only a chain the cold tier holds up to AfterSeq moves on: one
+		// that lost records since keeps its head, and Ship's read back
+		// says so.
+		sb.WriteString(`UPDATE chains SET shipped_seq = ?, head_hash = ?, updated_ts = ?
+		WHERE chain_id = ? AND shipped_seq >= ? AND shipped_seq < ?;
+COMMIT;`)
+		args = append(args, last.Seq, last.Hash, now, b.ChainID, b.AfterSeq, last.Seq)
+		return sb.String(), args
+	}
 	sb.WriteString(`INSERT INTO chains (chain_id, first_seq, first_prev, shipped_seq, head_hash, updated_ts) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (chain_id) DO UPDATE SET shipped_seq = excluded.shipped_seq, head_hash = excluded.head_hash, updated_ts = excluded.updated_ts
 		WHERE excluded.shipped_seq > chains.shipped_seq;
 COMMIT;`)
-	args = append(args, b.ChainID, b.AfterSeq+1, b.Prev.String(), last.Seq, last.Hash, time.Now().UTC().Format(time.RFC3339Nano))
+	args = append(args, b.ChainID, b.AfterSeq+1, b.Prev.String(), last.Seq, last.Hash, now)
 	return sb.String(), args
 }
 

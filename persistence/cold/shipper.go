@@ -179,6 +179,7 @@ const statusReadTimeout = time.Second
 type position struct {
 	seq  int64
 	hash auditchain.Digest
+	held bool // the cold tier holds the chain (a chains row), as last seen
 }
 
 func (sh *Shipper) run(ctx context.Context) {
@@ -247,7 +248,7 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 			if err != nil {
 				return 0, fmt.Errorf("cold chain %s head: %w", chainID, err)
 			}
-			p = &position{seq: st.ShippedSeq, hash: d}
+			p = &position{seq: st.ShippedSeq, hash: d, held: true}
 		}
 		*pos = p
 	}
@@ -258,7 +259,7 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 		// deleted as shipped that it lacks: they are in neither tier.
 		sh.log.Warn("warm records were pruned before reaching the cold tier; the cold copy has a gap",
 			logKeyFrom, (*pos).seq+1, logKeyTo, startSeq)
-		*pos = &position{seq: startSeq, hash: startHash}
+		*pos = &position{seq: startSeq, hash: startHash, held: (*pos).held}
 	}
 	head, err := sh.src.HeadSeq(ctx)
 	if err != nil {
@@ -290,7 +291,9 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	if err := sh.dst.Ship(ctx, Batch{ChainID: chainID, AfterSeq: p.seq, Prev: p.hash, Records: recs}); err != nil {
+	// A position not asked for this step is the shipper's memory of a
+	// chain the cold tier held, which may have lost records since.
+	if err := sh.dst.Ship(ctx, Batch{ChainID: chainID, AfterSeq: p.seq, Prev: p.hash, Records: recs, Continues: !asked && p.held}); err != nil {
 		return 0, err
 	}
 	last := recs[len(recs)-1]
@@ -298,7 +301,7 @@ func (sh *Shipper) step(ctx context.Context, pos **position) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("warm record %s: %w", last.RecordID, err)
 	}
-	*pos = &position{seq: last.Seq, hash: d}
+	*pos = &position{seq: last.Seq, hash: d, held: true}
 	sh.mu.Lock()
 	sh.status.Shipped += int64(len(recs))
 	sh.status.LastShip = time.Now()
