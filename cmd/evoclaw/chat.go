@@ -63,6 +63,10 @@ type chatSession struct {
 	// read a reply from (errNoReply).
 	readLine lineReader
 	feed     *lineFeed
+	// dropTyped drops what was typed at the terminal while a chat ran,
+	// before a question's prompt (so that it is not taken for the reply),
+	// and says how many bytes it dropped; nil without a terminal.
+	dropTyped func() int
 }
 
 func chatMain(ctx context.Context, args []string, cio chatIO) error {
@@ -119,6 +123,9 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 				ln.Close()
 			}
 		}()
+		if f, ok := s.io.stdin.(*os.File); ok {
+			s.dropTyped = func() int { return flushTyped(f) }
+		}
 		s.readLine = func(prompt string) (string, error) {
 			if ln == nil {
 				ln = liner.NewLiner()

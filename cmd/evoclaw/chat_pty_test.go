@@ -304,3 +304,47 @@ func TestChatREPLEndsOnSIGTERM(t *testing.T) {
 	p.expect(bracketedPasteOff)
 	p.expect("context canceled")
 }
+
+// TestChatDropsTypeAheadAtAQuestion: what the person typed while the model
+// was thinking (their next message, say) is not the reply to a question
+// that came after it: it is dropped, the chat says so, and the reply is
+// what they type at the prompt. It was read as the reply, unseen: "yes,
+// and empty the other one" answered a question nobody had read.
+func TestChatDropsTypeAheadAtAQuestion(t *testing.T) {
+	dir := startAskingNodeWith(t, askingProvider{delay: 1500 * time.Millisecond})
+	for _, repl := range []bool{false, true} {
+		name := "one-shot"
+		if repl {
+			name = "repl"
+		}
+		t.Run(name, func(t *testing.T) {
+			args := []string{"--data-dir", dir}
+			if !repl {
+				args = append(args, "fill the tank")
+			}
+			p := startPTYChat(t, t.TempDir(), args...)
+			if repl {
+				p.expect("evoclaw> ")
+				p.typeText("fill the tank\r")
+				time.Sleep(300 * time.Millisecond) // typed apart, not pasted with the message
+			}
+			p.typeText("yes, and empty the other one\r")
+			p.expect("? which tank?")
+			p.expect("is dropped, not taken as the reply")
+			p.expect("answer> ")
+			p.typeText("the blue one\r")
+			p.expect("filling the blue one")
+			if repl {
+				p.typeText("\x04")
+			}
+			select {
+			case err := <-p.done:
+				if err != nil {
+					t.Fatalf("the chat ended with %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the chat did not end")
+			}
+		})
+	}
+}

@@ -121,13 +121,15 @@ func joinPastes(tty io.Reader, w io.WriteCloser) {
 // joinPastes, and its prompt, which turns bracketed paste on while it
 // waits and gives pasted line breaks as pastedBreak. endInput ends the
 // editor's input: a prompt waiting returns io.EOF (the editor itself
-// cannot be woken). The copying goroutine ends with the terminal, as the
-// editor's own reader does.
-func newPasteLiner(out io.Writer) (ln *liner.State, prompt lineReader, endInput func()) {
+// cannot be woken). dropTyped drops what was typed since the last prompt
+// and not read yet, and says how many bytes; call it only while no prompt
+// waits. The copying goroutine ends with the terminal, as the editor's
+// own reader does.
+func newPasteLiner(out io.Writer) (ln *liner.State, prompt lineReader, endInput func(), dropTyped func() int) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		ln := liner.NewLiner()
-		return ln, ln.Prompt, func() {}
+		return ln, ln.Prompt, func() {}, func() int { return flushTyped(os.Stdin) }
 	}
 	// The editor reads os.Stdin as it is when made (its terminal modes
 	// are set on descriptor 0 whatever os.Stdin is).
@@ -136,9 +138,25 @@ func newPasteLiner(out io.Writer) (ln *liner.State, prompt lineReader, endInput 
 	ln = liner.NewLiner()
 	os.Stdin = tty
 	go joinPastes(tty, w)
-	return ln, func(prompt string) (string, error) {
+	prompt = func(p string) (string, error) {
 		fmt.Fprint(out, bracketedPasteOn)
 		defer fmt.Fprint(out, bracketedPasteOff)
-		return ln.Prompt(prompt)
-	}, func() { _ = w.Close() }
+		return ln.Prompt(p)
+	}
+	dropTyped = func() int {
+		// What joinPastes copied already waits in the pipe; what it has
+		// not read yet, in the terminal.
+		dropped := flushTyped(tty)
+		n := pendingInput(r)
+		buf := make([]byte, min(n, 64<<10))
+		for left := n; left > 0; {
+			m, err := r.Read(buf[:min(left, len(buf))])
+			left -= m
+			if err != nil {
+				break
+			}
+		}
+		return dropped + n
+	}
+	return ln, prompt, func() { _ = w.Close() }, dropTyped
 }

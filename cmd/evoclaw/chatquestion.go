@@ -142,6 +142,11 @@ func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) (ctrl s
 			return "", ctx.Err() // cancelled: the chat says why
 		}
 	case s.readLine != nil:
+		// Keys typed while the chat ran (the next message, say) would
+		// otherwise be read as the reply to a question they never saw.
+		if s.dropTyped != nil && s.dropTyped() > 0 {
+			s.view.note(s.io.stdout, "(what was typed before this question is dropped, not taken as the reply: type the reply now)")
+		}
 		reply, err = s.readLine("answer> ")
 	default:
 		return "", errNoReply

@@ -15,14 +15,22 @@ import (
 )
 
 // askingProvider asks the person once (question, "which tank?" when
-// empty), then answers with the reply.
-type askingProvider struct{ question string }
+// empty), then answers with the reply. It thinks for delay before it asks.
+type askingProvider struct {
+	question string
+	delay    time.Duration
+}
 
 func (askingProvider) Name() string { return "asking" }
-func (p askingProvider) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+func (p askingProvider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == llm.RoleTool {
 		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "filling " + last.Content}}, nil
+	}
+	select {
+	case <-time.After(p.delay):
+	case <-ctx.Done():
+		return llm.Response{}, ctx.Err()
 	}
 	q := p.question
 	if q == "" {

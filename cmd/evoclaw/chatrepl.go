@@ -28,7 +28,8 @@ const maxPromptID = wire.MaxAgentIDLen
 // Ctrl-D. Ctrl-C cancels the running chat, or at the prompt says how to
 // leave; neither ends the REPL. SIGTERM (ctx) ends it, at the prompt too.
 func (s *chatSession) repl(ctx context.Context) error {
-	ln, readLine, endInput := newPasteLiner(s.io.stdout)
+	ln, readLine, endInput, dropTyped := newPasteLiner(s.io.stdout)
+	s.dropTyped = dropTyped
 	defer ln.Close()
 	defer context.AfterFunc(ctx, endInput)()
 	ln.SetCtrlCAborts(true)
