@@ -158,6 +158,7 @@ func (n *Node) handleAuditSQL(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, errorBody{Error: apiErrorf(typ, "sql", "query audit database: %s", strings.TrimPrefix(err.Error(), "query audit database: "))})
 		return
 	}
+	mayRefuseAnswer(w) // a query changes nothing: its client may ask again
 	writeJSON(w, http.StatusOK, AuditSQLResult{Columns: res.Columns, Rows: res.Rows, Truncated: res.Truncated,
 		ElapsedMS: time.Since(start).Milliseconds()})
 }

@@ -56,6 +56,17 @@ func (b *bodyBudget) acquire(ctx context.Context, n int64) error {
 	}
 }
 
+// tryAcquire takes n bytes of the budget when they are free now.
+func (b *bodyBudget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.free < n {
+		return false
+	}
+	b.free -= n
+	return true
+}
+
 // release gives n bytes back and wakes those waiting.
 func (b *bodyBudget) release(n int64) {
 	b.mu.Lock()

@@ -376,10 +376,33 @@ func badLimit(w http.ResponseWriter, most int) {
 	writeAPIErrorParam(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit: want a number from 1 to %d", most))
 }
 
+// writeJSON answers code and v as JSON. An answer over smallAnswer that
+// the answer budget may refuse (answerBudget) and finds no room in it is
+// answered 429 instead, at once: waiting would hold it in memory as well.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "encode answer: "+err.Error())
+		return
+	}
+	if budget := answerBudget(w); budget != nil && len(b) > smallAnswer {
+		n := int64(len(b))
+		if !budget.tryAcquire(n) {
+			b = nil
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusTooManyRequests, errorBody{Error: APIError{Type: ErrTypeBusy, Message: fmt.Sprintf(
+				"busy: the node is sending %d MiB of other answers to clients that have not read them yet, its bound, and this one has %d bytes: retry",
+				budget.most>>20, n)}})
+			return
+		}
+		defer budget.release(n)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
+	// The client may be gone; nothing to do.
+	if _, err := w.Write(b); err == nil {
+		_, _ = w.Write([]byte{'\n'})
+	}
 }
 
 // LogsPage is what GET /v1/logs answers: entries oldest first, and the Seq

@@ -50,6 +50,9 @@ type httpLimits struct {
 	// its share before it is refused 429.
 	BodyBytes int
 	BodyWait  time.Duration
+	// AnswerBytes bounds the bytes of answers over 64 KiB to GET requests
+	// (and audit queries) being sent at once (answerBudget).
+	AnswerBytes int
 	// PerAddress is the most of the Conns one client address may hold (an
 	// IPv6 /64 counts as one address; loopback is not counted). One more
 	// from an address at its bound is served by closing that address's
@@ -78,9 +81,12 @@ type httpLimits struct {
 // completions (4 MiB), about 130 MB of the node's memory while they are
 // decoded; a body waits for its share at most 30 s, half of the minute
 // it has to arrive.
+//
+// 32 MiB of answers over 64 KiB being sent at once are four of the largest
+// page of a conversation's messages (500 messages of 16 KiB).
 var defaultHTTPLimits = httpLimits{Conns: 512, Idle: 2 * time.Minute, Body: time.Minute, WriteStall: time.Minute,
 	HeaderBytes: 16 << 10, Header: 10 * time.Second, NewGrace: 2 * time.Second, PerAddress: 64,
-	BodyBytes: 32 << 20, BodyWait: 30 * time.Second}
+	BodyBytes: 32 << 20, BodyWait: 30 * time.Second, AnswerBytes: 32 << 20}
 
 // unreadBodyLinger is how long the server may read a body it did not use,
 // after the answer, before it closes the connection (Go waits as long
@@ -94,7 +100,7 @@ func (l httpLimits) withDefaults() httpLimits {
 		WriteStall: orDefault(l.WriteStall, d.WriteStall), HeaderBytes: orDefault(l.HeaderBytes, d.HeaderBytes),
 		Header: orDefault(l.Header, d.Header), NewGrace: orDefault(l.NewGrace, d.NewGrace),
 		PerAddress: orDefault(l.PerAddress, d.PerAddress), BodyBytes: orDefault(l.BodyBytes, d.BodyBytes),
-		BodyWait: orDefault(l.BodyWait, d.BodyWait), addrKey: l.addrKey}
+		BodyWait: orDefault(l.BodyWait, d.BodyWait), AnswerBytes: orDefault(l.AnswerBytes, d.AnswerBytes), addrKey: l.addrKey}
 }
 
 // perAddressKey is the address a connection from addr counts against:
@@ -382,12 +388,14 @@ func (l *connLimiter) Close() error {
 // body was read to its end.
 func (l httpLimits) guard(h http.Handler) http.Handler {
 	bodies := newBodyBudget(int64(l.BodyBytes), l.BodyWait)
+	answers := newBodyBudget(int64(l.AnswerBytes), 0)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		// A deadline of the previous request on this connection must not
 		// cut this one short (the server resets only the read deadline).
 		_ = rc.SetWriteDeadline(time.Time{})
-		sw := &stallWriter{ResponseWriter: w, rc: rc, stall: l.WriteStall}
+		sw := &stallWriter{ResponseWriter: w, rc: rc, stall: l.WriteStall, answers: answers,
+			refusable: r.Method == http.MethodGet || r.Method == http.MethodHead}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			// Also bounds the server's own read of an unread body after
 			// the handler (to reuse the connection); cleared at the
@@ -441,6 +449,52 @@ type stallWriter struct {
 	body    *bodyDeadline // nil: the request has no body
 	started bool
 	closing bool // the answer started before the body's end
+	// answers bounds the large answers being sent (answerBudget);
+	// refusable: this request's answer may be refused for it.
+	answers   *bodyBudget
+	refusable bool
+}
+
+// smallAnswer is the largest answer sent without a share of the answer
+// budget: 512 connections of such answers hold 32 MiB at most.
+const smallAnswer = 64 << 10
+
+// answerBudget is the answer budget of a request whose answer may be
+// refused for want of it: a read (GET, HEAD) or an audit query
+// (mayRefuseAnswer), neither of which changed anything, so that the
+// client may simply retry; else nil. An answer is held in memory until its
+// client has read it, at most WriteStall after it stopped reading: 64
+// clients of one address that asked for the messages of a conversation of
+// long messages (8 MiB each) and read nothing took a node from 300 MB to
+// 1.1 GB, 300 of loopback to 4.8 GB. A chat's answer is never refused for
+// it: the chat ran.
+func answerBudget(w http.ResponseWriter) *bodyBudget {
+	if s := stallOf(w); s != nil && s.refusable {
+		return s.answers
+	}
+	return nil
+}
+
+// mayRefuseAnswer lets the budget of answers refuse w's answer although
+// its request is not a read (an audit query, which changes nothing).
+func mayRefuseAnswer(w http.ResponseWriter) {
+	if s := stallOf(w); s != nil {
+		s.refusable = true
+	}
+}
+
+// stallOf is the stallWriter w is or wraps, or nil.
+func stallOf(w http.ResponseWriter) *stallWriter {
+	for {
+		if s, ok := w.(*stallWriter); ok {
+			return s
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
 }
 
 // starting runs before the response's header goes out. If the request's
