@@ -40,6 +40,10 @@ const (
 	// 32-bit int).
 	maxDormantMemoryMB = 1024
 	DefaultAgentWait   = 30 * time.Second
+	// MaxApprovalParamsBytes bounds the arguments of a call put to a
+	// person, kept and shown whole; a call with longer ones is refused
+	// without asking.
+	MaxApprovalParamsBytes = approvals.MaxParamsBytes
 )
 
 // Config is a node's configuration, read from evoclaw.toml. The zero value

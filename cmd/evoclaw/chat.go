@@ -74,7 +74,7 @@ func chatMain(ctx context.Context, args []string, cio chatIO) error {
 	var nf nodeFlags
 	nf.register(fs)
 	conv := fs.String("conversation", "", "continue this conversation (default: the node starts a new one)")
-	quiet := fs.Bool("quiet", false, "do not show tool progress")
+	quiet := fs.Bool("quiet", false, "do not show tool progress (a call waiting for approval is still shown, on stderr)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func chatMain(ctx context.Context, args []string, cio chatIO) error {
 	}
 	s := &chatSession{client: client, io: cio, conv: *conv}
 	stdinTTY, stdoutTTY, stderrTTY := isTerminal(cio.stdin), isTerminal(cio.stdout), isTerminal(cio.stderr)
-	s.view = &chatView{out: cio.stdout}
+	s.view = &chatView{out: cio.stdout, attention: cio.stderr}
 	if !*quiet {
 		// progress goes beside the answer on a terminal, else to stderr
 		// so that stdout holds the answers alone

@@ -14,22 +14,19 @@ import (
 const approvalArgsTimeout = 5 * time.Second
 
 // onApprovalWait shows a call that waits for a person's approval and then
-// its arguments in full, as the node keeps them with the approval (4 KiB):
+// its arguments in full, as the node keeps them with the approval:
 // the call's progress line carries at most 200 bytes of them, and a model
 // can put what a person would deny after those. Whoever decides from the
 // chat reads what they decide on. A node that cannot be asked leaves a
 // line that says where to read them.
 func (s *chatSession) onApprovalWait(ctx context.Context, p actors.Progress) {
 	s.view.onProgress(p)
-	if s.view.progress == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, approvalArgsTimeout)
 	defer cancel()
 	var a persistence.Approval
 	if err := s.client.getJSON(ctx, http.MethodGet, "/v1/approvals/"+url.PathEscape(p.ApprovalID), nil, &a); err != nil {
-		s.view.line("    " + termLine("(its arguments could not be read: "+err.Error()+"; evoclaw approvals list shows them)", maxProgressLine))
+		s.view.urgent("    " + termLine("(its arguments could not be read: "+err.Error()+"; evoclaw approvals list shows them)", maxProgressLine))
 		return
 	}
-	s.view.line("    " + termLine("arguments: "+a.Params, approvalParamsFull))
+	s.view.urgent("    " + termLine("arguments: "+a.Params, approvalParamsFull))
 }

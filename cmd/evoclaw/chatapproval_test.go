@@ -41,6 +41,23 @@ func TestApprovalArgumentsShownInFull(t *testing.T) {
 		t.Fatalf("chat: exit %d, want %q in\n%s%s", code, want, out, errOut)
 	}
 
+	// --quiet hides the progress, not a wait for a person: hidden, the
+	// chat looked hung until the approval timed out.
+	code, out, errOut = runArgs("chat", "--quiet", "--data-dir", f.dir, "approval")
+	if code != 0 || !strings.Contains(errOut, want) || strings.Contains(out+errOut, "→ ") {
+		t.Fatalf("chat --quiet: exit %d, want %q and no other progress in\n%s%s", code, want, out, errOut)
+	}
+
+	// Arguments past the old 4 KiB an approval kept are shown whole too.
+	long := `{"command":"echo` + strings.Repeat(" x", 20<<10) + tail + `"}`
+	f.mu.Lock()
+	f.approvals[0].Params = long
+	f.mu.Unlock()
+	code, out, errOut = runArgs("chat", "--data-dir", f.dir, "approval")
+	if code != 0 || !strings.Contains(errOut, "    arguments: "+long+"\n") {
+		t.Fatalf("chat, 40 KiB of arguments: exit %d, they are not shown whole (%d bytes of output)", code, len(out+errOut))
+	}
+
 	// A node that cannot find it: the chat says where to look.
 	f.mu.Lock()
 	f.approvals = nil

@@ -26,6 +26,10 @@ type chatView struct {
 	out io.Writer
 	// progress receives tool progress; nil hides it (--quiet).
 	progress io.Writer
+	// attention receives, when progress is hidden, what needs a person
+	// (a call waiting for approval): hidden, the chat looked hung until
+	// the approval timed out.
+	attention io.Writer
 	// color styles progress with ANSI codes.
 	color bool
 	// live shows a "thinking…" indicator, erased when the next line comes;
@@ -52,6 +56,18 @@ func (v *chatView) line(s string) {
 	fmt.Fprintln(v.progress, s)
 }
 
+// urgent prints a line that needs a person: beside the progress, or to
+// attention when progress is hidden.
+func (v *chatView) urgent(s string) {
+	if v.progress == nil {
+		if v.attention != nil {
+			fmt.Fprintln(v.attention, s)
+		}
+		return
+	}
+	v.line(s)
+}
+
 // settle erases the "thinking…" indicator if it is shown.
 func (v *chatView) settle() {
 	if v.thinking {
@@ -62,7 +78,7 @@ func (v *chatView) settle() {
 
 // onProgress shows one step of the chat.
 func (v *chatView) onProgress(p actors.Progress) {
-	if v.progress == nil {
+	if v.progress == nil && p.Kind != actors.ProgressApprovalWait {
 		return
 	}
 	who := termLine(p.Agent, 64) + " " + termLine(p.Tool, 64)
@@ -94,8 +110,8 @@ func (v *chatView) onProgress(p actors.Progress) {
 		if p.Error != "" {
 			s += " (" + p.Error + ")"
 		}
-		v.line(termLine(s, maxProgressLine))
-		v.line("    " + termLine(fmt.Sprintf("decide: evoclaw approvals approve %s, or evoclaw approvals deny %s", p.ApprovalID, p.ApprovalID), maxProgressLine))
+		v.urgent(termLine(s, maxProgressLine))
+		v.urgent("    " + termLine(fmt.Sprintf("decide: evoclaw approvals approve %s, or evoclaw approvals deny %s", p.ApprovalID, p.ApprovalID), maxProgressLine))
 	case actors.ProgressToolOutput:
 		for _, l := range strings.Split(strings.TrimRight(p.Output, "\n"), "\n") {
 			v.line("    " + termLine(l, maxProgressLine))

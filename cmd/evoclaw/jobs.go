@@ -235,9 +235,9 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // printed in full below it, in runes.
 const (
 	approvalParamsCell = 60
-	// approvalParamsFull holds all the node keeps with an approval (4 KiB
-	// and its "…").
-	approvalParamsFull = 5000
+	// approvalParamsFull holds all the node keeps with an approval: its
+	// arguments whole (a rune is at least a byte).
+	approvalParamsFull = orchestrator.MaxApprovalParamsBytes
 )
 
 // printPendingArgs prints in full, below the table, the arguments of each
