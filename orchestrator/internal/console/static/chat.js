@@ -389,7 +389,7 @@ function questionNode(p) {
 }
 
 // approvalArgs adds to the notice of a call that waits for approval id
-// its arguments, whole as the node keeps them with the approval (4 KiB):
+// its arguments, whole as the node keeps them with the approval (64 KiB):
 // the call's progress carries 200 bytes of them, and a model can put what
 // a person would deny after those. Whoever decides reads all of them.
 async function approvalArgs(row, id) {
