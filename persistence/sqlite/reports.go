@@ -98,8 +98,8 @@ ORDER BY day, agent`},
   WHERE m.conversation_id = ?1 AND m.role = 'assistant'),
 matched AS (
   SELECT t.record_id, a.seq, a.llm_turn,
-    row_number() OVER (PARTITION BY t.record_id ORDER BY abs(a.chain_seq - t.chain_seq)) AS n
-  FROM tool_calls AS t JOIN asked AS a ON a.call_id = t.call_id
+    row_number() OVER (PARTITION BY t.record_id ORDER BY a.chain_seq DESC) AS n
+  FROM tool_calls AS t JOIN asked AS a ON a.call_id = t.call_id AND a.chain_seq < t.chain_seq
   WHERE t.conversation_id = ?1),
 decided AS (
   SELECT json_extract(detail, '$.request_id') AS request_id,

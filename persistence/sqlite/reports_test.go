@@ -165,8 +165,9 @@ func TestReportsDocumented(t *testing.T) {
 }
 
 // The calls report names, for each tool call, the assistant message and
-// the LLM turn that asked for it (the nearest message holding its call id,
-// so a model reusing ids across turns still gets the right one) and its
+// the LLM turn that asked for it (the latest message holding its call id
+// before its row, so a model reusing ids across turns still gets the right
+// one) and its
 // approval, joined by request_id. The records are written in the order a
 // node writes them.
 func TestCallsReport(t *testing.T) {
@@ -208,10 +209,15 @@ func TestCallsReport(t *testing.T) {
 	}
 	llm(0)
 	msgs(`{"role":"user","content":"go"}`, `{"role":"assistant","tool_calls":[{"id":"k1","name":"bash"},{"id":"k2","name":"bash"}]}`)
-	call("k1", "tool-1", "success", "")
 	event("approval_requested", `{"approval":"apr-1","conversation_id":"c","request_id":"tool-2"}`)
 	event("approval_decided", `{"approval":"apr-1","conversation_id":"c","request_id":"tool-2","state":"denied","by":"bob"}`)
 	call("k2", "tool-2", "error", "approval_denied")
+	// k1 runs long while the node records other things: its row ends up
+	// nearer the next turn's message, which reuses its id, than its own.
+	for range 10 {
+		event("agent_online", `{}`)
+	}
+	call("k1", "tool-1", "success", "")
 	llm(1)
 	msgs(`{"role":"tool","tool_call_id":"k1"}`, `{"role":"tool","tool_call_id":"k2"}`, `{"role":"assistant","content":"done"}`)
 	llm(0)
@@ -220,7 +226,7 @@ func TestCallsReport(t *testing.T) {
 
 	got := runReport(t, path, "calls", "c")
 	// request_id, asked_in_message, llm_turn, approval
-	want := [][]string{{"tool-1", "2", "0", ""}, {"tool-2", "2", "0", "denied by bob"}, {"tool-3", "7", "0", ""}}
+	want := [][]string{{"tool-2", "2", "0", "denied by bob"}, {"tool-1", "2", "0", ""}, {"tool-3", "7", "0", ""}}
 	if len(got) != len(want) {
 		t.Fatalf("%d rows %v, want %d", len(got), got, len(want))
 	}
