@@ -45,6 +45,10 @@ type edgeActor struct {
 	toolsReqID string
 	toolsRetry scheduler.CancelFunc
 	timers     *scheduler.TimerScheduler
+	// lastResend is when awaited commands were last sent again on a
+	// reconnect; resendTimer, set while one is put off (resend.go).
+	lastResend  time.Time
+	resendTimer scheduler.CancelFunc
 	// saidOffline: the last status heard said offline, so retained
 	// capabilities do not make the agent's presence unknown.
 	saidOffline bool
@@ -77,6 +81,7 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			e.stopTick()
 		}
 		e.cancelToolsRetry()
+		e.cancelResend()
 		e.failAll(ctx, wire.ErrAgentOffline, "orchestrator is shutting down")
 	case *StatusIn:
 		e.info.LastSeen = now
@@ -102,7 +107,7 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 				e.requestTools(ctx)
 			}
 			if e.info.Online {
-				e.resendPending(ctx, now, "the agent reconnected")
+				e.resendOnReconnect(ctx, now)
 			}
 		}
 		if !online && e.info.PresenceUnknown {
@@ -110,6 +115,8 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			e.publishInfo()
 		}
 		e.setOnline(ctx, online, "agent reported "+m.Status.Status)
+	case *resendDue:
+		e.resendTimerDue(ctx, now)
 	case *ResendPending:
 		e.resendPending(ctx, now, "a cluster node left: a report relayed through it may be lost")
 	case *CapabilitiesIn:

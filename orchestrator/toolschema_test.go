@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evoclaw/evoclaw/edge/mqttc"
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -98,24 +97,7 @@ func TestAgentToolSchemasEveryProviderTakes(t *testing.T) {
 		{Name: "php_empty", Parameters: obj("type", "object", "properties", []any{})},
 		{Name: "null_required", Parameters: obj("type", "object", "properties", props, "required", nil)},
 	}
-	c, err := mqttc.Connect(ctx, mqttc.Options{BrokerURL: node.BrokerURL(), ClientID: "fake-pi1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	if err := c.Subscribe(wire.CommandsTopic("pi1"), 1, func(m mqttc.Message) {
-		if cmd, err := wire.DecodeCommand(m.Payload); err == nil && cmd.Command == wire.CmdToolsList {
-			r, _ := wire.NewReport("pi1", "", wire.ReportResult, time.Now().Unix(), wire.ToolsList{RequestID: cmd.RequestID, Tools: tools})
-			b, _ := json.Marshal(r)
-			go func() { _ = c.Publish(ctx, mqttc.Message{Topic: wire.ReportsTopic("pi1"), Payload: b, QoS: 1}) }()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := json.Marshal(wire.Status{AgentID: "pi1", Status: wire.PresenceOnline})
-	if err := c.Publish(ctx, mqttc.Message{Topic: wire.StatusTopic("pi1"), Payload: st, QoS: 1}); err != nil {
-		t.Fatal(err)
-	}
+	listingAgent(t, ctx, node, "pi1", tools, nil)
 	testenv.Eventually(t, 10*time.Second, func() bool { _, listed := node.agentTools("pi1"); return listed }, "pi1 listed")
 
 	if _, err := node.Chat(ctx, "c1", "hello"); err != nil {
