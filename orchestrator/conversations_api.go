@@ -28,6 +28,11 @@ const (
 	// MaxMessageText bounds the bytes of one message's content (and of one
 	// tool call's arguments) in that answer; longer text is cut.
 	MaxMessageText = 16 << 10
+	// MessagesReading is how many GET /v1/conversations/{id}/messages
+	// read the database at once; one more waits at most MessagesWait for
+	// its turn, then is answered 429.
+	MessagesReading = 1
+	MessagesWait    = 5 * time.Second
 )
 
 // ConversationList is a page of GET /v1/conversations.
@@ -160,7 +165,24 @@ func (n *Node) handleMessages(w http.ResponseWriter, r *http.Request) {
 	// request costs about limit times MaxMessageText whatever the bodies'
 	// sizes (a conversation of 4 MiB messages cost gigabytes to a few
 	// concurrent requests).
+	// A page reads up to limit times MaxMessageText of the database, 8
+	// MiB, on one of the store's two read connections, which the chats
+	// load their history with: 64 clients asking for such pages at once
+	// made a chat wait 7 s for its history, and the pages 14 s.
+	wait := time.NewTimer(n.messagesWait)
+	select {
+	case n.messagesSlots <- struct{}{}:
+		wait.Stop()
+	case <-wait.C:
+		writeAPIError(w, http.StatusTooManyRequests, ErrTypeBusy, fmt.Sprintf("busy: %d other requests read messages for the whole %v this one waited: retry",
+			cap(n.messagesSlots), n.messagesWait))
+		return
+	case <-r.Context().Done():
+		wait.Stop()
+		return // the caller is gone
+	}
 	msgs, err := n.store.RecentPreviews(r.Context(), id, limit, MaxMessageText, MaxMessageText+1)
+	<-n.messagesSlots
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return

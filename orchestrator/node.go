@@ -89,6 +89,11 @@ type Node struct {
 	auditQuery   func(context.Context, auditquery.Request) (*auditquery.Result, error)
 	auditSlots   chan struct{}
 	auditTimeout time.Duration
+	// messagesSlots holds one token per GET
+	// /v1/conversations/{id}/messages reading the database; one waits at
+	// most messagesWait for a token.
+	messagesSlots chan struct{}
+	messagesWait  time.Duration
 	// metrics aggregates the tool loop's counters of every conversation.
 	metrics actors.Metrics
 	// progress counts streamed tool output; progressLim bounds it per agent.
@@ -163,6 +168,8 @@ type Options struct {
 	httpLimits httpLimits
 	// auditTimeout replaces AuditSQLTimeout when set.
 	auditTimeout time.Duration
+	// messagesWait replaces MessagesWait when set.
+	messagesWait time.Duration
 }
 
 // Start brings a node up. On error everything already started is stopped.
@@ -182,11 +189,12 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
 		busyLog:     rate.NewWindow(busyLogBurst, busyLogWindow),
 		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats), chatBytes: semaphore.NewWeighted(MaxRunningChatBytes),
-		auditQuery: o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning)}
+		auditQuery: o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning), messagesSlots: make(chan struct{}, MessagesReading)}
 	if n.auditQuery == nil {
 		n.auditQuery = auditquery.Local
 	}
 	n.auditTimeout = cmp.Or(o.auditTimeout, AuditSQLTimeout)
+	n.messagesWait = cmp.Or(o.messagesWait, MessagesWait)
 	if n.now == nil {
 		n.now = time.Now
 	}
