@@ -111,3 +111,38 @@ func TestObjectSchema(t *testing.T) {
 		t.Fatalf("kept %v, why %q", kept, why)
 	}
 }
+
+// FuzzObjectSchema: whatever an agent lists as a tool's parameters, the
+// schema offered is an object schema the model APIs take at the top
+// level, and the agent's own schema is never changed.
+func FuzzObjectSchema(f *testing.F) {
+	for _, s := range []string{`{}`, `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`,
+		`{"type":"string"}`, `{"properties":[]}`, `{"required":null}`, `{"type":["object"]}`, `{"properties":{"a":1},"required":[1]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p map[string]any
+		if json.Unmarshal(b, &p) != nil {
+			return
+		}
+		before, _ := json.Marshal(p)
+		got, why := objectSchema(p)
+		if after, _ := json.Marshal(p); string(after) != string(before) {
+			t.Fatalf("the agent's schema changed: %s, was %s", after, before)
+		}
+		if why != "" || got == nil {
+			return
+		}
+		if got["type"] != "object" {
+			t.Fatalf("offered type %v", got["type"])
+		}
+		if v, ok := got["properties"]; ok {
+			if _, isObj := v.(map[string]any); !isObj {
+				t.Fatalf("offered properties %v", v)
+			}
+		}
+		if v, ok := got["required"]; ok && !isStringList(v) {
+			t.Fatalf("offered required %v", v)
+		}
+	})
+}
