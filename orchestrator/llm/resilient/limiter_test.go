@@ -27,8 +27,14 @@ func TestLimiterQueueAndCancel(t *testing.T) {
 		}
 		got <- err
 	}()
+	if l.Full() {
+		t.Fatal("Full with the queue empty")
+	}
 	testenv.Eventually(t, 10*time.Second, func() bool { return l.Waiting() == 1 }, "second caller queued")
-	// A second waiter is refused at once.
+	// A second waiter is refused at once, as Full says.
+	if !l.Full() {
+		t.Fatal("not Full with the slot held and the queue full")
+	}
 	if _, err := l.Acquire(context.Background()); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("queue full: %v", err)
 	}
@@ -37,9 +43,16 @@ func TestLimiterQueueAndCancel(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if l.InFlight() != 0 {
-		t.Fatalf("in flight %d after both released", l.InFlight())
+	if l.InFlight() != 0 || l.Full() {
+		t.Fatalf("in flight %d (Full %v) after both released", l.InFlight(), l.Full())
 	}
+	var none *Limiter
+	unbounded := NewLimiter(1, -1)
+	held, _ := unbounded.Acquire(context.Background())
+	if none.Full() || unbounded.Full() {
+		t.Fatal("a nil Limiter or one with no bound on its queue is Full")
+	}
+	held()
 	// A waiter whose context ends leaves the queue with ctx's error.
 	hold, _ := l.Acquire(context.Background())
 	defer hold()
