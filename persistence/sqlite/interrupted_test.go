@@ -36,6 +36,12 @@ func TestInterruptedRuns(t *testing.T) {
 	if err := s.NoteRunProcess(ctx, "finished", proc); err != nil { // a no-op once done
 		t.Fatal(err)
 	}
+	// A finished request keeps no copy of its arguments (its tool_calls
+	// row has them): they were kept for the hour a done request stays.
+	var kept *string
+	if err := s.rdb.QueryRowContext(ctx, `SELECT params FROM request_log WHERE request_id = 'finished'`).Scan(&kept); err != nil || kept != nil {
+		t.Fatalf("a finished request's params = %v, %v; want NULL", kept, err)
+	}
 
 	s = reopen(t, s, path, Options{})
 	runs, err := s.InterruptedRuns(ctx)

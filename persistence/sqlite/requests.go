@@ -320,10 +320,14 @@ const qBeginRequest = `INSERT INTO request_log (request_id, state, started_ms, t
 const qReadRequest = `SELECT state, report, report IS NULL AND report_sha256 IS NOT NULL, tool, status, error_type, result_bytes, report_bytes, report_sha256
 		FROM request_log WHERE request_id = ?`
 
-// qFinishRequest is a hot write, prepared once (stmtcache.go).
+// qFinishRequest is a hot write, prepared once (stmtcache.go). A finished
+// request's arguments go: they were kept only to audit a run a crash cut
+// (InterruptedRuns), and its tool_calls row holds them; kept for the hour
+// a done request stays, a flood of commands with large unused arguments
+// wrote them to the agent's disk twice.
 const qFinishRequest = `INSERT INTO request_log (request_id, state, report, started_ms, finished_ms,
 			report_bytes, held_bytes, status, error_type, result_bytes, report_sha256) VALUES (?, ?, coalesce(?, x''), ?, ?, ?, ?6, ?, ?, ?, ?)
-		 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms,
+		 ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, report = excluded.report, finished_ms = excluded.finished_ms, params = NULL,
 			report_bytes = excluded.report_bytes, held_bytes = excluded.held_bytes, status = excluded.status, error_type = excluded.error_type,
 			result_bytes = excluded.result_bytes, report_sha256 = excluded.report_sha256
 		 WHERE request_log.state <> ?`
