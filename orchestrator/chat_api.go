@@ -319,7 +319,8 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		req.ConversationID = newConversationID("chat")
 	}
 	w.Header().Set(ConversationHeader, req.ConversationID)
-	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text, Sampling: req.Sampling, fresh: fresh}
+	in := ChatInput{ConversationID: req.ConversationID, Text: req.Text, Sampling: req.Sampling, fresh: fresh,
+		Client: chatClient(r, n.cfg.NodeID)}
 	if !req.Stream && !wantsEventStream(r) {
 		ans, err := n.Converse(r.Context(), in)
 		if err != nil {

@@ -82,13 +82,15 @@ type fwdChat struct {
 	Spawns *int64 `json:"spawns,omitempty"`
 	// Progress asks for the chat's steps.
 	Progress bool `json:"progress,omitempty"`
+	// Client is the API client that sent the chat to the first node.
+	Client *ChatClient `json:"client,omitempty"`
 }
 
 // forwarded is in as it crosses to another node. A spawned chat takes
 // with it a share of its tree's budget, which the tree here gives up.
 func forwarded(in ChatInput) *fwdChat {
 	c := &fwdChat{ConversationID: in.ConversationID, Text: in.Text, System: in.System, MaxTokens: in.MaxTokens, Sampling: in.Sampling, Person: in.Person,
-		MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Progress: in.Progress != nil}
+		MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Progress: in.Progress != nil, Client: in.Client}
 	if n, ok := in.Spawns.Share(); ok && in.Depth > 0 {
 		c.Spawns = &n
 	}
@@ -102,7 +104,7 @@ func forwarded(in ChatInput) *fwdChat {
 // crossing nodes.
 func (c *fwdChat) input(id string, maxSpawns int) ChatInput {
 	in := ChatInput{ConversationID: id, Text: c.Text, System: c.System, MaxTokens: c.MaxTokens, Sampling: c.Sampling, Person: c.Person,
-		MaxIterations: c.MaxIterations, Parent: c.Parent, Depth: c.Depth, local: true}
+		MaxIterations: c.MaxIterations, Parent: c.Parent, Depth: c.Depth, Client: c.Client.bounded(), local: true}
 	if c.Depth > 0 {
 		share := int64(0)
 		if c.Spawns != nil {

@@ -631,6 +631,10 @@ type ChatInput struct {
 	Parent        string
 	Depth         int
 	Spawns        *actors.SpawnBudget
+	// Client is the API client that sent the chat, recorded as a
+	// chat_received event when the chat is let in; nil for chats the node
+	// starts itself (jobs, sub-agents, sends).
+	Client *ChatClient
 	// local runs the chat on this node even in a cluster: it was
 	// forwarded here by the conversation's grain.
 	local bool
@@ -718,6 +722,7 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 		System: in.System, Seed: in.Seed, MaxTokens: in.MaxTokens, Sampling: in.Sampling, Progress: in.Progress, Toolbox: in.Toolbox,
 		Person: in.Person, MaxIterations: in.MaxIterations, Parent: in.Parent, Depth: in.Depth, Fresh: in.fresh, Spawns: in.Spawns,
 		Wait: wait}
+	n.recordChatReceived(in)
 	cancel := &actors.Cancel{ConversationID: in.ConversationID, Chat: chat}
 	stop := context.AfterFunc(ctx, func() { n.system.Root.Send(n.convs.PID, cancel) })
 	defer stop()

@@ -132,7 +132,8 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, rerr.Status, errorBody{Error: rerr.APIError})
 		return
 	}
-	in := ChatInput{Text: req.Text, System: req.System, MaxTokens: req.MaxTokens, Sampling: req.Sampling}
+	in := ChatInput{Text: req.Text, System: req.System, MaxTokens: req.MaxTokens, Sampling: req.Sampling,
+		Client: chatClient(r, n.cfg.NodeID)}
 	conv, param, err := requestConversation(r, req.ConversationID)
 	if err != nil {
 		// Refused before the header is set: it echoes valid ids only.
