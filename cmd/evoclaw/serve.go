@@ -26,6 +26,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	noMemProfile()
+	softMemoryLimit()
 	gcReady := startupGC()
 	var cfg orchestrator.Config
 	if *config != "" {
@@ -104,6 +105,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	noMemProfile()
+	softMemoryLimit()
 	cfg, err := edge.LoadConfig(*config)
 	if errors.Is(err, fs.ErrNotExist) && !flagSet(fset, "config") {
 		return fmt.Errorf("%w (an edge agent needs its agent.toml: name it with --config, or write one here; "+
