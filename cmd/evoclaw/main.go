@@ -115,12 +115,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch cmd, ok := commands[args[0]]; {
 	case ok && len(args) == 2 && groups[args[0]] && isHelp(args[1]):
-		// A command of subcommands has no flags of its own to list.
-		fmt.Fprint(stdout, "usage:\n"+usageOf(args[0]))
+		// A command of subcommands has no flags of its own to list: say
+		// where its subcommands' are.
+		fmt.Fprint(stdout, "usage:\n"+usageOf(args[0])+"(evoclaw "+args[0]+" COMMAND --help lists its flags)\n")
 	case ok:
 		err = cmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "version" || args[0] == "--version":
 		fmt.Fprintln(stdout, currentBuild())
+	case args[0] == "help" && len(args) == 2 && isHelp(args[1]):
+		fmt.Fprint(stdout, usage) // `evoclaw help --help`: help has no flags
 	case args[0] == "help" && len(args) == 2:
 		if lines := usageOf(args[1]); lines != "" {
 			sub := map[bool]string{true: " COMMAND"}[groups[args[1]]]
@@ -144,6 +147,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "evoclaw:", err)
+	if hint := brokerRefusedHint(args[0], err); hint != "" {
+		fmt.Fprintln(stderr, hint)
+	}
 	if errors.Is(err, errInterrupted) {
 		return 130
 	}

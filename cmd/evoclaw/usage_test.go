@@ -49,9 +49,11 @@ func TestUsageErrorsShowTheirCommand(t *testing.T) {
 }
 
 // TestGroupHelp: asking a command of subcommands for help prints its
-// usage lines on stdout and exits 0. Before, `evoclaw skills --help` (and
-// audit, jobs, approvals, cluster) said "unknown skills command" and
-// exited 2, while `evoclaw agents --help` and every other command answered.
+// usage lines on stdout, then where its subcommands' flags are, and exits
+// 0. Before, `evoclaw skills --help` (and audit, jobs, approvals, cluster)
+// said "unknown skills command" and exited 2, while `evoclaw agents
+// --help` and every other command answered; then it printed the lines
+// alone, so `evoclaw jobs --help` showed no flag and said not where they were.
 func TestGroupHelp(t *testing.T) {
 	tests := []struct{ group, want string }{
 		{"audit", "evoclaw audit verify"},
@@ -70,7 +72,18 @@ func TestGroupHelp(t *testing.T) {
 				if !strings.Contains(out, tt.want) || strings.Contains(out, "evoclaw serve") {
 					t.Errorf("stdout is not %s's usage:\n%s", tt.group, out)
 				}
+				if flags := "(evoclaw " + tt.group + " COMMAND --help lists its flags)\n"; !strings.HasSuffix(out, flags) {
+					t.Errorf("stdout does not end with %q:\n%s", flags, out)
+				}
 			})
+		}
+	}
+	// help itself has no flags: asked for help, it prints every command.
+	// Before, `evoclaw help --help` was "unknown command" and exit 2.
+	for _, help := range []string{"--help", "-h"} {
+		code, out, errOut := runArgs("help", help)
+		if code != 0 || errOut != "" || out != usage {
+			t.Errorf("help %s: exit %d, stderr %q, want 0 and the usage text on stdout:\n%s", help, code, errOut, out)
 		}
 	}
 }
