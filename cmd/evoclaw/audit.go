@@ -289,6 +289,13 @@ func cutRunes(s string, n int) string {
 	return s
 }
 
+// reportArgHint says where the argument a report needs is found, for the
+// error of a report asked without it.
+var reportArgHint = map[string]string{
+	"conversation_id": " (the conv= of `evoclaw logs`; `evoclaw audit report tokens-by-conversation` lists conversations)",
+	"job":             " (the JOB column of `evoclaw jobs list`)",
+}
+
 func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit report", stderr)
 	tf := addTierFlags(fs)
@@ -324,7 +331,7 @@ func cmdAuditReport(ctx context.Context, args []string, stdout, stderr io.Writer
 	var qargs []any
 	switch {
 	case r.Arg != "" && len(pos) != 2:
-		return fmt.Errorf("%w: report %s needs its %s", errUsage, r.Name, r.Arg)
+		return fmt.Errorf("%w: report %s needs its %s%s", errUsage, r.Name, r.Arg, reportArgHint[r.Arg])
 	case r.Arg == "" && len(pos) != 1:
 		return fmt.Errorf("%w: report %s takes no argument", errUsage, r.Name)
 	case r.Arg != "":

@@ -67,7 +67,8 @@ func cmdCluster(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		ca, names := certs.CAFiles(*dir), certs.NodeFiles("", node)
 		fmt.Fprintf(stdout, "wrote %s's certificate %s and its key %s (mode 0600), signed by %s\n", node, f.Cert, f.Key, ca.Cert)
-		fmt.Fprintf(stdout, "copy %s, %s and %s (never %s) to %s, and add to its evoclaw.toml:\n\n", certs.CACertFile, names.Cert, names.Key, certs.CAKeyFile, node)
+		fmt.Fprintf(stdout, "copy %s, %s and %s (never %s) to %s. An etcd server takes them as\n  --client-cert-auth --trusted-ca-file %[1]s --cert-file %[2]s --key-file %[3]s\na node as these lines of its evoclaw.toml:\n\n",
+			certs.CACertFile, names.Cert, names.Key, certs.CAKeyFile, node)
 		fmt.Fprintf(stdout, "[cluster.tls]\nca_file = %q\ncert_file = %q\nkey_file = %q\n", certs.CACertFile, names.Cert, names.Key)
 		return nil
 	}

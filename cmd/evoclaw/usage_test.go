@@ -12,7 +12,8 @@ import (
 // the usage lines of its command (with their continuation lines) and a
 // pointer to the whole text; an unknown command prints the whole text.
 // Before, every usage error printed all forty lines after the one that
-// said what was wrong.
+// said what was wrong, and a report asked without its argument named it
+// without saying where one is found.
 func TestUsageErrorsShowTheirCommand(t *testing.T) {
 	tests := []struct {
 		args       []string
@@ -20,6 +21,9 @@ func TestUsageErrorsShowTheirCommand(t *testing.T) {
 	}{
 		{[]string{"chaos"}, []string{"chaos wants one scenario name", "evoclaw chaos  SCENARIO", "(evoclaw help: every command)"}, []string{"evoclaw serve", "evoclaw audit"}},
 		{[]string{"audit", "report", "nosuch"}, []string{`no report "nosuch"`, "evoclaw audit report NAME", "evoclaw audit status", "(evoclaw help"}, []string{"evoclaw serve", "evoclaw logs"}},
+		// A report without its argument says where to find one.
+		{[]string{"audit", "report", "calls"}, []string{"report calls needs its conversation_id", "conv= of `evoclaw logs`", "evoclaw audit report tokens-by-conversation", "evoclaw audit report NAME"}, []string{"evoclaw serve"}},
+		{[]string{"audit", "report", "job-runs"}, []string{"report job-runs needs its job", "`evoclaw jobs list`"}, []string{"evoclaw serve"}},
 		{[]string{"chat", "--no-such-flag"}, []string{"evoclaw chat", "Tool progress shows live", "(evoclaw help"}, []string{"evoclaw status"}},
 		{[]string{"nosuch"}, []string{`unknown command "nosuch"`, "evoclaw serve", "evoclaw version"}, []string{"(evoclaw help"}},
 	}
