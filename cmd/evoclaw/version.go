@@ -77,9 +77,12 @@ func readBuildInfo(st stamp, declared string, bi *debug.BuildInfo, ok bool) buil
 	switch {
 	case info.Version != "":
 		// Stamped by cmd/release.
-	case ok && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)":
-		// The version the Go toolchain derived from the tag or commit
-		// (Go 1.24 and later).
+	case ok && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" &&
+		!(strings.HasPrefix(bi.Main.Version, "v0.0.0-") && info.Commit != ""):
+		// The version the Go toolchain derived from a tag (Go 1.24 and
+		// later). With no tag at all it says v0.0.0-TIME-COMMIT, which
+		// sorts before every release and ignores the declared one: the
+		// next case names that commit as cmd/release would.
 		info.Version = bi.Main.Version
 	case info.Commit != "":
 		// A pre-release of the declared version at this commit, as

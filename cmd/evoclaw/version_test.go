@@ -42,6 +42,19 @@ func TestBuildInfo(t *testing.T) {
 		{"the toolchain's own version of the module", stamp{}, "v0.9.0",
 			&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.3.0"}, Settings: clean.Settings},
 			"evoclaw v1.3.0 commit 0123456789ab date 2026-11-22T10:00:00Z "},
+		// Go 1.24 and later, in a repository without tags, derive
+		// v0.0.0-TIME-COMMIT: the declared version names the commit
+		// instead, as cmd/release does. Before, a plain go build of a fresh
+		// clone said v0.0.0-..., a release older than every release.
+		{"the toolchain's pseudo-version of an untagged commit", stamp{}, "v0.9.0",
+			&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261122100000-0123456789ab"}, Settings: clean.Settings},
+			"evoclaw v0.9.0-0.20261122100000-0123456789ab commit 0123456789ab date 2026-11-22T10:00:00Z "},
+		{"the toolchain's pseudo-version of an untagged, modified commit", stamp{}, "v0.9.0",
+			&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261122100000-0123456789ab+dirty"}, Settings: vcs.Settings},
+			"evoclaw v0.9.0-0.20261122100000-0123456789ab+dirty commit 0123456789ab+modified date "},
+		{"the toolchain's pseudo-version after a tag", stamp{}, "v0.9.0",
+			&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.8.1-0.20261122100000-0123456789ab"}, Settings: clean.Settings},
+			"evoclaw v0.8.1-0.20261122100000-0123456789ab commit 0123456789ab "},
 		{"release stamped by cmd/release", stamp{"v1.2.0", "fedcba9876543210fedcba9876543210fedcba98", "2026-11-23T08:30:00Z", "false"}, "v0.9.0", vcs,
 			"evoclaw v1.2.0 commit fedcba987654 date 2026-11-23T08:30:00Z go1.26.8 linux/"},
 		{"stamp wins over the toolchain's version", stamp{"v1.2.0", "fedcba9876543210fedcba9876543210fedcba98", "2026-11-23T08:30:00Z", "false"}, "v0.9.0",
