@@ -310,7 +310,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		n.logChatFailure(id, http.StatusBadRequest, err)
 		code, f := chatFailure("", nil, err)
 		f.Error = apiErrorf(f.Error.Type, param, "%s", err.Error())
-		writeChatFailure(w, code, f)
+		writeChatFailure(w, code, f, err)
 		return
 	}
 	req.ConversationID = id
@@ -327,7 +327,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 			code, f := chatFailure(failedConversation(w, req.ConversationID, fresh, err), ans, err)
 			n.logChatFailure(req.ConversationID, code, err)
 			noRepeat(w, ans, err)
-			writeChatFailure(w, code, f)
+			writeChatFailure(w, code, f, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, chatResponse(ans))
@@ -337,7 +337,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		// Refused before the stream starts, so the status says so.
 		err = notStarted{err}
 		code, f := chatFailure(failedConversation(w, req.ConversationID, fresh, err), nil, err)
-		writeChatFailure(w, code, f)
+		writeChatFailure(w, code, f, err)
 		return
 	}
 	sw := newSSEWriter(w)
@@ -357,7 +357,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 		if !sw.started {
 			f.ConversationID = failedConversation(w, req.ConversationID, fresh, err)
 			noRepeat(w, ans, err)
-			writeChatFailure(w, code, f)
+			writeChatFailure(w, code, f, err)
 			return
 		}
 		sw.event(EventError, f)
@@ -389,12 +389,13 @@ func noRepeat(w http.ResponseWriter, ans *actors.Answer, err error) {
 	}
 }
 
-// writeChatFailure answers a failed chat with code and f; a 429 carries
-// Retry-After, as every busy answer of the API does, and a refusal that a
-// retry meets again X-Should-Retry: false (noRetry).
-func writeChatFailure(w http.ResponseWriter, code int, f ChatFailure) {
+// writeChatFailure answers a chat that failed with err with code and f;
+// a 429 carries Retry-After, as every busy answer of the API does (more
+// than 1 s when the chat's input waits for room: retryAfterSeconds), and
+// a refusal that a retry meets again X-Should-Retry: false (noRetry).
+func writeChatFailure(w http.ResponseWriter, code int, f ChatFailure, err error) {
 	if code == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfterSeconds(err))
 	}
 	noRetry(w, f.Error)
 	writeJSON(w, code, f)

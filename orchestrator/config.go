@@ -178,6 +178,14 @@ type LoopConf struct {
 	// 512); more wait for a slot, within their own deadline. Sub-agent
 	// chats and sends (sessions tools) run within their parent's slot.
 	MaxRunningChats int `toml:"max_running_chats"`
+	// ChatInputMBPerHour bounds the input (text, system prompt, seeded
+	// history) that API clients' chats bring the node, which stores it
+	// all, in MiB an hour (default 128; negative: no bound);
+	// ChatInputBurstMB is how much may come at once (default 32, at least
+	// 8). A chat past the bound is refused 429 before anything of it is
+	// stored (chatinput.go).
+	ChatInputMBPerHour int `toml:"chat_input_mb_per_hour"`
+	ChatInputBurstMB   int `toml:"chat_input_burst_mb"`
 	// DormantAfter is how long a conversation waits idle before it gives
 	// up its actor and keeps only its history, compacted, in memory
 	// (default 2 s); at IdleTimeout (10 min) or more, conversations keep
@@ -330,6 +338,10 @@ func (c *Config) validate(secrets bool) error {
 			errs = append(errs, fmt.Errorf("loop.%s: %d must not be negative (0 means the default)", n.key, n.v))
 		}
 	}
+	if b := c.Loop.ChatInputBurstMB; b < 0 || b > 0 && b < minChatInputBurstMB {
+		errs = append(errs, fmt.Errorf("loop.chat_input_burst_mb: %d, want 0 (the default, %d) or at least %d (the largest chat, 4 MiB, beside the share kept for small ones)",
+			b, DefaultChatInputBurstMB, minChatInputBurstMB))
+	}
 	if c.Loop.DormantMemoryMB > maxDormantMemoryMB {
 		errs = append(errs, fmt.Errorf("loop.dormant_memory_mb: %d is more than %d", c.Loop.DormantMemoryMB, maxDormantMemoryMB))
 	}
@@ -355,6 +367,10 @@ func (c *Config) validate(secrets bool) error {
 	}
 	defaults.Positive(&c.Loop.ChatTimeout.Duration, max(DefaultChatTimeout, c.LLM.LongestLoad()+DefaultChatAfterLoad))
 	defaults.Positive(&c.Loop.MaxRunningChats, DefaultMaxRunningChats)
+	if c.Loop.ChatInputMBPerHour == 0 { // negative: no bound
+		c.Loop.ChatInputMBPerHour = DefaultChatInputMBPerHour
+	}
+	defaults.Positive(&c.Loop.ChatInputBurstMB, DefaultChatInputBurstMB)
 	ids := map[string]bool{}
 	for i, j := range c.Jobs {
 		if _, err := jobs.Compile(j); err != nil {

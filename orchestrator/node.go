@@ -81,6 +81,9 @@ type Node struct {
 	// chatBytes holds the input of the chats running (MaxRunningChatBytes;
 	// takeChatBytes).
 	chatBytes *semaphore.Weighted
+	// chatInput bounds the input API clients' chats bring per unit of
+	// time ([loop] chat_input_mb_per_hour; chatinput.go); nil: no bound.
+	chatInput *inputBudget
 	// stateless remembers stateless chats' transcripts so that a client
 	// replaying one continues its conversation (stateless.go).
 	stateless statelessChats
@@ -189,6 +192,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
 		busyLog:     rate.NewWindow(busyLogBurst, busyLogWindow),
 		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats), chatBytes: semaphore.NewWeighted(MaxRunningChatBytes),
+		chatInput:  newInputBudget(cfg.Loop.ChatInputMBPerHour, cfg.Loop.ChatInputBurstMB),
 		auditQuery: o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning), messagesSlots: make(chan struct{}, MessagesReading)}
 	if n.auditQuery == nil {
 		n.auditQuery = auditquery.Local
@@ -709,6 +713,11 @@ func (n *Node) Converse(ctx context.Context, in ChatInput) (ans *actors.Answer, 
 		}
 		defer release()
 		timeout -= waited
+		// Last of the bounds, so that a chat refused by another one
+		// takes none of the budget; before anything of it is stored.
+		if err := n.takeChatInput(in); err != nil {
+			return nil, notStarted{fmt.Errorf("chat %s: %w", in.ConversationID, err)}
+		}
 	}
 	// A caller that gives up cancels the chat: its LLM call and tool calls
 	// stop instead of running on for nobody.

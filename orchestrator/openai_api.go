@@ -142,14 +142,20 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stateless := conv == ""
+	refused := func(error) {}
 	if !stateless {
 		// Continue a stored conversation: its history stands for the
 		// request's earlier messages, which are ignored.
 		in.ConversationID = conv
-	} else if id, ok := n.continued(req); ok {
+	} else if id, giveBack, ok := n.continued(req); ok {
 		// The replayed history is a transcript this node answered: its
 		// conversation goes on (stateless.go).
 		in.ConversationID = id
+		refused = func(err error) {
+			if refusedBeforeStart(err) {
+				giveBack()
+			}
+		}
 	} else {
 		in.ConversationID, in.Seed, in.fresh = newConversationID("oai"), req.Seed, true
 	}
@@ -170,11 +176,12 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		ans, err := n.Converse(r.Context(), in)
 		if err != nil {
+			refused(err)
 			code, typ := chatErrorStatus(err)
 			n.logChatFailure(in.ConversationID, code, err)
 			failedConversation(w, in.ConversationID, in.fresh, err)
 			noRepeat(w, ans, err)
-			writeChatError(w, code, chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err))
+			writeChatError(w, code, chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err), err)
 			return
 		}
 		text, finish := answerText(ans, req.Stop)
@@ -205,13 +212,14 @@ func (n *Node) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		dropped:  func(d DroppedNote) { send(ChunkDelta{}, nil, d) },
 	})
 	if err != nil {
+		refused(err)
 		code, typ := chatErrorStatus(err)
 		n.logChatFailure(in.ConversationID, code, err)
 		e := chatAPIError(typ, completionErrParam(req, err), in.ConversationID, err)
 		if !sw.started {
 			failedConversation(w, in.ConversationID, in.fresh, err)
 			noRepeat(w, ans, err)
-			writeChatError(w, code, e)
+			writeChatError(w, code, e, err)
 			return
 		}
 		// After the 200 header: an error event, as OpenAI's clients expect,
@@ -273,11 +281,12 @@ func completionErrParam(req completionInput, err error) string {
 	return chatErrParam(err)
 }
 
-// writeChatError answers a failed chat with code and the error body e; a
-// 429 carries Retry-After as writeAPIError's does.
-func writeChatError(w http.ResponseWriter, code int, e APIError) {
+// writeChatError answers a chat that failed with err with code and the
+// error body e; a 429 carries Retry-After as writeAPIError's does (more
+// than 1 s when the chat's input waits for room: retryAfterSeconds).
+func writeChatError(w http.ResponseWriter, code int, e APIError, err error) {
 	if code == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfterSeconds(err))
 	}
 	noRetry(w, e)
 	writeJSON(w, code, errorBody{Error: e})

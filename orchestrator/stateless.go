@@ -72,19 +72,41 @@ func transcriptKey(msgs ...llm.Message) [sha256.Size]byte {
 // take returns and forgets the conversation whose transcript is key, when
 // one answered within StatelessChatTTL of now.
 func (s *statelessChats) take(key [sha256.Size]byte, now time.Time) (string, bool) {
+	c, ok := s.takeChat(key, now)
+	if !ok {
+		return "", false
+	}
+	return c.conversation, true
+}
+
+// takeChat is take, returning the remembered transcript whole (for
+// giveBack).
+func (s *statelessChats) takeChat(key [sha256.Size]byte, now time.Time) (*statelessChat, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byKey[key]
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	c := e.Value.(*statelessChat)
 	s.order.Remove(e)
 	delete(s.byKey, key)
 	if now.Sub(c.at) > StatelessChatTTL {
-		return "", false
+		return nil, false
 	}
-	return c.conversation, true
+	return c, true
+}
+
+// giveBack remembers again a transcript taken for a chat that was
+// refused before it started, as of when it was first remembered, unless
+// another answer with the same transcript was remembered meanwhile.
+func (s *statelessChats) giveBack(c *statelessChat) {
+	s.mu.Lock()
+	_, taken := s.byKey[c.key]
+	s.mu.Unlock()
+	if !taken {
+		s.put(c.key, c.conversation, c.at)
+	}
 }
 
 // put remembers that conversation answered with the transcript key at now,
@@ -122,11 +144,18 @@ func (s *statelessChats) len() int {
 // remembers it. A request with no history, or that offers no tools
 // (tool_choice "none" runs on this node with a toolbox of its own, which a
 // clustered node allows for fresh conversations only), starts afresh.
-func (n *Node) continued(req completionInput) (string, bool) {
+// refused gives the transcript back for a chat refused before it started
+// (busy: no chat slot, the input budget): the client's retry continues
+// the conversation too, instead of storing its whole history again.
+func (n *Node) continued(req completionInput) (conv string, refused func(), ok bool) {
 	if len(req.Seed) == 0 || req.NoTools {
-		return "", false
+		return "", nil, false
 	}
-	return n.stateless.take(transcriptKey(req.Seed...), n.now())
+	c, ok := n.stateless.takeChat(transcriptKey(req.Seed...), n.now())
+	if !ok {
+		return "", nil, false
+	}
+	return c.conversation, func() { n.stateless.giveBack(c) }, true
 }
 
 // answeredStateless remembers the transcript a stateless request's client

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,5 +134,128 @@ func TestStatelessChatsBounded(t *testing.T) {
 	// Distinct transcripts that join to the same text are distinct keys.
 	if transcriptKey(llm.Message{Role: llm.RoleUser, Content: "ab"}) == transcriptKey(llm.Message{Role: llm.RoleUser, Content: "a"}, llm.Message{Role: llm.RoleUser, Content: "b"}) {
 		t.Fatal("length prefixes missing")
+	}
+}
+
+// TestReplayRefusedBeforeStartStillContinues: a replayed transcript whose
+// chat is refused before it starts (its client gave up waiting for a chat
+// slot; its input found no room, 429) stays remembered, so the client's
+// retry continues the conversation instead of storing its whole history
+// again as a fresh one.
+func TestReplayRefusedBeforeStartStillContinues(t *testing.T) {
+	release := make(chan struct{})
+	holding := make(chan struct{}, 1)
+	model := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		last := req.Messages[len(req.Messages)-1].Content
+		if last == "hold" {
+			holding <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "re: " + last}}, nil
+	})
+	node, base, token := startAPI(t, func(c *Config) {
+		c.Loop.MaxRunningChats = 1
+		c.Loop.ChatInputBurstMB, c.Loop.ChatInputMBPerHour = 8, 1
+	}, Options{Provider: model})
+	// chat replays turns (user and assistant in turn) and returns the
+	// status and the conversation of the answer; 0 when ctx ended first.
+	chat := func(ctx context.Context, turns ...string) (int, string) {
+		var msgs []map[string]string
+		for i, s := range turns {
+			msgs = append(msgs, map[string]string{"role": []string{"user", "assistant"}[i%2], "content": s})
+		}
+		b, _ := json.Marshal(map[string]any{"model": "evoclaw", "messages": msgs})
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", strings.NewReader(string(b)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, ""
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get(ConversationHeader)
+	}
+	// remembered waits until the node remembers n transcripts.
+	remembered := func(t *testing.T, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); node.stateless.len() != n; time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the node remembers %d transcripts, want %d", node.stateless.len(), n)
+			}
+		}
+	}
+	code, c1 := chat(context.Background(), "first")
+	if code != http.StatusOK {
+		t.Fatalf("first chat: %d", code)
+	}
+	history := []string{"first", "re: first"}
+	for _, tt := range []struct {
+		name    string
+		message string
+		// refuse makes the node refuse the next chat, and returns what
+		// ends that; hangUp: the client gives up once its chat waits.
+		refuse func() (undo func())
+		hangUp bool
+		status int
+	}{
+		{name: "gave up waiting for a slot", message: "second", hangUp: true,
+			refuse: func() func() {
+				held := make(chan error, 1)
+				go func() {
+					_, err := node.Chat(context.Background(), "holder", "hold")
+					held <- err
+				}()
+				<-holding
+				return func() {
+					close(release)
+					if err := <-held; err != nil {
+						t.Errorf("holding chat: %v", err)
+					}
+				}
+			}},
+		{name: "input found no room", message: "third " + strings.Repeat("z", 2*smallBody),
+			status: http.StatusTooManyRequests,
+			refuse: func() func() {
+				node.chatInput.mu.Lock()
+				node.chatInput.tokens = 0
+				node.chatInput.mu.Unlock()
+				return func() {
+					node.chatInput.mu.Lock()
+					node.chatInput.tokens = node.chatInput.burst
+					node.chatInput.mu.Unlock()
+				}
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			turns := append(history[:len(history):len(history)], tt.message)
+			undo := sync.OnceFunc(tt.refuse())
+			defer undo()
+			ctx, hangUp := context.WithCancel(context.Background())
+			if tt.hangUp {
+				go func() {
+					// The chat has taken its transcript: it waits for a slot.
+					for node.stateless.len() != 0 && ctx.Err() == nil {
+						time.Sleep(2 * time.Millisecond)
+					}
+					hangUp()
+				}()
+			}
+			code, _ := chat(ctx, turns...)
+			hangUp()
+			if code != tt.status {
+				t.Fatalf("refused chat answered %d, want %d", code, tt.status)
+			}
+			// The node sees a client hang up a moment after it did: the
+			// slot must not free before it gave the transcript back.
+			remembered(t, 1)
+			undo()
+			code, c := chat(context.Background(), turns...)
+			if code != http.StatusOK || c != c1 {
+				t.Fatalf("the retry answered %d in %s, want %s continued", code, c, c1)
+			}
+			history = append(turns, "re: "+tt.message)
+		})
 	}
 }

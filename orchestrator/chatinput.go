@@ -1,0 +1,137 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults and bounds of [loop] chat_input_mb_per_hour and
+// chat_input_burst_mb (inputBudget).
+const (
+	// DefaultChatInputMBPerHour is the input, in MiB, that API clients'
+	// chats may bring a node per hour, sustained.
+	DefaultChatInputMBPerHour = 128
+	// DefaultChatInputBurstMB is the input, in MiB, they may bring at
+	// once: 8 chats of the largest body /v1/chat/completions takes.
+	DefaultChatInputBurstMB = 32
+	// minChatInputBurstMB is the smallest burst allowed: the largest chat
+	// (4 MiB of input) fits in it beside the share kept for small chats.
+	minChatInputBurstMB = 8
+	// chatInputReserve is the share of the burst that chats of more than
+	// smallBody bytes of input leave to the small ones.
+	chatInputReserve = 8
+)
+
+// inputBudget bounds the bytes that chats of API clients bring a node (as
+// chatInputBytes counts them: text, system prompt, seeded history): every
+// one of them is written to the audit database before the model answers,
+// and stays there when the client hangs up. A client replaying a 3.4 MB
+// history that was new to the node and hanging up after 0.5 s grew a
+// node's audit.db by 286 MB in 10 s. It is a token bucket of bytes: full
+// at start, holding at most burst, gaining perSec a second. A chat takes
+// its bytes before anything of it is stored, or is refused (429); a chat
+// of more than smallBody bytes must leave burst/chatInputReserve in the
+// bucket, so that a flood of large histories does not refuse people's
+// short messages. A client continuing a conversation the node answered
+// (stateless.go) brings its new message only.
+//
+// A nil *inputBudget takes every chat.
+type inputBudget struct {
+	mbPerHour     int
+	perSec, burst float64
+	// mu guards tokens and last.
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+// newInputBudget is the budget of [loop] chat_input_mb_per_hour and
+// chat_input_burst_mb (zero: their defaults), nil when mbPerHour is
+// negative (no bound).
+func newInputBudget(mbPerHour, burstMB int) *inputBudget {
+	if mbPerHour < 0 {
+		return nil
+	}
+	if mbPerHour == 0 {
+		mbPerHour = DefaultChatInputMBPerHour
+	}
+	if burstMB <= 0 {
+		burstMB = DefaultChatInputBurstMB
+	}
+	burst := float64(burstMB) * (1 << 20)
+	return &inputBudget{mbPerHour: mbPerHour, perSec: float64(mbPerHour) * (1 << 20) / 3600, burst: burst, tokens: burst}
+}
+
+// take takes size bytes of the budget at now, or takes none and says how
+// long until they are there.
+func (b *inputBudget) take(now time.Time, size int64) (time.Duration, bool) {
+	if b == nil {
+		return 0, true
+	}
+	need := float64(size)
+	if size > smallBody {
+		need = min(need+b.burst/chatInputReserve, b.burst)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.last.IsZero() && now.After(b.last) {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSec)
+	}
+	if b.last.IsZero() || now.After(b.last) {
+		b.last = now
+	}
+	if b.tokens < need {
+		return time.Duration((need - b.tokens) / b.perSec * float64(time.Second)), false
+	}
+	b.tokens -= min(float64(size), b.tokens)
+	return 0, true
+}
+
+// inputRateError refuses a chat whose input the node's inputBudget has no
+// room for now. It is busy (ErrTooManyChats, 429): RetryAfter says when
+// the budget has room again for this chat, if no other takes it first.
+type inputRateError struct {
+	size       int64
+	retryAfter time.Duration
+	perHour    int
+}
+
+func (e *inputRateError) Error() string {
+	return fmt.Sprintf("busy: chats of API clients brought this node more input than it stores ([loop] chat_input_mb_per_hour = %d MiB, with a burst); this chat's %d bytes have room in %s: retry then, or continue the conversation by its id instead of sending its history again",
+		e.perHour, e.size, e.RetryAfter())
+}
+
+func (e *inputRateError) Unwrap() error { return ErrTooManyChats }
+
+// RetryAfter is the wait before a retry, in whole seconds (at least 1).
+func (e *inputRateError) RetryAfter() time.Duration {
+	return time.Duration(max(1, math.Ceil(e.retryAfter.Seconds()))) * time.Second
+}
+
+// takeChatInput takes in's input of the node's budget, or refuses it with
+// an *inputRateError. Only chats that API clients send count: the node's
+// own (jobs, sub-agents, sends) are bounded by their configuration.
+func (n *Node) takeChatInput(in ChatInput) error {
+	if in.Client == nil {
+		return nil
+	}
+	size := chatInputBytes(in)
+	if wait, ok := n.chatInput.take(n.now(), size); !ok {
+		return &inputRateError{size: size, retryAfter: wait, perHour: n.chatInput.mbPerHour}
+	}
+	return nil
+}
+
+// retryAfterSeconds is the Retry-After of a chat refused with err (429):
+// when its input has room again, else 1 s.
+func retryAfterSeconds(err error) string {
+	var re *inputRateError
+	if errors.As(err, &re) {
+		return strconv.Itoa(int(re.RetryAfter() / time.Second))
+	}
+	return "1"
+}
