@@ -80,7 +80,8 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
-		if s, err := DecodeStatus("a", b); err == nil && (s.Status != PresenceOnline && s.Status != PresenceOffline || len(s.Features) > MaxFeatures) {
+		if s, err := DecodeStatus("a", b); err == nil && (s.Status != PresenceOnline && s.Status != PresenceOffline || len(s.Features) > MaxFeatures ||
+			!validBoundText(string(s.Host), MaxHostLen) || !validBoundText(string(s.Version), MaxVersionLen)) {
 			t.Fatalf("accepted status %+v", s)
 		}
 		_, _ = DecodeCapabilities("a", b)

@@ -1,6 +1,12 @@
 package wire
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Agent presence values of Status.Status.
 const (
@@ -27,6 +33,68 @@ type Status struct {
 	// Features is an evoclaw extension: the optional parts of the wire
 	// this agent speaks (FeatureStartGate). Other peers ignore it.
 	Features []string `json:"features,omitempty"`
+	// Host and Version are evoclaw extensions of an online status: the
+	// agent's host name and its evoclaw version, which the node records
+	// in the agent's agent_online event. Both optional (other peers send
+	// neither and ignore them), and the agent's word: DecodeStatus cuts
+	// them to MaxHostLen and MaxVersionLen and replaces control
+	// characters with U+FFFD.
+	Host    LooseString `json:"host,omitempty"`
+	Version LooseString `json:"version,omitempty"`
+}
+
+// LooseString is an optional string field of an evoclaw extension: a
+// value of another JSON type (another peer's field of the same name, say a
+// schema's version number) reads as "", so that it never makes the whole
+// message refused.
+type LooseString string
+
+// UnmarshalJSON reads a JSON string; anything else is "".
+func (l *LooseString) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		s = ""
+	}
+	*l = LooseString(s)
+	return nil
+}
+
+// MaxHostLen and MaxVersionLen bound Status.Host and Status.Version. A
+// DNS name is at most 253 bytes, a Linux host name 64; a release or Go
+// pseudo-version with a "+dirty" mark some 60.
+const (
+	MaxHostLen    = 255
+	MaxVersionLen = 128
+)
+
+// BoundText is s as one line of valid UTF-8 of at most max bytes: invalid
+// bytes and control characters become U+FFFD, and what does not fit is
+// cut at a character boundary. Fields an agent says about itself go
+// through it, so that an audit row or a log line quotes no more.
+func BoundText(s string, max int) string {
+	clean := utf8.ValidString(s)
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if !clean {
+		s = strings.Map(func(r rune) rune {
+			if r == utf8.RuneError || unicode.IsControl(r) {
+				return utf8.RuneError
+			}
+			return r
+		}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+	}
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // HasFeature reports whether s lists feature f.
@@ -76,6 +144,9 @@ func DecodeStatus(topicAgent string, b []byte) (Status, error) {
 			return Status{}, &DecodeError{What: "status", Field: fmt.Sprintf("features[%d]", i), Msg: fmt.Sprintf("1 to %d bytes", MaxFeatureLen)}
 		}
 	}
+	// Cut, not refused: a status says whether the agent is there, which
+	// matters more than what it says of its host.
+	s.Host, s.Version = LooseString(BoundText(string(s.Host), MaxHostLen)), LooseString(BoundText(string(s.Version), MaxVersionLen))
 	return s, nil
 }
 
