@@ -77,6 +77,7 @@ type Agent struct {
 	lanes  *lanes // per-tool caps on the workers (edge/lanes.go)
 	start  time.Time
 	stop   context.CancelFunc
+	host   string // the host name it reports (lifecycle.go); set by Run
 	// refusals are the commands the MQTT handler refused, to be audited
 	// and answered by sendRefusals (edge/refusals.go).
 	refusals chan refusal
@@ -144,8 +145,10 @@ func (a *Agent) ToolNames() []string { return a.tools.Names() }
 
 // Run connects and serves commands until ctx is cancelled or a shutdown
 // command arrives; then it publishes a retained offline status and returns.
-func (a *Agent) Run(ctx context.Context) error {
+func (a *Agent) Run(ctx context.Context) (err error) {
 	a.start = time.Now()
+	a.host = hostName()
+	parent := ctx
 	ctx, a.stop = context.WithCancel(ctx)
 	defer a.stop()
 
@@ -163,9 +166,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		// Stops the provider's capability probes and warm-up.
 		defer a.llm.Close()
 	}
+	// The agent's start is the first record of this run; its stop the
+	// last (deferred here, it runs after every step deferred later).
+	a.recordStart()
 	if err := trail.Start(ctx); err != nil {
 		return fmt.Errorf("start edge audit trail: %w", err)
 	}
+	defer func() { a.recordStop(stopReason(parent, err)) }()
 	if err := a.auditInterrupted(ctx); err != nil {
 		return fmt.Errorf("audit runs cut by the last stop: %w", err)
 	}
@@ -301,16 +308,21 @@ func unsentLevel(err error) slog.Level {
 	return slog.LevelWarn
 }
 
+// advertise publishes the online status, then the capabilities. Status
+// first: the node's answer to capabilities from an agent not yet online
+// (a tools_list) would otherwise bring it back, and bring it online as a
+// report, before its status, whose host and version the agent_online
+// event records.
 func (a *Agent) advertise(ctx context.Context) error {
 	caps, err := json.Marshal(wire.Capabilities{AgentID: a.cfg.AgentID, Capabilities: a.capabilities()})
 	if err != nil {
 		return err
 	}
-	if err := a.client.Publish(ctx, mqttc.Message{Topic: wire.CapabilitiesTopic(a.cfg.AgentID), Payload: caps, QoS: 1, Retained: true}); err != nil {
-		return fmt.Errorf("publish capabilities: %w", err)
-	}
 	if err := a.client.Publish(ctx, a.statusMessage(wire.PresenceOnline)); err != nil {
 		return fmt.Errorf("publish online status: %w", err)
+	}
+	if err := a.client.Publish(ctx, mqttc.Message{Topic: wire.CapabilitiesTopic(a.cfg.AgentID), Payload: caps, QoS: 1, Retained: true}); err != nil {
+		return fmt.Errorf("publish capabilities: %w", err)
 	}
 	return nil
 }
@@ -324,6 +336,7 @@ func (a *Agent) statusMessage(presence string) mqttc.Message {
 		}
 		s.MemoryMB = float64(memoryBytes()) / (1 << 20)
 		s.Features = []string{wire.FeatureStartGate}
+		s.Host, s.Version = wire.LooseString(a.host), wire.LooseString(wire.BoundText(a.cfg.Version, wire.MaxVersionLen))
 	}
 	b, _ := json.Marshal(s) // a struct of plain fields always marshals
 	return mqttc.Message{Topic: wire.StatusTopic(a.cfg.AgentID), Payload: b, QoS: 1, Retained: true}

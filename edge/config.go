@@ -60,6 +60,10 @@ type Config struct {
 	// LLM gives the agent a model of its own to answer prompt commands with
 	// a tool loop over its local tools. Empty: prompts are refused.
 	LLM LLMConf `toml:"llm"`
+	// Version is the binary's version, which the agent reports in its
+	// online status and records in its agent_start event; set by the
+	// program, not read from the file.
+	Version string `toml:"-"`
 }
 
 // Defaults of LLMConf.

@@ -120,6 +120,7 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
 	}
+	cfg.Version = currentBuild().Version
 	// Before edge.New, whose sandbox probe makes a scratch directory.
 	if err := useDataTempDir(cfg.DataDir); err != nil {
 		return err
