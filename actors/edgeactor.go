@@ -64,6 +64,9 @@ type edgeActor struct {
 	// gauges publish how many of pending belong to the tool loop, and
 	// when the agent was last heard from.
 	gauges *agentGauges
+	// said is the host and version of the last online status; recorded,
+	// the origin the last agent_online event gave (agentorigin.go).
+	said, recorded agentOrigin
 }
 
 func (e *edgeActor) Receive(ctx actor.Context) {
@@ -87,6 +90,9 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.info.LastSeen = now
 		online := m.Status.Status == wire.PresenceOnline
 		e.saidOffline = !online
+		if online {
+			e.said = agentOrigin{host: string(m.Status.Host), version: string(m.Status.Version)}
+		}
 		if online && e.info.StartGate != m.Status.HasFeature(wire.FeatureStartGate) {
 			e.info.StartGate = !e.info.StartGate
 			e.publishInfo()
@@ -108,6 +114,7 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 			}
 			if e.info.Online {
 				e.resendOnReconnect(ctx, now)
+				e.originChanged()
 			}
 		}
 		if !online && e.info.PresenceUnknown {
@@ -266,11 +273,12 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 	e.info.Online = online
 	e.info.PresenceUnknown = false
 	e.log.Info("edge agent presence", "online", online, "why", why)
-	kind := persistence.EventAgentOffline
 	if online {
-		kind = persistence.EventAgentOnline
+		e.onlineEvent(why)
+	} else {
+		e.said = agentOrigin{} // it held for the connection that ended
+		e.event(persistence.EventAgentOffline, map[string]any{"why": why})
 	}
-	e.event(kind, map[string]any{"why": why})
 	if online {
 		e.requestTools(ctx)
 	} else {

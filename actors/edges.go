@@ -92,6 +92,12 @@ type EdgeOptions struct {
 	// audited rather than only logged. Node names this node in them.
 	Events persistence.EventLog
 	Node   string
+	// AgentAddress, when set, gives the network address an agent's MQTT
+	// connection comes from, or an error saying why it is not known (an
+	// external broker does not tell), for its agent_online events
+	// (agentorigin.go). It is called on the agent's actor: it must be
+	// quick. Nil: the events say the address was not looked up.
+	AgentAddress func(agentID string) (string, error)
 	// Progress counts streamed tool output routed and dropped; nil means
 	// counters of the registry's own.
 	Progress *ProgressStats

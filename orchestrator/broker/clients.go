@@ -30,3 +30,13 @@ func (b *Broker) Clients() []ClientInfo {
 func clientInfo(id string, cl *mqtt.Client) ClientInfo {
 	return ClientInfo{ID: id, Username: string(cl.Properties.Username), Remote: cl.Net.Remote}
 }
+
+// ClientRemote is the network address of the connected client whose
+// client id is id; false when none is connected now under that id.
+func (b *Broker) ClientRemote(id string) (string, bool) {
+	cl, ok := b.server.Clients.Get(id)
+	if !ok || cl.Closed() || cl.Net.Inline {
+		return "", false
+	}
+	return cl.Net.Remote, true
+}

@@ -1,0 +1,71 @@
+package actors
+
+import "github.com/evoclaw/evoclaw/persistence"
+
+// agentOrigin is where an agent runs, as its agent_online event records
+// it: the host name and evoclaw version its online status said (the
+// agent's word, bounded by wire.DecodeStatus; empty when it said none, as
+// the public agent), and the address its MQTT connection came from, which
+// the node's own broker tells (EdgeOptions.AgentAddress), or why that is
+// not known.
+type agentOrigin struct {
+	host, version   string
+	address, noAddr string
+}
+
+// origin is the agent's origin now: what its last online status said and
+// the address of its connection as the broker tells it at this moment.
+func (e *edgeActor) origin() agentOrigin {
+	o := e.said
+	if e.opts.AgentAddress == nil {
+		o.noAddr = "not looked up: this node was started without a broker to ask"
+		return o
+	}
+	addr, err := e.opts.AgentAddress(e.info.ID)
+	if err != nil {
+		o.noAddr = err.Error()
+	} else {
+		o.address = addr
+	}
+	return o
+}
+
+// addTo puts o's fields into an event's detail: host and version when the
+// agent said them, and address or, when it is not known, address_unknown
+// with why.
+func (o agentOrigin) addTo(detail map[string]any) map[string]any {
+	if o.host != "" {
+		detail["host"] = o.host
+	}
+	if o.version != "" {
+		detail["version"] = o.version
+	}
+	if o.address != "" {
+		detail["address"] = o.address
+	} else {
+		detail["address_unknown"] = o.noAddr
+	}
+	return detail
+}
+
+// onlineEvent records agent_online with the agent's origin now, which the
+// next online status is compared with (originChanged).
+func (e *edgeActor) onlineEvent(why string) {
+	e.recorded = e.origin()
+	e.event(persistence.EventAgentOnline, e.recorded.addTo(map[string]any{"why": why}))
+}
+
+// originChanged records agent_online again, with "changed": true, when an
+// online status from an agent that counts as online all along (it
+// reconnected before its last will was due, or the node heard a report of
+// it first) comes with a host, version or address other than the last
+// agent_online recorded: the trail's latest agent_online before a call
+// then says where the call ran.
+func (e *edgeActor) originChanged() {
+	o := e.origin()
+	if o == e.recorded {
+		return
+	}
+	e.recorded = o
+	e.event(persistence.EventAgentOnline, o.addTo(map[string]any{"why": "online status with another host, version or address", "changed": true}))
+}

@@ -1,0 +1,131 @@
+package actors
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/edge/wire"
+	"github.com/evoclaw/evoclaw/persistence"
+)
+
+// fakeAddresses is an EdgeOptions.AgentAddress whose answer a test sets.
+type fakeAddresses struct {
+	mu   sync.Mutex
+	addr string // "" : not connected
+}
+
+func (f *fakeAddresses) set(a string) {
+	f.mu.Lock()
+	f.addr = a
+	f.mu.Unlock()
+}
+
+func (f *fakeAddresses) lookup(string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.addr == "" {
+		return "", errors.New("not connected here")
+	}
+	return f.addr, nil
+}
+
+// TestAgentOnlineRecordsOrigin: agent_online says on which host, with which
+// version and from which address the agent came online, each only as
+// known (the public agent says no host; a report that brings an agent
+// online before its status knows none), and again, with changed, when an
+// online status comes with another origin while the agent counts as online.
+func TestAgentOnlineRecordsOrigin(t *testing.T) {
+	addrs := &fakeAddresses{}
+	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) { o.AgentAddress = addrs.lookup }, nil)
+	status := func(presence, host, version string) *StatusIn {
+		return &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: presence, Host: wire.LooseString(host), Version: wire.LooseString(version)}}
+	}
+	heartbeat, err := wire.NewReport("pi-1", "monitor", wire.ReportHeartbeat, time.Now().Unix(), map[string]any{"uptime_sec": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	online := persistence.EventAgentOnline
+	steps := []struct {
+		name string
+		addr string
+		msg  any
+		// kind and detail of the event the step writes; "" : none.
+		kind string
+		want map[string]any
+	}{
+		// newHarnessEdges made it online with a status of the public
+		// agent's shape, before any address was known.
+		{name: "public agent", kind: online, want: map[string]any{"why": "agent reported online", "address_unknown": "not connected here"}},
+		{name: "offline", msg: status(wire.PresenceOffline, "", ""), kind: persistence.EventAgentOffline, want: map[string]any{"why": "agent reported offline"}},
+		{name: "evoclaw agent", addr: "192.0.2.7:50123", msg: status(wire.PresenceOnline, "pi-kitchen", "v1.4.0"), kind: online,
+			want: map[string]any{"why": "agent reported online", "host": "pi-kitchen", "version": "v1.4.0", "address": "192.0.2.7:50123"}},
+		{name: "same origin again", addr: "192.0.2.7:50123", msg: status(wire.PresenceOnline, "pi-kitchen", "v1.4.0")},
+		{name: "upgraded, reconnected", addr: "192.0.2.7:50999", msg: status(wire.PresenceOnline, "pi-kitchen", "v1.5.0"), kind: online,
+			want: map[string]any{"why": "online status with another host, version or address", "changed": true, "host": "pi-kitchen", "version": "v1.5.0", "address": "192.0.2.7:50999"}},
+		{name: "offline again", msg: status(wire.PresenceOffline, "", ""), kind: persistence.EventAgentOffline, want: map[string]any{"why": "agent reported offline"}},
+		// A report first: what the last status said held for the
+		// connection that ended, so the host is not claimed.
+		{name: "report first", addr: "198.51.100.2:40000", msg: &ReportIn{AgentID: "pi-1", Report: heartbeat}, kind: online,
+			want: map[string]any{"why": "report received", "address": "198.51.100.2:40000"}},
+		{name: "then its status", addr: "198.51.100.2:40000", msg: status(wire.PresenceOnline, "pi-garage", "v1.5.0"), kind: online,
+			want: map[string]any{"why": "online status with another host, version or address", "changed": true, "host": "pi-garage", "version": "v1.5.0", "address": "198.51.100.2:40000"}},
+	}
+	wantEvents := 0
+	for _, s := range steps {
+		addrs.set(s.addr)
+		if s.msg != nil {
+			h.sys.Root.Send(h.edges.PID, s.msg)
+		}
+		if s.kind == "" {
+			barrier(t, h)
+			continue
+		}
+		wantEvents++
+		testenv.Eventually(t, 5*time.Second, func() bool { return len(h.events.All()) >= wantEvents }, s.name+": its event")
+		ev := h.events.All()[wantEvents-1]
+		var got map[string]any
+		if err := json.Unmarshal(ev.Detail, &got); err != nil {
+			t.Fatalf("%s: detail %s: %v", s.name, ev.Detail, err)
+		}
+		if ev.Kind != s.kind || ev.AgentID != "pi-1" || !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("%s: event %s %s %s, want %s %v", s.name, ev.Kind, ev.AgentID, ev.Detail, s.kind, s.want)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // an event a step should not have written
+	if n := len(h.events.All()); n != wantEvents {
+		t.Fatalf("%d events, want %d: %v", n, wantEvents, h.events.kinds())
+	}
+}
+
+// barrier returns once pi-1's actor handled what was sent to it before:
+// a ping goes through the same mailbox, and its answer comes after.
+func barrier(t *testing.T, h *harness) {
+	t.Helper()
+	f := actor.NewFuture(h.sys, 5*time.Second)
+	cmd := wire.Command{Command: wire.CmdPing, Payload: json.RawMessage(`{}`), RequestID: "barrier-" + time.Now().Format("150405.000000000")}
+	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "pi-1", Command: cmd, ReplyTo: f.PID(), Deadline: time.Now().Add(5 * time.Second)})
+	if _, err := f.Result(); err != nil {
+		t.Fatalf("ping through pi-1's actor: %v", err)
+	}
+}
+
+// TestAgentOnlineWithoutAddressLookup: a registry given no AgentAddress
+// says the address was not looked up rather than leave it out.
+func TestAgentOnlineWithoutAddressLookup(t *testing.T) {
+	h := newHarnessEdges(t, echoTranscript, nil, nil, nil)
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(h.events.All()) == 1 }, "agent_online")
+	var got map[string]any
+	if err := json.Unmarshal(h.events.All()[0].Detail, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["address_unknown"] == nil || got["address"] != nil || got["host"] != nil {
+		t.Fatalf("detail %v", got)
+	}
+}
