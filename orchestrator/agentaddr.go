@@ -10,7 +10,7 @@ import (
 // errExternalBroker is why an agent's address is not known behind a
 // broker the node does not run: MQTT tells a subscriber nothing of who
 // published.
-var errExternalBroker = errors.New("not known: the node uses an external MQTT broker, which does not tell it where a client connected from")
+var errExternalBroker = errors.New("the node uses an external MQTT broker, which does not tell it where a client connected from")
 
 // agentAddress is the actors' EdgeOptions.AgentAddress for a node whose
 // embedded broker is b (nil: an external broker): the remote address of
@@ -26,6 +26,6 @@ func agentAddress(b *broker.Broker) func(agentID string) (string, error) {
 		if addr, ok := b.ClientRemote(id); ok {
 			return addr, nil
 		}
-		return "", fmt.Errorf("not known: no client %q is connected to this node's broker now (it left, or in a cluster it is connected to another node)", id)
+		return "", fmt.Errorf("no client %q is connected to this node's broker now (it left, or in a cluster it is connected to another node)", id)
 	}
 }
