@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +128,39 @@ func TestAgentOnlineWithoutAddressLookup(t *testing.T) {
 	}
 	if got["address_unknown"] == nil || got["address"] != nil || got["host"] != nil {
 		t.Fatalf("detail %v", got)
+	}
+}
+
+// TestAgentOriginOutlivesAHeartbeatTimeout: an agent marked offline only
+// because nothing was heard for the heartbeat timeout may come back over
+// the same connection, with a report and no new status: its agent_online
+// still names the host its last status gave. An offline status (its last
+// will) ends that.
+func TestAgentOriginOutlivesAHeartbeatTimeout(t *testing.T) {
+	addrs := &fakeAddresses{addr: "192.0.2.9:41000"}
+	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) {
+		o.AgentAddress, o.HeartbeatTimeout = addrs.lookup, time.Second
+	}, nil)
+	h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline, Host: "pi-attic", Version: "v2.0.0"}})
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		return strings.Count(strings.Join(h.events.kinds(), ","), persistence.EventAgentOffline) == 1
+	}, "offline by the heartbeat timeout")
+	heartbeat, err := wire.NewReport("pi-1", "monitor", wire.ReportHeartbeat, time.Now().Unix(), map[string]any{"uptime_sec": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sys.Root.Send(h.edges.PID, &ReportIn{AgentID: "pi-1", Report: heartbeat})
+	var last persistence.Event
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		all := h.events.All()
+		last = all[len(all)-1]
+		return last.Kind == persistence.EventAgentOnline && strings.Contains(string(last.Detail), "report received")
+	}, "online again from its report")
+	var d map[string]any
+	if err := json.Unmarshal(last.Detail, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d["host"] != "pi-attic" || d["version"] != "v2.0.0" || d["address"] != "192.0.2.9:41000" {
+		t.Fatalf("detail %v", d)
 	}
 }

@@ -90,6 +90,11 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		e.info.LastSeen = now
 		online := m.Status.Status == wire.PresenceOnline
 		e.saidOffline = !online
+		// What a status says of the agent's host holds for its
+		// connection: an offline status (its last will) ends it. Nothing
+		// heard for the heartbeat timeout does not: the next report may
+		// come over the same connection.
+		e.said = agentOrigin{}
 		if online {
 			e.said = agentOrigin{host: string(m.Status.Host), version: string(m.Status.Version)}
 		}
@@ -276,7 +281,6 @@ func (e *edgeActor) setOnline(ctx actor.Context, online bool, why string) {
 	if online {
 		e.onlineEvent(why)
 	} else {
-		e.said = agentOrigin{} // it held for the connection that ended
 		e.event(persistence.EventAgentOffline, map[string]any{"why": why})
 	}
 	if online {
