@@ -298,7 +298,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	n.startRunJournal()
 	if n.edges, err = actors.SpawnEdges(n.system.Root, actors.EdgeOptions{Publisher: pub, Logger: log.With("component", "edges"),
 		LogLimiter: n.in.logLim, EventQuota: n.in.events, ExcerptBytes: n.in.excerpt,
-		Events: n.store, Node: cfg.NodeID, Progress: &n.progress,
+		Events: n.store, Node: cfg.NodeID, Progress: &n.progress, AgentAddress: agentAddress(n.broker),
 		HeartbeatTimeout: cfg.Loop.HeartbeatTimeout.Duration,
 		ForgetAfter:      cfg.Loop.AgentForgetAfter.Duration, MaxAgents: cfg.Loop.MaxAgents}); err != nil {
 		return nil, err
