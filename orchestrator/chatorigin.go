@@ -3,9 +3,8 @@ package orchestrator
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
+	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -52,19 +51,9 @@ func (c *ChatClient) bounded() *ChatClient {
 		UserAgent: clientField(c.UserAgent), Node: clientField(c.Node)}
 }
 
-// clientField is s as valid UTF-8, cut to maxClientField bytes on a rune
-// boundary.
-func clientField(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxClientField {
-		return s
-	}
-	cut := maxClientField
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+// clientField is s as one line of valid UTF-8 (control characters
+// replaced), cut to maxClientField bytes on a rune boundary.
+func clientField(s string) string { return wire.BoundText(s, maxClientField) }
 
 // recordChatReceived queues the chat_received event of in, when an API
 // client sent it. It is not waited for: the chat's own records, written
