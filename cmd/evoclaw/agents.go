@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"strings"
 	"time"
 
@@ -34,10 +36,11 @@ func cmdAgents(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: evoclaw agents needs add, list or remove", errUsage)
 	}
 	fs := newFlags("agents "+args[0], stderr)
-	config := fs.String("config", "", "evoclaw.toml of the node (for data_dir and [broker] users_file)")
+	config := fs.String("config", "", "evoclaw.toml of the node (for data_dir, [broker] users_file and, for add, the broker's port)")
 	dataDir := fs.String("data-dir", "", "the node's data directory (overrides data_dir)")
 	// parse parses the flags, wants n names after them (usage says how)
-	// and finds the identity file.
+	// and finds the identity file and the node's configuration.
+	var cfg orchestrator.Config
 	parse := func(n int, usage string) (path string, names []string, err error) {
 		if names, err = parseFlags(fs, args[1:]); err != nil {
 			return "", nil, err
@@ -45,18 +48,21 @@ func cmdAgents(args []string, stdout, stderr io.Writer) error {
 		if len(names) != n {
 			return "", nil, fmt.Errorf("%w: %s", errUsage, usage)
 		}
-		path, err = usersFile(*config, *dataDir)
-		return path, names, err
+		cfg, err = nodeConfig(*config, *dataDir)
+		return cfg.UsersFilePath(), names, err
 	}
 	switch args[0] {
 	case "add":
 		role := fs.String("role", string(broker.RoleAgent), "agent, or orchestrator for another orchestrator or an operator tool")
 		rotate := fs.Bool("rotate", false, "give an existing identity a new password (its sessions end)")
-		brokerURL := fs.String("broker", "tcp://ORCHESTRATOR-HOST:1883", "broker URL to print in the agent's configuration")
+		brokerURL := fs.String("broker", "", "broker URL to print in the agent's configuration (default: the port of --config's [broker] tls_listen, else listen; tcp://ORCHESTRATOR-HOST:1883 without)")
 		cost := fs.Int("bcrypt-cost", broker.DefaultBcryptCost, "bcrypt cost of the stored hash; each step doubles the broker's work per password check")
 		path, pos, err := parse(1, "evoclaw agents add NAME")
 		if err != nil {
 			return err
+		}
+		if *brokerURL == "" {
+			*brokerURL = embeddedBrokerURL(cfg.Broker)
 		}
 		return agentsAdd(stdout, path, pos[0], broker.Role(*role), *rotate, *brokerURL, *cost)
 	case "list":
@@ -82,14 +88,15 @@ func cmdAgents(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: evoclaw agents %s: want add, list or remove", errUsage, args[0])
 }
 
-// usersFile finds the identity file the node reads, from its configuration
-// and the --data-dir override.
-func usersFile(config, dataDir string) (string, error) {
+// nodeConfig is the node's configuration, from its file and the
+// --data-dir override: where its identity file is, and its broker's
+// listeners.
+func nodeConfig(config, dataDir string) (orchestrator.Config, error) {
 	var cfg orchestrator.Config
 	if config != "" {
 		var err error
 		if cfg, err = orchestrator.LoadConfig(config); err != nil {
-			return "", err
+			return cfg, err
 		}
 	}
 	if dataDir != "" {
@@ -97,10 +104,31 @@ func usersFile(config, dataDir string) (string, error) {
 	}
 	if config == "" { // defaults; a loaded file has its own, and its secrets are not needed here
 		if err := cfg.Validate(); err != nil {
-			return "", err
+			return cfg, err
 		}
 	}
-	return cfg.UsersFilePath(), nil
+	return cfg, nil
+}
+
+// embeddedBrokerURL is the URL an agent dials for the node's embedded
+// broker: its TLS listener when it has one (the password then never
+// crosses the network in clear), else its plain one, on the listener's
+// port; the host is the listener's when it names one other machines can
+// dial, else a placeholder. Before, every agent was told port 1883, also
+// of a node whose broker listened elsewhere or only on TLS.
+func embeddedBrokerURL(b orchestrator.BrokerConf) string {
+	scheme, addr := "tls", b.TLSListen
+	if addr == "" {
+		scheme, addr = "tcp", cmp.Or(b.Listen, orchestrator.DefaultBrokerListen)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "tcp://ORCHESTRATOR-HOST:1883"
+	}
+	if ip := net.ParseIP(host); host == "" || host == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		host = "ORCHESTRATOR-HOST"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 func agentsAdd(w io.Writer, path, name string, role broker.Role, rotate bool, brokerURL string, cost int) error {

@@ -189,3 +189,42 @@ func TestAgentsHelp(t *testing.T) {
 		t.Errorf("agents add --help:\nstdout: %s\nstderr: %s", out, errOut)
 	}
 }
+
+// TestAgentsAddBrokerFromConfig: with the node's evoclaw.toml, the
+// agent.toml lines that `agents add` prints name its embedded broker's
+// port, and its TLS listener when it has one; --broker still wins, and
+// without a file the placeholder stays. Before, they always said
+// tcp://ORCHESTRATOR-HOST:1883, so an agent of a node listening on
+// another port, or on TLS alone, copied a broker line that failed.
+func TestAgentsAddBrokerFromConfig(t *testing.T) {
+	tests := []struct {
+		name, broker string // the node's [broker] lines
+		flags        []string
+		want         string
+	}{
+		{"no config", "", nil, "tcp://ORCHESTRATOR-HOST:1883"},
+		{"plain listener on all addresses", "listen = \"0.0.0.0:42883\"\n", nil, "tcp://ORCHESTRATOR-HOST:42883"},
+		{"plain listener on one address", "listen = \"192.0.2.7:42884\"\n", nil, "tcp://192.0.2.7:42884"},
+		{"loopback listener", "listen = \"127.0.0.1:42885\"\n", nil, "tcp://ORCHESTRATOR-HOST:42885"},
+		{"TLS listener", "tls_listen = \"0.0.0.0:42886\"\ntls_cert_file = \"b.crt\"\ntls_key_file = \"b.key\"\n", nil, "tls://ORCHESTRATOR-HOST:42886"},
+		{"--broker wins", "listen = \"0.0.0.0:42883\"\n", []string{"--broker", "tcp://pi-hub.lan:1883"}, "tcp://pi-hub.lan:1883"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"agents", "add", "pi-port", "--data-dir", filepath.Join(dir, "data"), "--bcrypt-cost", "4"}
+			if tt.name != "no config" {
+				conf := filepath.Join(dir, "evoclaw.toml")
+				writeTestFile(t, conf, "[broker]\n"+tt.broker)
+				args = append(args, "--config", conf)
+			}
+			out, _ := runCLI(t, 0, append(args, tt.flags...)...)
+			if want := "broker = \"" + tt.want + "\"\n"; !strings.Contains(out, want) {
+				t.Errorf("agents add prints no %q:\n%s", want, out)
+			}
+			if tls := strings.Contains(out, "# ca_file ="); tls != strings.HasPrefix(tt.want, "tls://") {
+				t.Errorf("the ca_file hint is printed: %v, want it with a tls:// broker only:\n%s", tls, out)
+			}
+		})
+	}
+}
