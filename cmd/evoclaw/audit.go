@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,6 +288,22 @@ func cutRunes(s string, n int) string {
 		n--
 	}
 	return s
+}
+
+// noAuditDBHint says where an audit database is, when audit, logs or
+// metrics found none at the path they tried (err wraps fs.ErrNotExist):
+// the error alone named evoclaw-data/audit.db and nothing more, to a user
+// who had just run the demo, whose trail is in evoclaw-demo.
+func noAuditDBHint(command string, err error) string {
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "no database file at") {
+		return ""
+	}
+	switch command {
+	case "audit", "logs", "metrics":
+		return "name the data directory that holds audit.db: --data-dir DIR (the node's; evoclaw-demo for the demo's, " +
+			"evoclaw-demo/agents/NAME for one of its agents), or --config evoclaw.toml for its data_dir"
+	}
+	return ""
 }
 
 // reportArgHint says where the argument a report needs is found, for the

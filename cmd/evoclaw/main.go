@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -147,7 +148,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "evoclaw:", err)
-	if hint := brokerRefusedHint(args[0], err); hint != "" {
+	if hint := cmp.Or(brokerRefusedHint(args[0], err), noAuditDBHint(args[0], err)); hint != "" {
 		fmt.Fprintln(stderr, hint)
 	}
 	if errors.Is(err, errInterrupted) {

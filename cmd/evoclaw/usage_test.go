@@ -317,3 +317,32 @@ func TestDocumentedFlagsExist(t *testing.T) {
 		t.Fatalf("checked %d flags: the patterns no longer find them", checked)
 	}
 }
+
+// TestNoAuditDatabaseSaysWhere: audit, logs and metrics run where there is
+// no audit database (the demo's trail is in evoclaw-demo, not the default
+// evoclaw-data) exit 1 with a line saying which flag names the data
+// directory and where the demo's is. Before, they said only "no database
+// file at evoclaw-data/audit.db: stat ...: no such file or directory".
+func TestNoAuditDatabaseSaysWhere(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	for _, args := range [][]string{
+		{"audit", "verify"},
+		{"audit", "sql", "SELECT 1"},
+		{"audit", "status"},
+		{"audit", "report", "tools"},
+		{"logs"},
+		{"metrics", "--tools"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, _, errOut := runArgs(append(args, "--data-dir", none)...)
+			if code != 1 || !strings.Contains(errOut, "no database file at "+filepath.Join(none, "audit.db")) {
+				t.Fatalf("exit %d, want 1 and the missing file named:\n%s", code, errOut)
+			}
+			for _, w := range []string{"--data-dir DIR", "evoclaw-demo for the demo's", "--config evoclaw.toml"} {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
