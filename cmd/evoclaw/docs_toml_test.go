@@ -236,3 +236,64 @@ func docKey(table, key string) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// TestShippedSkillPermissionsDocumented: the sentence of docs/SKILLS.md
+// saying which permissions the shipped skills use names each permission
+// with exactly the tools that declare it, and the tools that need none.
+// Before, it said `hw_read` guarded sensors and `sys_read` the system
+// statistics, while the shipped cpu_temp, load and memory need nothing,
+// disk needs file_read and no shipped tool declares sys_read: a reader
+// granting sys_read gained nothing and missed file_read.
+func TestShippedSkillPermissionsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "SKILLS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)the shipped skills use (.*?) need none\\.").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/SKILLS.md has no sentence \"the shipped skills use ... need none.\"")
+	}
+	sentence := strings.Join(strings.Fields(string(m[1])), " ")
+	names := func(list string) string {
+		var n []string
+		for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(list, -1) {
+			n = append(n, w[1])
+		}
+		slices.Sort(n)
+		return strings.Join(n, " ")
+	}
+	documented := map[string]string{} // permission ("" for none) -> its tools
+	for _, g := range regexp.MustCompile("`([a-z_]+)` \\(([^)]*)\\)").FindAllStringSubmatch(sentence, -1) {
+		documented[g[1]] = names(g[2])
+	}
+	if g := regexp.MustCompile(`their other tools \(([^)]*)\)$`).FindStringSubmatch(sentence); g != nil {
+		documented[""] = names(g[1])
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "skills", "shipped", "*", "skill.toml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped skills: %v", err)
+	}
+	shipped := map[string][]string{}
+	for _, f := range files {
+		s, err := skills.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range s.Tools {
+			if len(tool.Permissions) == 0 {
+				shipped[""] = append(shipped[""], tool.Name)
+			}
+			for _, p := range tool.Permissions {
+				shipped[p] = append(shipped[p], tool.Name)
+			}
+		}
+	}
+	want := map[string]string{}
+	for p, tools := range shipped {
+		slices.Sort(tools)
+		want[p] = strings.Join(tools, " ")
+	}
+	if !reflect.DeepEqual(documented, want) {
+		t.Errorf("docs/SKILLS.md says the shipped skills' permissions are (\"\" = none)\n  %q\nthe shipped skill.toml files declare\n  %q", documented, want)
+	}
+}
