@@ -93,6 +93,11 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
+		if spec.Schedule == "" || spec.Prompt == "" {
+			// The node would refuse it too, as "schedule: required", naming
+			// no flag and exiting 1.
+			return fmt.Errorf("%w: jobs add needs --schedule (\"0 6 * * *\", \"@every 1h\") and --prompt TEXT", errUsage)
+		}
 		spec.ID, _ = url.PathUnescape(id)
 		spec.Agents, spec.Tools = splitList(agents), splitList(tools)
 		out = new(jobs.Info)

@@ -346,3 +346,19 @@ func TestNoAuditDatabaseSaysWhere(t *testing.T) {
 		})
 	}
 }
+
+// TestJobsAddNeedsScheduleAndPrompt: `jobs add` without --schedule or
+// --prompt is a usage error (exit 2) naming both flags, sent to no node.
+// Before, the node refused it with "schedule: required" and exit 1.
+func TestJobsAddNeedsScheduleAndPrompt(t *testing.T) {
+	f := newFakeNode(t)
+	for _, args := range [][]string{
+		{"jobs", "add", "morning", "--prompt", "How is the pump?"},
+		{"jobs", "add", "morning", "--schedule", "0 6 * * *"},
+	} {
+		code, _, errOut := runArgs(append(args, "--data-dir", f.dir)...)
+		if code != 2 || !strings.Contains(errOut, "jobs add needs --schedule") || !strings.Contains(errOut, "--prompt TEXT") {
+			t.Errorf("%q: exit %d, want 2 and both flags named:\n%s", args, code, errOut)
+		}
+	}
+}
