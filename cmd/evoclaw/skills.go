@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +11,40 @@ import (
 	"strings"
 
 	"github.com/evoclaw/evoclaw/edge"
+	"github.com/evoclaw/evoclaw/orchestrator"
 	"github.com/evoclaw/evoclaw/skills"
 	"github.com/evoclaw/evoclaw/skills/shipped"
 )
+
+// nodeConfigGiven is the error of `skills list --config` given a node's
+// evoclaw.toml (keys agent.toml does not know, agentErr, and it loads as
+// a node's): it names the command that lists the node's own skill tools.
+// Nil for any other file. Before, the agent.toml loader refused the
+// node's [broker] or [http] as unknown keys, which said nothing of what to
+// run instead.
+func nodeConfigGiven(path string, agentErr error) error {
+	if !strings.Contains(agentErr.Error(), "unknown keys") {
+		return nil
+	}
+	cfg, err := orchestrator.LoadConfig(path)
+	if err != nil {
+		return nil
+	}
+	cmd := "evoclaw skills list"
+	if len(cfg.Skills.Permissions) > 0 {
+		cmd += " --permissions " + strings.Join(cfg.Skills.Permissions, ",")
+	}
+	for _, d := range cfg.Skills.Dirs {
+		if strings.Trim(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") != "" {
+			d = "'" + strings.ReplaceAll(d, "'", `'\''`) + "'" // as a shell reads it
+		}
+		cmd += " " + d
+	}
+	if len(cfg.Skills.Dirs) == 0 {
+		return fmt.Errorf("%w: %s is a node's evoclaw.toml, and --config takes an agent's agent.toml; this node has no [skills] dirs", errUsage, path)
+	}
+	return fmt.Errorf("%w: %s is a node's evoclaw.toml, and --config takes an agent's agent.toml; the node's own skill tools: %s", errUsage, path, cmd)
+}
 
 // errBrokenSkills makes `skills validate` exit non-zero after it has
 // reported every problem.
@@ -108,7 +140,7 @@ func skillsList(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg, err := edge.LoadConfig(*config)
 		if err != nil {
-			return err
+			return cmp.Or(nodeConfigGiven(*config, err), err)
 		}
 		granted = cfg.Skills.Permissions
 		_, errs = skills.NewCatalog(cfg.Skills.Dirs...).Skills()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -141,5 +142,37 @@ func TestSkillsValidateShowsHostileTextSafely(t *testing.T) {
 	}
 	if strings.ContainsAny(out.String()+errOut.String(), "\x1b\x07\u009d\u009c") {
 		t.Fatalf("a skill's text reached the terminal raw: %q", out.String())
+	}
+}
+
+// TestSkillsListNodeConfig: `skills list --config` given a node's
+// evoclaw.toml is a usage error that prints the command listing the
+// node's own skill tools (its [skills] dirs, shell-quoted, and
+// permissions), which then runs; an agent.toml that is merely incomplete
+// keeps its own error. Before, a node's file was refused with "unknown
+// keys: broker (known here: agent_id, ...)".
+func TestSkillsListNodeConfig(t *testing.T) {
+	dir := t.TempDir()
+	skillDir := filepath.Join(dir, "node skills")
+	runCLI(t, 0, "skills", "install", "system", skillDir)
+	node := filepath.Join(dir, "evoclaw.toml")
+	writeTestFile(t, node, "[broker]\nlisten = \"127.0.0.1:42883\"\n[skills]\ndirs = [\"node skills\"]\npermissions = [\"hw_read\"]\n")
+	_, errOut := runCLI(t, 2, "skills", "list", "--config", node)
+	want := "the node's own skill tools: evoclaw skills list --permissions hw_read '" + skillDir + "'\n"
+	if !strings.Contains(errOut, want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, errOut)
+	}
+	out, _ := runCLI(t, 0, "skills", "list", "--permissions", "hw_read", skillDir)
+	if !regexp.MustCompile(`(?m)^gpio_read\s+system\s+yes`).MatchString(out) {
+		t.Errorf("the printed command does not list the node's tools:\n%s", out)
+	}
+	writeTestFile(t, node, "[http]\nlisten = \"off\"\n")
+	if _, errOut := runCLI(t, 2, "skills", "list", "--config", node); !strings.Contains(errOut, "this node has no [skills] dirs") {
+		t.Errorf("a node without [skills]:\n%s", errOut)
+	}
+	agent := filepath.Join(dir, "agent.toml")
+	writeTestFile(t, agent, "[skills]\ndirs = [\"node skills\"]\n")
+	if _, errOut := runCLI(t, 1, "skills", "list", "--config", agent); !strings.Contains(errOut, "agent_id") || strings.Contains(errOut, "node's evoclaw.toml") {
+		t.Errorf("an agent.toml without agent_id:\n%s", errOut)
 	}
 }
