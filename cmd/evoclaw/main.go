@@ -36,8 +36,8 @@ usage:
                | remove ID | pause ID | resume ID | run-now ID | history [ID] [--limit N]   scheduled tasks of the running node
   evoclaw approvals list [--state pending|all|...] | approve ID | deny ID [--by NAME] [--note TEXT]   tool calls waiting for a person
                  (jobs and approvals find the node like chat; changes and decisions are recorded --by NAME, default $USER)
-  evoclaw agents add NAME [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
-  evoclaw agents list|remove NAME [--data-dir DIR]   the broker's identities
+  evoclaw agents add NAME [--config evoclaw.toml] [--data-dir DIR] [--role agent|orchestrator] [--rotate] [--broker URL]   create broker credentials; prints agent.toml lines
+  evoclaw agents list|remove NAME [--config evoclaw.toml] [--data-dir DIR]   the broker's identities
   evoclaw audit sql [--data-dir DIR] [--tier warm|cold|all] [--json|--csv] [--timeout 60s] "SELECT ..."   read-only SQL over the audit trail
   evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
   evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
