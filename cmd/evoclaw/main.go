@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -147,6 +148,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if hint := noServeConfigHint(args[0], err); hint != "" {
+		err = fmt.Errorf("%w (%s)", err, hint) // one line, as every error of a config file
+	}
 	fmt.Fprintln(stderr, "evoclaw:", err)
 	if hint := cmp.Or(brokerRefusedHint(args[0], err), noAuditDBHint(args[0], err)); hint != "" {
 		fmt.Fprintln(stderr, hint)
@@ -163,6 +167,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// noServeConfigHint says what to do when serve's --config names no file:
+// the error alone ("open evoclaw.toml: no such file or directory") did
+// not say that the README's lines are to be written there first, nor that
+// serve runs without one.
+func noServeConfigHint(command string, err error) string {
+	if command != "serve" || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "load ") {
+		return ""
+	}
+	return "write that file first, the [llm] lines of README.md for a start, docs/CONFIG.md has every key; " +
+		"or leave out --config to run on the built-in defaults"
 }
 
 // groups are the commands whose first argument names a subcommand

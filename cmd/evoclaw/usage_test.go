@@ -362,3 +362,19 @@ func TestJobsAddNeedsScheduleAndPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWithoutItsConfigSaysWhat: `serve --config FILE` naming no file
+// exits 1 with one line: the error, then to write the file (and where its
+// keys are) or to leave --config out. Before, the error alone.
+func TestServeWithoutItsConfigSaysWhat(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "evoclaw.toml")
+	code, _, errOut := runArgs("serve", "--config", conf)
+	if code != 1 || !strings.Contains(errOut, "no such file") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("exit %d, want 1 and one line naming the missing file:\n%s", code, errOut)
+	}
+	for _, w := range []string{"write that file first", "docs/CONFIG.md", "leave out --config"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+}
