@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -109,12 +107,12 @@ func TestAgentOnlineRecordsOrigin(t *testing.T) {
 // a ping goes through the same mailbox, and its answer comes after.
 func barrier(t *testing.T, h *harness) {
 	t.Helper()
-	f := actor.NewFuture(h.sys, 5*time.Second)
+	// inbox, not actor.NewFuture: a future's id ("future$N") can panic the
+	// registry on a 32-bit board (pidname.go).
+	replyTo, replies := inbox(t, h.sys)
 	cmd := wire.Command{Command: wire.CmdPing, Payload: json.RawMessage(`{}`), RequestID: "barrier-" + time.Now().Format("150405.000000000")}
-	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "pi-1", Command: cmd, ReplyTo: f.PID(), Deadline: time.Now().Add(5 * time.Second)})
-	if _, err := f.Result(); err != nil {
-		t.Fatalf("ping through pi-1's actor: %v", err)
-	}
+	h.sys.Root.Send(h.edges.PID, &Dispatch{AgentID: "pi-1", Command: cmd, ReplyTo: replyTo, Deadline: time.Now().Add(5 * time.Second)})
+	receive(t, replies, 5*time.Second)
 }
 
 // TestAgentOnlineWithoutAddressLookup: a registry given no AgentAddress

@@ -69,12 +69,15 @@ func TestPromptDelegatesThroughTheOrchestrator(t *testing.T) {
 	if n := len(p.Reports("dlg-nobody")); n != 0 {
 		t.Fatalf("a stray result was answered %d times", n)
 	}
-	// The prompt's audit row and request log keep the chain and the tools
-	// offered, not the token or the schemas.
+	// The prompt's audit row keeps the chain and the tools offered, not
+	// the token or the schemas; its request log row, done, keeps none of
+	// its arguments.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, q := range []string{`SELECT params FROM tool_calls WHERE request_id = 'pr-d' AND tool = 'prompt'`,
-		`SELECT params FROM request_log WHERE request_id = 'pr-d'`} {
+	if res, err := sqlite.QueryReadOnly(ctx, filepath.Join(data, "audit.db"), `SELECT count(*) FROM request_log WHERE request_id = 'pr-d' AND state = 'done' AND params IS NULL`); err != nil || fmt.Sprint(res.Rows) != "[[1]]" {
+		t.Fatalf("the done prompt's request log row: %v %v", res, err)
+	}
+	for _, q := range []string{`SELECT params FROM tool_calls WHERE request_id = 'pr-d' AND tool = 'prompt'`} {
 		res, err := sqlite.QueryReadOnly(ctx, filepath.Join(data, "audit.db"), q)
 		if err != nil || len(res.Rows) != 1 {
 			t.Fatalf("%s: %v %v", q, res, err)
