@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -81,7 +82,17 @@ func (e *Error) Error() string {
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
+	if e.Kind == KindNetwork && nobodyThere(e.Err) {
+		b.WriteString(" (nothing answers at that address: is the model server running, and is [llm] base_url right?)")
+	}
 	return b.String()
+}
+
+// nobodyThere reports whether err says that the server's address has no
+// server: the connection was refused, or the host name is not known.
+func nobodyThere(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns) && dns.IsNotFound
 }
 
 // Unwrap returns the underlying error.

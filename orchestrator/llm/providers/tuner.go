@@ -115,7 +115,10 @@ func (t *tuner) probe(ctx context.Context) {
 	defer cancel()
 	caps, err := probe.Probe(ctx, probe.Options{BaseURL: t.e.BaseURL, Model: t.model, APIKey: t.apiKey, Client: t.client})
 	if err != nil {
-		t.log.Info("llm capability probe got no answer; keeping the configured settings", logErr, err)
+		// A warning: a server that does not answer here fails the calls too
+		// (the node still starts, and asks again once the server answers).
+		t.log.Warn("llm capability probe got no answer: is the model server running, and is [llm] base_url right? Keeping the configured settings",
+			"base_url", t.e.BaseURL, logErr, err)
 		return
 	}
 	t.log.Info("llm capabilities", logServer, caps.Server, logListed, caps.Listed, logContextTokens, caps.ContextTokens,
