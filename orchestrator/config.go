@@ -246,6 +246,13 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("load %s: %w", path, err)
 	}
+	if c.LLM.Provider == llm.ProviderScripted && c.LLM.Transcript == "" {
+		// Written so in the file (the default is filled in later): a node
+		// without a model would refuse every chat saying [llm] is missing.
+		return Config{}, fmt.Errorf("load %s: llm.transcript: required with provider \"scripted\", which replays a transcript file "+
+			"and is not a language model (docs/LLM.md); for a model name provider \"openai\" or \"anthropic\", "+
+			"and for a node without one leave [llm] out", path)
+	}
 	abs := func(p string) string { return tomlconf.Resolve(base, p) }
 	c.DataDir = abs(c.DataDir)
 	c.Broker.TLSFiles = c.Broker.TLSFiles.Resolve(base)

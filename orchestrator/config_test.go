@@ -95,6 +95,23 @@ func TestConfigNegativeValues(t *testing.T) {
 // cold local model gets the load bound its endpoint documents; before,
 // the 10 minute chat default cut the 15 minute load default of every
 // local endpoint. A chat_timeout set in the file is kept as written.
+// TestScriptedNeedsItsTranscript: provider "scripted" written without a
+// transcript is refused when the file is read; it ran a node without a
+// model, whose chats were refused saying [llm] was not configured.
+func TestScriptedNeedsItsTranscript(t *testing.T) {
+	loadConfig(t, t.TempDir(), "[llm]\nprovider = \"scripted\"\n", `llm.transcript: required with provider "scripted"`)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "t.json"), []byte(`{"name":"t","turns":[{"content":"hi"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := loadConfig(t, dir, "[llm]\nprovider = \"scripted\"\ntranscript = \"t.json\"\n", ""); c.LLM.Transcript != filepath.Join(dir, "t.json") {
+		t.Fatalf("transcript %q", c.LLM.Transcript)
+	}
+	if c, _ := loadConfig(t, t.TempDir(), "", ""); c.LLM.Provider != llm.ProviderScripted || c.LLM.Transcript != "" {
+		t.Fatalf("no [llm]: provider %q transcript %q, want the offline default", c.LLM.Provider, c.LLM.Transcript)
+	}
+}
+
 // TestShortChatTimeoutWarnsAtStart: a chat_timeout set shorter than the
 // chain's longest load_timeout cuts every first chat on a cold model, so the
 // node says so when it starts; a default or a longer one says nothing.
