@@ -2,7 +2,10 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/persistence"
@@ -25,7 +28,8 @@ type ChatClient struct {
 	Endpoint string `json:"endpoint"`
 	// Address is the TCP peer: the client, or a reverse proxy in front.
 	Address string `json:"address"`
-	// ForwardedFor is the request's X-Forwarded-For, as a proxy gave it.
+	// ForwardedFor is the request's X-Forwarded-For, as proxies gave it:
+	// its lines joined (forwardedFor), the end kept when it is long.
 	ForwardedFor string `json:"forwarded_for,omitempty"`
 	// UserAgent is the request's User-Agent.
 	UserAgent string `json:"user_agent,omitempty"`
@@ -37,7 +41,7 @@ type ChatClient struct {
 // chatClient is the client of the chat request r, taken by node.
 func chatClient(r *http.Request, node string) *ChatClient {
 	c := &ChatClient{Endpoint: r.URL.Path, Address: r.RemoteAddr, Node: node,
-		ForwardedFor: r.Header.Get("X-Forwarded-For"), UserAgent: r.Header.Get("User-Agent")}
+		ForwardedFor: forwardedFor(r.Header), UserAgent: r.Header.Get("User-Agent")}
 	return c.bounded()
 }
 
@@ -47,13 +51,41 @@ func (c *ChatClient) bounded() *ChatClient {
 	if c == nil {
 		return nil
 	}
-	return &ChatClient{Endpoint: clientField(c.Endpoint), Address: clientField(c.Address), ForwardedFor: clientField(c.ForwardedFor),
+	return &ChatClient{Endpoint: clientField(c.Endpoint), Address: clientField(c.Address), ForwardedFor: forwardedField(c.ForwardedFor),
 		UserAgent: clientField(c.UserAgent), Node: clientField(c.Node)}
 }
 
 // clientField is s as one line of valid UTF-8 (control characters
 // replaced), cut to maxClientField bytes on a rune boundary.
 func clientField(s string) string { return wire.BoundText(s, maxClientField) }
+
+// forwardedFor is h's X-Forwarded-For lines joined with ", ", as one field
+// (a proxy may add its own line, as HAProxy does, instead of extending the
+// client's), cut by forwardedField. Header.Get read the first line alone:
+// a client's made-up address, without the one its proxy saw.
+func forwardedFor(h http.Header) string {
+	return forwardedField(strings.Join(h.Values("X-Forwarded-For"), ", "))
+}
+
+// cutMark starts a forwarded_for whose start was cut.
+const cutMark = "…"
+
+// forwardedField is s as clientField makes it, but cut at its start: each
+// proxy appends the address it saw, so the end of the list is what the
+// proxies in front of the node say and its start what the client said. A
+// client's long made-up list cut at the end left out the address its proxy
+// added. A cut list starts with cutMark.
+func forwardedField(s string) string {
+	s = wire.BoundText(s, math.MaxInt)
+	if len(s) <= maxClientField {
+		return s
+	}
+	i := len(s) - (maxClientField - len(cutMark))
+	for !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return cutMark + s[i:]
+}
 
 // recordChatReceived queues the chat_received event of in, when an API
 // client sent it. It is not waited for: the chat's own records, written

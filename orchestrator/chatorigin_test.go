@@ -57,6 +57,69 @@ func TestChatReceivedIsAudited(t *testing.T) {
 	}
 }
 
+// TestChatReceivedForwardedForKeepsProxies: forwarded_for holds every
+// X-Forwarded-For line, and of a long list its end, which the proxies in
+// front of the node wrote. Before, the first line alone was kept (a
+// client's made-up address, without the line HAProxy adds), and a long
+// list was cut at its end (the address nginx appended was lost).
+func TestChatReceivedForwardedForKeepsProxies(t *testing.T) {
+	node, api, token := startAPI(t, nil, Options{Provider: playbook{"hello": {say("hi")}}.provider()})
+	junk := strings.Repeat("B", 300)
+	for _, tt := range []struct {
+		conv  string
+		lines []string
+		want  func(string) bool
+	}{
+		{"two-lines", []string{"198.51.100.1", "203.0.113.9"}, func(f string) bool { return f == "198.51.100.1, 203.0.113.9" }},
+		{"long-list", []string{junk + ", 203.0.113.7"}, func(f string) bool {
+			return strings.HasPrefix(f, cutMark+"BBB") && strings.HasSuffix(f, "B, 203.0.113.7") && len(f) == maxClientField
+		}},
+		{"long-lines", []string{junk, "203.0.113.8"}, func(f string) bool {
+			return strings.HasPrefix(f, cutMark) && strings.HasSuffix(f, "B, 203.0.113.8") && len(f) <= maxClientField
+		}},
+	} {
+		req, err := http.NewRequest(http.MethodPost, api+"/v1/chat", strings.NewReader(`{"conversation_id":"`+tt.conv+`","text":"hello"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		for _, l := range tt.lines {
+			req.Header.Add("X-Forwarded-For", l)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", tt.conv, resp.StatusCode)
+		}
+		res := queryAudit(t, node, `SELECT json_extract(detail, '$.forwarded_for') FROM events
+			WHERE kind = 'chat_received' AND json_extract(detail, '$.conversation_id') = '`+tt.conv+`'`)
+		if len(res.Rows) != 1 || !tt.want(fmt.Sprint(res.Rows[0][0])) {
+			t.Errorf("%s: X-Forwarded-For lines %q recorded as %v", tt.conv, tt.lines, res.Rows)
+		}
+	}
+}
+
+// FuzzForwardedField: a forwarded_for, as recorded, is one line of valid
+// UTF-8 of at most maxClientField bytes; a plain list is kept whole, or its
+// end after cutMark.
+func FuzzForwardedField(f *testing.F) {
+	for _, s := range []string{"", "203.0.113.7", "\xff, 10.0.0.1", strings.Repeat("é", 200) + ", 10.0.0.1", strings.Repeat("a", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := forwardedField(s)
+		plain := utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+		if !utf8.ValidString(got) || len(got) > maxClientField || strings.ContainsFunc(got, unicode.IsControl) ||
+			plain && len(s) <= maxClientField && got != s ||
+			plain && len(s) > maxClientField && (!strings.HasPrefix(got, cutMark) || !strings.HasSuffix(s, got[len(cutMark):]) || len(got) < maxClientField-3) {
+			t.Fatalf("forwardedField(%q) = %q", s, got)
+		}
+	})
+}
+
 // FuzzClientField: a request's header value, as recorded, is one line of
 // valid UTF-8 of at most maxClientField bytes; a plain value is kept, or
 // only cut to fit.
