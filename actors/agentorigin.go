@@ -52,7 +52,7 @@ func (o agentOrigin) addTo(detail map[string]any) map[string]any {
 // next online status is compared with (originChanged).
 func (e *edgeActor) onlineEvent(why string) {
 	e.recorded = e.origin()
-	e.event(persistence.EventAgentOnline, e.recorded.addTo(map[string]any{"why": why}))
+	e.originEvent(e.recorded.addTo(map[string]any{"why": why}))
 }
 
 // originChanged records agent_online again, with "changed": true, when an
@@ -67,5 +67,33 @@ func (e *edgeActor) originChanged() {
 		return
 	}
 	e.recorded = o
-	e.event(persistence.EventAgentOnline, o.addTo(map[string]any{"why": "online status with another host, version or address", "changed": true}))
+	e.originEvent(o.addTo(map[string]any{"why": "online status with another host, version or address", "changed": true}))
+}
+
+// originEvent stores an agent_online with detail within the event quota.
+// The first one the quota leaves out after a stored one is stored all the
+// same, with "quota_reached": true, and the next stored one does not count
+// it among those left out: the last agent_online before a call then says
+// that where the agent ran since is not recorded. Left out silently, an
+// agent that came online often (a flapping link, or one of its own
+// statuses after another) had a later connection from elsewhere go
+// unrecorded, and the trail named the origin it had left.
+func (e *edgeActor) originEvent(detail map[string]any) {
+	suppressed, ok := e.admitEvent(persistence.EventAgentOnline)
+	switch {
+	case e.opts.Events == nil:
+		return
+	case ok:
+		if e.quotaReached && suppressed > 0 {
+			suppressed--
+		}
+		e.quotaReached = false
+	case e.quotaReached:
+		return
+	default:
+		e.quotaReached = true
+		detail["quota_reached"] = true
+		suppressed = 0
+	}
+	e.record(persistence.EventAgentOnline, detail, suppressed)
 }

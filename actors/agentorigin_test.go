@@ -162,3 +162,62 @@ func TestAgentOriginOutlivesAHeartbeatTimeout(t *testing.T) {
 		t.Fatalf("detail %v", d)
 	}
 }
+
+// TestAgentOnlineQuotaReachedIsMarked: the first agent_online the event
+// quota leaves out is stored all the same, marked quota_reached, so that
+// the last agent_online before a call does not name an origin the agent
+// may have left; the rest are left out, and the next stored one counts
+// them, the marked one not among them. Before, they were left out
+// silently: an agent that used the window's events up (its own online
+// statuses, one after another) then connected from elsewhere unrecorded.
+func TestAgentOnlineQuotaReachedIsMarked(t *testing.T) {
+	addrs := &fakeAddresses{}
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) {
+		o.AgentAddress, o.EventQuota, o.Now = addrs.lookup, NewEventQuota(2, time.Hour), now
+	}, nil)
+	online := func() []map[string]any {
+		var out []map[string]any
+		for _, ev := range h.events.All() {
+			if ev.Kind != persistence.EventAgentOnline {
+				continue
+			}
+			var d map[string]any
+			if err := json.Unmarshal(ev.Detail, &d); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(online()) == 1 }, "the first agent_online")
+	status := func(host, addr string) {
+		addrs.set(addr)
+		h.sys.Root.Send(h.edges.PID, &StatusIn{AgentID: "pi-1", Status: wire.Status{AgentID: "pi-1", Status: wire.PresenceOnline, Host: wire.LooseString(host)}})
+		barrier(t, h)
+	}
+	status("pi-kitchen", "192.0.2.7:50123")    // the second: the quota's last
+	status("flood-1", "192.0.2.7:50123")       // left out, marked
+	status("flood-2", "192.0.2.7:50123")       // left out
+	status("pi-elsewhere", "203.0.113.5:4000") // left out
+	time.Sleep(100 * time.Millisecond)         // an event that should not be written
+	got := online()
+	if len(got) != 3 || got[1]["host"] != "pi-kitchen" || got[1]["quota_reached"] != nil ||
+		got[2]["host"] != "flood-1" || got[2]["quota_reached"] != true {
+		t.Fatalf("agent_online events %v: want the second, then the first left out marked quota_reached, then none", got)
+	}
+	mu.Lock()
+	clock = clock.Add(2 * time.Hour)
+	mu.Unlock()
+	status("pi-back", "192.0.2.7:50200")
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(online()) == 4 }, "the agent_online of a new window")
+	if last := online()[3]; last["host"] != "pi-back" || last["quota_reached"] != nil || last["suppressed_before"] != float64(2) {
+		t.Fatalf("agent_online %v: want pi-back, with the 2 left out unmarked counted", last)
+	}
+}

@@ -65,8 +65,11 @@ type edgeActor struct {
 	// when the agent was last heard from.
 	gauges *agentGauges
 	// said is the host and version of the last online status; recorded,
-	// the origin the last agent_online event gave (agentorigin.go).
+	// the origin the last agent_online event gave (agentorigin.go);
+	// quotaReached, that the last stored agent_online said the quota left
+	// out the next ones.
 	said, recorded agentOrigin
+	quotaReached   bool
 }
 
 func (e *edgeActor) Receive(ctx actor.Context) {
