@@ -51,8 +51,9 @@ type Readiness struct {
 
 // Ready tells whether the node can answer chats now: its audit trail can
 // write, its MQTT session to the agents is up, it has a language model
-// configured, and at least one LLM link is not cooling down. It reads state the node already has (plus one statfs);
-// it writes nothing.
+// configured, and at least one LLM link is neither cooling down nor
+// reported not answering by its server's background check. It reads state
+// the node already has (plus one statfs); it writes nothing.
 func (n *Node) Ready() Readiness {
 	checks := []ReadyCheck{n.auditCheck(), n.brokerCheck(), n.llmCheck()}
 	if n.cluster != nil {
@@ -117,17 +118,38 @@ func (n *Node) llmCheck() ReadyCheck {
 		return c
 	}
 	var soonest time.Time
+	down := 0
 	for _, h := range links {
-		if h.CoolingUntil.IsZero() {
+		switch {
+		case !h.CoolingUntil.IsZero():
+			if soonest.IsZero() || h.CoolingUntil.Before(soonest) {
+				soonest = h.CoolingUntil
+			}
+		case !h.NotAnsweringSince.IsZero():
+			down++
+		default:
 			return c
-		}
-		if soonest.IsZero() || h.CoolingUntil.Before(soonest) {
-			soonest = h.CoolingUntil
 		}
 	}
 	c.OK = false
-	c.Reason = fmt.Sprintf("every LLM link is cooling down after failures (the first until %s); chats still try them",
-		soonest.UTC().Format(time.RFC3339))
+	if down == 0 {
+		c.Reason = fmt.Sprintf("every LLM link is cooling down after failures (the first until %s); chats still try them",
+			soonest.UTC().Format(time.RFC3339))
+		return c
+	}
+	h := links[0]
+	for _, l := range links {
+		if !l.NotAnsweringSince.IsZero() {
+			h = l
+			break
+		}
+	}
+	c.Reason = fmt.Sprintf("no LLM link can answer now: the server of %s %s is not answering since %s: %s (checked %s; checked again in the background, and chats still try it)",
+		h.Provider, h.Model, h.NotAnsweringSince.UTC().Format(time.RFC3339), h.NotAnswering, h.CheckedAt.UTC().Format(time.RFC3339))
+	if down > 1 || len(links) > down {
+		c.Reason = fmt.Sprintf("no LLM link can answer now: %d not answering (the first, %s %s, since %s: %s), %d cooling down; chats still try them",
+			down, h.Provider, h.Model, h.NotAnsweringSince.UTC().Format(time.RFC3339), h.NotAnswering, len(links)-down)
+	}
 	return c
 }
 

@@ -2,6 +2,10 @@ package orchestrator
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,5 +184,66 @@ func fill(t *testing.T, path string) {
 		if _, err := f.Write(small); err != nil {
 			return
 		}
+	}
+}
+
+// TestReadyzLLMServerNotAnswering starts a node whose [llm] base_url is a
+// closed loopback port, as on a Pi whose model server is not up (yet):
+// readyz and status say so from the start-up probe on, before any chat.
+// Then a real server comes up on that port: the first chat answered by it
+// makes the node ready again at once.
+func TestReadyzLLMServerNotAnswering(t *testing.T) {
+	addr := "127.0.0.1:43151"
+	if ln, err := net.Listen("tcp", addr); err != nil {
+		t.Skipf("port %s is taken: %v", addr, err)
+	} else {
+		ln.Close() // nothing listens there now
+	}
+	node, base, token := startAPI(t, func(c *Config) {
+		c.LLM = llm.Config{Endpoint: llm.Endpoint{Provider: llm.ProviderOpenAI, BaseURL: "http://" + addr + "/v1", Model: "tiny"}}
+	}, Options{})
+	var r Readiness
+	code := 0
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		code, r = readyz(t, base)
+		return code == 503
+	}, "readyz notices the model server does not answer")
+	if c := check(r, CheckLLM); c.OK || !strings.Contains(c.Reason, "connection refused") || !strings.Contains(c.Reason, "chats still try it") ||
+		!check(r, CheckAudit).OK || !check(r, CheckBroker).OK {
+		t.Fatalf("readyz %d %+v", code, r)
+	}
+	st := node.Status()
+	if l := st.LLM.Links; len(l) != 1 || l[0].State != "not_answering" || l[0].NotAnswering != "connection refused" ||
+		l[0].NotAnsweringSince.IsZero() || l[0].CheckedAt.Before(l[0].NotAnsweringSince) {
+		t.Fatalf("status llm %+v", st.LLM)
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"1","object":"chat.completion","model":"tiny","choices":[{"index":0,"finish_reason":"stop",
+		  "message":{"role":"assistant","content":"up now"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`)
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	resp := send(t, "POST", base+"/v1/chat/completions", token, completion("hello"))
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat once the server is up: %d", resp.StatusCode)
+	}
+	if code, r = readyz(t, base); code != 200 || !r.Ready {
+		t.Fatalf("after an answered chat: %d %+v", code, r)
+	}
+	if l := node.Status().LLM.Links; l[0].State != "ok" || l[0].NotAnswering != "" {
+		t.Fatalf("status llm after an answer %+v", l)
 	}
 }

@@ -95,7 +95,9 @@ type LLMStatus struct {
 // LLMLink is one model of the chain with its health.
 type LLMLink struct {
 	// State is "ok", "failing" (failed since its last success, still
-	// tried) or "cooling" (skipped until cooling_until).
+	// tried), "not_answering" (its server did not answer the last
+	// background check, see not_answering_since; still tried) or
+	// "cooling" (skipped until cooling_until).
 	State string `json:"state"`
 	resilient.Health
 }
@@ -146,6 +148,8 @@ func (n *Node) Status() Status {
 		switch {
 		case !l.CoolingUntil.IsZero():
 			state = "cooling"
+		case !l.NotAnsweringSince.IsZero():
+			state = "not_answering"
 		case l.ConsecutiveFailures > 0:
 			state = "failing"
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/persistence"
 )
 
@@ -161,4 +163,24 @@ func FuzzStatusAndErrors(f *testing.F) {
 			t.Fatalf("escape in %q", out.String())
 		}
 	})
+}
+
+// A link whose server does not answer says since when, how, and when it
+// was last checked, in local time.
+func TestLLMLineNotAnswering(t *testing.T) {
+	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.Local)
+	since, checked := now.Add(-90*time.Second), now.Add(-5*time.Second)
+	for _, tc := range []struct {
+		link orchestrator.LLMLink
+		want string
+	}{
+		{orchestrator.LLMLink{State: "not_answering", Health: resilient.Health{Provider: "openai", Model: "qwen", NotAnsweringSince: since,
+			NotAnswering: "connection refused", CheckedAt: checked}},
+			"openai qwen not_answering since " + since.Format(time.TimeOnly) + ": connection refused (checked " + checked.Format(time.TimeOnly) + ")"},
+		{orchestrator.LLMLink{State: "ok", Health: resilient.Health{Provider: "openai", Model: "qwen"}}, "openai qwen ok"},
+	} {
+		if got := llmLine(tc.link, now); got != tc.want {
+			t.Errorf("llmLine = %q, want %q", got, tc.want)
+		}
+	}
 }

@@ -63,7 +63,8 @@ func (d *statusDoc) toolStatsOf(a orchestrator.AgentStatus, i int) (orchestrator
 		MaxMs: m.MaxMs}, m.Calls > 0
 }
 
-// llmLine is one LLM link: provider, model, state and its cool-down.
+// llmLine is one LLM link: provider, model, state and its cool-down or
+// outage.
 func llmLine(l orchestrator.LLMLink, now time.Time) string {
 	line := l.Provider
 	if l.Model != "" {
@@ -72,6 +73,10 @@ func llmLine(l orchestrator.LLMLink, now time.Time) string {
 	line += " " + l.State
 	if !l.CoolingUntil.IsZero() {
 		line += ", ready again " + ago(l.CoolingUntil, now)
+	}
+	if !l.NotAnsweringSince.IsZero() {
+		line += fmt.Sprintf(" since %s: %s (checked %s)", l.NotAnsweringSince.Local().Format(time.TimeOnly), l.NotAnswering,
+			l.CheckedAt.Local().Format(time.TimeOnly))
 	}
 	if l.ConsecutiveFailures > 0 {
 		line += fmt.Sprintf(", %d failures in a row", l.ConsecutiveFailures)

@@ -44,6 +44,9 @@ type Options struct {
 	// Chain tunes the chain beyond Config (clock, sleep, jitter); Config's
 	// values override its backoff, cool-down and logger fields.
 	Chain resilient.Options
+	// Reprobe is the first wait before probing a server that did not
+	// answer again (default DefaultReprobe).
+	Reprobe time.Duration
 }
 
 // New validates a copy of cfg and builds its provider. For "openai" and
@@ -111,6 +114,9 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 		for j, model := range append([]string{e.Model}, e.FallbackModels...) {
 			t := newTuner(e, model, apiKey, p, o.Client, logger)
 			t.link, t.warmup = len(links), e.Warmup && j == 0
+			if o.Reprobe > 0 {
+				t.reprobe0 = o.Reprobe
+			}
 			tuners = append(tuners, t)
 			link := resilient.Link{Provider: t.provider, Model: model, Timeout: e.Timeout.Duration, LoadTimeout: e.LoadTimeout.Duration,
 				Retries: *e.Retries, Limiter: limiters[k], OnWarm: func() { t.reprobe(chain) }}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/budget"
@@ -46,10 +48,16 @@ type tuner struct {
 	// request at start.
 	link   int
 	warmup bool
+	// watching is set while watch runs; wake cuts its wait short;
+	// reprobe0 is its first wait (DefaultReprobe).
+	watching atomic.Bool
+	wake     chan struct{}
+	reprobe0 time.Duration
 }
 
 func newTuner(e llm.Endpoint, model, apiKey string, p llm.Provider, client *http.Client, logger *slog.Logger) *tuner {
-	t := &tuner{e: e, model: model, apiKey: apiKey, client: client, log: logger.With(logModel, model)}
+	t := &tuner{e: e, model: model, apiKey: apiKey, client: client, log: logger.With(logModel, model), wake: make(chan struct{}, 1),
+		reprobe0: DefaultReprobe}
 	t.text = textcalls.Wrap(p, textcalls.Settings{})
 	t.budget = budget.Wrap(t.text, e.ContextTokens, t.log)
 	// Images are decided first, so that the budget counts only the images
@@ -90,7 +98,7 @@ func (t *tuner) apply(caps *probe.Capabilities) {
 // start launches probing and warm-up in the chain's background.
 func (t *tuner) start(chain *resilient.Chain) {
 	if t.e.Probes() {
-		chain.Go(t.probe)
+		chain.Go(t.watch(chain))
 	}
 	if t.warmup {
 		chain.Go(func(ctx context.Context) {
@@ -104,24 +112,22 @@ func (t *tuner) start(chain *resilient.Chain) {
 // reprobe probes again after the server came back (resilient.Link.OnWarm).
 func (t *tuner) reprobe(chain *resilient.Chain) {
 	if chain != nil && t.e.Probes() {
-		chain.Go(t.probe)
+		chain.Go(t.watch(chain))
 	}
 }
 
 // probe asks the server about the model, bounded by probe_timeout, and
-// applies the answer. A server that answers nothing changes nothing.
-func (t *tuner) probe(ctx context.Context) {
+// applies the answer. A server that answers nothing changes nothing; the
+// error says why (watch logs it).
+func (t *tuner) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, t.e.ProbeTimeout.Duration)
 	defer cancel()
 	caps, err := probe.Probe(ctx, probe.Options{BaseURL: t.e.BaseURL, Model: t.model, APIKey: t.apiKey, Client: t.client})
 	if err != nil {
-		// A warning: a server that does not answer here fails the calls too
-		// (the node still starts, and asks again once the server answers).
-		t.log.Warn("llm capability probe got no answer: is the model server running, and is [llm] base_url right? Keeping the configured settings",
-			"base_url", t.e.BaseURL, logErr, err)
-		return
+		return err
 	}
 	t.log.Info("llm capabilities", logServer, caps.Server, logListed, caps.Listed, logContextTokens, caps.ContextTokens,
 		logTrainedContext, caps.TrainedContext, logTools, caps.Tools, logVision, caps.Vision, logSources, caps.Sources)
 	t.apply(&caps)
+	return nil
 }

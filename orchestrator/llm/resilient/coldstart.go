@@ -40,16 +40,27 @@ func (l *link) attemptTimeout(now time.Time) (time.Duration, bool) {
 
 // warmth updates the cold state of l after an attempt that was sent: a
 // success warms it (calling OnWarm after a detected restart), a network
-// failure cools every link of its server.
+// failure cools every link of its server. Any answer, an HTTP error status
+// too, clears an outage reported by NotAnswering.
 func (c *Chain) warmth(l *link, err error) {
 	if err == nil {
 		l.lastOK.Store(c.o.Now().UnixNano())
+		l.answered()
 		if !l.warm.Swap(true) && l.restarted.Swap(false) && l.OnWarm != nil {
 			l.OnWarm()
 		}
 		return
 	}
-	if llm.KindOf(err) != llm.KindNetwork {
+	switch llm.KindOf(err) {
+	case llm.KindNetwork:
+	case llm.KindTimeout, llm.KindCanceled:
+		return
+	default:
+		// An HTTP error status is an answer: the server is there. (Other
+		// errors may come from a wrapper that sent nothing.)
+		if e, ok := asError(err); ok && e.Status > 0 {
+			l.answered()
+		}
 		return
 	}
 	for _, o := range c.links {

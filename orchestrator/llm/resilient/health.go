@@ -18,6 +18,14 @@ type Health struct {
 	CoolingUntil time.Time     `json:"cooling_until,omitzero"`
 	LastKind     llm.ErrorKind `json:"last_kind,omitempty"`
 	LastError    string        `json:"last_error,omitempty"`
+	// NotAnsweringSince is when a check of the link's server (the
+	// capability probe of a local server, repeated in the background)
+	// first found nobody answering, NotAnswering how ("connection
+	// refused") and CheckedAt when it last looked; all zero once the
+	// server answers a check or a call.
+	NotAnsweringSince time.Time `json:"not_answering_since,omitzero"`
+	NotAnswering      string    `json:"not_answering,omitempty"`
+	CheckedAt         time.Time `json:"checked_at,omitzero"`
 	// InFlight and Waiting are the link limiter's calls.
 	InFlight int `json:"in_flight"`
 	Waiting  int `json:"waiting"`
@@ -30,7 +38,8 @@ func (c *Chain) Health() []Health {
 	for i, l := range c.links {
 		l.mu.Lock()
 		h := Health{Provider: l.Provider.Name(), Model: l.Model, ConsecutiveFailures: l.consecutive,
-			LastKind: l.lastKind, LastError: l.lastErr, InFlight: l.Limiter.InFlight(), Waiting: l.Limiter.Waiting()}
+			LastKind: l.lastKind, LastError: l.lastErr, InFlight: l.Limiter.InFlight(), Waiting: l.Limiter.Waiting(),
+			NotAnsweringSince: l.downSince, NotAnswering: l.downCause, CheckedAt: l.downChecked}
 		if now.Before(l.coolUntil) {
 			h.CoolingUntil = l.coolUntil
 		}

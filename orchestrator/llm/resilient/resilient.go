@@ -160,6 +160,10 @@ type link struct {
 	coolUntil   time.Time
 	lastKind    llm.ErrorKind
 	lastErr     string
+	// downSince, downChecked and downCause are the outage reported by
+	// NotAnswering (reach.go); zero while the server answers.
+	downSince, downChecked time.Time
+	downCause              string
 	// warm and restarted are the cold-start state (coldstart.go).
 	warm, restarted atomic.Bool
 	lastOK          atomic.Int64 // unix nanoseconds of the last success

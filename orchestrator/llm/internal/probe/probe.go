@@ -93,6 +93,18 @@ type Options struct {
 // ErrNoAnswer is returned when no probe endpoint answered.
 var ErrNoAnswer = errors.New("no probe endpoint answered")
 
+// ErrNoServer is also wrapped when no request got any HTTP answer at all
+// (connection refused, unknown host, no answer in time, the connection
+// closed before an answer): nobody is serving at the base URL. A 404, an
+// error status or an unreadable body is an answer.
+var ErrNoServer = errors.New("no HTTP server answering")
+
+// noServer marks a request that got no HTTP answer.
+type noServer struct{ err error }
+
+func (e noServer) Error() string { return e.err.Error() }
+func (e noServer) Unwrap() error { return e.err }
+
 // Probe asks the server about o.Model.
 func Probe(ctx context.Context, o Options) (Capabilities, error) {
 	if o.Client == nil {
@@ -102,11 +114,14 @@ func Probe(ctx context.Context, o Options) (Capabilities, error) {
 	root := strings.TrimSuffix(base, "/v1")
 	caps := Capabilities{Server: ServerUnknown, Tools: ToolsUnknown}
 	var errs []error
+	answered := false
 	step := func(name string, err error) {
 		if err == nil {
 			caps.Sources = append(caps.Sources, name)
 			return
 		}
+		var ns noServer
+		answered = answered || !errors.As(err, &ns)
 		errs = append(errs, fmt.Errorf("%s: %w", name, err))
 	}
 	step("/models", o.models(ctx, base, &caps))
@@ -115,6 +130,9 @@ func Probe(ctx context.Context, o Options) (Capabilities, error) {
 	}
 	if ctx.Err() == nil && caps.Server != ServerOllama && caps.Server != ServerVLLM {
 		step("/props", o.llamaCpp(ctx, root, &caps))
+	}
+	if len(caps.Sources) == 0 && !answered {
+		return caps, fmt.Errorf("probe %s: %w (%w): %w", base, ErrNoAnswer, ErrNoServer, errors.Join(errs...))
 	}
 	if len(caps.Sources) == 0 {
 		return caps, fmt.Errorf("probe %s: %w: %w", base, ErrNoAnswer, errors.Join(errs...))
@@ -331,7 +349,7 @@ func (o Options) get(ctx context.Context, method, url string, body any) ([]byte,
 	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := cl.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, noServer{err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))

@@ -1,0 +1,176 @@
+package providers
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/internal/probe"
+	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+)
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s is taken: %v", addr, err)
+	}
+	ln.Close()
+	return addr
+}
+
+// acceptAndClose listens on addr and closes every connection unanswered,
+// counting them.
+func acceptAndClose(t *testing.T, addr string) (*atomic.Int64, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return &n, func() { ln.Close(); <-done }
+}
+
+func link0(p llm.Provider) resilient.Health { return p.(*resilient.Chain).Health()[0] }
+
+// A local model server that is down at start is reported not answering,
+// checked again at a backing-off rate, and reported answering once it is
+// up, without a chat: the probe's answer is applied then.
+func TestWatchReportsServerDownThenUp(t *testing.T) {
+	addr := freePort(t, "127.0.0.1:43161")
+	var logs testenv.Buffer
+	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"gemma2:2b\"\nprobe_timeout = \"500ms\"\n")
+	cfg.BaseURL = "http://" + addr + "/v1"
+	p, err := NewWith(cfg, logs.Logger(slog.LevelInfo), Options{Getenv: env(nil), Reprobe: 40 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.(*resilient.Chain).Close()
+	testenv.Eventually(t, 5*time.Second, func() bool { return link0(p).NotAnswering == "connection refused" }, "closed port reported")
+	since := link0(p).NotAnsweringSince
+
+	// Something listens but never answers: still down, and re-checked at
+	// a bounded rate (each probe is up to 3 requests).
+	accepts, stop := acceptAndClose(t, addr)
+	time.Sleep(1200 * time.Millisecond)
+	stop()
+	h := link0(p)
+	if h.NotAnsweringSince != since || !h.CheckedAt.After(since) || h.NotAnswering == "" {
+		t.Fatalf("while down: %+v (since %s)", h, since)
+	}
+	// Waits 40ms doubling: at most 6 probes in 1.2s; a fixed 40ms would be 30.
+	if n := accepts.Load(); n < 2 || n > 18 {
+		t.Fatalf("%d connections in 1.2s: the re-checks do not back off", n)
+	}
+
+	models := strings.NewReader(`{"object":"list","data":[{"id":"gemma2:2b","object":"model"}]}`)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		models.Seek(0, 0)
+		models.WriteTo(w)
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !link0(p).NotAnsweringSince.IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatalf("server up not reported: %+v\n%s", link0(p), logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h := link0(p); h.NotAnswering != "" || !h.CheckedAt.IsZero() {
+		t.Fatalf("after the answer: %+v", h)
+	}
+	if out := logs.String(); strings.Count(out, "capability probe got no answer") != 1 || !strings.Contains(out, "llm server answers") ||
+		!strings.Contains(out, "listed=true") {
+		t.Fatalf("log:\n%s", out)
+	}
+}
+
+// A hosted endpoint probed on request (probe = "on") is asked once, as
+// before, and never marked down by the probe: at boot the network may not
+// be up yet, and a hosted API gets no request just for status.
+func TestWatchLeavesHostedEndpointsAlone(t *testing.T) {
+	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nprobe = \"on\"\nprobe_timeout = \"300ms\"\n")
+	cfg.BaseURL = "https://api.example.invalid/v1"
+	var logs testenv.Buffer
+	p, err := NewWith(cfg, logs.Logger(slog.LevelDebug), Options{Getenv: env(map[string]string{"OPENAI_API_KEY": "k"}), Reprobe: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "capability probe got no answer") }, "probe ran")
+	time.Sleep(200 * time.Millisecond)
+	p.(*resilient.Chain).Close()
+	if h := link0(p); !h.NotAnsweringSince.IsZero() || h.NotAnswering != "" {
+		t.Fatalf("hosted endpoint marked: %+v", h)
+	}
+	if strings.Contains(logs.String(), "still not answering") {
+		t.Fatalf("hosted endpoint probed again:\n%s", logs.String())
+	}
+}
+
+// notAnswering tells "nobody there" from an answer, on real failures.
+func TestNotAnsweringCauses(t *testing.T) {
+	closed := freePort(t, "127.0.0.1:43162")
+	_, stop := acceptAndClose(t, "127.0.0.1:43163")
+	defer stop()
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer silent.Close()
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	for _, tc := range []struct {
+		name, base string
+		cause      string // "" for an answer, "*" for any
+	}{
+		{"closed port", "http://" + closed + "/v1", "connection refused"},
+		{"no HTTP", "http://127.0.0.1:43163/v1", "*"}, // EOF, reset or closed idle: the transport's words vary
+		{"silent", silent.URL + "/v1", "no answer within probe_timeout 200ms"},
+		{"404", notFound.URL + "/v1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err := probe.Probe(ctx, probe.Options{BaseURL: tc.base, Model: "m"})
+			if err == nil {
+				t.Fatal("probe answered")
+			}
+			cause, down := notAnswering(err, 200*time.Millisecond)
+			if (cause != tc.cause && (tc.cause != "*" || cause == "")) || down != (tc.cause != "") {
+				t.Fatalf("notAnswering(%v) = %q, %v; want %q", err, cause, down, tc.cause)
+			}
+		})
+	}
+	if _, down := notAnswering(nil, time.Second); down {
+		t.Fatal("nil error is down")
+	}
+}

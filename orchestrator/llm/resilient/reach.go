@@ -1,0 +1,41 @@
+package resilient
+
+import "time"
+
+// Reachability. Whoever built the chain may check a link's server in the
+// background (providers: the capability probe of a local model server) and
+// report what it found with NotAnswering and Answering, so that status
+// pages say a server is down before a first call fails. A link marked not
+// answering is still tried by calls, as before; any answer on it (a call,
+// a warm-up) clears the mark.
+
+// NotAnswering records that the server of link i (in chain order) did not
+// answer a check made now: cause says how ("connection refused"). The
+// first such report since the link last answered starts the outage.
+func (c *Chain) NotAnswering(i int, cause string) {
+	if i < 0 || i >= len(c.links) {
+		return
+	}
+	now := c.o.Now()
+	l := c.links[i]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.downSince.IsZero() {
+		l.downSince = now
+	}
+	l.downCause, l.downChecked = cause, now
+}
+
+// Answering records that the server of link i answered a check.
+func (c *Chain) Answering(i int) {
+	if i >= 0 && i < len(c.links) {
+		c.links[i].answered()
+	}
+}
+
+// answered clears the link's outage.
+func (l *link) answered() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.downSince, l.downChecked, l.downCause = time.Time{}, time.Time{}, ""
+}
