@@ -8,6 +8,7 @@
 package providers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -44,9 +45,12 @@ type Options struct {
 	// Chain tunes the chain beyond Config (clock, sleep, jitter); Config's
 	// values override its backoff, cool-down and logger fields.
 	Chain resilient.Options
-	// Reprobe is the first wait before probing a server that did not
+	// Reprobe is the first wait before checking a server that did not
 	// answer again (default DefaultReprobe).
 	Reprobe time.Duration
+	// Lookup resolves the host names of endpoints that are not probed
+	// (default net.DefaultResolver.LookupHost).
+	Lookup func(ctx context.Context, host string) ([]string, error)
 }
 
 // New validates a copy of cfg and builds its provider. For "openai" and
@@ -116,6 +120,9 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 			t.link, t.warmup = len(links), e.Warmup && j == 0
 			if o.Reprobe > 0 {
 				t.reprobe0 = o.Reprobe
+			}
+			if o.Lookup != nil {
+				t.lookup = o.Lookup
 			}
 			tuners = append(tuners, t)
 			link := resilient.Link{Provider: t.provider, Model: model, Timeout: e.Timeout.Duration, LoadTimeout: e.LoadTimeout.Duration,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"syscall"
 	"time"
@@ -14,25 +15,31 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 )
 
-// Re-checks of a local model server that did not answer the capability
-// probe. It may start after the node (both at boot) and load a model for
-// minutes: the node does not give up on it, and does not ask it more than
-// once per ReprobeMax. Only a local base URL (llm.IsLocalURL) that is
-// probed is watched so: a hosted API (probe = "on") is probed once, as
-// before, gets no request just for status, and is not marked down by a
-// probe (at boot the network may not be up yet; its calls tell).
+// Re-checks of a model server that does not answer. A local one (probed,
+// llm.IsLocalURL) may start after the node (both at boot) and load a model
+// for minutes: the node does not give up on it, and does not ask it more
+// than once per ReprobeMax. An endpoint that is not so probed (a hosted
+// API) gets no request just for status: only its host name is looked up
+// (DNS, no connection), so that a misspelled or unresolvable name shows
+// before a call fails; a probe = "on" of a hosted API still runs once, as
+// before, and marks nothing (at boot the network may not be up yet).
 const (
 	logNext = "next"
-	// DefaultReprobe is the first wait before probing again; each further
+	logHost = "host"
+	// DefaultReprobe is the first wait before checking again; each further
 	// miss doubles it up to ReprobeMax.
 	DefaultReprobe = 5 * time.Second
 	ReprobeMax     = time.Minute
 )
 
-// watch probes the model until its server answers, backing off between
-// misses, and reports each miss and the answer on the chain's link. One
-// watch runs per model at a time; reprobe wakes it.
-func (t *tuner) watch(chain *resilient.Chain) func(ctx context.Context) {
+// check is one look at a link's server (miss counts the looks before it
+// that found it down): whether it is down now, and how.
+type check func(ctx context.Context, miss int) (cause string, down bool)
+
+// recheck runs c until the server answers, backing off between misses,
+// and reports each miss and the answer on the chain's link. One recheck
+// runs per model at a time; reprobe wakes it.
+func (t *tuner) recheck(chain *resilient.Chain, c check) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		if t.watching.Swap(true) {
 			select {
@@ -43,28 +50,13 @@ func (t *tuner) watch(chain *resilient.Chain) func(ctx context.Context) {
 		}
 		defer t.watching.Store(false)
 		wait := t.reprobe0
-		watched := llm.IsLocalURL(t.e.BaseURL)
 		for miss := 0; ; miss++ {
-			err := t.probe(ctx)
+			cause, down := c(ctx, miss)
 			if ctx.Err() != nil {
 				return
 			}
-			cause, down := notAnswering(err, t.e.ProbeTimeout.Duration)
-			switch {
-			case err != nil && miss == 0:
-				// A warning: a server that does not answer here fails the calls
-				// too (the node still starts, and asks again in the background).
-				t.log.Warn("llm capability probe got no answer: is the model server running, and is [llm] base_url right? Keeping the configured settings",
-					logBaseURL, t.e.BaseURL, logErr, err)
-			case err != nil:
-				t.log.Debug("llm server still not answering", logBaseURL, t.e.BaseURL, logErr, err, logNext, wait)
-			case miss > 0:
-				t.log.Info("llm server answers", logBaseURL, t.e.BaseURL)
-			}
-			if !down || !watched {
-				if err == nil {
-					chain.Answering(t.link)
-				}
+			if !down {
+				chain.Answering(t.link)
 				return
 			}
 			chain.NotAnswering(t.link, cause)
@@ -80,6 +72,74 @@ func (t *tuner) watch(chain *resilient.Chain) func(ctx context.Context) {
 			wait = min(2*wait, ReprobeMax)
 		}
 	}
+}
+
+// probeCheck probes the model and applies what the server says.
+func (t *tuner) probeCheck(ctx context.Context, miss int) (string, bool) {
+	err := t.probe(ctx)
+	cause, down := notAnswering(err, t.e.ProbeTimeout.Duration)
+	switch {
+	case err != nil && miss == 0:
+		// A warning: a server that does not answer here fails the calls
+		// too (the node still starts, and asks again in the background).
+		t.log.Warn("llm capability probe got no answer: is the model server running, and is [llm] base_url right? Keeping the configured settings",
+			logBaseURL, t.e.BaseURL, logErr, err)
+	case err != nil:
+		t.log.Debug("llm server still not answering", logBaseURL, t.e.BaseURL, logErr, err)
+	case miss > 0:
+		t.log.Info("llm server answers", logBaseURL, t.e.BaseURL)
+	}
+	return cause, down
+}
+
+// nameCheck looks the endpoint's host name up, bounded by probe_timeout.
+func (t *tuner) nameCheck(host string) check {
+	return func(ctx context.Context, miss int) (string, bool) {
+		lctx, cancel := context.WithTimeout(ctx, t.e.ProbeTimeout.Duration)
+		defer cancel()
+		_, err := t.lookup(lctx, host)
+		if err == nil {
+			if miss > 0 {
+				t.log.Info("llm endpoint's host name resolves", logHost, host)
+			}
+			return "", false
+		}
+		cause := "host " + host + " not resolved: " + llm.Excerpt(err.Error(), 120)
+		var dns *net.DNSError
+		if errors.As(err, &dns) && dns.IsNotFound {
+			cause = "host " + host + " not found"
+		} else if lctx.Err() != nil {
+			cause = "host " + host + " not resolved within probe_timeout " + t.e.ProbeTimeout.Duration.String()
+		}
+		if miss == 0 {
+			t.log.Warn("llm endpoint's host name does not resolve: is [llm] base_url right, and is the network up?", logBaseURL, t.e.BaseURL, logErr, err)
+		}
+		return cause, true
+	}
+}
+
+// hostName is the base URL's host when it is a name to look up: not an
+// IP address, and not reached through a proxy (which resolves it, where
+// this machine may not be able to); "" otherwise.
+func hostName(baseURL string, client *http.Client) string {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" || net.ParseIP(u.Hostname()) != nil {
+		return ""
+	}
+	proxy := http.ProxyFromEnvironment
+	if client != nil && client.Transport != nil {
+		tr, ok := client.Transport.(*http.Transport)
+		if !ok {
+			return "" // a transport of its own may dial anything
+		}
+		proxy = tr.Proxy
+	}
+	if proxy != nil {
+		if p, err := proxy(&http.Request{URL: u}); err != nil || p != nil {
+			return ""
+		}
+	}
+	return u.Hostname()
 }
 
 // notAnswering tells whether a probe's error says nobody answered at the

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -118,24 +119,62 @@ func TestWatchReportsServerDownThenUp(t *testing.T) {
 }
 
 // A hosted endpoint probed on request (probe = "on") is asked once, as
-// before, and never marked down by the probe: at boot the network may not
-// be up yet, and a hosted API gets no request just for status.
-func TestWatchLeavesHostedEndpointsAlone(t *testing.T) {
-	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nprobe = \"on\"\nprobe_timeout = \"300ms\"\n")
-	cfg.BaseURL = "https://api.example.invalid/v1"
+// before, and never marked by that probe: no request goes to a hosted API
+// just for status. Its host name is looked up instead (DNS only), again
+// at a backing-off rate until it resolves: a misspelled name shows in
+// status before a call fails. A real look-up of a name that cannot exist
+// marks the link.
+func TestHostedEndpointNameLookedUp(t *testing.T) {
+	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nprobe = \"on\"\nprobe_timeout = \"2s\"\n")
+	cfg.BaseURL = "https://api.evoclaw-test.invalid/v1"
 	var logs testenv.Buffer
 	p, err := NewWith(cfg, logs.Logger(slog.LevelDebug), Options{Getenv: env(map[string]string{"OPENAI_API_KEY": "k"}), Reprobe: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.(*resilient.Chain).Close()
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		return strings.HasPrefix(link0(p).NotAnswering, "host api.evoclaw-test.invalid not ")
+	}, "unresolvable host name reported")
 	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "capability probe got no answer") }, "probe ran")
-	time.Sleep(200 * time.Millisecond)
-	p.(*resilient.Chain).Close()
-	if h := link0(p); !h.NotAnsweringSince.IsZero() || h.NotAnswering != "" {
-		t.Fatalf("hosted endpoint marked: %+v", h)
-	}
 	if strings.Contains(logs.String(), "still not answering") {
 		t.Fatalf("hosted endpoint probed again:\n%s", logs.String())
+	}
+
+	notFound := &net.DNSError{Err: "no such host", Name: "api.example.test", IsNotFound: true}
+	proxied := &http.Client{Transport: &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return url.Parse("http://127.0.0.1:43164") }}}
+	for _, tc := range []struct {
+		name    string
+		baseURL string
+		client  *http.Client
+		lookups int64 // look-ups made: the first fails, the others resolve
+	}{
+		{"name", "https://api.example.test/v1", nil, 2},
+		{"address", "https://203.0.113.7/v1", nil, 0},
+		{"through a proxy", "https://api.example.test/v1", proxied, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int64
+			lookup := func(ctx context.Context, host string) ([]string, error) {
+				if n.Add(1) == 1 {
+					return nil, notFound
+				}
+				return []string{"203.0.113.7"}, nil
+			}
+			cfg := config(t, "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\n")
+			cfg.BaseURL = tc.baseURL
+			p, err := NewWith(cfg, nil, Options{Getenv: env(nil), Reprobe: 20 * time.Millisecond, Lookup: lookup, Client: tc.client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.lookups > 0 {
+				testenv.Eventually(t, 5*time.Second, func() bool { return n.Load() >= tc.lookups }, "look-ups")
+			}
+			p.(*resilient.Chain).Close()
+			if h := link0(p); n.Load() != tc.lookups || h.NotAnswering != "" || !h.NotAnsweringSince.IsZero() {
+				t.Fatalf("%d look-ups, link %+v", n.Load(), h)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -48,16 +49,18 @@ type tuner struct {
 	// request at start.
 	link   int
 	warmup bool
-	// watching is set while watch runs; wake cuts its wait short;
-	// reprobe0 is its first wait (DefaultReprobe).
+	// watching is set while recheck runs; wake cuts its wait short;
+	// reprobe0 is its first wait (DefaultReprobe); lookup resolves host
+	// names (net.DefaultResolver).
 	watching atomic.Bool
 	wake     chan struct{}
 	reprobe0 time.Duration
+	lookup   func(ctx context.Context, host string) ([]string, error)
 }
 
 func newTuner(e llm.Endpoint, model, apiKey string, p llm.Provider, client *http.Client, logger *slog.Logger) *tuner {
 	t := &tuner{e: e, model: model, apiKey: apiKey, client: client, log: logger.With(logModel, model), wake: make(chan struct{}, 1),
-		reprobe0: DefaultReprobe}
+		reprobe0: DefaultReprobe, lookup: net.DefaultResolver.LookupHost}
 	t.text = textcalls.Wrap(p, textcalls.Settings{})
 	t.budget = budget.Wrap(t.text, e.ContextTokens, t.log)
 	// Images are decided first, so that the budget counts only the images
@@ -97,8 +100,9 @@ func (t *tuner) apply(caps *probe.Capabilities) {
 
 // start launches probing and warm-up in the chain's background.
 func (t *tuner) start(chain *resilient.Chain) {
-	if t.e.Probes() {
-		chain.Go(t.watch(chain))
+	t.reprobe(chain)
+	if host := hostName(t.e.BaseURL, t.client); host != "" && !t.watched() {
+		chain.Go(t.recheck(chain, t.nameCheck(host)))
 	}
 	if t.warmup {
 		chain.Go(func(ctx context.Context) {
@@ -109,16 +113,27 @@ func (t *tuner) start(chain *resilient.Chain) {
 	}
 }
 
-// reprobe probes again after the server came back (resilient.Link.OnWarm).
+// reprobe probes at start and again after the server came back
+// (resilient.Link.OnWarm): a watched server until it answers, a hosted
+// API asked to be probed once, marking nothing.
 func (t *tuner) reprobe(chain *resilient.Chain) {
-	if chain != nil && t.e.Probes() {
-		chain.Go(t.watch(chain))
+	switch {
+	case chain == nil || !t.e.Probes():
+	case t.watched():
+		chain.Go(t.recheck(chain, t.probeCheck))
+	default:
+		chain.Go(func(ctx context.Context) { t.probeCheck(ctx, 0) })
 	}
 }
 
+// watched reports whether the server is probed until it answers: a local
+// base URL that is probed (reach.go); others get a look-up of their host
+// name instead.
+func (t *tuner) watched() bool { return t.e.Probes() && llm.IsLocalURL(t.e.BaseURL) }
+
 // probe asks the server about the model, bounded by probe_timeout, and
 // applies the answer. A server that answers nothing changes nothing; the
-// error says why (watch logs it).
+// error says why (probeCheck logs it).
 func (t *tuner) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, t.e.ProbeTimeout.Duration)
 	defer cancel()

@@ -19,8 +19,8 @@ type Health struct {
 	LastKind     llm.ErrorKind `json:"last_kind,omitempty"`
 	LastError    string        `json:"last_error,omitempty"`
 	// NotAnsweringSince is when a check of the link's server (the
-	// capability probe of a local server, repeated in the background)
-	// first found nobody answering, NotAnswering how ("connection
+	// capability probe of a local server or the look-up of a hosted one's
+	// host name, repeated in the background) first found nobody answering, NotAnswering how ("connection
 	// refused") and CheckedAt when it last looked; all zero once the
 	// server answers a check or a call.
 	NotAnsweringSince time.Time `json:"not_answering_since,omitzero"`

@@ -3,7 +3,8 @@ package resilient
 import "time"
 
 // Reachability. Whoever built the chain may check a link's server in the
-// background (providers: the capability probe of a local model server) and
+// background (providers: the capability probe of a local model server, the
+// look-up of a hosted one's host name) and
 // report what it found with NotAnswering and Answering, so that status
 // pages say a server is down before a first call fails. A link marked not
 // answering is still tried by calls, as before; any answer on it (a call,
