@@ -27,7 +27,9 @@
 // # Concurrency
 //
 // A Chain is safe for concurrent use. Calls queue for a link's Limiter
-// while honouring their context; nothing runs in the background.
+// while honouring their context. Calls run nothing in the background; what
+// the chain's builder starts with Chain.Go (capability probes, warm-ups,
+// the re-checks that report NotAnswering) stops at Chain.Close.
 //
 // This package is part of evoclaw's implementation, not its embedding API
 // (docs/EMBEDDING.md): other top-level folders of evoclaw share it, so it
