@@ -24,6 +24,11 @@ const (
 	// chatInputReserve is the share of the burst that chats of more than
 	// smallBody bytes of input leave to the small ones.
 	chatInputReserve = 8
+	// chatRecordBytes is what a chat takes of the budget besides its
+	// input and its client's fields (chatCost): about what the trail
+	// stores for any chat, its rows, hashes and chat_received event (a
+	// one-byte chat grew audit.db by some 2 KB).
+	chatRecordBytes = 1 << 10
 )
 
 // inputBudget bounds the bytes that chats of API clients bring a node (as
@@ -31,7 +36,8 @@ const (
 // one of them is written to the audit database before the model answers,
 // and stays there when the client hangs up. A client replaying a 3.4 MB
 // history that was new to the node and hanging up after 0.5 s grew a
-// node's audit.db by 286 MB in 10 s. It is a token bucket of bytes: full
+// node's audit.db by 286 MB in 10 s. Each chat takes chatCost more, what
+// its records cost whatever its input. It is a token bucket of bytes: full
 // at start, holding at most burst, gaining perSec a second. A chat takes
 // its bytes before anything of it is stored, or is refused (429); a chat
 // of more than smallBody bytes must leave burst/chatInputReserve in the
@@ -69,11 +75,20 @@ func newInputBudget(mbPerHour, burstMB int) *inputBudget {
 // take takes size bytes of the budget at now, or takes none and says how
 // long until they are there.
 func (b *inputBudget) take(now time.Time, size int64) (time.Duration, bool) {
+	return b.takeChat(now, size, 0)
+}
+
+// takeChat is take for a chat of size bytes of input whose records take
+// records bytes more: whether it is a large chat, which must leave the
+// small ones their share, is a matter of its input.
+func (b *inputBudget) takeChat(now time.Time, size, records int64) (time.Duration, bool) {
 	if b == nil {
 		return 0, true
 	}
+	large := size > smallBody
+	size += records
 	need := float64(size)
-	if size > smallBody {
+	if large {
 		need = min(need+b.burst/chatInputReserve, b.burst)
 	}
 	b.mu.Lock()
@@ -112,18 +127,28 @@ func (e *inputRateError) RetryAfter() time.Duration {
 	return time.Duration(max(1, math.Ceil(e.retryAfter.Seconds()))) * time.Second
 }
 
-// takeChatInput takes in's input of the node's budget, or refuses it with
-// an *inputRateError. Only chats that API clients send count: the node's
-// own (jobs, sub-agents, sends) are bounded by their configuration.
+// takeChatInput takes in's input of the node's budget, with what any chat
+// costs the trail (chatCost), or refuses it with an *inputRateError. Only
+// chats that API clients send count: the node's own (jobs, sub-agents,
+// sends) are bounded by their configuration.
 func (n *Node) takeChatInput(in ChatInput) error {
 	if in.Client == nil {
 		return nil
 	}
-	size := chatInputBytes(in)
-	if wait, ok := n.chatInput.take(n.now(), size); !ok {
-		return &inputRateError{size: size, retryAfter: wait, perHour: n.chatInput.mbPerHour}
+	size, records := chatInputBytes(in), chatCost(in.Client)
+	if wait, ok := n.chatInput.takeChat(n.now(), size, records); !ok {
+		return &inputRateError{size: size + records, retryAfter: wait, perHour: n.chatInput.mbPerHour}
 	}
 	return nil
+}
+
+// chatCost is what a chat of client c stores whatever its input:
+// chatRecordBytes and c's fields, which its chat_received event holds.
+// Counting the input alone, a client sending one-byte chats as fast as the
+// node answered them grew audit.db by megabytes a second and took
+// nothing of the budget.
+func chatCost(c *ChatClient) int64 {
+	return int64(chatRecordBytes + len(c.Endpoint) + len(c.Address) + len(c.ForwardedFor) + len(c.UserAgent) + len(c.Node))
 }
 
 // retryAfterSeconds is the Retry-After of a chat refused with err (429):

@@ -140,9 +140,11 @@ func TestHungUpHistoriesDoNotFillTheAudit(t *testing.T) {
 			b, _ := io.ReadAll(r.resp.Body)
 			r.resp.Body.Close()
 			retry, _ := strconv.Atoi(r.resp.Header.Get("Retry-After"))
-			// 1 MiB an hour: about an hour for a MiB of history and the
-			// reserve, far more than the 1 s of a busy slot.
-			if r.resp.StatusCode != http.StatusTooManyRequests || retry < 60 || retry > burstMB*3600 {
+			// 1 MiB an hour: the seconds until the chat fits (up to an
+			// hour for a MiB of history and the reserve; at least the
+			// seconds of its records' kilobyte), not the 1 s of a busy
+			// slot.
+			if r.resp.StatusCode != http.StatusTooManyRequests || retry < 2 || retry > burstMB*3600 {
 				t.Fatalf("request %d: %d, Retry-After %q, want 429 and the time the input fits: %s",
 					i, r.resp.StatusCode, r.resp.Header.Get("Retry-After"), b)
 			}
@@ -180,13 +182,13 @@ func TestHungUpHistoriesDoNotFillTheAudit(t *testing.T) {
 	}
 	wantStatus(t, resp, http.StatusOK)
 	resp.Body.Close()
-	resp, err = post(context.Background(), "/v1/chat", map[string]any{"text": strings.Repeat("y", 2*smallBody)})
+	resp, err = post(context.Background(), "/v1/chat", map[string]any{"text": strings.Repeat("y", history-512)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, resp, http.StatusTooManyRequests)
 	resp.Body.Close()
-	if retry, _ := strconv.Atoi(resp.Header.Get("Retry-After")); retry < 60 {
+	if retry, _ := strconv.Atoi(resp.Header.Get("Retry-After")); retry < 2 {
 		t.Fatalf("/v1/chat refused with Retry-After %q, want the time its input fits", resp.Header.Get("Retry-After"))
 	}
 }
@@ -234,5 +236,36 @@ func TestChatInputSettings(t *testing.T) {
 		if b := newInputBudget(c.Loop.ChatInputMBPerHour, c.Loop.ChatInputBurstMB); (b == nil) != (tt.perHour < 0) {
 			t.Fatalf("per hour %d: budget %v", tt.perHour, b)
 		}
+	}
+}
+
+// TestTinyChatsTakeTheBudget: every chat of an API client takes what its
+// records cost besides its input, so that one-byte chats sent as fast as
+// the node answers them are refused once they used the burst up. Before,
+// they took one byte each: a client grew audit.db by megabytes a second
+// (some 2 KB a chat) without ever meeting [loop] chat_input_mb_per_hour.
+func TestTinyChatsTakeTheBudget(t *testing.T) {
+	const burstMB = minChatInputBurstMB
+	now := time.Now()
+	n := &Node{chatInput: newInputBudget(1, burstMB), now: func() time.Time { return now }}
+	client := &ChatClient{Endpoint: "/v1/chat", Address: "192.0.2.1:40000", UserAgent: strings.Repeat("u", maxClientField), Node: "n1"}
+	limit := burstMB << 20 / chatRecordBytes
+	admitted := 0
+	for ; admitted <= limit; admitted++ {
+		if err := n.takeChatInput(ChatInput{ConversationID: "c", Text: "h", Client: client}); err != nil {
+			var re *inputRateError
+			if !errors.As(err, &re) || !errors.Is(err, ErrTooManyChats) {
+				t.Fatalf("after %d chats: %v, want an input rate error", admitted, err)
+			}
+			break
+		}
+	}
+	// Each takes more than chatRecordBytes: the burst ends before limit.
+	if admitted == 0 || admitted >= limit {
+		t.Fatalf("%d one-byte chats admitted from a burst of %d MiB; want fewer than %d", admitted, burstMB, limit)
+	}
+	// The node's own chats (no client) still take nothing.
+	if err := n.takeChatInput(ChatInput{ConversationID: "job", Text: "h"}); err != nil {
+		t.Fatalf("a chat of the node's own: %v", err)
 	}
 }
