@@ -41,6 +41,9 @@ func (c *conversation) prepare(call llm.ToolCall) plannedCall {
 		return plannedCall{agentID: target.AgentID, resolved: true, immediate: toolError(wire.ErrInvalidParams, fmt.Sprintf(
 			"Invalid parameters for %q: arguments are not a JSON object: %s. %s", call.Name, truncate(string(target.Args), 200), paramLists(target.Schema)))}
 	}
+	if msg := duplicateKeyError(call, target.Args); msg != "" {
+		return plannedCall{agentID: target.AgentID, resolved: true, immediate: toolError(wire.ErrInvalidParams, msg)}
+	}
 	if msg := c.o.schemas.validateArgs(call.Name, target.Schema, args); msg != "" {
 		return plannedCall{agentID: target.AgentID, resolved: true, immediate: toolError(wire.ErrInvalidParams, msg)}
 	}
