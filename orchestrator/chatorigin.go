@@ -61,10 +61,11 @@ func clientField(s string) string { return wire.BoundText(s, maxClientField) }
 
 // forwardedFor is h's X-Forwarded-For lines joined with ", ", as one field
 // (a proxy may add its own line, as HAProxy does, instead of extending the
-// client's), cut by forwardedField. Header.Get read the first line alone:
-// a client's made-up address, without the one its proxy saw.
+// client's); bounded cuts it with forwardedField. Header.Get read the
+// first line alone: a client's made-up address, without the one its proxy
+// saw.
 func forwardedFor(h http.Header) string {
-	return forwardedField(strings.Join(h.Values("X-Forwarded-For"), ", "))
+	return strings.Join(h.Values("X-Forwarded-For"), ", ")
 }
 
 // cutMark starts a forwarded_for whose start was cut.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+
+	skillproc "github.com/evoclaw/evoclaw/skills/proc"
 )
 
 // The long-running roles (serve and edge) set the collector a soft memory
@@ -18,7 +21,8 @@ import (
 // needs more gets it, at the cost of more collections, never a crash. An
 // operator's GOMEMLIMIT stands.
 //
-// memoryShare is the part of that memory the limit is.
+// memoryShare is the part of that memory the limit is, as a tool child's
+// bound is a quarter of the machine's (skillproc.ChildMemory).
 const memoryShare = 4
 
 // softMemoryLimit sets the limit unless GOMEMLIMIT is set, and returns it
@@ -27,7 +31,7 @@ func softMemoryLimit() int64 {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return 0
 	}
-	limit := memoryLimit(readFile("/proc/meminfo"), readFile("/proc/self/cgroup"), func(group string) []byte {
+	limit := memoryLimit(skillproc.ChildMemory, readFile("/proc/self/cgroup"), func(group string) []byte {
 		return readFile(filepath.Join("/sys/fs/cgroup", filepath.Clean("/"+group), "memory.max"))
 	})
 	if limit > 0 {
@@ -36,20 +40,13 @@ func softMemoryLimit() int64 {
 	return limit
 }
 
-// memoryLimit is memoryShare's part of the smaller of MemTotal (meminfo)
+// memoryLimit is memoryShare's part of the smaller of the machine's memory
 // and the memory.max of this process's cgroup v2 group (cgroup names the
 // group; groupMax reads its memory.max); 0 when neither is known.
-func memoryLimit(meminfo, cgroup []byte, groupMax func(group string) []byte) int64 {
-	var most int64
-	for line := range bytes.Lines(meminfo) {
-		if v, ok := bytes.CutPrefix(line, []byte("MemTotal:")); ok {
-			if f := bytes.Fields(v); len(f) > 0 {
-				if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil && kb > 0 && kb < 1<<50 {
-					most = kb << 10
-				}
-			}
-		}
-	}
+// machineShare is skillproc.ChildMemory: the least of its argument and a
+// quarter of the machine's memory, its argument when that is not known.
+func memoryLimit(machineShare func(most int64) int64, cgroup []byte, groupMax func(group string) []byte) int64 {
+	most := int64(math.MaxInt64)
 	for line := range bytes.Lines(cgroup) {
 		// cgroup v2: "0::/system.slice/evoclaw.service"
 		group, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("0::"))
@@ -57,11 +54,14 @@ func memoryLimit(meminfo, cgroup []byte, groupMax func(group string) []byte) int
 			continue
 		}
 		bound, err := strconv.ParseInt(string(bytes.TrimSpace(groupMax(string(group)))), 10, 64)
-		if err == nil && bound > 0 && (most == 0 || bound < most) {
-			most = bound
+		if err == nil && bound > 0 {
+			most = min(most, bound/memoryShare)
 		}
 	}
-	return most / memoryShare
+	if limit := machineShare(most); limit != math.MaxInt64 {
+		return limit
+	}
+	return 0
 }
 
 // readFile is the file's contents, or nothing.
