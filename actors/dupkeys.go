@@ -21,7 +21,10 @@ import (
 // arguments it resolved to (an edge_call's params), hold a key twice in
 // one object; "" when they do not.
 func duplicateKeyError(call llm.ToolCall, resolved json.RawMessage) string {
-	for _, b := range []json.RawMessage{call.Arguments, resolved} {
+	for i, b := range []json.RawMessage{call.Arguments, resolved} {
+		if i == 1 && bytes.Equal(b, call.Arguments) {
+			break // a tool's own arguments: scanned already
+		}
 		if key, at, ok := duplicateKey(b); ok {
 			where := "the arguments"
 			if at != "" {
