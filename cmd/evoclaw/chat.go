@@ -145,19 +145,22 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 	return err
 }
 
-// noteContinue tells a person at a terminal how to go on with the
-// conversation: its id is shown nowhere else in full.
+// noteContinue says on stderr how to go on with the conversation, to a
+// person at a terminal and to a script alike (stdout holds the answers
+// alone): its id is shown nowhere else in full.
 func (s *chatSession) noteContinue() {
-	if s.conv == "" || !isTerminal(s.io.stderr) {
+	if s.conv == "" {
 		return
 	}
 	s.view.note(s.io.stderr, "(evoclaw chat --conversation "+termLine(s.conv, maxPromptID)+" continues this conversation)")
 }
 
-// piped asks one question per non-empty line of stdin, in one conversation.
-// A failed chat is reported and the next line asked; the command fails at
-// the end if any did.
+// piped asks one question per non-empty line of stdin, in one conversation
+// (a new one after /new). A failed chat is reported and the next line
+// asked; the command fails at the end if any did. However it ends, the
+// conversation's id is said on stderr, as it is before /new forgets it.
 func (s *chatSession) piped(ctx context.Context) error {
+	defer s.noteContinue()
 	sc := bufio.NewScanner(s.io.stdin)
 	sc.Buffer(make([]byte, 64<<10), maxChatLine)
 	// A question's reply is the next line of input.
@@ -204,6 +207,9 @@ func (s *chatSession) handle(ctx context.Context, line string) (quit bool, err e
 	case "/quit", "/exit":
 		return true, nil
 	case "/new":
+		if s.feed != nil && s.readLine == nil {
+			s.noteContinue() // piped: the script's only word of its id
+		}
 		s.conv = ""
 		s.view.note(s.io.stdout, "(a new conversation starts with the next question)")
 		return false, nil

@@ -172,3 +172,43 @@ func TestChatPrompt(t *testing.T) {
 		}
 	}
 }
+
+// A script learns the conversation's id from stderr, stdout holding the
+// answers alone: piped input says it at the end and before /new forgets
+// it, a one-shot question at the end, as the terminal chat does.
+func TestChatSaysConversationToScripts(t *testing.T) {
+	note := func(id string) string {
+		return "(evoclaw chat --conversation " + id + " continues this conversation)\n"
+	}
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		stderr      []string // in this order
+	}{
+		{"piped", "one\ntwo\n", []string{"--quiet"}, []string{note("conv-1")}},
+		{"piped, /new", "one\n/new\ntwo\n", []string{"--quiet"}, []string{note("conv-1"), note("conv-2")}},
+		{"piped, a chat failed", "one\nstatus 503\n", []string{"--quiet"}, []string{"not ready", note("conv-1")}},
+		{"piped, --conversation", "one\n", []string{"--quiet", "--conversation", "mine"}, []string{note("mine")}},
+		{"one-shot", "", []string{"--quiet", "hi"}, []string{note("conv-1")}},
+		{"with progress", "one\n", nil, []string{"✓ pi1 sysinfo", note("conv-1")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeNode(t)
+			_, out, errOut := chatIn(context.Background(), tc.stdin, nil, append([]string{"--data-dir", f.dir}, tc.args...)...)
+			if strings.Contains(out, "--conversation") {
+				t.Fatalf("the id went to stdout, among the answers: %q", out)
+			}
+			rest := errOut
+			for _, s := range tc.stderr {
+				i := strings.Index(rest, s)
+				if i < 0 {
+					t.Fatalf("stderr lacks %q (in order):\n%s", s, errOut)
+				}
+				rest = rest[i+len(s):]
+			}
+			if strings.Count(errOut, "continues this conversation") != strings.Count(strings.Join(tc.stderr, ""), "continues this conversation") {
+				t.Fatalf("the id said a different number of times:\n%s", errOut)
+			}
+		})
+	}
+}

@@ -29,7 +29,8 @@ usage:
   evoclaw edge   --config agent.toml [--data-dir DIR]       run an edge agent
   evoclaw chat   [--data-dir DIR | --node URL] [--conversation ID] [--quiet] ["question ..."]
                  ask the node: one question and exit; with none, a REPL on a terminal (/new, /help, /quit) or one chat per piped line.
-                 Tool progress shows live; Ctrl-C cancels the running chat
+                 Tool progress shows live; Ctrl-C cancels the running chat. Answers go to stdout; the conversation's id
+                 to give --conversation is said on stderr at the end
   evoclaw status [--data-dir DIR | --node URL] [--tools] [--json]   the running node: agents, their tools, LLM links, audit tiers, broker clients
                  (chat and status find the node's API and token in DIR, as written by serve; --node URL or $EVOCLAW_NODE,
                  --token-file FILE or $EVOCLAW_TOKEN override)
