@@ -48,7 +48,9 @@ type FileUser struct {
 
 // ParseUsers parses the content of an identity file. name is used in errors.
 // Every line is "name role hash created" (RFC 3339); blank lines and lines
-// starting with # are ignored. Errors name the line and field.
+// starting with # are ignored. Errors name the line and field. An agent
+// whose name starts with "orchestrator-" is refused: its client id would
+// be a node's (see AddUser).
 func ParseUsers(name string, b []byte) ([]FileUser, error) {
 	if len(b) > MaxUsersFileBytes {
 		return nil, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrUsersFile, name, len(b), MaxUsersFileBytes)
@@ -79,6 +81,13 @@ func ParseUsers(name string, b []byte) ([]FileUser, error) {
 		seen[u.Name] = n
 		if !u.Role.Valid() {
 			return nil, bad("role", fmt.Sprintf("%q, want %q or %q", f[1], RoleAgent, RoleOrchestrator))
+		}
+		if u.Role == RoleAgent && strings.HasPrefix(u.Name, reservedAgentPrefix) {
+			// Its client id, evoclaw-{name}, is a node's: connected while
+			// that node is not (restarting, or reconnecting to a broker it
+			// shares), it holds the id and the node is refused.
+			return nil, bad("name", fmt.Sprintf("agent %q: agent names starting with %q are reserved, its client id %q is the node %q's; rename the agent or remove the line",
+				u.Name, reservedAgentPrefix, "evoclaw-"+u.Name, strings.TrimPrefix(u.Name, reservedAgentPrefix)))
 		}
 		if _, err := bcrypt.Cost([]byte(u.Hash)); err != nil {
 			return nil, bad("bcrypt-hash", err.Error())

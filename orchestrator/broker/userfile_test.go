@@ -2,7 +2,9 @@ package broker_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/broker"
 )
 
@@ -36,6 +40,8 @@ func TestParseUsersRejects(t *testing.T) {
 		{"bad role", "alex admin " + h + " 2026-01-02T03:04:05Z\n", `t:1: role: "admin"`},
 		{"not bcrypt", "alex agent plaintext 2026-01-02T03:04:05Z\n", "t:1: bcrypt-hash"},
 		{"bad time", "alex agent " + h + " yesterday\n", "t:1: created"},
+		// Its client id, evoclaw-orchestrator-pi2, is node pi2's.
+		{"agent named as a node", "orchestrator-pi2 agent " + h + " 2026-01-02T03:04:05Z\n", `t:1: name: agent "orchestrator-pi2": agent names starting with "orchestrator-" are reserved`},
 		{"duplicate", "# c\nalex agent " + h + " 2026-01-02T03:04:05Z\n\nalex agent " + h + " 2026-01-02T03:04:05Z\n", `t:4: name: "alex" already defined on line 2`},
 	}
 	for _, tt := range tests {
@@ -133,6 +139,7 @@ func FuzzParseUsers(f *testing.F) {
 	f.Add([]byte("alex agent $2a$04$abcdefghijklmnopqrstuuJ4b5PbWJXYxVh9gPFSTHZlq7x8kyyWm 2026-01-02T03:04:05Z\n"))
 	f.Add([]byte("# comment\n\nops orchestrator $2a$10$x 2026-01-02T03:04:05Z\n"))
 	f.Add([]byte("a b c d e\n"))
+	f.Add([]byte("orchestrator-n1 agent $2a$04$abcdefghijklmnopqrstuuJ4b5PbWJXYxVh9gPFSTHZlq7x8kyyWm 2026-01-02T03:04:05Z\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		users, err := broker.ParseUsers("fuzz", b)
 		if err != nil {
@@ -143,7 +150,7 @@ func FuzzParseUsers(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, u := range users {
-			if u.Name == "" || seen[u.Name] || !u.Role.Valid() {
+			if u.Name == "" || seen[u.Name] || !u.Role.Valid() || u.Role == broker.RoleAgent && strings.HasPrefix(u.Name, "orchestrator-") {
 				t.Fatalf("accepted invalid user %+v", u)
 			}
 			if _, err := bcrypt.Cost([]byte(u.Hash)); err != nil {
@@ -156,4 +163,56 @@ func FuzzParseUsers(f *testing.F) {
 			t.Fatalf("formatted users do not parse back: %v", err)
 		}
 	})
+}
+
+// TestAgentNamedAsANodeNeverHoldsItsClientID: an agent line named
+// orchestrator-pi2, written by hand (`evoclaw agents add` refuses it), would
+// log in with client id evoclaw-orchestrator-pi2, node pi2's, and while it
+// held it node pi2, restarting onto the broker it shares, was refused
+// ("not Authorized") and could not start. The file is refused where it is
+// read: at start, at a reload (the broker keeps what it had) and at the
+// look a refused login takes at a changed file.
+func TestAgentNamedAsANodeNeverHoldsItsClientID(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), broker.UsersFileName)
+	const line = "orchestrator-pi2 agent %s 2026-01-02T03:04:05Z\n"
+	if err := writeFile(path, fmt.Sprintf(line, hash4(t, "rogue-pw"))); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", UsersFile: path}); err == nil {
+		_ = b.Close()
+		t.Fatal("broker started with an agent named as a node")
+	} else if !errors.Is(err, broker.ErrUsersFile) || !strings.Contains(err.Error(), path+":1: name") {
+		t.Fatalf("Start = %v, want ErrUsersFile naming %s:1 and the name", err, path)
+	}
+
+	if err := broker.WriteUsersFile(path, []broker.FileUser{{Name: "ops", Role: broker.RoleOrchestrator, Hash: hash4(t, "ops-pw"), Created: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.Buffer
+	b := start(t, broker.Options{Listen: "127.0.0.1:0", UsersFile: path, ReloadInterval: 20 * time.Millisecond, Logger: logs.Logger(slog.LevelDebug)})
+	// Appended, as by hand: read at once by the login's second look, then
+	// by the reload.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, line, hash4(t, "rogue-pw"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rogue, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-orchestrator-pi2", Username: "orchestrator-pi2", Password: "rogue-pw"})
+	rogue.Close()
+	if rc == 0 {
+		t.Fatal("an agent named orchestrator-pi2 logged in with node pi2's client id")
+	}
+	wantLog(t, &logs, "kept its previous identities", path+":4: name", "orchestrator-pi2", "reserved")
+	node, rc := mqtttest.DialRaw(t, b.Addr(), mqtttest.RawConnect{ClientID: "evoclaw-orchestrator-pi2", Username: "ops", Password: "ops-pw"})
+	node.Close()
+	if rc != 0 {
+		t.Fatalf("node pi2 refused (CONNECT return code %d) after the file was refused", rc)
+	}
 }
