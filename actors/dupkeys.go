@@ -21,20 +21,29 @@ import (
 // arguments it resolved to (an edge_call's params), hold a key twice in
 // one object; "" when they do not.
 func duplicateKeyError(call llm.ToolCall, resolved json.RawMessage) string {
-	for i, b := range []json.RawMessage{call.Arguments, resolved} {
-		if i == 1 && bytes.Equal(b, call.Arguments) {
-			break // a tool's own arguments: scanned already
-		}
-		if key, at, ok := duplicateKey(b); ok {
-			where := "the arguments"
-			if at != "" {
-				where = "the object at " + at + " of the arguments"
-			}
-			return fmt.Sprintf("Invalid parameters for %q: the key %q appears twice in %s; give each key once. "+
-				"A tool takes the last value, while the audit trail and a person approving the call read the first.", call.Name, key, where)
-		}
+	if msg := DuplicateKeyRefusal(call.Name, call.Arguments); msg != "" || bytes.Equal(resolved, call.Arguments) {
+		return msg // a tool's own arguments: scanned already
 	}
-	return ""
+	return DuplicateKeyRefusal(call.Name, resolved)
+}
+
+// DuplicateKeyRefusal is why a call of tool with the arguments args is
+// refused (invalid_params) when they hold a key twice in one object; ""
+// when they do not, or are not JSON (other checks say so). An edge agent
+// asks it of every tool command it is sent: a command comes from whoever
+// can publish on the agent's commands topic, not only from a node that
+// checked it.
+func DuplicateKeyRefusal(tool string, args json.RawMessage) string {
+	key, at, ok := duplicateKey(args)
+	if !ok {
+		return ""
+	}
+	where := "the arguments"
+	if at != "" {
+		where = "the object at " + at + " of the arguments"
+	}
+	return fmt.Sprintf("Invalid parameters for %q: the key %q appears twice in %s; give each key once. "+
+		"A tool takes the last value, while the audit trail and a person approving the call read the first.", tool, key, where)
 }
 
 // duplicateKey returns the first key that appears twice in one object of

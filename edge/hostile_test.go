@@ -54,6 +54,46 @@ func TestUnrunnableCommandsStayOutOfTheRequestLog(t *testing.T) {
 	}
 }
 
+// TestDuplicateKeysRefusedByTheAgent: a tool command whose arguments hold a
+// key twice in one object is refused invalid_params before it runs, as the
+// node refuses such a call of a model (actors.DuplicateKeyRefusal), and
+// audited saying so. Sent straight to the agent (a hostile broker or node
+// need not check), it ran: the tool took the last value ("rm -rf /srv")
+// while the audit row's json_extract read the first ("ls").
+func TestDuplicateKeysRefusedByTheAgent(t *testing.T) {
+	dataDir := t.TempDir()
+	p := startAgent(t, func(c *Config) { c.DataDir = dataDir })
+	db := filepath.Join(dataDir, "audit.db")
+	for i, tt := range []struct {
+		name, args, key, at string
+	}{
+		{"top level", `{"message":"ls","message":"rm -rf /srv"}`, "message", "the arguments"},
+		{"nested", `{"message":"ls","tags":[{"k":"a"},{"k":"b","k":"rm -rf /srv"}]}`, "k", "the object at .tags[1]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "dup" + strconv.Itoa(i)
+			res, err := wire.DecodeToolResult(p.Ask(id, fmt.Sprintf(`{"command":"tool","request_id":%q,"payload":{"tool":"echo_args","parameters":%s}}`, id, tt.args)))
+			if err != nil || res.ErrorType != wire.ErrInvalidParams || !strings.Contains(res.Error, fmt.Sprintf("%q appears twice in %s", tt.key, tt.at)) {
+				t.Fatalf("answered %+v (%v), want invalid_params naming %q in %s", res, err, tt.key, tt.at)
+			}
+			if strings.Contains(res.Result, "rm -rf") {
+				t.Fatalf("the tool ran: %q", res.Result)
+			}
+			row := count(t, db, `SELECT status || ' ' || error_type || ' ' || error FROM tool_calls WHERE request_id = '`+id+`'`)
+			if !strings.HasPrefix(row, "error invalid_params ") || !strings.Contains(row, "appears twice") {
+				t.Fatalf("audit row %q, want an invalid_params error saying the key appears twice", row)
+			}
+			if n := count(t, db, `SELECT count(*) FROM request_log WHERE request_id = '`+id+`'`); n != "0" {
+				t.Fatalf("%s request log rows for a refused command, want none", n)
+			}
+		})
+	}
+	res, err := wire.DecodeToolResult(p.Ask("once", `{"command":"tool","request_id":"once","payload":{"tool":"echo_args","parameters":{"message":"ls","tags":[{"k":"a"},{"k":"b"}]}}}`))
+	if err != nil || res.Status != wire.StatusSuccess || !strings.Contains(res.Result, `"message":"ls"`) {
+		t.Fatalf("a command with each key once: %+v (%v), want it run", res, err)
+	}
+}
+
 // TestRefusalsNeverStallTheAgent: commands the MQTT handler refuses itself
 // (malformed, or the queue full) are answered at once, up to maxRefusals
 // of them in a burst (more are dropped).

@@ -207,7 +207,11 @@ const maxUnrunnableParamsBytes = 4 << 10
 
 // unrunnable is the answer to a tool command that cannot run on this agent
 // whatever happens, or nil: arguments over actors.MaxArgsBytes (the
-// orchestrator never sends more), a tool not offered or not permitted.
+// orchestrator never sends more), a tool not offered or not permitted,
+// arguments with a key twice in one object (the node refuses such a call
+// before it sends it; a command from a hostile broker or node ran, the
+// tool taking the last value while the audit row's json_extract read the
+// first).
 // Such a command is answered without entering the request log: a
 // redelivery gets the same answer again anyway, and a flood of them from
 // whoever can publish on the commands topic cannot make the agent keep
@@ -219,7 +223,14 @@ func (a *Agent) unrunnable(p wire.ToolPayload) *skills.Output {
 		out := skills.Failed(wire.ErrInvalidParams, fmt.Sprintf("arguments of %d bytes; at most %d allowed", len(p.Parameters), actors.MaxArgsBytes))
 		return &out
 	}
-	return a.notOffered(p.Tool)
+	if out := a.notOffered(p.Tool); out != nil {
+		return out
+	}
+	if msg := actors.DuplicateKeyRefusal(p.Tool, p.Parameters); msg != "" {
+		out := skills.Failed(wire.ErrInvalidParams, msg)
+		return &out
+	}
+	return nil
 }
 
 // notOffered is the answer to a call of tool when this agent does not
