@@ -72,8 +72,9 @@ func (e *edgeActor) originChanged() {
 
 // originEvent stores an agent_online with detail within the event quota.
 // The first one the quota leaves out after a stored one is stored all the
-// same, with "quota_reached": true, and the next stored one does not count
-// it among those left out: the last agent_online before a call then says
+// same, with "quota_reached": true, and given back to the quota (Kept): it
+// counts neither in evoclaw_audit_events_suppressed_total nor in the next
+// stored one's suppressed_before. The last agent_online before a call then says
 // that where the agent ran since is not recorded. Left out silently, an
 // agent that came online often (a flapping link, or one of its own
 // statuses after another) had a later connection from elsewhere go
@@ -84,16 +85,13 @@ func (e *edgeActor) originEvent(detail map[string]any) {
 	case e.opts.Events == nil:
 		return
 	case ok:
-		if e.quotaReached && suppressed > 0 {
-			suppressed--
-		}
 		e.quotaReached = false
 	case e.quotaReached:
 		return
 	default:
 		e.quotaReached = true
 		detail["quota_reached"] = true
-		suppressed = 0
+		e.opts.EventQuota.Kept(EventQuotaKey(e.info.ID, persistence.EventAgentOnline))
 	}
 	e.record(persistence.EventAgentOnline, detail, suppressed)
 }

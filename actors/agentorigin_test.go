@@ -167,7 +167,8 @@ func TestAgentOriginOutlivesAHeartbeatTimeout(t *testing.T) {
 // quota leaves out is stored all the same, marked quota_reached, so that
 // the last agent_online before a call does not name an origin the agent
 // may have left; the rest are left out, and the next stored one counts
-// them, the marked one not among them. Before, they were left out
+// them, the marked one not among them, nor among the quota's refusals
+// (the suppressed metric). Before, they were left out
 // silently: an agent that used the window's events up (its own online
 // statuses, one after another) then connected from elsewhere unrecorded.
 func TestAgentOnlineQuotaReachedIsMarked(t *testing.T) {
@@ -179,8 +180,9 @@ func TestAgentOnlineQuotaReachedIsMarked(t *testing.T) {
 		defer mu.Unlock()
 		return clock
 	}
+	quota := NewEventQuota(2, time.Hour)
 	h := newHarnessEdges(t, echoTranscript, nil, func(o *EdgeOptions) {
-		o.AgentAddress, o.EventQuota, o.Now = addrs.lookup, NewEventQuota(2, time.Hour), now
+		o.AgentAddress, o.EventQuota, o.Now = addrs.lookup, quota, now
 	}, nil)
 	online := func() []map[string]any {
 		var out []map[string]any
@@ -219,5 +221,10 @@ func TestAgentOnlineQuotaReachedIsMarked(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, func() bool { return len(online()) == 4 }, "the agent_online of a new window")
 	if last := online()[3]; last["host"] != "pi-back" || last["quota_reached"] != nil || last["suppressed_before"] != float64(2) {
 		t.Fatalf("agent_online %v: want pi-back, with the 2 left out unmarked counted", last)
+	}
+	// What evoclaw_audit_events_suppressed_total reads: the marked one was
+	// stored, not suppressed (it counted there before).
+	if n := quota.Refused(); n != 2 {
+		t.Fatalf("the quota counts %d events refused, want the 2 not stored", n)
 	}
 }

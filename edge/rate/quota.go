@@ -46,3 +46,25 @@ func (q *Quota) Refused() uint64 {
 	defer q.mu.Unlock()
 	return q.total
 }
+
+// Kept takes back the refusal Allow just made for key, when the caller
+// stored that event all the same (as a mark that the quota was reached):
+// it no longer counts in Refused nor in what the next admitted event of
+// key learns was refused before it. A key with no refusal to take back is
+// left as it is.
+func (q *Quota) Kept(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w, tracked := q.keys.m[key]
+	switch {
+	case tracked && w.suppressed > 0:
+		w.suppressed--
+		w.total--
+	case tracked || q.total == 0:
+		return
+	}
+	// Untracked: refused because DefaultMaxKeys windows were live, which
+	// only Allow's total counted. (A window that refused is not evicted
+	// before it admits again.)
+	q.total--
+}
