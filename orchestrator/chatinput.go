@@ -49,10 +49,60 @@ const (
 type inputBudget struct {
 	mbPerHour     int
 	perSec, burst float64
-	// mu guards tokens and last.
+	// mu guards the fields below.
 	mu     sync.Mutex
 	tokens float64
 	last   time.Time
+	// taken counts the bytes chats took since start; refused the chats
+	// refused, the last at lastRefused, which had to wait lastWait.
+	taken, refused int64
+	lastRefused    time.Time
+	lastWait       time.Duration
+}
+
+// ChatInputStatus is the node's budget of API clients' chat input
+// ([loop] chat_input_mb_per_hour and chat_input_burst_mb) in Status.
+type ChatInputStatus struct {
+	MBPerHour  int   `json:"mb_per_hour"`
+	BurstBytes int64 `json:"burst_bytes"`
+	// AvailableBytes is the input chats may bring now; a chat of more
+	// than 64 KiB must leave ReservedBytes of it to short ones.
+	AvailableBytes int64 `json:"available_bytes"`
+	ReservedBytes  int64 `json:"reserved_bytes"`
+	// TakenBytes is what chats took of it since the node started.
+	TakenBytes int64 `json:"taken_bytes"`
+	// Refused counts the chats refused for it since start (429); the
+	// last one at LastRefused, told to retry in LastRetryAfterS seconds.
+	Refused         int64     `json:"refused"`
+	LastRefused     time.Time `json:"last_refused,omitzero"`
+	LastRetryAfterS int64     `json:"last_retry_after_s,omitempty"`
+}
+
+// status is the budget at now; nil for no budget.
+func (b *inputBudget) status(now time.Time) *ChatInputStatus {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	s := &ChatInputStatus{MBPerHour: b.mbPerHour, BurstBytes: int64(b.burst), AvailableBytes: int64(b.tokens),
+		ReservedBytes: int64(b.burst / chatInputReserve), TakenBytes: b.taken, Refused: b.refused, LastRefused: b.lastRefused}
+	if b.refused > 0 {
+		s.LastRetryAfterS = int64(retryAfter(b.lastWait) / time.Second)
+	}
+	return s
+}
+
+// refill adds what the budget gained since it was last looked at, up to
+// burst; b.mu is held.
+func (b *inputBudget) refill(now time.Time) {
+	if !b.last.IsZero() && now.After(b.last) {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSec)
+	}
+	if b.last.IsZero() || now.After(b.last) {
+		b.last = now
+	}
 }
 
 // newInputBudget is the budget of [loop] chat_input_mb_per_hour and
@@ -93,16 +143,16 @@ func (b *inputBudget) takeChat(now time.Time, size, records int64) (time.Duratio
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.last.IsZero() && now.After(b.last) {
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSec)
-	}
-	if b.last.IsZero() || now.After(b.last) {
-		b.last = now
-	}
+	b.refill(now)
 	if b.tokens < need {
-		return time.Duration((need - b.tokens) / b.perSec * float64(time.Second)), false
+		wait := time.Duration((need - b.tokens) / b.perSec * float64(time.Second))
+		b.refused++
+		b.lastRefused, b.lastWait = now, wait
+		return wait, false
 	}
-	b.tokens -= min(float64(size), b.tokens)
+	took := min(float64(size), b.tokens)
+	b.tokens -= took
+	b.taken += int64(took)
 	return 0, true
 }
 
@@ -123,8 +173,11 @@ func (e *inputRateError) Error() string {
 func (e *inputRateError) Unwrap() error { return ErrTooManyChats }
 
 // RetryAfter is the wait before a retry, in whole seconds (at least 1).
-func (e *inputRateError) RetryAfter() time.Duration {
-	return time.Duration(max(1, math.Ceil(e.retryAfter.Seconds()))) * time.Second
+func (e *inputRateError) RetryAfter() time.Duration { return retryAfter(e.retryAfter) }
+
+// retryAfter is wait in whole seconds, rounded up, at least 1.
+func retryAfter(wait time.Duration) time.Duration {
+	return time.Duration(max(1, math.Ceil(wait.Seconds()))) * time.Second
 }
 
 // takeChatInput takes in's input of the node's budget, with what any chat
@@ -152,11 +205,26 @@ func chatCost(c *ChatClient) int64 {
 }
 
 // retryAfterSeconds is the Retry-After of a chat refused with err (429):
-// when its input has room again, else 1 s.
+// when its input has room again on the node that refused it (this one, or
+// the one owning its conversation in a cluster), else 1 s.
 func retryAfterSeconds(err error) string {
-	var re *inputRateError
-	if errors.As(err, &re) {
-		return strconv.Itoa(int(re.RetryAfter() / time.Second))
+	var ie *inputRateError
+	var re *RemoteChatError
+	switch {
+	case errors.As(err, &ie):
+		return strconv.Itoa(int(ie.RetryAfter() / time.Second))
+	case errors.As(err, &re) && re.RetryAfterS > 0:
+		return strconv.FormatInt(re.RetryAfterS, 10)
 	}
 	return "1"
+}
+
+// remoteRetryAfter is the RetryAfterS of a chat refused with err, to send
+// to the node that forwarded it: 0 unless its input had no room here.
+func remoteRetryAfter(err error) int64 {
+	var ie *inputRateError
+	if errors.As(err, &ie) {
+		return int64(ie.RetryAfter() / time.Second)
+	}
+	return 0
 }

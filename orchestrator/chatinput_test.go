@@ -269,3 +269,64 @@ func TestTinyChatsTakeTheBudget(t *testing.T) {
 		t.Fatalf("a chat of the node's own: %v", err)
 	}
 }
+
+// TestChatInputInStatus: an operator sees the chat input budget in
+// /v1/status and /metrics: what is left, what chats took, how many were
+// refused and the Retry-After the last refusal was told. Before, none of
+// it showed: clients were refused 429 and nothing said why.
+func TestChatInputInStatus(t *testing.T) {
+	const burstMB = minChatInputBurstMB
+	model := funcProvider(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "ok"}}, nil
+	})
+	_, base, token := startAPI(t, func(c *Config) {
+		c.Loop.ChatInputBurstMB, c.Loop.ChatInputMBPerHour = burstMB, 1
+	}, Options{Provider: model})
+	status := func() Status {
+		var s Status
+		decodeBody(t, send(t, http.MethodGet, base+"/v1/status", token, nil), &s)
+		return s
+	}
+	s := status()
+	if s.ChatInput == nil || s.ChatInput.BurstBytes != burstMB<<20 || s.ChatInput.AvailableBytes != s.ChatInput.BurstBytes ||
+		s.ChatInput.MBPerHour != 1 || s.ChatInput.Refused != 0 || s.ChatInput.TakenBytes != 0 {
+		t.Fatalf("a fresh node's chat input %+v, want the full burst of %d MiB", s.ChatInput, burstMB)
+	}
+	text := strings.Repeat("x", 1<<20-1024)
+	var admitted, refused int
+	var lastRetry string
+	for range burstMB + 2 {
+		resp := send(t, http.MethodPost, base+"/v1/chat", token, ChatRequest{Text: text})
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			admitted++
+		case http.StatusTooManyRequests:
+			refused++
+			lastRetry = resp.Header.Get("Retry-After")
+		default:
+			t.Fatalf("chat answered %d", resp.StatusCode)
+		}
+	}
+	if admitted == 0 || refused == 0 {
+		t.Fatalf("%d admitted, %d refused: want both", admitted, refused)
+	}
+	in := status().ChatInput
+	if in.Refused != int64(refused) || fmt.Sprint(in.LastRetryAfterS) != lastRetry || in.LastRefused.IsZero() {
+		t.Fatalf("status says %d refused, the last told %d s; the client saw %d refused, the last told %s", in.Refused, in.LastRetryAfterS, refused, lastRetry)
+	}
+	if in.TakenBytes < int64(admitted)*int64(len(text)) || in.AvailableBytes >= in.BurstBytes-in.TakenBytes+(64<<10) || in.ReservedBytes != in.BurstBytes/chatInputReserve {
+		t.Fatalf("status %+v after %d chats of %d bytes", in, admitted, len(text))
+	}
+	resp := send(t, http.MethodGet, base+"/metrics", token, nil)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		fmt.Sprintf("evoclaw_chat_input_refused_total{node=%q} %d\n", "orchestrator", refused),
+		"evoclaw_chat_input_available_bytes{", "evoclaw_chat_input_bytes_total{",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
+}

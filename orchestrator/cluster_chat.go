@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -293,18 +294,41 @@ func (g *conversationGrain) run(root *actor.RootContext, e *envelope) {
 		ans, err := g.n.Converse(ctx, in)
 		out := &envelope{Op: opAnswer, Req: e.Req}
 		if err != nil {
-			code, typ := chatErrorStatus(err)
-			out.Error = &RemoteChatError{Node: g.n.cfg.NodeID, Status: code, Type: typ, Message: err.Error(), NotStarted: refusedBeforeStart(err)}
-			if code := chatErrorCode(err); code != nil {
-				// a cause the client can test: its code, and its message alone
-				out.Error.Code, out.Error.Message = *code, chatErrorMessage(g.id, err)
-			}
+			out.Error = g.n.remoteChatError(g.id, err)
 		} else {
 			out.Answer = &fwdAnswer{ConversationID: ans.ConversationID, Text: ans.Text, Iterations: ans.Iterations,
 				ToolCalls: ans.ToolCalls, Usage: ans.Usage, Limit: ans.Limit, Calls: ans.Calls, FinishReason: ans.FinishReason}
 		}
 		root.Send(reply, out.message())
 	}()
+}
+
+// remoteChatError is how this node tells the node that forwarded a chat
+// of conversation conv why it failed here: its status and type, whether
+// it was refused before it started, and for a refusal of its input
+// ([loop] chat_input_mb_per_hour) the Retry-After this node would answer.
+func (n *Node) remoteChatError(conv string, err error) *RemoteChatError {
+	code, typ := chatErrorStatus(err)
+	re := &RemoteChatError{Node: n.cfg.NodeID, Status: code, Type: typ, Message: err.Error(), NotStarted: refusedBeforeStart(err),
+		RetryAfterS: remoteRetryAfter(err)}
+	if code := chatErrorCode(err); code != nil {
+		// a cause the client can test: its code, and its message alone
+		re.Code, re.Message = *code, chatErrorMessage(conv, err)
+	}
+	return re
+}
+
+// relayedChatError is the error of a chat of conversation conv that
+// failed on the node it was forwarded to, as re says. Its message names
+// the chat once: the owner's often does already.
+func relayedChatError(conv string, re *RemoteChatError) error {
+	if re.Type == ErrTypeNodeLost {
+		return fmt.Errorf("chat %s: %w (%s)", conv, ErrNodeLost, re.Node)
+	}
+	if strings.HasPrefix(re.Message, "chat "+conv+": ") {
+		return re
+	}
+	return fmt.Errorf("chat %s: %w", conv, re)
 }
 
 // clusterChat is the forwarding state of a clustered node.
@@ -416,10 +440,7 @@ func (n *Node) converseCluster(ctx context.Context, in ChatInput) (ans *actors.A
 				}
 			}
 			if e.Error != nil {
-				if e.Error.Type == ErrTypeNodeLost {
-					return nil, fmt.Errorf("chat %s: %w (%s)", in.ConversationID, ErrNodeLost, e.Error.Node), true
-				}
-				return nil, fmt.Errorf("chat %s: %w", in.ConversationID, e.Error), true
+				return nil, relayedChatError(in.ConversationID, e.Error), true
 			}
 			a := e.Answer
 			return &actors.Answer{ConversationID: a.ConversationID, Text: a.Text, Iterations: a.Iterations, ToolCalls: a.ToolCalls,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/testenv"
@@ -195,4 +196,58 @@ func TestSpawnBudgetCrossesNodes(t *testing.T) {
 			t.Fatalf("a spawned chat without a share runs with %d, want 0", got)
 		}
 	})
+}
+
+// TestRelayedInputRefusal: a chat refused by the node owning its
+// conversation because its input had no room there ([loop]
+// chat_input_mb_per_hour) reaches the client through the node that took
+// it with the owner's Retry-After, not the 1 s of a busy slot, and with a
+// message that names the chat once. Before, it said Retry-After: 1 while
+// its message said the input had room in minutes, and "chat c: chat c:".
+func TestRelayedInputRefusal(t *testing.T) {
+	now := time.Now()
+	owner := &Node{cfg: Config{NodeID: "b"}, chatInput: newInputBudget(1, minChatInputBurstMB), now: func() time.Time { return now }}
+	client := &ChatClient{Endpoint: "/v1/chat"}
+	var refusal error
+	for i := 0; refusal == nil; i++ {
+		if i > 2*minChatInputBurstMB {
+			t.Fatal("the owner's budget never refused a chat")
+		}
+		if err := owner.takeChatInput(ChatInput{ConversationID: "c", Text: strings.Repeat("x", 1<<20), Client: client}); err != nil {
+			refusal = notStarted{fmt.Errorf("chat c: %w", err)} // as Converse refuses it
+		}
+	}
+	ownWait := retryAfterSeconds(refusal)
+	if ownWait == "1" {
+		t.Fatalf("the owner's own Retry-After is %s: want the minutes the input needs", ownWait)
+	}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		retry string
+	}{
+		{"input refused", refusal, ownWait},
+		{"busy slot", notStarted{fmt.Errorf("chat c: %w", ErrTooManyChats)}, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(&envelope{Op: opAnswer, Req: "r", Error: owner.remoteChatError("c", tc.err)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := decodeEnvelope(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relayed := relayedChatError("c", e.Error)
+			if code, _ := chatErrorStatus(relayed); code != 429 || !refusedBeforeStart(relayed) {
+				t.Fatalf("relayed as %d (refused before start %v), want 429 before start", code, refusedBeforeStart(relayed))
+			}
+			if got := retryAfterSeconds(relayed); got != tc.retry {
+				t.Fatalf("relayed Retry-After %s, want the owner's %s", got, tc.retry)
+			}
+			if msg := relayed.Error(); strings.Count(msg, "chat c:") != 1 || !strings.HasSuffix(msg, "(on node b)") {
+				t.Fatalf("relayed message %q: want the chat named once and the owner named", msg)
+			}
+		})
+	}
 }

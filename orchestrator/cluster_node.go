@@ -87,6 +87,10 @@ type RemoteChatError struct {
 	// NotStarted: the chat was refused before it started
 	// (refusedBeforeStart).
 	NotStarted bool `json:",omitempty"`
+	// RetryAfterS is the Retry-After of a chat refused because its input
+	// had no room on that node ([loop] chat_input_mb_per_hour), in
+	// seconds; 0 for any other refusal.
+	RetryAfterS int64 `json:",omitempty"`
 }
 
 func (e *RemoteChatError) Error() string { return e.Message + " (on node " + e.Node + ")" }

@@ -18,6 +18,7 @@ type nodeCollector struct {
 	llmCalls, llmErrors, batches, savedMs, maxConc *prometheus.Desc
 	agents, coldLag, coldShipped, retentionDeleted *prometheus.Desc
 	progress                                       *prometheus.Desc
+	inputAvailable, inputTaken, inputRefused       *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -40,13 +41,17 @@ func newNodeCollector(n *Node) *nodeCollector {
 		retentionDeleted: d("audit_retention_deleted_records_total", "Audit records deleted from warm by retention since start."),
 		progress: d("progress_reports_total", "Progress reports (streamed tool output) received from agents, by what became of them: "+
 			"routed to a waiting tool call, or dropped as unknown_request, invalid or rate_limited.", "outcome"),
+		inputAvailable: d("chat_input_available_bytes", "Input API clients' chats may bring the node now ([loop] chat_input_mb_per_hour, with its burst)."),
+		inputTaken:     d("chat_input_bytes_total", "Input API clients' chats brought the node, as the chat input budget counts it."),
+		inputRefused:   d("chat_input_refused_total", "Chats refused (429) because their input did not fit the chat input budget."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.toolCalls, c.toolErrors, c.toolTimeouts, c.toolMs, c.llmCalls, c.llmErrors,
-		c.batches, c.savedMs, c.maxConc, c.agents, c.coldLag, c.coldShipped, c.retentionDeleted, c.progress} {
+		c.batches, c.savedMs, c.maxConc, c.agents, c.coldLag, c.coldShipped, c.retentionDeleted, c.progress,
+		c.inputAvailable, c.inputTaken, c.inputRefused} {
 		ch <- d
 	}
 }
@@ -80,6 +85,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for outcome, v := range map[string]int64{"routed": ps.Routed.Load(), "unknown_request": ps.Unknown.Load(),
 		"invalid": ps.Invalid.Load(), "rate_limited": ps.RateLimited.Load()} {
 		ch <- prometheus.MustNewConstMetric(c.progress, prometheus.CounterValue, float64(v), outcome)
+	}
+	if in := c.n.chatInput.status(c.n.now()); in != nil {
+		ch <- prometheus.MustNewConstMetric(c.inputAvailable, prometheus.GaugeValue, float64(in.AvailableBytes))
+		ch <- prometheus.MustNewConstMetric(c.inputTaken, prometheus.CounterValue, float64(in.TakenBytes))
+		ch <- prometheus.MustNewConstMetric(c.inputRefused, prometheus.CounterValue, float64(in.Refused))
 	}
 	st := c.n.AuditStatus()
 	ch <- prometheus.MustNewConstMetric(c.retentionDeleted, prometheus.CounterValue, float64(st.Retention.TotalDeleted))

@@ -34,6 +34,9 @@ type Status struct {
 	Groups []GroupStatus `json:"groups"`
 	// Cluster is the membership this node sees; absent on a node alone.
 	Cluster *cluster.Status `json:"cluster,omitempty"`
+	// ChatInput is the budget of API clients' chat input; absent when
+	// [loop] chat_input_mb_per_hour is negative (no bound).
+	ChatInput *ChatInputStatus `json:"chat_input,omitempty"`
 }
 
 // AgentStatus is one edge agent in Status.
@@ -119,7 +122,7 @@ type MQTTStatus struct {
 func (n *Node) Status() Status {
 	m := n.Metrics()
 	s := Status{NodeID: n.cfg.NodeID, Broker: n.BrokerURL(), Agents: []AgentStatus{}, Metrics: m, Audit: n.AuditStatus(),
-		NodeTools: []ToolStatus{}, Ready: n.Ready(), Groups: n.groupStatus()}
+		NodeTools: []ToolStatus{}, Ready: n.Ready(), Groups: n.groupStatus(), ChatInput: n.chatInput.status(n.now())}
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
 		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a), Node: n.agentHolder(a.ID),

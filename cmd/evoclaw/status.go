@@ -125,6 +125,10 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 		}
 	}
 
+	if in := d.ChatInput; in != nil {
+		fmt.Fprintln(w, "\n"+chatInputLine(in, now))
+	}
+
 	fmt.Fprintln(w, "\naudit")
 	if d.sent["audit_write"] {
 		line := "  writes\tok"
@@ -225,4 +229,16 @@ func printCluster(w io.Writer, d *statusDoc) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", termLine(m.Node, 64), termLine(m.Address, 80), termLine(m.ID, 120), self)
 	}
 	tw.Flush()
+}
+
+// chatInputLine says how much input API clients' chats may still bring
+// the node and how many were refused for want of it.
+func chatInputLine(in *orchestrator.ChatInputStatus, now time.Time) string {
+	mib := func(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+	line := fmt.Sprintf("chat input: %s of %s MiB free now (%d MiB an hour); ", mib(in.AvailableBytes), mib(in.BurstBytes), in.MBPerHour)
+	if in.Refused == 0 {
+		return line + "no chat refused"
+	}
+	return line + fmt.Sprintf("%d chats REFUSED (429), the last %s, told to retry in %s", in.Refused, ago(in.LastRefused, now),
+		short(time.Duration(in.LastRetryAfterS)*time.Second))
 }

@@ -80,7 +80,7 @@ func TestStatusOfAnOlderNode(t *testing.T) {
 		!strings.Contains(out, "cold  off") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	for _, absent := range []string{"ready", "READY", "llm:", "broker clients", "mqtt"} {
+	for _, absent := range []string{"ready", "READY", "llm:", "broker clients", "mqtt", "chat input"} {
 		if strings.Contains(out, absent) {
 			t.Fatalf("shows %q the node did not send:\n%s", absent, out)
 		}
@@ -182,5 +182,40 @@ func TestLLMLineNotAnswering(t *testing.T) {
 		if got := llmLine(tc.link, now); got != tc.want {
 			t.Errorf("llmLine = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// The chat input budget shows what is left of it and, once clients were
+// refused for it, how many, when last and the wait they were told.
+func TestStatusChatInput(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		in   orchestrator.ChatInputStatus
+		want string
+	}{
+		{"none refused", orchestrator.ChatInputStatus{MBPerHour: 128, BurstBytes: 32 << 20, AvailableBytes: 31 << 20},
+			`\nchat input: 31\.0 of 32\.0 MiB free now \(128 MiB an hour\); no chat refused\n`},
+		{"refused", orchestrator.ChatInputStatus{MBPerHour: 1, BurstBytes: 8 << 20, AvailableBytes: 3 << 19, Refused: 4,
+			LastRefused: now.Add(-7 * time.Second), LastRetryAfterS: 7211},
+			`\nchat input: 1\.5 of 8\.0 MiB free now \(1 MiB an hour\); 4 chats REFUSED \(429\), the last [78]s ago, told to retry in 2h\n`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeNode(t)
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["chat_input"] = tc.in
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.status = string(b)
+			code, out, errOut := runArgs("status", "--data-dir", f.dir)
+			if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
+				t.Fatalf("exit %d, want %s in:\n%s%s", code, tc.want, out, errOut)
+			}
+		})
 	}
 }
