@@ -456,6 +456,10 @@ func (n *Node) logChatFailure(convID string, code int, err error) {
 		// the node said so at start (a warning), and the client is told
 		// at length: one short line per chat
 		n.log.Info("chat refused: no language model configured ([llm], docs/LLM.md)", "conversation", conv, "status", code)
+	case code == http.StatusServiceUnavailable && errors.Is(err, ErrNotReady) && refusedBeforeStart(err) && n.notReadyLog != nil:
+		if suppressed, ok := n.notReadyLog.Allow(n.now()); ok {
+			n.log.Warn("chat failed", "conversation", conv, "status", code, "err", msg, "suppressed", suppressed)
+		}
 	case code >= 500:
 		n.log.Warn("chat failed", "conversation", conv, "status", code, "err", msg)
 	case code == http.StatusTooManyRequests && n.busyLog != nil:
@@ -470,7 +474,12 @@ func (n *Node) logChatFailure(convID string, code int, err error) {
 // At most busyLogBurst chats refused busy (429) are logged per
 // busyLogWindow; the next line logged counts the others ("suppressed").
 // A client that retried at once, in a loop, was refused 2,000 times a
-// second, and each refusal logged a line.
+// second, and each refusal logged a line. The same bound, in a window of
+// its own, holds for chats refused before they start because the node is
+// not ready (503, ErrNotReady: the audit trail cannot write, or no node of
+// the cluster can take the conversation): on a full disk, 3,000 such
+// refusals in 0.3 s logged 3,000 lines (700 KB), to a journal that is
+// often on the same card.
 const (
 	busyLogBurst  = 20
 	busyLogWindow = 10 * time.Second

@@ -106,6 +106,9 @@ type Node struct {
 	// refusing is cheap, so a client retrying in a loop is refused
 	// thousands of times a second (logChatFailure).
 	busyLog *rate.Window
+	// notReadyLog bounds the lines logged for chats refused before they
+	// start because the node is not ready (a full disk; logChatFailure).
+	notReadyLog *rate.Window
 	// provider answers the loop's completions; readiness and status read
 	// its links' health when it has any.
 	provider llm.Provider
@@ -191,6 +194,7 @@ func Start(ctx context.Context, cfg Config, o Options) (_ *Node, err error) {
 	n := &Node{cfg: cfg, log: log, in: newInbound(cfg.Inbound, log), diskFree: o.diskFree, keepAlive: o.keepAlive, now: o.now, httpLimits: o.httpLimits, started: time.Now(),
 		progressLim: rate.NewKeyed(ProgressReportsPerSecond, ProgressReportsBurst, progressMaxAgents),
 		busyLog:     rate.NewWindow(busyLogBurst, busyLogWindow),
+		notReadyLog: rate.NewWindow(busyLogBurst, busyLogWindow),
 		chatSlots:   make(chan struct{}, cfg.Loop.MaxRunningChats), chatBytes: semaphore.NewWeighted(MaxRunningChatBytes),
 		chatInput:  newInputBudget(cfg.Loop.ChatInputMBPerHour, cfg.Loop.ChatInputBurstMB),
 		auditQuery: o.AuditQuery, auditSlots: make(chan struct{}, MaxAuditSQLRunning), messagesSlots: make(chan struct{}, MessagesReading)}

@@ -10,6 +10,7 @@ import (
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/scripted"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // Readiness thresholds.
@@ -67,15 +68,28 @@ func (n *Node) Ready() Readiness {
 }
 
 func (n *Node) auditCheck() ReadyCheck {
-	c := ReadyCheck{Name: CheckAudit, OK: true}
-	if h := n.store.WriteHealth(); h.Failing() {
-		c.OK, c.Reason = false, fmt.Sprintf("last audit write failed at %s: %s", h.LastFailure.UTC().Format(time.RFC3339), h.LastError)
-		return c
+	free, ferr := n.diskFree(n.cfg.DataDir)
+	ok, reason := auditReady(n.store.WriteHealth(), free, ferr, n.now())
+	return ReadyCheck{Name: CheckAudit, OK: ok, Reason: reason}
+}
+
+// auditReady is the audit check from what the writer last saw (h) and the
+// data directory's free bytes (free, or ferr when statfs failed) at now.
+// A failed write keeps the node not ready until a write succeeds, except
+// one that failed for a full disk: once auditRetryAfter has passed, as
+// for the chat gate, and the disk has room again, the cause is gone and
+// the check passes without a write. Without that, an idle node stays not ready
+// however much space returns, until a chat comes: behind a load balancer
+// that sends chats only to ready nodes, none comes.
+func auditReady(h sqlite.WriteHealth, free uint64, ferr error, now time.Time) (bool, string) {
+	room := ferr == nil && free >= MinAuditFreeBytes
+	if h.Failing() && !(h.DiskFull && room && now.Sub(h.LastFailure) >= auditRetryAfter) {
+		return false, fmt.Sprintf("last audit write failed at %s: %s", h.LastFailure.UTC().Format(time.RFC3339), h.LastError)
 	}
-	if free, err := n.diskFree(n.cfg.DataDir); err == nil && free < MinAuditFreeBytes {
-		c.OK, c.Reason = false, fmt.Sprintf("disk nearly full: %d bytes free for the audit trail, need %d", free, MinAuditFreeBytes)
+	if ferr == nil && !room {
+		return false, fmt.Sprintf("disk nearly full: %d bytes free for the audit trail, need %d", free, MinAuditFreeBytes)
 	}
-	return c
+	return true, ""
 }
 
 func (n *Node) brokerCheck() ReadyCheck {

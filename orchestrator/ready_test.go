@@ -17,6 +17,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/testenv"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 func readyz(t *testing.T, base string) (int, Readiness) {
@@ -82,7 +83,8 @@ func TestReadyzLLMCooling(t *testing.T) {
 
 // TestReadyzDiskFull runs a node on a small tmpfs and fills it: readyz
 // says so without writing, chats are refused fast, and once space returns
-// a chat goes through and the node is ready again.
+// the node is ready again at once (no chat needed) and a chat goes
+// through.
 func TestReadyzDiskFull(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts a tmpfs")
@@ -147,6 +149,12 @@ func TestReadyzDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	skew.Store(int64(auditRetryAfter + time.Second)) // the refusal window passed
+	// Space is back: the node is ready again without a chat (or any
+	// write) to prove it; it stayed 503 until one came.
+	pretend.Store(false)
+	if code, r := readyz(t, base); code != 200 {
+		t.Fatalf("space returned, no chat yet: %d %+v", code, r)
+	}
 	resp = send(t, "POST", base+"/v1/chat", token, ChatRequest{Text: "bob"})
 	var c ChatResponse
 	decodeBody(t, resp, &c)
@@ -158,6 +166,47 @@ func TestReadyzDiskFull(t *testing.T) {
 	}
 	if st := node.Status(); st.AuditWrite.Failing || st.AuditWrite.LastFailure.IsZero() || st.AuditWrite.FreeBytes <= 0 {
 		t.Fatalf("status audit_write %+v", st.AuditWrite)
+	}
+}
+
+// TestAuditReady: the audit check from the writer's last outcome and the
+// free space. A write that failed for a full disk stops counting once the
+// chat gate's pause has passed and the disk has room again; any other
+// failure counts until a write succeeds.
+func TestAuditReady(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ok := now.Add(-time.Hour)
+	full := sqlite.WriteHealth{LastOK: ok, LastFailure: now.Add(-auditRetryAfter - time.Second), LastError: "audit database disk is full", DiskFull: true}
+	fresh := full
+	fresh.LastFailure = now.Add(-auditRetryAfter / 2)
+	ioerr := full
+	ioerr.DiskFull, ioerr.LastError = false, "disk I/O error"
+	room, low := uint64(MinAuditFreeBytes), uint64(MinAuditFreeBytes-1)
+	statfsErr := errors.New("statfs: no such file")
+	for _, tc := range []struct {
+		name   string
+		h      sqlite.WriteHealth
+		free   uint64
+		ferr   error
+		ok     bool
+		reason string
+	}{
+		{"healthy", sqlite.WriteHealth{LastOK: ok}, room, nil, true, ""},
+		{"healthy, disk low", sqlite.WriteHealth{LastOK: ok}, low, nil, false, "disk nearly full"},
+		{"healthy, statfs failed", sqlite.WriteHealth{LastOK: ok}, 0, statfsErr, true, ""},
+		{"disk full, room again", full, room, nil, true, ""},
+		{"disk full, still low", full, low, nil, false, "last audit write failed"},
+		{"disk full, statfs failed", full, 0, statfsErr, false, "last audit write failed"},
+		{"disk full, within the pause", fresh, room, nil, false, "last audit write failed"},
+		{"I/O error, room", ioerr, room, nil, false, "disk I/O error"},
+		{"disk full, then a good write", sqlite.WriteHealth{LastOK: now, LastFailure: full.LastFailure, DiskFull: true}, room, nil, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gotOK, reason := auditReady(tc.h, tc.free, tc.ferr, now)
+			if gotOK != tc.ok || !strings.Contains(reason, tc.reason) || (tc.ok && reason != "") {
+				t.Fatalf("auditReady = %v %q, want %v with %q", gotOK, reason, tc.ok, tc.reason)
+			}
+		})
 	}
 }
 
