@@ -58,7 +58,13 @@ const (
 func (a *Agent) begin(ctx context.Context, requestID string, run persistence.Run) int {
 	k, err := a.store.BeginKept(ctx, requestID, run)
 	if err != nil {
+		// Not run: a run the audit trail cannot record must not happen.
+		// The agent's own log says so too (the node only hears it in the
+		// answer), within cmdLog's bound: on a full disk every command
+		// comes here.
 		a.failed.Add(1)
+		a.cmdLog.Error("refusing command: the audit trail cannot record its run", "request_id", requestID,
+			"tool", run.Tool, "data_dir", a.cfg.DataDir, "err", err)
 		a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
 		return beginAnswered
 	}
