@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,7 +73,7 @@ func TestFreshSchemaIsTheMigratedOne(t *testing.T) {
 	}
 
 	fresh := open("fresh.db")
-	if err := migrate(ctx, fresh, key); err != nil {
+	if err := migrate(ctx, fresh, key, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stepped.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ func createByScript(t testing.TB, path string, key auditchain.Key) string {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, key); err != nil {
+	if err := migrate(ctx, db, key, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	id, err := readChainID(ctx, db)

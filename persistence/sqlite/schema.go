@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 
 	"github.com/evoclaw/evoclaw/persistence/auditchain"
 )
@@ -200,7 +201,8 @@ var SchemaVersion = len(migrations)
 // milliseconds of start-up apiece). The version is read inside the
 // transaction (which holds the write lock, see _txlock in writerDSN), so
 // two processes opening a fresh file cannot both apply the same steps.
-func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
+// An upgrade of an existing database is logged to log (upgradenotice.go).
+func migrate(ctx context.Context, db *sql.DB, key auditchain.Key, log *slog.Logger) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)
@@ -218,6 +220,7 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 		return nil
 	}
 	fresh := false
+	var notice *upgradeNotice
 	if version == 0 {
 		var objects int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&objects); err != nil {
@@ -238,6 +241,8 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 		}
 		err = createFresh(ctx, tx, key)
 	} else {
+		notice = startUpgradeNotice(log, version, len(migrations))
+		defer notice.stop()
 		err = migrateSteps(ctx, tx, version, key)
 	}
 	if err != nil {
@@ -249,6 +254,9 @@ func migrate(ctx context.Context, db *sql.DB, key auditchain.Key) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit schema version %d: %w", len(migrations), err)
+	}
+	if notice != nil {
+		notice.done()
 	}
 	if fresh {
 		if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = %d", -writerCacheKiB)); err != nil {

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -218,7 +219,7 @@ func checkSealOnOpen(ctx context.Context, q queryer, key auditchain.Key, chainID
 // schema, and returns the chain id and the head to continue from, which
 // must be the sealed one. keyPredates is set when the database is new
 // but its key file was already there.
-func openChain(ctx context.Context, db *sql.DB, path, keyFile string, keyPredates *bool) (auditchain.Key, string, chainState, error) {
+func openChain(ctx context.Context, db *sql.DB, path, keyFile string, keyPredates *bool, log *slog.Logger) (auditchain.Key, string, chainState, error) {
 	if keyFile == "" {
 		keyFile = DefaultKeyFile(path)
 	}
@@ -227,7 +228,7 @@ func openChain(ctx context.Context, db *sql.DB, path, keyFile string, keyPredate
 		return auditchain.Key{}, "", chainState{}, fmt.Errorf("read schema version: %w", err)
 	}
 	if version > len(migrations) {
-		return auditchain.Key{}, "", chainState{}, migrate(ctx, db, auditchain.Key{}) // refuses it
+		return auditchain.Key{}, "", chainState{}, migrate(ctx, db, auditchain.Key{}, log) // refuses it
 	}
 	// A sealed database needs its own key; only a database about to be
 	// sealed (new, or older than v5) may get a new one.
@@ -239,7 +240,7 @@ func openChain(ctx context.Context, db *sql.DB, path, keyFile string, keyPredate
 	if err != nil {
 		return key, "", chainState{}, err
 	}
-	if err := migrate(ctx, db, key); err != nil {
+	if err := migrate(ctx, db, key, log); err != nil {
 		return key, "", chainState{}, err
 	}
 	chainID, err := readChainID(ctx, db)

@@ -272,7 +272,8 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
 	}
-	key, chainID, chain, err := openChain(context.Background(), db, path, opts.KeyFile, &keyPredates)
+	key, chainID, chain, err := openChain(context.Background(), db, path, opts.KeyFile, &keyPredates,
+		opts.Logger.With(logKeyComponent, "audit-sqlite", logKeyPath, path))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open audit store %s: %w", path, err)
