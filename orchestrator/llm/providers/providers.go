@@ -126,7 +126,7 @@ func NewWith(cfg llm.Config, logger *slog.Logger, o Options) (llm.Provider, erro
 			}
 			tuners = append(tuners, t)
 			link := resilient.Link{Provider: t.provider, Model: model, Timeout: e.Timeout.Duration, LoadTimeout: e.LoadTimeout.Duration,
-				Retries: *e.Retries, Limiter: limiters[k], OnWarm: func() { t.reprobe(chain) }}
+				Retries: *e.Retries, Limiter: limiters[k], OnWarm: func() { t.reprobe(chain) }, OnUnreachable: func() { t.lost(chain) }}
 			if llm.IsLocalURL(e.BaseURL) {
 				link.ColdAfter = LocalColdAfter
 			}

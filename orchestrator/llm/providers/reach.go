@@ -24,8 +24,9 @@ import (
 // before a call fails; a probe = "on" of a hosted API still runs once, as
 // before, and marks nothing (at boot the network may not be up yet).
 const (
-	logNext = "next"
-	logHost = "host"
+	logNext  = "next"
+	logHost  = "host"
+	logCause = "cause"
 	// DefaultReprobe is the first wait before checking again; each further
 	// miss doubles it up to ReprobeMax.
 	DefaultReprobe = 5 * time.Second
@@ -37,9 +38,10 @@ const (
 type check func(ctx context.Context, miss int) (cause string, down bool)
 
 // recheck runs c until the server answers, backing off between misses,
-// and reports each miss and the answer on the chain's link. One recheck
-// runs per model at a time; reprobe wakes it.
-func (t *tuner) recheck(chain *resilient.Chain, c check) func(ctx context.Context) {
+// and reports each miss and the answer on the chain's link (reaches: c
+// asks the server itself, whose answer also ends a cool-down its absence
+// caused). One recheck runs per model at a time; reprobe wakes it.
+func (t *tuner) recheck(chain *resilient.Chain, c check, reaches bool) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		if t.watching.Swap(true) {
 			select {
@@ -55,7 +57,11 @@ func (t *tuner) recheck(chain *resilient.Chain, c check) func(ctx context.Contex
 			if ctx.Err() != nil {
 				return
 			}
-			if !down {
+			switch {
+			case !down && reaches:
+				chain.Reached(t.link)
+				return
+			case !down:
 				chain.Answering(t.link)
 				return
 			}
@@ -71,6 +77,35 @@ func (t *tuner) recheck(chain *resilient.Chain, c check) func(ctx context.Contex
 			}
 			wait = min(2*wait, ReprobeMax)
 		}
+	}
+}
+
+// lost checks the server again in the background after a call found
+// nobody answering there (resilient.Link.OnUnreachable), as at start and
+// until it answers: a local server by its probe, a hosted API by its host
+// name's look-up alone (no request just for status). One that is already
+// being checked is left to that check.
+func (t *tuner) lost(chain *resilient.Chain) {
+	if chain == nil || t.watching.Load() {
+		return
+	}
+	switch host := hostName(t.e.BaseURL, t.client); {
+	case t.watched():
+		chain.Go(t.recheck(chain, t.afterLoss(t.probeCheck), true))
+	case host != "":
+		chain.Go(t.recheck(chain, t.afterLoss(t.nameCheck(host)), false))
+	}
+}
+
+// afterLoss is c for a server that failed a call: its first miss is
+// logged as the server going away, not as a wrong base URL.
+func (t *tuner) afterLoss(c check) check {
+	return func(ctx context.Context, miss int) (string, bool) {
+		cause, down := c(ctx, miss+1)
+		if down && miss == 0 {
+			t.log.Warn("llm server stopped answering; checking it again in the background", logBaseURL, t.e.BaseURL, logCause, cause)
+		}
+		return cause, down
 	}
 }
 

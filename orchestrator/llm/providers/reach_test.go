@@ -213,3 +213,113 @@ func TestNotAnsweringCauses(t *testing.T) {
 		t.Fatal("nil error is down")
 	}
 }
+
+// modelServer serves /v1/models and /v1/chat/completions on ln.
+func modelServer(ln net.Listener) *httptest.Server {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model"}]}`))
+		case "/v1/chat/completions":
+			w.Write([]byte(`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	return srv
+}
+
+// A local model server that answered at start and then went away is
+// checked again in the background once a call finds nobody there: the
+// link is not_answering, as for a server down at start, and is back by
+// itself when the server answers a check, its cool-down (caused by nobody
+// answering) over. Before, only the calls' failures showed (failing, then
+// cooling for the whole cool-down), and nothing checked it again.
+func TestServerThatDiesIsCheckedAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv := modelServer(ln)
+	var logs testenv.Buffer
+	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nprobe_timeout = \"500ms\"\nretries = 0\nfailure_threshold = 1\ncooldown = \"1h\"\n")
+	cfg.BaseURL = "http://" + addr + "/v1"
+	p, err := NewWith(cfg, logs.Logger(slog.LevelInfo), Options{Getenv: env(nil), Reprobe: 40 * time.Millisecond})
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	defer p.(*resilient.Chain).Close()
+	testenv.Eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "llm capabilities") }, "the probe at start")
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}}
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Close()
+	if _, err := p.Complete(context.Background(), req); llm.KindOf(err) != llm.KindNetwork {
+		t.Fatalf("call to a server gone: %v, want a network error", err)
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return link0(p).NotAnswering == "connection refused" }, "the server gone reported")
+	if h := link0(p); h.CoolingUntil.IsZero() {
+		t.Fatalf("link %+v: want it cooling after failure_threshold failures", h)
+	}
+
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s taken meanwhile: %v", addr, err)
+	}
+	srv = modelServer(ln)
+	defer srv.Close()
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		h := link0(p)
+		return h.NotAnsweringSince.IsZero() && h.CoolingUntil.IsZero()
+	}, "the server back reported without a call")
+	out := logs.String()
+	if strings.Count(out, "llm server stopped answering") != 1 || strings.Contains(out, "capability probe got no answer") ||
+		!strings.Contains(out, "llm server answers") {
+		t.Fatalf("log:\n%s", out)
+	}
+}
+
+// A hosted API whose calls find nobody answering gets no request just for
+// status: its host name is looked up again, and nothing else.
+func TestHostedServerGoneOnlyLookedUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String() // where the "hosted API" is not answering
+	ln.Close()
+	var dials, lookups atomic.Int64
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, closed)
+	}}}
+	lookup := func(ctx context.Context, host string) ([]string, error) {
+		lookups.Add(1)
+		return []string{"203.0.113.7"}, nil
+	}
+	cfg := config(t, "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nretries = 0\n")
+	cfg.BaseURL = "https://api.example.test/v1"
+	p, err := NewWith(cfg, nil, Options{Getenv: env(map[string]string{"OPENAI_API_KEY": "k"}), Reprobe: 20 * time.Millisecond, Lookup: lookup, Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.(*resilient.Chain).Close()
+	testenv.Eventually(t, 5*time.Second, func() bool { return lookups.Load() == 1 }, "the look-up at start")
+	_, err = p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}})
+	if llm.KindOf(err) != llm.KindNetwork {
+		t.Fatalf("call: %v, want a network error", err)
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return lookups.Load() == 2 }, "the look-up after the failed call")
+	p.(*resilient.Chain).Close()
+	if h := link0(p); dials.Load() != 1 || lookups.Load() != 2 || h.NotAnswering != "" {
+		t.Fatalf("%d connections (want the call's 1), %d look-ups (want 2), link %+v", dials.Load(), lookups.Load(), h)
+	}
+}

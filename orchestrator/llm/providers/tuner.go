@@ -102,7 +102,7 @@ func (t *tuner) apply(caps *probe.Capabilities) {
 func (t *tuner) start(chain *resilient.Chain) {
 	t.reprobe(chain)
 	if host := hostName(t.e.BaseURL, t.client); host != "" && !t.watched() {
-		chain.Go(t.recheck(chain, t.nameCheck(host)))
+		chain.Go(t.recheck(chain, t.nameCheck(host), false))
 	}
 	if t.warmup {
 		chain.Go(func(ctx context.Context) {
@@ -120,7 +120,7 @@ func (t *tuner) reprobe(chain *resilient.Chain) {
 	switch {
 	case chain == nil || !t.e.Probes():
 	case t.watched():
-		chain.Go(t.recheck(chain, t.probeCheck))
+		chain.Go(t.recheck(chain, t.probeCheck, true))
 	default:
 		chain.Go(func(ctx context.Context) { t.probeCheck(ctx, 0) })
 	}

@@ -71,6 +71,9 @@ func (c *Chain) warmth(l *link, err error) {
 			if o.warm.Swap(false) {
 				c.o.Logger.Info("llm server unreachable; next call allows for a model load", logProvider, o.Provider.Name(), logModel, o.Model, logTimeout, max(o.LoadTimeout, o.Timeout))
 			}
+			if o.OnUnreachable != nil {
+				o.OnUnreachable()
+			}
 		}
 	}
 }

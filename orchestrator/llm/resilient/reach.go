@@ -1,6 +1,10 @@
 package resilient
 
-import "time"
+import (
+	"time"
+
+	"github.com/evoclaw/evoclaw/orchestrator/llm"
+)
 
 // Reachability. Whoever built the chain may check a link's server in the
 // background (providers: the capability probe of a local model server, the
@@ -31,6 +35,24 @@ func (c *Chain) NotAnswering(i int, cause string) {
 func (c *Chain) Answering(i int) {
 	if i >= 0 && i < len(c.links) {
 		c.links[i].answered()
+	}
+}
+
+// Reached is Answering for a check that got an answer from the server
+// itself (an HTTP answer of any kind, not a name look-up): a link cooling
+// down because nobody answered there (its last failure a network one) is
+// tried again at once, the cause being gone.
+func (c *Chain) Reached(i int) {
+	if i < 0 || i >= len(c.links) {
+		return
+	}
+	l := c.links[i]
+	l.answered()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastKind == llm.KindNetwork && c.o.Now().Before(l.coolUntil) {
+		l.coolUntil = time.Time{}
+		c.o.Logger.Info("llm server answers again; its link is tried again before its cool-down ends", logProvider, l.Provider.Name(), logModel, l.Model)
 	}
 }
 

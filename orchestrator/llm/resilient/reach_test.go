@@ -2,6 +2,7 @@ package resilient
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,5 +69,80 @@ func TestNotAnsweringClearedByAnAnswer(t *testing.T) {
 	c.Answering(0)
 	if h := c.Health()[0]; !h.NotAnsweringSince.IsZero() {
 		t.Fatalf("after Answering: %+v", h)
+	}
+}
+
+// A check that reached the server ends a cool-down that nobody answering
+// there caused, and only that one: a name look-up (Answering) ends none,
+// nor does an answer after failures the server itself gave.
+func TestReachedEndsANetworkCooldown(t *testing.T) {
+	netErr := &llm.Error{Kind: llm.KindNetwork, Provider: "p", Message: "connection refused"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		reached bool // Reached, else Answering
+		cooling bool // after it
+	}{
+		{"reached after network failures", netErr, true, false},
+		{"looked up after network failures", netErr, false, true},
+		{"reached after server errors", httpErr(500, 0), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			o := opts(clk)
+			o.FailureThreshold, o.Cooldown = 1, time.Hour
+			c, err := New([]Link{{Provider: answers("p", tc.err, tc.err, tc.err), Model: "m"}}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Complete(context.Background(), llm.Request{})
+			if c.Health()[0].CoolingUntil.IsZero() {
+				t.Fatalf("not cooling after a failed call: %+v", c.Health()[0])
+			}
+			if tc.reached {
+				c.Reached(0)
+			} else {
+				c.Answering(0)
+			}
+			if h := c.Health()[0]; h.CoolingUntil.IsZero() == tc.cooling {
+				t.Fatalf("after the check: %+v, want cooling %v", h, tc.cooling)
+			}
+		})
+	}
+}
+
+// OnUnreachable is told when a call finds nobody answering at the link's
+// server, for every link of that server (same Limiter), and not for an
+// answer, a timeout or a link of another server.
+func TestOnUnreachable(t *testing.T) {
+	netErr := &llm.Error{Kind: llm.KindNetwork, Provider: "p", Message: "connection refused"}
+	timeout := &llm.Error{Kind: llm.KindTimeout, Provider: "p", Message: "slow"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want [3]int // calls of each link's OnUnreachable
+	}{
+		{"network", netErr, [3]int{1, 1, 0}},
+		{"server error", httpErr(500, 0), [3]int{}},
+		{"timeout", timeout, [3]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [3]int
+			server := NewLimiter(1, 0)
+			links := make([]Link, 3)
+			for i := range links {
+				links[i] = Link{Provider: answers("p", tc.err), Model: fmt.Sprint("m", i), OnUnreachable: func() { got[i]++ }}
+			}
+			links[0].Limiter, links[1].Limiter = server, server               // links 0 and 1 share a server
+			links[1].Provider, links[2].Provider = answers("p"), answers("q") // the fallback answers
+			c, err := New(links, opts(newClock()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Complete(context.Background(), llm.Request{})
+			if got != tc.want {
+				t.Fatalf("OnUnreachable calls %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -98,6 +98,13 @@ type Link struct {
 	// that went cold because its server failed answers again (a reconnect);
 	// it must return quickly.
 	OnWarm func()
+	// OnUnreachable, when set, is called from the calling goroutine when
+	// an attempt on the link, or on another link of its server (same
+	// Limiter), found nobody answering there (a network failure: the
+	// server went away), so that whoever built the chain checks the
+	// server in the background and reports it (reach.go); it must return
+	// quickly.
+	OnUnreachable func()
 }
 
 // Options tune a Chain. The zero value is ready for use.
