@@ -71,6 +71,8 @@ type Client struct {
 
 	// randN returns a uniform random number in [0, n); tests replace it.
 	randN func(n int64) int64
+	// pacer decides the waits between connection attempts (backoff.go).
+	pacer *pacer
 }
 
 // subscription is what Subscribe recorded for one topic filter.
@@ -98,6 +100,8 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		subs:     make(map[string]*subscription),
 		randN:    rand.Int64N,
 	}
+	c.pacer = &pacer{jitter: o.ReconnectJitter, max: o.MaxReconnectInterval, now: time.Now, outage: time.Now(),
+		randN: func(n int64) int64 { return c.randN(n) }}
 	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
 	c.connLog = newConnLog(c.log, time.Now)
 	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
@@ -127,18 +131,23 @@ func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
 		SetWriteTimeout(o.ConnectTimeout).
 		SetCustomOpenConnectionFn(c.open). // limit.go: bounds what paho reads
 		SetAutoReconnect(true).
-		SetMaxReconnectInterval(o.MaxReconnectInterval).
-		SetConnectRetry(false). // Connect retries itself, honouring ctx
-		SetResumeSubs(false).   // onConnect restores subscriptions
+		SetMaxReconnectInterval(reconnectPahoWait). // the pacer waits instead
+		SetConnectRetry(false).                     // Connect retries itself, honouring ctx
+		SetResumeSubs(false).                       // onConnect restores subscriptions
 		SetOrderMatters(true).
 		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			c.pacer.lost()
 			c.connLog.lostConnection(err)
 		}).
+		SetConnectionNotificationHandler(func(_ paho.Client, n paho.ConnectionNotification) {
+			if f, ok := n.(paho.ConnectionNotificationFailed); ok && refusal(f.Reason) {
+				c.pacer.refused()
+			}
+		}).
 		SetReconnectingHandler(func(paho.Client, *paho.ClientOptions) {
-			// paho backs off (1 s doubling to MaxReconnectInterval) but
-			// without jitter; add it here, on paho's reconnect goroutine.
-			d := c.jitter(c.opts.ReconnectJitter)
+			// Runs on paho's reconnect goroutine before each attempt.
+			d := c.pacer.next()
 			c.log.Debug("mqtt reconnect attempt", logKeyRetryIn, d)
 			c.sleep(d)
 		})
@@ -153,7 +162,6 @@ func (c *Client) pahoOptions(u *url.URL) *paho.ClientOptions {
 
 // connect makes the first connection, retrying until ctx is done.
 func (c *Client) connect(ctx context.Context) error {
-	wait := min(initialRetryInterval, c.opts.MaxReconnectInterval)
 	var last error // of the latest failed attempt
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -186,7 +194,7 @@ func (c *Client) connect(ctx context.Context) error {
 		if refusal(last) {
 			return fmt.Errorf("%w: %w", ErrRefused, last)
 		}
-		d := wait - c.jitter(wait/2)
+		d := c.pacer.next()
 		args := []any{logKeyAttempt, attempt, logKeyRetryIn, d, logKeyError, last}
 		if h := tlsHint(last); h != "" {
 			args = append(args, logKeyHint, h)
@@ -198,16 +206,7 @@ func (c *Client) connect(ctx context.Context) error {
 			t.Stop()
 		case <-t.C:
 		}
-		wait = min(2*wait, c.opts.MaxReconnectInterval)
 	}
-}
-
-// jitter returns a uniform random duration in [0, max]; zero for max <= 0.
-func (c *Client) jitter(max time.Duration) time.Duration {
-	if max <= 0 || c.opts.ReconnectJitter == 0 {
-		return 0
-	}
-	return time.Duration(c.randN(int64(max) + 1))
 }
 
 // sleep waits for d or until Close starts.
@@ -252,6 +251,7 @@ func (c *Client) onConnect() {
 	c.mu.Unlock()
 	defer c.handlers.Done()
 
+	c.pacer.connected()
 	c.connLog.connectedAgain(len(subs))
 	// Send every SUBSCRIBE before waiting for any acknowledgement.
 	toks := make(map[string]paho.Token, len(subs))

@@ -3,9 +3,11 @@
 // EvoClaw wire protocol expects (MQTT 3.1.1, clean session, QoS 1, 30 s
 // keepalive, automatic reconnect capped at 30 s) and adds what paho leaves
 // to its callers: subscriptions that survive reconnects, context-aware
-// publishing, errors that name what failed, and jitter on reconnection
-// (Options.ReconnectJitter) so that a fleet does not return in one burst
-// after its broker restarts.
+// publishing, errors that name what failed, and paced reconnection
+// (backoff.go): back within about a second and a half of its broker early
+// in an outage, with jitter (Options.ReconnectJitter) so that a fleet does
+// not return in one burst, and waits that double after a refusal, a
+// connection dropped soon after it was made, or two minutes of outage.
 //
 // # Last wills
 //

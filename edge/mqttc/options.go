@@ -28,9 +28,6 @@ const (
 const (
 	// closeQuiesce is how long Close lets paho flush DISCONNECT and tear down.
 	closeQuiesce = 250 * time.Millisecond
-	// initialRetryInterval is the first wait between failed initial connection
-	// attempts; it doubles up to MaxReconnectInterval.
-	initialRetryInterval = 250 * time.Millisecond
 	// pingTimeout is how long paho waits for PINGRESP before it declares the
 	// connection lost.
 	pingTimeout = 10 * time.Second
@@ -72,16 +69,20 @@ type Options struct {
 	// ConnectTimeout bounds one connection attempt and each acknowledgement
 	// wait without a context. Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// MaxReconnectInterval caps the exponential wait between connection
-	// attempts. Zero means DefaultMaxReconnectInterval.
+	// MaxReconnectInterval caps every wait between connection attempts,
+	// which double up to it after the first two minutes of an outage, or
+	// at once after the broker refused the client or dropped a connection
+	// made less than 10 s before. Zero means DefaultMaxReconnectInterval.
 	MaxReconnectInterval time.Duration
-	// ReconnectJitter bounds a random delay (uniform from zero) before each
-	// attempt to reconnect after a lost connection, so that a fleet whose
-	// broker restarts does not come back in one burst: each agent's first
-	// reconnect costs the broker a password check. Zero means
-	// DefaultReconnectJitter; negative means none. The waits between failed
-	// first-connection attempts are jittered too, by up to half of each.
-	// It never exceeds MaxReconnectInterval.
+	// ReconnectJitter bounds a random delay (uniform from zero) before the
+	// first attempt to reconnect after a lost connection (and after the
+	// first failed attempt to connect), so that a fleet whose connections
+	// dropped at once does not come back in one burst: each agent's first
+	// reconnect costs the broker a password check. Later attempts come
+	// about every second, half of it more or less at random, for the first
+	// two minutes of an outage, then further apart (backoff.go). Zero means
+	// DefaultReconnectJitter; negative means none, and no random part in
+	// the later waits either. It never exceeds MaxReconnectInterval.
 	ReconnectJitter time.Duration
 	// Will is the last will the broker publishes if the connection is lost
 	// without a clean Close. Nil means none.

@@ -88,8 +88,10 @@ func TestReconnectJitter(t *testing.T) {
 				t.Fatalf("ReconnectJitter = %v, want %v", o.ReconnectJitter, tt.want)
 			}
 			var asked int64
-			c := &Client{opts: o, randN: func(n int64) int64 { asked = n; return min(tt.draw, n-1) }}
-			got := c.jitter(o.ReconnectJitter)
+			// The first attempt after a loss waits the jitter (backoff.go).
+			p := &pacer{jitter: o.ReconnectJitter, max: o.MaxReconnectInterval, now: time.Now, outage: time.Now(),
+				randN: func(n int64) int64 { asked = n; return min(tt.draw, n-1) }}
+			got := p.next()
 			if tt.want > 0 && asked != int64(tt.want)+1 {
 				t.Fatalf("randN asked for [0, %d), want [0, %d]", asked, tt.want)
 			}
