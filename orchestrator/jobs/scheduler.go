@@ -289,17 +289,53 @@ func (s *Scheduler) Start() {
 		defer close(s.loopDone)
 		t := time.NewTicker(s.o.Poll)
 		defer t.Stop()
+		var failing tickFailures
 		for {
 			select {
 			case <-s.base.Done():
 				return
 			case <-t.C:
-				if err := s.Tick(s.base); err != nil && !errors.Is(err, ErrStopped) {
-					s.log.Error("scheduler tick", "err", err)
+				if err := s.Tick(s.base); !errors.Is(err, ErrStopped) {
+					failing.log(s.log, err, time.Now())
 				}
 			}
 		}
 	}()
+}
+
+// tickLogRepeat is how often a tick failure that persists is logged again.
+const tickLogRepeat = time.Minute
+
+// tickFailures is what the loop has logged of failing ticks; the loop's
+// goroutine alone uses it. A due run that cannot be recorded (a full or
+// read-only disk) fails every tick, once a second, for as long as it
+// lasts: each failure was logged, 3,600 lines an hour for each due job,
+// while the disk the journal may share was full.
+type tickFailures struct {
+	err     string    // the failure last logged; "" while ticks work
+	at      time.Time // when it was logged
+	failed  int       // ticks failed in a row
+	repeats int       // failures like err not logged since
+}
+
+// log logs a tick's outcome: a failure unless it repeats the one logged
+// less than tickLogRepeat ago (the next line counts those left out), and
+// one line when ticks work again after failing.
+func (f *tickFailures) log(log *slog.Logger, err error, now time.Time) {
+	if err == nil {
+		if f.err != "" {
+			log.Info("scheduler tick: working again", "failed_ticks", f.failed)
+		}
+		*f = tickFailures{}
+		return
+	}
+	f.failed++
+	if err.Error() == f.err && now.Sub(f.at) < tickLogRepeat {
+		f.repeats++
+		return
+	}
+	log.Error("scheduler tick", "err", err, "repeats", f.repeats)
+	f.err, f.at, f.repeats = err.Error(), now, 0
 }
 
 // Stop ends the loop, cancels the running runs (each is recorded failed
