@@ -45,22 +45,9 @@ func TestConsoleApprovalInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: not in -short")
 	}
-	chromium := testenv.Find(t, "chromium", "chromium")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "node")
 	// The rule's second tool name is markup: the notice quotes the rule.
-	broker := startScriptedServeWith(t, dir, "approval-test", approvalTranscript,
+	b, base, token := consoleChatWithShell(t, "approval-test", approvalTranscript,
 		"[approvals]\ntimeout = \"60s\"\n[[approvals.rules]]\ntools = [\"pi1__bash\", "+fmt.Sprintf("%q", approvalMarkup)+"]\n")
-	startProc(t, procSpec{}, "edge", "--config", writeDemoAgent(t, dir, broker, "approval test agent",
-		fmt.Sprintf("permissions = [\"shell\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\n", t.TempDir())))
-	base := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPAddrFile)))
-	token := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPTokenFile)))
-
-	b := newBrowser(t, chromium)
-	b.run(t, "sign in", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", token, chromedp.ByID), chromedp.Click("#login-submit", chromedp.ByID),
-		chromedp.WaitVisible(`[data-agent="pi1"][data-online="true"]`))
-	b.run(t, "chat tab", chromedp.Click(`#tabs [data-view="chat"]`), chromedp.WaitVisible("#chat-text", chromedp.ByID))
 
 	for _, tc := range []struct {
 		call, prompt, decision string
@@ -112,6 +99,30 @@ func TestConsoleApprovalInBrowser(t *testing.T) {
 		t.Fatalf("the rule's markup ran: window.__pwned = %v", p)
 	}
 	b.checkClean(t)
+}
+
+// consoleChatWithShell starts `evoclaw serve` (node nodeID, the scripted
+// model playing transcript, the lines of tail in its evoclaw.toml) and the
+// agent pi1 with the shell (bash), and signs a headless Chromium in to the
+// console's chat with pi1 online. It returns the browser, the node's API
+// address and its token; the test skips without chromium.
+func consoleChatWithShell(t *testing.T, nodeID, transcript, tail string) (*browser, string, string) {
+	t.Helper()
+	chromium := testenv.Find(t, "chromium", "chromium")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node")
+	broker := startScriptedServeWith(t, dir, nodeID, transcript, tail)
+	startProc(t, procSpec{}, "edge", "--config", writeDemoAgent(t, dir, broker, nodeID+" agent",
+		fmt.Sprintf("permissions = [\"shell\"]\n[builtin]\ngroups = [\"coding\"]\nworkspace = %q\n", t.TempDir())))
+	base := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPAddrFile)))
+	token := strings.TrimSpace(readTestFile(t, filepath.Join(data, orchestrator.HTTPTokenFile)))
+
+	b := newBrowser(t, chromium)
+	b.run(t, "sign in", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", token, chromedp.ByID), chromedp.Click("#login-submit", chromedp.ByID),
+		chromedp.WaitVisible(`[data-agent="pi1"][data-online="true"]`))
+	b.run(t, "chat tab", chromedp.Click(`#tabs [data-view="chat"]`), chromedp.WaitVisible("#chat-text", chromedp.ByID))
+	return b, base, token
 }
 
 // pendingApproval waits for the one pending approval the node lists and

@@ -256,6 +256,13 @@ async function send() {
     // A call still shown running when the chat is over did not finish:
     // say so, rather than a clock stopped at "running".
     for (const row of r.rows.values()) if (!row.ended) finishRow(row, canceled ? "canceled" : "not finished", "", null);
+    // A question still waiting for its reply waits no more.
+    for (const q of r.steps.querySelectorAll(".step.question")) {
+      if (!waitingQuestions.has(q.dataset.question)) continue;
+      q.done();
+      q.querySelector("form").hidden = true;
+      setText(q.querySelector(".state"), "Not answered: the chat is over.");
+    }
     clearInterval(r.ticker);
     running = null;
     setRunning(false);
@@ -360,9 +367,43 @@ function progress(r, p) {
   }
 }
 
+// typingElsewhere reports whether the person is typing in a text field
+// (one that holds more than white space, or a list they are picking
+// from): a question must not take the keyboard from them, or the rest of
+// their words land in its reply box.
+function typingElsewhere() {
+  const a = document.activeElement;
+  if (!a || a === document.body || a.disabled) return false;
+  if (a.matches("select")) return true;
+  if (a.isContentEditable) return a.textContent.trim() !== "";
+  return a.matches("textarea, input:not([type]), input[type=text], input[type=search], input[type=password]") && a.value.trim() !== "";
+}
+
+// Questions waiting for the person's reply mark the page's title and the
+// Chat tab, so that one asked while they look elsewhere (another view,
+// another browser tab, their message half typed) is not missed.
+const waitingQuestions = new Set();
+let plainTitle = "";
+function markQuestions() {
+  if (!plainTitle) plainTitle = document.title;
+  const n = waitingQuestions.size;
+  document.title = n ? `(${n} question${n === 1 ? "" : "s"} waiting) ${plainTitle}` : plainTitle;
+  const tab = document.querySelector('#tabs [data-view="chat"]');
+  if (!tab) return;
+  if (n) {
+    tab.dataset.question = "waiting";
+    tab.title = "The model asks you a question: reply in the chat";
+  } else {
+    delete tab.dataset.question;
+    tab.removeAttribute("title");
+  }
+}
+
 // questionNode shows the model's question to the person with a reply
 // form; the reply goes to POST /v1/chat/questions/{id} and the chat's
 // loop resumes with it. A question nobody answers times out on the node.
+// It takes the keyboard only from a person who is not typing elsewhere;
+// once its reply is taken the message box has the keyboard back.
 function questionNode(p) {
   const input = el("input", { type: "text", class: "reply", "aria-label": "your reply", maxlength: 4096, autocomplete: "off" });
   const send = el("button", { type: "submit", text: "Reply" });
@@ -370,21 +411,34 @@ function questionNode(p) {
   const form = el("form", { class: "question-form" }, input, send);
   const node = el("li", { class: "step question", "data-question": p.question_id },
     el("p", { class: "asked" }, el("strong", { text: "The model asks: " }), p.question || ""), form, state);
+  const done = () => {
+    waitingQuestions.delete(p.question_id);
+    markQuestions();
+  };
+  node.done = done; // the chat ended: nobody can reply any more
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const answer = input.value.trim();
     if (!answer) return;
+    const hadKeyboard = document.activeElement === input || document.activeElement === send;
     input.disabled = send.disabled = true;
     try {
       await call(`/v1/chat/questions/${encodeURIComponent(p.question_id)}`, { method: "POST", body: { answer } });
       form.hidden = true;
       setText(state, "You replied: " + answer);
+      done();
+      if (hadKeyboard && (!document.activeElement || document.activeElement === document.body)) $("chat-text").focus();
     } catch (err) {
       input.disabled = send.disabled = false;
       setText(state, "Reply not taken: " + err.message);
     }
   });
-  setTimeout(() => input.focus(), 0);
+  waitingQuestions.add(p.question_id);
+  markQuestions();
+  setTimeout(() => {
+    node.scrollIntoView({ block: "nearest" });
+    if (!typingElsewhere()) input.focus({ preventScroll: true });
+  }, 0);
   return node;
 }
 
