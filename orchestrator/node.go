@@ -473,6 +473,14 @@ func (n *Node) Metrics() actors.MetricsSnapshot { return n.metrics.Snapshot() }
 // Catalog returns the known agents and their tools.
 func (n *Node) Catalog() *actors.Catalog { return n.edges.Catalog() }
 
+// errRetainedReport drops a report a broker kept (retained). A report
+// answers a call waiting now; kept by a broker that cannot refuse it
+// (mosquitto's ACL cannot tell a retained publish), one came back at every
+// start of the node's session as a late result, and made an agent long
+// gone look online until its heartbeat timeout. The embedded broker
+// refuses it (docs/WIRE.md).
+var errRetainedReport = errors.New("report delivered retained; reports are never retained")
+
 // onMessage runs on the MQTT client's goroutine: decode and hand to the
 // edge registry, whose bounded mailbox pushes back when it is full.
 func (n *Node) onMessage(m mqttc.Message) {
@@ -490,6 +498,10 @@ func (n *Node) onMessage(m mqttc.Message) {
 	var msg any
 	switch kind {
 	case wire.KindReports:
+		if m.Retained {
+			n.dropped(agentID, kind, m.Payload, errRetainedReport)
+			return
+		}
 		r, err := wire.DecodeReport(agentID, m.Payload)
 		payload := m.Payload
 		if err != nil {

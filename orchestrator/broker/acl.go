@@ -109,11 +109,23 @@ func underApprovals(filter string) bool {
 	return ok && rest != ""
 }
 
-// isCommandsTopic reports whether topic is an agent's commands topic,
-// evoclaw/agents/{id}/commands. Nothing may be retained there: a retained
-// command would run again at every start of the agent (a retained shutdown
-// is a restart loop under a service manager); docs/WIRE.md.
-func isCommandsTopic(topic string) bool {
+// neverRetained says why nothing may be retained on topic, "" when
+// something may. A retained command would run again at every start of the
+// agent (a retained shutdown is a restart loop under a service manager); a
+// retained report (a result, a heartbeat) answers no call that is still
+// waiting, and came back at each start of a node, or of a node's session,
+// as a late result, and made an agent long gone look online for a
+// heartbeat timeout; docs/WIRE.md. An agent's status and capabilities are
+// retained on purpose.
+func neverRetained(topic string) string {
 	_, kind, err := wire.ParseTopic(topic)
-	return err == nil && kind == wire.KindCommands
+	switch {
+	case err != nil:
+		return ""
+	case kind == wire.KindCommands:
+		return "commands are never retained"
+	case kind == wire.KindReports:
+		return "reports are never retained"
+	}
+	return ""
 }

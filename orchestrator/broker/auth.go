@@ -155,8 +155,8 @@ func (h *authHook) admit(cl *mqtt.Client, pk packets.Packet, id identity) error 
 	if pk.Connect.WillFlag && !id.mayPublish(pk.Connect.WillTopic) {
 		return fmt.Errorf("last will on %q, a topic %s %q may not publish on", pk.Connect.WillTopic, id.role, id.name)
 	}
-	if pk.Connect.WillFlag && pk.Connect.WillRetain && isCommandsTopic(pk.Connect.WillTopic) {
-		return fmt.Errorf("retained last will on %q: commands are never retained", pk.Connect.WillTopic)
+	if why := neverRetained(pk.Connect.WillTopic); pk.Connect.WillFlag && pk.Connect.WillRetain && why != "" {
+		return fmt.Errorf("retained last will on %q: %s", pk.Connect.WillTopic, why)
 	}
 	if want := "evoclaw-" + id.name; id.role == RoleAgent && cl.ID != want {
 		return fmt.Errorf("client id %q: agent %q must use %q", cl.ID, id.name, want)
@@ -195,8 +195,8 @@ func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 // OnPacketRead refuses, for every identity, a PUBLISH on a topic no client
 // may publish on (under $SYS/ or with a wildcard), which mochi would drop
 // before asking OnACLCheck, without an answer or a log line, and a retained
-// PUBLISH on an agent's commands topic, which OnACLCheck cannot see (it is
-// not told the retain flag). Both are treated like any publish outside the
+// PUBLISH on an agent's commands or reports topic (neverRetained), which
+// OnACLCheck cannot see (it is not told the retain flag). Both are treated like any publish outside the
 // client's topics.
 func (h *authHook) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
 	if pk.FixedHeader.Type != packets.Publish || pk.TopicName == "" {
@@ -206,8 +206,8 @@ func (h *authHook) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Pac
 	switch {
 	case !mqtt.IsValidFilter(pk.TopicName, true):
 		why = "topic reserved for the broker or not a topic name"
-	case pk.FixedHeader.Retain && isCommandsTopic(pk.TopicName):
-		why = "commands are never retained"
+	case pk.FixedHeader.Retain && neverRetained(pk.TopicName) != "":
+		why = neverRetained(pk.TopicName)
 	default:
 		return pk, nil
 	}
