@@ -245,11 +245,10 @@ func (s *Store) dropReports(ctx context.Context, tx dbtx, keep string, held int6
 				continue
 			}
 			if v.legacy {
-				if err := s.stubLegacy(ctx, tx, v.id); err != nil {
+				if err := dropLegacy(ctx, tx, v.id); err != nil {
 					return err
 				}
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE request_log SET report = NULL, held_bytes = 0 WHERE request_id = ?`, v.id); err != nil {
+			} else if _, err := tx.ExecContext(ctx, `UPDATE request_log SET report = NULL, held_bytes = 0 WHERE request_id = ?`, v.id); err != nil {
 				return fmt.Errorf("drop report of %q: %w", v.id, err)
 			}
 			held -= v.bytes
@@ -264,21 +263,24 @@ func (s *Store) dropReports(ctx context.Context, tx dbtx, keep string, held int6
 	return nil
 }
 
-// stubLegacy fills in the stub of id, a row an older version finished
-// (report_sha256 NULL), before its report is dropped.
-func (s *Store) stubLegacy(ctx context.Context, tx dbtx, id string) error {
+// dropLegacy drops the report of id, a row an older version finished
+// (report_sha256 NULL), and fills in its stub: the report's size and
+// hash, and the outcome of its audit row. One UPDATE, so that the row is
+// written once, without its report (writing the stub first rewrote the
+// report too).
+func dropLegacy(ctx context.Context, tx dbtx, id string) error {
 	var report []byte
 	if err := tx.QueryRowContext(ctx, `SELECT report FROM request_log WHERE request_id = ?`, id).Scan(&report); err != nil {
 		return fmt.Errorf("read report of %q: %w", id, err)
 	}
 	sum := sha256.Sum256(report)
-	_, err := tx.ExecContext(ctx, `UPDATE request_log SET report_sha256 = ?2,
+	_, err := tx.ExecContext(ctx, `UPDATE request_log SET report = NULL, held_bytes = 0, report_bytes = ?3, report_sha256 = ?2,
 		status = (SELECT status FROM tool_calls WHERE request_id = ?1 AND side = 'edge' ORDER BY id DESC LIMIT 1),
 		error_type = (SELECT error_type FROM tool_calls WHERE request_id = ?1 AND side = 'edge' ORDER BY id DESC LIMIT 1),
 		result_bytes = (SELECT result_bytes FROM tool_calls WHERE request_id = ?1 AND side = 'edge' ORDER BY id DESC LIMIT 1)
-		WHERE request_id = ?1`, id, hex.EncodeToString(sum[:]))
+		WHERE request_id = ?1`, id, hex.EncodeToString(sum[:]), len(report))
 	if err != nil {
-		return fmt.Errorf("stub report of %q: %w", id, err)
+		return fmt.Errorf("drop report of %q: %w", id, err)
 	}
 	return nil
 }

@@ -11,7 +11,9 @@ import (
 
 // migrations holds the schema steps: migrations[i] takes a database from
 // PRAGMA user_version i to i+1. Steps are only ever appended; a released step
-// never changes, because databases in the field have already run it.
+// never changes, because databases in the field have already run it. (One
+// did, v12, whose rows a database upgraded either way holds validly: see
+// schema_v12.go.)
 var migrations = []string{
 	// v1: the tool-call audit trail and the edge request log.
 	`CREATE TABLE tool_calls (
@@ -186,9 +188,11 @@ var migrations = []string{
 
 // migrationHooks holds, by the version a migration takes the database to,
 // Go code run after that migration's SQL in its transaction, for steps SQL
-// cannot do (the key never enters the database).
+// cannot do (the key never enters the database) or would do at too high a
+// cost (v12's older reports).
 var migrationHooks = map[int]func(ctx context.Context, tx dbtx, key auditchain.Key) error{
-	sealVersion: adoptV5,
+	sealVersion:       adoptV5,
+	requestLogVersion: adoptV12,
 }
 
 // SchemaVersion is the schema version this build migrates databases to.
