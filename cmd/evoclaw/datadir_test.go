@@ -13,11 +13,13 @@ import (
 )
 
 // TestStartDataDirErrors: serve and edge refused their data directory,
-// on a full file system or one this user may not write, exit 1 with one
-// line that names the directory and says what to do. Before, a full disk
-// said only "read journal mode: disk I/O error (4874)" (or "no space left
-// on device" about a temporary key file) and an unwritable one "create
-// temporary directory: ... permission denied".
+// on a full file system, a read-only one, or one this user may not write,
+// exit 1 with one line that names the directory and says what to do.
+// Before, a full disk said only "read journal mode: disk I/O error (4874)"
+// (or "no space left on device" about a temporary key file), an
+// unwritable one "create temporary directory: ... permission denied", and
+// a read-only one only "read-only file system", after the node had started
+// its broker and the agent had warned that bash runs unconfined.
 func TestStartDataDirErrors(t *testing.T) {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil || os.Geteuid() != 0 {
@@ -58,6 +60,13 @@ func TestStartDataDirErrors(t *testing.T) {
 			`mount -t tmpfs -o size=256k tmpfs "$1" && { head -c 1048576 /dev/zero > "$1/fill" 2>/dev/null; shift; exec "$@"; }`,
 			"sh", mnt, own}, args...)...)
 	}
+	// readOnly runs the command with mnt a tmpfs holding data/tmp (a data
+	// directory used before), remounted read-only.
+	readOnlyMount := func(ctx context.Context, args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, unshare, append([]string{"--mount", "--propagation", "private", "sh", "-c",
+			`mount -t tmpfs -o size=256k tmpfs "$1" && mkdir -p "$1/data/tmp" && mount -o remount,ro "$1" && { shift; exec "$@"; }`,
+			"sh", mnt, own}, args...)...)
+	}
 	// nobody runs the command as an unprivileged user.
 	nobody := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, own, args...)
@@ -70,11 +79,18 @@ func TestStartDataDirErrors(t *testing.T) {
 		args  []string
 		datad string
 		want  []string
+		never []string // in the whole output
 	}{
-		{"serve full", full, []string{"serve", "--config", node}, filepath.Join(mnt, "data"), []string{"KiB free", "free some space"}},
-		{"edge full", full, []string{"edge", "--config", agent}, filepath.Join(mnt, "data"), []string{"KiB free", "free some space"}},
-		{"serve unwritable", nobody, []string{"serve", "--config", node}, filepath.Join(readOnly, "data"), []string{"permission denied", "may not write it"}},
-		{"edge unwritable", nobody, []string{"edge", "--config", agent}, readOnly, []string{"permission denied", "may not write it"}},
+		{"serve full", full, []string{"serve", "--config", node}, filepath.Join(mnt, "data"), []string{"KiB free", "free some space"}, nil},
+		{"edge full", full, []string{"edge", "--config", agent}, filepath.Join(mnt, "data"), []string{"KiB free", "free some space"}, nil},
+		{"serve unwritable", nobody, []string{"serve", "--config", node}, filepath.Join(readOnly, "data"), []string{"permission denied", "may not write it"}, nil},
+		{"edge unwritable", nobody, []string{"edge", "--config", agent}, readOnly, []string{"permission denied", "may not write it"}, nil},
+		// Refused before anything starts: no broker, no sandbox probe
+		// (which warned that bash runs unconfined).
+		{"serve read-only", readOnlyMount, []string{"serve", "--config", node}, filepath.Join(mnt, "data"), []string{"read-only file system", "mounted read-only", "remount it read-write"},
+			[]string{"listening", "actor system started"}},
+		{"edge read-only", readOnlyMount, []string{"edge", "--config", agent}, filepath.Join(mnt, "data"), []string{"read-only file system", "mounted read-only", "remount it read-write"},
+			[]string{"UNCONFINED", "sandbox"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +114,11 @@ func TestStartDataDirErrors(t *testing.T) {
 			for _, w := range append(tt.want, "data directory "+tt.datad, "--data-dir") {
 				if !strings.Contains(last, w) {
 					t.Errorf("error lacks %q:\n%s", w, last)
+				}
+			}
+			for _, w := range tt.never {
+				if strings.Contains(out, w) {
+					t.Errorf("output mentions %q:\n%s", w, out)
 				}
 			}
 		})
