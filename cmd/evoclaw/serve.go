@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/evoclaw/evoclaw/edge"
 	"github.com/evoclaw/evoclaw/orchestrator"
@@ -67,14 +68,25 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		api = "http://" + a
 	}
 	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s, api %s\n", node.BrokerURL(), node.AuditPath(), api)
+	later := make(chan struct{})
 	if c := llmCaveat(node.Ready()); c != "" {
 		fmt.Fprintf(stdout, "evoclaw orchestrator: %s\n", c)
+		close(later)
+	} else {
+		// The first checks of the model servers may still be running (a
+		// server that takes the connection and says nothing holds one for
+		// probe_timeout): what they find is said then, under the ready line.
+		go func() {
+			defer close(later)
+			llmCaveatLater(ctx, stdout, node, cfg.LLM.LongestProbe())
+		}()
 	}
 	go func() {
 		gcReady()
 		settle(ctx)
 	}()
 	<-ctx.Done()
+	<-later
 	fmt.Fprintln(stdout, "evoclaw orchestrator stopping")
 	return node.Close()
 }
@@ -156,6 +168,27 @@ func llmCaveat(r orchestrator.Readiness) string {
 		}
 	}
 	return ""
+}
+
+// llmCaveatLater waits for the first checks of the model servers, which
+// take at most probe (none: 0), and then says under the ready line what
+// llmCaveat would have said, if anything: a node that printed "ready"
+// while its only model server held the check and never answered said
+// nothing more on its stdout.
+func llmCaveatLater(ctx context.Context, stdout io.Writer, node *orchestrator.Node, probe time.Duration) {
+	if probe <= 0 {
+		return
+	}
+	t := time.NewTimer(probe + time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	if c := llmCaveat(node.Ready()); c != "" {
+		fmt.Fprintf(stdout, "evoclaw orchestrator: %s\n", c)
+	}
 }
 
 // flagSet reports whether the command line set the flag name.

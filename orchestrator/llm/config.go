@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -189,6 +190,20 @@ func (c *Config) LongestLoad() time.Duration {
 	d := c.LoadTimeout.Duration
 	for _, f := range c.Fallback {
 		d = max(d, f.LoadTimeout.Duration)
+	}
+	return d
+}
+
+// LongestProbe is the longest probe_timeout of the chain's endpoints (a
+// zero one counting as DefaultProbeTimeout): how long the first checks of
+// their servers may take; 0 for the scripted provider, which has none.
+func (c *Config) LongestProbe() time.Duration {
+	if c.Provider == ProviderScripted || c.Provider == "" && len(c.Fallback) == 0 {
+		return 0
+	}
+	d := cmp.Or(c.ProbeTimeout.Duration, DefaultProbeTimeout)
+	for _, f := range c.Fallback {
+		d = max(d, cmp.Or(f.ProbeTimeout.Duration, DefaultProbeTimeout))
 	}
 	return d
 }

@@ -276,3 +276,31 @@ func TestImageSettings(t *testing.T) {
 		}
 	}
 }
+
+// LongestProbe is how long serve waits for the first checks of the
+// model servers before it says what they found: the longest
+// probe_timeout of the chain, none for the scripted player or no model.
+func TestLongestProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		want       time.Duration
+	}{
+		{"no model", "", 0},
+		{"scripted", "[llm]\nprovider = \"scripted\"\ntranscript = \"t.json\"\n", 0},
+		{"default", "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n", DefaultProbeTimeout},
+		{"a fallback's longer", "[llm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\nprobe_timeout = \"2s\"\n" +
+			"[[llm.fallback]]\nprovider = \"openai\"\nbase_url = \"http://10.0.0.2:8080/v1\"\nmodel = \"n\"\nprobe_timeout = \"30s\"\n", 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v struct {
+				LLM Config `toml:"llm"`
+			}
+			if err := tomlconf.Decode(tc.toml, &v); err != nil {
+				t.Fatal(err)
+			}
+			if got := v.LLM.LongestProbe(); got != tc.want {
+				t.Fatalf("LongestProbe = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
