@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -61,7 +62,9 @@ func commandExpired(cmd wire.Command, received, now time.Time) (why string, expi
 		}
 		return "", false, false
 	}
-	if cmd.TTLMS > 0 {
+	// A lifetime past what a Duration holds (292 years) is none: it
+	// wrapped to a negative one, and refused the command at once.
+	if cmd.TTLMS > 0 && cmd.TTLMS <= math.MaxInt64/int64(time.Millisecond) {
 		ttl := time.Duration(cmd.TTLMS) * time.Millisecond
 		if waited := now.Sub(received); waited > ttl {
 			return fmt.Sprintf("command %s waited %v on this agent, longer than its lifetime of %v", cmd.RequestID,

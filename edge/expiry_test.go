@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,10 @@ func TestCommandExpiredRules(t *testing.T) {
 		{"unset clock ignores expires_at", wire.Command{ExpiresAt: ms(set)}, unset, unset.Add(time.Hour), false, true, ""},
 		{"unset clock within ttl", wire.Command{ExpiresAt: ms(set), TTLMS: 5000}, unset, unset.Add(time.Second), false, true, ""},
 		{"unset clock past ttl", wire.Command{ExpiresAt: ms(set), TTLMS: 5000}, unset, unset.Add(6 * time.Second), true, true, "waited 6s"},
+		// Past what a time.Duration holds (292 years): it wrapped to -1ms
+		// and refused the command at once, "longer than its lifetime of -1ms".
+		{"ttl beyond a duration", wire.Command{TTLMS: math.MaxInt64}, set, set.Add(time.Hour), false, false, ""},
+		{"ttl beyond a duration, unset clock", wire.Command{TTLMS: math.MaxInt64 / 1000}, unset, unset.Add(time.Hour), false, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
