@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
@@ -66,6 +68,9 @@ func decodeDecision(body []byte) (DecisionRequest, error) {
 		return d, &fieldError{param: "by", msg: "by: required: who decides"}
 	case checkBy(d.By) != nil:
 		return d, checkBy(d.By)
+	case approvals.NodeDecides(d.By):
+		return d, &fieldError{param: "by", msg: fmt.Sprintf("by: %q is how the node records a decision it made itself (%s, %s, %s); give the name of who decides",
+			d.By, approvals.ByTimeout, approvals.ByRestart, approvals.ByCanceled)}
 	case len(d.Note) > 1024:
 		return d, &fieldError{param: "note", msg: "note: at most 1024 bytes"}
 	}

@@ -129,6 +129,13 @@ func TestApprovalApproved(t *testing.T) {
 	if a.Tool != "bench-edge__noop" || a.AgentID != "bench-edge" || !strings.Contains(a.Reason, "*__noop") {
 		t.Fatalf("pending %+v", a)
 	}
+	// The names the node decides under are not a person's: "denied by
+	// restart" would read as the node's own decision.
+	for _, by := range []string{"restart", "timeout", " canceled "} {
+		if code := g.decide(t, a.ID, "deny", by); code != http.StatusBadRequest {
+			t.Fatalf("deny by %q: %d, want 400", by, code)
+		}
+	}
 	if code := g.decide(t, a.ID, "approve", "alice"); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/testenv"
+	"github.com/evoclaw/evoclaw/orchestrator/internal/approvals"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/persistence"
 	"github.com/evoclaw/evoclaw/persistence/sqlite"
@@ -217,9 +218,10 @@ func FuzzDecodeDecision(f *testing.F) {
 	f.Add([]byte(`{"by":"alice","note":"ok"}`))
 	f.Add([]byte(`{"by":""}`))
 	f.Add([]byte(`{"by":"a"} x`))
+	f.Add([]byte(`{"by":" restart "}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := decodeDecision(b)
-		if err == nil && (d.By == "" || len(d.By) > 64) {
+		if err == nil && (d.By == "" || len(d.By) > 64 || approvals.NodeDecides(d.By)) {
 			t.Fatalf("accepted %q", b)
 		}
 	})

@@ -103,7 +103,9 @@ matched AS (
   WHERE t.conversation_id = ?1),
 decided AS (
   SELECT json_extract(detail, '$.request_id') AS request_id,
-    json_extract(detail, '$.state') || ' by ' || coalesce(json_extract(detail, '$.by'), '') AS approval
+    coalesce(json_extract(detail, '$.state'), '') || CASE json_extract(detail, '$.by')
+      WHEN 'timeout' THEN ': nobody decided in time' WHEN 'restart' THEN ': the node restarted'
+      WHEN 'canceled' THEN ': the chat ended first' ELSE ' by ' || coalesce(json_extract(detail, '$.by'), '') END AS approval
   FROM events WHERE kind = 'approval_decided' AND json_extract(detail, '$.conversation_id') = ?1)
 SELECT t.ts, t.side, t.tool, coalesce(t.agent_id, '') AS agent, t.params, t.status, coalesce(t.error_type, '') AS error_type,
   t.exit_code, t.elapsed_ms, coalesce(t.request_id, '') AS request_id,
@@ -128,7 +130,9 @@ UNION ALL
 SELECT ts, 'event', kind, CASE kind
     WHEN 'approval_requested' THEN coalesce(json_extract(detail, '$.tool'), '') || ' ' ||
       coalesce(json_extract(detail, '$.request_id'), '') || ': ' || coalesce(json_extract(detail, '$.reason'), '')
-    WHEN 'approval_decided' THEN coalesce(json_extract(detail, '$.state'), '') || ' by ' || coalesce(json_extract(detail, '$.by'), '') ||
+    WHEN 'approval_decided' THEN coalesce(json_extract(detail, '$.state'), '') || CASE json_extract(detail, '$.by')
+      WHEN 'timeout' THEN ': nobody decided in time' WHEN 'restart' THEN ': the node restarted'
+      WHEN 'canceled' THEN ': the chat ended first' ELSE ' by ' || coalesce(json_extract(detail, '$.by'), '') END ||
       ' after ' || coalesce(json_extract(detail, '$.waited_ms'), '') || 'ms: ' || coalesce(json_extract(detail, '$.tool'), '') ||
       ' ' || coalesce(json_extract(detail, '$.request_id'), '')
     WHEN 'session_spawned' THEN CASE WHEN json_extract(detail, '$.child') = ?1

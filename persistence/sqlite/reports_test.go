@@ -236,3 +236,49 @@ func TestCallsReport(t *testing.T) {
 		}
 	}
 }
+
+// TestReportsSayWhoDecided: the calls and conversation reports name the
+// person who decided an approval, and say what happened instead when the
+// node decided it (a timeout, a restart, a chat that ended first): they
+// read "canceled by canceled" and "timed_out by timeout".
+func TestReportsSayWhoDecided(t *testing.T) {
+	t.Parallel()
+	s, path := openStore(t, Options{})
+	ctx := context.Background()
+	tests := []struct{ state, by, want string }{
+		{"denied", "bob", "denied by bob"},
+		{"approved", "alice", "approved by alice"},
+		{"timed_out", "timeout", "timed_out: nobody decided in time"},
+		{"denied", "restart", "denied: the node restarted"},
+		{"canceled", "canceled", "canceled: the chat ended first"},
+	}
+	for i, tt := range tests {
+		req := fmt.Sprintf("tool-%d", i)
+		detail := fmt.Sprintf(`{"conversation_id":"c","request_id":%q,"state":%q,"by":%q,"waited_ms":5,"tool":"bash"}`, req, tt.state, tt.by)
+		if err := s.RecordEvent(ctx, persistence.Event{Node: "n1", Kind: "approval_decided", Detail: []byte(detail)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordToolCall(ctx, persistence.ToolCall{Node: "n1", Side: persistence.SideOrchestrator, ConversationID: "c",
+			CallID: fmt.Sprintf("k%d", i), RequestID: req, Tool: "bash", Params: []byte(`{}`), Status: "error", ErrorType: "approval_denied"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := runReport(t, path, "calls", "c")
+	var events []string
+	for _, row := range runReport(t, path, "conversation", "c") {
+		if row[1] == "event" {
+			events = append(events, row[3])
+		}
+	}
+	if len(calls) != len(tests) || len(events) != len(tests) {
+		t.Fatalf("calls %v, events %v: want %d of each", calls, events, len(tests))
+	}
+	for i, tt := range tests {
+		if got := calls[i][len(calls[i])-1]; got != tt.want {
+			t.Errorf("calls report, %s by %s: %q, want %q", tt.state, tt.by, got, tt.want)
+		}
+		if want := fmt.Sprintf("%s after 5ms: bash tool-%d", tt.want, i); events[i] != want {
+			t.Errorf("conversation report, %s by %s: %q, want %q", tt.state, tt.by, events[i], want)
+		}
+	}
+}

@@ -48,6 +48,14 @@ const (
 	ByCanceled = "canceled"
 )
 
+// NodeDecides reports whether by is one of the names the node decides
+// under (ByTimeout, ByRestart, ByCanceled). A person may not decide under
+// them: the trail would show the node's own decision ("denied by
+// restart") where a person's was made.
+func NodeDecides(by string) bool {
+	return by == ByTimeout || by == ByRestart || by == ByCanceled
+}
+
 // TopicPrefix is where pending approvals are published, retained, one
 // topic per approval (evoclaw/approvals/{id}); a decision clears it.
 const TopicPrefix = "evoclaw/approvals/"
