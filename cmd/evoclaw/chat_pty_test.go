@@ -198,7 +198,8 @@ func TestChatCtrlCAtQuestionPrompt(t *testing.T) {
 				p.expect("evoclaw> ")
 				p.typeText("fill the tank\r")
 			}
-			p.expect("? which tank?")
+			// in bold: it waits for the person, unlike the dim progress
+			p.expect("\x1b[1m? which tank?\x1b[0m")
 			p.expect("answer> ")
 			p.typeText(tc.key)
 			p.expect("^" + string(rune('@'+tc.key[0])) + ": chat cancelled")

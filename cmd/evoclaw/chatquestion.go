@@ -125,7 +125,7 @@ func questionText(q string) string {
 // errInterrupted, with the key in ctrl: the person wants the chat
 // cancelled. Input that ends (not a terminal) or fails is errNoReply.
 func (s *chatSession) onQuestion(ctx context.Context, p actors.Progress) (ctrl string, err error) {
-	s.view.note(s.io.stdout, "? "+questionText(p.Question))
+	s.view.ask(s.io.stdout, "? "+questionText(p.Question))
 	var reply string
 	switch {
 	case s.feed != nil:

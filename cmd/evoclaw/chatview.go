@@ -10,6 +10,7 @@ import (
 
 // ANSI styles of the chat view on a terminal.
 const (
+	ansiBold  = "\x1b[1m"
 	ansiDim   = "\x1b[2m"
 	ansiRed   = "\x1b[31m"
 	ansiGreen = "\x1b[32m"
@@ -136,6 +137,15 @@ func (v *chatView) onAnswer(a *chatAnswer) {
 	}
 	text := strings.TrimRight(termSafe(a.Text, maxAnswerLine), "\n")
 	fmt.Fprintln(v.out, text)
+}
+
+// ask prints a question the model asks the person, in bold on a
+// terminal: it waits for them, unlike the progress around it (dim).
+func (v *chatView) ask(w io.Writer, s string) {
+	if v.progress != nil {
+		v.settle()
+	}
+	fmt.Fprintln(w, v.style(ansiBold, s))
 }
 
 // note prints a line of the client's own (not from the node) beside the
