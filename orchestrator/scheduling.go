@@ -10,6 +10,7 @@ import (
 
 	"github.com/evoclaw/evoclaw/actors"
 	"github.com/evoclaw/evoclaw/edge/mqttc"
+	"github.com/evoclaw/evoclaw/edge/rate"
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/jobs"
 	"github.com/evoclaw/evoclaw/skills"
@@ -44,6 +45,9 @@ func (n *Node) startSweeper() {
 		defer close(n.sweepDone)
 		t := time.NewTicker(sweepInterval)
 		defer t.Stop()
+		// A sweep that cannot record a timeout (a full disk) fails every
+		// second until it can: logged once a minute.
+		failures := rate.NewWindow(1, time.Minute)
 		for {
 			select {
 			case <-n.sweepStop:
@@ -51,7 +55,9 @@ func (n *Node) startSweeper() {
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), actors.DefaultAuditTimeout)
 				if err := n.gate.Sweep(ctx); err != nil {
-					n.log.Error("sweep approvals", "err", err)
+					if suppressed, ok := failures.Allow(time.Now()); ok {
+						n.log.Error("sweep approvals", "err", err, "suppressed", suppressed)
+					}
 				}
 				cancel()
 			}

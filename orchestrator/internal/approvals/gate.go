@@ -305,6 +305,12 @@ func (g *Gate) Sweep(ctx context.Context) error {
 			continue
 		}
 		if _, err := g.timeOut(ctx, a, now); err != nil {
+			// Not recorded (a full disk): its call still waits, so the
+			// next sweep tries again. Nothing else would: the approval
+			// stayed pending past its expiry, and its chat waited for
+			// [loop] chat_timeout, unless a later approval's expiry
+			// made a sweep read the store again.
+			g.lowerNext(now)
 			errs = append(errs, err)
 		}
 	}

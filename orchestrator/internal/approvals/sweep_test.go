@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -30,23 +31,43 @@ func (s *countingStore) Approvals(ctx context.Context, state string, limit int) 
 	return s.Store.Approvals(ctx, state, limit)
 }
 
-// TestSweepReadsOnlyWhenDue: the sweeper, which runs every second, reads
-// the store once at start, then only when a pending approval can have
-// expired or a read failed: an idle node does no I/O for it. An approval
-// still times out at its time.
-func TestSweepReadsOnlyWhenDue(t *testing.T) {
+// sweepGate is a gate over a real store wrapped by wrap, with approvals
+// that time out after a minute on a clock the test moves.
+func sweepGate(t *testing.T, wrap func(*sqlite.Store) Store) (*Gate, *sqlite.Store, *testenv.Clock) {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "audit.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	store := &countingStore{Store: db}
 	clock := testenv.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
 	g, err := New(Config{Timeout: llm.Duration{Duration: time.Minute}, Rules: []Rule{{Tools: []string{"*"}}}},
-		Options{Store: store, Node: "n", Now: clock.Now})
+		Options{Store: wrap(db), Node: "n", Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, db, clock
+}
+
+// awaitOne asks g for one approval and returns its id and where the
+// decision arrives.
+func awaitOne(g *Gate) (string, <-chan actors.ApprovalDecision) {
+	pending := make(chan string, 1)
+	done := make(chan actors.ApprovalDecision, 1)
+	go func() {
+		done <- g.Await(context.Background(), actors.ApprovalRequest{ConversationID: "c", RequestID: "r1", Tool: "reboot", Name: "reboot",
+			Args: []byte(`{}`)}, func(id string) { pending <- id })
+	}()
+	return <-pending, done
+}
+
+// TestSweepReadsOnlyWhenDue: the sweeper, which runs every second, reads
+// the store once at start, then only when a pending approval can have
+// expired or a read failed: an idle node does no I/O for it. An approval
+// still times out at its time.
+func TestSweepReadsOnlyWhenDue(t *testing.T) {
+	var store *countingStore
+	g, _, clock := sweepGate(t, func(db *sqlite.Store) Store { store = &countingStore{Store: db}; return store })
 	ctx := context.Background()
 	sweep := func(step string, wantReads int64) {
 		t.Helper()
@@ -63,13 +84,7 @@ func TestSweepReadsOnlyWhenDue(t *testing.T) {
 		sweep("idle, nothing pending", 1)
 	}
 
-	pending := make(chan string, 1)
-	done := make(chan actors.ApprovalDecision, 1)
-	go func() {
-		done <- g.Await(ctx, actors.ApprovalRequest{ConversationID: "c", RequestID: "r1", Tool: "reboot", Name: "reboot",
-			Args: []byte(`{}`)}, func(id string) { pending <- id })
-	}()
-	<-pending
+	_, done := awaitOne(g)
 	clock.Add(59 * time.Second)
 	sweep("pending, not yet expired", 1)
 	clock.Add(time.Second)
@@ -154,5 +169,62 @@ func TestLateDecisionTimesOut(t *testing.T) {
 				t.Fatalf("stored %s by %s, want %s by %s", stored.State, stored.DecidedBy, tc.want, wantBy)
 			}
 		})
+	}
+}
+
+// fullStore records no decision while full is set, as on a full disk.
+type fullStore struct {
+	Store
+	full atomic.Bool
+}
+
+func (s *fullStore) DecideApproval(ctx context.Context, id, state, by, note, node string, at time.Time) (persistence.Approval, error) {
+	if s.full.Load() {
+		return persistence.Approval{}, fmt.Errorf("decide approval %s: %w", id, sqlite.ErrDiskFull)
+	}
+	return s.Store.DecideApproval(ctx, id, state, by, note, node, at)
+}
+
+// TestSweepRetriesTimeoutNotRecorded: an approval that expires while its
+// timeout cannot be recorded (a full disk) stays pending, and the first
+// sweep after space returns times it out and denies the waiting call.
+// Nothing swept it again: it stayed pending past its expiry and its chat
+// waited for [loop] chat_timeout, unless another approval expired later.
+func TestSweepRetriesTimeoutNotRecorded(t *testing.T) {
+	var store *fullStore
+	g, db, clock := sweepGate(t, func(db *sqlite.Store) Store { store = &fullStore{Store: db}; return store })
+	ctx := context.Background()
+	id, done := awaitOne(g)
+	store.full.Store(true)
+	clock.Add(time.Minute)
+	if err := g.Sweep(ctx); !errors.Is(err, sqlite.ErrDiskFull) {
+		t.Fatalf("sweep on a full disk: %v, want %v", err, sqlite.ErrDiskFull)
+	}
+	for range 3 {
+		clock.Add(time.Second)
+		if err := g.Sweep(ctx); !errors.Is(err, sqlite.ErrDiskFull) {
+			t.Fatalf("sweep on a full disk, again: %v, want %v", err, sqlite.ErrDiskFull)
+		}
+	}
+	select {
+	case d := <-done:
+		t.Fatalf("the call got %+v while its timeout was not recorded", d)
+	default:
+	}
+	store.full.Store(false)
+	clock.Add(time.Second)
+	if err := g.Sweep(ctx); err != nil {
+		t.Fatalf("sweep after space returned: %v", err)
+	}
+	select {
+	case d := <-done:
+		if d.State != persistence.ApprovalTimedOut || d.Approved {
+			t.Fatalf("decision %+v, want timed out", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call got no decision after space returned")
+	}
+	if a, err := db.Approval(ctx, id); err != nil || a.State != persistence.ApprovalTimedOut {
+		t.Fatalf("stored %+v, %v; want timed out", a, err)
 	}
 }
