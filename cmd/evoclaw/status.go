@@ -171,7 +171,11 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 		if m.ClientCount >= 0 {
 			fmt.Fprintf(w, "broker clients: %d\n", m.ClientCount)
 			for _, c := range m.Clients {
-				fmt.Fprintf(w, "  %s\n", termLine(strings.TrimSpace(c.ID+" username="+c.Username+" remote="+c.Remote), maxProgressLine))
+				user := "username=" + c.Username
+				if c.Username == "" {
+					user = "anonymous" // "username=" alone read as a field left out
+				}
+				fmt.Fprintf(w, "  %s\n", termLine(strings.TrimSpace(c.ID+" "+user+" remote="+c.Remote), maxProgressLine))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/orchestrator/broker"
 	"github.com/evoclaw/evoclaw/orchestrator/llm/resilient"
 	"github.com/evoclaw/evoclaw/persistence"
 )
@@ -217,5 +218,26 @@ func TestStatusChatInput(t *testing.T) {
 				t.Fatalf("exit %d, want %s in:\n%s%s", code, tc.want, out, errOut)
 			}
 		})
+	}
+}
+
+// A client of the embedded broker without a username (allow_anonymous)
+// is said to be anonymous, not shown with an empty "username=".
+func TestStatusAnonymousBrokerClient(t *testing.T) {
+	f := newFakeNode(t)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["mqtt"] = orchestrator.MQTTStatus{URL: "tcp://127.0.0.1:1883", Embedded: true, Connected: true, ClientCount: 2,
+		Clients: []broker.ClientInfo{{ID: "evoclaw-pi1", Remote: "127.0.0.1:5555"}, {ID: "evoclaw-pi2", Username: "pi2", Remote: "127.0.0.1:5556"}}}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.status = string(b)
+	code, out, errOut := runArgs("status", "--data-dir", f.dir)
+	if code != 0 || !strings.Contains(out, "\n  evoclaw-pi1 anonymous remote=127.0.0.1:5555\n  evoclaw-pi2 username=pi2 remote=127.0.0.1:5556\n") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
 }
