@@ -98,6 +98,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	b.run(t, "open a tool", chromedp.Click(`[data-agent="pi1"] [data-tool="disk_usage"] summary`))
+	// Who answers the chats is in the header: here the scripted player,
+	// which says it is not a language model (it once said so only in
+	// evoclaw status, and the console's answers passed for a model's).
+	if got := b.eval(t, `document.querySelector('#node-llm').hidden ? "" : document.querySelector('#node-llm').textContent`).(string); !strings.HasPrefix(got, "answers: scripted") ||
+		!strings.Contains(got, "not a language model") {
+		t.Errorf("the header says %q of who answers, want the scripted player's label", got)
+	}
 	shot("fleet")
 
 	// A second tab on the chat page, to see the first tab's chat listed

@@ -1,6 +1,6 @@
 // The console's entry point: sign-in, the tabs, and the one status poll
 // that feeds the header, the audit tiers and the metrics.
-import { $, setText, shown } from "./dom.js";
+import { $, setText, shown, cut } from "./dom.js";
 import { token, json, onUnauthorized, APIError } from "./api.js";
 import * as fleet from "./fleet.js";
 import * as chat from "./chat.js";
@@ -18,6 +18,7 @@ function showLogin(message) {
   $("tabs").hidden = true;
   $("logout").hidden = true;
   $("node-ready").hidden = true;
+  $("node-llm").hidden = true;
   for (const name of Object.keys(views)) $("view-" + name).hidden = true;
   setText($("login-error"), message || "");
   $("token").focus();
@@ -78,6 +79,11 @@ function onStatus(st) {
   setText(ready, ok ? "ready" : "not ready");
   ready.className = "pill " + (ok ? "ok" : "bad");
   ready.title = ok ? "" : shown((st.ready.checks || []).filter((c) => !c.ok).map((c) => c.name + ": " + (c.reason || "")).join("; "));
+  // Who answers the chats: a model's name, or the scripted player's label,
+  // which says it is not a language model.
+  const llm = $("node-llm");
+  llm.hidden = !(st.llm && st.llm.provider);
+  if (!llm.hidden) setText(llm, "answers: " + cut(st.llm.provider, 120));
   metrics.sample(st);
   audit.status(st);
 }
