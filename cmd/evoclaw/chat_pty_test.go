@@ -85,6 +85,7 @@ func TestChatREPLInPTY(t *testing.T) {
 	f := newFakeNode(t)
 	cache := t.TempDir()
 	p := startPTYChat(t, cache, "--data-dir", f.dir)
+	p.expect("(answers: chain)") // who answers, from the node's status
 	p.expect("evoclaw> ")
 	p.typeText("How is pi1?\r")
 	p.expect("→ pi1 sysinfo {\"x\":1}")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -40,6 +41,9 @@ func (s *chatSession) repl(ctx context.Context) error {
 		return pastedLine(line), err
 	}
 	fmt.Fprintln(s.io.stdout, "evoclaw chat: /help for commands, Ctrl-D or /quit to leave")
+	if who := s.answerer(ctx); who != "" {
+		s.view.note(s.io.stdout, "(answers: "+who+")")
+	}
 	for {
 		line, err := readLine(s.prompt())
 		switch {
@@ -76,6 +80,24 @@ func (s *chatSession) repl(ctx context.Context) error {
 			fmt.Fprintln(s.io.stdout)
 		}
 	}
+}
+
+// answerer is who answers the node's chats, as its status names it (the
+// model chain, or the scripted player's label, which says it is not a
+// language model); "" when the status cannot be read within a few
+// seconds: the first chat says why.
+func (s *chatSession) answerer(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var st struct {
+		LLM struct {
+			Provider string `json:"provider"`
+		} `json:"llm"`
+	}
+	if err := s.client.getJSON(ctx, "GET", "/v1/status", nil, &st); err != nil {
+		return ""
+	}
+	return termLine(st.LLM.Provider, 120)
 }
 
 // prompt names the conversation, cut to maxPromptID runes.
