@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/evoclaw/evoclaw/actors"
+	"github.com/evoclaw/evoclaw/edge/wire"
 )
 
 // maxChatLine bounds one line of piped input (a chat body is at most 1 MiB).
@@ -78,6 +79,11 @@ func chatMain(ctx context.Context, args []string, cio chatIO) error {
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *conv != "" && wire.ValidateAgentID(*conv) != nil {
+		// refused here, as the node would: no request, and no
+		// "continues this conversation" for an id no chat can have
+		return fmt.Errorf("%w: --conversation %.60q: use letters, digits, '-' and '_', at most %d characters", errUsage, *conv, wire.MaxAgentIDLen)
 	}
 	client, err := nf.client()
 	if err != nil {

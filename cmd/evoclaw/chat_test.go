@@ -49,6 +49,8 @@ func TestChatOneShotExitCodes(t *testing.T) {
 		{"--node overrides", []string{"--data-dir", stale, "--node", f.srv.URL, "hi"}, 0, "(hi)", "", false},
 		{"bad --node", []string{"--data-dir", f.dir, "--node", "ftp://x", "hi"}, 2, "", "want http://host:port", true},
 		{"empty question", []string{"--data-dir", f.dir, " "}, 2, "", "the question is empty", true},
+		// refused before any request, and not offered to continue
+		{"bad --conversation", []string{"--data-dir", f.dir, "--conversation", "bad id!", "hi"}, 2, "", `--conversation "bad id!": use letters`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runArgs(append([]string{"chat"}, tc.args...)...)
@@ -57,6 +59,9 @@ func TestChatOneShotExitCodes(t *testing.T) {
 			}
 			if strings.Contains(out+errOut, "\x1b") {
 				t.Fatalf("escape codes in plain output: %q %q", out, errOut)
+			}
+			if tc.code == 2 && strings.Contains(errOut, "continues this conversation") {
+				t.Fatalf("a refused command offers to continue a conversation: %q", errOut)
 			}
 		})
 	}
