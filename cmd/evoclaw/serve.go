@@ -68,6 +68,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		api = "http://" + a
 	}
 	fmt.Fprintf(stdout, "evoclaw orchestrator ready: broker %s, audit %s, api %s\n", node.BrokerURL(), node.AuditPath(), api)
+	if c := auditCaveat(node.Ready(), cfg.DataDir); c != "" {
+		fmt.Fprintf(stdout, "evoclaw orchestrator: %s\n", c)
+	}
 	later := make(chan struct{})
 	if c := llmCaveat(node.Ready()); c != "" {
 		fmt.Fprintf(stdout, "evoclaw orchestrator: %s\n", c)
@@ -155,6 +158,20 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		trimming.Go(func() { settle(trimCtx) })
 	}
 	return dataDirError(cfg.DataDir, a.Run(ctx))
+}
+
+// auditCaveat is what follows the ready line when the audit trail cannot
+// write at start: a node that finds its database's log and shared-memory
+// files (left by a power cut or a kill) opens it on a full disk, and then
+// refuses every chat until there is room, which "ready" must not hide.
+func auditCaveat(r orchestrator.Readiness, dataDir string) string {
+	for _, c := range r.Checks {
+		if c.Name == orchestrator.CheckAudit && !c.OK {
+			return fmt.Sprintf("NOT READY: %s (data directory %s); every chat is refused until the audit trail can write, "+
+				"which needs no restart (docs/INSTALL.md, a full or read-only card)", c.Reason, dataDir)
+		}
+	}
+	return ""
 }
 
 // llmCaveat is what follows the ready line when the node cannot answer
