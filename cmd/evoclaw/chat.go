@@ -119,6 +119,14 @@ func (s *chatSession) oneShot(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("%w: the question is empty", errUsage)
 	}
+	// A command of the REPL given as the question was sent to the model.
+	switch cmd := strings.TrimSpace(text); cmd {
+	case "/help":
+		fmt.Fprintln(s.io.stdout, chatHelp)
+		return nil
+	case "/new", "/quit", "/exit":
+		return fmt.Errorf("%w: %s is a command of the terminal chat (evoclaw chat with no question), not a question", errUsage, cmd)
+	}
 	switch {
 	case isTerminal(s.io.stdin) && isTerminal(s.io.stdout):
 		// Replies are read as in the REPL: with a prompt, and Ctrl-C at

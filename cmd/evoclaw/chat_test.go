@@ -49,6 +49,9 @@ func TestChatOneShotExitCodes(t *testing.T) {
 		{"--node overrides", []string{"--data-dir", stale, "--node", f.srv.URL, "hi"}, 0, "(hi)", "", false},
 		{"bad --node", []string{"--data-dir", f.dir, "--node", "ftp://x", "hi"}, 2, "", "want http://host:port", true},
 		{"empty question", []string{"--data-dir", f.dir, " "}, 2, "", "the question is empty", true},
+		// the REPL's commands are not sent to the model as a question
+		{"/help", []string{"--data-dir", f.dir, "/help"}, 0, "/new    start a new conversation", "", false},
+		{"/new", []string{"--data-dir", f.dir, "/new"}, 2, "", "/new is a command of the terminal chat", true},
 		// refused before any request, and not offered to continue
 		{"bad --conversation", []string{"--data-dir", f.dir, "--conversation", "bad id!", "hi"}, 2, "", `--conversation "bad id!": use letters`, true},
 	} {
