@@ -51,6 +51,7 @@ type pacer struct {
 	mu          sync.Mutex // guards the fields below
 	outage      time.Time  // when the current outage began
 	connectedAt time.Time  // when the last connection was made
+	up          bool       // connected, and its loss not noted yet
 	lostOnce    bool       // a connection was lost before
 	reconnected bool       // the last connection followed a lost one
 	attempts    int        // attempts made in the current outage
@@ -72,13 +73,26 @@ func (p *pacer) connected() {
 	defer p.mu.Unlock()
 	p.connectedAt = p.now()
 	p.reconnected = p.lostOnce
+	p.up = true
 }
 
-// lost notes a lost connection: a new outage, or the last one going on
-// when the connection was a reconnection lost soon after it was made.
+// lost notes a lost connection. paho reports the loss on a goroutine of
+// its own, which may run after its first reconnect attempt: next notes
+// the loss too, and the first of the two to run counts it.
 func (p *pacer) lost() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.noteLoss()
+}
+
+// noteLoss starts a new outage, or goes on with the last one when the
+// connection was a reconnection lost soon after it was made; nothing when
+// the loss of the last connection was noted already. p.mu is held.
+func (p *pacer) noteLoss() {
+	if !p.up {
+		return
+	}
+	p.up = false
 	now := p.now()
 	p.lostOnce = true
 	if p.reconnected && now.Sub(p.connectedAt) < stableConnection {
@@ -100,6 +114,7 @@ func (p *pacer) refused() {
 func (p *pacer) next() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.noteLoss()
 	if p.now().Sub(p.outage) >= fastReconnectFor {
 		p.slowDown()
 	}

@@ -43,6 +43,12 @@ func TestPacer(t *testing.T) {
 			{event: "connected"}, {event: "wait", d: 3 * s}, {event: "lost"}, next(2*s, false),
 			{event: "connected"}, {event: "wait", d: 3 * s}, {event: "lost"}, next(4*s, false),
 		}},
+		// paho reports a loss on a goroutine of its own, maybe after its
+		// first attempt to reconnect has asked for its wait.
+		{"a loss reported after the first attempt counts once", 2 * s, 30 * s, []step{
+			{event: "connected"}, {event: "wait", d: time.Hour}, next(2*s, false), {event: "lost"}, next(3*s/2, false),
+			{event: "connected"}, {event: "wait", d: 3 * s}, next(s, false), {event: "lost"}, next(2*s, false),
+		}},
 		{"the first connection, lost at once, starts a fast outage", 2 * s, 30 * s, []step{
 			{event: "connected"}, {event: "wait", d: s}, {event: "lost"}, next(2*s, false), next(3*s/2, false),
 		}},
