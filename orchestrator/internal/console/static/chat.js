@@ -179,8 +179,19 @@ function markCurrent() {
   }
 }
 
+// leaveRunning asks the person whether to cancel the chat running in the
+// conversation shown, which opening another would do (the page shows one
+// conversation, and follows one chat); true when none runs or they agree.
+function leaveRunning() {
+  if (!running) return true;
+  if (!confirm("A chat is still running in this conversation. Opening another one cancels it: the node stops its model and tool calls. Cancel the chat?")) return false;
+  running.left = true; // what it still says belongs to the conversation left
+  running.controller.abort();
+  return true;
+}
+
 async function open(id) {
-  if (running) running.controller.abort();
+  if (!leaveRunning()) return;
   convId = id;
   setText($("chat-title"), id || "New conversation");
   setHash();
@@ -250,7 +261,8 @@ async function send() {
     canceled = err.name === "AbortError";
     // fetch throws a TypeError when the connection breaks
     const why = err instanceof TypeError ? "the connection to the node broke (" + err.message + "); it may have stopped" : err.message;
-    log.append(el("div", { class: "msg error" + (canceled ? " canceled" : "") },
+    // Left for another conversation, the log shows that one now.
+    if (!r.left) log.append(el("div", { class: "msg error" + (canceled ? " canceled" : "") },
       el("p", { text: canceled ? "Canceled: the node stops this chat's model and tool calls." : "Chat failed: " + why })));
   } finally {
     // A call still shown running when the chat is over did not finish:
