@@ -68,4 +68,6 @@ func TestConsoleOpenAnotherWhileAChatRuns(t *testing.T) {
 }
 
 // jsString is s as a JavaScript string literal.
-func jsString(s string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'" }
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
