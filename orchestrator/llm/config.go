@@ -432,7 +432,10 @@ func (e *Endpoint) Probes() bool {
 }
 
 // IsLocalURL reports whether a base URL points at this machine or the LAN:
-// localhost, a *.local (mDNS) name, or a loopback, private or link-local IP.
+// localhost, a *.local (mDNS) name, a name without a dot (this machine's
+// host name, a LAN name found through the hosts file or the resolver's
+// search domain, a container's service name: no hosted API has one), or a
+// loopback, private or link-local IP.
 func IsLocalURL(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -440,6 +443,9 @@ func IsLocalURL(raw string) bool {
 	}
 	host := strings.ToLower(u.Hostname())
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".local") {
+		return true
+	}
+	if host != "" && !strings.Contains(host, ".") && !strings.Contains(host, ":") {
 		return true
 	}
 	ip := net.ParseIP(host)

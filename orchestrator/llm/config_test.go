@@ -122,13 +122,19 @@ func TestValidateMessages(t *testing.T) {
 
 func TestIsLocalURL(t *testing.T) {
 	for u, want := range map[string]bool{
-		"http://127.0.0.1:8080/v1":      true,
-		"http://localhost:11434/v1":     true,
-		"http://pi-kitchen.local:8080":  true,
-		"http://10.0.0.5:8000/v1":       true,
-		"http://192.168.1.20:1234/v1":   true,
-		"http://[::1]:8080/v1":          true,
-		"http://[fe80::1]:8080":         true,
+		"http://127.0.0.1:8080/v1":     true,
+		"http://localhost:11434/v1":    true,
+		"http://pi-kitchen.local:8080": true,
+		"http://10.0.0.5:8000/v1":      true,
+		"http://192.168.1.20:1234/v1":  true,
+		"http://[::1]:8080/v1":         true,
+		"http://[fe80::1]:8080":        true,
+		// names without a dot resolve on this machine or the LAN only: a
+		// container's service, the machine's own name, a typo of localhost
+		"http://ollama:11434/v1":        true,
+		"http://GPU-BOX:8080/v1":        true,
+		"http://localhsot:11434/v1":     true,
+		"http:///v1":                    false,
 		"https://api.openai.com/v1":     false,
 		"https://api.anthropic.com":     false,
 		"http://8.8.8.8/v1":             false,
