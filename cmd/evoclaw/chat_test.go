@@ -39,6 +39,9 @@ func TestChatOneShotExitCodes(t *testing.T) {
 		{"words joined", []string{"--data-dir", f.dir, "--quiet", "How", "is", "pi1?"}, 0, "pi1 is fine (How is pi1?)", "", false},
 		{"not ready", []string{"--data-dir", f.dir, "status 503"}, 1, "", "the node is not ready: the fake says 503", true},
 		{"busy", []string{"--data-dir", f.dir, "status 429"}, 1, "", "busy, try again shortly", true},
+		// the chat input budget's wait, in hours, is not "shortly"
+		{"input budget", []string{"--data-dir", f.dir, "budget 7211"}, 1, "", "busy, try again in 2h (its Retry-After): busy: this chat's input has room in 7211s", true},
+		{"budget, a short wait", []string{"--data-dir", f.dir, "budget 3"}, 1, "", "busy, try again shortly", true},
 		{"llm failed", []string{"--data-dir", f.dir, "status 502"}, 1, "", "the LLM failed", true},
 		{"timeout", []string{"--data-dir", f.dir, "status 504"}, 1, "", "no answer in time", true},
 		{"bad request", []string{"--data-dir", f.dir, "status 400"}, 1, "", "the node refused the request", true},

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -319,6 +320,21 @@ type apiError struct {
 	// "--token-file FILE", "$EVOCLAW_TOKEN ...", "DIR/http-token: ...";
 	// empty when not known.
 	TokenFrom string
+	// RetryAfter is the answer's Retry-After (0: none, or not seconds).
+	RetryAfter time.Duration
+}
+
+// maxRetryAfter bounds a Retry-After taken from a node: a day.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfterOf is a Retry-After header's wait in whole seconds, at most
+// maxRetryAfter; 0 for none, an HTTP date, or anything else.
+func retryAfterOf(h string) time.Duration {
+	n, err := strconv.ParseUint(strings.TrimSpace(h), 10, 32)
+	if err != nil {
+		return 0
+	}
+	return min(time.Duration(n)*time.Second, maxRetryAfter)
 }
 
 // Error says what went wrong in terms of what the user can do about it.
@@ -348,6 +364,11 @@ func (e *apiError) Error() string {
 	case http.StatusConflict:
 		return "conflict: " + msg
 	case http.StatusTooManyRequests:
+		if e.RetryAfter > time.Minute {
+			// the chat input budget: a wait of minutes or hours, which
+			// "shortly" would hide
+			return "the node is busy, try again in " + short(e.RetryAfter) + " (its Retry-After): " + msg
+		}
 		return "the node is busy, try again shortly: " + msg
 	case http.StatusBadGateway:
 		return "the LLM failed: " + msg
@@ -400,5 +421,7 @@ func apiErrorFrom(b []byte, status int) *apiError {
 
 func readAPIError(resp *http.Response) *apiError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)) // a cut body still says something
-	return apiErrorFrom(b, resp.StatusCode)
+	e := apiErrorFrom(b, resp.StatusCode)
+	e.RetryAfter = retryAfterOf(resp.Header.Get("Retry-After"))
+	return e
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each status a node answers with says what the user can do about it; a
@@ -45,4 +46,28 @@ func TestNodeCommandsWantASubcommand(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q, want 2 and %q", tt.cmd, code, errOut.String(), tt.want)
 		}
 	}
+}
+
+// A Retry-After from a node is whole seconds, bounded; anything else is
+// none.
+func TestRetryAfterOf(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"7": 7 * time.Second, " 60 ": time.Minute, "": 0, "-1": 0, "1.5": 0,
+		"Wed, 21 Oct 2015 07:28:00 GMT": 0, "99999999": maxRetryAfter, "99999999999999999999": 0,
+	} {
+		if got := retryAfterOf(in); got != want {
+			t.Errorf("retryAfterOf(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func FuzzRetryAfterOf(f *testing.F) {
+	for _, s := range []string{"7", "", "-1", "99999999", "Wed, 21 Oct 2015 07:28:00 GMT"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d := retryAfterOf(s); d < 0 || d > maxRetryAfter || d%time.Second != 0 {
+			t.Fatalf("retryAfterOf(%q) = %s", s, d)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ const fakeToken = "fake-token-0123456789abcdef"
 //	"slow..."     starts a tool and holds the stream until the client leaves
 //	"evil..."     streams tool output and an answer full of escape sequences
 //	"status NNN"  answers with HTTP status NNN and an error body
+//	"budget N"    answers 429 with Retry-After: N, as the chat input budget does
 //	"event-error" fails inside the stream with a 502 error event
 //	"approval"    holds a tool call of pi1 bash for approval apr-1, then answers
 //	anything else streams a tool call of pi1 sysinfo and answers
@@ -128,6 +130,11 @@ func (f *fakeNode) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var code int
+	if _, err := fmt.Sscanf(req.Text, "budget %d", &code); err == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(code))
+		fakeError(w, http.StatusTooManyRequests, "rate_limit_error", fmt.Sprintf("busy: this chat's input has room in %ds", code))
+		return
+	}
 	if _, err := fmt.Sscanf(req.Text, "status %d", &code); err == nil {
 		fakeError(w, code, "some_error", "the fake says "+strings.TrimPrefix(req.Text, "status "))
 		return
