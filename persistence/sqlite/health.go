@@ -2,7 +2,11 @@ package sqlite
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -24,7 +28,17 @@ type WriteHealth struct {
 	LastError string
 	// DiskFull is set when that failure was ErrDiskFull.
 	DiskFull bool
+	// ReadOnlyFS is set when that failure was ErrReadOnlyFS: no write
+	// succeeds until the file system is repaired and mounted read-write.
+	ReadOnlyFS bool
 }
+
+// ErrReadOnlyFS reports a write that failed because the file system
+// holding the database is mounted read-only. The kernel remounts a card so
+// after write errors (ext4's errors=remount-ro), and SQLite then says only
+// "disk I/O error" or "attempt to write a readonly database".
+var ErrReadOnlyFS = errors.New("the audit database's file system is read-only, as the kernel makes a card after write errors (see dmesg); " +
+	"no write succeeds until it is checked (fsck) and mounted read-write again")
 
 // Failing reports whether the latest outcome was a failure of the store.
 func (h WriteHealth) Failing() bool { return h.LastFailure.After(h.LastOK) }
@@ -57,6 +71,44 @@ func (s *Store) noteWrite(err error, whole bool) {
 	}
 	s.health.h.LastFailure, s.health.h.LastError = now, err.Error()
 	s.health.h.DiskFull = errors.Is(err, ErrDiskFull)
+	s.health.h.ReadOnlyFS = errors.Is(err, ErrReadOnlyFS)
+}
+
+// fsReadOnly reports whether the file system holding dir refuses writes
+// as mounted read-only: its statfs flags say so (ST_RDONLY on Linux,
+// MNT_RDONLY on the BSDs: bit 0), or creating a file in dir fails with
+// EROFS. The second is needed: ext4 on recent kernels marks a file system
+// that hit errors "emergency_ro", which refuses every write with EROFS but
+// leaves statfs and access(2) saying it is writable. The probe file, made
+// only after a write failed, is removed at once. A test may replace it.
+var fsReadOnly = func(dir string) bool {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) == nil && st.Flags&1 != 0 {
+		return true
+	}
+	f, err := os.CreateTemp(dir, ".write-probe-*")
+	if err != nil {
+		return errors.Is(err, syscall.EROFS)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return false
+}
+
+// readOnlyCause wraps err, a write's failure, with ErrReadOnlyFS when the
+// file system holding the database at path is mounted read-only: SQLite
+// names EROFS as "disk I/O error" (or "readonly database"), which said
+// nothing of the cause and read like a broken card or a bug. Only a
+// failure of the store itself is checked, with a statfs and at most one
+// probe file.
+func readOnlyCause(err error, path string) error {
+	if err == nil || errors.Is(err, ErrReadOnlyFS) || errors.Is(err, ErrDiskFull) {
+		return err
+	}
+	if errors.Is(err, syscall.EROFS) || (storeFault(err) && fsReadOnly(filepath.Dir(path))) {
+		return fmt.Errorf("%w: %w", ErrReadOnlyFS, err)
+	}
+	return err
 }
 
 // Unavailable reports whether err says the store cannot take a write (or
@@ -70,7 +122,7 @@ func Unavailable(err error) bool {
 // storeFault reports whether err of one write says the database cannot be
 // written at all, rather than that the write itself was refused.
 func storeFault(err error) bool {
-	if errors.Is(err, ErrDiskFull) {
+	if errors.Is(err, ErrDiskFull) || errors.Is(err, ErrReadOnlyFS) {
 		return true
 	}
 	var se *sqlite.Error

@@ -312,7 +312,7 @@ func (s *Store) closeWriter() {
 func (s *Store) commitBatch(batch []*op) {
 	for len(batch) > 0 {
 		failed, err := s.runTx(batch)
-		err = classifyWriteError(err)
+		err = readOnlyCause(classifyWriteError(err), s.path)
 		s.noteWrite(err, failed < 0)
 		if failed < 0 {
 			for _, o := range batch {
