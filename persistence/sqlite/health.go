@@ -75,15 +75,14 @@ func (s *Store) noteWrite(err error, whole bool) {
 }
 
 // fsReadOnly reports whether the file system holding dir refuses writes
-// as mounted read-only: its statfs flags say so (ST_RDONLY on Linux,
-// MNT_RDONLY on the BSDs: bit 0), or creating a file in dir fails with
-// EROFS. The second is needed: ext4 on recent kernels marks a file system
-// that hit errors "emergency_ro", which refuses every write with EROFS but
-// leaves statfs and access(2) saying it is writable. The probe file, made
+// as mounted read-only: its mount flags say so (mountedReadOnly), or
+// creating a file in dir fails with EROFS. The second is needed: ext4 on
+// recent kernels marks a file system that hit errors "emergency_ro", which
+// refuses every write with EROFS but leaves statfs and access(2) saying it
+// is writable. The probe file, made
 // only after a write failed, is removed at once. A test may replace it.
 var fsReadOnly = func(dir string) bool {
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) == nil && st.Flags&1 != 0 {
+	if mountedReadOnly(dir) {
 		return true
 	}
 	f, err := os.CreateTemp(dir, ".write-probe-*")
