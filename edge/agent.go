@@ -81,6 +81,9 @@ type Agent struct {
 	// refusals are the commands the MQTT handler refused, to be audited
 	// and answered by sendRefusals (edge/refusals.go).
 	refusals chan refusal
+	// startRecorded is closed once the write of this run's agent_start
+	// event has an outcome (lifecycle.go).
+	startRecorded chan struct{}
 
 	total, succeeded, failed atomic.Int64
 
@@ -128,7 +131,8 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
 		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow),
-		refusedEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1)}
+		refusedEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1),
+		startRecorded: make(chan struct{})}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
 		if err != nil {
@@ -276,7 +280,12 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 			}
 			gen, said = g, true
 			readyOnce.Do(func() {
-				a.log.Info("edge agent ready", "broker", a.cfg.MQTT.Broker, "tools", a.ToolNames())
+				if p := a.AuditProblem(); p != "" {
+					a.log.Warn("edge agent NOT READY: every command is refused until its audit trail can write",
+						"broker", a.cfg.MQTT.Broker, "tools", a.ToolNames(), "data_dir", a.cfg.DataDir, "err", p)
+				} else {
+					a.log.Info("edge agent ready", "broker", a.cfg.MQTT.Broker, "tools", a.ToolNames())
+				}
 				if a.Ready != nil {
 					a.Ready()
 				}

@@ -3,9 +3,11 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/wire"
@@ -53,17 +55,56 @@ func (a *Agent) startDetail() map[string]any {
 
 // recordStart queues the agent_start event, the first record of this run
 // (a write submitted later commits no earlier); the agent does not wait
-// for its commit, as Run's next steps write behind it anyway.
+// for its commit, as Run's next steps write behind it anyway. Its outcome
+// closes startRecorded.
 func (a *Agent) recordStart() {
+	done := sync.OnceFunc(func() { close(a.startRecorded) })
 	b, _ := json.Marshal(a.startDetail()) // strings and an int
 	ev := persistence.Event{Node: a.cfg.AgentID, AgentID: a.cfg.AgentID, Kind: EventAgentStart, Detail: b}
 	if err := a.store.QueueEvent(ev, func(err error) {
 		if err != nil {
 			a.log.Error("audit event", "kind", EventAgentStart, "err", err)
 		}
+		done()
 	}); err != nil {
 		a.log.Error("audit event", "kind", EventAgentStart, "err", err)
+		done()
 	}
+}
+
+// auditFreeFloor is the free space under which AuditProblem says the
+// disk is full: writes that fit the space the database's log file already
+// holds may still succeed (such as the agent_start event), but a command's
+// records soon do not, and it is refused.
+const auditFreeFloor = 1 << 20
+
+// startOutcomeWait bounds how long AuditProblem waits for the outcome of
+// the agent_start event's write.
+const startOutcomeWait = 2 * time.Second
+
+// AuditProblem says why the agent's audit trail cannot write now, "" when
+// nothing says so: its last write failed, such as this run's agent_start
+// event on a card that turned read-only, or its disk has less than
+// auditFreeFloor free (the database's log files, left by a crash, let the
+// agent open it on a full disk). Every command is refused meanwhile, as
+// none runs unrecorded; a write that succeeds again (space freed) ends it
+// without a restart. Once Run has started, it waits for the agent_start
+// event's outcome (at most startOutcomeWait).
+func (a *Agent) AuditProblem() string {
+	select {
+	case <-a.startRecorded:
+	case <-time.After(startOutcomeWait):
+	}
+	if a.store == nil {
+		return ""
+	}
+	if h := a.store.WriteHealth(); h.Failing() {
+		return h.LastError
+	}
+	if free, err := dataDirFree(a.cfg.DataDir); err == nil && free < auditFreeFloor {
+		return fmt.Sprintf("its disk is full: %d KiB free", free>>10)
+	}
+	return ""
 }
 
 // recordStop writes the agent_stop event once Run's goroutines ended:

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,47 +144,14 @@ func copyFile(t *testing.T, from, to string) {
 // ready and why. Stdout said "ready" and nothing more while every chat
 // was refused.
 func TestServeOnFullDiskSaysNotReady(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil || os.Geteuid() != 0 {
-		skipOrFail(t, "needs root and unshare(1): the full file system is a tmpfs mounted in a mount namespace")
-	}
-	bin := evoclawBinary(t)
 	dir := t.TempDir()
 	// Fixed ports, as a deployed node has: its http-addr file is then
 	// the same at the second start, which writes no file.
 	node := filepath.Join(dir, "evoclaw.toml")
 	writeFile(t, node, fmt.Sprintf("[http]\nlisten = \"127.0.0.1:%d\"\n[broker]\nlisten = \"127.0.0.1:%d\"\n", freePort(t), freePort(t)))
 	mnt := filepath.Join(dir, "card")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Start, kill -9 once ready, fill the card, start again; print the
-	// second start's stdout (the processes' output goes beside the card).
-	const script = `set -e
-mount -t tmpfs -o size=24m tmpfs "$1"
-ready() { i=0; until grep -q "orchestrator ready" "$1"; do i=$((i+1)); [ $i -le 300 ] && kill -0 $2 || { cat "$1" "$1.err"; exit 1; }; sleep 0.1; done; }
-"$2" serve --config "$3" --data-dir "$1/data" >"$4/first" 2>"$4/first.err" & p=$!
-ready "$4/first" $p; kill -9 $p; wait $p || :
-head -c 50000000 /dev/zero >"$1/fill" 2>/dev/null || :
-"$2" serve --config "$3" --data-dir "$1/data" >"$4/second" 2>"$4/second.err" & p=$!
-ready "$4/second" $p; sleep 0.2; kill -INT $p; wait $p || :
-cat "$4/second"
-`
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, unshare, "--mount", "--propagation", "private", "sh", "-c", script, "sh", mnt, bin, node, dir)
-	cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + dir}
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "orchestrator ready") })
-	if i < 0 || i+1 == len(lines) {
-		t.Fatalf("no ready line, or nothing after it:\n%s", out)
-	}
-	if next := lines[i+1]; !strings.Contains(next, "NOT READY") || !strings.Contains(next, "disk nearly full") {
-		t.Fatalf("the line after the ready line does not say the node is not ready for its full disk:\n%s", out)
+	lines := secondStartOnFullCard(t, mnt, "orchestrator ready", "serve", "--config", node, "--data-dir", filepath.Join(mnt, "data"))
+	if !strings.Contains(lines[1], "NOT READY") || !strings.Contains(lines[1], "disk nearly full") {
+		t.Fatalf("the line after the ready line does not say the node is not ready for its full disk:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -155,6 +155,12 @@ func cmdEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer stopTrim()
 	a.Ready = func() {
 		fmt.Fprintf(stdout, "evoclaw edge agent %s ready: broker %s, tools %v\n", cfg.AgentID, cfg.MQTT.Broker, a.ToolNames())
+		// An agent that finds its database's log files (left by a crash)
+		// opens it on a full disk, and then refuses every command.
+		if p := a.AuditProblem(); p != "" {
+			fmt.Fprintf(stdout, "evoclaw edge agent %s: NOT READY: the audit trail cannot write (%s; data directory %s); every command is refused until it can, "+
+				"which needs no restart once there is room (docs/INSTALL.md, a full or read-only card)\n", cfg.AgentID, p, cfg.DataDir)
+		}
 		trimming.Go(func() { settle(trimCtx) })
 	}
 	return dataDirError(cfg.DataDir, a.Run(ctx))

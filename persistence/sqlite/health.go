@@ -79,8 +79,8 @@ func (s *Store) noteWrite(err error, whole bool) {
 // creating a file in dir fails with EROFS. The second is needed: ext4 on
 // recent kernels marks a file system that hit errors "emergency_ro", which
 // refuses every write with EROFS but leaves statfs and access(2) saying it
-// is writable. The probe file, made
-// only after a write failed, is removed at once. A test may replace it.
+// is writable. The probe file, made only after a write failed, is removed
+// at once. A test may replace it.
 var fsReadOnly = func(dir string) bool {
 	if mountedReadOnly(dir) {
 		return true
