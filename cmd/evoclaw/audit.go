@@ -25,6 +25,7 @@ import (
 const auditUsage = `evoclaw audit sql [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] [--timeout 60s] "SELECT ..."
        evoclaw audit verify [--config FILE] [--data-dir DIR] [--key FILE | --unkeyed] [--summaries] [--tier warm|cold|all] [--cold-url URL]   (exit 0 intact, 1 broken or not verifiable, 2 usage)
        evoclaw audit status [--config FILE] [--data-dir DIR] [--cold-url URL] [--json]
+       evoclaw audit backup [--config FILE] [--data-dir DIR] [--all] [--force] [--key FILE | --unkeyed] DEST   (a verified copy of audit.db, taken while the node runs; --all: DEST is a new directory with everything a restore needs)
        evoclaw audit report NAME [ARG] [--config FILE] [--data-dir DIR] [--tier warm|cold|all] [--cold-url URL] [--json|--csv] [--timeout 60s]   (NAME: see docs/AUDIT.md; "evoclaw audit report list")
 (--config: the node's evoclaw.toml gives data_dir and [audit.cold] url; flags win)`
 
@@ -52,6 +53,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdAuditReport(ctx, args[1:], stdout, stderr)
 	case "status":
 		return cmdAuditStatus(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return cmdAuditBackup(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown audit command %q: %s", errUsage, args[0], auditUsage)
 }

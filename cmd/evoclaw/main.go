@@ -44,6 +44,7 @@ usage:
   evoclaw audit verify [--data-dir DIR] [--tier warm|cold|all]   check the audit hash chain; names the first broken record
   evoclaw audit report NAME [ARG] [--tier warm|cold|all]   ready-made audit queries (evoclaw audit report list)
   evoclaw audit status [--data-dir DIR] [--cold-url URL] [--json]   chain head, retention, records waiting for the cold tier
+  evoclaw audit backup [--data-dir DIR] [--all] [--force] DEST   a verified copy of the audit trail (or, --all, of the data directory), taken while the node runs
   evoclaw logs   [--data-dir DIR | --node URL [--token-file FILE]] [--filter=tool|llm|message|event] [--agent A] [--limit N] [--follow]   newest audited records
   evoclaw metrics --tools [--data-dir DIR] [--json|--csv]   calls, errors and latency per tool and agent
   evoclaw bench  [--calls N] [--concurrency N] [--tools process,builtin] [--startup=false] [--floor N]   round-trip latency and its ratio to this machine's floor, throughput, RSS and start time across real processes
