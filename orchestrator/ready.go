@@ -215,10 +215,14 @@ func (n *Node) llmGate() error {
 }
 
 // auditGate refuses a chat fast when the audit trail cannot record it: the
-// disk is nearly full, or a write failed less than auditRetryAfter ago.
+// disk is nearly full, a write failed less than auditRetryAfter ago, or
+// one failed because the card turned read-only and it still is. Such a
+// card stays so until it is checked and mounted again: a chat let through
+// after auditRetryAfter ran its tool calls on the agents, then could not
+// be recorded.
 func (n *Node) auditGate() error {
 	h := n.store.WriteHealth()
-	if h.Failing() && n.now().Sub(h.LastFailure) < auditRetryAfter {
+	if h.Failing() && (n.now().Sub(h.LastFailure) < auditRetryAfter || n.store.StillReadOnly()) {
 		return fmt.Errorf("%w: the audit trail cannot write (%s)", ErrNotReady, h.LastError)
 	}
 	if free, err := n.diskFree(n.cfg.DataDir); err == nil && free < MinAuditFreeBytes {

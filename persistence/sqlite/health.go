@@ -74,6 +74,16 @@ func (s *Store) noteWrite(err error, whole bool) {
 	s.health.h.ReadOnlyFS = errors.Is(err, ErrReadOnlyFS)
 }
 
+// StillReadOnly reports whether the last write failed because the file
+// system holding the database is read-only (ErrReadOnlyFS) and it still
+// is: no write can succeed, so work that must be recorded should not
+// start. It probes the file system (a statfs and at most one file) only
+// after such a failure.
+func (s *Store) StillReadOnly() bool {
+	h := s.WriteHealth()
+	return h.Failing() && h.ReadOnlyFS && fsReadOnly(filepath.Dir(s.path))
+}
+
 // fsReadOnly reports whether the file system holding dir refuses writes
 // as mounted read-only: its mount flags say so (mountedReadOnly), or
 // creating a file in dir fails with EROFS. The second is needed: ext4 on

@@ -4,12 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // TestReadOnlyFSNamed: a write that fails on a file system mounted
@@ -84,63 +84,14 @@ func readOnlyDatabaseError(t *testing.T) error {
 // TestCardTurnsReadOnlyUnderStore makes a real ext4 file system go
 // read-only under an open store, as the kernel does to a Pi's card after
 // write errors (errors=remount-ro): the next write fails naming the
-// read-only mount (SQLite itself said "disk I/O error"), and once the file
-// system is checked and mounted again the acknowledged record is there.
-// It needs root, mkfs.ext4, loop devices and the kernel's ext4 error
-// trigger, and skips loudly without them; TestReadOnlyFSNamed covers the
-// classification without.
+// read-only file system (SQLite itself said "disk I/O error"), and once
+// the file system is checked and mounted again the acknowledged record is
+// there. It needs root and loop devices (testenv.NewCard), and skips
+// loudly without them; TestReadOnlyFSNamed covers the classification
+// without.
 func TestCardTurnsReadOnlyUnderStore(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: needs root to mount a loop device")
-	}
-	for _, tool := range []string{"mkfs.ext4", "e2fsck", "mount", "umount", "findmnt"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("SKIP: %s is not installed", tool)
-		}
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "card.img"), filepath.Join(dir, "card")
-	run := func(name string, args ...string) error {
-		out, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil {
-			return errors.New(name + ": " + err.Error() + ": " + string(out))
-		}
-		return nil
-	}
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 16<<20); err != nil {
-		t.Fatal(err)
-	}
-	if err := run("mkfs.ext4", "-q", "-F", img); err != nil {
-		t.Fatal(err)
-	}
-	mount := func() error { return run("mount", "-o", "loop,errors=remount-ro", img, mnt) }
-	if err := mount(); err != nil {
-		t.Skipf("SKIP: cannot mount a loop device here: %v", err)
-	}
-	mounted := true
-	t.Cleanup(func() {
-		if mounted {
-			if err := run("umount", mnt); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	out, err := exec.Command("findmnt", "-n", "-o", "SOURCE", mnt).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(strings.TrimSpace(string(out))), "trigger_fs_error")
-	if _, err := os.Stat(trigger); err != nil {
-		t.Skipf("SKIP: the kernel offers no ext4 error trigger: %v", err)
-	}
-
-	path := filepath.Join(mnt, "data", "audit.db")
+	card := testenv.NewCard(t)
+	path := filepath.Join(card.Dir, "data", "audit.db")
 	s, err := Open(path, Options{Sync: SyncFull})
 	if err != nil {
 		t.Fatal(err)
@@ -151,33 +102,23 @@ func TestCardTurnsReadOnlyUnderStore(t *testing.T) {
 		s.Close()
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(trigger, []byte("1"), 0); err != nil {
+	if s.StillReadOnly() {
 		s.Close()
-		t.Fatal(err)
+		t.Fatal("StillReadOnly on a healthy card")
 	}
+	card.TurnReadOnly()
 	err = s.RecordToolCall(ctx, sampleCall(2))
-	h := s.WriteHealth()
+	h, still := s.WriteHealth(), s.StillReadOnly()
 	s.Close() // its last writes fail too
 	if err == nil || !strings.Contains(err.Error(), "file system is read-only") || !strings.Contains(h.LastError, "file system is read-only") {
-		t.Fatalf("a write after the card turned read-only: %v (health says %q), want it to say the file system is mounted read-only", err, h.LastError)
+		t.Fatalf("a write after the card turned read-only: %v (health says %q), want it to say the file system is read-only", err, h.LastError)
+	}
+	if !still {
+		t.Fatal("StillReadOnly = false after a write failed on the read-only card")
 	}
 	t.Logf("the write's error: %v", err)
 
-	// Check the file system and mount it again, as after a reboot.
-	if err := run("umount", mnt); err != nil {
-		t.Fatal(err)
-	}
-	mounted = false
-	if err := exec.Command("e2fsck", "-f", "-y", img).Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() > 1 { // 1: errors corrected
-			t.Fatalf("e2fsck: %v", err)
-		}
-	}
-	if err := mount(); err != nil {
-		t.Fatal(err)
-	}
-	mounted = true
+	card.Repair() // as after a reboot
 	if n := queryOne(t, path, "SELECT count(*) FROM tool_calls WHERE record_id = ?", acked.RecordID); n != int64(1) {
 		t.Fatalf("the acknowledged record: %v rows after the card was repaired, want 1", n)
 	}
