@@ -107,6 +107,8 @@ func storeUnavailable(w http.ResponseWriter, err error) bool {
 	switch {
 	case errors.Is(err, sqlite.ErrDiskFull):
 		why = "its disk is full"
+	case errors.Is(err, sqlite.ErrReadOnlyFS):
+		why = "its file system is read-only, as the kernel makes a card after write errors (see dmesg), until it is checked (fsck) and mounted again"
 	case errors.Is(err, sqlite.ErrClosed):
 		why = "the store is closed (the node is stopping)"
 	case errors.Is(err, sqlite.ErrQueueFull):

@@ -18,7 +18,7 @@ import (
 // model, also once the 5 s pause after a failed write has passed: the
 // card stays read-only until it is checked and mounted again, and a chat
 // let through ran its tool calls on the agents, then could not be
-// recorded. It needs root and loop devices (testenv.NewCard).
+// recorded. A job the API cannot store says why too. It needs root and loop devices (testenv.NewCard).
 func TestChatsRefusedOnReadOnlyCard(t *testing.T) {
 	card := testenv.NewCard(t)
 	var calls atomic.Int32
@@ -52,5 +52,11 @@ func TestChatsRefusedOnReadOnlyCard(t *testing.T) {
 	code, msg := chat()
 	if code != 503 || !strings.Contains(msg, "file system is read-only") || calls.Load() != before {
 		t.Fatalf("chat 6 s later on the still read-only card: %d %q, model called %d times, want 503 naming it before the model", code, msg, calls.Load()-before)
+	}
+	resp := send(t, "POST", base+"/v1/jobs", token, map[string]any{"id": "j", "schedule": "@every 1m", "prompt": "p"})
+	var e errorBody
+	decodeBody(t, resp, &e)
+	if resp.StatusCode != 503 || !strings.Contains(e.Error.Message, "file system is read-only") {
+		t.Fatalf("a job stored on the read-only card: %d %+v, want 503 naming the read-only file system", resp.StatusCode, e)
 	}
 }
