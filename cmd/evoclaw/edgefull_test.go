@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evoclaw/evoclaw/edge/mqtttest"
+	"github.com/evoclaw/evoclaw/edge/testenv"
 )
 
 // TestEdgeOnFullDiskSaysNotReady: an agent killed on a full card (a power
@@ -75,4 +76,31 @@ cat "$out/second"
 		t.Fatalf("no ready line, or nothing after it:\n%s", out)
 	}
 	return lines[i:]
+}
+
+// TestStartOnCardTurnedReadOnly: a node or an agent started on a card the
+// kernel turned read-only after write errors (ext4 errors=remount-ro,
+// which recent kernels mark emergency_ro while statfs still says
+// writable) is refused first thing, with the line saying the file system
+// is read-only and nothing before it. The node started its broker first,
+// and logged it, before the audit database failed to open. It needs root
+// and loop devices (testenv.NewCard).
+func TestStartOnCardTurnedReadOnly(t *testing.T) {
+	card := testenv.NewCard(t)
+	data := filepath.Join(card.Dir, "data")
+	if err := os.MkdirAll(filepath.Join(data, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	node, agent := filepath.Join(dir, "evoclaw.toml"), filepath.Join(dir, "agent.toml")
+	writeFile(t, node, fmt.Sprintf("[http]\nlisten = \"127.0.0.1:%d\"\n[broker]\nlisten = \"127.0.0.1:%d\"\n", freePort(t), freePort(t)))
+	writeFile(t, agent, fmt.Sprintf("agent_id = \"pi-ro\"\ndata_dir = %q\n[mqtt]\nbroker = \"mqtt://127.0.0.1:1\"\n", data))
+	card.TurnReadOnly()
+	for _, args := range [][]string{{"serve", "--config", node, "--data-dir", data}, {"edge", "--config", agent}} {
+		code, out, errOut := runBinary(t, "", args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 1 || out != "" || len(lines) != 1 || !strings.Contains(errOut, "mounted read-only") || !strings.Contains(errOut, data) {
+			t.Errorf("%s on a card turned read-only: exit %d, stdout %q, stderr:\n%s\nwant exit 1 and one line naming the read-only file system and %s", args[0], code, out, errOut, data)
+		}
+	}
 }

@@ -73,10 +73,23 @@ func dataDirError(dataDir string, err error) error {
 
 // readOnlyFS reports whether the file system of path, or of its nearest
 // existing parent, is mounted read-only (ST_RDONLY on Linux, MNT_RDONLY
-// on the BSDs: both are bit 0 of the statfs flags).
+// on the BSDs: both are bit 0 of the statfs flags), or, when path is an
+// existing directory, refuses a new file in it with EROFS: ext4 on recent
+// kernels marks a card that hit write errors "emergency_ro", refusing
+// every write while statfs says it is writable. The probe file is removed
+// at once.
 func readOnlyFS(path string) bool {
 	st, err := statfsNearest(path)
-	return err == nil && st.Flags&1 != 0
+	if err == nil && st.Flags&1 != 0 {
+		return true
+	}
+	f, err := os.CreateTemp(path, ".write-probe-*")
+	if err != nil {
+		return errors.Is(err, syscall.EROFS)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return false
 }
 
 // freeBytes is what an unprivileged writer may still use on the file
