@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/evoclaw/evoclaw/orchestrator"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // TempSubdir is the directory inside a data directory that holds the
@@ -74,22 +75,12 @@ func dataDirError(dataDir string, err error) error {
 // readOnlyFS reports whether the file system of path, or of its nearest
 // existing parent, is mounted read-only (ST_RDONLY on Linux, MNT_RDONLY
 // on the BSDs: both are bit 0 of the statfs flags), or, when path is an
-// existing directory, refuses a new file in it with EROFS: ext4 on recent
-// kernels marks a card that hit write errors "emergency_ro", refusing
-// every write while statfs says it is writable. The probe file is removed
-// at once.
+// existing directory, refuses a new file in it as read-only
+// (sqlite.DirReadOnly: a card that recent kernels marked emergency_ro
+// after write errors refuses every write while statfs says writable).
 func readOnlyFS(path string) bool {
 	st, err := statfsNearest(path)
-	if err == nil && st.Flags&1 != 0 {
-		return true
-	}
-	f, err := os.CreateTemp(path, ".write-probe-*")
-	if err != nil {
-		return errors.Is(err, syscall.EROFS)
-	}
-	f.Close()
-	os.Remove(f.Name())
-	return false
+	return err == nil && st.Flags&1 != 0 || sqlite.DirReadOnly(path)
 }
 
 // freeBytes is what an unprivileged writer may still use on the file

@@ -84,14 +84,14 @@ func (s *Store) StillReadOnly() bool {
 	return h.Failing() && h.ReadOnlyFS && fsReadOnly(filepath.Dir(s.path))
 }
 
-// fsReadOnly reports whether the file system holding dir refuses writes
-// as mounted read-only: its mount flags say so (mountedReadOnly), or
-// creating a file in dir fails with EROFS. The second is needed: ext4 on
-// recent kernels marks a file system that hit errors "emergency_ro", which
-// refuses every write with EROFS but leaves statfs and access(2) saying it
-// is writable. The probe file, made only after a write failed, is removed
-// at once. A test may replace it.
-var fsReadOnly = func(dir string) bool {
+// DirReadOnly reports whether the file system holding the directory dir
+// refuses writes as mounted read-only: its mount flags say so
+// (mountedReadOnly), or creating a file in dir fails with EROFS. The
+// second is needed: ext4 on recent kernels marks a file system that hit
+// errors "emergency_ro", which refuses every write with EROFS but leaves
+// statfs and access(2) saying it is writable. The probe file is removed at
+// once; a dir that does not exist is not read-only.
+func DirReadOnly(dir string) bool {
 	if mountedReadOnly(dir) {
 		return true
 	}
@@ -103,6 +103,10 @@ var fsReadOnly = func(dir string) bool {
 	os.Remove(f.Name())
 	return false
 }
+
+// fsReadOnly is DirReadOnly, probed after a write failed; a test may
+// replace it.
+var fsReadOnly = DirReadOnly
 
 // readOnlyCause wraps err, a write's failure, with ErrReadOnlyFS when the
 // file system holding the database at path is mounted read-only: SQLite
