@@ -439,7 +439,10 @@ function questionNode(p) {
       form.hidden = true;
       setText(state, "You replied: " + answer);
       done();
-      if (hadKeyboard && (!document.activeElement || document.activeElement === document.body)) $("chat-text").focus();
+      // Still on the reply field (hidden now, and the browser may not
+      // have moved the focus off it yet) or on nothing: not elsewhere.
+      const a = document.activeElement;
+      if (hadKeyboard && (!a || a === document.body || form.contains(a))) $("chat-text").focus();
     } catch (err) {
       input.disabled = send.disabled = false;
       setText(state, "Reply not taken: " + err.message);
