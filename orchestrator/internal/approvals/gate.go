@@ -16,6 +16,7 @@ import (
 	"github.com/evoclaw/evoclaw/edge/wire"
 	"github.com/evoclaw/evoclaw/orchestrator/llm"
 	"github.com/evoclaw/evoclaw/persistence"
+	"github.com/evoclaw/evoclaw/persistence/sqlite"
 )
 
 // Defaults of Config.
@@ -312,9 +313,34 @@ func (g *Gate) Sweep(ctx context.Context) error {
 			// made a sweep read the store again.
 			g.lowerNext(now)
 			errs = append(errs, err)
+			if errors.Is(err, sqlite.ErrReadOnlyFS) {
+				g.denyUnrecorded(a, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// denyUnrecorded hands the call waiting for expired approval a the
+// timeout the store could not record because its card turned read-only:
+// no write succeeds until the card is checked and the node restarted,
+// whose Open then denies the approval (by "restart"). Waiting for the
+// record held the chat until [loop] chat_timeout (504 after 10 min by
+// default), though it could end at once: the call is not run either way.
+func (g *Gate) denyUnrecorded(a persistence.Approval, err error) {
+	g.mu.Lock()
+	w := g.waiters[a.ID]
+	g.mu.Unlock()
+	if w == nil {
+		return
+	}
+	d := actors.ApprovalDecision{ID: a.ID, State: persistence.ApprovalTimedOut, By: ByTimeout,
+		Note: fmt.Sprintf("nobody decided within %s; the timeout could not be recorded: %v", a.Expires.Sub(a.Requested).Round(time.Second), err)}
+	select {
+	case w <- d:
+		g.log.Warn("approval timed out, not recorded: the audit database's card is read-only", "approval", a.ID, "tool", a.Tool)
+	default: // handed already
+	}
 }
 
 // timeOut denies pending approval a, expired at now, as timed out.
