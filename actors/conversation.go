@@ -351,7 +351,7 @@ func (c *conversation) runCall(ctx actor.Context, e loop.RunCall) {
 // spawn starts the tool-call actor of call i.
 func (c *conversation) spawn(ctx actor.Context, i int, call llm.ToolCall, s *callSpec) {
 	t := c.cur
-	s.index, s.gen, s.progress = i, t.gen, t.progress
+	s.index, s.gen, s.progress, s.iteration = i, t.gen, t.progress, t.m.Iterations()
 	s.started = c.o.Now()
 	s.deadline = s.started.Add(s.timeout + c.o.ReplySlack)
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &toolCall{s: s} }, onHot),

@@ -41,8 +41,10 @@ type callSpec struct {
 	deadline time.Time
 	edges    *actor.PID
 	o        *ConvOptions
-	// progress receives the call's streamed output (nil: nobody watches).
-	progress ProgressFunc
+	// progress receives the call's streamed output (nil: nobody watches);
+	// iteration is its turn's, as on the call's tool_start.
+	progress  ProgressFunc
+	iteration int
 	// caller is the chat the call runs for, given to local tools.
 	caller Caller
 	// outputSeq is the last streamed Seq passed on, so a redelivered
@@ -147,7 +149,7 @@ func (c *toolCall) Receive(ctx actor.Context) {
 			return
 		}
 		s.outputSeq = m.Seq
-		s.progress.emit(Progress{Kind: ProgressToolOutput, ConversationID: s.convID, Time: s.o.Now(), CallID: s.call.ID,
+		s.progress.emit(Progress{Kind: ProgressToolOutput, ConversationID: s.convID, Time: s.o.Now(), Iteration: s.iteration, CallID: s.call.ID,
 			RequestID: s.requestID, Agent: s.agent(), Tool: s.tool, Seq: m.Seq, Output: m.Output})
 	case *Reply:
 		if s.finished.Load() || m.RequestID != s.requestID {

@@ -62,6 +62,18 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 	if want := "llm_start,llm_end,tool_start,tool_output:one ,tool_output:three ,tool_end,llm_start,llm_end"; got != want {
 		t.Fatalf("progress\n got %s\nwant %s", got, want)
 	}
+	// A call's events all name its turn: the output's said 0.
+	var start Progress
+	for _, p := range log.All() {
+		switch p.Kind {
+		case ProgressToolStart:
+			start = p
+		case ProgressToolOutput, ProgressToolEnd:
+			if p.Iteration != start.Iteration {
+				t.Errorf("%s of iteration %d, its tool_start's %d", p.Kind, p.Iteration, start.Iteration)
+			}
+		}
+	}
 	testenv.Eventually(t, 5*time.Second, func() bool { return stats.Unknown.Load() == 1 }, "the late report dropped")
 	// Dropped silently: no audit event, no warning.
 	if k := strings.Join(h.events.kinds(), ","); strings.Contains(k, EventLateResult) {
