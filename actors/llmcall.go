@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -58,6 +59,8 @@ func (c *conversation) callLLM(ctx actor.Context, e loop.AskModel) {
 		if err != nil {
 			end.Status, end.Error = wire.StatusError, truncate(err.Error(), summaryBytes)
 			end.ErrorType = llmErrorType(err, timedOut)
+		} else if len(resp.Message.ToolCalls) > 0 {
+			end.Text = truncate(strings.TrimSpace(resp.Message.Content), MaxProgressText)
 		}
 		progress.emit(end)
 		root.Send(self, &llmDone{seq: seq, resp: resp, err: err})

@@ -9,7 +9,8 @@ const (
 	// ProgressLLMStart: a completion was requested (Iteration counts the
 	// tool turns before it).
 	ProgressLLMStart = "llm_start"
-	// ProgressLLMEnd: the completion ended (Status, ElapsedMS, Error).
+	// ProgressLLMEnd: the completion ended (Status, ElapsedMS, Error; Text
+	// when it asked for tools).
 	ProgressLLMEnd = "llm_end"
 	// ProgressToolStart: a tool call began (Agent, Tool, Args).
 	ProgressToolStart = "tool_start"
@@ -29,10 +30,12 @@ const (
 )
 
 // MaxProgressArgs bounds Progress.Args; ProgressResultExcerpt bounds the
-// result excerpt of a ProgressToolEnd.
+// result excerpt of a ProgressToolEnd; MaxProgressText bounds the text of
+// a ProgressLLMEnd.
 const (
 	MaxProgressArgs       = 200
 	ProgressResultExcerpt = 200
+	MaxProgressText       = 1024
 )
 
 // Progress is one step of a running chat, for live views. It says what the
@@ -58,6 +61,10 @@ type Progress struct {
 	Status    string `json:"status,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Text is what the model wrote beside the tool calls it asked for
+	// ("Checking the kitchen Pi."), cut at MaxProgressText
+	// (ProgressLLMEnd); its final answer is the chat's answer, not this.
+	Text string `json:"text,omitempty"`
 	// Result is the start of a successful tool's result (ProgressToolEnd).
 	Result    string `json:"result,omitempty"`
 	ElapsedMS int64  `json:"elapsed_ms,omitempty"`

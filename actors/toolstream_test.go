@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,10 +63,15 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 	if want := "llm_start,llm_end,tool_start,tool_output:one ,tool_output:three ,tool_end,llm_start,llm_end"; got != want {
 		t.Fatalf("progress\n got %s\nwant %s", got, want)
 	}
-	// A call's events all name its turn: the output's said 0.
+	// A call's events all name its turn: the output's said 0. The
+	// completion that asked for the call shows what the model wrote
+	// beside it; the one that answered does not repeat the answer.
 	var start Progress
+	var said []string
 	for _, p := range log.All() {
 		switch p.Kind {
+		case ProgressLLMEnd:
+			said = append(said, p.Text)
 		case ProgressToolStart:
 			start = p
 		case ProgressToolOutput, ProgressToolEnd:
@@ -73,6 +79,9 @@ func TestStreamedOutputReachesTheChat(t *testing.T) {
 				t.Errorf("%s of iteration %d, its tool_start's %d", p.Kind, p.Iteration, start.Iteration)
 			}
 		}
+	}
+	if fmt.Sprintf("%q", said) != `["calling" ""]` { // echoTranscript's turns
+		t.Errorf("llm_end texts %q, want the first turn's words beside its call, then none", said)
 	}
 	testenv.Eventually(t, 5*time.Second, func() bool { return stats.Unknown.Load() == 1 }, "the late report dropped")
 	// Dropped silently: no audit event, no warning.

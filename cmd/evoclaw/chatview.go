@@ -93,9 +93,13 @@ func (v *chatView) onProgress(p actors.Progress) {
 			v.thinking = true
 		}
 	case actors.ProgressLLMEnd:
-		if p.Status == "error" {
+		switch {
+		case p.Status == "error":
 			v.line(v.style(ansiRed, "✗") + " " + termLine(fmt.Sprintf("LLM %s %d ms: %s", p.ErrorType, p.ElapsedMS, p.Error), maxProgressLine))
-		} else {
+		case p.Text != "":
+			// What the model says it is about to do, before its calls.
+			v.line(termLine(p.Text, actors.MaxProgressText+len("…")))
+		default:
 			v.settle()
 		}
 	case actors.ProgressToolStart:

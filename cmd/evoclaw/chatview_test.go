@@ -27,6 +27,8 @@ func TestChatViewProgress(t *testing.T) {
 		{"approval wait", actors.Progress{Kind: actors.ProgressApprovalWait, Agent: "pi1", Tool: "reboot", ApprovalID: "apr-7", Error: "rule: reboots need a person"},
 			[]string{"⏸ pi1 reboot waits for approval apr-7 (rule: reboots need a person)",
 				"decide: evoclaw approvals approve apr-7, or evoclaw approvals deny apr-7"}},
+		{"what the model said beside its calls", actors.Progress{Kind: actors.ProgressLLMEnd, Status: "success", Text: "Checking the\nkitchen Pi.\x1b]0;pwned\x07"},
+			[]string{"Checking the kitchen Pi."}},
 		{"approval wait, hostile id", actors.Progress{Kind: actors.ProgressApprovalWait, Tool: "reboot", ApprovalID: "a\x1b[2Jb"},
 			[]string{"⏸ reboot waits for approval ab", "approve ab"}},
 	}

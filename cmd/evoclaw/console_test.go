@@ -26,12 +26,13 @@ import (
 // right-to-left override that would show "txt.exe" as "exe.txt".
 const hostileCaps = `Pi 4 <script>window.__pwned="script"</script><img src=x onerror="window.__pwned='img'"> ` + "\u202etxt.exe"
 
-// consoleTranscript: the first chat runs a bash loop that streams its
-// output (and prints markup), the answer carries markup too; the second
+// consoleTranscript: the first chat says what it does (with markup) and
+// runs a bash loop that streams its output (and prints markup), the
+// answer carries markup too; the second
 // asks the person a question; the third runs a long command, which the
 // test cancels.
 const consoleTranscript = `{"name":"console","turns":[
-  {"content":"","tool_calls":[{"id":"c1","name":"pi1__bash","arguments":{"command":"for i in 1 2 3; do echo step $i; sleep 0.3; done; echo '<script>window.__pwned=\"tool\"</script>'","timeout_ms":20000}}]},
+  {"content":"Checking <img src=x onerror=window.__pwned='said'>pi1.","tool_calls":[{"id":"c1","name":"pi1__bash","arguments":{"command":"for i in 1 2 3; do echo step $i; sleep 0.3; done; echo '<script>window.__pwned=\"tool\"</script>'","timeout_ms":20000}}]},
   {"content":"<b>bold?</b> pi1 said: {{result c1}}"},
   {"content":"","tool_calls":[{"id":"q1","name":"question","arguments":{"question":"Which pump <i>now</i>?"}}]},
   {"content":"you chose: {{result q1}}"},
@@ -134,6 +135,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	answer := b.eval(t, `document.querySelector('#chat-log .msg.answer p').textContent`).(string)
 	if !strings.HasPrefix(answer, "<b>bold?</b> pi1 said: step 1\nstep 2\nstep 3\n<script>") {
 		t.Fatalf("answer shown as %q", answer)
+	}
+	// What the model wrote beside its call is shown, as text.
+	if said := b.eval(t, `document.querySelector('#chat-log .step.said').textContent`).(string); said != "Checking <img src=x onerror=window.__pwned='said'>pi1." {
+		t.Errorf("the model's words beside its call shown as %q", said)
 	}
 	step := b.eval(t, `document.querySelector('#chat-log .step.tool').textContent`).(string)
 	for _, want := range []string{"ok", "pi1", "bash", "step 3"} {

@@ -321,6 +321,8 @@ function progress(r, p) {
         r.llm.classList.add("failed");
       } else {
         setText(r.llm, `model answered in ${p.elapsed_ms || 0} ms`);
+        // What the model says it is about to do, beside its tool calls.
+        if (p.text) r.steps.append(el("li", { class: "step said", text: p.text }));
       }
       break;
     case "tool_start": {
