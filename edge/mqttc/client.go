@@ -278,10 +278,10 @@ func (c *Client) Connected() bool { return c.pc.IsConnectionOpen() }
 // Close waits for a running OnConnect callback, is idempotent and may be
 // called from any goroutine, but not from OnConnect or a subscription
 // handler. Close returns within a fraction of a second even while the
-// broker is unreachable, but paho cannot interrupt a reconnect attempt or its
-// backoff sleep: that goroutine of paho's may run on in the background for up
-// to MaxReconnectInterval plus ConnectTimeout, and then ends without
-// reconnecting.
+// broker is unreachable. It ends the wait before the next reconnect
+// attempt, and no attempt starts after it (open); paho cannot interrupt an
+// attempt already under way: that goroutine of paho's may run on in the
+// background for up to ConnectTimeout, and then ends without reconnecting.
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()

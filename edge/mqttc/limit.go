@@ -31,8 +31,17 @@ var errMalformedLength = errors.New("malformed mqtt remaining length")
 
 // open dials the broker of uri (TCP, through a SOCKS proxy named by the
 // environment as paho does, then TLS for tls:// and ssl://) and bounds
-// what paho reads from it. It is paho's CustomOpenConnectionFn.
+// what paho reads from it. It is paho's CustomOpenConnectionFn. A closed
+// client dials nothing: Close ends the wait before a reconnect attempt
+// (sleep), and paho makes the attempt all the same, after Close returned,
+// and gives up only once it has failed (otherwise a login on the broker,
+// which takes over any session holding the same client id).
 func (c *Client) open(uri *url.URL, po paho.ClientOptions) (net.Conn, error) {
+	select {
+	case <-c.done:
+		return nil, ErrClosed
+	default:
+	}
 	d := &net.Dialer{Timeout: c.opts.ConnectTimeout}
 	conn, err := proxy.FromEnvironmentUsing(d).Dial("tcp", uri.Host)
 	if err != nil {
