@@ -194,6 +194,8 @@ func approvalError(w http.ResponseWriter, r *http.Request, err error) {
 		echoError(w, r, http.StatusNotFound, err)
 	case errors.Is(err, sqlite.ErrDecided):
 		echoError(w, r, http.StatusConflict, err)
+	case errors.Is(err, approvals.ErrNodeDecider), errors.Is(err, approvals.ErrNoDecider):
+		echoError(w, r, http.StatusBadRequest, err)
 	default:
 		echoError(w, r, http.StatusInternalServerError, err)
 	}

@@ -142,6 +142,8 @@ func (n *Node) localOp(ctx context.Context, op remoteOp) remoteResult {
 			return remoteResult{}
 		case errors.Is(err, sqlite.ErrDecided):
 			return remoteResult{Found: true, Status: http.StatusConflict, Error: err.Error()}
+		case errors.Is(err, approvals.ErrNodeDecider), errors.Is(err, approvals.ErrNoDecider):
+			return remoteResult{Found: true, Status: http.StatusBadRequest, Error: err.Error()}
 		case err != nil:
 			return remoteResult{Found: true, Status: http.StatusInternalServerError, Error: err.Error()}
 		}

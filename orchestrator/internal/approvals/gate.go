@@ -65,6 +65,9 @@ const TopicPrefix = "evoclaw/approvals/"
 var (
 	// ErrNoDecider refuses a decision that names no one.
 	ErrNoDecider = errors.New("a decision must name who decided")
+	// ErrNodeDecider refuses a person's decision under a name the node
+	// decides under (NodeDecides).
+	ErrNodeDecider = errors.New("a decision by timeout, restart or canceled is the node's own; name who decides")
 )
 
 // Config is the [approvals] section of evoclaw.toml. The zero value gates
@@ -260,6 +263,11 @@ func (g *Gate) Await(ctx context.Context, req actors.ApprovalRequest, pending fu
 func (g *Gate) Decide(ctx context.Context, id string, approve bool, by, note string) (persistence.Approval, error) {
 	if by == "" {
 		return persistence.Approval{}, ErrNoDecider
+	}
+	if NodeDecides(by) {
+		// The API refuses it first; this is a peer node's forwarded
+		// decision, which an older release did not check.
+		return persistence.Approval{}, ErrNodeDecider
 	}
 	state := persistence.ApprovalDenied
 	if approve {
