@@ -132,7 +132,14 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 	fmt.Fprintln(w, "\naudit")
 	if d.sent["audit_write"] {
 		line := "  writes\tok"
-		if d.AuditWrite.Failing {
+		switch {
+		case d.AuditWrite.Failing && d.auditReady():
+			// A write failed for a full disk and the disk has room
+			// again: the node is ready and the next write retries.
+			// "FAILING" beside "ready" read as a contradiction.
+			line = fmt.Sprintf("  writes\tlast failed %s: %s (room again: the next write retries)",
+				ago(d.AuditWrite.LastFailure, now), termLine(d.AuditWrite.LastError, 200))
+		case d.AuditWrite.Failing:
 			line = "  writes\tFAILING: " + termLine(d.AuditWrite.LastError, 200)
 		}
 		if d.AuditWrite.FreeBytes >= 0 {

@@ -241,3 +241,41 @@ func TestStatusAnonymousBrokerClient(t *testing.T) {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
 }
+
+// TestStatusAuditWrites: a failed audit write is FAILING while the node's
+// audit check fails; once the check passes again (a full disk with room
+// again, before the next write), the line says when it last failed and
+// that the next write retries, not FAILING beside "ready".
+func TestStatusAuditWrites(t *testing.T) {
+	failed := orchestrator.AuditWriteStatus{Failing: true, LastFailure: time.Now().Add(-9 * time.Second),
+		LastError: "database or disk is full", FreeBytes: 64 << 20}
+	for _, tc := range []struct {
+		name    string
+		write   orchestrator.AuditWriteStatus
+		auditOK bool
+		want    string
+	}{
+		{"ok", orchestrator.AuditWriteStatus{FreeBytes: 64 << 20}, true, `\n  writes +ok +64 MiB free\n`},
+		{"failing", failed, false, `\n  writes +FAILING: database or disk is full +64 MiB free\n`},
+		{"room again", failed, true, `\n  writes +last failed [0-9]+s ago: database or disk is full \(room again: the next write retries\) +64 MiB free\n`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeNode(t)
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["audit_write"] = tc.write
+			doc["ready"] = orchestrator.Readiness{Ready: tc.auditOK, Checks: []orchestrator.ReadyCheck{{Name: orchestrator.CheckAudit, OK: tc.auditOK}}}
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.status = string(b)
+			code, out, errOut := runArgs("status", "--data-dir", f.dir)
+			if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
+				t.Fatalf("exit %d, want %s in:\n%s%s", code, tc.want, out, errOut)
+			}
+		})
+	}
+}

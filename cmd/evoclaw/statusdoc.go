@@ -48,6 +48,20 @@ func (d *statusDoc) readiness() (known, ok bool, reason string) {
 	return true, d.Ready.Ready, strings.Join(why, "; ")
 }
 
+// auditReady reports whether the node sent its readiness and its audit
+// check passed.
+func (d *statusDoc) auditReady() bool {
+	if !d.sent["ready"] {
+		return false
+	}
+	for _, c := range d.Ready.Checks {
+		if c.Name == orchestrator.CheckAudit {
+			return c.OK
+		}
+	}
+	return false
+}
+
 // toolStatsOf returns the counters of an agent's tool i: the node's
 // per-agent stats, else its loop metrics under the model's name.
 func (d *statusDoc) toolStatsOf(a orchestrator.AgentStatus, i int) (orchestrator.ToolStatus, bool) {
