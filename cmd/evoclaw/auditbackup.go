@@ -135,6 +135,11 @@ func backupAll(ctx context.Context, dataDir, dest string, o sqlite.BackupOptions
 			os.RemoveAll(tmp)
 		}
 	}()
+	// Every file is the data directory's own: its service user can write
+	// the directory, and a link planted there (http-token to /etc/shadow,
+	// todos to /root) must not put root's files into a backup that a
+	// restore hands back to that user. Such a link refuses the backup.
+	o.OwnFile = true
 	src := filepath.Join(dataDir, orchestrator.AuditFile)
 	res, err := sqlite.Backup(ctx, src, filepath.Join(tmp, orchestrator.AuditFile), o)
 	if err != nil {
@@ -151,8 +156,8 @@ func backupAll(ctx context.Context, dataDir, dest string, o sqlite.BackupOptions
 			copied = append(copied, name+" (0600)")
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, memoryFile)); err == nil {
-		if _, err := sqlite.BackupDatabase(ctx, filepath.Join(dataDir, memoryFile), filepath.Join(tmp, memoryFile), sqlite.BackupOptions{}); err != nil {
+	if _, err := os.Lstat(filepath.Join(dataDir, memoryFile)); err == nil {
+		if _, err := sqlite.BackupDatabase(ctx, filepath.Join(dataDir, memoryFile), filepath.Join(tmp, memoryFile), sqlite.BackupOptions{OwnFile: true}); err != nil {
 			return fmt.Errorf("back up %s: %w", memoryFile, err)
 		}
 		copied = append(copied, memoryFile)
@@ -183,12 +188,19 @@ func backupAll(ctx context.Context, dataDir, dest string, o sqlite.BackupOptions
 // copyTodos copies the todo lists of src into the new directory dst and
 // returns how many; -1 when there is no src. A list is replaced by a
 // rename, so each copied file is one whole version of its list; the
-// leftovers of an interrupted write (.tmp-*) are skipped.
+// leftovers of an interrupted write (.tmp-*) are skipped, and so is an
+// entry that is not a regular file (a symbolic link is not followed). A
+// src that is a symbolic link is refused.
 func copyTodos(src, dst string) (int, error) {
-	entries, err := os.ReadDir(src)
+	d, err := sqlite.OpenOwnDir(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return -1, nil
 	}
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return 0, err
 	}
@@ -200,8 +212,9 @@ func copyTodos(src, dst string) (int, error) {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".tmp-") {
 			continue
 		}
-		switch err := sqlite.CopyPrivateFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); {
+		switch err := sqlite.CopyPrivateFileAt(d, e.Name(), filepath.Join(dst, e.Name())); {
 		case errors.Is(err, fs.ErrNotExist): // the list was removed meanwhile
+		case errors.Is(err, sqlite.ErrNotOwnFile): // replaced meanwhile by a link or a special file
 		case err != nil:
 			return n, err
 		default:

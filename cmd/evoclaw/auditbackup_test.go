@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +249,89 @@ func TestAuditBackupAllCopies(t *testing.T) {
 	res, err := sqlite.QueryReadOnly(context.Background(), filepath.Join(dest, memoryFile), "SELECT body FROM notes")
 	if err != nil || len(res.Rows) != 1 {
 		t.Errorf("memory notes in the backup: %v %v", res, err)
+	}
+}
+
+// --all run by root over a data directory its service user can write:
+// a symbolic link planted there for a secret, the memory database, the
+// todo directory or audit.db itself, or a FIFO for a secret, refuses the
+// backup instead of copying what the link points to (which the documented
+// restore then hands to that user) or waiting on the FIFO forever.
+func TestAuditBackupAllRefusesLinks(t *testing.T) {
+	// What the links point to: files the service user must not read.
+	outside := t.TempDir()
+	const secret = "root-only secret 7f3a"
+	writeFile(t, filepath.Join(outside, "shadow"), secret+"\n")
+	priv, err := sql.Open("sqlite", "file:"+filepath.Join(outside, "private.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"CREATE TABLE s (x TEXT)", "INSERT INTO s VALUES ('" + secret + "')"} {
+		if _, err := priv.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	priv.Close()
+	other := auditDir(t, 2) // another node's trail, with its key
+
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, dir string)
+	}{
+		{orchestrator.HTTPTokenFile, func(t *testing.T, dir string) {
+			symlink(t, filepath.Join(outside, "shadow"), filepath.Join(dir, orchestrator.HTTPTokenFile))
+		}},
+		{broker.UsersFileName, func(t *testing.T, dir string) {
+			path := filepath.Join(dir, broker.UsersFileName)
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The old code blocked opening the FIFO: give it an empty
+			// writer after a while, so that it fails rather than hangs.
+			timer := time.AfterFunc(2*time.Second, func() {
+				if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+			})
+			t.Cleanup(func() { timer.Stop() })
+		}},
+		{memoryFile, func(t *testing.T, dir string) {
+			symlink(t, filepath.Join(outside, "private.db"), filepath.Join(dir, memoryFile))
+		}},
+		{todoDir, func(t *testing.T, dir string) { symlink(t, outside, filepath.Join(dir, todoDir)) }},
+		{orchestrator.AuditFile, func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, orchestrator.AuditFile))
+			symlink(t, filepath.Join(other, orchestrator.AuditFile), filepath.Join(dir, orchestrator.AuditFile))
+			os.Remove(filepath.Join(dir, sqlite.KeyFileName))
+			symlink(t, filepath.Join(other, sqlite.KeyFileName), filepath.Join(dir, sqlite.KeyFileName))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := auditDir(t, 3)
+			tc.plant(t, dir)
+			dest := filepath.Join(t.TempDir(), "all")
+			code, out, errOut := runArgs("audit", "backup", "--data-dir", dir, "--all", dest)
+			if code != 1 || !strings.Contains(errOut, tc.name) || !strings.Contains(errOut, "symbolic link") {
+				t.Errorf("exit %d, want 1 naming %s as a link\n%s%s", code, tc.name, out, errOut)
+			}
+			if _, err := os.Lstat(dest); err == nil {
+				t.Errorf("%s was written", dest)
+			}
+			filepath.WalkDir(filepath.Dir(dest), func(path string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					if b, _ := os.ReadFile(path); strings.Contains(string(b), secret) {
+						t.Errorf("%s holds the linked file's content", path)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,9 +29,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -64,6 +66,12 @@ var (
 	// ErrBackupNoRoom refuses a backup the destination's filesystem has no
 	// room for; it is wrapped in a *NoRoomError.
 	ErrBackupNoRoom = errors.New("not enough free space for the backup")
+	// ErrNotOwnFile refuses a source that is a symbolic link or not a
+	// regular file (a directory where a file belongs, a FIFO, a device):
+	// a backup run by root of a data directory its service user can write
+	// copies that directory's own files, never what a link planted there
+	// points to.
+	ErrNotOwnFile = errors.New("a symbolic link or a special file, not the directory's own file: refused")
 )
 
 // NoRoomError is a backup refused, or stopped, for want of space.
@@ -97,6 +105,10 @@ type BackupOptions struct {
 	// StepPages is how many pages one step copies; zero means
 	// DefaultBackupStepPages.
 	StepPages int
+	// OwnFile refuses, with ErrNotOwnFile, a source that is a symbolic
+	// link or not a regular file, and a copy SQLite read from any other
+	// file than src itself: for a directory someone else can write.
+	OwnFile bool
 
 	// freeSpace reports the bytes free in a directory; nil means the
 	// filesystem's. A test seam: it lets a backup start on a filesystem
@@ -158,6 +170,11 @@ func backup(ctx context.Context, src, dst string, o BackupOptions, chain bool) (
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("back up to %s: %w", dst, err)
 	}
+	if o.OwnFile {
+		if fi, err := os.Lstat(src); err == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("back up %s: %w", src, ErrNotOwnFile)
+		}
+	}
 	if same, err := sameFile(src, dst); err != nil || same {
 		return nil, fmt.Errorf("back up to %s: that is the database itself", dst)
 	}
@@ -179,6 +196,11 @@ func backup(ctx context.Context, src, dst string, o BackupOptions, chain bool) (
 	// start again while the copy is checked.
 	closeConn := sync.OnceFunc(closeSrc)
 	defer closeConn()
+	if o.OwnFile {
+		if err := openedItself(ctx, conn, src); err != nil {
+			return nil, fmt.Errorf("back up %s: %w", src, err)
+		}
+	}
 	// One read transaction for the whole copy: see the file comment.
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return nil, fmt.Errorf("back up %s: %w", src, err)
@@ -381,14 +403,69 @@ func isFull(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == 13 // SQLITE_FULL
 }
 
-// CopyPrivateFile copies the file src to the new file dst, mode 0600, and
-// syncs it: for the data directory's secrets a backup copies beside the
-// database.
-func CopyPrivateFile(src, dst string) error {
-	if err := copyFile(src, dst); err != nil {
+// openedItself checks that the database conn reads is the file at src
+// itself, not one a symbolic link swapped in at src led SQLite to (it
+// resolves links before it opens): SQLite names the file it opened.
+// On a read-only file system it may name the private copy openReadOnly
+// made of src.
+func openedItself(ctx context.Context, conn *sql.Conn, src string) error {
+	abs, err := filepath.Abs(src)
+	if err != nil {
 		return err
 	}
-	return syncFile(dst)
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return err
+	}
+	var file string
+	if err := conn.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		return err
+	}
+	if file == filepath.Join(dir, filepath.Base(abs)) {
+		return nil
+	}
+	// openReadOnly read a private copy (a read-only directory without a
+	// usable -shm, the case it copies for): nothing can be swapped in on
+	// a read-only file system, so src checked above is what was copied.
+	if fi, err := os.Lstat(src); err == nil && fi.Mode().IsRegular() && fsReadOnly(dir) {
+		return nil
+	}
+	return ErrNotOwnFile
+}
+
+// CopyPrivateFile copies the regular file src to the new file dst, mode
+// 0600, and syncs it: for the data directory's secrets a backup copies
+// beside the database. A src that is a symbolic link or not a regular
+// file (a FIFO is not waited on) is refused with ErrNotOwnFile.
+func CopyPrivateFile(src, dst string) error {
+	return CopyPrivateFileAt(nil, src, dst)
+}
+
+// OpenOwnDir opens the directory at path for CopyPrivateFileAt, refusing
+// a symbolic link at path with ErrNotOwnFile.
+func OpenOwnDir(path string) (*os.File, error) { return openOwnAt(nil, path, true) }
+
+// CopyPrivateFileAt is CopyPrivateFile of the file name in the directory
+// dir (from OpenOwnDir; nil: name is a path): a link swapped in for dir
+// after it was opened is not followed either.
+func CopyPrivateFileAt(dir *os.File, name, dst string) error {
+	in, err := openOwnAt(dir, name, false)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // syncFile fsyncs the file at path.

@@ -429,3 +429,96 @@ func BenchmarkBackupBesideWriter(b *testing.B) {
 		b.ReportMetric(float64(len(busy)), "during-commits")
 	}
 }
+
+// OwnFile refuses a source reached through a symbolic link, both the link
+// seen before SQLite opens it and one swapped in meanwhile (SQLite then
+// names the link's target as the file it opened), and accepts the file
+// itself, also in a directory reached through a link.
+func TestBackupOwnFile(t *testing.T) {
+	ctx := context.Background()
+	real := t.TempDir()
+	src := filepath.Join(real, "audit.db")
+	s, err := Open(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordN(t, s, 3, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	links := t.TempDir()
+	linkFile, linkDir := filepath.Join(links, "audit.db"), filepath.Join(links, "dir")
+	for target, link := range map[string]string{src: linkFile, real: linkDir} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(real, KeyFileName), filepath.Join(links, KeyFileName)); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = Backup(ctx, linkFile, filepath.Join(t.TempDir(), "b.db"), BackupOptions{OwnFile: true})
+	if !errors.Is(err, ErrNotOwnFile) {
+		t.Errorf("backup of a link: %v, want ErrNotOwnFile", err)
+	}
+	res, err := Backup(ctx, filepath.Join(linkDir, "audit.db"), filepath.Join(t.TempDir(), "b.db"), BackupOptions{OwnFile: true})
+	if err != nil || res.Chain.Verified != 3 {
+		t.Errorf("backup of the file in a linked directory: %+v, %v", res, err)
+	}
+
+	for _, tc := range []struct {
+		opened, src string // the file SQLite opened, the source asked for
+		want        error
+	}{
+		{linkFile, linkFile, ErrNotOwnFile}, // a link swapped in after the Lstat
+		{src, src, nil},
+		{filepath.Join(linkDir, "audit.db"), filepath.Join(linkDir, "audit.db"), nil},
+	} {
+		conn, closeConn, err := openReadOnly(ctx, tc.opened)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = openedItself(ctx, conn, tc.src)
+		closeConn()
+		if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+			t.Errorf("%s opened as %s: %v, want %v", tc.src, tc.opened, err, tc.want)
+		}
+	}
+
+	// A -wal and no -shm on a read-only file system: openReadOnly reads a
+	// private copy, which is the file itself only where nothing can be
+	// swapped in.
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: needs root to mount a read-only tmpfs")
+	}
+	s, err = Open(filepath.Join(t.TempDir(), "audit.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recordN(t, s, 2, 10)
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=4m"); err != nil {
+		t.Skipf("SKIP: cannot mount a tmpfs here (%v)", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	for _, name := range []string{"audit.db", "audit.db-wal"} {
+		if err := copyFile(filepath.Join(filepath.Dir(s.path), name), filepath.Join(mnt, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mount("", mnt, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{true, false} {
+		fsReadOnly = func(string) bool { return readOnly }
+		_, err := BackupDatabase(ctx, filepath.Join(mnt, "audit.db"), filepath.Join(t.TempDir(), "b.db"), BackupOptions{OwnFile: true})
+		fsReadOnly = DirReadOnly
+		if readOnly && err != nil {
+			t.Errorf("private copy on a read-only file system: %v", err)
+		}
+		if !readOnly && !errors.Is(err, ErrNotOwnFile) {
+			t.Errorf("private copy on a writable file system: %v, want ErrNotOwnFile", err)
+		}
+	}
+}
