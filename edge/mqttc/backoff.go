@@ -23,7 +23,9 @@ import (
 //     and a fleet's attempts are spread evenly over that time;
 //   - after that, and at once after a refusal (bad credentials) or after a
 //     reconnection lost within stableConnection of being made (two clients
-//     with one client id taking it from each other), the waits double from
+//     with one client id taking it from each other), or after a
+//     connection dropped because a subscription was not restored
+//     (restore.go), the waits double from
 //     fastReconnectInterval up to MaxReconnectInterval, each a random half
 //     to whole of its step.
 const (
@@ -57,6 +59,7 @@ type pacer struct {
 	attempts    int        // attempts made in the current outage
 	slow        bool       // waits double (refused, flapping, or a long outage)
 	slowFrom    int        // the attempt from which they double
+	dropped     bool       // the client drops this connection (unusable)
 }
 
 // slowDown makes the waits double from the next attempt on, unless they
@@ -74,6 +77,7 @@ func (p *pacer) connected() {
 	p.connectedAt = p.now()
 	p.reconnected = p.lostOnce
 	p.up = true
+	p.dropped = false
 }
 
 // lost notes a lost connection. paho reports the loss on a goroutine of
@@ -95,7 +99,8 @@ func (p *pacer) noteLoss() {
 	p.up = false
 	now := p.now()
 	p.lostOnce = true
-	if p.reconnected && now.Sub(p.connectedAt) < stableConnection {
+	if p.dropped || p.reconnected && now.Sub(p.connectedAt) < stableConnection {
+		p.dropped = false
 		p.slowDown()
 		return
 	}
@@ -107,6 +112,17 @@ func (p *pacer) noteLoss() {
 func (p *pacer) refused() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.slowDown()
+}
+
+// unusable notes that the client drops the connection it made, because
+// the broker refused a subscription or did not acknowledge it in time
+// (restore.go): like a refusal, retrying soon will not help, however long
+// the connection took to give up.
+func (p *pacer) unusable() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropped = true
 	p.slowDown()
 }
 

@@ -11,7 +11,7 @@ import (
 func TestPacer(t *testing.T) {
 	const s = time.Second
 	type step struct {
-		event string        // "lost", "connected", "refused", "wait" (advance the clock), "next"
+		event string        // "lost", "connected", "refused", "unusable", "wait" (advance the clock), "next"
 		d     time.Duration // the clock's advance for "wait"
 		low   bool          // draw the lowest value (else the highest)
 		want  time.Duration // for "next"
@@ -56,6 +56,14 @@ func TestPacer(t *testing.T) {
 			{event: "connected"}, {event: "wait", d: time.Hour}, {event: "refused"}, {event: "lost"},
 			next(2*s, false), next(3*s/2, false),
 		}},
+		// The SUBACK of a restored subscription may be awaited longer than
+		// stableConnection (ConnectTimeout): the drop still doubles.
+		{"a connection dropped for a subscription not restored doubles, however long it lasted", 2 * s, 30 * s, []step{
+			{event: "connected"}, {event: "wait", d: time.Hour}, {event: "lost"}, next(2*s, false),
+			{event: "connected"}, {event: "wait", d: 15 * s}, {event: "unusable"}, {event: "lost"}, next(s, false),
+			{event: "connected"}, {event: "wait", d: 15 * s}, {event: "unusable"}, {event: "lost"}, next(2*s, false),
+			{event: "connected"}, {event: "wait", d: time.Hour}, {event: "lost"}, next(2*s, false), next(3*s/2, false),
+		}},
 		{"without jitter: the middle of each range", -1, 30 * s, []step{
 			{event: "connected"}, {event: "wait", d: time.Hour}, {event: "lost"},
 			next(0, false), next(s, false), {event: "refused"}, next(3*s/4, false), next(3*s/2, false),
@@ -89,6 +97,8 @@ func TestPacer(t *testing.T) {
 					p.connected()
 				case "refused":
 					p.refused()
+				case "unusable":
+					p.unusable()
 				case "wait":
 					now = now.Add(st.d)
 				case "next":

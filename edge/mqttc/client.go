@@ -31,6 +31,9 @@ var (
 	ErrInvalidOptions = errors.New("invalid mqtt client options")
 	// ErrInvalidMessage means a message or topic filter cannot be sent as given.
 	ErrInvalidMessage = errors.New("invalid mqtt message")
+
+	// errNoAck means the broker did not acknowledge a packet in time.
+	errNoAck = errors.New("no acknowledgement from broker")
 )
 
 // Log keys used by this package.
@@ -55,11 +58,12 @@ type Client struct {
 	connLog *connLog
 	done    chan struct{} // closed when Close starts
 
-	// mu guards subs and closed. handlers counts running OnConnect callbacks;
-	// it is only added to under mu while closed is false.
+	// mu guards subs, closed and conn. handlers counts running OnConnect
+	// callbacks; it is only added to under mu while closed is false.
 	mu       sync.Mutex
 	subs     map[string]*subscription // by topic filter
 	closed   bool
+	conn     *limitedConn // the connection open made last
 	handlers sync.WaitGroup
 
 	closeOnce sync.Once
@@ -73,6 +77,9 @@ type Client struct {
 	randN func(n int64) int64
 	// pacer decides the waits between connection attempts (backoff.go).
 	pacer *pacer
+	// restoreLog logs connections dropped for a subscription not
+	// restored (restore.go).
+	restoreLog *restoreLog
 }
 
 // subscription is what Subscribe recorded for one topic filter.
@@ -104,6 +111,7 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		randN: func(n int64) int64 { return c.randN(n) }}
 	c.log = o.Logger.With(logKeyBroker, c.url, logKeyClientID, o.ClientID)
 	c.connLog = newConnLog(c.log, time.Now)
+	c.restoreLog = newRestoreLog(time.Now)
 	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
 		c.log.Warn("TLS certificate verification of the mqtt broker is OFF (insecure_skip_verify): anyone on the network path can read and forge every message")
 	}
@@ -239,7 +247,9 @@ func refusal(err error) bool {
 }
 
 // onConnect runs on paho's goroutine after every connection: it restores the
-// recorded subscriptions, then calls Options.OnConnect.
+// recorded subscriptions, then calls Options.OnConnect. When the broker
+// refuses a subscription or does not acknowledge it, the connection is
+// dropped instead, and OnConnect does not run (restore.go).
 func (c *Client) onConnect() {
 	c.mu.Lock()
 	if c.closed {
@@ -248,8 +258,10 @@ func (c *Client) onConnect() {
 	}
 	c.handlers.Add(1)
 	subs := maps.Clone(c.subs)
+	conn := c.conn
 	c.mu.Unlock()
 	defer c.handlers.Done()
+	defer c.restoredOnce.Do(func() { close(c.restored) })
 
 	c.pacer.connected()
 	c.connLog.connectedAgain(len(subs))
@@ -258,10 +270,24 @@ func (c *Client) onConnect() {
 	for filter, s := range subs {
 		toks[filter] = c.pc.Subscribe(filter, s.qos, s.route)
 	}
+	failed := make(map[string]error)
 	for filter, tok := range toks {
-		if err := c.waitSubscribed(filter, tok); err != nil && !errors.Is(err, ErrClosed) {
-			c.log.Error("restore mqtt subscription", logKeyFilter, filter, logKeyError, err)
+		err := c.waitSubscribed(filter, tok)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrClosed):
+			return
+		case errors.Is(err, ErrNotConnected):
+			// Lost meanwhile: the next connection restores it.
+			c.log.Debug("restore mqtt subscription", logKeyFilter, filter, logKeyError, err)
+			return
+		default:
+			failed[filter] = err
 		}
+	}
+	if len(failed) > 0 {
+		c.dropUnrestored(conn, failed)
+		return
 	}
 	c.restoredOnce.Do(func() { close(c.restored) })
 	if c.opts.OnConnect != nil {
@@ -316,7 +342,7 @@ func (c *Client) wait(ctx context.Context, tok paho.Token, timeout time.Duration
 	case <-c.done:
 		return ErrClosed
 	case <-expired:
-		return fmt.Errorf("no acknowledgement from broker within %v", timeout)
+		return fmt.Errorf("%w within %v", errNoAck, timeout)
 	}
 	if err := tok.Error(); err != nil {
 		if errors.Is(err, paho.ErrNotConnected) {

@@ -27,7 +27,10 @@
 // must not call Publish or Subscribe and wait on them inline.
 //
 // Options.OnConnect runs on a goroutine of its own after every connection,
-// once the recorded subscriptions have been re-established. Close waits for a
+// once the recorded subscriptions have been re-established. A connection
+// where the broker refuses one of them, or does not acknowledge it within
+// ConnectTimeout, is dropped instead and OnConnect does not run for it
+// (restore.go). Close waits for a
 // running OnConnect to return, so OnConnect must not call Close.
 //
 // This package is part of evoclaw's implementation, not its embedding API

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync/atomic"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"golang.org/x/net/proxy"
@@ -57,20 +58,37 @@ func (c *Client) open(uri *url.URL, po paho.ClientOptions) (net.Conn, error) {
 		}
 		conn = tc
 	}
-	return &limitedConn{Conn: conn, scan: packetScanner{max: c.opts.MaxPacketBytes}}, nil
+	lc := &limitedConn{Conn: conn, scan: packetScanner{max: c.opts.MaxPacketBytes}}
+	c.mu.Lock()
+	c.conn = lc
+	c.mu.Unlock()
+	return lc, nil
 }
 
 // limitedConn is a connection whose reads fail, and close it, once the
 // bytes read announce a packet over the scanner's bound.
 type limitedConn struct {
 	net.Conn
-	scan packetScanner // only Read, on paho's one reading goroutine, uses it
+	scan    packetScanner // only Read, on paho's one reading goroutine, uses it
+	dropped atomic.Pointer[error]
+}
+
+// drop closes the connection and makes its reads fail with why. paho
+// takes the error of a read from a connection closed under it for a
+// Disconnect of its own and does not reconnect; why, a loss it reconnects
+// after.
+func (c *limitedConn) drop(why error) {
+	c.dropped.CompareAndSwap(nil, &why)
+	_ = c.Conn.Close()
 }
 
 // Read reads from the connection and checks the packet headers among the
 // bytes read.
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if why := c.dropped.Load(); why != nil {
+		return 0, *why
+	}
 	if serr := c.scan.scan(p[:n]); serr != nil {
 		c.Conn.Close()
 		return 0, serr

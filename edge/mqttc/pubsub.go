@@ -38,7 +38,9 @@ func (c *Client) Publish(ctx context.Context, m Message) error {
 
 // Subscribe subscribes to topic (a filter; wildcards allowed) at qos and
 // calls h for every message that matches. The subscription is recorded and
-// re-established after every reconnect, before Options.OnConnect runs.
+// re-established after every reconnect, before Options.OnConnect runs; a
+// reconnection where the broker refuses it, or does not acknowledge it, is
+// dropped and retried (restore.go).
 // Subscribing again to the same filter replaces its handler.
 //
 // When connected, Subscribe waits for the broker's acknowledgement, for at
@@ -83,6 +85,9 @@ func (c *Client) Subscribe(topic string, qos byte, h func(Message)) error {
 		delete(c.subs, topic)
 	}
 	c.mu.Unlock()
+	if h := c.subscriptionHint(err); h != "" {
+		return fmt.Errorf("subscribe to %s: %w (%s)", topic, err, h)
+	}
 	return fmt.Errorf("subscribe to %s: %w", topic, err)
 }
 
