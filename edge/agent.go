@@ -98,6 +98,15 @@ type Agent struct {
 	waiting    atomic.Int64
 	outboxKick chan struct{}
 
+	// notRec is what the online status says of the audit trail, guarded
+	// by notRecMu; recordingKick asks the presence loop to check it now
+	// (edge/notrecording.go); notRecordingGap, when positive, replaces
+	// the constant of that name (tests).
+	notRecMu        sync.Mutex
+	notRec          string
+	recordingKick   chan struct{}
+	notRecordingGap time.Duration
+
 	// progress sends streamed tool output; set by Run.
 	progress *progressOut
 	// requestLogPruneEvery replaces actors.RequestLogPruneEvery when
@@ -131,7 +140,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: log, cmdLog: boundlog.Logger(log, boundlog.NewLimiter()),
 		invalidEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow),
-		refusedEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1),
+		refusedEvents: rate.NewWindow(DefaultInvalidEventsPerWindow, DefaultInvalidEventWindow), box: box, tools: box.Tools, inflight: map[string]uint64{}, gates: map[string]chan bool{}, outboxKick: make(chan struct{}, 1), recordingKick: make(chan struct{}, 1),
 		startRecorded: make(chan struct{})}
 	if cfg.LLM.Provider != "" {
 		p, err := providers.New(cfg.LLM.Config, log)
@@ -268,19 +277,29 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 		gen  uint64 // of the tools last advertised
 		said bool   // advertised once
 	)
+	rec := recordingState{gap: notRecordingGap}
+	if a.notRecordingGap > 0 {
+		rec.gap = a.notRecordingGap
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-a.recordingKick:
+			if said {
+				rec.check(ctx, a, time.Now())
+			}
 		case <-advertised:
 			g := a.tools.Generation()
+			// Each (re)connect's status says the trail's state now.
+			a.setNotRecording(a.auditProblemNow())
 			if err := a.advertise(ctx); err != nil {
 				a.log.Log(ctx, unsentLevel(err), "advertise", "err", err)
 				continue
 			}
 			gen, said = g, true
 			readyOnce.Do(func() {
-				if p := a.AuditProblem(); p != "" {
+				if p := a.saidNotRecording(); p != "" {
 					a.log.Warn("edge agent NOT READY: every command is refused until its audit trail can write",
 						"broker", a.cfg.MQTT.Broker, "tools", a.ToolNames(), "data_dir", a.cfg.DataDir, "err", p)
 				} else {
@@ -300,6 +319,9 @@ func (a *Agent) presence(ctx context.Context, advertised <-chan struct{}) {
 			}
 			if err := a.report(ctx, wire.ReportHeartbeat, a.heartbeat()); err != nil {
 				a.log.Log(ctx, unsentLevel(err), "heartbeat", "err", err)
+			}
+			if said {
+				rec.check(ctx, a, time.Now())
 			}
 		}
 	}
@@ -346,6 +368,7 @@ func (a *Agent) statusMessage(presence string) mqttc.Message {
 		s.MemoryMB = float64(memoryBytes()) / (1 << 20)
 		s.Features = []string{wire.FeatureStartGate}
 		s.Host, s.Version = wire.LooseString(a.host), wire.LooseString(wire.BoundText(a.cfg.Version, wire.MaxVersionLen))
+		s.NotRecording = wire.LooseString(a.saidNotRecording())
 	}
 	b, _ := json.Marshal(s) // a struct of plain fields always marshals
 	return mqttc.Message{Topic: wire.StatusTopic(a.cfg.AgentID), Payload: b, QoS: 1, Retained: true}

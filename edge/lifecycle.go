@@ -88,8 +88,9 @@ const startOutcomeWait = 2 * time.Second
 // auditFreeFloor free (the database's log files, left by a crash, let the
 // agent open it on a full disk). Every command is refused meanwhile, as
 // none runs unrecorded; a write that succeeds again (space freed) ends it
-// without a restart. Once Run has started, it waits for the agent_start
-// event's outcome (at most startOutcomeWait).
+// without a restart, and a write that failed for a full disk says nothing
+// once auditFreeFloor is free again. Once Run has started, it waits for
+// the agent_start event's outcome (at most startOutcomeWait).
 func (a *Agent) AuditProblem() string {
 	select {
 	case <-a.startRecorded:
@@ -98,10 +99,15 @@ func (a *Agent) AuditProblem() string {
 	if a.store == nil {
 		return ""
 	}
-	if h := a.store.WriteHealth(); h.Failing() {
+	free, err := dataDirFree(a.cfg.DataDir)
+	full := err == nil && free < auditFreeFloor
+	// A write that failed for a full disk that has room again is no
+	// problem now: the next write retries (and nothing else writes until
+	// a command comes).
+	if h := a.store.WriteHealth(); h.Failing() && (!h.DiskFull || err != nil || full) {
 		return h.LastError
 	}
-	if free, err := dataDirFree(a.cfg.DataDir); err == nil && free < auditFreeFloor {
+	if full {
 		return fmt.Sprintf("its disk is full: %d KiB free", free>>10)
 	}
 	return ""

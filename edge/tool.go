@@ -66,6 +66,7 @@ func (a *Agent) begin(ctx context.Context, requestID string, run persistence.Run
 		a.cmdLog.Error("refusing command: the audit trail cannot record its run", "request_id", requestID,
 			"tool", run.Tool, "data_dir", a.cfg.DataDir, "err", err)
 		a.replyError(ctx, requestID, wire.ErrInternal, fmt.Sprintf("record request: %v", err))
+		a.kickRecordingCheck()
 		return beginAnswered
 	}
 	switch state := k.State; state {

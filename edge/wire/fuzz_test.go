@@ -81,7 +81,8 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		if s, err := DecodeStatus("a", b); err == nil && (s.Status != PresenceOnline && s.Status != PresenceOffline || len(s.Features) > MaxFeatures ||
-			!validBoundText(string(s.Host), MaxHostLen) || !validBoundText(string(s.Version), MaxVersionLen)) {
+			!validBoundText(string(s.Host), MaxHostLen) || !validBoundText(string(s.Version), MaxVersionLen) ||
+			!validBoundText(string(s.NotRecording), MaxNotRecordingLen) || (s.Status == PresenceOffline && s.NotRecording != "")) {
 			t.Fatalf("accepted status %+v", s)
 		}
 		_, _ = DecodeCapabilities("a", b)

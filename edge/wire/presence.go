@@ -41,6 +41,14 @@ type Status struct {
 	// characters with U+FFFD.
 	Host    LooseString `json:"host,omitempty"`
 	Version LooseString `json:"version,omitempty"`
+	// NotRecording is an evoclaw extension of an online status: why the
+	// agent's own audit trail cannot write now (a full disk, a card
+	// turned read-only), so that it refuses every command it cannot
+	// record; absent when it can. Optional and the agent's word, as Host:
+	// DecodeStatus cuts it to MaxNotRecordingLen, replaces control
+	// characters and drops it from an offline status; a value of another
+	// JSON type reads as absent.
+	NotRecording LooseString `json:"not_recording,omitempty"`
 }
 
 // LooseString is an optional string field of an evoclaw extension: a
@@ -65,6 +73,9 @@ func (l *LooseString) UnmarshalJSON(b []byte) error {
 const (
 	MaxHostLen    = 255
 	MaxVersionLen = 128
+	// MaxNotRecordingLen bounds Status.NotRecording: an error of the
+	// audit store naming its file and cause fits.
+	MaxNotRecordingLen = 512
 )
 
 // BoundText is s as one line of valid UTF-8 of at most max bytes: invalid
@@ -147,6 +158,10 @@ func DecodeStatus(topicAgent string, b []byte) (Status, error) {
 	// Cut, not refused: a status says whether the agent is there, which
 	// matters more than what it says of its host.
 	s.Host, s.Version = LooseString(BoundText(string(s.Host), MaxHostLen)), LooseString(BoundText(string(s.Version), MaxVersionLen))
+	s.NotRecording = LooseString(BoundText(string(s.NotRecording), MaxNotRecordingLen))
+	if s.Status != PresenceOnline {
+		s.NotRecording = "" // an agent offline records nothing anyway
+	}
 	return s, nil
 }
 

@@ -54,6 +54,49 @@ func TestStatusHostAndVersion(t *testing.T) {
 	}
 }
 
+// TestStatusNotRecording: an online status may say why the agent's audit
+// trail cannot write; the field is read when a string, cut and cleaned
+// when long, taken as absent when of another type or in an offline status,
+// and left out of a status that says none, so the public agent's status
+// reads and encodes as before.
+func TestStatusNotRecording(t *testing.T) {
+	long := strings.Repeat("ü", MaxNotRecordingLen) // 2 bytes each
+	for _, tc := range []struct {
+		name, msg, want string
+	}{
+		{"disk full", `{"status":"online","not_recording":"its disk is full: 12 KiB free"}`, "its disk is full: 12 KiB free"},
+		{"absent", `{"status":"online"}`, ""},
+		{"too long", `{"status":"online","not_recording":"` + long + `"}`, long[:MaxNotRecordingLen]},
+		{"control characters", `{"status":"online","not_recording":"a\nb\u001b[2J"}`, "a\uFFFDb\uFFFD[2J"},
+		{"a number", `{"status":"online","not_recording":1}`, ""},
+		{"true", `{"status":"online","not_recording":true}`, ""},
+		{"an object", `{"status":"online","not_recording":{"why":"x"}}`, ""},
+		{"offline", `{"status":"offline","not_recording":"disk full"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := DecodeStatus("alex-eye", []byte(tc.msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(s.NotRecording) != tc.want {
+				t.Fatalf("not_recording %q, want %q", s.NotRecording, tc.want)
+			}
+		})
+	}
+	s, err := DecodeStatus("alex-eye", golden(t, "status_online_not_recording.json"))
+	if err != nil || s.NotRecording != "its disk is full: 12 KiB free" || s.Host != "pi-kitchen.lan" {
+		t.Fatalf("golden: %+v, %v", s, err)
+	}
+	s, err = DecodeStatus("alex-eye", golden(t, "status_online.json"))
+	if err != nil || s.NotRecording != "" || s.Status != PresenceOnline {
+		t.Fatalf("the public agent's status: %+v, %v", s, err)
+	}
+	b, _ := json.Marshal(Status{AgentID: "a", Status: PresenceOnline})
+	if strings.Contains(string(b), "not_recording") {
+		t.Fatalf("status %s", b)
+	}
+}
+
 func TestBoundText(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
