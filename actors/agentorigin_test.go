@@ -87,12 +87,7 @@ func TestAgentOnlineRecordsOrigin(t *testing.T) {
 			continue
 		}
 		wantEvents++
-		testenv.Eventually(t, 5*time.Second, func() bool { return len(h.events.All()) >= wantEvents }, s.name+": its event")
-		ev := h.events.All()[wantEvents-1]
-		var got map[string]any
-		if err := json.Unmarshal(ev.Detail, &got); err != nil {
-			t.Fatalf("%s: detail %s: %v", s.name, ev.Detail, err)
-		}
+		ev, got := nthEvent(t, h, wantEvents, s.name)
 		if ev.Kind != s.kind || ev.AgentID != "pi-1" || !reflect.DeepEqual(got, s.want) {
 			t.Fatalf("%s: event %s %s %s, want %s %v", s.name, ev.Kind, ev.AgentID, ev.Detail, s.kind, s.want)
 		}
@@ -101,6 +96,19 @@ func TestAgentOnlineRecordsOrigin(t *testing.T) {
 	if n := len(h.events.All()); n != wantEvents {
 		t.Fatalf("%d events, want %d: %v", n, wantEvents, h.events.kinds())
 	}
+}
+
+// nthEvent waits for the nth event h recorded and returns it with its
+// detail decoded; name says which step awaits it.
+func nthEvent(t *testing.T, h *harness, n int, name string) (persistence.Event, map[string]any) {
+	t.Helper()
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(h.events.All()) >= n }, name+": its event")
+	ev := h.events.All()[n-1]
+	var got map[string]any
+	if err := json.Unmarshal(ev.Detail, &got); err != nil {
+		t.Fatalf("%s: detail %s: %v", name, ev.Detail, err)
+	}
+	return ev, got
 }
 
 // barrier returns once pi-1's actor handled what was sent to it before:

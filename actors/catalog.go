@@ -40,6 +40,11 @@ type AgentInfo struct {
 	// StartGate: its last online status listed wire.FeatureStartGate, so a
 	// group call sent to it can move to another member until it starts.
 	StartGate bool
+	// NotRecording is why the agent's own audit trail cannot write, as
+	// its last online status said (wire.Status.NotRecording): it refuses
+	// every command meanwhile. "" when it said nothing (it can, or it is
+	// a peer that does not say). Calls are still sent (docs/WIRE.md).
+	NotRecording string
 }
 
 // Callable reports whether calls to a are sent: it is online, or its

@@ -99,8 +99,9 @@ func (e *edgeActor) Receive(ctx actor.Context) {
 		// come over the same connection.
 		e.said = agentOrigin{}
 		if online {
-			e.said = agentOrigin{host: string(m.Status.Host), version: string(m.Status.Version)}
+			e.said = agentOrigin{host: string(m.Status.Host), version: string(m.Status.Version), notRecording: string(m.Status.NotRecording)}
 		}
+		e.noteRecording(online)
 		if online && e.info.StartGate != m.Status.HasFeature(wire.FeatureStartGate) {
 			e.info.StartGate = !e.info.StartGate
 			e.publishInfo()

@@ -29,8 +29,12 @@ type AgentDetail struct {
 	Listing bool `json:"listing"`
 	// InFlight is how many tool calls and prompts of the node wait on the
 	// agent now.
-	InFlight int64        `json:"in_flight"`
-	Tools    []ToolDetail `json:"tools"`
+	InFlight int64 `json:"in_flight"`
+	// NotRecording is why the agent's own audit trail cannot write, as
+	// its online status said: it refuses every command meanwhile. Absent
+	// when it can, or it does not say (docs/WIRE.md).
+	NotRecording string       `json:"not_recording,omitempty"`
+	Tools        []ToolDetail `json:"tools"`
 }
 
 // ToolDetail is one tool of an agent as it listed it, with the node's
@@ -56,7 +60,7 @@ func (n *Node) Agents() AgentList {
 	out := AgentList{Agents: make([]AgentDetail, 0, len(cat.Agents))}
 	for _, a := range cat.Agents {
 		d := AgentDetail{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, LastSeen: n.lastSeen(a), Listing: a.Listing,
-			InFlight: n.edges.InFlight(a.ID), Tools: make([]ToolDetail, 0, len(a.Tools))}
+			InFlight: n.edges.InFlight(a.ID), NotRecording: a.NotRecording, Tools: make([]ToolDetail, 0, len(a.Tools))}
 		for _, t := range a.Tools {
 			td := ToolDetail{Name: t.Name, Description: t.Description, Parameters: t.Parameters, TimeoutMS: t.TimeoutMS,
 				Category: t.Category, Permissions: t.Permissions, Sandboxing: t.Sandboxing,

@@ -59,6 +59,11 @@ type AgentStatus struct {
 	// ToolsListed: it answered tools_list; false: it is called by action
 	// name (docs/WIRE.md).
 	ToolsListed bool `json:"tools_listed"`
+	// NotRecording is why the agent's own audit trail cannot write (a
+	// full disk, a card turned read-only), as its online status said: it
+	// refuses every command it cannot record until then, answering an
+	// internal error. Absent when it can, or does not say (docs/WIRE.md).
+	NotRecording string `json:"not_recording,omitempty"`
 	// ToolStats has one entry per tool in Tools, in the same order, with
 	// the counters of calls the model made by the name AGENT__TOOL.
 	ToolStats []ToolStatus `json:"tool_stats"`
@@ -126,7 +131,7 @@ func (n *Node) Status() Status {
 	claimed := map[string]bool{}
 	for _, a := range n.Catalog().Agents {
 		as := AgentStatus{ID: a.ID, Online: a.Online, Capabilities: a.Capabilities, Tools: []string{}, LastSeen: n.lastSeen(a), Node: n.agentHolder(a.ID),
-			InFlight: n.edges.InFlight(a.ID), PresenceUnknown: a.PresenceUnknown, ToolsListed: a.Listed, ToolStats: []ToolStatus{}}
+			InFlight: n.edges.InFlight(a.ID), PresenceUnknown: a.PresenceUnknown, ToolsListed: a.Listed, NotRecording: a.NotRecording, ToolStats: []ToolStatus{}}
 		for _, t := range a.Tools {
 			as.Tools = append(as.Tools, t.Name)
 			key := a.ID + "__" + t.Name

@@ -101,11 +101,18 @@ func printStatus(w io.Writer, d *statusDoc, tools bool, now time.Time) {
 		if a.Online {
 			state = "online"
 		}
+		if a.NotRecording != "" {
+			state += ", NOT RECORDING" // why: on the next line
+		}
 		if a.Node != "" {
 			// In a cluster: the node holding the agent's calls.
 			state += ", calls held by " + termLine(a.Node, 64)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\theard %s\t%s\n", termLine(a.ID, 64), state, ago(a.LastSeen, now), termLine(a.Capabilities, 120))
+		if a.NotRecording != "" {
+			// The agent's word, made one line as its capabilities are.
+			fmt.Fprintf(tw, "  \tnot recording: %s; it refuses every command until its audit trail can write\n", termLine(a.NotRecording, maxProgressLine))
+		}
 		if !tools && len(a.Tools) > 0 {
 			fmt.Fprintf(tw, "  \ttools: %s\n", termLine(strings.Join(a.Tools, ", "), maxProgressLine))
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,29 @@ func TestStatusAuditWrites(t *testing.T) {
 				t.Fatalf("exit %d, want %s in:\n%s%s", code, tc.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestStatusAgentNotRecording: an agent whose online status says its audit
+// trail cannot write has NOT RECORDING on its line and why under it, made
+// one line (it is the agent's word); an agent that says nothing has
+// neither. The line said online and nothing more.
+func TestStatusAgentNotRecording(t *testing.T) {
+	f := newFakeNode(t)
+	f.status = `{"node_id":"n","agents":[
+	  {"id":"pi1","online":true,"capabilities":"kitchen","tools":[],"last_seen":"0001-01-01T00:00:00Z","not_recording":"its disk is full: 12 KiB free\n\u001b[2Jx"},
+	  {"id":"pi2","online":true,"capabilities":"garage","tools":[],"last_seen":"0001-01-01T00:00:00Z"}]}`
+	code, out, errOut := runArgs("status", "--data-dir", f.dir)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "pi1") })
+	if i < 0 || i+1 >= len(lines) || !strings.Contains(lines[i], "online, NOT RECORDING") ||
+		!strings.Contains(lines[i+1], "not recording: its disk is full: 12 KiB free") || strings.ContainsRune(out, '\x1b') {
+		t.Fatalf("pi1's lines do not say it is not recording and why, as one line:\n%s", out)
+	}
+	if strings.Count(out, "NOT RECORDING") != 1 || strings.Count(out, "not recording:") != 1 {
+		t.Fatalf("pi2, which said nothing, is marked too:\n%s", out)
 	}
 }

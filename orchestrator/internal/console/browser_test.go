@@ -88,7 +88,9 @@ func fakeAPI(t *testing.T) (http.Handler, *fakeNode) {
 		tool := map[string]any{"name": "rm" + rlo + "fdp.tad", "description": "after the name", "parameters": map[string]any{},
 			"permissions": []string{}, "stats": map[string]any{"calls": 0, "errors": 0, "timeouts": 0, "avg_ms": 0, "max_ms": 0}}
 		write(w, map[string]any{"agents": []any{map[string]any{"id": "pi1", "online": true, "capabilities": "Pi " + rlo + "4 ipR\x1b[31m",
-			"last_seen": time.Now().Format(time.RFC3339Nano), "tools": []any{tool}}}})
+			"last_seen": time.Now().Format(time.RFC3339Nano), "tools": []any{tool}},
+			map[string]any{"id": "pi2", "online": true, "capabilities": "garage", "last_seen": time.Now().Format(time.RFC3339Nano), "tools": []any{},
+				"not_recording": "its disk is full: 12 KiB free\x1b[2J"}}})
 	})
 	mux.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -228,6 +230,9 @@ func TestConsolePage(t *testing.T) {
 			svg: dom.svg("text", { text: "\u200fz" }).textContent,
 			caps: document.querySelector('[data-agent="pi1"] .caps').textContent,
 			summary: document.querySelector('[data-agent="pi1"] summary').textContent,
+			norec: document.querySelector('[data-agent="pi2"] .norec').textContent,
+			norec2: document.querySelector('[data-agent="pi2"] .pill').textContent,
+			norec1: String(document.querySelector('[data-agent="pi1"] .norec').hidden),
 			hash: location.hash };
 	})()`, &got, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
 	for k, want := range map[string]string{
@@ -237,7 +242,11 @@ func TestConsolePage(t *testing.T) {
 		"svg":     `\u200fz`,
 		"caps":    `Pi \u202e4 ipR\x1b[31m`,
 		"summary": `rm\u202efdp.tad after the name`,
-		"hash":    "#fleet",
+		// An agent whose trail cannot write says so, as text; one that can does not.
+		"norec":  `Not recording: its disk is full: 12 KiB free\x1b[2J. It refuses every command until its audit trail can write.`,
+		"norec2": "online, not recording",
+		"norec1": "true",
+		"hash":   "#fleet",
 	} {
 		if got[k] != want {
 			t.Errorf("%s shown as %q, want %q", k, got[k], want)

@@ -69,6 +69,8 @@ function newCard(id) {
   const c = {
     badge: el("span", { class: "pill" }),
     caps: el("p", { class: "caps" }),
+    // Why the agent's audit trail cannot write, as its status said; as text.
+    norec: el("p", { class: "norec", hidden: "" }),
     seen: el("span"),
     inflight: el("span"),
     tools: el("div", { class: "tools" }),
@@ -76,6 +78,7 @@ function newCard(id) {
   };
   c.root = el("article", { class: "card agent", "data-agent": id },
     el("header", {}, el("h2", { text: id }), c.badge),
+    c.norec,
     c.caps,
     el("p", { class: "muted" }, "last heard ", c.seen, " · ", c.inflight),
     c.tools);
@@ -83,8 +86,11 @@ function newCard(id) {
 }
 
 function update(c, a) {
-  setText(c.badge, a.online ? "online" : "offline");
-  c.badge.className = "pill " + (a.online ? "ok" : "bad");
+  const norec = a.online && a.not_recording ? a.not_recording : "";
+  setText(c.badge, a.online ? (norec ? "online, not recording" : "online") : "offline");
+  c.badge.className = "pill " + (a.online && !norec ? "ok" : "bad");
+  setText(c.norec, norec ? `Not recording: ${norec}. It refuses every command until its audit trail can write.` : "");
+  c.norec.hidden = !norec;
   c.root.dataset.online = String(a.online);
   setText(c.caps, a.capabilities || "(no capability line)");
   setText(c.seen, ago(a.last_seen));
