@@ -175,6 +175,10 @@ func backup(ctx context.Context, src, dst string, o BackupOptions, chain bool) (
 			return nil, fmt.Errorf("back up %s: %w", src, ErrNotOwnFile)
 		}
 	}
+	// SQLite would wait forever opening a FIFO, past SIGTERM.
+	if fi, err := os.Stat(src); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("back up %s: not a regular file (%s)", src, fi.Mode().Type())
+	}
 	if same, err := sameFile(src, dst); err != nil || same {
 		return nil, fmt.Errorf("back up to %s: that is the database itself", dst)
 	}

@@ -522,3 +522,30 @@ func TestBackupOwnFile(t *testing.T) {
 		}
 	}
 }
+
+// A source that is not a regular file (a FIFO planted for audit.db) is
+// refused at once: SQLite opening it waited forever, past SIGTERM.
+func TestBackupRefusesFIFO(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "audit.db")
+	if err := syscall.Mkfifo(src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := BackupDatabase(context.Background(), src, filepath.Join(t.TempDir(), "b.db"), BackupOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("backup of a FIFO: %v, want not a regular file", err)
+		}
+	case <-time.After(3 * time.Second):
+		// Free the old code's open with an empty writer, then fail.
+		if f, err := os.OpenFile(src, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-done
+		t.Fatal("backup of a FIFO still waiting after 3s")
+	}
+}
