@@ -36,10 +36,14 @@ import (
 func openReadOnly(ctx context.Context, path string) (conn *sql.Conn, closeConn func(), err error) {
 	// SQLite's mode=ro never creates the file either (it fails with
 	// SQLITE_CANTOPEN); this check only gives the clearer message.
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("no database file at %s: %w", path, err)
 	} else if err != nil {
 		return nil, nil, err
+	} else if !fi.Mode().IsRegular() {
+		// A FIFO put in its place made SQLite's open wait for a writer
+		// for ever (audit verify and sql hung, deaf to SIGTERM).
+		return nil, nil, fmt.Errorf("%s is not a regular file (%s): not a database", path, fi.Mode().Type())
 	}
 	conn, closeConn, err = openReadOnlyDSN(ctx, path, false)
 	if err == nil || !isCantOpen(err) {
