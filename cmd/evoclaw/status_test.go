@@ -203,21 +203,7 @@ func TestStatusChatInput(t *testing.T) {
 			`\nchat input: 1\.5 of 8\.0 MiB free now \(1 MiB an hour\); 4 chats REFUSED \(429\), the last [78]s ago, told to retry in 2h\n`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeNode(t)
-			var doc map[string]any
-			if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc["chat_input"] = tc.in
-			b, err := json.Marshal(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.status = string(b)
-			code, out, errOut := runArgs("status", "--data-dir", f.dir)
-			if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
-				t.Fatalf("exit %d, want %s in:\n%s%s", code, tc.want, out, errOut)
-			}
+			statusShows(t, map[string]any{"chat_input": tc.in}, tc.want)
 		})
 	}
 }
@@ -225,22 +211,9 @@ func TestStatusChatInput(t *testing.T) {
 // A client of the embedded broker without a username (allow_anonymous)
 // is said to be anonymous, not shown with an empty "username=".
 func TestStatusAnonymousBrokerClient(t *testing.T) {
-	f := newFakeNode(t)
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["mqtt"] = orchestrator.MQTTStatus{URL: "tcp://127.0.0.1:1883", Embedded: true, Connected: true, ClientCount: 2,
-		Clients: []broker.ClientInfo{{ID: "evoclaw-pi1", Remote: "127.0.0.1:5555"}, {ID: "evoclaw-pi2", Username: "pi2", Remote: "127.0.0.1:5556"}}}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.status = string(b)
-	code, out, errOut := runArgs("status", "--data-dir", f.dir)
-	if code != 0 || !strings.Contains(out, "\n  evoclaw-pi1 anonymous remote=127.0.0.1:5555\n  evoclaw-pi2 username=pi2 remote=127.0.0.1:5556\n") {
-		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
-	}
+	statusShows(t, map[string]any{"mqtt": orchestrator.MQTTStatus{URL: "tcp://127.0.0.1:1883", Embedded: true, Connected: true, ClientCount: 2,
+		Clients: []broker.ClientInfo{{ID: "evoclaw-pi1", Remote: "127.0.0.1:5555"}, {ID: "evoclaw-pi2", Username: "pi2", Remote: "127.0.0.1:5556"}}}},
+		regexp.QuoteMeta("\n  evoclaw-pi1 anonymous remote=127.0.0.1:5555\n  evoclaw-pi2 username=pi2 remote=127.0.0.1:5556\n"))
 }
 
 // TestStatusAuditWrites: a failed audit write is FAILING while the node's
@@ -261,22 +234,9 @@ func TestStatusAuditWrites(t *testing.T) {
 		{"room again", failed, true, `\n  writes +last failed [0-9]+s ago: database or disk is full \(room again: the next write retries\) +64 MiB free\n`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeNode(t)
-			var doc map[string]any
-			if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc["audit_write"] = tc.write
-			doc["ready"] = orchestrator.Readiness{Ready: tc.auditOK, Checks: []orchestrator.ReadyCheck{{Name: orchestrator.CheckAudit, OK: tc.auditOK}}}
-			b, err := json.Marshal(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.status = string(b)
-			code, out, errOut := runArgs("status", "--data-dir", f.dir)
-			if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
-				t.Fatalf("exit %d, want %s in:\n%s%s", code, tc.want, out, errOut)
-			}
+			statusShows(t, map[string]any{"audit_write": tc.write,
+				"ready": orchestrator.Readiness{Ready: tc.auditOK, Checks: []orchestrator.ReadyCheck{{Name: orchestrator.CheckAudit, OK: tc.auditOK}}}},
+				tc.want)
 		})
 	}
 }
@@ -302,5 +262,29 @@ func TestStatusAgentNotRecording(t *testing.T) {
 	}
 	if strings.Count(out, "NOT RECORDING") != 1 || strings.Count(out, "not recording:") != 1 {
 		t.Fatalf("pi2, which said nothing, is marked too:\n%s", out)
+	}
+}
+
+// statusShows runs `evoclaw status` against a fake node whose status
+// document has fields replaced, and wants the regular expression want to
+// match what it prints.
+func statusShows(t *testing.T, fields map[string]any, want string) {
+	t.Helper()
+	f := newFakeNode(t)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(f.status), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range fields {
+		doc[k] = v
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.status = string(b)
+	code, out, errOut := runArgs("status", "--data-dir", f.dir)
+	if code != 0 || !regexp.MustCompile(want).MatchString(out) {
+		t.Fatalf("exit %d, want %s in:\n%s%s", code, want, out, errOut)
 	}
 }
