@@ -64,6 +64,9 @@ func onlineStatuses(t *testing.T, in *mqtttest.Inbox, id string) []wire.Status {
 func TestStatusSaysNotRecording(t *testing.T) {
 	const id = "pi-nr"
 	_, dataDir, statuses, k := notRecordingAgent(t, id, 100*time.Millisecond, time.Millisecond)
+	// The status reaches the watcher through the broker after the agent
+	// is running: wait for it (reading at once failed CI once).
+	testenv.Eventually(t, 5*time.Second, func() bool { return len(onlineStatuses(t, statuses, id)) > 0 }, "the online status at start")
 	if s := onlineStatuses(t, statuses, id); len(s) != 1 || s[0].NotRecording != "" {
 		t.Fatalf("online statuses at start %+v, want one saying nothing of recording", s)
 	}
@@ -139,6 +142,6 @@ func TestRefusedCommandSaysNotRecordingAtOnce(t *testing.T) {
 	}
 	testenv.Eventually(t, 2*time.Second, func() bool {
 		s := onlineStatuses(t, statuses, id)
-		return s[len(s)-1].NotRecording != ""
+		return len(s) > 0 && s[len(s)-1].NotRecording != ""
 	}, "an online status saying the agent cannot record, right after the refusal")
 }
