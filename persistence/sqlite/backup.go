@@ -175,10 +175,6 @@ func backup(ctx context.Context, src, dst string, o BackupOptions, chain bool) (
 			return nil, fmt.Errorf("back up %s: %w", src, ErrNotOwnFile)
 		}
 	}
-	// SQLite would wait forever opening a FIFO, past SIGTERM.
-	if fi, err := os.Stat(src); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("back up %s: not a regular file (%s)", src, fi.Mode().Type())
-	}
 	if same, err := sameFile(src, dst); err != nil || same {
 		return nil, fmt.Errorf("back up to %s: that is the database itself", dst)
 	}
@@ -191,6 +187,8 @@ func backup(ctx context.Context, src, dst string, o BackupOptions, chain bool) (
 	dir := filepath.Dir(dst)
 	SweepBackupTemps(dst)
 
+	// openReadOnly refuses a source that is not a regular file (a FIFO,
+	// which SQLite's open waited on for ever).
 	conn, closeSrc, err := openReadOnly(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("back up: %w", err)
